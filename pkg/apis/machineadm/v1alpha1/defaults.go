@@ -1,0 +1,111 @@
+package v1alpha1
+
+// Default values of v1alpha1 fields. They are applied by SetDefaults and
+// shown by `machineadm config defaults`.
+const (
+	DefaultClusterName      = "kubernetes"
+	DefaultImageRepository  = "registry.k8s.io"
+	DefaultServiceSubnet    = "10.96.0.0/12"
+	DefaultDNSDomain        = "cluster.local"
+	DefaultBindPort         = int32(6443)
+	DefaultCertificatesDir  = "/etc/kubernetes/pki"
+	DefaultEncryptionAlgo   = "ECDSA-P256"
+	DefaultRunner           = "StaticPods"
+	DefaultEtcdDataDir      = "/var/lib/etcd"
+	DefaultCRISocket        = "unix:///run/containerd/containerd.sock"
+	DefaultJoinTimeout      = "5m"
+	DefaultTokenTTL         = "24h"
+	DefaultReportPath       = "/var/lib/machineadm/report.json"
+	DefaultSentinel         = "/run/cluster-api/bootstrap-success.complete"
+	DefaultFileMode         = "0644"
+	DefaultFileOwner        = "0"
+	DefaultContainerdConfig = "/etc/containerd/config.toml"
+	DefaultCgroupDriver     = "systemd"
+	DefaultRuntimeType      = "io.containerd.runc.v2"
+)
+
+// SetDefaults fills every unset field of c that has a default, in place.
+// It never overrides a value the user gave and is idempotent.
+func SetDefaults(c *MachineBootstrapConfig) {
+	s := &c.Spec
+	if s.Action == "" {
+		s.Action = ActionJoin
+	}
+	k := &s.Kubernetes
+	setString(&k.ClusterName, DefaultClusterName)
+	setString(&k.ImageRepository, DefaultImageRepository)
+	setString(&k.Networking.ServiceSubnet, DefaultServiceSubnet)
+	setString(&k.Networking.DNSDomain, DefaultDNSDomain)
+
+	if s.Role == RoleControlPlane {
+		if s.ControlPlane == nil {
+			s.ControlPlane = &ControlPlane{}
+		}
+		cp := s.ControlPlane
+		if cp.BindPort == 0 {
+			cp.BindPort = DefaultBindPort
+		}
+		setString(&cp.PKI.CertificatesDir, DefaultCertificatesDir)
+		setString(&cp.PKI.EncryptionAlgorithm, DefaultEncryptionAlgo)
+		setString(&cp.Runner, DefaultRunner)
+		if cp.Etcd.Local == nil && cp.Etcd.External == nil {
+			cp.Etcd.Local = &LocalEtcd{}
+		}
+		if cp.Etcd.Local != nil {
+			setString(&cp.Etcd.Local.DataDir, DefaultEtcdDataDir)
+		}
+		for i := range cp.BootstrapTokens {
+			t := &cp.BootstrapTokens[i]
+			setString(&t.TTL, DefaultTokenTTL)
+			if len(t.Groups) == 0 {
+				t.Groups = []string{"system:bootstrappers:kubeadm:default-node-token"}
+			}
+			if len(t.Usages) == 0 {
+				t.Usages = []string{"signing", "authentication"}
+			}
+		}
+		if s.Node.Taints == nil {
+			s.Node.Taints = &[]Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: "NoSchedule"}}
+		}
+	}
+	if s.Join != nil {
+		setString(&s.Join.Timeout, DefaultJoinTimeout)
+	}
+	setString(&s.Node.CRISocket, DefaultCRISocket)
+
+	for i := range s.Host.Files {
+		f := &s.Host.Files[i]
+		setString(&f.Mode, DefaultFileMode)
+		setString(&f.Owner, DefaultFileOwner)
+		setString(&f.Group, DefaultFileOwner)
+	}
+	if cd := s.Host.Containerd; cd != nil {
+		setString(&cd.ConfigFile, DefaultContainerdConfig)
+		setString(&cd.CgroupDriver, DefaultCgroupDriver)
+		for i := range cd.Runtimes {
+			setString(&cd.Runtimes[i].Type, DefaultRuntimeType)
+		}
+		for i := range cd.Registries {
+			for j := range cd.Registries[i].Mirrors {
+				m := &cd.Registries[i].Mirrors[j]
+				if len(m.Capabilities) == 0 {
+					m.Capabilities = []string{"pull", "resolve"}
+				}
+			}
+		}
+	}
+
+	r := &s.Report
+	setString(&r.Path, DefaultReportPath)
+	setString(&r.Sentinel, DefaultSentinel)
+	if r.Console == nil {
+		t := true
+		r.Console = &t
+	}
+}
+
+func setString(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}

@@ -1,0 +1,396 @@
+package validation
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
+	"net"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	corev1 "k8s.io/api/core/v1"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+func contains[T comparable](list []T, v T) bool { return slices.Contains(list, v) }
+
+func dns1123Subdomain(v string) string {
+	return strings.Join(k8svalidation.IsDNS1123Subdomain(v), "; ")
+}
+
+func qualifiedName(v string) string {
+	return strings.Join(k8svalidation.IsQualifiedName(v), "; ")
+}
+
+func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
+	for i, a := range args {
+		if !argNameRE.MatchString(a.Name) {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("name"), a.Name, "must be a flag name without leading dashes, for example audit-log-maxage"))
+		}
+	}
+}
+
+// validateSAN accepts an IP address or a DNS name, optionally with one
+// leading wildcard label.
+func validateSAN(r *Result, san string, p *field.Path) {
+	if net.ParseIP(san) != nil {
+		return
+	}
+	name := strings.TrimPrefix(san, "*.")
+	if msg := dns1123Subdomain(name); msg != "" {
+		r.Errors = append(r.Errors, field.Invalid(p, san, "must be an IP address or DNS name: "+msg))
+	}
+}
+
+// validateEndpoint checks "host:port" (port optional unless needPort) with
+// an IP or DNS host.
+func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		if needPort {
+			r.Errors = append(r.Errors, field.Invalid(p, ep, "must be host:port"))
+			return
+		}
+		host, port = ep, ""
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			r.Errors = append(r.Errors, field.Invalid(p, ep, "port must be between 1 and 65535"))
+		}
+	}
+	if net.ParseIP(host) == nil {
+		if msg := dns1123Subdomain(host); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p, ep, "host must be an IP address or DNS name: "+msg))
+		}
+	}
+}
+
+func validateCIDRs(r *Result, v string, p *field.Path) {
+	if v == "" {
+		return
+	}
+	for _, c := range strings.Split(v, ",") {
+		if _, _, err := net.ParseCIDR(strings.TrimSpace(c)); err != nil {
+			r.Errors = append(r.Errors, field.Invalid(p, v, "must be a CIDR such as 10.244.0.0/16, comma-separated for dual stack"))
+			return
+		}
+	}
+}
+
+func validateURL(r *Result, v string, schemes []string, p *field.Path) {
+	u, err := url.Parse(v)
+	if err != nil || !contains(schemes, u.Scheme) || (u.Host == "" && u.Path == "") {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must be a URL with scheme "+strings.Join(schemes, ", ")))
+	}
+}
+
+// validateAbsPath checks an absolute, clean path without "..".
+func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
+	if v == "" {
+		if !optional {
+			r.Errors = append(r.Errors, field.Required(p, "an absolute path"))
+		}
+		return
+	}
+	if !strings.HasPrefix(v, "/") {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must be an absolute path"))
+		return
+	}
+	if slices.Contains(strings.Split(v, "/"), "..") {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must not contain '..'"))
+		return
+	}
+	if path.Clean(v) != v {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must be a clean path (no '//', '.' or trailing '/')"))
+	}
+}
+
+// restrictedLabelNamespaces are refused by the NodeRestriction admission
+// plugin for labels a kubelet sets on its own Node.
+var restrictedLabelNamespaces = []string{"kubernetes.io", "k8s.io"}
+
+// allowedRestrictedLabels are the kubernetes.io labels a kubelet may set
+// (NodeRestriction's allow list).
+var allowedRestrictedLabels = []string{
+	"kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+	"beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+	"failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+	"topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+}
+
+func validateLabels(r *Result, labels map[string]string, p *field.Path) {
+	for _, k := range sortedKeys(labels) {
+		v := labels[k]
+		if msg := qualifiedName(k); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Key(k), k, msg))
+			continue
+		}
+		if msgs := k8svalidation.IsValidLabelValue(v); len(msgs) > 0 {
+			r.Errors = append(r.Errors, field.Invalid(p.Key(k), v, strings.Join(msgs, "; ")))
+		}
+		prefix, _, found := strings.Cut(k, "/")
+		if !found || contains(allowedRestrictedLabels, k) {
+			continue
+		}
+		for _, ns := range restrictedLabelNamespaces {
+			if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+				if !strings.HasPrefix(prefix, "kubelet.") && !strings.HasPrefix(prefix, "node.") {
+					r.Errors = append(r.Errors, field.Forbidden(p.Key(k), "the NodeRestriction admission plugin refuses kubelet-set labels in the "+ns+" namespace; set it from the control plane instead"))
+				}
+			}
+		}
+	}
+}
+
+// validateKubeletConfig decodes the partial KubeletConfiguration strictly
+// so that misspelled or mistyped kubelet fields are reported by path.
+func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
+	if len(cfg) == 0 {
+		return
+	}
+	for _, k := range []string{"apiVersion", "kind"} {
+		if _, ok := cfg[k]; ok {
+			r.Errors = append(r.Errors, field.Forbidden(p.Child(k), "set by machineadm; give KubeletConfiguration fields only"))
+		}
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p, "", err.Error()))
+		return
+	}
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p, "", err.Error()))
+		return
+	}
+	var kc kubeletv1beta1.KubeletConfiguration
+	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &kc)
+	if err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p, "", "not a KubeletConfiguration: "+err.Error()))
+		return
+	}
+	for _, e := range strictErrs {
+		r.Errors = append(r.Errors, field.Invalid(p, "", "KubeletConfiguration (kubelet.config.k8s.io/v1beta1): "+e.Error()))
+	}
+}
+
+func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
+	h := &s.Host
+	for _, k := range sortedKeys(h.Sysctl) {
+		if !sysctlKeyRE.MatchString(k) {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("sysctl").Key(k), k, "must be a dotted kernel parameter name such as net.ipv4.ip_forward"))
+		}
+	}
+	for i, m := range h.KernelModules {
+		if !moduleRE.MatchString(m) {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("kernelModules").Index(i), m, "must be a kernel module name such as br_netfilter"))
+		}
+	}
+	seen := map[string]bool{}
+	for i := range h.Files {
+		validateFile(r, &h.Files[i], seen, p.Child("files").Index(i))
+	}
+	if h.Containerd != nil {
+		validateContainerd(r, h.Containerd, p.Child("containerd"))
+	}
+	if len(h.StaticPods) > 0 && s.Role != machineadm.RoleControlPlane {
+		r.Errors = append(r.Errors, field.Forbidden(p.Child("staticPods"), "extra static pods are for role ControlPlane only"))
+	}
+	names := map[string]bool{}
+	for i, sp := range h.StaticPods {
+		sp := sp
+		validateStaticPod(r, &sp, names, p.Child("staticPods").Index(i))
+	}
+}
+
+func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {
+	validateAbsPath(r, f.Path, false, p.Child("path"))
+	if seen[f.Path] && !f.Append {
+		r.Errors = append(r.Errors, field.Duplicate(p.Child("path"), f.Path))
+	}
+	seen[f.Path] = true
+	if f.Source != nil {
+		if f.Content != "" {
+			r.Errors = append(r.Errors, field.Forbidden(p.Child("source"), "content and source are mutually exclusive"))
+		}
+		if f.Append {
+			r.Errors = append(r.Errors, field.Forbidden(p.Child("append"), "append works with content only"))
+		}
+		validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url"))
+		if !sha256RE.MatchString(f.Source.SHA256) {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("source", "sha256"), f.Source.SHA256, "must be 64 lower-case hex characters"))
+		}
+	}
+	switch f.Encoding {
+	case "":
+	case "base64", "gzip+base64":
+		if _, err := DecodeContent(f.Content, f.Encoding); err != nil {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("content"), "<content>", "does not decode as "+f.Encoding+": "+err.Error()))
+		}
+	default:
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("encoding"), f.Encoding, []string{"", "base64", "gzip+base64"}))
+	}
+	if !fileModeRE.MatchString(f.Mode) {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("mode"), f.Mode, "must be an octal permission between 0000 and 0777 such as 0644 (setuid, setgid and sticky bits are refused)"))
+	}
+	if !ownerRE.MatchString(f.Owner) {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("owner"), f.Owner, "must be a user name or numeric uid"))
+	}
+	if !ownerRE.MatchString(f.Group) {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("group"), f.Group, "must be a group name or numeric gid"))
+	}
+}
+
+// DecodeContent decodes a file's content given its encoding: "" (plain),
+// "base64" (RFC 4648 standard alphabet) or "gzip+base64" (base64 of a
+// gzip stream, RFC 1952).
+func DecodeContent(content, encoding string) ([]byte, error) {
+	switch encoding {
+	case "":
+		return []byte(content), nil
+	case "base64", "gzip+base64":
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
+		if err != nil {
+			return nil, err
+		}
+		if encoding == "base64" {
+			return raw, nil
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		return io.ReadAll(zr)
+	}
+	return nil, &unsupportedEncodingError{encoding}
+}
+
+type unsupportedEncodingError struct{ enc string }
+
+func (e *unsupportedEncodingError) Error() string {
+	return "unsupported encoding " + strconv.Quote(e.enc)
+}
+
+func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
+	if c.ConfigVersion != 0 && c.ConfigVersion != 2 && c.ConfigVersion != 3 {
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("configVersion"), strconv.Itoa(c.ConfigVersion), []string{"2", "3"}))
+	}
+	validateAbsPath(r, c.ConfigFile, false, p.Child("configFile"))
+	if !contains([]string{"systemd", "cgroupfs"}, c.CgroupDriver) {
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("cgroupDriver"), c.CgroupDriver, []string{"systemd", "cgroupfs"}))
+	}
+	hosts := map[string]bool{}
+	for i, reg := range c.Registries {
+		rp := p.Child("registries").Index(i)
+		if reg.Host == "" {
+			r.Errors = append(r.Errors, field.Required(rp.Child("host"), "registry host such as docker.io"))
+		} else if hosts[reg.Host] {
+			r.Errors = append(r.Errors, field.Duplicate(rp.Child("host"), reg.Host))
+		} else {
+			validateEndpoint(r, reg.Host, false, rp.Child("host"))
+		}
+		hosts[reg.Host] = true
+		if reg.Server != "" {
+			validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server"))
+		}
+		for j, m := range reg.Mirrors {
+			mp := rp.Child("mirrors").Index(j)
+			validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url"))
+			for k, cap := range m.Capabilities {
+				if !contains([]string{"pull", "resolve", "push"}, cap) {
+					r.Errors = append(r.Errors, field.NotSupported(mp.Child("capabilities").Index(k), cap, []string{"pull", "resolve", "push"}))
+				}
+			}
+			if (m.ClientCert == "") != (m.ClientKey == "") {
+				r.Errors = append(r.Errors, field.Required(mp.Child("clientKey"), "clientCert and clientKey go together"))
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i, rt := range c.Runtimes {
+		rp := p.Child("runtimes").Index(i)
+		if !podNameRE.MatchString(rt.Name) {
+			r.Errors = append(r.Errors, field.Invalid(rp.Child("name"), rt.Name, "must be a runtime handler name such as runc, nvidia or kata"))
+		} else if names[rt.Name] {
+			r.Errors = append(r.Errors, field.Duplicate(rp.Child("name"), rt.Name))
+		}
+		names[rt.Name] = true
+	}
+	if c.ConfigPatch != "" {
+		var v map[string]any
+		if err := toml.Unmarshal([]byte(c.ConfigPatch), &v); err != nil {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("configPatch"), "<toml>", "not valid TOML: "+err.Error()))
+		}
+	}
+}
+
+func validateStaticPod(r *Result, sp *machineadm.StaticPod, names map[string]bool, p *field.Path) {
+	if !podNameRE.MatchString(sp.Name) {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("name"), sp.Name, "must be a DNS label such as audit-forwarder"))
+	} else if names[sp.Name] {
+		r.Errors = append(r.Errors, field.Duplicate(p.Child("name"), sp.Name))
+	}
+	names[sp.Name] = true
+	if _, err := DecodePod(sp.Manifest); err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("manifest"), "<manifest>", err.Error()))
+	}
+}
+
+// DecodePod strictly decodes a v1 Pod manifest in YAML or JSON. Unknown
+// fields, a kind other than Pod or an apiVersion other than v1, and a pod
+// without containers are errors.
+func DecodePod(manifest string) (*corev1.Pod, error) {
+	data, err := yaml.YAMLToJSONStrict([]byte(manifest))
+	if err != nil {
+		return nil, err
+	}
+	var pod corev1.Pod
+	strictErrs, err := sigsjson.UnmarshalStrict(data, &pod)
+	if err != nil {
+		return nil, err
+	}
+	if len(strictErrs) > 0 {
+		return nil, strictErrs[0]
+	}
+	if pod.APIVersion != "v1" || pod.Kind != "Pod" {
+		return nil, &podShapeError{"must be apiVersion v1, kind Pod"}
+	}
+	if pod.Name == "" {
+		return nil, &podShapeError{"metadata.name is required"}
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return nil, &podShapeError{"spec.containers must list at least one container"}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "" || c.Image == "" {
+			return nil, &podShapeError{"every container needs a name and an image"}
+		}
+	}
+	return &pod, nil
+}
+
+type podShapeError struct{ msg string }
+
+func (e *podShapeError) Error() string { return e.msg }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

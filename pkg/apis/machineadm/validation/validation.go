@@ -1,0 +1,297 @@
+// Package validation checks a defaulted hub machine spec and reports every
+// problem at once, each with its field path (for example
+// "spec.join.caCertHashes[0]: Invalid value: …"), with warnings kept apart
+// from errors. It never touches the host.
+package validation
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+// Warning is a problem that does not stop the bootstrap, with its field
+// path.
+type Warning struct {
+	// Field is the path of the field, for example "spec.join.token.value".
+	Field string
+	// Message says what is risky and what to do instead.
+	Message string
+}
+
+// String formats the warning as "path: message".
+func (w Warning) String() string { return w.Field + ": " + w.Message }
+
+// Result is the outcome of validating one spec.
+type Result struct {
+	// Errors are the problems that make the spec invalid, each with its
+	// field path. Empty when the spec is valid.
+	Errors field.ErrorList
+	// Warnings are problems that do not make the spec invalid.
+	Warnings []Warning
+}
+
+func (r *Result) warn(p *field.Path, format string, args ...any) {
+	r.Warnings = append(r.Warnings, Warning{Field: p.String(), Message: fmt.Sprintf(format, args...)})
+}
+
+var (
+	versionRE    = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
+	tokenRE      = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+	caHashRE     = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	certKeyRE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	argNameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	moduleRE     = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	sysctlKeyRE  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*(\.[A-Za-z0-9_*-][A-Za-z0-9_*.-]*)*(/[A-Za-z0-9_-]+)*$`)
+	ownerRE      = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_-]*\$?)$`)
+	podNameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	fileModeRE   = regexp.MustCompile(`^0?[0-7]{3}$`)
+	encryptAlgos = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA-4096"}
+)
+
+// Validate checks a defaulted hub spec. It reports every error it finds,
+// not only the first.
+func Validate(c *machineadm.MachineBootstrapConfig) Result {
+	var r Result
+	s := &c.Spec
+	p := field.NewPath("spec")
+
+	switch s.Role {
+	case machineadm.RoleControlPlane, machineadm.RoleWorker:
+	case "":
+		r.Errors = append(r.Errors, field.Required(p.Child("role"), "ControlPlane or Worker"))
+	default:
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("role"), s.Role, []machineadm.Role{machineadm.RoleControlPlane, machineadm.RoleWorker}))
+	}
+	switch s.Action {
+	case machineadm.ActionInit:
+		if s.Role == machineadm.RoleWorker {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("action"), s.Action, "Init creates a cluster and needs role ControlPlane"))
+		}
+		if s.Join != nil {
+			r.Errors = append(r.Errors, field.Forbidden(p.Child("join"), "must be empty for action Init"))
+		}
+	case machineadm.ActionJoin:
+		if s.Join == nil {
+			r.Errors = append(r.Errors, field.Required(p.Child("join"), "action Join needs apiServerEndpoint, token and caCertHashes"))
+		}
+	default:
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("action"), s.Action, []machineadm.Action{machineadm.ActionInit, machineadm.ActionJoin}))
+	}
+	if s.Role == machineadm.RoleWorker && s.ControlPlane != nil {
+		r.Errors = append(r.Errors, field.Forbidden(p.Child("controlPlane"), "must be empty for role Worker"))
+	}
+
+	validateKubernetes(&r, &s.Kubernetes, p.Child("kubernetes"))
+	if s.ControlPlane != nil {
+		validateControlPlane(&r, s, p.Child("controlPlane"))
+	}
+	if s.Join != nil {
+		validateJoin(&r, s.Join, p.Child("join"))
+	}
+	validateNode(&r, &s.Node, p.Child("node"))
+	validateHost(&r, s, p.Child("host"))
+	validateReport(&r, &s.Report, p.Child("report"))
+	return r
+}
+
+// ParseVersion splits "vMAJOR.MINOR.PATCH[-pre]" into its numbers. It
+// returns an error for any other shape.
+func ParseVersion(v string) (major, minor, patch int, err error) {
+	m := versionRE.FindStringSubmatch(v)
+	if m == nil {
+		return 0, 0, 0, fmt.Errorf("%q is not a version of the form vMAJOR.MINOR.PATCH", v)
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	patch, _ = strconv.Atoi(m[3])
+	return major, minor, patch, nil
+}
+
+func validateKubernetes(r *Result, k *machineadm.Kubernetes, p *field.Path) {
+	if k.Version == "" {
+		r.Errors = append(r.Errors, field.Required(p.Child("version"), "an explicit Kubernetes version such as v1.37.2; machineadm never looks it up online"))
+	} else if _, _, _, err := ParseVersion(k.Version); err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("version"), k.Version, err.Error()))
+	}
+	if k.ControlPlaneEndpoint != "" {
+		validateEndpoint(r, k.ControlPlaneEndpoint, false, p.Child("controlPlaneEndpoint"))
+	}
+	if k.ClusterName != "" {
+		if msg := dns1123Subdomain(k.ClusterName); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("clusterName"), k.ClusterName, msg))
+		}
+	}
+	n := p.Child("networking")
+	validateCIDRs(r, k.Networking.PodSubnet, n.Child("podSubnet"))
+	validateCIDRs(r, k.Networking.ServiceSubnet, n.Child("serviceSubnet"))
+	if msg := dns1123Subdomain(k.Networking.DNSDomain); msg != "" {
+		r.Errors = append(r.Errors, field.Invalid(n.Child("dnsDomain"), k.Networking.DNSDomain, msg))
+	}
+}
+
+func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
+	cp := s.ControlPlane
+	if cp.AdvertiseAddress != "" && net.ParseIP(cp.AdvertiseAddress) == nil {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("advertiseAddress"), cp.AdvertiseAddress, "must be an IP address"))
+	}
+	if cp.BindPort < 1 || cp.BindPort > 65535 {
+		r.Errors = append(r.Errors, field.Invalid(p.Child("bindPort"), cp.BindPort, "must be between 1 and 65535"))
+	}
+	validateArgs(r, cp.APIServer.ExtraArgs, p.Child("apiServer", "extraArgs"))
+	validateArgs(r, cp.ControllerManager.ExtraArgs, p.Child("controllerManager", "extraArgs"))
+	validateArgs(r, cp.Scheduler.ExtraArgs, p.Child("scheduler", "extraArgs"))
+	for i, san := range cp.APIServer.CertSANs {
+		validateSAN(r, san, p.Child("apiServer", "certSANs").Index(i))
+	}
+	validateEtcd(r, &cp.Etcd, p.Child("etcd"))
+	validateAbsPath(r, cp.PKI.Dir, true, p.Child("pki", "dir"))
+	validateAbsPath(r, cp.PKI.CertificatesDir, false, p.Child("pki", "certificatesDir"))
+	if !contains(encryptAlgos, cp.PKI.EncryptionAlgorithm) {
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("pki", "encryptionAlgorithm"), cp.PKI.EncryptionAlgorithm, encryptAlgos))
+	}
+	if cp.CertificateKey != nil {
+		validateSecret(r, cp.CertificateKey, certKeyRE, "64 lower-case hex characters (a 32-byte AES key)", p.Child("certificateKey"))
+	}
+	if s.Action == machineadm.ActionJoin {
+		if cp.CertificateKey == nil && cp.PKI.Dir == "" {
+			r.Errors = append(r.Errors, field.Required(p.Child("certificateKey"), "a control-plane Join needs the shared certificates: a certificateKey (download from the kubeadm-certs Secret) or pki.dir"))
+		}
+		if len(cp.BootstrapTokens) > 0 {
+			r.Errors = append(r.Errors, field.Forbidden(p.Child("bootstrapTokens"), "bootstrap tokens are created on Init only"))
+		}
+	}
+	if s.Action == machineadm.ActionInit && s.Kubernetes.ControlPlaneEndpoint == "" {
+		r.warn(field.NewPath("spec", "kubernetes", "controlPlaneEndpoint"), "not set: more control-plane nodes can never join this cluster; set a stable endpoint (load balancer or DNS name)")
+	}
+	for i := range cp.BootstrapTokens {
+		t := &cp.BootstrapTokens[i]
+		tp := p.Child("bootstrapTokens").Index(i)
+		validateSecret(r, &t.Token, tokenRE, "[a-z0-9]{6}.[a-z0-9]{16}", tp.Child("token"))
+		validateDuration(r, t.TTL, true, tp.Child("ttl"))
+		for j, u := range t.Usages {
+			if !contains([]string{"signing", "authentication"}, u) {
+				r.Errors = append(r.Errors, field.NotSupported(tp.Child("usages").Index(j), u, []string{"signing", "authentication"}))
+			}
+		}
+	}
+	if cp.Runner != "StaticPods" {
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("runner"), cp.Runner, []string{"StaticPods"}))
+	}
+}
+
+func validateEtcd(r *Result, e *machineadm.Etcd, p *field.Path) {
+	if e.Local != nil && e.External != nil {
+		r.Errors = append(r.Errors, field.Forbidden(p, "local and external are mutually exclusive"))
+	}
+	if l := e.Local; l != nil {
+		validateAbsPath(r, l.DataDir, false, p.Child("local", "dataDir"))
+		validateArgs(r, l.ExtraArgs, p.Child("local", "extraArgs"))
+		for i, san := range l.ServerCertSANs {
+			validateSAN(r, san, p.Child("local", "serverCertSANs").Index(i))
+		}
+		for i, san := range l.PeerCertSANs {
+			validateSAN(r, san, p.Child("local", "peerCertSANs").Index(i))
+		}
+	}
+	if x := e.External; x != nil {
+		ep := p.Child("external")
+		if len(x.Endpoints) == 0 {
+			r.Errors = append(r.Errors, field.Required(ep.Child("endpoints"), "at least one etcd client URL"))
+		}
+		for i, u := range x.Endpoints {
+			validateURL(r, u, []string{"http", "https"}, ep.Child("endpoints").Index(i))
+		}
+		validateAbsPath(r, x.CAFile, true, ep.Child("caFile"))
+		validateAbsPath(r, x.CertFile, true, ep.Child("certFile"))
+		validateAbsPath(r, x.KeyFile, true, ep.Child("keyFile"))
+	}
+}
+
+func validateJoin(r *Result, j *machineadm.Join, p *field.Path) {
+	if j.APIServerEndpoint == "" {
+		r.Errors = append(r.Errors, field.Required(p.Child("apiServerEndpoint"), "host:port of the control-plane endpoint"))
+	} else {
+		validateEndpoint(r, j.APIServerEndpoint, true, p.Child("apiServerEndpoint"))
+	}
+	validateSecret(r, &j.Token, tokenRE, "[a-z0-9]{6}.[a-z0-9]{16}", p.Child("token"))
+	if len(j.CACertHashes) == 0 && !j.UnsafeSkipCAVerification {
+		r.Errors = append(r.Errors, field.Required(p.Child("caCertHashes"), "pin the cluster CA with its sha256: hash (printed by `machineadm pki init`), or set unsafeSkipCAVerification"))
+	}
+	for i, h := range j.CACertHashes {
+		if !caHashRE.MatchString(h) {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("caCertHashes").Index(i), h, "must be sha256: followed by 64 lower-case hex characters"))
+		}
+	}
+	if j.UnsafeSkipCAVerification {
+		r.warn(p.Child("unsafeSkipCAVerification"), "the cluster CA is not pinned: whoever answers at the endpoint can take over this node")
+	}
+	validateDuration(r, j.Timeout, false, p.Child("timeout"))
+}
+
+func validateNode(r *Result, n *machineadm.Node, p *field.Path) {
+	if n.Name != "" {
+		if msg := dns1123Subdomain(n.Name); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("name"), n.Name, msg))
+		}
+	}
+	validateURL(r, n.CRISocket, []string{"unix", "npipe"}, p.Child("criSocket"))
+	validateLabels(r, n.Labels, p.Child("labels"))
+	if n.Taints != nil {
+		for i, t := range *n.Taints {
+			tp := p.Child("taints").Index(i)
+			if msg := qualifiedName(t.Key); msg != "" {
+				r.Errors = append(r.Errors, field.Invalid(tp.Child("key"), t.Key, msg))
+			}
+			if !contains([]string{"NoSchedule", "PreferNoSchedule", "NoExecute"}, t.Effect) {
+				r.Errors = append(r.Errors, field.NotSupported(tp.Child("effect"), t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
+			}
+		}
+	}
+	validateArgs(r, n.Kubelet.ExtraArgs, p.Child("kubelet", "extraArgs"))
+	validateKubeletConfig(r, n.Kubelet.Config, p.Child("kubelet", "config"))
+}
+
+func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {
+	validateAbsPath(r, rep.Path, false, p.Child("path"))
+	if rep.Sentinel != "-" {
+		validateAbsPath(r, rep.Sentinel, false, p.Child("sentinel"))
+	}
+	if rep.URL != "" {
+		validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url"))
+	}
+}
+
+func validateDuration(r *Result, v string, zeroOK bool, p *field.Path) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must be a duration such as 90s, 5m or 24h"))
+		return
+	}
+	if d < 0 || (d == 0 && !zeroOK) {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "must be positive"))
+	}
+}
+
+func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, shape string, p *field.Path) {
+	switch {
+	case s.Value != "" && s.File != "":
+		r.Errors = append(r.Errors, field.Forbidden(p, "value and file are mutually exclusive"))
+	case s.Value == "" && s.File == "":
+		r.Errors = append(r.Errors, field.Required(p, "value or file"))
+	case s.File != "":
+		validateAbsPath(r, s.File, false, p.Child("file"))
+	case !re.MatchString(s.Value):
+		// The value itself is secret: never echo it.
+		r.Errors = append(r.Errors, field.Invalid(p.Child("value"), "<redacted>", "must be "+shape))
+	default:
+		r.warn(p.Child("value"), "secret given inline; user data is readable by anyone with read access to the infrastructure, prefer file")
+	}
+}

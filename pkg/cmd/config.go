@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+func newConfigCommand(o *options) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "config",
+		Short: "Check, show and migrate machine specs",
+		Args:  noArgs,
+	}
+	c.AddCommand(newConfigValidateCommand(o), newConfigDefaultsCommand(o), newConfigKubeadmCommand(o), newConfigMigrateCommand(o))
+	return c
+}
+
+// readSpecBytes reads the spec at path, or standard input for "-".
+func readSpecBytes(o *options, path string) ([]byte, error) {
+	if err := requireFile(path); err != nil {
+		return nil, err
+	}
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(o.in)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, usagef("reading machine spec: %v", err)
+	}
+	return data, nil
+}
+
+// loadSpec reads, decodes, defaults and validates the spec at path and logs
+// its warnings.
+func loadSpec(o *options, path string) (*spec.Loaded, error) {
+	data, err := readSpecBytes(o, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.Load(data, path)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range l.Warnings {
+		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	}
+	return l, nil
+}
+
+func newConfigValidateCommand(o *options) *cobra.Command {
+	var file string
+	c := &cobra.Command{
+		Use:   "validate -f SPEC",
+		Short: "Check a machine spec; print every problem with its field path",
+		Long: `Decodes the spec strictly (unknown, duplicate and mistyped fields are errors),
+applies defaults and validates it. Every error is printed, one per line as
+"path: message"; warnings are printed apart. Exit code 0 when valid, 2 when
+not. Secret files referenced by the spec are not read.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readSpecBytes(o, file)
+			if err != nil {
+				return err
+			}
+			l, err := spec.Load(data, file)
+			if err != nil {
+				return err
+			}
+			for _, w := range l.Warnings {
+				fmt.Fprintf(o.out, "warning: %s\n", w)
+			}
+			fmt.Fprintf(o.out, "%s: valid %s %s (role %s, action %s)\n", file, l.APIVersion, v1alpha1.Kind, l.Config.Spec.Role, l.Config.Spec.Action)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "machine spec path, or - for standard input")
+	return c
+}
+
+func newConfigDefaultsCommand(o *options) *cobra.Command {
+	var role, action string
+	c := &cobra.Command{
+		Use:   "defaults",
+		Short: "Print a complete machine spec with every default shown",
+		Long: `Prints a machine spec of the newest apiVersion for the given role and action
+with every defaulted field filled in. Fields without a default (addresses,
+secrets) are left out.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := v1alpha1.MachineBootstrapConfig{
+				APIVersion: v1alpha1.APIVersion,
+				Kind:       v1alpha1.Kind,
+				Spec: v1alpha1.MachineBootstrapSpec{
+					Role:       v1alpha1.Role(role),
+					Action:     v1alpha1.Action(action),
+					Kubernetes: v1alpha1.Kubernetes{Version: defaultKubernetesVersion()},
+					Host:       v1alpha1.Host{Containerd: &v1alpha1.Containerd{}},
+				},
+			}
+			switch {
+			case role != string(v1alpha1.RoleControlPlane) && role != string(v1alpha1.RoleWorker):
+				return usagef("--role must be ControlPlane or Worker, got %q", role)
+			case action != string(v1alpha1.ActionInit) && action != string(v1alpha1.ActionJoin):
+				return usagef("--action must be Init or Join, got %q", action)
+			case action == string(v1alpha1.ActionInit) && role == string(v1alpha1.RoleWorker):
+				return usagef("--action Init needs --role ControlPlane")
+			}
+			if action == string(v1alpha1.ActionJoin) {
+				cfg.Spec.Join = &v1alpha1.Join{}
+			}
+			v1alpha1.SetDefaults(&cfg)
+			out, err := yaml.Marshal(&cfg)
+			if err != nil {
+				return err
+			}
+			_, err = o.out.Write(out)
+			return err
+		},
+	}
+	c.Flags().StringVar(&role, "role", "ControlPlane", "ControlPlane or Worker")
+	c.Flags().StringVar(&action, "action", "Init", "Init or Join")
+	return c
+}
+
+func newConfigMigrateCommand(o *options) *cobra.Command {
+	var file string
+	c := &cobra.Command{
+		Use:   "migrate -f SPEC",
+		Short: "Rewrite a machine spec in the newest apiVersion (" + spec.LatestAPIVersion + ")",
+		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
+without adding defaults. With only ` + spec.LatestAPIVersion + ` released so far
+this normalises the document; it is the path older specs will take.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readSpecBytes(o, file)
+			if err != nil {
+				return err
+			}
+			hub, _, err := spec.DecodeNoDefaults(data, file)
+			if err != nil {
+				return err
+			}
+			latest, err := v1alpha1.ConvertFromHub(hub)
+			if err != nil {
+				return err
+			}
+			out, err := yaml.Marshal(latest)
+			if err != nil {
+				return err
+			}
+			_, err = o.out.Write(out)
+			return err
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "machine spec path, or - for standard input")
+	return c
+}
+
+// defaultKubernetesVersion is the embedded kubeadm's Kubernetes version,
+// the version a spec without other constraints should target.
+func defaultKubernetesVersion() string {
+	if version.CheckStamped() == nil {
+		return version.Get().Kubernetes
+	}
+	return "v1.37.2"
+}

@@ -1,0 +1,149 @@
+// Package cmd builds machineadm's command tree (cobra) and maps errors to
+// exit codes: 0 success, 1 the bootstrap (or another action) ran and
+// failed, 2 bad input (usage or an invalid spec) with nothing changed.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// Exit codes of the machineadm command (the OS-maintainer contract).
+const (
+	// ExitOK means success.
+	ExitOK = 0
+	// ExitFailed means the command ran and failed; the report says why.
+	ExitFailed = 1
+	// ExitBadInput means bad usage or an invalid spec; nothing was changed.
+	ExitBadInput = 2
+)
+
+// UsageError marks bad command-line usage; it maps to exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usagef returns a *UsageError with a formatted message.
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error returned by a command to the process exit code.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue), spec.IsInvalidSpec(err):
+		return ExitBadInput
+	}
+	return ExitFailed
+}
+
+// options are shared by all commands.
+type options struct {
+	in       io.Reader
+	out      io.Writer
+	errOut   io.Writer
+	logLevel string
+	log      *slog.Logger
+}
+
+// NewRootCommand builds the machineadm command tree writing to out and
+// errOut and reading standard input from in.
+func NewRootCommand(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	o := &options{in: in, out: out, errOut: errOut}
+	root := &cobra.Command{
+		Use:   "machineadm",
+		Short: "Prepare a host and bootstrap it into a Kubernetes cluster from one machine spec",
+		Long: `machineadm runs on the machine that is becoming a Kubernetes node. It reads one
+versioned machine spec (machineadm.io/v1alpha1 MachineBootstrapConfig),
+prepares the host, runs the kubeadm compiled into it to create or join a
+cluster, and writes a structured outcome report.
+
+Exit codes: 0 success; 1 the run failed (see the report); 2 bad input
+(usage or an invalid spec) and nothing on the host was changed.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+				return usagef("--log-level: %v", err)
+			}
+			o.log = slog.New(slog.NewTextHandler(o.errOut, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "info", "log level on standard error: debug, info, warn or error")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+
+	root.AddCommand(
+		newVersionCommand(o),
+		newConfigCommand(o),
+		newPKICommand(o),
+		newTokenCommand(o),
+		newBootstrapCommand(o),
+		newPrepareCommand(o),
+		newRenderCommand(o),
+		newReportCommand(o),
+	)
+	return root
+}
+
+// Execute runs machineadm with args and returns the exit code; errors are
+// printed to errOut.
+func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	root := NewRootCommand(in, out, errOut)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		if isCobraUsage(err) {
+			err = &UsageError{Err: err}
+		}
+		fmt.Fprintf(errOut, "Error: %v\n", err)
+		var ue *UsageError
+		if errors.As(err, &ue) && cmd != nil {
+			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+	}
+	return ExitCode(err)
+}
+
+// isCobraUsage recognises cobra's own errors for unknown commands and bad
+// argument counts, which it does not type.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// noArgs rejects positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
+}
+
+// requireFile checks that -f was given.
+func requireFile(path string) error {
+	if path == "" {
+		return usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
+	}
+	return nil
+}

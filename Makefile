@@ -19,6 +19,8 @@ LDFLAGS := -s -w \
 TEST_LDFLAGS := $(filter-out -s -w,$(LDFLAGS))
 
 GO        ?= go
+# PKGS limits test and bench to some packages, e.g. make test PKGS=./pkg/spec/...
+PKGS      ?= ./...
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 
 .PHONY: build build-all test bench vet fmt schema demo e2e clean
@@ -35,10 +37,10 @@ build-all:
 	done
 
 test:
-	CGO_ENABLED=1 $(GO) test -ldflags "$(TEST_LDFLAGS)" ./...
+	CGO_ENABLED=1 $(GO) test -ldflags "$(TEST_LDFLAGS)" $(TESTFLAGS) $(PKGS)
 
 bench:
-	$(GO) test -ldflags "$(TEST_LDFLAGS)" -run '^$$' -bench . -benchmem ./...
+	$(GO) test -ldflags "$(TEST_LDFLAGS)" -run '^$$' -bench . -benchmem $(PKGS)
 
 vet:
 	$(GO) vet ./...

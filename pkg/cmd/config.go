@@ -48,6 +48,12 @@ func loadSpec(o *options, path string) (*spec.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadSpecBytes(o, data, path)
+}
+
+// loadSpecBytes decodes, defaults and validates spec bytes and logs the
+// warnings.
+func loadSpecBytes(o *options, data []byte, path string) (*spec.Loaded, error) {
 	l, err := spec.Load(data, path)
 	if err != nil {
 		return nil, err

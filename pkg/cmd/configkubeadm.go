@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+)
+
+// Placeholders printed instead of secrets by `config kubeadm`; they have
+// the shapes kubeadm validates.
+const (
+	redactedToken   = "xxxxxx.xxxxxxxxxxxxxxxx"
+	redactedCertKey = "0000000000000000000000000000000000000000000000000000000000000000"
+)
+
+func newConfigKubeadmCommand(o *options) *cobra.Command {
+	var file string
+	c := &cobra.Command{
+		Use:   "kubeadm -f SPEC",
+		Short: "Print the kubeadm configuration machineadm derives from a spec (for debugging, never an input)",
+		Long: `Translates the spec into the kubeadm configuration documents of the kubeadm
+config API version matching spec.kubernetes.version (kubeadm.k8s.io/v1beta4
+for v1.31 to v1.37), checks them with kubeadm's own validation and prints
+them. Secrets are replaced by placeholders of the right shape; secret files
+are not read. machineadm never takes kubeadm YAML as input.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadSpec(o, file)
+			if err != nil {
+				return err
+			}
+			docs, err := kubeadm.Translate(l.Config, redactedInputs(l.Config))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "# kubeadm configuration derived by machineadm (%s); secrets redacted\n", docs.APIVersion)
+			_, err = o.out.Write(docs.YAML)
+			return err
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "machine spec path, or - for standard input")
+	return c
+}
+
+// redactedInputs fills every secret of the spec with a placeholder, and
+// the patches directory with machineadm's default.
+func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
+	in := kubeadm.Inputs{}
+	s := &cfg.Spec
+	if s.Join != nil {
+		in.JoinToken = redactedToken
+	}
+	if cp := s.ControlPlane; cp != nil {
+		if cp.CertificateKey != nil {
+			in.CertificateKey = redactedCertKey
+		}
+		for range cp.BootstrapTokens {
+			in.BootstrapTokens = append(in.BootstrapTokens, redactedToken)
+		}
+	}
+	if len(s.Node.Kubelet.Config) > 0 {
+		in.PatchesDir = defaultWorkDir + "/patches"
+	}
+	return in
+}

@@ -1,0 +1,98 @@
+package kubeadm
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+)
+
+// CASet names the shared cluster CA files in kubeadm's layout, relative to
+// a PKI directory. Control-plane nodes of one cluster must share them.
+var CASet = []string{
+	"ca.crt", "ca.key",
+	"front-proxy-ca.crt", "front-proxy-ca.key",
+	"etcd/ca.crt", "etcd/ca.key",
+	"sa.key", "sa.pub",
+}
+
+// KeyTypes are the accepted key types of `machineadm pki init`, by
+// kubeadm's encryptionAlgorithm names.
+var KeyTypes = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA-4096"}
+
+// ErrPKIExists is returned by InitPKI when the directory already holds CA
+// files; it never overwrites them.
+var ErrPKIExists = errors.New("CA files already exist")
+
+// InitPKI creates the shared cluster CA set in dir with kubeadm's own
+// certificate code: the cluster CA ("kubernetes"), the front-proxy CA, the
+// etcd CA and the service-account key pair, with keys of keyType
+// ("ECDSA-P256" default). Private keys are written 0600, the directory
+// 0700. It returns the CA cert hash that joining nodes pin. It fails with
+// ErrPKIExists rather than overwrite existing CA files.
+func InitPKI(dir, keyType, clusterName string) (string, error) {
+	if keyType == "" {
+		keyType = "ECDSA-P256"
+	}
+	valid := false
+	for _, k := range KeyTypes {
+		valid = valid || k == keyType
+	}
+	if !valid {
+		return "", fmt.Errorf("key type %q: must be one of %v", keyType, KeyTypes)
+	}
+	for _, f := range CASet {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return "", fmt.Errorf("%s: %w; use another directory", filepath.Join(dir, f), ErrPKIExists)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", err
+	}
+	ic := &kubeadmapi.InitConfiguration{}
+	ic.ClusterConfiguration.EncryptionAlgorithm = kubeadmapi.EncryptionAlgorithmType(keyType)
+	ic.ClusterConfiguration.ClusterName = clusterName
+	ic.ClusterConfiguration.CertificatesDir = dir
+	var rootCert *x509.Certificate
+	for _, ca := range []*certsphase.KubeadmCert{certsphase.KubeadmCertRootCA(), certsphase.KubeadmCertFrontProxyCA(), certsphase.KubeadmCertEtcdCA()} {
+		// CreateAsCA also writes the pair into ic.CertificatesDir.
+		cert, _, err := ca.CreateAsCA(ic)
+		if err != nil {
+			return "", fmt.Errorf("creating %s: %w", ca.Name, err)
+		}
+		if rootCert == nil {
+			rootCert = cert
+		}
+	}
+	if err := certsphase.CreateServiceAccountKeyAndPublicKeyFiles(dir, kubeadmapi.EncryptionAlgorithmType(keyType)); err != nil {
+		return "", fmt.Errorf("creating the service-account key pair: %w", err)
+	}
+	return pubkeypin.Hash(rootCert), nil
+}
+
+// CACertHash returns the "sha256:<hex>" hash of the SubjectPublicKeyInfo of
+// the CA certificate in dir/ca.crt, as joining nodes pin it.
+func CACertHash(dir string) (string, error) {
+	cert, err := pkiutil.TryLoadCertFromDisk(dir, "ca")
+	if err != nil {
+		return "", err
+	}
+	return pubkeypin.Hash(cert), nil
+}
+
+// GenerateToken returns a new random bootstrap token
+// "[a-z0-9]{6}.[a-z0-9]{16}" from crypto/rand.
+func GenerateToken() (string, error) {
+	return bootstraputil.GenerateBootstrapToken()
+}

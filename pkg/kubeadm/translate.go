@@ -1,0 +1,146 @@
+package kubeadm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
+	kubeadmconfig "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+)
+
+// Inputs are the values the translation needs beyond the spec itself:
+// resolved secrets and machine-local paths.
+type Inputs struct {
+	// JoinToken is the resolved bootstrap token for a Join
+	// ("[a-z0-9]{6}.[a-z0-9]{16}").
+	JoinToken string
+	// CertificateKey is the resolved certificate key (64 hex characters),
+	// or "".
+	CertificateKey string
+	// BootstrapTokens are the resolved tokens of
+	// spec.controlPlane.bootstrapTokens, in order.
+	BootstrapTokens []string
+	// PatchesDir is the kubeadm patches directory holding the kubelet
+	// configuration patch; "" when the spec has no kubelet config.
+	PatchesDir string
+	// CertificatesDir overrides spec.controlPlane.pki.certificatesDir (used
+	// by dry runs to stage CA material outside /etc). "" keeps the spec's.
+	CertificatesDir string
+	// DryRun sets kubeadm's dryRun field: kubeadm writes to a temporary
+	// directory and talks to a fake API server. It also turns every
+	// preflight error into a warning ("all" in ignorePreflightErrors): a
+	// dry run plans on machines that are not yet nodes, and the failed
+	// checks are still printed.
+	DryRun bool
+}
+
+// Documents is the kubeadm configuration for one machine.
+type Documents struct {
+	// APIVersion is the kubeadm config API version, for example
+	// "kubeadm.k8s.io/v1beta4".
+	APIVersion string
+	// YAML holds the documents separated by "---": InitConfiguration and
+	// ClusterConfiguration for Init, JoinConfiguration for Join.
+	YAML []byte
+}
+
+// Translate converts a defaulted, validated hub spec into kubeadm
+// configuration documents of the API version matching its Kubernetes
+// version, then checks them with kubeadm's own decoding, defaulting and
+// validation. Errors name the kubeadm field kubeadm rejected.
+func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, error) {
+	r, err := rangeFor(cfg.Spec.Kubernetes.Version)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := r.translate(cfg, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(cfg.Spec.Action, docs); err != nil {
+		return nil, err
+	}
+	return docs, nil
+}
+
+// Validate runs kubeadm's own loading path on the documents: strict
+// decoding, conversion to kubeadm's internal types, dynamic defaulting and
+// ValidateInitConfiguration / ValidateJoinConfiguration. CRI detection is
+// skipped (the spec always names the CRI socket).
+func Validate(action machineadm.Action, docs *Documents) error {
+	var err error
+	if action == machineadm.ActionInit {
+		_, err = kubeadmconfig.BytesToInitConfiguration(docs.YAML, true)
+	} else {
+		_, err = kubeadmconfig.BytesToJoinConfiguration(docs.YAML, kubeadmconfig.LoadOrDefaultConfigurationOptions{SkipCRIDetect: true})
+	}
+	if err != nil {
+		return fmt.Errorf("kubeadm rejected the generated %s configuration: %w", docs.APIVersion, err)
+	}
+	return nil
+}
+
+// kubeletPatchFile is the kubeadm patch file name for the
+// KubeletConfiguration: target "kubeletconfiguration", JSON merge patch.
+const kubeletPatchFile = "kubeletconfiguration+merge.json"
+
+// KubeletPatch returns the file name and content of the kubeadm patch that
+// carries spec.node.kubelet.config, or ok=false when there is none.
+func KubeletPatch(cfg *machineadm.MachineBootstrapConfig) (name string, content []byte, ok bool, err error) {
+	kc := cfg.Spec.Node.Kubelet.Config
+	if len(kc) == 0 {
+		return "", nil, false, nil
+	}
+	data, err := marshalJSON(kc)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("encoding spec.node.kubelet.config: %w", err)
+	}
+	return kubeletPatchFile, data, true, nil
+}
+
+// WriteKubeletPatch writes the kubelet configuration patch into dir
+// (0600) and reports whether the spec has one.
+func WriteKubeletPatch(cfg *machineadm.MachineBootstrapConfig, dir string) (bool, error) {
+	name, content, ok, err := KubeletPatch(cfg)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	return true, writeFileAtomic(filepath.Join(dir, name), content, 0o600)
+}
+
+// nodeLabelsArg renders labels as the kubelet's --node-labels value,
+// sorted by key so the output is stable.
+func nodeLabelsArg(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// joinYAML joins YAML documents with "---" separators.
+func joinYAML(docs ...[]byte) []byte {
+	return bytes.Join(docs, []byte("---\n"))
+}
+
+// scheme is kubeadm's runtime scheme, used to marshal its types.
+var scheme = kubeadmscheme.Codecs
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return atomicfile.WriteFile(path, data, perm)
+}

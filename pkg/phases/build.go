@@ -1,0 +1,25 @@
+package phases
+
+import (
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+)
+
+// Bootstrap returns the bootstrap workflow for a validated hub spec: the
+// host preparation phases, then kubeadm-config, then kubeadm's init phases
+// (action Init) or join phases (action Join).
+func Bootstrap(cfg *machineadm.MachineBootstrapConfig, host []Phase) *Workflow {
+	w := &Workflow{}
+	w.Phases = append(w.Phases, host...)
+	w.Phases = append(w.Phases, KubeadmConfigPhase())
+	var kps []kubeadm.Phase
+	if cfg.Spec.Action == machineadm.ActionInit {
+		kps = kubeadm.InitPhases(cfg)
+	} else {
+		kps = kubeadm.JoinPhases(cfg)
+	}
+	for _, p := range kps {
+		w.Phases = append(w.Phases, KubeadmPhase(p))
+	}
+	return w
+}

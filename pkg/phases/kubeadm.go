@@ -1,0 +1,209 @@
+package phases
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+// kubeadmState is computed once per run by the kubeadm-config phase.
+type kubeadmState struct {
+	inputs     kubeadm.Inputs
+	configPath string
+	dryRunDir  string
+	secrets    []string
+}
+
+// KubeadmConfigPhase resolves the spec's secrets, imports the shared CA
+// set, writes the kubelet configuration patch and the kubeadm
+// configuration file (0600, it holds tokens) after kubeadm's own
+// validation accepted it.
+func KubeadmConfigPhase() Phase {
+	return Phase{
+		Name:  "kubeadm-config",
+		Short: "Import the CA set, write the kubelet patch and the kubeadm configuration",
+		Run: func(ctx context.Context, d *Data) (bool, string, error) {
+			st, changed, err := prepareKubeadm(d)
+			if err != nil {
+				return false, "", err
+			}
+			return changed, "kubeadm " + st.inputs.CertificatesDir + " configuration at " + st.configPath, nil
+		},
+	}
+}
+
+// KubeadmPhase wraps one kubeadm phase as a machineadm phase. Run alone
+// (`bootstrap phase NAME`), it first prepares the kubeadm configuration.
+func KubeadmPhase(p kubeadm.Phase) Phase {
+	return Phase{
+		Name:  p.Name,
+		Short: p.Short,
+		Run: func(ctx context.Context, d *Data) (bool, string, error) {
+			st := d.kubeadm
+			if st == nil {
+				var err error
+				if st, _, err = prepareKubeadm(d); err != nil {
+					return false, "", err
+				}
+			}
+			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput}
+			if err := r.Run(ctx, p); err != nil {
+				class, hint := classifyKubeadm(p.Name, err)
+				return false, "", report.NewError(class, hint, err)
+			}
+			return true, "", nil
+		},
+	}
+}
+
+// Secrets returns the secret values resolved for this run (tokens,
+// certificate key) so that callers can redact them; nil before the
+// kubeadm-config phase ran.
+func (d *Data) Secrets() []string {
+	if d.kubeadm == nil {
+		return nil
+	}
+	return d.kubeadm.secrets
+}
+
+func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
+	s := &d.Config.Spec
+	st := &kubeadmState{}
+	var err error
+	if st.inputs, err = resolveSecrets(d); err != nil {
+		return nil, false, err
+	}
+	st.secrets = append(st.secrets, st.inputs.JoinToken, st.inputs.CertificateKey)
+	st.secrets = append(st.secrets, st.inputs.BootstrapTokens...)
+	st.inputs.DryRun = d.DryRun
+
+	changed := false
+	if d.DryRun {
+		st.dryRunDir = filepath.Join(d.WorkDir, "kubeadm")
+		if err := os.MkdirAll(st.dryRunDir, 0o700); err != nil {
+			return nil, false, err
+		}
+		if s.ControlPlane != nil {
+			st.inputs.CertificatesDir = filepath.Join(d.WorkDir, "pki")
+		}
+	}
+	if s.ControlPlane != nil && s.ControlPlane.PKI.Dir != "" {
+		dst := st.inputs.CertificatesDir
+		if dst == "" {
+			dst = hostPath(d, s.ControlPlane.PKI.CertificatesDir)
+		}
+		c, err := importPKI(hostPath(d, s.ControlPlane.PKI.Dir), dst)
+		if err != nil {
+			return nil, false, err
+		}
+		changed = changed || c
+	}
+	if len(s.Node.Kubelet.Config) > 0 {
+		st.inputs.PatchesDir = filepath.Join(d.WorkDir, "patches")
+		c, err := writeIfChanged(d, st.inputs.PatchesDir, func() (string, []byte, error) {
+			name, content, _, err := kubeadm.KubeletPatch(d.Config)
+			return name, content, err
+		})
+		if err != nil {
+			return nil, false, report.NewError(report.ClassHostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+		}
+		changed = changed || c
+	}
+	docs, err := kubeadm.Translate(d.Config, st.inputs)
+	if err != nil {
+		return nil, false, report.NewError(report.ClassInvalidSpec, "kubeadm's validation refused the configuration derived from the spec; run `machineadm config kubeadm -f SPEC` to see it", err)
+	}
+	st.configPath = filepath.Join(d.WorkDir, "kubeadm-"+strings.ToLower(string(s.Action))+".yaml")
+	c, err := writeIfChanged(d, d.WorkDir, func() (string, []byte, error) {
+		return filepath.Base(st.configPath), docs.YAML, nil
+	})
+	if err != nil {
+		return nil, false, report.NewError(report.ClassHostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+	}
+	d.kubeadm = st
+	return st, changed || c, nil
+}
+
+// writeIfChanged writes one file (0600) into dir unless it already holds
+// the same bytes.
+func writeIfChanged(d *Data, dir string, content func() (string, []byte, error)) (bool, error) {
+	name, data, err := content()
+	if err != nil {
+		return false, err
+	}
+	path := filepath.Join(dir, name)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	return true, atomicfile.WriteFile(path, data, 0o600)
+}
+
+// hostPath joins an absolute spec path under the run's root prefix.
+func hostPath(d *Data, p string) string {
+	if d.Root == "" || d.Root == "/" {
+		return p
+	}
+	return filepath.Join(d.Root, p)
+}
+
+// resolveSecrets reads the spec's secret sources. A missing secret file is
+// an error (PayloadUnavailable) — except in a dry run, which uses a
+// placeholder of the right shape and says so in the log.
+func resolveSecrets(d *Data) (kubeadm.Inputs, error) {
+	s := &d.Config.Spec
+	var in kubeadm.Inputs
+	var err error
+	if s.Join != nil {
+		if in.JoinToken, err = readSecret(d, &s.Join.Token, "spec.join.token", placeholderToken); err != nil {
+			return in, err
+		}
+	}
+	if cp := s.ControlPlane; cp != nil {
+		if cp.CertificateKey != nil {
+			if in.CertificateKey, err = readSecret(d, cp.CertificateKey, "spec.controlPlane.certificateKey", placeholderCertKey); err != nil {
+				return in, err
+			}
+		}
+		for i := range cp.BootstrapTokens {
+			t, err := readSecret(d, &cp.BootstrapTokens[i].Token, fmt.Sprintf("spec.controlPlane.bootstrapTokens[%d].token", i), placeholderToken)
+			if err != nil {
+				return in, err
+			}
+			in.BootstrapTokens = append(in.BootstrapTokens, t)
+		}
+	}
+	return in, nil
+}
+
+const (
+	placeholderToken   = "dryrun.0000000000000000"
+	placeholderCertKey = "0000000000000000000000000000000000000000000000000000000000000000"
+)
+
+func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string) (string, error) {
+	if src.File == "" {
+		return src.Value, nil
+	}
+	data, err := os.ReadFile(hostPath(d, src.File))
+	if err != nil {
+		if d.DryRun && errors.Is(err, fs.ErrNotExist) {
+			d.Log.Warn("dry run: secret file missing, using a placeholder", "field", path, "file", src.File)
+			return placeholder, nil
+		}
+		return "", report.NewError(report.ClassPayloadUnavailable, "deliver the secret file named by "+path+" before machineadm runs", fmt.Errorf("%s: reading %s: %w", path, src.File, err))
+	}
+	return strings.TrimSpace(string(data)), nil
+}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -54,7 +57,8 @@ func validateSAN(r *Result, san string, p *field.Path) {
 }
 
 // validateEndpoint checks "host:port" (port optional unless needPort) with
-// an IP or DNS host.
+// an IP or DNS host; an IPv6 host is written in brackets when a port
+// follows ("[fd00::1]:6443"), with or without brackets otherwise.
 func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
 	host, port, err := net.SplitHostPort(ep)
 	if err != nil {
@@ -62,9 +66,12 @@ func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
 			r.Errors = append(r.Errors, field.Invalid(p, ep, "must be host:port"))
 			return
 		}
-		host, port = ep, ""
-	}
-	if port != "" {
+		host = ep
+		if strings.HasPrefix(ep, "[") && strings.HasSuffix(ep, "]") {
+			host = ep[1 : len(ep)-1]
+		}
+	} else {
+		// SplitHostPort accepts an empty port ("host:").
 		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 {
 			r.Errors = append(r.Errors, field.Invalid(p, ep, "port must be between 1 and 65535"))
@@ -77,21 +84,40 @@ func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
 	}
 }
 
+// validateCIDRs checks one CIDR, or two of different IP families
+// separated by a comma (dual stack), as kubeadm accepts.
 func validateCIDRs(r *Result, v string, p *field.Path) {
 	if v == "" {
 		return
 	}
-	for _, c := range strings.Split(v, ",") {
-		if _, _, err := net.ParseCIDR(strings.TrimSpace(c)); err != nil {
+	parts := strings.Split(v, ",")
+	var v4 int
+	for _, c := range parts {
+		ip, _, err := net.ParseCIDR(strings.TrimSpace(c))
+		if err != nil {
 			r.Errors = append(r.Errors, field.Invalid(p, v, "must be a CIDR such as 10.244.0.0/16, comma-separated for dual stack"))
 			return
 		}
+		if ip.To4() != nil {
+			v4++
+		}
+	}
+	if len(parts) > 2 || (len(parts) == 2 && v4 != 1) {
+		r.Errors = append(r.Errors, field.Invalid(p, v, "dual stack takes exactly one IPv4 and one IPv6 CIDR"))
 	}
 }
 
+// validateURL checks a URL with one of the given schemes. http and https
+// URLs need a host; other schemes (file, unix, npipe) need a path.
 func validateURL(r *Result, v string, schemes []string, p *field.Path) {
 	u, err := url.Parse(v)
-	if err != nil || !contains(schemes, u.Scheme) || (u.Host == "" && u.Path == "") {
+	ok := err == nil && contains(schemes, u.Scheme)
+	if ok && (u.Scheme == "http" || u.Scheme == "https") {
+		ok = u.Host != ""
+	} else if ok {
+		ok = u.Path != "" || u.Host != ""
+	}
+	if !ok {
 		r.Errors = append(r.Errors, field.Invalid(p, v, "must be a URL with scheme "+strings.Join(schemes, ", ")))
 	}
 }
@@ -117,18 +143,11 @@ func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
 	}
 }
 
-// restrictedLabelNamespaces are refused by the NodeRestriction admission
-// plugin for labels a kubelet sets on its own Node.
+// restrictedLabelNamespaces are the label namespaces (and their
+// subdomains) in which a kubelet may set only the labels that
+// k8s.io/kubelet/pkg/apis.IsKubeletLabel allows: the kubelet refuses to
+// start with others, and the NodeRestriction admission plugin refuses them.
 var restrictedLabelNamespaces = []string{"kubernetes.io", "k8s.io"}
-
-// allowedRestrictedLabels are the kubernetes.io labels a kubelet may set
-// (NodeRestriction's allow list).
-var allowedRestrictedLabels = []string{
-	"kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
-	"beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
-	"failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-	"topology.kubernetes.io/region", "topology.kubernetes.io/zone",
-}
 
 func validateLabels(r *Result, labels map[string]string, p *field.Path) {
 	for _, k := range sortedKeys(labels) {
@@ -141,21 +160,20 @@ func validateLabels(r *Result, labels map[string]string, p *field.Path) {
 			r.Errors = append(r.Errors, field.Invalid(p.Key(k), v, strings.Join(msgs, "; ")))
 		}
 		prefix, _, found := strings.Cut(k, "/")
-		if !found || contains(allowedRestrictedLabels, k) {
+		if !found || kubeletapis.IsKubeletLabel(k) {
 			continue
 		}
 		for _, ns := range restrictedLabelNamespaces {
 			if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
-				if !strings.HasPrefix(prefix, "kubelet.") && !strings.HasPrefix(prefix, "node.") {
-					r.Errors = append(r.Errors, field.Forbidden(p.Key(k), "the NodeRestriction admission plugin refuses kubelet-set labels in the "+ns+" namespace; set it from the control plane instead"))
-				}
+				r.Errors = append(r.Errors, field.Forbidden(p.Key(k), "a kubelet may not set labels in the "+ns+" namespace other than its own (kubelet.kubernetes.io, node.kubernetes.io, hostname, os, arch, zone, region, instance type); the NodeRestriction admission plugin refuses them. Set it from the control plane instead"))
 			}
 		}
 	}
 }
 
 // validateKubeletConfig decodes the partial KubeletConfiguration strictly
-// so that misspelled or mistyped kubelet fields are reported by path.
+// so that misspelled or mistyped kubelet fields are reported by path, for
+// example spec.node.kubelet.config.maxPod.
 func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 	if len(cfg) == 0 {
 		return
@@ -178,12 +196,52 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 	var kc kubeletv1beta1.KubeletConfiguration
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &kc)
 	if err != nil {
-		r.Errors = append(r.Errors, field.Invalid(p, "", "not a KubeletConfiguration: "+err.Error()))
+		if m := kubeletTypeRE.FindStringSubmatch(err.Error()); m != nil {
+			r.Errors = append(r.Errors, field.TypeInvalid(childPath(p, m[2]), field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
+			return
+		}
+		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "not a KubeletConfiguration: "+err.Error()))
 		return
 	}
 	for _, e := range strictErrs {
-		r.Errors = append(r.Errors, field.Invalid(p, "", "KubeletConfiguration (kubelet.config.k8s.io/v1beta1): "+e.Error()))
+		m := kubeletStrictRE.FindStringSubmatch(e.Error())
+		if m == nil {
+			r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "KubeletConfiguration (kubelet.config.k8s.io/v1beta1): "+e.Error()))
+			continue
+		}
+		fp := childPath(p, m[2])
+		if m[1] == "duplicate" {
+			r.Errors = append(r.Errors, field.Duplicate(fp, field.OmitValueType{}))
+		} else {
+			r.Errors = append(r.Errors, field.Invalid(fp, field.OmitValueType{}, "not a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) field"))
+		}
 	}
+}
+
+var (
+	// sigs.k8s.io/json's strict problems: `unknown field "a.b"`.
+	kubeletStrictRE = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
+	// and its type mismatch: `json: cannot unmarshal V into Go struct field
+	// KubeletConfiguration.a.b of type T`.
+	kubeletTypeRE = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
+)
+
+// childPath appends a dotted JSON path such as "a.b[0].c" to p.
+func childPath(p *field.Path, dotted string) *field.Path {
+	for _, part := range strings.Split(dotted, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		p = p.Child(name)
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			if n, err := strconv.Atoi(idx); err == nil {
+				p = p.Index(n)
+			} else {
+				p = p.Key(idx)
+			}
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return p
 }
 
 func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
@@ -217,7 +275,7 @@ func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) 
 
 func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {
 	validateAbsPath(r, f.Path, false, p.Child("path"))
-	if seen[f.Path] && !f.Append {
+	if f.Path != "" && seen[f.Path] && !f.Append {
 		r.Errors = append(r.Errors, field.Duplicate(p.Child("path"), f.Path))
 	}
 	seen[f.Path] = true
@@ -306,6 +364,7 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 		if reg.Server != "" {
 			validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server"))
 		}
+		validatePEM(r, reg.CACert, "CERTIFICATE", rp.Child("caCert"))
 		for j, m := range reg.Mirrors {
 			mp := rp.Child("mirrors").Index(j)
 			validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url"))
@@ -314,8 +373,14 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 					r.Errors = append(r.Errors, field.NotSupported(mp.Child("capabilities").Index(k), cap, []string{"pull", "resolve", "push"}))
 				}
 			}
-			if (m.ClientCert == "") != (m.ClientKey == "") {
+			validatePEM(r, m.CACert, "CERTIFICATE", mp.Child("caCert"))
+			validatePEM(r, m.ClientCert, "CERTIFICATE", mp.Child("clientCert"))
+			validatePEM(r, m.ClientKey, "PRIVATE KEY", mp.Child("clientKey"))
+			switch {
+			case m.ClientCert != "" && m.ClientKey == "":
 				r.Errors = append(r.Errors, field.Required(mp.Child("clientKey"), "clientCert and clientKey go together"))
+			case m.ClientCert == "" && m.ClientKey != "":
+				r.Errors = append(r.Errors, field.Required(mp.Child("clientCert"), "clientCert and clientKey go together"))
 			}
 		}
 	}
@@ -334,6 +399,32 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 		if err := toml.Unmarshal([]byte(c.ConfigPatch), &v); err != nil {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("configPatch"), "<toml>", "not valid TOML: "+err.Error()))
 		}
+	}
+}
+
+// validatePEM checks that v, when set, holds only PEM blocks whose type
+// ends in want ("CERTIFICATE", or "PRIVATE KEY" for PKCS#1, SEC 1 and
+// PKCS#8 keys). The value is never echoed: keys are secret.
+func validatePEM(r *Result, v, want string, p *field.Path) {
+	if v == "" {
+		return
+	}
+	rest := []byte(v)
+	n := 0
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if !strings.HasSuffix(b.Type, want) {
+			r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "holds a PEM "+strconv.Quote(b.Type)+" block, want "+want))
+			return
+		}
+		n++
+	}
+	if n == 0 || strings.TrimSpace(string(rest)) != "" {
+		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "must be PEM-encoded "+want+" blocks only"))
 	}
 }
 

@@ -9,9 +9,13 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
@@ -42,14 +46,17 @@ func (r *Result) warn(p *field.Path, format string, args ...any) {
 }
 
 var (
-	versionRE    = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
-	tokenRE      = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
-	caHashRE     = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	certKeyRE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	argNameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	moduleRE     = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	sysctlKeyRE  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*(\.[A-Za-z0-9_*-][A-Za-z0-9_*.-]*)*(/[A-Za-z0-9_-]+)*$`)
+	versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
+	tokenRE   = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
+	caHashRE  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	certKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	sha256RE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	argNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	moduleRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// sysctl.d(5) dotted keys; "/" inside a component stands for a dot in
+	// it (an interface name such as eth0.100: net.ipv4.conf.eth0/100.rp_filter)
+	// and "*" is a glob.
+	sysctlKeyRE  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*(\.[A-Za-z0-9_*-]+(/[A-Za-z0-9_*-]+)*)*$`)
 	ownerRE      = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_-]*\$?)$`)
 	podNameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	fileModeRE   = regexp.MustCompile(`^0?[0-7]{3}$`)
@@ -98,6 +105,7 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	}
 	validateNode(&r, &s.Node, p.Child("node"))
 	validateHost(&r, s, p.Child("host"))
+	validateHostPrep(&r, s, p.Child("host"))
 	validateReport(&r, &s.Report, p.Child("report"))
 	return r
 }
@@ -176,9 +184,14 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 		tp := p.Child("bootstrapTokens").Index(i)
 		validateSecret(r, &t.Token, tokenRE, "[a-z0-9]{6}.[a-z0-9]{16}", tp.Child("token"))
 		validateDuration(r, t.TTL, true, tp.Child("ttl"))
+		for j, g := range t.Groups {
+			if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
+				r.Errors = append(r.Errors, field.Invalid(tp.Child("groups").Index(j), g, "must match "+bootstrapapi.BootstrapGroupPattern))
+			}
+		}
 		for j, u := range t.Usages {
-			if !contains([]string{"signing", "authentication"}, u) {
-				r.Errors = append(r.Errors, field.NotSupported(tp.Child("usages").Index(j), u, []string{"signing", "authentication"}))
+			if !contains(bootstrapapi.KnownTokenUsages, u) {
+				r.Errors = append(r.Errors, field.NotSupported(tp.Child("usages").Index(j), u, bootstrapapi.KnownTokenUsages))
 			}
 		}
 	}
@@ -206,12 +219,19 @@ func validateEtcd(r *Result, e *machineadm.Etcd, p *field.Path) {
 		if len(x.Endpoints) == 0 {
 			r.Errors = append(r.Errors, field.Required(ep.Child("endpoints"), "at least one etcd client URL"))
 		}
-		for i, u := range x.Endpoints {
-			validateURL(r, u, []string{"http", "https"}, ep.Child("endpoints").Index(i))
+		// As kubeadm: the TLS files come as a set, and with them every
+		// endpoint must be https.
+		withTLS := x.CAFile != "" || x.CertFile != "" || x.KeyFile != ""
+		schemes := []string{"http", "https"}
+		if withTLS {
+			schemes = []string{"https"}
 		}
-		validateAbsPath(r, x.CAFile, true, ep.Child("caFile"))
-		validateAbsPath(r, x.CertFile, true, ep.Child("certFile"))
-		validateAbsPath(r, x.KeyFile, true, ep.Child("keyFile"))
+		for i, u := range x.Endpoints {
+			validateURL(r, u, schemes, ep.Child("endpoints").Index(i))
+		}
+		validateAbsPath(r, x.CAFile, !withTLS, ep.Child("caFile"))
+		validateAbsPath(r, x.CertFile, !withTLS, ep.Child("certFile"))
+		validateAbsPath(r, x.KeyFile, !withTLS, ep.Child("keyFile"))
 	}
 }
 
@@ -245,13 +265,23 @@ func validateNode(r *Result, n *machineadm.Node, p *field.Path) {
 	validateURL(r, n.CRISocket, []string{"unix", "npipe"}, p.Child("criSocket"))
 	validateLabels(r, n.Labels, p.Child("labels"))
 	if n.Taints != nil {
+		seen := map[[2]string]bool{}
 		for i, t := range *n.Taints {
 			tp := p.Child("taints").Index(i)
 			if msg := qualifiedName(t.Key); msg != "" {
 				r.Errors = append(r.Errors, field.Invalid(tp.Child("key"), t.Key, msg))
 			}
+			if msgs := k8svalidation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+				r.Errors = append(r.Errors, field.Invalid(tp.Child("value"), t.Value, strings.Join(msgs, "; ")))
+			}
 			if !contains([]string{"NoSchedule", "PreferNoSchedule", "NoExecute"}, t.Effect) {
 				r.Errors = append(r.Errors, field.NotSupported(tp.Child("effect"), t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}))
+			}
+			// As the API server: one taint per key and effect.
+			if k := [2]string{t.Key, t.Effect}; seen[k] {
+				r.Errors = append(r.Errors, field.Duplicate(tp, t.Key+":"+t.Effect))
+			} else {
+				seen[k] = true
 			}
 		}
 	}

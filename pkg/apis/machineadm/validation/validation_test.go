@@ -1,0 +1,202 @@
+package validation
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+type spec = machineadm.MachineBootstrapConfig
+
+// vcase breaks (or bends) one rule of a valid base spec and lists every
+// error and warning expected, each by exact field path.
+type vcase struct {
+	name   string
+	base   baseKind
+	mutate func(c *spec)
+	want   []fe
+	warn   []string // warning field paths
+	secret string   // must not appear in any message
+}
+
+func runCases(t *testing.T, cases []vcase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base(t, tc.base)
+			tc.mutate(c)
+			r := Validate(c)
+			if got, want := errorSet(r.Errors), wantSet(tc.want); !slices.Equal(got, want) {
+				t.Errorf("errors:\n got  %q\n want %q\n messages:\n  %v", got, want, r.Errors)
+			}
+			var warns []string
+			for _, w := range r.Warnings {
+				warns = append(warns, w.Field)
+			}
+			slices.Sort(warns)
+			slices.Sort(tc.warn)
+			if !slices.Equal(warns, tc.warn) {
+				t.Errorf("warnings: got %q, want %q (%v)", warns, tc.warn, r.Warnings)
+			}
+			if tc.secret != "" {
+				all := r.Errors.ToAggregate()
+				text := ""
+				if all != nil {
+					text = all.Error()
+				}
+				for _, w := range r.Warnings {
+					text += "\n" + w.String()
+				}
+				if strings.Contains(text, tc.secret) {
+					t.Errorf("a message reveals the secret value:\n%s", text)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateTopLevel(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "role missing", base: worker, mutate: func(c *spec) { c.Spec.Role = "" }, want: []fe{{"spec.role", req}}},
+		{name: "role unknown", base: worker, mutate: func(c *spec) { c.Spec.Role = "Master" }, want: []fe{{"spec.role", nsup}}},
+		{name: "action unknown", base: worker, mutate: func(c *spec) { c.Spec.Action = "Create" }, want: []fe{{"spec.action", nsup}}},
+		{name: "Init needs role ControlPlane", base: worker, mutate: func(c *spec) {
+			c.Spec.Action, c.Spec.Join = machineadm.ActionInit, nil
+		}, want: []fe{{"spec.action", inv}}},
+		{name: "Init forbids join", base: cpInit, mutate: func(c *spec) {
+			c.Spec.Join = base(t, worker).Spec.Join
+		}, want: []fe{{"spec.join", forb}}},
+		{name: "Join needs join", base: worker, mutate: func(c *spec) { c.Spec.Join = nil }, want: []fe{{"spec.join", req}}},
+		{name: "worker forbids controlPlane", base: worker, mutate: func(c *spec) {
+			c.Spec.ControlPlane = base(t, cpJoin).Spec.ControlPlane
+		}, want: []fe{{"spec.controlPlane", forb}}},
+		{name: "every error at once", base: worker, mutate: func(c *spec) {
+			c.Spec.Kubernetes.Version = "latest"
+			c.Spec.Join.Token.File = "token"
+			c.Spec.Host.Files[1].Mode = "4755"
+		}, want: []fe{{"spec.kubernetes.version", inv}, {"spec.join.token.file", inv}, {"spec.host.files[1].mode", inv}}},
+	})
+}
+
+func TestValidateKubernetes(t *testing.T) {
+	set := func(f func(k *machineadm.Kubernetes)) func(c *spec) {
+		return func(c *spec) { f(&c.Spec.Kubernetes) }
+	}
+	runCases(t, []vcase{
+		{name: "version missing", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Version = "" }), want: []fe{{"spec.kubernetes.version", req}}},
+		{name: "version without v", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Version = "1.37.2" }), want: []fe{{"spec.kubernetes.version", inv}}},
+		{name: "version without patch", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Version = "v1.37" }), want: []fe{{"spec.kubernetes.version", inv}}},
+		{name: "version pre-release ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Version = "v1.38.0-alpha.1" })},
+		{name: "endpoint port 0", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "cp.example:0" }), want: []fe{{"spec.kubernetes.controlPlaneEndpoint", inv}}},
+		{name: "endpoint empty port", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "cp.example:" }), want: []fe{{"spec.kubernetes.controlPlaneEndpoint", inv}}},
+		{name: "endpoint bad host", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "cp_1.example:6443" }), want: []fe{{"spec.kubernetes.controlPlaneEndpoint", inv}}},
+		{name: "endpoint without port ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "cp.example" })},
+		{name: "endpoint IPv6 ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "[fd00::1]:6443" })},
+		{name: "endpoint bracketed IPv6 without port ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "[fd00::1]" })},
+		{name: "endpoint bare IPv6 ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ControlPlaneEndpoint = "fd00::1" })},
+		{name: "clusterName not DNS", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ClusterName = "Demo_Cluster" }), want: []fe{{"spec.kubernetes.clusterName", inv}}},
+		{name: "podSubnet not CIDR", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
+		{name: "podSubnet dual stack ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0/16, fd00:10:244::/56" })},
+		{name: "podSubnet two IPv4", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0/16,10.245.0.0/16" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
+		{name: "serviceSubnet three CIDRs", base: worker, mutate: set(func(k *machineadm.Kubernetes) {
+			k.Networking.ServiceSubnet = "10.96.0.0/12,fd00::/108,10.97.0.0/16"
+		}), want: []fe{{"spec.kubernetes.networking.serviceSubnet", inv}}},
+		{name: "dnsDomain not DNS", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.DNSDomain = "Cluster_Local" }), want: []fe{{"spec.kubernetes.networking.dnsDomain", inv}}},
+	})
+}
+
+func TestValidateControlPlane(t *testing.T) {
+	cp := func(f func(cp *machineadm.ControlPlane)) func(c *spec) {
+		return func(c *spec) { f(c.Spec.ControlPlane) }
+	}
+	const p = "spec.controlPlane."
+	runCases(t, []vcase{
+		{name: "advertiseAddress not IP", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.AdvertiseAddress = "cp1.example" }), want: []fe{{p + "advertiseAddress", inv}}},
+		{name: "bindPort too big", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.BindPort = 70000 }), want: []fe{{p + "bindPort", inv}}},
+		{name: "extraArgs with dashes", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.APIServer.ExtraArgs = []machineadm.Arg{{Name: "audit-log-maxage", Value: "3"}, {Name: "--audit", Value: "x"}}
+			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "Bind"}}
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: ""}}
+		}), want: []fe{{p + "apiServer.extraArgs[1].name", inv}, {p + "controllerManager.extraArgs[0].name", inv}, {p + "scheduler.extraArgs[0].name", inv}}},
+		{name: "certSAN not DNS", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.APIServer.CertSANs = append(cp.APIServer.CertSANs, "bad_san") }), want: []fe{{p + "apiServer.certSANs[3]", inv}}},
+		{name: "etcd local and external", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd.External = &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379"}}
+		}), want: []fe{{p + "etcd", forb}}},
+		{name: "etcd local fields", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd.Local.DataDir = "var/lib/etcd"
+			cp.Etcd.Local.ExtraArgs = []machineadm.Arg{{Name: "--quota"}}
+			cp.Etcd.Local.ServerCertSANs = []string{"etcd.example", "not a name"}
+			cp.Etcd.Local.PeerCertSANs = []string{"-bad-"}
+		}), want: []fe{{p + "etcd.local.dataDir", inv}, {p + "etcd.local.extraArgs[0].name", inv}, {p + "etcd.local.serverCertSANs[1]", inv}, {p + "etcd.local.peerCertSANs[0]", inv}}},
+		{name: "external etcd without endpoints", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{}}
+		}), want: []fe{{p + "etcd.external.endpoints", req}}},
+		{name: "external etcd endpoint not URL", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379", "192.0.2.2:2379", "https:///x"}}}
+		}), want: []fe{{p + "etcd.external.endpoints[1]", inv}, {p + "etcd.external.endpoints[2]", inv}}},
+		{name: "external etcd TLS files come as a set", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://192.0.2.1:2379"}, CertFile: "/etc/etcd/client.crt"}}
+		}), want: []fe{{p + "etcd.external.caFile", req}, {p + "etcd.external.keyFile", req}}},
+		{name: "external etcd TLS needs https", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379"}, CAFile: "/e/ca.crt", CertFile: "/e/c.crt", KeyFile: "relative.key"}}
+		}), want: []fe{{p + "etcd.external.endpoints[0]", inv}, {p + "etcd.external.keyFile", inv}}},
+		{name: "pki paths", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.PKI.Dir = "/etc/machineadm/../pki"
+			cp.PKI.CertificatesDir = "/etc/kubernetes/pki/"
+		}), want: []fe{{p + "pki.dir", inv}, {p + "pki.certificatesDir", inv}}},
+		{name: "certificatesDir missing", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.CertificatesDir = "" }), want: []fe{{p + "pki.certificatesDir", req}}},
+		{name: "encryptionAlgorithm unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.EncryptionAlgorithm = "RSA-1024" }), want: []fe{{p + "pki.encryptionAlgorithm", nsup}}},
+		{name: "certificateKey value and file", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.CertificateKey = &machineadm.SecretSource{Value: validCertKey, File: "/k"}
+		}), want: []fe{{p + "certificateKey", forb}}, secret: validCertKey},
+		{name: "certificateKey empty", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey = &machineadm.SecretSource{} }), want: []fe{{p + "certificateKey", req}}},
+		{name: "certificateKey bad value is not echoed", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.CertificateKey = &machineadm.SecretSource{Value: "NOT-HEX-SECRET-0123"}
+		}), want: []fe{{p + "certificateKey.value", inv}}, secret: "NOT-HEX-SECRET-0123"},
+		{name: "certificateKey file relative", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.CertificateKey = &machineadm.SecretSource{File: "certificate-key"}
+		}), want: []fe{{p + "certificateKey.file", inv}}},
+		{name: "certificateKey inline warns", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey = &machineadm.SecretSource{Value: validCertKey} }), warn: []string{p + "certificateKey.value"}, secret: validCertKey},
+		{name: "control-plane Join needs certificateKey or pki.dir", base: cpJoin, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey = nil }), want: []fe{{p + "certificateKey", req}}},
+		{name: "control-plane Join with pki.dir ok", base: cpJoin, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey, cp.PKI.Dir = nil, "/etc/machineadm/pki" })},
+		{name: "control-plane Join forbids bootstrapTokens", base: cpJoin, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.BootstrapTokens = []machineadm.BootstrapToken{{Token: machineadm.SecretSource{File: "/t"}, TTL: "1h"}}
+		}), want: []fe{{p + "bootstrapTokens", forb}}},
+		{name: "Init without endpoint warns", base: cpInit, mutate: func(c *spec) { c.Spec.Kubernetes.ControlPlaneEndpoint = "" }, warn: []string{"spec.kubernetes.controlPlaneEndpoint"}},
+		{name: "bootstrap token fields", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			tok := &cp.BootstrapTokens[0]
+			tok.Token = machineadm.SecretSource{Value: "ABCDEF.0123456789ABCDEF"}
+			tok.TTL = "1d"
+			tok.Groups = []string{"system:bootstrappers:kubeadm:default-node-token", "system:masters"}
+			tok.Usages = []string{"signing", "admin"}
+		}), want: []fe{{p + "bootstrapTokens[0].token.value", inv}, {p + "bootstrapTokens[0].ttl", inv}, {p + "bootstrapTokens[0].groups[1]", inv}, {p + "bootstrapTokens[0].usages[1]", nsup}}, secret: "0123456789ABCDEF"},
+		{name: "bootstrap token negative ttl", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.BootstrapTokens[0].TTL = "-1h" }), want: []fe{{p + "bootstrapTokens[0].ttl", inv}}},
+		{name: "bootstrap token inline warns", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.BootstrapTokens[0].Token = machineadm.SecretSource{Value: validToken}
+		}), warn: []string{p + "bootstrapTokens[0].token.value"}, secret: validToken},
+		{name: "runner unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Runner = "Systemd" }), want: []fe{{p + "runner", nsup}}},
+	})
+}
+
+func TestValidateJoin(t *testing.T) {
+	j := func(f func(j *machineadm.Join)) func(c *spec) {
+		return func(c *spec) { f(c.Spec.Join) }
+	}
+	const p = "spec.join."
+	runCases(t, []vcase{
+		{name: "endpoint missing", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "" }), want: []fe{{p + "apiServerEndpoint", req}}},
+		{name: "endpoint without port", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "cp.example" }), want: []fe{{p + "apiServerEndpoint", inv}}},
+		{name: "endpoint empty port", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "cp.example:" }), want: []fe{{p + "apiServerEndpoint", inv}}},
+		{name: "endpoint IPv6", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "[2001:db8::1]:6443" })},
+		{name: "token missing", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{} }), want: []fe{{p + "token", req}}},
+		{name: "token malformed is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: "abcdef.short"} }), want: []fe{{p + "token.value", inv}}, secret: "abcdef.short"},
+		{name: "token inline warns", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: validToken} }), warn: []string{p + "token.value"}, secret: validToken},
+		{name: "caCertHashes missing", base: worker, mutate: j(func(j *machineadm.Join) { j.CACertHashes = nil }), want: []fe{{p + "caCertHashes", req}}},
+		{name: "caCertHash malformed", base: worker, mutate: j(func(j *machineadm.Join) { j.CACertHashes = append(j.CACertHashes, "sha1:abc") }), want: []fe{{p + "caCertHashes[1]", inv}}},
+		{name: "unsafeSkipCAVerification warns", base: worker, mutate: j(func(j *machineadm.Join) { j.CACertHashes, j.UnsafeSkipCAVerification = nil, true }), warn: []string{p + "unsafeSkipCAVerification"}},
+		{name: "timeout zero", base: worker, mutate: j(func(j *machineadm.Join) { j.Timeout = "0s" }), want: []fe{{p + "timeout", inv}}},
+		{name: "timeout not a duration", base: worker, mutate: j(func(j *machineadm.Join) { j.Timeout = "soon" }), want: []fe{{p + "timeout", inv}}},
+	})
+}

@@ -75,3 +75,46 @@ func ClassOf(err error) (Class, string) {
 	}
 	return ClassInternal, ""
 }
+
+// classes lists every class in the order docs/report.md describes them.
+var classes = []Class{
+	ClassInvalidSpec, ClassPreflightFailed, ClassPayloadUnavailable, ClassVerificationFailed,
+	ClassHostPreparationFailed, ClassContainerRuntimeUnavailable, ClassKubeletFailed,
+	ClassControlPlaneUnhealthy, ClassEtcdUnhealthy, ClassDiscoveryFailed, ClassTLSBootstrapFailed,
+	ClassTimeout, ClassInterrupted, ClassInternal,
+}
+
+// Classes returns every error class, in documentation order.
+func Classes() []Class { return append([]Class(nil), classes...) }
+
+// Known reports whether c is one of the fixed classes.
+func (c Class) Known() bool {
+	for _, k := range classes {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultHints say what to check first for each class, used when neither
+// the error nor Classify gives a more precise hint.
+var defaultHints = map[Class]string{
+	ClassInvalidSpec:                 "Fix the machine spec: run `machineadm config validate -f SPEC`, which lists every invalid field with its path.",
+	ClassPreflightFailed:             "Read the [ERROR ...] lines of the log tail; fix the host or list the check in spec.node.ignorePreflightErrors if it is safe.",
+	ClassPayloadUnavailable:          "Check that every file, secret and URL the spec references exists and is readable from this machine.",
+	ClassVerificationFailed:          "The downloaded content differs from its pinned digest or signature: check the source and the sha256 in the spec.",
+	ClassHostPreparationFailed:       "Check the failed host step's message: file paths, permissions, sysctl names and kernel modules available on this OS.",
+	ClassContainerRuntimeUnavailable: "Check that containerd runs and answers on spec.node.criSocket: `systemctl status containerd`, `crictl info`.",
+	ClassKubeletFailed:               "Check the kubelet: `systemctl status kubelet`, `journalctl -u kubelet`; cgroup driver and swap are common causes.",
+	ClassControlPlaneUnhealthy:       "Check the control-plane static pods: `crictl ps -a`, `crictl logs <container>`, and the API server's certificates and flags.",
+	ClassEtcdUnhealthy:               "Check the etcd member: `crictl logs` of the etcd container, the data directory, peer ports 2379/2380 and the etcd certificates.",
+	ClassDiscoveryFailed:             "Check spec.join: the CA cert hash must match the cluster CA (`machineadm pki init` prints it) and the token must exist and not be expired.",
+	ClassTLSBootstrapFailed:          "Check that the token may create CSRs and that the controller manager approves and signs them (`kubectl get csr`).",
+	ClassTimeout:                     "Check that the endpoint is reachable from this machine (address, port, firewall, load balancer) and the timeout is long enough.",
+	ClassInterrupted:                 "The run was stopped by a signal; run `machineadm bootstrap` again: it continues from where the host is.",
+	ClassInternal:                    "This is a machineadm bug or an unclassified failure: read the error and the log tail, and report it with this report attached.",
+}
+
+// DefaultHint returns the generic hint for class c ("" for an unknown class).
+func DefaultHint(c Class) string { return defaultHints[c] }

@@ -1,0 +1,308 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// rule recognises a failure by its error message. The message is compared
+// in lower case. A rule matches when the message contains one of any, or
+// when match (if set) returns true. Rules are tried in order: the specific
+// kubeadm messages first, the generic network and timeout words last.
+type rule struct {
+	class Class
+	hint  string
+	any   []string
+	match func(msg string) bool
+}
+
+// The rules' strings are what kubeadm v1.37.2 prints, from
+// k8s.io/kubernetes/cmd/kubeadm/app: discovery/discovery.go and
+// discovery/token/token.go, util/pubkeypin, util/runtime/runtime.go,
+// preflight/checks.go, util/apiclient/wait.go, util/etcd/etcd.go,
+// phases/etcd/local.go and cmd/phases/{init,join}/*.go.
+var rules = []rule{
+	{class: ClassContainerRuntimeUnavailable,
+		hint: "containerd does not answer on the CRI socket (spec.node.criSocket): check `systemctl status containerd` and that the socket path is right.",
+		any: []string{
+			"container runtime is not running",           // util/runtime IsRunning
+			"could not connect to the container runtime", // preflight ContainerRuntimeCheck
+			"failed to create new cri runtime service",   // util/runtime Connect
+			"failed to create new cri image service",     // util/runtime Connect
+			`container runtime condition "runtimeready"`, // util/runtime IsRunning
+		},
+		match: criSocketDown},
+	{class: ClassTLSBootstrapFailed,
+		hint: "The kubelet got no client certificate: check that the bootstrap token may create CSRs and that the controller manager approves and signs them (`kubectl get csr`).",
+		any: []string{
+			"failed while waiting for tls bootstrap", // join/kubelet.go
+			"could not create client from bootstrap kubeconfig",
+			"the tls bootstrap kubeconfig is malformed",
+			"couldn't save bootstrap-kubelet.conf",
+			"certificatesigningrequest",
+			"certificate signing request",
+		}},
+	{class: ClassTLSBootstrapFailed,
+		hint: "A Ready Node with this name is already in the cluster: delete the old Node or give this machine another spec.node.name.",
+		any:  []string{"already exists in the cluster. you must delete the existing node"}},
+	{class: ClassKubeletFailed,
+		hint: "The kubelet did not become healthy on http://127.0.0.1:10248/healthz: check `systemctl status kubelet` and `journalctl -u kubelet` (cgroup driver, swap, config).",
+		any: []string{
+			"failed while waiting for the kubelet to start", // init/waitcontrolplane.go, join/kubelet.go
+			"the http call equal to 'curl -ssl http",        // apiclient WaitForKubelet
+			"the kubelet is not healthy",
+		}},
+	{class: ClassControlPlaneUnhealthy,
+		hint: "A control-plane component did not report healthy: check `crictl ps -a` and `crictl logs` of kube-apiserver, kube-controller-manager and kube-scheduler.",
+		any: []string{
+			"failed while waiting for the control plane to start", // wait-control-plane
+			"check failed at https://",                            // apiclient WaitForControlPlaneComponents
+		}},
+	{class: ClassEtcdUnhealthy,
+		hint: "The etcd cluster is not healthy or this member did not start/join: check the etcd container's logs, ports 2379/2380 and the etcd certificates.",
+		any: []string{
+			"etcd cluster is not healthy",                      // phases/etcd/local.go
+			"timeout waiting for etcd cluster to be available", // util/etcd
+			"error creating local etcd static pod manifest",
+			"error creating etcd client",
+			"error syncing endpoints with etcd",
+			"etcdserver:",
+			"the etcd member",
+			"etcd member",
+		}},
+	{class: ClassDiscoveryFailed,
+		hint: "The cluster CA does not match spec.join.caCertHashes: use the sha256 hash of the cluster CA's public key (`machineadm pki init` prints it; `kubeadm token create --print-join-command` shows it).",
+		any: []string{
+			"none of the public keys",                               // util/pubkeypin CheckAny
+			"cluster ca found in cluster-info configmap is invalid", // discovery/token validateClusterCA
+			"invalid discovery token ca certificate hash",
+		}},
+	{class: ClassDiscoveryFailed,
+		hint: "The bootstrap token is unknown to the cluster or expired: create a new one on a control-plane node and put it in spec.join.token.",
+		any: []string{
+			"is invalid for this cluster or it has expired",
+			"failed to verify jws signature",
+			"could not find a jws signature in the cluster-info configmap",
+		}},
+	{class: ClassDiscoveryFailed,
+		hint: "The endpoint answered but is not set up for token discovery (no cluster-info ConfigMap in kube-public): check spec.join.apiServerEndpoint points at this cluster's API server.",
+		any:  []string{"isn't set up for token bootstrapping"}},
+	{class: ClassTimeout,
+		hint: "The API server endpoint (spec.join.apiServerEndpoint) did not answer within spec.join.timeout: check the address, port, firewall and load balancer from this machine.",
+		match: func(msg string) bool {
+			return isDiscovery(msg) && !isTLS(msg) && isNetwork(msg)
+		}},
+	{class: ClassDiscoveryFailed,
+		hint:  "The API server's identity could not be verified: check spec.join.apiServerEndpoint and spec.join.caCertHashes.",
+		match: func(msg string) bool { return isDiscovery(msg) || isTLS(msg) }},
+	{class: ClassPayloadUnavailable,
+		hint: "The shared certificates could not be downloaded: check spec.controlPlane.certificateKey and that `kubeadm init phase upload-certs` ran less than 2 hours ago (the kubeadm-certs Secret expires).",
+		any:  []string{"error downloading certs"}},
+	{class: ClassPreflightFailed,
+		hint: "The cluster has no stable control-plane endpoint: a control-plane join needs spec.kubernetes.controlPlaneEndpoint set when the cluster was created.",
+		any:  []string{"doesn't have a stable controlplaneendpoint address"}},
+	{class: ClassPreflightFailed,
+		any: []string{"preflight checks failed", "[preflight] some fatal errors occurred"}},
+	{class: ClassVerificationFailed,
+		any: []string{"digest mismatch", "sha256 mismatch", "checksum mismatch", "signature verification failed"}},
+	{class: ClassTimeout,
+		any: []string{"context deadline exceeded", "timed out", "i/o timeout", "timeout waiting", "deadline exceeded", "did not change after"}},
+}
+
+// phaseClasses is the class of a failure in a phase when no rule matched.
+// A sub-phase ("control-plane-prepare/download-certs") is looked up whole
+// first, then by its top-level name.
+var phaseClasses = map[string]Class{
+	// kubeadm init and join phases.
+	"preflight":                            ClassPreflightFailed,
+	"certs":                                ClassHostPreparationFailed,
+	"kubeconfig":                           ClassHostPreparationFailed,
+	"etcd":                                 ClassEtcdUnhealthy,
+	"check-etcd":                           ClassEtcdUnhealthy,
+	"control-plane":                        ClassHostPreparationFailed,
+	"kubelet-start":                        ClassKubeletFailed,
+	"wait-control-plane":                   ClassControlPlaneUnhealthy,
+	"upload-config":                        ClassControlPlaneUnhealthy,
+	"upload-certs":                         ClassControlPlaneUnhealthy,
+	"mark-control-plane":                   ClassControlPlaneUnhealthy,
+	"bootstrap-token":                      ClassControlPlaneUnhealthy,
+	"kubelet-finalize":                     ClassControlPlaneUnhealthy,
+	"addon":                                ClassControlPlaneUnhealthy,
+	"show-join-command":                    ClassInternal,
+	"control-plane-prepare":                ClassHostPreparationFailed,
+	"control-plane-prepare/download-certs": ClassPayloadUnavailable,
+	"control-plane-join":                   ClassControlPlaneUnhealthy,
+	"control-plane-join/etcd":              ClassEtcdUnhealthy,
+	// machineadm's own phases.
+	"discovery":      ClassDiscoveryFailed,
+	"files":          ClassHostPreparationFailed,
+	"kernel-modules": ClassHostPreparationFailed,
+	"sysctl":         ClassHostPreparationFailed,
+	"containerd":     ClassContainerRuntimeUnavailable,
+	"kubelet":        ClassKubeletFailed,
+	"static-pods":    ClassHostPreparationFailed,
+}
+
+// Classify returns the class and a hint for err, which failed in phase
+// (a kubeadm or machineadm phase name, "" outside any phase):
+//   - an error that carries a class (*Error) keeps it, and its hint, or
+//     the class's default hint when it has none;
+//   - an invalid spec (spec.InvalidSpecError) is InvalidSpec;
+//   - otherwise the message is matched against kubeadm's own messages
+//     (wrong CA pin → DiscoveryFailed, endpoint unreachable during
+//     discovery → Timeout, CRI socket down → ContainerRuntimeUnavailable,
+//     kubelet health check → KubeletFailed, ...), then generic timeout
+//     words, then the phase decides, then context.Canceled means
+//     Interrupted; what is left is Internal.
+//
+// The hint is never empty for a known class. A nil err is Internal.
+func Classify(phase string, err error) (Class, string) {
+	if err == nil {
+		return ClassInternal, DefaultHint(ClassInternal)
+	}
+	var re *Error
+	if errors.As(err, &re) {
+		return re.Class, hintOr(re.Hint, re.Class)
+	}
+	if spec.IsInvalidSpec(err) {
+		return ClassInvalidSpec, DefaultHint(ClassInvalidSpec)
+	}
+	if c, h, ok := classifyMessage(err.Error()); ok {
+		return c, h
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout, DefaultHint(ClassTimeout)
+	}
+	if c, ok := phaseClass(phase); ok {
+		return c, DefaultHint(c)
+	}
+	if errors.Is(err, context.Canceled) {
+		return ClassInterrupted, DefaultHint(ClassInterrupted)
+	}
+	return ClassInternal, DefaultHint(ClassInternal)
+}
+
+// classifyMessage applies the rules to one message.
+func classifyMessage(msg string) (Class, string, bool) {
+	msg = strings.ToLower(msg)
+	for _, r := range rules {
+		if containsAny(msg, r.any) || (r.match != nil && r.match(msg)) {
+			return r.class, hintOr(r.hint, r.class), true
+		}
+	}
+	return "", "", false
+}
+
+func phaseClass(phase string) (Class, bool) {
+	if phase == "" {
+		return "", false
+	}
+	if c, ok := phaseClasses[phase]; ok {
+		return c, true
+	}
+	top, _, _ := strings.Cut(phase, "/")
+	c, ok := phaseClasses[top]
+	return c, ok
+}
+
+func hintOr(hint string, c Class) string {
+	if hint != "" {
+		return hint
+	}
+	return DefaultHint(c)
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDiscovery reports whether a (lower-case) message comes from kubeadm's
+// token discovery (discovery.For and getClusterInfo).
+func isDiscovery(msg string) bool {
+	return strings.Contains(msg, "couldn't validate the identity of the api server") ||
+		strings.Contains(msg, "failed to request the cluster-info configmap")
+}
+
+// isTLS reports whether a message is about a certificate the client did
+// not trust, as Go's crypto/tls and crypto/x509 word it.
+func isTLS(msg string) bool {
+	return containsAny(msg, []string{"x509:", "tls: failed to verify certificate", "certificate signed by unknown authority", "public key"})
+}
+
+// isNetwork reports whether a message says the other end could not be
+// reached or did not answer in time.
+func isNetwork(msg string) bool {
+	return containsAny(msg, []string{
+		"connection refused", "no route to host", "network is unreachable", "i/o timeout",
+		"context deadline exceeded", "timed out", "no such host", "connection reset by peer",
+		"tls handshake timeout", "server misbehaving", "dial tcp",
+	})
+}
+
+// criSocketRE finds a dial to a CRI socket.
+var criSocketRE = regexp.MustCompile(`dial unix [^ ]*(containerd|crio|cri-dockerd|cri)[^ ]*\.sock`)
+
+// criSocketDown reports whether the CRI socket refused or does not exist.
+func criSocketDown(msg string) bool {
+	return criSocketRE.MatchString(msg) && containsAny(msg, []string{"connection refused", "no such file or directory"})
+}
+
+// preflightErrorRE is a failed kubeadm preflight check as
+// preflight.RunChecks prints it: "\t[ERROR NAME]: message".
+var preflightErrorRE = regexp.MustCompile(`\[ERROR ([^\]]+)\]: (.*)$`)
+
+// ClassifyOutput is Classify helped by the output the failed phase printed
+// (oldest line first), for failures whose error says less than the output:
+//   - kubeadm's preflight error is only "preflight checks failed"; the
+//     failed checks are "[ERROR NAME]: ..." lines of its output. A failed
+//     CRI check makes the class ContainerRuntimeUnavailable; otherwise the
+//     hint names the failed checks and quotes the first one.
+//   - an error classified Internal is matched line by line against the
+//     rules, newest line first.
+//
+// An error that carries a class (*Error) keeps it.
+func ClassifyOutput(phase string, err error, output []string) (Class, string) {
+	c, h := Classify(phase, err)
+	var re *Error
+	if errors.As(err, &re) {
+		return c, h
+	}
+	switch c {
+	case ClassPreflightFailed:
+		var names []string
+		first := ""
+		for _, line := range output {
+			m := preflightErrorRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
+				rc, rh, _ := classifyMessage("could not connect to the container runtime")
+				return rc, rh
+			}
+			if first == "" {
+				first = m[1] + ": " + m[2]
+			}
+			names = append(names, m[1])
+		}
+		if len(names) > 0 {
+			return c, "kubeadm preflight checks failed: " + strings.Join(names, ", ") + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe."
+		}
+	case ClassInternal:
+		for i := len(output) - 1; i >= 0; i-- {
+			if oc, oh, ok := classifyMessage(output[i]); ok {
+				return oc, oh
+			}
+		}
+	}
+	return c, h
+}

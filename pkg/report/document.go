@@ -1,0 +1,180 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// APIVersion and Kind identify the outcome report document.
+const (
+	// APIVersion is the report's API version, "machineadm.io/v1alpha1".
+	APIVersion = "machineadm.io/v1alpha1"
+	// Kind is the report's kind, "BootstrapReport".
+	Kind = "BootstrapReport"
+)
+
+// Result is the outcome of a whole run.
+type Result string
+
+// The results of a run.
+const (
+	// ResultSucceeded means every phase succeeded, was unchanged or skipped.
+	ResultSucceeded Result = "Succeeded"
+	// ResultFailed means a phase failed, the run was interrupted, or it
+	// failed before its first phase (for example an invalid spec).
+	ResultFailed Result = "Failed"
+)
+
+// PhaseStatus is the outcome of one phase.
+type PhaseStatus string
+
+// The statuses of a phase.
+const (
+	// PhaseSucceeded means the phase ran and changed what it had to.
+	PhaseSucceeded PhaseStatus = "Succeeded"
+	// PhaseFailed means the phase failed or was interrupted.
+	PhaseFailed PhaseStatus = "Failed"
+	// PhaseSkipped means the phase did not run: skipped by --skip-phases,
+	// not needed for this role or action, or not reached after a failure.
+	PhaseSkipped PhaseStatus = "Skipped"
+	// PhaseUnchanged means the phase found the host already as wanted and
+	// changed nothing (a run after a success).
+	PhaseUnchanged PhaseStatus = "Unchanged"
+)
+
+// BootstrapReport is the outcome report of one `machineadm bootstrap` or
+// `machineadm prepare` run (apiVersion machineadm.io/v1alpha1, kind
+// BootstrapReport), written as JSON by the report file writer (default
+// /var/lib/machineadm/report.json) and the HTTP writer. Every string in it
+// is redacted: it never holds a token, a certificate key or key material.
+// See docs/report.md.
+type BootstrapReport struct {
+	// APIVersion is "machineadm.io/v1alpha1".
+	APIVersion string `json:"apiVersion"`
+	// Kind is "BootstrapReport".
+	Kind string `json:"kind"`
+	// Machine identifies the machine and the software that ran.
+	Machine Machine `json:"machine"`
+	// Command is the machineadm command that ran: "bootstrap" or "prepare".
+	Command string `json:"command"`
+	// StartTime is when the run started (RFC 3339, UTC).
+	StartTime time.Time `json:"startTime"`
+	// EndTime is when the report was finished (RFC 3339, UTC).
+	EndTime time.Time `json:"endTime"`
+	// Result is Succeeded or Failed.
+	Result Result `json:"result"`
+	// Phases lists the phases in the order they started, phases that never
+	// started (skipped, or not reached after a failure) last.
+	Phases []Phase `json:"phases"`
+	// FailedPhase names the phase that failed first; empty on success and
+	// when the run failed outside a phase (an invalid spec).
+	FailedPhase string `json:"failedPhase,omitempty"`
+	// ErrorClass is the class of the failure, one of a fixed list
+	// (docs/report.md): InvalidSpec, PreflightFailed, ... Empty on success.
+	ErrorClass Class `json:"errorClass,omitempty"`
+	// Hint tells a person what to check first. Empty on success.
+	Hint string `json:"hint,omitempty"`
+	// Error is the error message of the failure. Empty on success.
+	Error string `json:"error,omitempty"`
+	// LogTail holds the last lines (at most DefaultTailLines) of the
+	// output of kubeadm and the kubelet checks recorded during the run,
+	// oldest first. Empty when nothing was recorded.
+	LogTail []string `json:"logTail,omitempty"`
+}
+
+// Machine identifies the machine a report is about.
+type Machine struct {
+	// Hostname is the host name of the machine (os.Hostname).
+	Hostname string `json:"hostname"`
+	// NodeName is the Kubernetes Node name (spec.node.name, default the
+	// lower-cased host name). Empty for `prepare`.
+	NodeName string `json:"nodeName,omitempty"`
+	// SpecName is the machine spec's metadata.name. Optional.
+	SpecName string `json:"specName,omitempty"`
+	// MachineadmVersion is machineadm's version, for example "v0.1.0".
+	MachineadmVersion string `json:"machineadmVersion"`
+	// KubernetesVersion is the spec's Kubernetes version
+	// (spec.kubernetes.version), for example "v1.37.2"; when no spec could
+	// be read, the version of the kubeadm compiled into machineadm.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Role is spec.role: ControlPlane or Worker. Empty without a valid spec.
+	Role string `json:"role,omitempty"`
+	// Action is spec.action: Init or Join. Empty without a valid spec.
+	Action string `json:"action,omitempty"`
+}
+
+// Phase is one phase of the run.
+type Phase struct {
+	// Name is the phase's name: kubeadm's phase name (preflight, certs,
+	// kubelet-start, wait-control-plane, ...) or machineadm's own (files,
+	// kernel-modules, sysctl, containerd, static-pods); a sub-phase is
+	// "parent/child", as in "control-plane-join/etcd".
+	Name string `json:"name"`
+	// Status is Succeeded, Failed, Skipped or Unchanged.
+	Status PhaseStatus `json:"status"`
+	// StartTime is when the phase started (RFC 3339, UTC); for a phase that
+	// never started, when it was recorded as skipped.
+	StartTime time.Time `json:"startTime"`
+	// DurationMs is how long the phase ran, in milliseconds.
+	DurationMs int64 `json:"durationMs"`
+	// Message says what the phase did, why it was skipped, or why it
+	// failed. Optional.
+	Message string `json:"message,omitempty"`
+}
+
+// Decode parses a report document strictly: unknown fields, a wrong
+// apiVersion or kind, and missing required values are errors.
+func Decode(data []byte) (*BootstrapReport, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r BootstrapReport
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("not a BootstrapReport document: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not a BootstrapReport document: data after the JSON object")
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Validate checks the fields a reader relies on: apiVersion, kind, result,
+// phase statuses and, for a failure, the error class.
+func (r *BootstrapReport) Validate() error {
+	switch {
+	case r.APIVersion != APIVersion:
+		return fmt.Errorf("report apiVersion is %q, want %q", r.APIVersion, APIVersion)
+	case r.Kind != Kind:
+		return fmt.Errorf("report kind is %q, want %q", r.Kind, Kind)
+	case r.Result != ResultSucceeded && r.Result != ResultFailed:
+		return fmt.Errorf("report result is %q, want %s or %s", r.Result, ResultSucceeded, ResultFailed)
+	case r.Result == ResultFailed && !r.ErrorClass.Known():
+		return fmt.Errorf("failed report has error class %q, want one of %v", r.ErrorClass, Classes())
+	case r.StartTime.IsZero():
+		return fmt.Errorf("report has no startTime")
+	}
+	for i, p := range r.Phases {
+		switch p.Status {
+		case PhaseSucceeded, PhaseFailed, PhaseSkipped, PhaseUnchanged:
+		default:
+			return fmt.Errorf("report phases[%d] (%s) has status %q", i, p.Name, p.Status)
+		}
+	}
+	return nil
+}
+
+// Marshal encodes r as indented JSON with a final line break.
+func (r *BootstrapReport) Marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// Duration is the run's length, EndTime minus StartTime.
+func (r *BootstrapReport) Duration() time.Duration { return r.EndTime.Sub(r.StartTime) }

@@ -400,6 +400,10 @@ type Containerd struct {
 	// Runtimes are extra runtimes besides runc (for example nvidia, kata);
 	// an entry named "runc" changes runc's options.
 	Runtimes []Runtime `json:"runtimes,omitempty"`
+	// DefaultRuntime is the runtime handler used by pods without a
+	// RuntimeClass: "runc" (default) or the name of one of Runtimes.
+	// containerd key: containerd.default_runtime_name.
+	DefaultRuntime string `json:"defaultRuntime,omitempty"`
 	// ConfigPatch is TOML deep-merged over the generated config.toml last.
 	ConfigPatch string `json:"configPatch,omitempty"`
 }
@@ -417,6 +421,14 @@ type Registry struct {
 	CACert string `json:"caCert,omitempty"`
 	// SkipVerify disables TLS verification for Server. Default false.
 	SkipVerify bool `json:"skipVerify,omitempty"`
+	// ClientCert is a PEM client certificate presented to Server (mutual
+	// TLS); it goes with ClientKey. Written to
+	// /etc/containerd/certs.d/<host>/client.crt. containerd hosts.toml key:
+	// client.
+	ClientCert string `json:"clientCert,omitempty"`
+	// ClientKey is the PEM private key of ClientCert. Secret: written 0600
+	// to /etc/containerd/certs.d/<host>/client.key and never shown.
+	ClientKey string `json:"clientKey,omitempty"`
 }
 
 // Mirror is a registry mirror (a [host."URL"] table of hosts.toml).
@@ -435,6 +447,11 @@ type Mirror struct {
 	ClientKey string `json:"clientKey,omitempty"`
 	// SkipVerify disables TLS verification for this mirror. Default false.
 	SkipVerify bool `json:"skipVerify,omitempty"`
+	// OverridePath says that URL already includes the registry API path,
+	// for mirrors not served under /v2 (for example a Harbor proxy cache
+	// at "https://harbor.example.com/v2/proxy-docker"). Default false.
+	// containerd hosts.toml key: override_path.
+	OverridePath bool `json:"overridePath,omitempty"`
 }
 
 // Proxy holds proxy settings for containerd.service.

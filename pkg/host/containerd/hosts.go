@@ -1,0 +1,103 @@
+package containerd
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"path"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+// File is one file to write for containerd, with its machine path.
+type File struct {
+	// Path is the absolute machine path.
+	Path string
+	// Content is the file's content.
+	Content []byte
+	// Mode is the permission bits.
+	Mode uint32
+	// Secret marks key material: written 0600 and never shown in diffs.
+	Secret bool
+}
+
+// hostsHeader is the comment at the top of each hosts.toml.
+const hostsHeader = "# Written by machineadm from spec.host.containerd.registries; do not edit, change the machine spec instead.\n"
+
+// hostTable is the [host."URL"] table, or the top level for the server
+// (containerd docs/hosts.md).
+type hostTable struct {
+	Server       string     `toml:"server,omitempty"`
+	Capabilities []string   `toml:"capabilities,omitempty"`
+	CA           string     `toml:"ca,omitempty"`
+	Client       [][]string `toml:"client,omitempty"`
+	SkipVerify   bool       `toml:"skip_verify,omitempty"`
+	OverridePath bool       `toml:"override_path,omitempty"`
+}
+
+// RegistryDir returns the hosts directory of a registry host:
+// ConfigPath/HOST, where HOST keeps its ":port" as containerd looks it up.
+func RegistryDir(host string) string { return path.Join(ConfigPath, host) }
+
+// HostsFiles returns, for each registry, its hosts.toml and the
+// certificate files it references, in the spec's order:
+//
+//	/etc/containerd/certs.d/HOST/hosts.toml
+//	/etc/containerd/certs.d/HOST/ca.crt, client.crt, client.key   (server)
+//	/etc/containerd/certs.d/HOST/mirror-N-ca.crt, -client.crt, -client.key
+//
+// The server defaults to "https://HOST". Mirrors keep their order (the
+// order containerd tries them in): each [host."URL"] table is encoded on
+// its own and appended, since TOML maps carry no order.
+func HostsFiles(regs []machineadm.Registry) ([]File, error) {
+	var out []File
+	for _, r := range regs {
+		dir := RegistryDir(r.Host)
+		server := r.Server
+		if server == "" {
+			server = "https://" + r.Host
+		}
+		top := hostTable{Server: server, SkipVerify: r.SkipVerify}
+		top.CA, top.Client, out = tlsFiles(dir, "", r.CACert, r.ClientCert, r.ClientKey, out)
+		var b bytes.Buffer
+		b.WriteString(hostsHeader)
+		if err := toml.NewEncoder(&b).Encode(top); err != nil {
+			return nil, fmt.Errorf("registry %s: %w", r.Host, err)
+		}
+		for i, m := range r.Mirrors {
+			if _, err := url.Parse(m.URL); err != nil {
+				return nil, fmt.Errorf("registry %s mirror %d: %w", r.Host, i, err)
+			}
+			h := hostTable{Capabilities: m.Capabilities, SkipVerify: m.SkipVerify, OverridePath: m.OverridePath}
+			h.CA, h.Client, out = tlsFiles(dir, fmt.Sprintf("mirror-%d-", i), m.CACert, m.ClientCert, m.ClientKey, out)
+			b.WriteByte('\n')
+			enc := toml.NewEncoder(&b).SetIndentTables(true)
+			if err := enc.Encode(map[string]any{"host": map[string]any{m.URL: h}}); err != nil {
+				return nil, fmt.Errorf("registry %s mirror %d: %w", r.Host, i, err)
+			}
+		}
+		out = append(out, File{Path: path.Join(dir, "hosts.toml"), Content: b.Bytes(), Mode: 0o644})
+	}
+	return out, nil
+}
+
+// tlsFiles appends the CA and client certificate files of one host and
+// returns the values of its ca and client keys.
+func tlsFiles(dir, prefix, ca, cert, key string, out []File) (string, [][]string, []File) {
+	var caPath string
+	var client [][]string
+	if ca != "" {
+		caPath = path.Join(dir, prefix+"ca.crt")
+		out = append(out, File{Path: caPath, Content: []byte(ca), Mode: 0o644})
+	}
+	if cert != "" && key != "" {
+		certPath, keyPath := path.Join(dir, prefix+"client.crt"), path.Join(dir, prefix+"client.key")
+		out = append(out,
+			File{Path: certPath, Content: []byte(cert), Mode: 0o644},
+			File{Path: keyPath, Content: []byte(key), Mode: 0o600, Secret: true})
+		client = [][]string{{certPath, keyPath}}
+	}
+	return caPath, client, out
+}

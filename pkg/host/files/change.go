@@ -1,0 +1,157 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Desired is the state one file should have on the machine.
+type Desired struct {
+	// Path is the machine path (absolute), as the machine sees it.
+	Path string
+	// Content is the full content, or with Append the content to add.
+	Content []byte
+	// Mode is the permission bits (0 to 0777).
+	Mode fs.FileMode
+	// UID and GID are the numeric owner and group.
+	UID, GID int
+	// Append adds Content at the end of the existing file unless the file
+	// already contains it, so that repeated runs add it once.
+	Append bool
+	// Secret hides the content from diffs and summaries (key material,
+	// files that are not world-readable).
+	Secret bool
+	// Remove deletes the file when it exists (Content and metadata are
+	// then ignored).
+	Remove bool
+}
+
+// State is what a file is on the host now.
+type State struct {
+	// Exists says whether the file exists.
+	Exists bool
+	// Content is its content.
+	Content []byte
+	// Mode is its permission bits.
+	Mode fs.FileMode
+	// UID and GID are its owner and group.
+	UID, GID int
+}
+
+// ReadState reads the state of the host file hostPath. A missing file is
+// a State with Exists false; a directory is an error.
+func ReadState(hostPath string) (State, error) {
+	fi, err := os.Lstat(hostPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return State{}, fmt.Errorf("%s exists and is not a regular file (%s)", hostPath, fi.Mode().Type())
+	}
+	data, err := os.ReadFile(hostPath)
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Exists: true, Content: data, Mode: fi.Mode().Perm()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.UID, st.GID = int(sys.Uid), int(sys.Gid)
+	}
+	return st, nil
+}
+
+// Change is the difference between a file's current and desired state,
+// computed by Plan.
+type Change struct {
+	// Desired is the wanted state.
+	Desired Desired
+	// HostPath is where the file is on the host (under the root).
+	HostPath string
+	// Old is the current state.
+	Old State
+	// New is the state after the change.
+	New State
+}
+
+// Plan compares the desired state with the current one. It is pure.
+func Plan(d Desired, hostPath string, cur State) Change {
+	c := Change{Desired: d, HostPath: hostPath, Old: cur}
+	if d.Remove {
+		return c // New.Exists false
+	}
+	c.New = State{Exists: true, Content: d.Content, Mode: d.Mode, UID: d.UID, GID: d.GID}
+	if d.Append && cur.Exists {
+		c.New.Content = cur.Content
+		if !bytes.Contains(cur.Content, d.Content) {
+			c.New.Content = append(append([]byte{}, cur.Content...), d.Content...)
+		}
+	}
+	return c
+}
+
+// ContentChanged says whether the file is created, removed or gets new
+// content.
+func (c Change) ContentChanged() bool {
+	return c.Old.Exists != c.New.Exists || !bytes.Equal(c.Old.Content, c.New.Content)
+}
+
+// MetaChanged says whether only mode, owner or group change.
+func (c Change) MetaChanged() bool {
+	return c.Old.Exists && c.New.Exists && (c.Old.Mode != c.New.Mode || c.Old.UID != c.New.UID || c.Old.GID != c.New.GID)
+}
+
+// Changed says whether applying the change touches the host.
+func (c Change) Changed() bool { return c.ContentChanged() || c.MetaChanged() }
+
+// Summary is one human-readable line for the report, for example
+// "wrote /etc/sysctl.d/90-machineadm.conf (0644, 0:0, 42 bytes)". It never
+// contains file content.
+func (c Change) Summary() string {
+	p := c.Desired.Path
+	switch {
+	case !c.New.Exists && c.Old.Exists:
+		return "removed " + p
+	case !c.New.Exists:
+		return p + " absent"
+	case !c.Changed():
+		return p + " unchanged"
+	}
+	meta := fmt.Sprintf("(%04o, %d:%d, %d bytes)", c.New.Mode, c.New.UID, c.New.GID, len(c.New.Content))
+	switch {
+	case !c.Old.Exists:
+		return "wrote " + p + " " + meta
+	case c.ContentChanged() && c.Desired.Append:
+		return "appended to " + p + " " + meta
+	case c.ContentChanged():
+		return "rewrote " + p + " " + meta
+	}
+	return fmt.Sprintf("set %s %04o %d:%d (was %04o %d:%d)", p, c.New.Mode, c.New.UID, c.New.GID, c.Old.Mode, c.Old.UID, c.Old.GID)
+}
+
+// Apply makes the change on the host: new content is written atomically
+// with WriteAtomic (parent directories are created 0755); metadata-only
+// changes are made in place, keeping the content and mtime; a removal
+// deletes the file. An unchanged file is not touched.
+func Apply(c Change) error {
+	switch {
+	case !c.Changed():
+		return nil
+	case !c.New.Exists:
+		if err := os.Remove(c.HostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	case c.ContentChanged():
+		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
+	}
+	if err := os.Lchown(c.HostPath, c.New.UID, c.New.GID); err != nil {
+		return err
+	}
+	return os.Chmod(c.HostPath, c.New.Mode)
+}

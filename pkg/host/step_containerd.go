@@ -1,0 +1,166 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host/containerd"
+	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+// restartPending is a marker written before containerd's configuration
+// changes and removed after containerd restarted, so that a run that
+// crashed in between still restarts containerd the next time.
+const restartPending = "/var/lib/machineadm/containerd-restart-pending"
+
+type containerdPlan struct {
+	enabled    bool
+	configFile string
+	version    int
+	config     []byte
+	hosts      []containerd.File
+	proxy      []byte // nil: no drop-in
+}
+
+// containerdChecker picks the config schema version (from the spec, else
+// from `containerd --version`, else 2 with a warning) and renders every
+// file.
+func containerdChecker(c *machineadm.Containerd) checker {
+	return func(ctx context.Context, env *Env) (plan, error) {
+		if c == nil {
+			return &containerdPlan{}, nil
+		}
+		p := &containerdPlan{enabled: true, configFile: c.ConfigFile, version: c.ConfigVersion}
+		if p.version == 0 {
+			p.version = detectConfigVersion(ctx, env)
+		}
+		var err error
+		if p.config, err = containerd.Render(c, p.version); err != nil {
+			return nil, hostErr(hintContainerd, "spec.host.containerd: %w", err)
+		}
+		if p.hosts, err = containerd.HostsFiles(c.Registries); err != nil {
+			return nil, hostErr(hintContainerd, "spec.host.containerd.registries: %w", err)
+		}
+		p.proxy = containerd.RenderProxy(c.Proxy)
+		return p, nil
+	}
+}
+
+func detectConfigVersion(ctx context.Context, env *Env) int {
+	detect := env.ContainerdVersion
+	if detect == nil {
+		detect = containerd.DetectVersion
+	}
+	out, err := detect(ctx, env.root())
+	if err != nil {
+		if errors.Is(err, containerd.ErrNotInstalled) {
+			env.log().Warn("containerd not found under the root; writing config version 2 (containerd 1.x); set spec.host.containerd.configVersion to choose", "root", env.root())
+		} else {
+			env.log().Warn("cannot tell the containerd version; writing config version 2", "err", err)
+		}
+		return 2
+	}
+	v, err := containerd.ConfigVersionFor(out)
+	if err != nil {
+		env.log().Warn("cannot parse `containerd --version`; writing config version 2", "err", err)
+		return 2
+	}
+	env.log().Info("containerd config version chosen from the installed containerd", "configVersion", v)
+	return v
+}
+
+// apply writes config.toml, the hosts.toml files and the proxy drop-in
+// (removed when the spec has no proxy), then restarts containerd when
+// config.toml or the drop-in changed (hosts.toml is read by containerd
+// on each pull and needs no restart), after a daemon-reload when the
+// drop-in changed.
+func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
+	if !p.enabled {
+		return nil
+	}
+	pendingPath, err := files.Resolve(env.root(), restartPending)
+	if err != nil {
+		return hostErr(hintWrite, "%s: %w", restartPending, err)
+	}
+	pending, err := files.ReadState(pendingPath)
+	if err != nil {
+		return hostErr(hintWrite, "reading %s: %w", restartPending, err)
+	}
+	// Decide before writing whether anything that needs a restart changes,
+	// and leave a marker first, so a crash after the write still restarts.
+	cfgDesired := files.Desired{Path: p.configFile, Content: p.config, Mode: 0o644}
+	proxyDesired := files.Desired{Path: containerd.ProxyDropIn, Content: p.proxy, Mode: 0o644}
+	if p.proxy == nil {
+		proxyDesired = files.Desired{Path: containerd.ProxyDropIn, Remove: true}
+	}
+	cfgChange, err := planFile(env, cfgDesired)
+	if err != nil {
+		return hostErr(hintWrite, "spec.host.containerd.configFile: %w", err)
+	}
+	proxyChange, err := planFile(env, proxyDesired)
+	if err != nil {
+		return hostErr(hintWrite, "spec.host.containerd.proxy: %w", err)
+	}
+	needRestart := cfgChange.ContentChanged() || proxyChange.ContentChanged() || pending.Exists
+	if needRestart && !env.DryRun && !env.Offline && !pending.Exists {
+		if err := files.WriteAtomic(pendingPath, []byte("containerd configuration changed; restart pending\n"), 0o644, 0, 0); err != nil {
+			return hostErr(hintWrite, "writing %s: %w", restartPending, err)
+		}
+	}
+	if _, err := rec.file(cfgDesired, "spec.host.containerd.configFile"); err != nil {
+		return err
+	}
+	for _, f := range p.hosts {
+		d := files.Desired{Path: f.Path, Content: f.Content, Mode: modeOf(f.Mode), Secret: f.Secret}
+		if _, err := rec.file(d, "spec.host.containerd.registries"); err != nil {
+			return err
+		}
+	}
+	if _, err := rec.file(proxyDesired, "spec.host.containerd.proxy"); err != nil {
+		return err
+	}
+	if !needRestart {
+		return nil
+	}
+	if env.Offline {
+		rec.note("offline root: containerd is not restarted; it reads the new configuration when it starts")
+		return nil
+	}
+	if env.Services == nil && !env.DryRun {
+		return report.NewError(report.ClassContainerRuntimeUnavailable, hintServiceless, errors.New("containerd configuration changed and no service manager is available to restart "+containerd.Unit))
+	}
+	if proxyChange.ContentChanged() {
+		if err := rec.live("reload systemd units (containerd proxy drop-in changed)", func() error { return env.Services.DaemonReload(ctx) }); err != nil {
+			return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, err)
+		}
+	}
+	if err := rec.live("restart "+containerd.Unit, func() error { return env.Services.Restart(ctx, containerd.Unit) }); err != nil {
+		return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, fmt.Errorf("containerd configuration changed: %w", err))
+	}
+	if !env.DryRun {
+		if err := files.Apply(files.Plan(files.Desired{Path: restartPending, Remove: true}, pendingPath, files.State{Exists: true})); err != nil {
+			return hostErr(hintWrite, "removing %s: %w", restartPending, err)
+		}
+	}
+	return nil
+}
+
+// planFile computes a file's change against the host (or the dry-run
+// view) without recording it.
+func planFile(env *Env, d files.Desired) (files.Change, error) {
+	hp, err := files.Resolve(env.root(), d.Path)
+	if err != nil {
+		return files.Change{}, err
+	}
+	cur, err := files.ReadState(hp)
+	if err != nil {
+		return files.Change{}, err
+	}
+	return files.Plan(d, hp, cur), nil
+}
+
+func modeOf(m uint32) fs.FileMode { return fs.FileMode(m) }

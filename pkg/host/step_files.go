@@ -1,0 +1,106 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+// fileEntry is one checked spec file.
+type fileEntry struct {
+	field   string
+	desired files.Desired
+}
+
+type filesPlan struct{ entries []fileEntry }
+
+// filesChecker decodes or fetches (verifying SHA-256) every file's content
+// and resolves its path, mode, owner and group. All problems are returned
+// together, each naming its field.
+func filesChecker(specFiles []machineadm.File) checker {
+	return func(ctx context.Context, env *Env) (plan, error) {
+		if len(specFiles) == 0 {
+			return &filesPlan{}, nil
+		}
+		ids, err := files.LoadIDs(env.root())
+		if err != nil {
+			return nil, hostErr(hintFileOwner, "spec.host.files: %w", err)
+		}
+		var p filesPlan
+		var errs []error
+		for i, f := range specFiles {
+			fp := fmt.Sprintf("spec.host.files[%d]", i)
+			e, err := checkFile(ctx, env, ids, f, fp)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.entries = append(p.entries, e)
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		return &p, nil
+	}
+}
+
+func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File, fp string) (fileEntry, error) {
+	if _, err := files.Resolve(env.root(), f.Path); err != nil {
+		return fileEntry{}, hostErr(hintWrite, "%s.path: %w", fp, err)
+	}
+	mode, err := strconv.ParseUint(f.Mode, 8, 32)
+	if err != nil || mode > 0o777 {
+		return fileEntry{}, hostErr(hintWrite, "%s.mode: %q is not an octal permission 0000-0777", fp, f.Mode)
+	}
+	uid, err := ids.UID(f.Owner)
+	if err != nil {
+		return fileEntry{}, hostErr(hintFileOwner, "%s.owner: %w", fp, err)
+	}
+	gid, err := ids.GID(f.Group)
+	if err != nil {
+		return fileEntry{}, hostErr(hintFileOwner, "%s.group: %w", fp, err)
+	}
+	var content []byte
+	if f.Source != nil {
+		content, err = files.Fetch(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256)
+		switch {
+		case errors.Is(err, files.ErrDigestMismatch):
+			return fileEntry{}, report.NewError(report.ClassVerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
+		case err != nil:
+			return fileEntry{}, report.NewError(report.ClassPayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
+		}
+	} else {
+		content, err = validation.DecodeContent(f.Content, f.Encoding)
+		if err != nil {
+			return fileEntry{}, hostErr(hintWrite, "%s.content: does not decode as %q: %w", fp, f.Encoding, err)
+		}
+	}
+	m := fs.FileMode(mode)
+	return fileEntry{field: fp, desired: files.Desired{
+		Path:    f.Path,
+		Content: content,
+		Mode:    m,
+		UID:     uid,
+		GID:     gid,
+		Append:  f.Append,
+		// A file not readable by everyone may hold a secret: keep its
+		// content out of diffs.
+		Secret: m&0o004 == 0,
+	}}, nil
+}
+
+func (p *filesPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
+	for _, e := range p.entries {
+		if _, err := rec.file(e.desired, e.field); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/host/kmod"
+	"github.com/machineadm/machineadm/pkg/host/sysctl"
+)
+
+type sysctlPlan struct {
+	params map[string]string
+}
+
+// sysctlChecker checks every key against /proc/sys. A key provided by a
+// module that is not loaded yet (net.bridge.* before br_netfilter) is
+// checked again after the kernel-modules step, when it is applied.
+func sysctlChecker(params map[string]string) checker {
+	return func(ctx context.Context, env *Env) (plan, error) {
+		p := &sysctlPlan{params: params}
+		if env.Offline || len(params) == 0 {
+			return p, nil
+		}
+		if _, err := os.Stat(env.procSys()); err != nil {
+			return nil, hostErr(hintKernel, "spec.host.sysctl: no sysctl tree at %s: %w", env.procSys(), err)
+		}
+		var errs []error
+		for _, k := range sysctl.SortedKeys(params) {
+			err := sysctl.Exists(env.procSys(), k)
+			if err == nil {
+				continue
+			}
+			if m := sysctl.ModuleFor(k); m != "" && errors.Is(err, sysctl.ErrUnknownKey) && !kmod.Present(env.sys(), env.proc(), m) {
+				continue // appears once the kernel-modules step loads m
+			}
+			errs = append(errs, hostErr(hintKernel, "spec.host.sysctl[%s]: %w", k, err))
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		return p, nil
+	}
+}
+
+func (p *sysctlPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
+	d := files.Desired{Path: sysctl.ConfPath, Content: sysctl.Render(p.params), Mode: 0o644}
+	if len(p.params) == 0 {
+		d = files.Desired{Path: sysctl.ConfPath, Remove: true}
+	}
+	if _, err := rec.file(d, "spec.host.sysctl"); err != nil {
+		return err
+	}
+	if env.Offline {
+		if len(p.params) > 0 {
+			rec.note("offline root: kernel parameters are persisted, not set live")
+		}
+		return nil
+	}
+	for _, k := range sysctl.SortedKeys(p.params) {
+		want := sysctl.Normalize(p.params[k])
+		cur, err := sysctl.Read(env.procSys(), k)
+		if err != nil && env.DryRun && sysctl.ModuleFor(k) != "" {
+			cur = "(after loading " + sysctl.ModuleFor(k) + ")"
+		} else if err != nil && !errors.Is(err, os.ErrPermission) {
+			return hostErr(hintKernel, "spec.host.sysctl[%s]: %w", k, err)
+		}
+		if cur == want {
+			continue
+		}
+		line := fmt.Sprintf("set %s = %s (was %s)", k, want, cur)
+		if err := rec.live(line, func() error { return sysctl.Set(env.procSys(), k, p.params[k]) }); err != nil {
+			return hostErr(hintKernel, "spec.host.sysctl[%s]: %w", k, err)
+		}
+	}
+	return nil
+}

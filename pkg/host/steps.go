@@ -1,0 +1,161 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+// Step names, in the order Steps returns them.
+const (
+	StepFiles         = "files"
+	StepKernelModules = "kernel-modules"
+	StepSysctl        = "sysctl"
+	StepContainerd    = "containerd"
+	StepStaticPods    = "static-pods"
+)
+
+// plan is the checked input of one step, kept between Check and Apply.
+type plan interface {
+	apply(ctx context.Context, env *Env, rec *recorder) error
+}
+
+// checker computes a step's plan from the spec and the host, changing
+// nothing.
+type checker func(ctx context.Context, env *Env) (plan, error)
+
+// run holds the checked plans of one Steps list for one Env, and the
+// dry-run view of files planned so far.
+type run struct {
+	plans   map[string]plan
+	overlay map[string]overlayEntry
+}
+
+// Steps returns the host-preparation steps for a (defaulted, validated)
+// hub spec, in order: files, kernel-modules, sysctl, containerd,
+// static-pods. Steps with nothing to do still run and report no change
+// (they also remove files machineadm wrote earlier that the spec no
+// longer asks for: the sysctl and modules lists, the proxy drop-in).
+func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
+	h := &cfg.Spec.Host
+	var mu sync.Mutex
+	runs := map[*Env]*run{}
+	state := func(env *Env) *run {
+		mu.Lock()
+		defer mu.Unlock()
+		r := runs[env]
+		if r == nil {
+			r = &run{plans: map[string]plan{}, overlay: map[string]overlayEntry{}}
+			runs[env] = r
+		}
+		return r
+	}
+	mk := func(name, short string, c checker) Step {
+		return newStep(name, short, c, state, &mu)
+	}
+	steps := []Step{
+		mk(StepFiles, "Write the files of spec.host.files (content or verified remote source)", filesChecker(h.Files)),
+		mk(StepKernelModules, "Load kernel modules and persist them in /etc/modules-load.d", kmodChecker(h)),
+		mk(StepSysctl, "Set kernel parameters live and persist them in /etc/sysctl.d", sysctlChecker(h.Sysctl)),
+		mk(StepContainerd, "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", containerdChecker(h.Containerd)),
+		mk(StepStaticPods, "Write extra static pod manifests to the kubelet's manifest directory", staticPodsChecker(h.StaticPods, &cfg.Spec.Node.Kubelet)),
+	}
+	steps[len(steps)-1].AfterKubeadm = true
+	return steps
+}
+
+func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mutex) Step {
+	check := func(ctx context.Context, env *Env) error {
+		p, err := c(ctx, env)
+		if err != nil {
+			return err
+		}
+		r := state(env)
+		mu.Lock()
+		r.plans[name] = p
+		mu.Unlock()
+		return nil
+	}
+	apply := func(ctx context.Context, env *Env) (Result, error) {
+		log := env.log().With("step", name)
+		start := time.Now()
+		log.Info("host step start", "dryRun", env.DryRun)
+		r := state(env)
+		mu.Lock()
+		p := r.plans[name]
+		mu.Unlock()
+		if p == nil {
+			if err := check(ctx, env); err != nil {
+				log.Error("host step failed", "phase", "check", "err", err, "duration", time.Since(start))
+				return Result{}, err
+			}
+			mu.Lock()
+			p = r.plans[name]
+			mu.Unlock()
+		}
+		rec := &recorder{env: env, run: r, step: name}
+		if env.DryRun {
+			fmt.Fprintf(env.out(), "== %s: %s\n", name, short)
+		}
+		err := p.apply(ctx, env, rec)
+		if env.DryRun && !rec.res.Changed {
+			fmt.Fprintln(env.out(), "(no changes)")
+		}
+		if err != nil {
+			log.Error("host step failed", "err", err, "changes", len(rec.res.Changes), "duration", time.Since(start))
+			return rec.res, err
+		}
+		log.Info("host step done", "changed", rec.res.Changed, "changes", len(rec.res.Changes), "duration", time.Since(start))
+		return rec.res, nil
+	}
+	return Step{Name: name, Short: short, Apply: apply, Check: check}
+}
+
+// Check runs Check of every step, in order, and returns all their errors
+// joined (each carries its report class; report.ClassOf gives the
+// first's). Call it with the steps that will run, before the first Apply,
+// so that a bad input in any step stops the run before anything is
+// written.
+func Check(ctx context.Context, env *Env, steps []Step) error {
+	var errs []error
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.Check(ctx, env); err != nil {
+			env.log().Error("host step check failed", "step", s.Name, "err", err, "duration", time.Since(start))
+			errs = append(errs, fmt.Errorf("%s: %w", s.Name, err))
+			continue
+		}
+		env.log().Debug("host step checked", "step", s.Name, "duration", time.Since(start))
+	}
+	return errors.Join(errs...)
+}
+
+// Names returns the names of steps, in order.
+func Names(steps []Step) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Hints of the report classes used by the steps.
+const (
+	hintWrite       = "check that the root file system is writable and has space, and that the path is not a directory or read-only mount"
+	hintPayload     = "check that the URL is reachable from this machine (proxy, DNS, firewall) and serves the file"
+	hintVerify      = "the fetched content is not what the spec pinned: fix spec.host.files[].source.sha256 or the file served"
+	hintKernel      = "check the kernel parameter and module names for this kernel (ls /proc/sys, modinfo)"
+	hintContainerd  = "check `systemctl status containerd` and `journalctl -u containerd`; the config written is in /etc/containerd/config.toml"
+	hintFileOwner   = "the owner or group must exist in the machine's /etc/passwd and /etc/group, or be numeric"
+	hintStaticPods  = "the manifest must be a valid v1 Pod"
+	hintServiceless = "no service manager is available to restart containerd; run prepare on the running host or restart it yourself"
+)
+
+func hostErr(hint string, format string, args ...any) error {
+	return report.Errorf(report.ClassHostPreparationFailed, hint, format, args...)
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages machineadm's tests use. Idempotent.
+#   util-linux  unshare (tests run machineadm in a private network namespace)
+#   containerd  the real containerd the host-preparation tests start
+#   cloud-init  `cloud-init schema` validates rendered cloud-config
+set -euo pipefail
+pkgs=(util-linux containerd runc cloud-init iproute2 kmod procps)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

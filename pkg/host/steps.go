@@ -41,7 +41,11 @@ type run struct {
 // static-pods. Steps with nothing to do still run and report no change
 // (they also remove files machineadm wrote earlier that the spec no
 // longer asks for: the sysctl and modules lists, the proxy drop-in).
+// A nil cfg gives the steps of an empty spec, for listing names.
 func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
+	if cfg == nil {
+		cfg = &machineadm.MachineBootstrapConfig{}
+	}
 	h := &cfg.Spec.Host
 	var mu sync.Mutex
 	runs := map[*Env]*run{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -49,8 +50,9 @@ func RegistryDir(host string) string { return path.Join(ConfigPath, host) }
 //	/etc/containerd/certs.d/HOST/mirror-N-ca.crt, -client.crt, -client.key
 //
 // The server defaults to "https://HOST". Mirrors keep their order (the
-// order containerd tries them in): each [host."URL"] table is encoded on
-// its own and appended, since TOML maps carry no order.
+// order containerd tries them in): each [host."URL"] table header is
+// written in order and its body encoded on its own, since TOML maps carry
+// no order.
 func HostsFiles(regs []machineadm.Registry) ([]File, error) {
 	var out []File
 	for _, r := range regs {
@@ -72,15 +74,37 @@ func HostsFiles(regs []machineadm.Registry) ([]File, error) {
 			}
 			h := hostTable{Capabilities: m.Capabilities, SkipVerify: m.SkipVerify, OverridePath: m.OverridePath}
 			h.CA, h.Client, out = tlsFiles(dir, fmt.Sprintf("mirror-%d-", i), m.CACert, m.ClientCert, m.ClientKey, out)
-			b.WriteByte('\n')
-			enc := toml.NewEncoder(&b).SetIndentTables(true)
-			if err := enc.Encode(map[string]any{"host": map[string]any{m.URL: h}}); err != nil {
+			key, err := quoteKey(m.URL)
+			if err != nil {
 				return nil, fmt.Errorf("registry %s mirror %d: %w", r.Host, i, err)
+			}
+			body, err := toml.Marshal(h)
+			if err != nil {
+				return nil, fmt.Errorf("registry %s mirror %d: %w", r.Host, i, err)
+			}
+			fmt.Fprintf(&b, "\n[host.%s]\n", key)
+			for _, line := range strings.SplitAfter(string(body), "\n") {
+				if line != "" {
+					b.WriteString("  " + line)
+				}
 			}
 		}
 		out = append(out, File{Path: path.Join(dir, "hosts.toml"), Content: b.Bytes(), Mode: 0o644})
 	}
 	return out, nil
+}
+
+// quoteKey quotes s as a TOML key, with go-toml's own quoting.
+func quoteKey(s string) (string, error) {
+	out, err := toml.Marshal(map[string]string{"k": s})
+	if err != nil {
+		return "", err
+	}
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "k = ")
+	if !ok {
+		return "", fmt.Errorf("cannot quote %q as a TOML key", s)
+	}
+	return v, nil
 }
 
 // tlsFiles appends the CA and client certificate files of one host and

@@ -1,0 +1,204 @@
+package containerd
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// fullSpec sets every containerd field that shapes config.toml, with a
+// patch for the given schema version that adds top-level keys, overrides
+// a generated one and adds a sibling to a generated table.
+func fullSpec(version int) *machineadm.Containerd {
+	cri := map[int]string{2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}[version]
+	return &machineadm.Containerd{
+		ConfigFile:          "/etc/containerd/config.toml",
+		CgroupDriver:        "systemd",
+		SandboxImage:        "registry.k8s.io/pause:3.10",
+		RestrictOOMScoreAdj: true,
+		DefaultRuntime:      "runc",
+		Runtimes: []machineadm.Runtime{
+			{Name: "runc", Type: RuncType, Options: map[string]any{"NoNewKeyring": true}},
+			{Name: "nvidia", Type: RuncType, Options: map[string]any{"BinaryName": "/usr/bin/nvidia-container-runtime", "IoUid": float64(0)}},
+			{Name: "kata", Type: "io.containerd.kata.v2"},
+		},
+		ConfigPatch: `
+oom_score = -999
+[grpc]
+  max_recv_message_size = 33554432
+[plugins."` + cri + `".containerd]
+  snapshotter = "overlayfs"
+`,
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	for _, v := range []int{2, 3} {
+		got, err := Render(fullSpec(v), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, map[int]string{2: "config-v2.toml", 3: "config-v3.toml"}[v], got)
+	}
+}
+
+// lookup walks a decoded TOML tree.
+func lookup(t *testing.T, tree map[string]any, path ...string) any {
+	t.Helper()
+	var cur any = tree
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			t.Fatalf("%v: %q is not a table", path, p)
+		}
+		cur = m[p]
+	}
+	return cur
+}
+
+func TestRenderKeysPerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version         int
+		runtime, images string
+		sandbox         []string
+	}{
+		{2, "io.containerd.grpc.v1.cri", "io.containerd.grpc.v1.cri", []string{"sandbox_image"}},
+		{3, "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images", []string{"pinned_images", "sandbox"}},
+	} {
+		out, err := Render(fullSpec(tc.version), tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tree map[string]any
+		if err := toml.Unmarshal(out, &tree); err != nil {
+			t.Fatalf("v%d: not TOML: %v", tc.version, err)
+		}
+		if lookup(t, tree, "version") != int64(tc.version) {
+			t.Errorf("v%d: version = %v", tc.version, tree["version"])
+		}
+		rt := []string{"plugins", tc.runtime}
+		checks := map[string]struct {
+			path []string
+			want any
+		}{
+			"oom":       {append(rt, "restrict_oom_score_adj"), true},
+			"systemd":   {append(rt, "containerd", "runtimes", "runc", "options", "SystemdCgroup"), true},
+			"keyring":   {append(rt, "containerd", "runtimes", "runc", "options", "NoNewKeyring"), true},
+			"runc type": {append(rt, "containerd", "runtimes", "runc", "runtime_type"), RuncType},
+			"nvidia":    {append(rt, "containerd", "runtimes", "nvidia", "options", "BinaryName"), "/usr/bin/nvidia-container-runtime"},
+			"nv cgroup": {append(rt, "containerd", "runtimes", "nvidia", "options", "SystemdCgroup"), true},
+			"nv int":    {append(rt, "containerd", "runtimes", "nvidia", "options", "IoUid"), int64(0)},
+			"kata":      {append(rt, "containerd", "runtimes", "kata", "runtime_type"), "io.containerd.kata.v2"},
+			"kata opts": {append(rt, "containerd", "runtimes", "kata", "options"), nil},
+			"default":   {append(rt, "containerd", "default_runtime_name"), "runc"},
+			"hosts dir": {[]string{"plugins", tc.images, "registry", "config_path"}, ConfigPath},
+			"sandbox":   {append([]string{"plugins", tc.images}, tc.sandbox...), "registry.k8s.io/pause:3.10"},
+			"patch":     {[]string{"oom_score"}, int64(-999)},
+			"patch tbl": {[]string{"grpc", "max_recv_message_size"}, int64(33554432)},
+			"sibling":   {append(rt, "containerd", "snapshotter"), "overlayfs"},
+		}
+		for name, c := range checks {
+			if got := lookup(t, tree, c.path...); got != c.want {
+				t.Errorf("v%d %s: %v = %#v, want %#v", tc.version, name, c.path, got, c.want)
+			}
+		}
+	}
+}
+
+func TestCgroupfsDriver(t *testing.T) {
+	c := fullSpec(2)
+	c.CgroupDriver = "cgroupfs"
+	c.Runtimes = nil
+	out, err := Render(c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "SystemdCgroup = false") {
+		t.Errorf("cgroupfs: want SystemdCgroup = false in\n%s", out)
+	}
+}
+
+func TestDeepMergeIsARealMerge(t *testing.T) {
+	base := map[string]any{
+		"plugins": map[string]any{"cri": map[string]any{"a": 1, "keep": "yes", "list": []any{1, 2}}},
+		"top":     "base",
+	}
+	patch := map[string]any{
+		"plugins": map[string]any{"cri": map[string]any{"a": 2, "list": []any{3}, "new": map[string]any{"x": true}}},
+		"other":   map[string]any{"y": 1},
+	}
+	DeepMerge(base, patch)
+	cri := base["plugins"].(map[string]any)["cri"].(map[string]any)
+	if cri["a"] != 2 || cri["keep"] != "yes" || len(cri["list"].([]any)) != 1 || cri["new"].(map[string]any)["x"] != true {
+		t.Errorf("merged cri = %#v", cri)
+	}
+	if base["top"] != "base" || base["other"].(map[string]any)["y"] != 1 {
+		t.Errorf("merged top level = %#v", base)
+	}
+}
+
+func TestPatchOverridesGeneratedKeys(t *testing.T) {
+	c := &machineadm.Containerd{CgroupDriver: "systemd", ConfigPatch: `
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = false
+`}
+	out, err := Render(c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := toml.Unmarshal(out, &tree); err != nil {
+		t.Fatal(err)
+	}
+	runc := lookup(t, tree, "plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc").(map[string]any)
+	if runc["options"].(map[string]any)["SystemdCgroup"] != false || runc["runtime_type"] != RuncType {
+		t.Errorf("runc after patch = %#v (patch wins, siblings kept)", runc)
+	}
+}
+
+func TestRenderRefusesUnknownVersion(t *testing.T) {
+	if _, err := Render(fullSpec(2), 1); err == nil {
+		t.Error("version 1: want error")
+	}
+}
+
+func TestConfigVersionFor(t *testing.T) {
+	for out, want := range map[string]int{
+		"containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n": 2,
+		"containerd github.com/containerd/containerd v1.7.24 88bf19b2105c8b17560993bee28a01ddc2f97182\n": 2,
+		"containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376\n": 3,
+		"containerd containerd.io 2.0.0 207ad711eabd375a01713109a8a197d197ff6542\n":                         3,
+	} {
+		if got, err := ConfigVersionFor(out); err != nil || got != want {
+			t.Errorf("ConfigVersionFor(%q) = %d, %v; want %d", out, got, err, want)
+		}
+	}
+	if _, err := ConfigVersionFor("containerd: command not found"); err == nil {
+		t.Error("no version: want error")
+	}
+}

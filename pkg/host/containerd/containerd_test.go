@@ -189,10 +189,10 @@ func TestRenderRefusesUnknownVersion(t *testing.T) {
 
 func TestConfigVersionFor(t *testing.T) {
 	for out, want := range map[string]int{
-		"containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n": 2,
-		"containerd github.com/containerd/containerd v1.7.24 88bf19b2105c8b17560993bee28a01ddc2f97182\n": 2,
+		"containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n":                    2,
+		"containerd github.com/containerd/containerd v1.7.24 88bf19b2105c8b17560993bee28a01ddc2f97182\n":   2,
 		"containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376\n": 3,
-		"containerd containerd.io 2.0.0 207ad711eabd375a01713109a8a197d197ff6542\n":                         3,
+		"containerd containerd.io 2.0.0 207ad711eabd375a01713109a8a197d197ff6542\n":                        3,
 	} {
 		if got, err := ConfigVersionFor(out); err != nil || got != want {
 			t.Errorf("ConfigVersionFor(%q) = %d, %v; want %d", out, got, err, want)

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,61 +14,139 @@ var (
 	// and `duplicate field "a.b"`.
 	strictRE = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
 	// and type mismatches as `json: cannot unmarshal V into Go struct field
-	// S.a.b of type T`.
+	// S.a.b of type T`, where a.b is the JSON path without list indices or
+	// map keys.
 	typeRE = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
 )
+
+// docError is a problem of the whole document; it has no field path.
+func docError(detail string) *field.Error {
+	return &field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: detail}
+}
 
 // strictError turns one strict-decoding problem into a field error with
 // the offending field's path.
 func strictError(err error) *field.Error {
 	m := strictRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return field.Invalid(nil, "", err.Error())
+		return docError(err.Error())
 	}
 	p := parsePath(m[2])
 	if m[1] == "duplicate" {
-		return field.Duplicate(p, "")
+		return &field.Error{Type: field.ErrorTypeDuplicate, Field: p.String(), BadValue: field.OmitValueType{}, Detail: "key given twice"}
 	}
 	return &field.Error{Type: field.ErrorTypeInvalid, Field: p.String(), BadValue: field.OmitValueType{}, Detail: "unknown field (misspelled, or not part of this apiVersion)"}
 }
 
-// typeError turns a decoding failure into a field error; a type mismatch
-// names the field's path and the expected type. It also returns the
-// dotted path of a mismatched field ("" for other failures).
-func typeError(err error) (*field.Error, string) {
+// typeMismatch is a decoder type error taken apart.
+type typeMismatch struct {
+	// got is the JSON kind of the value: string, number, bool, array or
+	// object.
+	got string
+	// dotted is the JSON path without indices or keys ("a.b.c").
+	dotted string
+	// want names the expected type for people ("integer", "list", …).
+	want string
+}
+
+// parseTypeError recognises a decoder type error; ok is false for any
+// other failure.
+func parseTypeError(err error) (tm typeMismatch, ok bool) {
 	m := typeRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return field.Invalid(nil, "", err.Error()), ""
+		return tm, false
 	}
-	return &field.Error{Type: field.ErrorTypeTypeInvalid, Field: parsePath(m[2]).String(), BadValue: field.OmitValueType{}, Detail: "got " + m[1] + ", want " + goTypeName(m[3])}, m[2]
+	got, _, _ := strings.Cut(m[1], " ") // "number 1.5" -> "number"
+	return typeMismatch{got: got, dotted: m[2], want: goTypeName(m[3])}, true
 }
 
-// deletePath removes the value at a dotted path ("a.b.c") from a decoded
-// JSON tree. The decoder's paths carry no list indices, so a list met on
-// the way is searched in every element. It reports whether something was
-// removed.
-func deletePath(tree any, dotted string) bool {
-	return deleteParts(tree, strings.Split(dotted, "."))
+func (tm typeMismatch) error(p *field.Path) *field.Error {
+	return &field.Error{Type: field.ErrorTypeTypeInvalid, Field: p.String(), BadValue: field.OmitValueType{}, Detail: "got " + tm.got + ", want " + tm.want}
 }
 
-func deleteParts(cur any, parts []string) bool {
+// prune removes from a decoded JSON tree every value at the mismatch's
+// path whose JSON kind is the mismatched one, and returns the exact paths
+// (with list indices and map keys) of what it removed. The decoder names
+// a path without indices, so every list element on the way is searched;
+// the mismatched value may also be an item of a list or a value of a map
+// at that path. drop asks the caller to delete cur itself.
+func prune(cur any, parts []string, got string, p *field.Path) (drop bool, found []*field.Path) {
+	if len(parts) == 0 {
+		if jsonKind(cur) == got {
+			return true, []*field.Path{p}
+		}
+		switch v := cur.(type) {
+		case []any:
+			// The parent replaces the list by its other items (removeKind).
+			for i, el := range v {
+				if jsonKind(el) == got {
+					found = append(found, indexPath(p, i))
+				}
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				if jsonKind(v[k]) == got {
+					delete(v, k)
+					found = append(found, keyPath(p, k))
+				}
+			}
+		}
+		return false, found
+	}
 	switch v := cur.(type) {
 	case []any:
-		removed := false
-		for _, el := range v {
-			removed = deleteParts(el, parts) || removed
+		for i := range v {
+			_, f := prune(v[i], parts, got, indexPath(p, i))
+			found = append(found, f...)
 		}
-		return removed
 	case map[string]any:
-		name, _, _ := strings.Cut(parts[0], "[")
-		if len(parts) == 1 {
-			_, found := v[name]
-			delete(v, name)
-			return found
+		child, ok := v[parts[0]]
+		if !ok {
+			return false, nil
 		}
-		return deleteParts(v[name], parts[1:])
+		d, f := prune(child, parts[1:], got, childPath(p, parts[0]))
+		if d {
+			delete(v, parts[0])
+		} else if l, isList := child.([]any); isList && len(parts) == 1 {
+			v[parts[0]] = removeKind(l, got)
+		}
+		found = append(found, f...)
 	}
-	return false
+	return false, found
+}
+
+// removeKind returns the items of l that are not of JSON kind got.
+func removeKind(l []any, got string) []any {
+	out := make([]any, 0, len(l))
+	for _, el := range l {
+		if jsonKind(el) != got {
+			out = append(out, el)
+		}
+	}
+	return out
+}
+
+// jsonKind names the JSON kind of a value decoded by encoding/json into
+// an any, as the decoder's type errors do.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "null"
 }
 
 // parsePath converts a dotted path such as "spec.host.files[0].mode" into a
@@ -75,24 +155,28 @@ func parsePath(s string) *field.Path {
 	var p *field.Path
 	for _, part := range strings.Split(s, ".") {
 		name, rest, _ := strings.Cut(part, "[")
-		if p == nil {
-			p = field.NewPath(name)
-		} else {
-			p = p.Child(name)
-		}
+		p = childPath(p, name)
 		for rest != "" {
 			idx, after, _ := strings.Cut(rest, "]")
-			p = p.Key(idx)
+			if n, err := strconv.Atoi(idx); err == nil {
+				p = p.Index(n)
+			} else {
+				p = p.Key(idx)
+			}
 			rest = strings.TrimPrefix(after, "[")
 		}
 	}
 	return p
 }
 
+// goTypeName names a Go type of the spec for people.
 func goTypeName(t string) string {
+	t = strings.TrimLeft(t, "*")
 	switch {
 	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
 		return "integer"
+	case strings.HasPrefix(t, "float"):
+		return "number"
 	case t == "bool":
 		return "boolean"
 	case t == "string" || strings.HasSuffix(t, ".Role") || strings.HasSuffix(t, ".Action"):
@@ -102,5 +186,5 @@ func goTypeName(t string) string {
 	case strings.HasPrefix(t, "map["):
 		return "mapping"
 	}
-	return "object"
+	return "mapping (object)"
 }

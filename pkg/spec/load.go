@@ -4,16 +4,14 @@
 package spec
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
@@ -36,7 +34,11 @@ func (e *InvalidSpecError) Error() string {
 	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", e.Source, len(e.Errors))
 	for _, fe := range e.Errors {
 		b.WriteString("\n  ")
-		b.WriteString(fe.Error())
+		if fe.Field == "" {
+			b.WriteString(fe.ErrorBody()) // the whole document
+		} else {
+			b.WriteString(fe.Error())
+		}
 	}
 	return b.String()
 }
@@ -55,19 +57,6 @@ type Loaded struct {
 	APIVersion string
 	// Warnings are problems that do not make the spec invalid.
 	Warnings []validation.Warning
-}
-
-// version is one supported apiVersion of the spec.
-type version struct {
-	// decode strictly decodes JSON into this version, applies its defaults
-	// and converts it to the hub.
-	decode func(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error)
-}
-
-// versions maps each supported apiVersion to its decoder. A new version is
-// added here beside the old ones.
-var versions = map[string]version{
-	v1alpha1.APIVersion: {decode: decodeV1alpha1},
 }
 
 // LatestAPIVersion is the newest spec version machineadm writes.
@@ -90,21 +79,27 @@ func LoadFile(path string) (*Loaded, error) {
 
 // Load decodes, defaults, converts and validates one spec document. source
 // names it in errors. Any problem returns an *InvalidSpecError listing all
-// problems found.
+// problems found: decoding problems (unknown, duplicate or mistyped
+// fields) and validation errors together, except validation errors at or
+// below a field that could not be decoded. A document with a key given
+// twice is not validated: which value counts is ambiguous.
 func Load(data []byte, source string) (*Loaded, error) {
 	cfg, apiVersion, errs := decode(data, true)
+	var warnings []validation.Warning
+	if cfg != nil && !slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeDuplicate }) {
+		res := validation.Validate(cfg)
+		errs = append(errs, notBelow(res.Errors, errs)...)
+		warnings = res.Warnings
+	}
 	if len(errs) > 0 {
 		return nil, &InvalidSpecError{Source: source, Errors: errs}
 	}
-	res := validation.Validate(cfg)
-	if len(res.Errors) > 0 {
-		return nil, &InvalidSpecError{Source: source, Errors: res.Errors}
-	}
-	return &Loaded{Config: cfg, APIVersion: apiVersion, Warnings: res.Warnings}, nil
+	return &Loaded{Config: cfg, APIVersion: apiVersion, Warnings: warnings}, nil
 }
 
 // DecodeNoDefaults decodes and converts a spec without defaulting or
-// validating it, as `config migrate` needs.
+// validating it, as `config migrate` needs. Decoding problems return an
+// *InvalidSpecError.
 func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapConfig, string, error) {
 	cfg, apiVersion, errs := decode(data, false)
 	if len(errs) > 0 {
@@ -113,83 +108,22 @@ func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapC
 	return cfg, apiVersion, nil
 }
 
-func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, string, field.ErrorList) {
-	jsonData, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, "", field.ErrorList{field.Invalid(nil, "", "not a YAML or JSON document: "+err.Error())}
-	}
-	var meta struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(jsonData, &meta); err != nil {
-		return nil, "", field.ErrorList{field.Invalid(nil, "", "not a YAML mapping: "+err.Error())}
-	}
-	var errs field.ErrorList
-	v, ok := versions[meta.APIVersion]
-	if !ok {
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), meta.APIVersion, supportedVersions()))
-	}
-	if meta.Kind != v1alpha1.Kind {
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), meta.Kind, []string{v1alpha1.Kind}))
-	}
-	if len(errs) > 0 {
-		return nil, "", errs
-	}
-	cfg, errs, err := v.decode(jsonData, defaults)
-	if err != nil {
-		errs = append(errs, field.InternalError(nil, err))
-	}
-	return cfg, meta.APIVersion, errs
-}
-
-func decodeV1alpha1(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error) {
-	var ext v1alpha1.MachineBootstrapConfig
-	errs := strictUnmarshal(data, &ext)
-	if len(errs) > 0 {
-		return nil, errs, nil
-	}
-	if defaults {
-		v1alpha1.SetDefaults(&ext)
-	}
-	hub, err := v1alpha1.ConvertToHub(&ext)
-	return hub, nil, err
-}
-
-// maxTypeErrors bounds how many mistyped fields one decode reports.
-const maxTypeErrors = 32
-
-// strictUnmarshal decodes JSON into out and turns unknown, duplicate and
-// mistyped fields into field errors with their paths. The JSON decoder
-// stops at the first mistyped field, so that field is removed and decoding
-// retried, to report every problem in one pass.
-func strictUnmarshal(data []byte, out any) field.ErrorList {
-	var errs field.ErrorList
-	for range maxTypeErrors {
-		strictErrs, err := sigsjson.UnmarshalStrict(data, out)
-		if err == nil {
-			for _, se := range strictErrs {
-				errs = append(errs, strictError(se))
+// notBelow returns the errors of list whose field is neither one of the
+// fields of decodeErrs nor below one: a mistyped field is left unset, and
+// "required" for it would repeat the type error.
+func notBelow(list, decodeErrs field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range list {
+		shadowed := false
+		for _, d := range decodeErrs {
+			if d.Type == field.ErrorTypeTypeInvalid && (e.Field == d.Field || strings.HasPrefix(e.Field, d.Field+".") || strings.HasPrefix(e.Field, d.Field+"[")) {
+				shadowed = true
+				break
 			}
-			return errs
 		}
-		fe, dotted := typeError(err)
-		errs = append(errs, fe)
-		var tree any
-		if dotted == "" || json.Unmarshal(data, &tree) != nil || !deletePath(tree, dotted) {
-			return errs
+		if !shadowed {
+			out = append(out, e)
 		}
-		if data, err = json.Marshal(tree); err != nil {
-			return errs
-		}
-	}
-	return errs
-}
-
-func supportedVersions() []string {
-	out := make([]string, 0, len(versions))
-	for v := range versions {
-		out = append(out, v)
 	}
 	return out
 }

@@ -1,0 +1,156 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+)
+
+// version is one supported apiVersion of the spec.
+type version struct {
+	// root is the Go type of a document of this version.
+	root reflect.Type
+	// decode strictly decodes JSON into this version, applies its defaults
+	// when asked and converts it to the hub. It returns a hub spec
+	// whenever the document could be decoded at all, together with the
+	// problems found; unknown fields are skipped and mistyped fields left
+	// unset.
+	decode func(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error)
+}
+
+// versions maps each supported apiVersion to its decoder. A new version is
+// added here beside the old ones.
+var versions = map[string]version{
+	v1alpha1.APIVersion: {root: reflect.TypeFor[v1alpha1.MachineBootstrapConfig](), decode: decodeV1alpha1},
+}
+
+// decode reads one YAML or JSON spec document. It returns the hub spec
+// (nil when the document cannot be decoded at all), the document's
+// apiVersion, and every problem found on the way.
+func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, string, field.ErrorList) {
+	if strings.TrimSpace(string(data)) == "" {
+		return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
+	}
+	// Duplicate keys are found (with paths) by checkYAML, so the
+	// conversion itself is lenient about them.
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, "", field.ErrorList{docError("not a YAML or JSON document: " + strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))}
+	}
+	var top any
+	if err := json.Unmarshal(jsonData, &top); err != nil {
+		return nil, "", field.ErrorList{docError("not a YAML or JSON document: " + err.Error())}
+	}
+	doc, ok := top.(map[string]any)
+	if !ok {
+		if top == nil {
+			return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
+		}
+		return nil, "", field.ErrorList{docError("must be a YAML mapping with apiVersion, kind and spec, not a " + jsonKind(top))}
+	}
+
+	var errs field.ErrorList
+	apiVersion, aok := doc["apiVersion"].(string)
+	v, known := versions[apiVersion]
+	switch {
+	case doc["apiVersion"] == nil:
+		errs = append(errs, field.Required(field.NewPath("apiVersion"), LatestAPIVersion))
+	case !aok:
+		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+LatestAPIVersion))
+	case !known:
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion, supportedVersions()))
+	}
+	switch kind, ok := doc["kind"].(string); {
+	case doc["kind"] == nil:
+		errs = append(errs, field.Required(field.NewPath("kind"), v1alpha1.Kind))
+	case !ok || kind != v1alpha1.Kind:
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), fmt.Sprint(doc["kind"]), []string{v1alpha1.Kind}))
+	}
+	errs = append(errs, checkYAML(data, v.root)...)
+	if len(errs) > 0 && !known {
+		return nil, apiVersion, errs
+	}
+	cfg, decodeErrs, err := v.decode(jsonData, defaults)
+	errs = append(errs, decodeErrs...)
+	if err != nil {
+		errs = append(errs, field.InternalError(nil, err))
+		return nil, apiVersion, errs
+	}
+	return cfg, apiVersion, errs
+}
+
+func decodeV1alpha1(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error) {
+	var ext v1alpha1.MachineBootstrapConfig
+	errs, ok := strictUnmarshal(data, &ext)
+	if !ok {
+		return nil, errs, nil
+	}
+	if defaults {
+		v1alpha1.SetDefaults(&ext)
+	}
+	hub, err := v1alpha1.ConvertToHub(&ext)
+	return hub, errs, err
+}
+
+// maxTypeErrors bounds how many decoding passes one document gets.
+const maxTypeErrors = 32
+
+// strictUnmarshal decodes JSON into out and turns unknown, duplicate and
+// mistyped fields into field errors with their paths. The JSON decoder
+// stops at the first mistyped field, so every value of that kind at that
+// path is removed and decoding retried, to report every problem in one
+// pass. ok is false when out could not be filled at all.
+func strictUnmarshal(data []byte, out any) (errs field.ErrorList, ok bool) {
+	for range maxTypeErrors {
+		strictErrs, err := sigsjson.UnmarshalStrict(data, out)
+		if err == nil {
+			for _, se := range strictErrs {
+				errs = append(errs, strictError(se))
+			}
+			return errs, true
+		}
+		tm, isType := parseTypeError(err)
+		if !isType {
+			return append(errs, docError(err.Error())), false
+		}
+		var tree any
+		if json.Unmarshal(data, &tree) != nil {
+			return append(errs, tm.error(parsePath(tm.dotted))), false
+		}
+		_, found := prune(tree, strings.Split(tm.dotted, "."), tm.got, nil)
+		if len(found) == 0 {
+			// Cannot locate the value: report the decoder's path and stop.
+			return append(errs, tm.error(parsePath(tm.dotted))), false
+		}
+		for _, p := range found {
+			errs = append(errs, tm.error(p))
+		}
+		if data, err = json.Marshal(tree); err != nil {
+			return errs, false
+		}
+		reset(out)
+	}
+	return append(errs, docError(fmt.Sprintf("more than %d mistyped fields; fix these first", maxTypeErrors))), false
+}
+
+// reset zeroes the value out points to before another decoding pass.
+func reset(out any) {
+	v := reflect.ValueOf(out).Elem()
+	v.Set(reflect.Zero(v.Type()))
+}
+
+func supportedVersions() []string {
+	out := make([]string, 0, len(versions))
+	for v := range versions {
+		out = append(out, v)
+	}
+	return out
+}

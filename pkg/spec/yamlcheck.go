@@ -1,0 +1,135 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// checkYAML finds what the YAML-to-JSON step would either refuse without a
+// field path or silently drop: keys given twice in one mapping (reported
+// with the key's path and both line numbers) and more than one document in
+// the input (later documents would be ignored). root is the Go type of
+// the document, used to write map keys as "[key]" in paths; nil when the
+// apiVersion is unknown. It returns no errors for input it cannot parse;
+// the JSON conversion reports syntax errors.
+func checkYAML(data []byte, root reflect.Type) field.ErrorList {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var errs field.ErrorList
+	docs := 0
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errs
+		}
+		if isEmptyDocument(&n) {
+			continue
+		}
+		docs++
+		if docs == 1 && len(n.Content) == 1 {
+			duplicateKeys(n.Content[0], root, nil, &errs)
+		}
+	}
+	if docs > 1 {
+		errs = append(errs, docError(fmt.Sprintf("holds %d YAML documents; a spec file holds exactly one (remove the extra \"---\" sections)", docs)))
+	}
+	return errs
+}
+
+func isEmptyDocument(n *yaml.Node) bool {
+	if len(n.Content) == 0 {
+		return true
+	}
+	c := n.Content[0]
+	return c.Kind == yaml.ScalarNode && c.Tag == "!!null"
+}
+
+// duplicateKeys walks a YAML node tree beside its Go type t (nil when
+// unknown) and reports every mapping key that appears twice, by path.
+func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.ErrorList) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			var kp *field.Path
+			var vt reflect.Type
+			if t != nil && t.Kind() == reflect.Map {
+				kp, vt = keyPath(p, k.Value), t.Elem()
+			} else {
+				kp, vt = childPath(p, k.Value), jsonFieldType(t, k.Value)
+			}
+			if line, seen := first[k.Value]; seen {
+				*errs = append(*errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: kp.String(), BadValue: field.OmitValueType{},
+					Detail: fmt.Sprintf("key given twice (lines %d and %d)", line, k.Line)})
+				continue
+			}
+			first[k.Value] = k.Line
+			duplicateKeys(v, vt, kp, errs)
+		}
+	case yaml.SequenceNode:
+		var et reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			et = t.Elem()
+		}
+		for i, el := range n.Content {
+			duplicateKeys(el, et, indexPath(p, i), errs)
+		}
+	}
+}
+
+// jsonFieldType returns the type of the struct field that JSON name maps
+// to, looking into inlined (embedded) structs; nil when there is none.
+func jsonFieldType(t reflect.Type, name string) reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return f.Type
+		}
+		if tag == "" && f.Anonymous {
+			if ft := jsonFieldType(f.Type, name); ft != nil {
+				return ft
+			}
+		}
+	}
+	return nil
+}
+
+// childPath and indexPath extend p, which is nil at the document root.
+func childPath(p *field.Path, name string) *field.Path {
+	if p == nil {
+		return field.NewPath(name)
+	}
+	return p.Child(name)
+}
+
+func keyPath(p *field.Path, key string) *field.Path {
+	if p == nil {
+		return field.NewPath("").Key(key)
+	}
+	return p.Key(key)
+}
+
+func indexPath(p *field.Path, i int) *field.Path {
+	if p == nil {
+		return field.NewPath("").Index(i)
+	}
+	return p.Index(i)
+}

@@ -1,19 +1,155 @@
 package cmd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/render"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
-// newRenderCommand is a placeholder until its issue lands.
+// renderFlags are the flags of `machineadm render`.
+type renderFlags struct {
+	file, format, ignitionVersion      string
+	agentURL, agentSHA256              string
+	signatureURL, publicKeyFile        string
+	payloadURL, payloadSHA256, maxSize string
+	output                             string
+	insecureInlineSecrets              bool
+}
+
 func newRenderCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:    "render",
-		Short:  "(not yet implemented)",
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("render is not implemented yet")
-		},
+	f := &renderFlags{}
+	c := &cobra.Command{
+		Use:   "render -f SPEC --format FORMAT --agent-url URL --agent-sha256 HEX",
+		Short: "Emit bootstrap data (cloud-config, Ignition, shell, PowerShell, unattend.xml) that installs machineadm and runs it",
+		Long: `Renders bootstrap data for an OS bootstrapper. It holds no kubeadm or host
+logic: a small stub gets the machineadm agent onto the machine, verifies its
+SHA-256 digest (and optionally a signature) before anything runs, installs
+it, writes the spec (mode 0600) and runs "machineadm bootstrap -f SPEC".
+
+Formats:
+  cloud-config  cloud-init write_files + runcmd, contents always gz+b64
+  ignition      Ignition 3.x JSON (--ignition-version, default ` + render.DefaultIgnitionVersion + `) with machineadm.service
+  shell         POSIX sh script (bare metal, any bootstrapper)
+  powershell    first-boot PowerShell (cloudbase-init #ps1_sysnative)
+  unattend      Windows unattend.xml whose specialize pass runs the PowerShell stub
+
+The agent comes from --agent-url: http(s):// (a release, object storage, a
+mirror in the management cluster) with a required --agent-sha256, or
+file:///path for an agent already in the image (--agent-sha256 optional).
+--agent-signature-url and --agent-public-key add a signature check (Linux
+formats; checked with openssl on the machine).
+
+Secure by default: a spec with inline secrets (token/certificate key values,
+PEM private keys, bootstrap tokens in files) is refused, since user data is
+readable by anyone with read access to the infrastructure. Reference secrets
+as files delivered by a secure channel, or serve the spec with --payload-url.
+
+--payload-url makes the stub fetch the spec (upload the same file as -f)
+instead of carrying it; its digest is computed from -f and must match
+--payload-sha256 when given. --max-size fails when the output is too big:
+a number of bytes or a preset: aws (16384), azure (65536), openstack (65535
+of base64), vsphere (65536 of base64).
+
+Exit codes: 0 written; 2 bad input (invalid spec, options, inline secrets,
+over the size limit) and nothing written.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRender(o, f) },
 	}
+	fl := c.Flags()
+	fl.StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
+	fl.StringVar(&f.format, "format", "", "output format: cloud-config, ignition, shell, powershell or unattend")
+	fl.StringVar(&f.ignitionVersion, "ignition-version", "", "Ignition config spec version for --format ignition: "+strings.Join(render.IgnitionVersions(), ", ")+" (default "+render.DefaultIgnitionVersion+")")
+	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, or file:///path of an agent in the image")
+	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs)")
+	fl.StringVar(&f.signatureURL, "agent-signature-url", "", "http(s) URL of the agent's detached signature (base64 DER, as cosign sign-blob writes it)")
+	fl.StringVar(&f.publicKeyFile, "agent-public-key", "", "PEM file of the ECDSA or RSA public key the signature must verify with")
+	fl.StringVar(&f.payloadURL, "payload-url", "", "http(s) URL the stub fetches the spec from instead of carrying it inline")
+	fl.StringVar(&f.payloadSHA256, "payload-sha256", "", "hex SHA-256 digest of the spec at --payload-url (default: computed from -f)")
+	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes, or aws, azure, openstack, vsphere")
+	fl.StringVarP(&f.output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
+	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets anyway; they become readable to anyone who can read the user data")
+	return c
+}
+
+func runRender(o *options, f *renderFlags) error {
+	if f.format == "" {
+		return usagef("--format is required: one of cloud-config, ignition, shell, powershell, unattend")
+	}
+	data, err := readSpecBytes(o, f.file)
+	if err != nil {
+		return err
+	}
+	loaded, err := spec.Load(data, f.file)
+	if err != nil {
+		return err
+	}
+	for _, w := range loaded.Warnings {
+		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	}
+	opts := render.Options{
+		Format:             render.Format(f.format),
+		IgnitionVersion:    f.ignitionVersion,
+		Agent:              render.AgentSource{URL: f.agentURL, SHA256: f.agentSHA256, SignatureURL: f.signatureURL},
+		AllowInlineSecrets: f.insecureInlineSecrets,
+	}
+	if f.publicKeyFile != "" {
+		if opts.Agent.PublicKey, err = os.ReadFile(f.publicKeyFile); err != nil {
+			return usagef("--agent-public-key: %v", err)
+		}
+	}
+	if opts.MaxSize, err = render.ParseLimit(f.maxSize); err != nil {
+		return &UsageError{Err: err}
+	}
+	if f.payloadURL != "" {
+		sum := sha256.Sum256(data)
+		digest := hex.EncodeToString(sum[:])
+		given := strings.ToLower(strings.TrimPrefix(f.payloadSHA256, "sha256:"))
+		if given != "" && given != digest {
+			return usagef("--payload-sha256 %s does not match the spec given with -f (%s); upload exactly that file to --payload-url", given, digest)
+		}
+		opts.Payload = &render.PayloadSource{URL: f.payloadURL, SHA256: digest}
+		if secrets := render.InlineSecrets(loaded.Config); len(secrets) > 0 && strings.HasPrefix(f.payloadURL, "http:") {
+			o.log.Warn("the spec at --payload-url carries inline secrets and travels unencrypted over http", "fields", len(secrets))
+		}
+	} else if f.payloadSHA256 != "" {
+		return usagef("--payload-sha256 needs --payload-url")
+	}
+	if opts.Format == render.FormatIgnition && f.ignitionVersion == "" {
+		opts.IgnitionVersion = render.DefaultIgnitionVersion
+	}
+
+	out, err := render.Render(data, loaded.Config, opts)
+	if err != nil {
+		return renderError(err)
+	}
+	o.log.Info("rendered bootstrap data", "format", f.format, "bytes", len(out), "limit", opts.MaxSize.String())
+	if f.output == "" {
+		_, err = o.out.Write(out)
+		return err
+	}
+	if err := os.WriteFile(f.output, out, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", f.output, err)
+	}
+	return nil
+}
+
+// renderError maps the renderer's input errors to exit code 2.
+func renderError(err error) error {
+	var (
+		oe *render.OptionError
+		se *render.InlineSecretsError
+		ze *render.SizeError
+	)
+	if errors.As(err, &oe) || errors.As(err, &se) || errors.As(err, &ze) {
+		return &UsageError{Err: err}
+	}
+	return err
 }

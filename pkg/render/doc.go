@@ -1,0 +1,21 @@
+// Package render turns a machine spec into bootstrap data for an OS
+// bootstrapper: cloud-init cloud-config, Ignition 3.x JSON, a POSIX sh
+// script, a first-boot PowerShell script or a Windows unattend.xml.
+//
+// Every format carries the same tiny program, "the stub": fetch the
+// machineadm agent (or use one already in the image), verify its SHA-256
+// digest — and an optional signature — before anything runs, install it,
+// write the spec (inline, gzip-compressed and base64-encoded, or fetched
+// from a payload URL and verified by digest) readable by root only, and run
+// `machineadm bootstrap -f SPEC`. Renderers hold no kubeadm or host logic:
+// everything else happens inside machineadm.
+//
+// Render is secure by default: a spec that carries secret values inline
+// (SecretSource.value, PEM private keys, bootstrap tokens) is refused with
+// an *InlineSecretsError unless Options.AllowInlineSecrets is set, because
+// user data is readable by anyone with read access to the infrastructure.
+// Output larger than Options.MaxSize is refused with a *SizeError.
+//
+// See docs/render.md for the user guide and docs/bootstrap-data-sizes.md
+// for measured sizes.
+package render

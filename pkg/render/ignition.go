@@ -1,0 +1,158 @@
+package render
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_4/types"
+)
+
+// Paths of the Ignition config's files besides the agent and the spec.
+const (
+	// IgnitionUnitName is the systemd unit that runs machineadm.
+	IgnitionUnitName = "machineadm.service"
+	// ignitionDigestPath holds "HEX  AGENT\n" for `sha256sum --check`.
+	ignitionDigestPath = "/etc/machineadm/agent.sha256"
+	// ignitionKeyPath and ignitionSigPath hold the pinned public key and the
+	// downloaded signature.
+	ignitionKeyPath = "/etc/machineadm/agent.pub"
+	ignitionSigPath = "/etc/machineadm/agent.sig"
+	// ignitionVerifyDropin checks the agent before every start.
+	ignitionVerifyDropin = "10-verify-agent.conf"
+)
+
+// renderIgnition builds an Ignition config (spec version
+// r.IgnitionVersion) with the config types of github.com/coreos/ignition/v2:
+//
+//   - storage.files: the agent at IgnitionAgentPath (mode 0755), fetched by
+//     Ignition from the agent URL and checked against verification.hash
+//     "sha256-HEX" before it is written (absent for an agent in the image);
+//     the spec at LinuxSpecPath (mode 0600), inline as a gzip-compressed
+//     data URL or fetched from the payload URL with its hash; the digest
+//     file for sha256sum and, with a signature, the public key and the
+//     signature;
+//   - systemd.units: machineadm.service (contrib/systemd), enabled, with a
+//     drop-in whose ExecStartPre lines check the digest (sha256sum) and the
+//     signature (openssl) before machineadm runs;
+//   - ignition.timeouts.httpTotal: FetchTimeoutSeconds, so Ignition's own
+//     retries of a download are bounded in time.
+//
+// The result passes the library's validation for that spec version.
+func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
+	agent := IgnitionAgentPath
+	if r.agentPath != "" {
+		agent = r.agentPath
+	}
+	var cfg types.Config
+	cfg.Ignition.Version = r.IgnitionVersion
+	cfg.Ignition.Timeouts.HTTPTotal = ptr(FetchTimeoutSeconds)
+	files := &cfg.Storage.Files
+	if r.agentPath == "" {
+		*files = append(*files, ignFile(agent, 0o755, r.Agent.URL, r.Agent.SHA256, false))
+	}
+	if r.Payload != nil {
+		*files = append(*files, ignFile(LinuxSpecPath, 0o600, r.Payload.URL, r.Payload.SHA256, false))
+	} else {
+		*files = append(*files, ignFile(LinuxSpecPath, 0o600, dataURL(gzipData(spec)), "", true))
+	}
+	var pre []string
+	if r.Agent.SHA256 != "" {
+		*files = append(*files, ignFile(ignitionDigestPath, 0o644, dataURL([]byte(r.Agent.SHA256+"  "+agent+"\n")), "", false))
+		pre = append(pre, "ExecStartPre=/usr/bin/sha256sum --check --quiet "+ignitionDigestPath)
+	}
+	if r.Agent.SignatureURL != "" {
+		*files = append(*files,
+			ignFile(ignitionKeyPath, 0o644, dataURL([]byte(r.publicKeyPEM)), "", false),
+			ignFile(ignitionSigPath, 0o644, r.Agent.SignatureURL, "", false))
+		pre = append(pre, fmt.Sprintf("ExecStartPre=/bin/sh -c 'base64 -d %s >/run/machineadm-agent.sig && "+
+			"openssl dgst -sha256 -verify %s -signature /run/machineadm-agent.sig %s'", ignitionSigPath, ignitionKeyPath, agent))
+	}
+	unit := types.Unit{Name: IgnitionUnitName, Enabled: ptr(true), Contents: ptr(SystemdUnit(agent, LinuxSpecPath))}
+	if len(pre) > 0 {
+		dropin := "[Service]\n" + strings.Join(pre, "\n") + "\n"
+		unit.Dropins = []types.Dropin{{Name: ignitionVerifyDropin, Contents: &dropin}}
+	}
+	cfg.Systemd.Units = []types.Unit{unit}
+
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if raw, err = pruneJSON(raw); err != nil {
+		return nil, err
+	}
+	if err := validateIgnition(raw, r.IgnitionVersion); err != nil {
+		return nil, err
+	}
+	return append(raw, '\n'), nil
+}
+
+// ignFile is one storage.files entry owned by root, replacing any file at
+// path. compressed marks gzip content; sha256 adds verification.hash.
+func ignFile(path string, mode int, source, sha256 string, compressed bool) types.File {
+	f := types.File{Node: types.Node{Path: path, Overwrite: ptr(true)}}
+	f.Mode = &mode
+	f.Contents.Source = &source
+	if compressed {
+		f.Contents.Compression = ptr("gzip")
+	}
+	if sha256 != "" {
+		f.Contents.Verification.Hash = ptr("sha256-" + sha256)
+	}
+	return f
+}
+
+// dataURL encodes data as an RFC 2397 base64 data URL.
+func dataURL(data []byte) string {
+	return "data:;base64," + base64.StdEncoding.EncodeToString(data)
+}
+
+// pruneJSON drops empty objects and arrays, which the Ignition types emit
+// for every unset nested struct, and re-encodes compactly with sorted keys.
+func pruneJSON(raw []byte) ([]byte, error) {
+	var tree any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&tree); err != nil {
+		return nil, err
+	}
+	tree, _ = prune(tree)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tree); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// prune removes empty maps and slices below v; it reports whether v itself
+// is empty.
+func prune(v any) (any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			c, empty := prune(child)
+			if empty {
+				delete(t, k)
+			} else {
+				t[k] = c
+			}
+		}
+		return t, len(t) == 0
+	case []any:
+		kept := t[:0]
+		for _, child := range t {
+			if c, empty := prune(child); !empty {
+				kept = append(kept, c)
+			}
+		}
+		return kept, len(kept) == 0
+	}
+	return v, false
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,268 @@
+package render
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// Format names an OS bootstrapper's input format.
+type Format string
+
+const (
+	// FormatCloudConfig is a cloud-init "#cloud-config" document using only
+	// the write_files and runcmd modules.
+	FormatCloudConfig Format = "cloud-config"
+	// FormatIgnition is an Ignition config (spec 3.x JSON) with a systemd
+	// unit, for Fedora CoreOS, Flatcar and other Ignition systems.
+	FormatIgnition Format = "ignition"
+	// FormatShell is a POSIX sh script, for bare metal and any bootstrapper
+	// that runs a script.
+	FormatShell Format = "shell"
+	// FormatPowerShell is a first-boot PowerShell script for Windows
+	// (cloudbase-init "#ps1_sysnative" user data, or run by hand).
+	FormatPowerShell Format = "powershell"
+	// FormatUnattend is a Windows answer file (unattend.xml) whose specialize
+	// pass writes and runs the PowerShell stub.
+	FormatUnattend Format = "unattend"
+)
+
+// Formats lists every supported format in documentation order.
+var Formats = []Format{FormatCloudConfig, FormatIgnition, FormatShell, FormatPowerShell, FormatUnattend}
+
+// windows reports whether f runs on Windows.
+func (f Format) windows() bool { return f == FormatPowerShell || f == FormatUnattend }
+
+// Options say how Render builds the bootstrap data.
+type Options struct {
+	// Format is the output format. Required.
+	Format Format
+	// IgnitionVersion is the Ignition config spec version for
+	// FormatIgnition: "3.1.0" to "3.5.0" ("3.4" is accepted for "3.4.0").
+	// Default DefaultIgnitionVersion.
+	IgnitionVersion string
+	// Agent says where the machineadm binary comes from. Required.
+	Agent AgentSource
+	// Payload, when set, makes the stub fetch the spec from a URL instead of
+	// carrying it inline (R16: large specs, or specs that must not sit in
+	// user data).
+	Payload *PayloadSource
+	// MaxSize bounds the size of the output; the zero Limit means no bound.
+	MaxSize Limit
+	// AllowInlineSecrets renders a spec that carries secret values inline.
+	// Default false: such a spec is refused with an *InlineSecretsError.
+	AllowInlineSecrets bool
+}
+
+// AgentSource is where the stub gets the machineadm binary.
+type AgentSource struct {
+	// URL is an http:// or https:// URL to download the agent from (a
+	// release, object storage, an OCI-registry blob URL or a mirror inside
+	// the management cluster), or a file:// URL of an agent already in the
+	// machine image (nothing is downloaded). Required.
+	URL string
+	// SHA256 is the agent's hex SHA-256 digest (64 hex digits). Required for
+	// http(s) URLs; optional for file:// URLs, where it is checked when given.
+	SHA256 string
+	// SignatureURL is an http(s) URL of a detached signature of the agent:
+	// base64 of an ASN.1 DER ECDSA or RSA PKCS #1 v1.5 signature over the
+	// binary with SHA-256, as `cosign sign-blob` writes it. Optional; needs
+	// PublicKey. Linux formats only.
+	SignatureURL string
+	// PublicKey is the PEM public key (ECDSA or RSA) that SignatureURL's
+	// signature must verify with.
+	PublicKey []byte
+}
+
+// PayloadSource is a URL the stub fetches the spec from.
+type PayloadSource struct {
+	// URL is the http(s) URL of the spec. Required.
+	URL string
+	// SHA256 is the hex SHA-256 digest of the spec at URL. Required.
+	SHA256 string
+}
+
+// OptionError is an invalid option; Flag names the command-line flag.
+type OptionError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *OptionError) Error() string { return e.Flag + ": " + e.Msg }
+
+func optErr(flag, format string, args ...any) error {
+	return &OptionError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// plainPath is a path that needs no quoting in a systemd unit.
+var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/._+-]+$`)
+
+// resolved are validated options in the form the formats use.
+type resolved struct {
+	Options
+	// agentPath is the path of an agent already in the image (file:// URL),
+	// empty when the agent is downloaded.
+	agentPath string
+	// publicKeyPEM is the public key re-encoded as PKIX PEM.
+	publicKeyPEM string
+}
+
+// resolve validates o and normalises digests and keys.
+func resolve(o Options) (*resolved, error) {
+	r := &resolved{Options: o}
+	if !slices.Contains(Formats, o.Format) {
+		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, formatList())
+	}
+	u, err := checkURL("--agent-url", o.Agent.URL, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Agent.SHA256, err = checkSHA256("--agent-sha256", o.Agent.SHA256); err != nil {
+		return nil, err
+	}
+	if u.Scheme == "file" {
+		r.agentPath = u.Path
+		if o.Format.windows() {
+			r.agentPath = windowsPath(u.Path)
+		}
+		if o.Format == FormatIgnition && !plainPath.MatchString(r.agentPath) {
+			return nil, optErr("--agent-url", "file URL path %q: for a systemd unit use only letters, digits and / . _ + -", r.agentPath)
+		}
+	} else if r.Agent.SHA256 == "" {
+		return nil, optErr("--agent-sha256", "required for an http(s) --agent-url: the agent is verified before it runs")
+	}
+	if err := r.resolveSignature(u); err != nil {
+		return nil, err
+	}
+	if o.Payload != nil {
+		if _, err := checkURL("--payload-url", o.Payload.URL, false); err != nil {
+			return nil, err
+		}
+		p := *o.Payload
+		if p.SHA256, err = checkSHA256("--payload-sha256", p.SHA256); err != nil {
+			return nil, err
+		}
+		if p.SHA256 == "" {
+			return nil, optErr("--payload-sha256", "required with --payload-url")
+		}
+		r.Payload = &p
+	}
+	if o.Format == FormatIgnition {
+		if r.IgnitionVersion, err = ignitionVersion(o.IgnitionVersion); err != nil {
+			return nil, err
+		}
+	} else if o.IgnitionVersion != "" {
+		return nil, optErr("--ignition-version", "only applies to --format ignition")
+	}
+	return r, nil
+}
+
+// resolveSignature checks the signature URL and public key together.
+func (r *resolved) resolveSignature(agent *url.URL) error {
+	sig, key := r.Agent.SignatureURL, r.Agent.PublicKey
+	switch {
+	case sig == "" && len(key) == 0:
+		return nil
+	case sig == "":
+		return optErr("--agent-signature-url", "required with --agent-public-key")
+	case len(key) == 0:
+		return optErr("--agent-public-key", "required with --agent-signature-url")
+	case r.Format.windows():
+		return optErr("--agent-signature-url", "not supported for --format %s: Windows has no tool to check this signature before machineadm exists; rely on --agent-sha256 (checked with Get-FileHash)", r.Format)
+	case agent.Scheme == "file":
+		return optErr("--agent-signature-url", "needs an http(s) --agent-url; an agent in the image is trusted with the image")
+	}
+	if _, err := checkURL("--agent-signature-url", sig, false); err != nil {
+		return err
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(key)
+	if err != nil {
+		return optErr("--agent-public-key", "not a PEM public key: %v", err)
+	}
+	switch pub.(type) {
+	case *ecdsa.PublicKey, *rsa.PublicKey:
+	default:
+		return optErr("--agent-public-key", "%T is not supported: the stub verifies with `openssl dgst -sha256 -verify`, so use an ECDSA or RSA key", pub)
+	}
+	if _, err := signature.LoadVerifier(pub, crypto.SHA256); err != nil {
+		return optErr("--agent-public-key", "%v", err)
+	}
+	pemBytes, err := cryptoutils.MarshalPublicKeyToPEM(pub)
+	if err != nil {
+		return optErr("--agent-public-key", "%v", err)
+	}
+	r.publicKeyPEM = string(pemBytes)
+	return nil
+}
+
+// checkURL parses an http(s) URL (or a file URL when allowFile) and
+// refuses characters that have no business in a URL.
+func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
+	if raw == "" {
+		return nil, optErr(flag, "required")
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return nil, optErr(flag, "%q contains white space or control characters", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, optErr(flag, "%v", err)
+	}
+	switch {
+	case u.Scheme == "http" || u.Scheme == "https":
+		if u.Host == "" {
+			return nil, optErr(flag, "%q has no host", raw)
+		}
+	case u.Scheme == "file" && allowFile:
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, optErr(flag, "file URL %q names a host; use file:///absolute/path", raw)
+		}
+		if !strings.HasPrefix(u.Path, "/") {
+			return nil, optErr(flag, "file URL %q needs an absolute path", raw)
+		}
+	case allowFile:
+		return nil, optErr(flag, "%q: scheme must be http, https or file", raw)
+	default:
+		return nil, optErr(flag, "%q: scheme must be http or https", raw)
+	}
+	return u, nil
+}
+
+// checkSHA256 lower-cases a hex SHA-256 digest, accepting an optional
+// "sha256:" prefix; empty stays empty.
+func checkSHA256(flag, s string) (string, error) {
+	s = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s), "sha256:"))
+	if s == "" {
+		return "", nil
+	}
+	if b, err := hex.DecodeString(s); err != nil || len(b) != 32 {
+		return "", optErr(flag, "%q is not a SHA-256 digest (64 hex digits)", s)
+	}
+	return s, nil
+}
+
+// windowsPath turns a file URL path "/C:/Program%20Files/x.exe" (already
+// unescaped by url.Parse) into "C:\Program Files\x.exe".
+func windowsPath(p string) string {
+	if len(p) >= 3 && p[0] == '/' && p[2] == ':' {
+		p = p[1:]
+	}
+	return strings.ReplaceAll(p, "/", `\`)
+}
+
+func formatList() string {
+	s := make([]string, len(Formats))
+	for i, f := range Formats {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}

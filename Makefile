@@ -37,7 +37,7 @@ build-all:
 	done
 
 test:
-	CGO_ENABLED=1 $(GO) test -ldflags "$(TEST_LDFLAGS)" $(TESTFLAGS) $(PKGS)
+	CGO_ENABLED=1 $(GO) test -ldflags "$(TEST_LDFLAGS)" $(PKGS) $(TESTFLAGS)
 
 bench:
 	$(GO) test -ldflags "$(TEST_LDFLAGS)" -run '^$$' -bench . -benchmem $(PKGS)

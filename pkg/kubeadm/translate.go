@@ -2,6 +2,7 @@ package kubeadm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,9 +66,20 @@ func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, e
 		return nil, err
 	}
 	if err := Validate(cfg.Spec.Action, docs); err != nil {
-		return nil, err
+		// kubeadm's messages quote bad values, secrets included.
+		return nil, errors.New(in.redact(err.Error()))
 	}
 	return docs, nil
+}
+
+// redact replaces the secret inputs in s with "<redacted>".
+func (in Inputs) redact(s string) string {
+	for _, secret := range append([]string{in.JoinToken, in.CertificateKey}, in.BootstrapTokens...) {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "<redacted>")
+		}
+	}
+	return s
 }
 
 // Validate runs kubeadm's own loading path on the documents: strict

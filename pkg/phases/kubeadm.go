@@ -56,9 +56,18 @@ func KubeadmPhase(p kubeadm.Phase) Phase {
 					return false, "", err
 				}
 			}
-			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput}
+			tail := &lineTail{max: 200}
+			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir,
+				Output: func(line string) {
+					tail.add(line)
+					if d.KubeadmOutput != nil {
+						d.KubeadmOutput(line)
+					}
+				}}
 			if err := r.Run(ctx, p); err != nil {
-				class, hint := classifyKubeadm(p.Name, err)
+				// kubeadm's error is often generic ("preflight checks
+				// failed"); its output says why.
+				class, hint := report.ClassifyOutput(p.Name, err, tail.lines)
 				return false, "", report.NewError(class, hint, err)
 			}
 			return true, "", nil
@@ -206,4 +215,17 @@ func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string)
 		return "", report.NewError(report.ClassPayloadUnavailable, "deliver the secret file named by "+path+" before machineadm runs", fmt.Errorf("%s: reading %s: %w", path, src.File, err))
 	}
 	return strings.TrimSpace(string(data)), nil
+}
+
+// lineTail keeps the last max lines it was given.
+type lineTail struct {
+	max   int
+	lines []string
+}
+
+func (t *lineTail) add(line string) {
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/cmd"
+)
+
+// TestMain lets the test binary act as machineadm when re-executed with
+// MACHINEADM_TEST_EXEC=1, so tests can run it in a private network
+// namespace (unshare --net): nothing a test runs can reach an address
+// from an example spec.
+func TestMain(m *testing.M) {
+	if os.Getenv("MACHINEADM_TEST_EXEC") == "1" {
+		os.Exit(cmd.Execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// machineadm runs the test binary as machineadm in a new network namespace
+// and returns its combined output and exit code.
+func machineadm(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatalf("unshare (util-linux) is required: %v", err)
+	}
+	c := exec.Command("unshare", append([]string{"--net", os.Args[0]}, args...)...)
+	c.Env = append(os.Environ(), "MACHINEADM_TEST_EXEC=1")
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+// TestBootstrapDryRunInit runs every init phase of the control-plane-init
+// example in kubeadm's dry-run mode with the CA set from `pki init`, and
+// inspects what kubeadm would write.
+func TestBootstrapDryRunInit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	tmp := t.TempDir()
+	pkiDir := filepath.Join(tmp, "pki")
+	out, code := machineadm(t, "pki", "init", "--out", pkiDir)
+	if code != 0 {
+		t.Fatalf("pki init exit %d:\n%s", code, out)
+	}
+
+	// The example, with its pki.dir pointed at the new CA set.
+	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["spec"].(map[string]any)["controlPlane"].(map[string]any)["pki"] = map[string]any{"dir": pkiDir}
+	specData, _ := yaml.Marshal(doc)
+	specPath := filepath.Join(tmp, "spec.yaml")
+	if err := os.WriteFile(specPath, specData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	_, etcBefore := os.Stat("/etc/kubernetes")
+	_, kubeletBefore := os.Stat("/var/lib/kubelet")
+	drDir := filepath.Join(tmp, "dryrun")
+	out, code = machineadm(t, "bootstrap", "-f", specPath, "--dry-run", "--dry-run-dir", drDir)
+	if code != 0 {
+		t.Fatalf("bootstrap --dry-run exit %d:\n%s", code, out)
+	}
+	for _, phase := range []string{"kubeadm-config", "preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
+		"wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token", "kubelet-finalize", "addon"} {
+		if !strings.Contains(out, "phase "+phase+": Succeeded") {
+			t.Errorf("phase %s did not succeed", phase)
+		}
+	}
+	if _, err := os.Stat("/etc/kubernetes"); etcBefore != nil && err == nil {
+		t.Error("dry run created /etc/kubernetes")
+	}
+	if _, err := os.Stat("/var/lib/kubelet"); kubeletBefore != nil && err == nil {
+		t.Error("dry run created /var/lib/kubelet")
+	}
+
+	kdir := filepath.Join(drDir, "kubeadm")
+	// The CA is the one from pki init, and it signed the serving cert.
+	wantCA, _ := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
+	gotCA, err := os.ReadFile(filepath.Join(kdir, "ca.crt"))
+	if err != nil || !bytes.Equal(gotCA, wantCA) {
+		t.Fatalf("dry-run ca.crt differs from pki init's (%v)", err)
+	}
+	ca := parseCert(t, wantCA)
+	apiserver := parseCertFile(t, filepath.Join(kdir, "apiserver.crt"))
+	if err := apiserver.CheckSignatureFrom(ca); err != nil {
+		t.Errorf("apiserver.crt not signed by the pki init CA: %v", err)
+	}
+	for _, name := range []string{"cp.demo.example", "api.demo.example", "cp1", "kubernetes.default.svc.cluster.local"} {
+		if !slices.Contains(apiserver.DNSNames, name) {
+			t.Errorf("apiserver.crt DNS SANs %v lack %s", apiserver.DNSNames, name)
+		}
+	}
+	for _, ip := range []string{"192.0.2.10", "192.0.2.100", "10.96.0.1"} {
+		if !slices.ContainsFunc(apiserver.IPAddresses, func(a net.IP) bool { return a.Equal(net.ParseIP(ip)) }) {
+			t.Errorf("apiserver.crt IP SANs %v lack %s", apiserver.IPAddresses, ip)
+		}
+	}
+	front := parseCertFile(t, filepath.Join(kdir, "front-proxy-client.crt"))
+	frontCA := parseCertFile(t, filepath.Join(pkiDir, "front-proxy-ca.crt"))
+	if err := front.CheckSignatureFrom(frontCA); err != nil {
+		t.Errorf("front-proxy-client.crt not signed by the pki init front-proxy CA: %v", err)
+	}
+
+	// Static pod manifests honour imageRepository and version.
+	for file, image := range map[string]string{
+		"kube-apiserver.yaml":          "registry.demo.example/k8s/kube-apiserver:v1.37.2",
+		"kube-controller-manager.yaml": "registry.demo.example/k8s/kube-controller-manager:v1.37.2",
+		"kube-scheduler.yaml":          "registry.demo.example/k8s/kube-scheduler:v1.37.2",
+		"etcd.yaml":                    "registry.demo.example/k8s/etcd:",
+	} {
+		b, err := os.ReadFile(filepath.Join(kdir, file))
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if !strings.Contains(string(b), "image: "+image) {
+			t.Errorf("%s does not use image %s", file, image)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(kdir, "kube-apiserver.yaml")); !strings.Contains(string(b), "--audit-log-maxage=30") {
+		t.Error("kube-apiserver.yaml lacks the extra arg audit-log-maxage=30")
+	}
+	// The kubelet patch reached kubeadm.
+	if b, _ := os.ReadFile(filepath.Join(kdir, "config.yaml")); !strings.Contains(string(b), "failCgroupV1: false") {
+		t.Error("kubelet config.yaml lacks failCgroupV1: false from spec.node.kubelet.config")
+	}
+	// Placeholder secrets never reach the console.
+	if strings.Contains(out, "dryrun.0000000000000000") {
+		t.Error("output contains the placeholder bootstrap token")
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	tmp := t.TempDir()
+	bad := filepath.Join(tmp, "bad.yaml")
+	raw, _ := os.ReadFile("../../docs/examples/worker.yaml")
+	os.WriteFile(bad, append(raw, []byte("  colour: blue\n")...), 0o600)
+	out, code := machineadm(t, "bootstrap", "-f", bad)
+	if code != 2 || !strings.Contains(out, "spec.colour") {
+		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
+	}
+	out, code = machineadm(t, "bootstrap", "-f", "docs/examples/worker.yaml", "--skip-phases", "no-such-phase")
+	if code != 2 {
+		t.Errorf("unknown phase: exit %d:\n%s", code, out)
+	}
+	out, code = machineadm(t, "bootstrap")
+	if code != 2 {
+		t.Errorf("missing -f: exit %d:\n%s", code, out)
+	}
+	// A dry run of a join whose token file is missing plans with a
+	// placeholder; the real run fails in kubeadm-config before touching
+	// anything, with the class PayloadUnavailable and exit code 1.
+	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml")
+	if code != 1 || !strings.Contains(out, "PayloadUnavailable") {
+		t.Errorf("missing token file: exit %d, output:\n%s", code, out)
+	}
+}
+
+func parseCertFile(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseCert(t, b)
+}
+
+func parseCert(t *testing.T, b []byte) *x509.Certificate {
+	t.Helper()
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

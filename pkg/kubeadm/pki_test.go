@@ -1,0 +1,104 @@
+package kubeadm
+
+import (
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+func TestInitPKI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	hash, err := InitPKI(dir, "", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}$`).MatchString(hash) {
+		t.Errorf("hash %q has the wrong shape", hash)
+	}
+	if again, err := CACertHash(dir); err != nil || again != hash {
+		t.Errorf("CACertHash = %q, %v; want %q", again, err, hash)
+	}
+	for _, f := range CASet {
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if filepath.Ext(f) == ".key" && fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", f, fi.Mode().Perm())
+		}
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("dir mode %v, want 0700", fi.Mode().Perm())
+	}
+	ca := readCert(t, filepath.Join(dir, "ca.crt"))
+	if !ca.IsCA || ca.Subject.CommonName != "kubernetes" {
+		t.Errorf("ca.crt: IsCA=%v CN=%q", ca.IsCA, ca.Subject.CommonName)
+	}
+	if _, ok := ca.PublicKey.(*ecdsa.PublicKey); !ok {
+		t.Errorf("default key type is %T, want ECDSA", ca.PublicKey)
+	}
+	etcdCA := readCert(t, filepath.Join(dir, "etcd", "ca.crt"))
+	if etcdCA.Subject.CommonName != "etcd-ca" || !etcdCA.IsCA {
+		t.Errorf("etcd/ca.crt CN=%q", etcdCA.Subject.CommonName)
+	}
+
+	// Never overwrite an existing CA set.
+	if _, err := InitPKI(dir, "", "demo"); !errors.Is(err, ErrPKIExists) {
+		t.Errorf("second InitPKI: %v, want ErrPKIExists", err)
+	}
+	if again, _ := CACertHash(dir); again != hash {
+		t.Error("CA changed after refused overwrite")
+	}
+}
+
+func TestInitPKIRSA(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := InitPKI(dir, "RSA-2048", "kubernetes"); err != nil {
+		t.Fatal(err)
+	}
+	ca := readCert(t, filepath.Join(dir, "ca.crt"))
+	k, ok := ca.PublicKey.(*rsa.PublicKey)
+	if !ok || k.N.BitLen() != 2048 {
+		t.Errorf("RSA-2048 CA has key %T", ca.PublicKey)
+	}
+	if _, err := InitPKI(t.TempDir(), "DSA-1024", "kubernetes"); err == nil {
+		t.Error("unknown key type accepted")
+	}
+}
+
+func TestGenerateToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20 {
+		tok, err := GenerateToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`).MatchString(tok) || seen[tok] {
+			t.Fatalf("token %q malformed or repeated", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+func readCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s: no PEM", path)
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,319 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/redact"
+)
+
+// DefaultTailLines is how many output lines a report keeps (LogTail).
+const DefaultTailLines = 50
+
+// MaxTailLineLen bounds one LogTail line, in bytes; a longer line is cut
+// and ends with "...".
+const MaxTailLineLen = 1000
+
+// Meta is what a report says about the run before it starts.
+type Meta struct {
+	// Machine identifies the machine and versions.
+	Machine Machine
+	// Command is "bootstrap" or "prepare".
+	Command string
+}
+
+// Recorder collects the outcome of one run — phases, output, the failure
+// — and writes the report through its writers when the run ends. All its
+// methods are safe for concurrent use: the phase runner records phases
+// while a signal handler goroutine may call Interrupted, and kubeadm's
+// output arrives from other goroutines.
+//
+// The report is written once: the first of Finish, Interrupted and
+// Recover writes it, later calls wait for that write and return its
+// result, and recording after it changes nothing.
+type Recorder struct {
+	writers []Writer
+	red     *redact.Redactor
+	now     func() time.Time
+
+	mu      sync.Mutex
+	rep     BootstrapReport
+	running []string       // names of started, unfinished phases, oldest first
+	index   map[string]int // phase name → index in rep.Phases (latest entry)
+	planned []string
+	failed  bool
+	tail    ring
+	stream  *redact.Stream
+
+	finishing bool
+	done      chan struct{}
+	final     BootstrapReport
+	finishErr error
+}
+
+// NewRecorder starts the record of a run described by meta, to be written
+// by writers when it ends. red redacts every string of the report (nil:
+// a Redactor with no known values, which still applies the secret
+// patterns). now is the clock (nil: time.Now); times are stored in UTC.
+func NewRecorder(meta Meta, writers []Writer, red *redact.Redactor, now func() time.Time) *Recorder {
+	if red == nil {
+		red = redact.New()
+	}
+	if now == nil {
+		now = time.Now
+	}
+	r := &Recorder{
+		writers: writers,
+		red:     red,
+		now:     func() time.Time { return now().UTC() },
+		index:   map[string]int{},
+		tail:    ring{max: DefaultTailLines},
+		stream:  red.NewStream(),
+		done:    make(chan struct{}),
+	}
+	r.rep = BootstrapReport{APIVersion: APIVersion, Kind: Kind, Machine: meta.Machine, Command: meta.Command, StartTime: r.now(), Phases: []Phase{}}
+	return r
+}
+
+// Plan declares the phases the run intends to run, in order. Planned
+// phases that never start are reported as Skipped ("not reached" after a
+// failure). Optional.
+func (r *Recorder) Plan(names ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.planned = append(r.planned, names...)
+}
+
+// PhaseStarted records that phase name started now.
+func (r *Recorder) PhaseStarted(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finishing {
+		return
+	}
+	r.index[name] = len(r.rep.Phases)
+	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, StartTime: r.now()})
+	r.running = append(r.running, name)
+}
+
+// PhaseFinished records the end of phase name with status and an optional
+// message. A phase that was never started (a skipped one) is recorded with
+// a duration of zero. Finishing a phase Failed without calling Fail makes
+// the run fail with a class from Classify(name, message).
+func (r *Recorder) PhaseFinished(name string, status PhaseStatus, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finishing {
+		return
+	}
+	r.endPhase(name, status, message)
+}
+
+// PhaseSkipped records that phase name did not run, and why.
+func (r *Recorder) PhaseSkipped(name, reason string) {
+	r.PhaseFinished(name, PhaseSkipped, reason)
+}
+
+// endPhase sets the status of the running phase name (or adds an entry).
+// r.mu must be held.
+func (r *Recorder) endPhase(name string, status PhaseStatus, message string) {
+	now := r.now()
+	i, ok := r.index[name]
+	if !ok || r.rep.Phases[i].Status != "" {
+		i = len(r.rep.Phases)
+		r.index[name] = i
+		r.rep.Phases = append(r.rep.Phases, Phase{Name: name, StartTime: now})
+	}
+	p := &r.rep.Phases[i]
+	p.Status, p.Message = status, message
+	p.DurationMs = now.Sub(p.StartTime).Milliseconds()
+	for j, n := range r.running {
+		if n == name {
+			r.running = append(r.running[:j], r.running[j+1:]...)
+			break
+		}
+	}
+}
+
+// markFailed ends the running phase name as Failed; a phase already
+// finished Failed keeps its entry, any other gets a new Failed entry.
+// r.mu must be held.
+func (r *Recorder) markFailed(name, msg string) {
+	if i, ok := r.index[name]; ok && r.rep.Phases[i].Status == PhaseFailed {
+		if r.rep.Phases[i].Message == "" {
+			r.rep.Phases[i].Message = msg
+		}
+		return
+	}
+	r.endPhase(name, PhaseFailed, msg)
+}
+
+// current is the most recently started phase still running, or "".
+// r.mu must be held.
+func (r *Recorder) current() string {
+	if len(r.running) == 0 {
+		return ""
+	}
+	return r.running[len(r.running)-1]
+}
+
+// Fail records that the run failed in phase (the running phase when phase
+// is ""), with err as the cause. The phase is marked Failed. The first
+// failure is the one reported: its error message, its class and hint
+// (from err when it carries a class, else from ClassifyOutput with the
+// output recorded so far, with the class's default hint when none is
+// more precise). Fail does not write the report: call Finish.
+func (r *Recorder) Fail(phase string, err error) {
+	if err == nil {
+		err = errors.New("unknown failure")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finishing {
+		return
+	}
+	if phase == "" {
+		phase = r.current()
+	}
+	class, hint := ClassifyOutput(phase, err, r.tail.lines())
+	r.failLocked(phase, class, hint, err.Error())
+}
+
+// failLocked marks phase failed and records the first failure.
+func (r *Recorder) failLocked(phase string, class Class, hint, msg string) {
+	if phase != "" {
+		r.markFailed(phase, msg)
+	}
+	if r.failed {
+		return
+	}
+	r.failed = true
+	r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = phase, class, hint, msg
+}
+
+// Interrupted records that the run was stopped by sig: every running
+// phase is marked Failed, the failure (unless one was already recorded) is
+// class Interrupted in the most recently started running phase, and the
+// report is written as by Finish. It is meant for a signal handler
+// goroutine while a phase still runs; see WatchSignals.
+func (r *Recorder) Interrupted(ctx context.Context, sig os.Signal) error {
+	r.mu.Lock()
+	if !r.finishing {
+		msg := "interrupted by signal " + signalName(sig)
+		cur := r.current()
+		for _, name := range append([]string(nil), r.running...) {
+			r.endPhase(name, PhaseFailed, msg)
+		}
+		if !r.failed {
+			r.failed = true
+			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, ClassInterrupted, DefaultHint(ClassInterrupted), msg
+		}
+	}
+	return r.finishLocked(ctx)
+}
+
+// Finish ends the record and writes the report through every writer,
+// concurrently; a failing writer does not stop the others. It returns the
+// writers' errors joined (each prefixed with the writer's name), or nil.
+// Phases still running are marked Failed ("did not finish"); planned
+// phases that never started are added as Skipped. Finish is idempotent: a
+// second call waits for the first write and returns its result. ctx bounds
+// the writers.
+func (r *Recorder) Finish(ctx context.Context) error {
+	r.mu.Lock()
+	return r.finishLocked(ctx)
+}
+
+// finishLocked is Finish with r.mu held; it unlocks r.mu.
+func (r *Recorder) finishLocked(ctx context.Context) error {
+	if r.finishing {
+		r.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.finishErr
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the report to be written: %w", ctx.Err())
+		}
+	}
+	r.finishing = true
+	r.closeLocked()
+	final := r.redacted()
+	r.mu.Unlock()
+
+	err := runWriters(ctx, r.writers, &final)
+	r.final, r.finishErr = final, err
+	close(r.done)
+	return err
+}
+
+// closeLocked completes the report: running phases, planned phases,
+// result and end time.
+func (r *Recorder) closeLocked() {
+	for _, name := range append([]string(nil), r.running...) {
+		r.failLocked(name, ClassInternal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
+	}
+	if !r.failed {
+		for _, p := range r.rep.Phases {
+			if p.Status == PhaseFailed {
+				class, hint := ClassifyOutput(p.Name, errors.New(p.Message), r.tail.lines())
+				r.failLocked(p.Name, class, hint, p.Message)
+				break
+			}
+		}
+	}
+	for _, name := range r.planned {
+		if _, ok := r.index[name]; ok {
+			continue
+		}
+		msg := "not run"
+		if r.failed {
+			msg = "not reached: an earlier phase failed"
+		}
+		r.endPhase(name, PhaseSkipped, msg)
+	}
+	r.rep.Result = ResultSucceeded
+	if r.failed {
+		r.rep.Result = ResultFailed
+	}
+	r.rep.EndTime = r.now()
+	r.rep.LogTail = r.tail.lines()
+}
+
+// redacted returns a copy of the report with every string redacted.
+func (r *Recorder) redacted() BootstrapReport {
+	out := r.rep
+	s := r.red.String
+	m := &out.Machine
+	m.Hostname, m.NodeName, m.SpecName = s(m.Hostname), s(m.NodeName), s(m.SpecName)
+	out.Phases = append([]Phase(nil), r.rep.Phases...)
+	for i := range out.Phases {
+		out.Phases[i].Message = s(out.Phases[i].Message)
+	}
+	out.Hint, out.Error = s(out.Hint), s(out.Error)
+	out.LogTail = r.red.Strings(append([]string(nil), r.rep.LogTail...))
+	return out
+}
+
+// Report returns the written report after the record was finished, and
+// false before.
+func (r *Recorder) Report() (BootstrapReport, bool) {
+	select {
+	case <-r.done:
+		return r.final, true
+	default:
+		return BootstrapReport{}, false
+	}
+}
+
+// signalName names a signal for the report ("terminated" for SIGTERM,
+// as the Go runtime names it).
+func signalName(sig os.Signal) string {
+	if sig == nil {
+		return "(unknown)"
+	}
+	return sig.String()
+}

@@ -1,0 +1,241 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Screen is the size of the one-screen summary: 24 lines of 100 columns,
+// what a serial console or a cloud provider's console screenshot shows.
+const (
+	ScreenWidth  = 100
+	ScreenHeight = 24
+)
+
+// SummaryOptions shape the human summary of a report.
+type SummaryOptions struct {
+	// Width is the longest line, in characters. Default ScreenWidth.
+	Width int
+	// Height is the most lines. 0 means no limit: the full view, with one
+	// phase per line and its message, the whole error, hint and log tail.
+	Height int
+	// ReportPath, when set, is named in the last line as where the full
+	// report is.
+	ReportPath string
+}
+
+// OneScreen are the options of the one-screen summary (stdout, console).
+func OneScreen(reportPath string) SummaryOptions {
+	return SummaryOptions{Width: ScreenWidth, Height: ScreenHeight, ReportPath: reportPath}
+}
+
+// Summary renders r for a person. With a Height it fits in Height lines
+// of Width characters: the header (result, machine, times), the phase
+// table in two columns (the earliest phases that did not fail folded into
+// one line when they do not fit), the failure (error, class, hint) and as
+// much of the log tail as the remaining lines hold. Only ASCII is used
+// besides what the report's strings contain, for serial consoles.
+func Summary(r *BootstrapReport, opt SummaryOptions) string {
+	if opt.Width <= 0 {
+		opt.Width = ScreenWidth
+	}
+	s := &summary{r: r, opt: opt}
+	return s.render()
+}
+
+type summary struct {
+	r   *BootstrapReport
+	opt SummaryOptions
+}
+
+func (s *summary) render() string {
+	var head, table, failure, tail, foot []string
+	head = s.header()
+	if s.opt.ReportPath != "" {
+		foot = []string{"full report: " + s.opt.ReportPath + "  (machineadm report " + s.opt.ReportPath + ")"}
+	}
+	if s.r.Result == ResultFailed {
+		failure = s.failure()
+	}
+	if s.opt.Height <= 0 {
+		table = s.tableFull()
+		if s.r.Result == ResultFailed || len(s.r.LogTail) > 0 {
+			tail = s.tail(len(s.r.LogTail))
+		}
+	} else {
+		fixed := len(head) + len(failure) + len(foot)
+		// Keep room for the tail's title and a few of its lines.
+		reserve := 0
+		if len(s.r.LogTail) > 0 {
+			reserve = 1 + min(3, len(s.r.LogTail))
+		}
+		table = s.tableCompact(s.opt.Height - fixed - reserve)
+		left := s.opt.Height - fixed - len(table)
+		switch {
+		case left >= 2 && len(s.r.LogTail) > 0:
+			tail = s.tail(left - 1)
+		case left >= 1 && s.r.Result == ResultFailed:
+			tail = s.tail(0)
+		}
+	}
+	var lines []string
+	for _, part := range [][]string{head, table, failure, tail, foot} {
+		lines = append(lines, part...)
+	}
+	if s.opt.Height > 0 && len(lines) > s.opt.Height {
+		lines = lines[:s.opt.Height]
+	}
+	if s.opt.Height > 0 {
+		for i, l := range lines {
+			lines[i] = fit(l, s.opt.Width)
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (s *summary) header() []string {
+	r := s.r
+	title := fmt.Sprintf("machineadm %s: %s", orDash(r.Command), r.Result)
+	if r.Result == ResultFailed {
+		title = fmt.Sprintf("machineadm %s FAILED", orDash(r.Command))
+		if r.FailedPhase != "" {
+			title += " in phase " + r.FailedPhase
+		}
+		title += ": " + string(r.ErrorClass)
+	}
+	m := r.Machine
+	var id []string
+	id = append(id, "host "+orDash(m.Hostname))
+	if m.NodeName != "" && m.NodeName != m.Hostname {
+		id = append(id, "node "+m.NodeName)
+	}
+	if m.SpecName != "" {
+		id = append(id, "spec "+m.SpecName)
+	}
+	if m.Role != "" || m.Action != "" {
+		id = append(id, orDash(m.Role)+" "+orDash(m.Action))
+	}
+	run := []string{"machineadm " + orDash(m.MachineadmVersion)}
+	if m.KubernetesVersion != "" {
+		run = append(run, "kubernetes "+m.KubernetesVersion)
+	}
+	run = append(run, "started "+stamp(r.StartTime), "took "+duration(r.Duration()))
+	return []string{title, strings.Join(id, "  "), strings.Join(run, "  ")}
+}
+
+// failure renders the error (at most 3 lines in one-screen mode) and the
+// hint (at most 2).
+func (s *summary) failure() []string {
+	maxErr, maxHint := 3, 2
+	if s.opt.Height <= 0 {
+		maxErr, maxHint = 0, 0
+	}
+	out := wrap("error: ", s.r.Error, s.opt.Width, maxErr)
+	return append(out, wrap("hint:  ", s.r.Hint, s.opt.Width, maxHint)...)
+}
+
+func (s *summary) tail(n int) []string {
+	t := s.r.LogTail
+	if len(t) == 0 {
+		return []string{"log tail: (no output recorded)"}
+	}
+	if n > len(t) {
+		n = len(t)
+	}
+	out := []string{fmt.Sprintf("log tail (last %d of %d lines):", n, len(t))}
+	for _, l := range t[len(t)-n:] {
+		if s.opt.Height > 0 {
+			l = klogHeader.ReplaceAllString(l, "")
+		}
+		out = append(out, "  "+expandTabs(l))
+	}
+	return out
+}
+
+// klogHeader is the prefix of a klog line, "I0314 09:30:00.000000    4242
+// token.go:200] ", which the one-screen summary drops to show more of the
+// message.
+var klogHeader = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\] ]+\] `)
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// duration formats d for a person: "850ms", "12.3s", "4m05s".
+func duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// fit cuts s to width characters, ending in "..." when cut.
+func fit(s string, width int) string {
+	rs := []rune(s)
+	if len(rs) <= width {
+		return s
+	}
+	if width <= 3 {
+		return string(rs[:width])
+	}
+	return string(rs[:width-3]) + "..."
+}
+
+// wrap breaks text into lines of at most width characters, the first
+// starting with prefix and the others indented as deep; the text's own
+// line breaks are kept. max > 0 keeps at most max lines, the last ending
+// in "..." when text was cut.
+func wrap(prefix, text string, width, max int) []string {
+	indent := strings.Repeat(" ", len(prefix))
+	var lines []string
+	cur := prefix
+	for i, para := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if i > 0 {
+			lines = append(lines, cur)
+			cur = indent
+		}
+		empty := true
+		for _, w := range strings.Fields(para) {
+			if !empty && len([]rune(cur))+1+len([]rune(w)) > width {
+				lines = append(lines, cur)
+				cur, empty = indent, true
+			}
+			if empty {
+				cur += w
+			} else {
+				cur += " " + w
+			}
+			empty = false
+		}
+	}
+	lines = append(lines, cur)
+	if max > 0 && len(lines) > max {
+		lines = lines[:max]
+		last := []rune(lines[max-1])
+		if len(last)+3 > width {
+			last = last[:width-3]
+		}
+		lines[max-1] = string(last) + "..."
+	}
+	return lines
+}
+
+func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }

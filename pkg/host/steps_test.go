@@ -91,8 +91,8 @@ func checkLanded(t *testing.T, h *testHost) {
 		t.Errorf("blob.bin mode %o owner %d:%d, want 0600 1234:1234", fi.Mode().Perm(), st.Uid, st.Gid)
 	}
 	for key, want := range map[string]string{
-		"net/ipv4/ip_forward":               "1",
-		"net/ipv4/ip_local_port_range":      "20000 60999",
+		"net/ipv4/ip_forward":                "1",
+		"net/ipv4/ip_local_port_range":       "20000 60999",
 		"net/bridge/bridge-nf-call-iptables": "1",
 	} {
 		if got := strings.TrimSpace(read("/proc/sys/" + key)); got != want {

@@ -168,7 +168,10 @@ func TestExitCodes(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "spec.colour") {
 		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
 	}
-	out, code = machineadm(t, "bootstrap", "-f", "docs/examples/worker.yaml", "--skip-phases", "no-such-phase")
+	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase")
+	if !strings.Contains(out, "no-such-phase") {
+		t.Errorf("unknown phase not named:\n%s", out)
+	}
 	if code != 2 {
 		t.Errorf("unknown phase: exit %d:\n%s", code, out)
 	}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -39,42 +40,52 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	if strings.TrimSpace(string(data)) == "" {
 		return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
 	}
-	// Duplicate keys are found (with paths) by checkYAML, so the
-	// conversion itself is lenient about them.
-	jsonData, err := yaml.YAMLToJSON(data)
+	// The strict conversion refuses duplicate keys without a path, and
+	// later documents are dropped silently: in both cases checkYAML (a
+	// second parse, so only then) names the problem.
+	jsonData, err := yaml.YAMLToJSONStrict(data)
+	needCheck := err != nil || bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---"))
+	if err != nil {
+		jsonData, err = yaml.YAMLToJSON(data)
+	}
 	if err != nil {
 		return nil, "", field.ErrorList{docError("not a YAML or JSON document: " + strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))}
 	}
-	var top any
-	if err := json.Unmarshal(jsonData, &top); err != nil {
-		return nil, "", field.ErrorList{docError("not a YAML or JSON document: " + err.Error())}
+	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
+		return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
 	}
-	doc, ok := top.(map[string]any)
-	if !ok {
-		if top == nil {
-			return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
-		}
+	var meta struct {
+		APIVersion json.RawMessage `json:"apiVersion"`
+		Kind       json.RawMessage `json:"kind"`
+	}
+	if err := json.Unmarshal(jsonData, &meta); err != nil {
+		var top any
+		_ = json.Unmarshal(jsonData, &top)
 		return nil, "", field.ErrorList{docError("must be a YAML mapping with apiVersion, kind and spec, not a " + jsonKind(top))}
 	}
 
 	var errs field.ErrorList
-	apiVersion, aok := doc["apiVersion"].(string)
+	apiVersion, aok := rawString(meta.APIVersion)
 	v, known := versions[apiVersion]
 	switch {
-	case doc["apiVersion"] == nil:
+	case isNull(meta.APIVersion):
 		errs = append(errs, field.Required(field.NewPath("apiVersion"), LatestAPIVersion))
 	case !aok:
 		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+LatestAPIVersion))
 	case !known:
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion, supportedVersions()))
 	}
-	switch kind, ok := doc["kind"].(string); {
-	case doc["kind"] == nil:
+	switch kind, ok := rawString(meta.Kind); {
+	case isNull(meta.Kind):
 		errs = append(errs, field.Required(field.NewPath("kind"), v1alpha1.Kind))
-	case !ok || kind != v1alpha1.Kind:
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), fmt.Sprint(doc["kind"]), []string{v1alpha1.Kind}))
+	case !ok:
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), string(meta.Kind), []string{v1alpha1.Kind}))
+	case kind != v1alpha1.Kind:
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), kind, []string{v1alpha1.Kind}))
 	}
-	errs = append(errs, checkYAML(data, v.root)...)
+	if needCheck {
+		errs = append(errs, checkYAML(data, v.root)...)
+	}
 	if len(errs) > 0 && !known {
 		return nil, apiVersion, errs
 	}
@@ -98,6 +109,16 @@ func decodeV1alpha1(data []byte, defaults bool) (*machineadm.MachineBootstrapCon
 	}
 	hub, err := v1alpha1.ConvertToHub(&ext)
 	return hub, errs, err
+}
+
+// rawString decodes a JSON string; ok is false for any other JSON value.
+func rawString(raw json.RawMessage) (s string, ok bool) {
+	return s, json.Unmarshal(raw, &s) == nil && len(raw) > 0 && raw[0] == '"'
+}
+
+// isNull reports an absent or null JSON value.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
 }
 
 // maxTypeErrors bounds how many decoding passes one document gets.

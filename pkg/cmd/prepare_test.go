@@ -1,0 +1,194 @@
+package cmd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// prepareCLI runs `machineadm ARGS` and returns the exit code and output.
+func prepareCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writePrepareSpec(t *testing.T, host string) string {
+	t.Helper()
+	doc := `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.example.internal:6443
+    token: {file: /etc/machineadm/token}
+    caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
+  host:
+` + host
+	p := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// listFiles returns every path under root.
+func listFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != root {
+			out = append(out, strings.TrimPrefix(p, root))
+		}
+		return nil
+	})
+	return out
+}
+
+func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
+	cases := map[string]struct{ host, field string }{
+		"relative path": {"    files: [{path: etc/x, content: x}]\n", "spec.host.files[0].path"},
+		"dot-dot":       {"    files: [{path: /etc/../../x, content: x}]\n", "spec.host.files[0].path"},
+		"mode 07777":    {"    files: [{path: /etc/x, content: x, mode: \"07777\"}]\n", "spec.host.files[0].mode"},
+		"content and source": {"    files: [{path: /etc/x, content: x, source: {url: \"file:///x\", sha256: " +
+			strings.Repeat("0", 64) + "}}]\n", "spec.host.files[0].source"},
+		"bad sysctl value": {"    sysctl: {net.ipv4.ip_forward: \"1\\n2\"}\n", "spec.host.sysctl[net.ipv4.ip_forward]"},
+		"bad runc option":  {"    containerd: {runtimes: [{name: runc, options: {SystemdCGroup: true}}]}\n", "spec.host.containerd.runtimes[0].options[SystemdCGroup]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			code, _, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, tc.host), "--root", root)
+			if code != ExitBadInput {
+				t.Errorf("exit %d, want 2; stderr:\n%s", code, errOut)
+			}
+			if !strings.Contains(errOut, tc.field) {
+				t.Errorf("stderr does not name %s:\n%s", tc.field, errOut)
+			}
+			if got := listFiles(t, root); len(got) > 0 {
+				t.Errorf("files written: %v", got)
+			}
+		})
+	}
+}
+
+func TestPrepareUsageErrors(t *testing.T) {
+	spec := writePrepareSpec(t, "    kernelModules: [overlay]\n")
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"prepare", "-f", spec, "--root", root, "--skip-phases", "sysctl,nope"},
+		{"prepare", "-f", spec, "--root", filepath.Join(root, "missing")},
+		{"prepare", "--root", root},
+	} {
+		if code, _, errOut := prepareCLI(t, args...); code != ExitBadInput {
+			t.Errorf("%q: exit %d, want 2; %s", args, code, errOut)
+		}
+	}
+	if got := listFiles(t, root); len(got) > 0 {
+		t.Errorf("files written: %v", got)
+	}
+}
+
+const preparedHost = `    sysctl: {net.ipv4.ip_forward: "1"}
+    kernelModules: [overlay]
+    files:
+    - {path: /etc/motd, content: "welcome # to {{ node }}\n"}
+    containerd:
+      configVersion: 2
+      sandboxImage: registry.k8s.io/pause:3.10
+      registries: [{host: docker.io, mirrors: [{url: "https://mirror.example.com"}]}]
+`
+
+func TestPrepareDryRunThenApplyThenUnchanged(t *testing.T) {
+	root := t.TempDir()
+	spec := writePrepareSpec(t, preparedHost)
+
+	code, out, errOut := prepareCLI(t, "prepare", "-f", spec, "--root", root, "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("dry run exit %d:\n%s", code, errOut)
+	}
+	for _, s := range []string{"+++ b/etc/motd", "+welcome # to {{ node }}", "+++ b/etc/containerd/config.toml", "[prepare] containerd: would change", "phases would change"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("dry-run output lacks %q:\n%s", s, out)
+		}
+	}
+	if got := listFiles(t, root); len(got) > 0 {
+		t.Fatalf("dry run wrote %v", got)
+	}
+
+	code, out, errOut = prepareCLI(t, "prepare", "-f", spec, "--root", root)
+	if code != ExitOK {
+		t.Fatalf("prepare exit %d:\n%s\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/motd")); err != nil || string(b) != "welcome # to {{ node }}\n" {
+		t.Errorf("motd %q %v", b, err)
+	}
+	for _, p := range []string{"etc/sysctl.d/90-machineadm.conf", "etc/modules-load.d/machineadm.conf", "etc/containerd/config.toml", "etc/containerd/certs.d/docker.io/hosts.toml"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if !strings.Contains(errOut, "offline root") && !strings.Contains(out, "offline root") {
+		t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+
+	code, out, errOut = prepareCLI(t, "prepare", "-f", spec, "--root", root)
+	if code != ExitOK {
+		t.Fatalf("second prepare exit %d:\n%s", code, errOut)
+	}
+	for _, name := range []string{"files", "kernel-modules", "sysctl", "containerd", "static-pods"} {
+		if !strings.Contains(out, "[prepare] "+name+": unchanged\n") {
+			t.Errorf("second run: %s not unchanged:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(out, "done: 0 of 5 phases changed") {
+		t.Errorf("second run summary:\n%s", out)
+	}
+}
+
+func TestPrepareSkipPhases(t *testing.T) {
+	root := t.TempDir()
+	code, out, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, preparedHost), "--root", root, "--skip-phases", "containerd,sysctl")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "[prepare] containerd: skipped (--skip-phases)") {
+		t.Errorf("output:\n%s", out)
+	}
+	for _, p := range []string{"etc/containerd", "etc/sysctl.d"} {
+		if _, err := os.Stat(filepath.Join(root, p)); !os.IsNotExist(err) {
+			t.Errorf("%s written by a skipped phase", p)
+		}
+	}
+}
+
+func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "payload"), []byte("the real payload"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("another payload"))
+	host := `    sysctl: {net.ipv4.ip_forward: "1"}
+    files:
+    - {path: /etc/first, content: "written first if nothing checked"}
+    - {path: /etc/second, source: {url: "file:///payload", sha256: ` + hex.EncodeToString(sum[:]) + `}}
+`
+	code, _, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, host), "--root", root)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	}
+	for _, s := range []string{"spec.host.files[1].source.sha256", "VerificationFailed", "hint:"} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
+	}
+	if got := listFiles(t, root); len(got) != 1 {
+		t.Errorf("files written besides the payload: %v", got)
+	}
+}

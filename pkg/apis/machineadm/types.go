@@ -404,7 +404,10 @@ type Containerd struct {
 	// RuntimeClass: "runc" (default) or the name of one of Runtimes.
 	// containerd key: containerd.default_runtime_name.
 	DefaultRuntime string `json:"defaultRuntime,omitempty"`
-	// ConfigPatch is TOML deep-merged over the generated config.toml last.
+	// ConfigPatch is TOML deep-merged over the generated config.toml last:
+	// tables merge key by key, other values (arrays included) replace the
+	// generated ones. It must not set version (see ConfigVersion). The
+	// result is world-readable (0644): keep credentials out of it.
 	ConfigPatch string `json:"configPatch,omitempty"`
 }
 

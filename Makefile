@@ -51,3 +51,21 @@ schema:
 
 clean:
 	rm -rf bin
+
+# End-to-end (issue 6): real machines (systemd-nspawn, systemd, containerd,
+# runc), real etcd, control plane and kubelet, all offline. Needs root.
+# e2e-prepare builds or finds cached components, images and the Debian root
+# filesystem in $(MACHINEADM_E2E_CACHE), outside the repository.
+MACHINEADM_E2E_CACHE ?= /var/cache/machineadm-e2e
+export MACHINEADM_E2E_CACHE
+
+e2e-prepare:
+	hack/e2e/prepare.sh
+
+e2e: build e2e-prepare
+	hack/e2e/run.sh
+
+# The README's "run the main job": scenario 1 (a control plane and a worker
+# bootstrapped by machineadm), then both outcome reports.
+demo: build e2e-prepare
+	hack/e2e/run.sh demo

@@ -1,0 +1,47 @@
+# Shared settings of the e2e preparation scripts; sourced, never run.
+# Every artefact lives outside the repository in $CACHE and carries a stamp
+# file whose content is the exact version it was built from, so a second run
+# skips whatever is already present and current.
+set -euo pipefail
+
+CACHE=${MACHINEADM_E2E_CACHE:-/var/cache/machineadm-e2e}
+KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.37.2}
+# kubeadm 1.37 has no SupportedEtcdVersion entry for 37 and falls back to its
+# newest one, constants.DefaultEtcdVersion "3.7.0-0": the image tag is that,
+# the binary is etcd v3.7.0.
+ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
+ETCD_IMAGE_TAG=${ETCD_IMAGE_TAG:-3.7.0-0}
+# kubeadm constants.PauseVersion.
+PAUSE_IMAGE_TAG=${PAUSE_IMAGE_TAG:-3.10.2}
+CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
+# The image repository the e2e specs name (kubernetes.imageRepository).
+# Nothing is ever pulled from it: every image is imported from a tarball, and
+# the reserved .invalid domain (RFC 2606) never resolves, so a stray pull
+# fails at once instead of reaching a real registry.
+IMAGE_REPOSITORY=${IMAGE_REPOSITORY:-registry.e2e.invalid}
+DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+log() { printf '%s [e2e] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# stamp_ok FILE VALUE: true when FILE exists and holds exactly VALUE.
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# debian_mirror prints the first Debian mirror the host's apt uses.
+debian_mirror() {
+  local m
+  m=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
+    grep -v security | grep -oE 'https?://[^ ]+' | head -n1 || true)
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+# apt_install PKG...: installs the host packages the e2e needs when missing.
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make e2e` / `make demo`: runs the e2e scenarios (test/e2e, build tag e2e)
+# against bin/machineadm, then makes sure nothing of the run is left behind
+# even if the test binary was killed (machines, bridge, mounts, cgroups).
+#
+#   run.sh            all scenarios
+#   run.sh demo       scenario 1 only, printing both outcome reports
+source "$(dirname "$0")/lib.sh"
+
+cd "$REPO_ROOT"
+export MACHINEADM_E2E_CACHE=$CACHE
+args=(-tags e2e -count=1 -v -timeout 50m)
+if [ "${1:-}" = demo ]; then
+  export MACHINEADM_E2E_SCENARIOS=1 MACHINEADM_E2E_PRINT_REPORTS=1
+  args+=(-run 'TestScenarios')
+fi
+rc=0
+go test "${args[@]}" ./test/e2e/ || rc=$?
+"$(dirname "$0")/cleanup.sh"
+exit $rc

@@ -1,0 +1,85 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+)
+
+// scenarioHAJoin: cp2 joins as a second control-plane node, fetching the
+// shared certificates with the certificate key; afterwards etcd has two
+// members and cp2 carries the control-plane label, taint and static pods.
+func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
+	m := e.bootMachines(ctx, t, cp2)[0]
+	if err := deliver(m, controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash), c.secrets); err != nil {
+		t.Fatal(err)
+	}
+	r := mustBootstrap(ctx, t, m, controlPlaneJoinPhases)
+	ready, err := waitNodesReady(ctx, c.cs, readyTimeout, cp2.Name)
+	if err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	timing(t, "cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(r.StartTime))
+	if err := checkControlPlaneNode(ctx, c.cs, cp2.Name); err != nil {
+		t.Error(err)
+	}
+	if err := waitStaticPodsRunning(ctx, c.cs, cp2.Name, podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	members, err := etcdMembers(ctx, c.cp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("etcd members: %v", members)
+	if len(members) != 2 {
+		t.Errorf("etcd has %d members %v, want 2", len(members), members)
+	}
+}
+
+// etcdMembers lists the etcd members through cp1's etcd client endpoint,
+// authenticating with the API server's etcd client certificate.
+func etcdMembers(ctx context.Context, cp *Machine) ([]string, error) {
+	pki := filepath.Join(cp.Root, "etc/kubernetes/pki")
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(pki, "etcd/ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{"https://" + cp1.IP + ":2379"},
+		DialTimeout: 10 * time.Second,
+		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(lctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range resp.Members {
+		names = append(names, m.Name)
+	}
+	return names, nil
+}

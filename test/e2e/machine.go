@@ -1,0 +1,315 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// setupUnit is the overlay's boot unit (cgroups read-write, kubelet tunables).
+const setupUnit = "machineadm-e2e-nspawn-setup.service"
+
+// Bounds of the machine lifecycle.
+const (
+	leaderTimeout   = 30 * time.Second
+	bootTimeout     = 120 * time.Second
+	poweroffTimeout = 60 * time.Second
+)
+
+// Machine is one systemd-nspawn container booted from a copy of the cached
+// root filesystem, with systemd as its PID 1 and a fixed address on the
+// harness bridge.
+type Machine struct {
+	// Name is the machine name, its host name and its Node name.
+	Name string
+	// IP is its address on the harness bridge.
+	IP string
+	// Dir holds root/ (its root filesystem), console.log and nspawn.pid.
+	Dir string
+	// Root is Dir/root, the machine's "/" as seen from the host.
+	Root string
+
+	// BindRO are host directories mounted read-only into the machine,
+	// "HOST:MACHINE" (systemd-nspawn --bind-ro).
+	BindRO []string
+	binds  []string // read-write bind mounts, "HOST:MACHINE"
+
+	cmd     *exec.Cmd
+	cgroups []string      // the machine's own cgroups, one per hierarchy
+	leader  int           // host PID of the machine's systemd
+	exited  chan struct{} // closed when systemd-nspawn has exited
+	logf    func(string, ...any)
+}
+
+// hostsEntry is one line of the machines' /etc/hosts.
+type hostsEntry struct{ IP, Name string }
+
+// newMachine copies the base root filesystem into dir, lays the e2e
+// overlay (hack/e2e/rootfs: boot fix-ups for nspawn) over it and writes the
+// machine's identity: host name, /etc/hosts with every harness machine, a
+// fresh machine ID and a systemd-networkd file with its static address.
+func newMachine(ctx context.Context, baseRoot, overlay, dir, name, ip string, hosts []hostsEntry, logf func(string, ...any)) (*Machine, error) {
+	m := &Machine{Name: name, IP: ip, Dir: dir, Root: filepath.Join(dir, "root"), logf: logf}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// The machine's root is an overlay over the shared, read-only base: no
+	// copy, and everything the machine writes stays in Dir/upper.
+	// containerd's overlayfs snapshotter cannot work on an overlay, so its
+	// state directory is a plain host directory bind-mounted at boot.
+	for _, d := range []string{m.Root, filepath.Join(dir, "upper"), filepath.Join(dir, "work"), filepath.Join(dir, "containerd")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", baseRoot, filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
+	if err := syscall.Mount("overlay", m.Root, "overlay", 0, opts); err != nil {
+		return nil, fmt.Errorf("mount overlay root filesystem: %w", err)
+	}
+	m.binds = append(m.binds, filepath.Join(dir, "containerd")+":/var/lib/containerd")
+	if out, err := exec.CommandContext(ctx, "cp", "-a", overlay+"/.", m.Root+"/").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("copy overlay: %w: %s", err, out)
+	}
+	wants := filepath.Join(m.Root, "etc/systemd/system/sysinit.target.wants")
+	if err := os.MkdirAll(wants, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink("/etc/systemd/system/"+setupUnit, filepath.Join(wants, setupUnit)); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
+	var hostsFile strings.Builder
+	hostsFile.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&hostsFile, "%s\t%s\n", h.IP, h.Name)
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	files := map[string]string{
+		"/etc/hostname":   name + "\n",
+		"/etc/hosts":      hostsFile.String(),
+		"/etc/machine-id": hex.EncodeToString(id) + "\n",
+		// No name server: nothing in a machine resolves names outside /etc/hosts.
+		"/etc/resolv.conf": "# machineadm e2e machine: no DNS\n",
+		"/etc/systemd/network/10-host0.network": fmt.Sprintf(
+			"[Match]\nName=host0\n\n[Network]\nAddress=%s/24\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n", ip),
+	}
+	for p, c := range files {
+		if err := m.WriteFile(p, []byte(c), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	logf("machine %s: root filesystem ready in %s", name, time.Since(start).Round(time.Millisecond))
+	return m, nil
+}
+
+// WriteFile writes a file into the machine's root filesystem, creating its
+// parent directories (0755).
+func (m *Machine) WriteFile(path string, data []byte, mode os.FileMode) error {
+	p := filepath.Join(m.Root, path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(p) // a symlink in the base (e.g. resolv.conf) is replaced, never followed
+	if err := os.WriteFile(p, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(p, mode)
+}
+
+// ReadFile reads a file of the machine's root filesystem.
+func (m *Machine) ReadFile(path string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(m.Root, path))
+}
+
+// Boot starts systemd-nspawn and waits until systemd inside reports the
+// system running (or degraded, which is returned as an error naming the
+// failed units).
+func (m *Machine) Boot(ctx context.Context) error {
+	console, err := os.Create(filepath.Join(m.Dir, "console.log"))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if m.cgroups, err = machineCgroups(m.Name); err != nil {
+		console.Close()
+		return err
+	}
+	// The shell moves itself into the machine's cgroups, then becomes
+	// systemd-nspawn, which roots the machine's cgroup namespace there.
+	m.cmd = exec.Command("/bin/sh", "-c", `for d in $MAE2E_CGROUPS; do echo $$ >"$d/cgroup.procs"; done; exec "$@"`,
+		"sh", "systemd-nspawn", "--boot", "--register=no", "--keep-unit",
+		"--capability=all", "--directory="+m.Root, "--machine="+m.Name,
+		"--network-bridge="+bridgeName, "--resolv-conf=off", "--timezone=off",
+		"--link-journal=no", "--console=read-only")
+	for _, b := range m.BindRO {
+		m.cmd.Args = append(m.cmd.Args, "--bind-ro="+b)
+	}
+	for _, b := range m.binds {
+		m.cmd.Args = append(m.cmd.Args, "--bind="+b)
+	}
+	// No systemd on the host: nspawn cannot take its usual image lock.
+	m.cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_LOCK=0", "MAE2E_CGROUPS="+strings.Join(m.cgroups, " "))
+	m.cmd.Stdout, m.cmd.Stderr = console, console
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		console.Close()
+		return fmt.Errorf("start systemd-nspawn: %w", err)
+	}
+	m.exited = make(chan struct{})
+	go func() { _ = m.cmd.Wait(); console.Close(); close(m.exited) }()
+	if err := os.WriteFile(filepath.Join(m.Dir, "nspawn.pid"), []byte(strconv.Itoa(m.cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
+	if m.leader, err = m.findLeader(ctx); err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	defer cancel()
+	var res ExecResult
+	for {
+		// Until systemd has created its bus socket, systemctl cannot ask.
+		res, err = m.Exec(bctx, nil, "systemctl", "is-system-running", "--wait")
+		if !strings.Contains(res.Stderr, "Failed to connect to bus") || bctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	state := strings.TrimSpace(res.Stdout)
+	m.logf("machine %s: systemd %s after %s (leader pid %d)", m.Name, state, time.Since(start).Round(time.Millisecond), m.leader)
+	if state == "running" {
+		return nil
+	}
+	failed, _ := m.Exec(ctx, nil, "systemctl", "--failed", "--no-legend", "--plain")
+	return fmt.Errorf("machine %s: system state %q (%v); failed units:\n%s", m.Name, state, err, failed.Stdout)
+}
+
+// findLeader waits for the machine's systemd and returns its host PID.
+func (m *Machine) findLeader(ctx context.Context) (int, error) {
+	deadline := time.Now().Add(leaderTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-m.exited:
+			return 0, fmt.Errorf("machine %s: systemd-nspawn exited during boot; see %s/console.log", m.Name, m.Dir)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, pid := range descendants(m.cmd.Process.Pid) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("machine %s: no systemd after %s", m.Name, leaderTimeout)
+}
+
+// descendants lists the PIDs below pid, breadth first.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", p))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(t)
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ExecResult is the outcome of a command run in a machine.
+type ExecResult struct {
+	Stdout, Stderr string
+	ExitCode       int
+}
+
+// Exec runs a command inside the machine (all of its namespaces, its root,
+// a clean environment) and returns its output. A non-zero exit is an error
+// of type *exec.ExitError with the result filled in.
+func (m *Machine) Exec(ctx context.Context, stdin []byte, args ...string) (ExecResult, error) {
+	// Like systemd-nspawn, the command first joins the machine's cgroups, so
+	// everything it starts is accounted to (and cleaned up with) the machine.
+	full := append([]string{"-c", `for d in $MAE2E_CGROUPS; do echo $$ >"$d/cgroup.procs"; done; exec "$@"`, "sh",
+		"nsenter", "-t", strconv.Itoa(m.leader), "-a", "--", "/usr/bin/env", "-i",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}, args...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", full...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "MAE2E_CGROUPS=" + strings.Join(m.cgroups, " ")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	res := ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+	if err != nil {
+		return res, fmt.Errorf("%s: %s: %w: %s", m.Name, strings.Join(args, " "), err, strings.TrimSpace(tail(res.Stderr, 5)))
+	}
+	return res, nil
+}
+
+// Stop powers the machine off (systemd-nspawn turns SIGTERM into an orderly
+// shutdown), kills it when that takes longer than poweroffTimeout, and
+// removes its cgroups.
+func (m *Machine) Stop() error {
+	if err := m.stop(); err != nil {
+		return err
+	}
+	if err := removeCgroups(m.cgroups); err != nil {
+		return err
+	}
+	if err := syscall.Unmount(m.Root, 0); err != nil && err != syscall.EINVAL {
+		return fmt.Errorf("unmount %s: %w", m.Root, err)
+	}
+	return nil
+}
+
+func (m *Machine) stop() error {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-m.exited:
+		return nil
+	default:
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return nil
+	case <-time.After(poweroffTimeout):
+	}
+	m.logf("machine %s: no power-off after %s, killing", m.Name, poweroffTimeout)
+	if m.leader > 0 {
+		_ = syscall.Kill(m.leader, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-m.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("systemd-nspawn still running after SIGKILL")
+	}
+}

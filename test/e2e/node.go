@@ -1,0 +1,113 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The machines of the scenarios and their addresses on the harness bridge.
+var (
+	cp1 = hostsEntry{IP: "10.213.0.11", Name: "cp1"}
+	cp2 = hostsEntry{IP: "10.213.0.12", Name: "cp2"}
+	w1  = hostsEntry{IP: "10.213.0.21", Name: "w1"}
+	w2  = hostsEntry{IP: "10.213.0.22", Name: "w2"}
+	w3  = hostsEntry{IP: "10.213.0.23", Name: "w3"}
+)
+
+func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3} }
+
+// imagesDir is where the image tarballs appear (read-only) in a machine.
+const imagesDir = "/var/lib/machineadm-e2e/images"
+
+// controlPlaneImages are imported on control-plane machines; workers only
+// need the pause image. kube-proxy and CoreDNS images are not built: their
+// pods stay in ImagePullBackOff, which blocks neither Node readiness nor the
+// scenarios' pods (see test/e2e/README.md).
+var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "pause"}
+
+// installNodeComponents puts into the machine's root filesystem what an OS
+// image for Kubernetes nodes ships: the kubelet binary and its systemd unit
+// (with kubeadm's drop-in, enabled), the CNI plugins, and machineadm itself.
+func (e *env) installNodeComponents(m *Machine) error {
+	copies := map[string]string{
+		e.binPath("kubelet"): "/usr/bin/kubelet",
+		e.machineadm:         "/usr/local/bin/machineadm",
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		copies[e.binPath(p)] = "/opt/cni/bin/" + p
+	}
+	for src, dst := range copies {
+		if err := copyFile(src, filepath.Join(m.Root, dst), 0o755); err != nil {
+			return err
+		}
+	}
+	nodeFiles := filepath.Join(e.repo, "hack/e2e/node")
+	err := filepath.Walk(nodeFiles, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(nodeFiles, p)
+		return copyFile(p, filepath.Join(m.Root, rel), 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	wants := filepath.Join(m.Root, "etc/systemd/system/multi-user.target.wants")
+	if err := os.MkdirAll(wants, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink("/etc/systemd/system/kubelet.service", filepath.Join(wants, "kubelet.service")); err != nil && !os.IsExist(err) {
+		return err
+	}
+	m.BindRO = append(m.BindRO, filepath.Join(e.cache, "images")+":"+imagesDir)
+	return nil
+}
+
+// importImages loads the image tarballs into the machine's containerd
+// (namespace k8s.io, the CRI's), as an air-gapped node image would have them.
+func (e *env) importImages(ctx context.Context, m *Machine) error {
+	names := []string{"pause"}
+	if m.Name == cp1.Name || m.Name == cp2.Name {
+		names = controlPlaneImages
+	}
+	start := time.Now()
+	ictx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for _, n := range names {
+		if res, err := m.Exec(ictx, nil, "ctr", "-n", "k8s.io", "images", "import", imagesDir+"/"+n+".tar"); err != nil {
+			return fmt.Errorf("import %s: %w: %s", n, err, res.Stderr)
+		}
+	}
+	m.logf("machine %s: imported %v in %s", m.Name, names, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// copyFile copies src to dst (creating parent directories) with mode.
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}

@@ -1,0 +1,94 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// outcomeReport is the part of machineadm's outcome report
+// (machineadm.io/v1alpha1 BootstrapReport, docs/report.md) the scenarios
+// check. It is decoded from the JSON a machine wrote, as an operator's tool
+// would, not shared with pkg/report, so a renamed field fails the test.
+type outcomeReport struct {
+	APIVersion  string        `json:"apiVersion"`
+	Kind        string        `json:"kind"`
+	Result      string        `json:"result"`
+	StartTime   time.Time     `json:"startTime"`
+	EndTime     time.Time     `json:"endTime"`
+	FailedPhase string        `json:"failedPhase"`
+	ErrorClass  string        `json:"errorClass"`
+	Hint        string        `json:"hint"`
+	Error       string        `json:"error"`
+	Phases      []reportPhase `json:"phases"`
+	LogTail     []string      `json:"logTail"`
+}
+
+type reportPhase struct {
+	Name       string `json:"name"`
+	Status     string `json:"status"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// readReport reads the outcome report a machine wrote.
+func readReport(m *Machine) (*outcomeReport, []byte, error) {
+	raw, err := m.ReadFile(reportPath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: outcome report: %w", m.Name, err)
+	}
+	var r outcomeReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, raw, fmt.Errorf("%s: outcome report: %w", m.Name, err)
+	}
+	if r.APIVersion != "machineadm.io/v1alpha1" || r.Kind != "BootstrapReport" {
+		return nil, raw, fmt.Errorf("%s: outcome report is %s %s, want machineadm.io/v1alpha1 BootstrapReport", m.Name, r.APIVersion, r.Kind)
+	}
+	return &r, raw, nil
+}
+
+// summary is a one-line view of the report for test output.
+func (r *outcomeReport) summary() string {
+	if r.Result == "Succeeded" {
+		return fmt.Sprintf("result=Succeeded phases=%d duration=%s", len(r.Phases), r.EndTime.Sub(r.StartTime).Round(time.Second))
+	}
+	return fmt.Sprintf("result=%s errorClass=%s failedPhase=%s hint=%q error=%q\nlog tail:\n  %s",
+		r.Result, r.ErrorClass, r.FailedPhase, r.Hint, r.Error, strings.Join(r.LogTail, "\n  "))
+}
+
+// checkSucceeded returns an error unless the report says Succeeded, lists
+// every phase in want, and none of its phases failed.
+func (r *outcomeReport) checkSucceeded(want []string) error {
+	if r.Result != "Succeeded" {
+		return fmt.Errorf("report: %s", r.summary())
+	}
+	seen := map[string]string{}
+	for _, p := range r.Phases {
+		seen[p.Name] = p.Status
+		if p.Status == "Failed" {
+			return fmt.Errorf("report Succeeded but phase %s Failed", p.Name)
+		}
+	}
+	var missing []string
+	for _, w := range want {
+		if st, ok := seen[w]; !ok || st != "Succeeded" {
+			missing = append(missing, fmt.Sprintf("%s(%s)", w, st))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("report lacks succeeded phases %v; phases: %+v", missing, r.Phases)
+	}
+	return nil
+}
+
+// Phases the scenarios expect to see succeed (kubeadm's phase names).
+var (
+	initPhases = []string{"preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
+		"wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
+		"kubelet-finalize", "addon"}
+	workerJoinPhases       = []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}
+	controlPlaneJoinPhases = []string{"preflight", "control-plane-prepare", "kubelet-start", "etcd-join",
+		"kubelet-wait-bootstrap", "control-plane-join", "wait-control-plane"}
+)

@@ -1,0 +1,268 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+)
+
+// Bounds of the scenarios.
+const (
+	bootstrapTimeout = 8 * time.Minute
+	readyTimeout     = 4 * time.Minute
+	podTimeout       = 3 * time.Minute
+)
+
+// cluster is the state scenario 1 builds and later scenarios reuse.
+type cluster struct {
+	secrets clusterSecrets
+	cp1     *Machine
+	cs      *kubernetes.Clientset
+}
+
+// TestScenarios runs the issue's scenarios in order on one cluster:
+// 1 (Init + worker Join), 3 (wrong CA cert hash), 4 (HA control-plane Join).
+// A later scenario is skipped when scenario 1 failed.
+func TestScenarios(t *testing.T) {
+	e := theEnv
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	var c *cluster
+	ok := t.Run("1-init-and-worker-join", func(t *testing.T) {
+		start := time.Now()
+		c = scenarioInitAndJoin(ctx, t, e)
+		timing(t, "scenario1", time.Since(start))
+	})
+	if !ok || c == nil {
+		return
+	}
+	if os.Getenv("MACHINEADM_E2E_SCENARIOS") == "1" {
+		return
+	}
+	t.Run("3-wrong-ca-cert-hash", func(t *testing.T) {
+		start := time.Now()
+		scenarioWrongCAHash(ctx, t, e, c)
+		timing(t, "scenario3", time.Since(start))
+	})
+	t.Run("4-ha-control-plane-join", func(t *testing.T) {
+		start := time.Now()
+		scenarioHAJoin(ctx, t, e, c)
+		timing(t, "scenario4", time.Since(start))
+	})
+}
+
+// scenarioInitAndJoin: cp1 bootstraps a cluster (Init, CA set from
+// `machineadm pki init`), w1 joins it as a worker with the bootstrap token
+// and CA cert hash; the CNI configuration reaches both through spec files.
+func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
+	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ms := e.bootMachines(ctx, t, cp1, w1)
+	timing(t, "boot-cp1-w1", time.Since(start))
+	mcp1, mw1 := ms[0], ms[1]
+
+	cpSpec := controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
+	breakSpec(t, cpSpec)
+	if err := deliver(mcp1, cpSpec, secrets); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(mw1, workerSpec(w1, secrets.caHash), secrets); err != nil {
+		t.Fatal(err)
+	}
+
+	cpReport := mustBootstrap(ctx, t, mcp1, initPhases)
+	cs, err := adminClient(mcp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wReport := mustBootstrap(ctx, t, mw1, workerJoinPhases)
+
+	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name)
+	if err != nil {
+		dumpDiagnostics(ctx, t, mcp1, mw1)
+		t.Fatal(err)
+	}
+	timing(t, "cp1-bootstrap-start-to-node-ready", ready[cp1.Name].Sub(cpReport.StartTime))
+	timing(t, "w1-bootstrap-start-to-node-ready", ready[w1.Name].Sub(wReport.StartTime))
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Errorf("cluster has %d nodes, want 2", len(nodes.Items))
+	}
+	if err := checkControlPlaneNode(ctx, cs, cp1.Name); err != nil {
+		t.Error(err)
+	}
+	if err := waitStaticPodsRunning(ctx, cs, cp1.Name, podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, mcp1)
+		t.Fatal(err)
+	}
+	pod, err := runTestPod(ctx, cs, w1, podTimeout)
+	if err != nil {
+		dumpDiagnostics(ctx, t, mw1)
+		t.Fatal(err)
+	}
+	t.Logf("test pod %s running on %s with IP %s", pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
+	if os.Getenv("MACHINEADM_E2E_PRINT_REPORTS") == "1" {
+		printReports(ctx, t, mcp1, mw1)
+	}
+	if t.Failed() {
+		return nil
+	}
+	return &cluster{secrets: secrets, cp1: mcp1, cs: cs}
+}
+
+// scenarioWrongCAHash: a worker pinning another CA must fail discovery:
+// exit code 1, report class DiscoveryFailed, and no Node object.
+func scenarioWrongCAHash(ctx context.Context, t *testing.T, e *env, c *cluster) {
+	other, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "other-pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := e.bootMachines(ctx, t, w3)[0]
+	defer func() {
+		if err := e.stopMachine(m); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := deliver(m, workerSpec(w3, other.caHash), c.secrets); err != nil {
+		t.Fatal(err)
+	}
+	res, dur := bootstrap(ctx, t, m)
+	timing(t, "w3-bootstrap-wrong-hash", dur)
+	if res.ExitCode != 1 {
+		t.Errorf("bootstrap with a wrong CA cert hash exited %d, want 1", res.ExitCode)
+	}
+	r, raw, err := readReport(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("w3 report: %s", r.summary())
+	if r.Result != "Failed" || r.ErrorClass != "DiscoveryFailed" {
+		t.Errorf("report result=%s errorClass=%s, want Failed DiscoveryFailed\n%s", r.Result, r.ErrorClass, raw)
+	}
+	if strings.Contains(string(raw), c.secrets.token) || strings.Contains(string(raw), strings.Split(c.secrets.token, ".")[1]) {
+		t.Errorf("report contains the bootstrap token")
+	}
+	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w3.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node %s exists after a failed discovery", w3.Name)
+	}
+}
+
+// mustBootstrap runs `machineadm bootstrap` in the machine and fails the
+// test, showing the report's error class, unless it exits 0 with a
+// Succeeded report listing the wanted phases.
+func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []string) *outcomeReport {
+	t.Helper()
+	res, dur := bootstrap(ctx, t, m)
+	timing(t, m.Name+"-bootstrap", dur)
+	r, raw, rerr := readReport(m)
+	if res.ExitCode != 0 {
+		if rerr == nil {
+			t.Logf("%s outcome report: %s", m.Name, r.summary())
+		}
+		dumpDiagnostics(ctx, t, m)
+		if rerr != nil {
+			t.Fatalf("%s: machineadm bootstrap exited %d; no report: %v", m.Name, res.ExitCode, rerr)
+		}
+		t.Fatalf("%s: machineadm bootstrap exited %d: errorClass=%s failedPhase=%s hint=%q",
+			m.Name, res.ExitCode, r.ErrorClass, r.FailedPhase, r.Hint)
+	}
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := r.checkSucceeded(phases); err != nil {
+		t.Fatalf("%s: %v\n%s", m.Name, err, raw)
+	}
+	t.Logf("%s outcome report: %s", m.Name, r.summary())
+	return r
+}
+
+// bootstrap runs `machineadm bootstrap -f SPEC` in the machine, keeping its
+// output in the machine directory (bootstrap.log).
+func bootstrap(ctx context.Context, t *testing.T, m *Machine) (ExecResult, time.Duration) {
+	t.Helper()
+	bctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := m.Exec(bctx, nil, "machineadm", "bootstrap", "-f", machineSpecFile)
+	dur := time.Since(start)
+	_ = os.WriteFile(filepath.Join(m.Dir, "bootstrap.log"), []byte(res.Stdout+res.Stderr), 0o600)
+	if err != nil {
+		t.Logf("%s: %v (after %s); output tail:\n%s", m.Name, err, dur.Round(time.Second), tail(res.Stdout+res.Stderr, 40))
+	}
+	if bctx.Err() != nil {
+		t.Fatalf("%s: machineadm bootstrap did not finish within %s", m.Name, bootstrapTimeout)
+	}
+	return res, dur
+}
+
+// breakSpec applies a deliberate break named by MACHINEADM_E2E_BREAK, to
+// show that a broken spec fails the e2e with the report's error class:
+// "cri-socket" points the node at a containerd socket that does not exist.
+func breakSpec(t *testing.T, s *v1alpha1.MachineBootstrapConfig) {
+	switch b := os.Getenv("MACHINEADM_E2E_BREAK"); b {
+	case "":
+	case "cri-socket":
+		s.Spec.Node.CRISocket = "unix:///run/containerd/no-such.sock"
+		t.Logf("deliberate break: node.criSocket=%s", s.Spec.Node.CRISocket)
+	default:
+		t.Fatalf("unknown MACHINEADM_E2E_BREAK %q", b)
+	}
+}
+
+// dumpDiagnostics logs what an operator would look at on a failed node.
+func dumpDiagnostics(ctx context.Context, t *testing.T, ms ...*Machine) {
+	t.Helper()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, m := range ms {
+		for _, args := range [][]string{
+			{"systemctl", "--failed", "--no-legend", "--plain"},
+			{"journalctl", "--no-pager", "-n", "60", "-u", "kubelet", "-u", "containerd"},
+			{"ctr", "-n", "k8s.io", "containers", "ls"},
+		} {
+			res, _ := m.Exec(dctx, nil, args...)
+			t.Logf("%s$ %s\n%s%s", m.Name, strings.Join(args, " "), tail(res.Stdout, 60), tail(res.Stderr, 10))
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// printReports shows each machine's outcome report as a person reads it,
+// with `machineadm report` run on the machine (`make demo`).
+func printReports(ctx context.Context, t *testing.T, ms ...*Machine) {
+	t.Helper()
+	for _, m := range ms {
+		res, err := m.Exec(ctx, nil, "machineadm", "report", reportPath)
+		out := res.Stdout
+		if err != nil {
+			raw, _ := m.ReadFile(reportPath)
+			out = fmt.Sprintf("(machineadm report failed: %v)\n%s\n", err, raw)
+		}
+		fmt.Printf("\n===== %s: machineadm report =====\n%s", m.Name, out)
+	}
+	fmt.Println()
+}

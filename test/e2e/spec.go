@@ -1,0 +1,170 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+)
+
+// Where a machine finds the secrets the harness delivers (0600 files, never
+// inline in the spec).
+const (
+	machinePKIDir      = "/etc/machineadm/pki"
+	machineTokenFile   = "/etc/machineadm/bootstrap-token"
+	machineCertKeyFile = "/etc/machineadm/certificate-key"
+	machineSpecFile    = "/etc/machineadm/spec.yaml"
+	reportPath         = "/var/lib/machineadm/report.json"
+	// apiServerEndpoint is cp1's API server: the control-plane endpoint of
+	// every scenario (there is no load balancer; cp2 joins behind it).
+	apiServerEndpoint = "10.213.0.11:6443"
+)
+
+// The e2e machines' container runtime and kubelet settings, all through
+// machineadm's own spec. Each one is needed for a kubelet 1.37 in a
+// systemd-nspawn machine on a cgroup v1 host:
+//   - restrictOOMScoreAdj: containerd here lacks CAP_SYS_RESOURCE, so the
+//     negative oom_score_adj the kubelet asks for would fail;
+//   - runc NoNewKeyring: nspawn's seccomp filter refuses session keyrings
+//     ("unable to join session keyring");
+//   - sandboxImage: the imported pause image, never pulled;
+//   - failCgroupV1: false: kubelet 1.37 refuses cgroup v1 otherwise;
+//   - cgroupfs driver on both sides (see cgroupDriver).
+const cgroupDriver = "cgroupfs"
+
+func containerdSettings() *v1alpha1.Containerd {
+	return &v1alpha1.Containerd{
+		CgroupDriver:        cgroupDriver,
+		SandboxImage:        pauseImage,
+		RestrictOOMScoreAdj: true,
+		Runtimes: []v1alpha1.Runtime{{
+			Name:    "runc",
+			Options: map[string]any{"NoNewKeyring": true},
+		}},
+	}
+}
+
+func kubeletSettings(node hostsEntry) v1alpha1.Kubelet {
+	return v1alpha1.Kubelet{
+		// The machines have no default route, so the kubelet cannot pick its
+		// address by itself.
+		ExtraArgs: []v1alpha1.Arg{{Name: "node-ip", Value: node.IP}},
+		Config: map[string]any{
+			"failCgroupV1": false,
+			"cgroupDriver": cgroupDriver,
+		},
+	}
+}
+
+// podCIDR gives each node its own /24 of podSubnet for the bridge CNI.
+func podCIDR(node hostsEntry) string {
+	var n int
+	fmt.Sscanf(node.IP, "10.213.0.%d", &n)
+	return fmt.Sprintf("10.244.%d.0/24", n)
+}
+
+// cniConfig is the node's CNI configuration (bridge + host-local, portmap),
+// delivered through spec.host.files like any site's own network setup.
+func cniConfig(node hostsEntry) v1alpha1.File {
+	return v1alpha1.File{
+		Path: "/etc/cni/net.d/10-e2e-bridge.conflist",
+		Mode: "0644",
+		Content: fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "e2e",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, podCIDR(node)),
+	}
+}
+
+// hostSettings are the host preparation settings of every e2e machine.
+func hostSettings(node hostsEntry) v1alpha1.Host {
+	return v1alpha1.Host{
+		// Network sysctls are per network namespace, so the machine may set
+		// them; kernel modules cannot be loaded from a container (the host
+		// has br_netfilter already).
+		Sysctl:     map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},
+		Files:      []v1alpha1.File{cniConfig(node)},
+		Containerd: containerdSettings(),
+	}
+}
+
+// ignoredPreflight are the kubeadm preflight checks that cannot pass in a
+// container: SystemVerification reads the kernel configuration, which a
+// container does not have.
+var ignoredPreflight = []string{"SystemVerification"}
+
+func baseSpec(node hostsEntry, role v1alpha1.Role, action v1alpha1.Action) *v1alpha1.MachineBootstrapConfig {
+	return &v1alpha1.MachineBootstrapConfig{
+		APIVersion: "machineadm.io/v1alpha1",
+		Kind:       "MachineBootstrapConfig",
+		Metadata:   v1alpha1.ObjectMeta{Name: "e2e-" + node.Name},
+		Spec: v1alpha1.MachineBootstrapSpec{
+			Role:   role,
+			Action: action,
+			Kubernetes: v1alpha1.Kubernetes{
+				Version:              kubernetesVersion,
+				ControlPlaneEndpoint: apiServerEndpoint,
+				ImageRepository:      imageRepository,
+				Networking:           v1alpha1.Networking{PodSubnet: podSubnet},
+			},
+			Node: v1alpha1.Node{
+				Name:                  node.Name,
+				IgnorePreflightErrors: ignoredPreflight,
+				Kubelet:               kubeletSettings(node),
+			},
+			Host: hostSettings(node),
+		},
+	}
+}
+
+// controlPlaneSpec is the spec of a control-plane node: Init on cp1 (with
+// the CA set from `machineadm pki init` and the bootstrap token the workers
+// use), Join with the certificate key elsewhere.
+func controlPlaneSpec(node hostsEntry, action v1alpha1.Action, caHash string) *v1alpha1.MachineBootstrapConfig {
+	s := baseSpec(node, v1alpha1.RoleControlPlane, action)
+	cp := &v1alpha1.ControlPlane{
+		AdvertiseAddress: node.IP,
+		CertificateKey:   &v1alpha1.SecretSource{File: machineCertKeyFile},
+	}
+	if action == v1alpha1.ActionInit {
+		cp.PKI = v1alpha1.PKI{Dir: machinePKIDir}
+		cp.BootstrapTokens = []v1alpha1.BootstrapToken{{
+			Token: v1alpha1.SecretSource{File: machineTokenFile}, TTL: "2h", Description: "machineadm e2e",
+		}}
+	} else {
+		s.Spec.Join = joinSettings(caHash)
+	}
+	s.Spec.ControlPlane = cp
+	return s
+}
+
+// workerSpec is the spec of a worker that joins with the bootstrap token,
+// pinning the cluster CA by caHash.
+func workerSpec(node hostsEntry, caHash string) *v1alpha1.MachineBootstrapConfig {
+	s := baseSpec(node, v1alpha1.RoleWorker, v1alpha1.ActionJoin)
+	s.Spec.Join = joinSettings(caHash)
+	return s
+}
+
+func joinSettings(caHash string) *v1alpha1.Join {
+	return &v1alpha1.Join{
+		APIServerEndpoint: apiServerEndpoint,
+		Token:             v1alpha1.SecretSource{File: machineTokenFile},
+		CACertHashes:      []string{caHash},
+		Timeout:           "2m",
+	}
+}
+
+// specYAML renders a spec as the YAML a user would write.
+func specYAML(s *v1alpha1.MachineBootstrapConfig) ([]byte, error) {
+	return yaml.Marshal(s)
+}

@@ -17,7 +17,7 @@ import (
 // Administrators, then runs `machineadm bootstrap -f SPEC` and exits with its
 // exit code. Its parameters carry the rendered values as defaults, so the
 // same script also serves images that pass them on the command line
-// (contrib/windows/machineadm-firstboot.ps1).
+// (contrib/windows/firstboot.ps1).
 func renderPowerShell(r *resolved, spec []byte) ([]byte, error) {
 	s := newStub(r, spec, WindowsAgentPath, WindowsSpecPath, true)
 	return execute("stub.ps1.tmpl", s)

@@ -1,0 +1,92 @@
+#ps1_sysnative
+# machineadm first-boot stub, written by `machineadm render`: get the agent,
+# verify it with Get-FileHash before it runs, write the machine spec into a
+# directory only SYSTEM and Administrators can read, run `machineadm bootstrap`.
+# With -AgentUrl empty the agent must already be at -AgentPath; with
+# -SpecGzipBase64 and -PayloadUrl empty the spec must already be at -SpecPath.
+param(
+	[string]$AgentUrl = '',
+	[string]$AgentSha256 = '',
+	[string]$AgentPath = 'C:\Program Files\machineadm\machineadm.exe',
+	[string]$SpecPath = 'C:\ProgramData\machineadm\spec.yaml',
+	[string]$PayloadUrl = '',
+	[string]$PayloadSha256 = '',
+	[string]$SpecGzipBase64 = ''
+)
+$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+[Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
+function Get-Setting([string]$Name, [int]$Default) {
+	$v = [Environment]::GetEnvironmentVariable($Name)
+	if ($v) { return [int]$v } else { return $Default }
+}
+$Attempts = Get-Setting 'MACHINEADM_FETCH_ATTEMPTS' 10
+$Delay = Get-Setting 'MACHINEADM_FETCH_DELAY' 2
+$Timeout = Get-Setting 'MACHINEADM_FETCH_TIMEOUT' 600
+$Deadline = (Get-Date).AddSeconds($Timeout)
+if ($env:MACHINEADM_PREFIX) {
+	$SpecPath = Join-Path $env:MACHINEADM_PREFIX ($SpecPath -replace '^[A-Za-z]:', '')
+	if ($AgentUrl) { $AgentPath = Join-Path $env:MACHINEADM_PREFIX ($AgentPath -replace '^[A-Za-z]:', '') }
+}
+function Write-Log([string]$Message) { Write-Host "machineadm-stub: $Message" }
+function Get-Download([string]$Url, [string]$OutFile) {
+	$shown = $Url -replace '\?.*$', ''
+	$wait = $Delay
+	for ($i = 1; ; $i++) {
+		$left = [int]($Deadline - (Get-Date)).TotalSeconds
+		if ($left -le 0) { throw "${shown}: no download within $Timeout s" }
+		try {
+			Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $OutFile -TimeoutSec $left
+			return
+		} catch {
+			if ($i -ge $Attempts) { throw "${shown}: download failed $Attempts times: $($_.Exception.Message)" }
+			Write-Log "${shown}: download failed (attempt $i of $Attempts), retrying in $wait s"
+			Start-Sleep -Seconds $wait
+			$wait = [Math]::Min($wait * 2, 60)
+		}
+	}
+}
+function Get-Sha256([string]$Path) { (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash.ToLowerInvariant() }
+function Assert-Sha256([string]$Path, [string]$Expected, [string]$What, [switch]$Remove) {
+	$actual = Get-Sha256 $Path
+	if ($actual -ne $Expected.ToLowerInvariant()) {
+		if ($Remove) { Remove-Item -Force -LiteralPath $Path }
+		throw "${What}: SHA-256 digest is $actual, expected $Expected"
+	}
+}
+if (-not $AgentUrl) {
+	if (-not (Test-Path -LiteralPath $AgentPath -PathType Leaf)) { throw "${AgentPath}: no machineadm agent in the image" }
+	if ($AgentSha256) { Assert-Sha256 $AgentPath $AgentSha256 $AgentPath }
+} elseif (-not $AgentSha256) {
+	throw 'AgentSha256 is required with AgentUrl: the agent is verified before it runs'
+} elseif ((Test-Path -LiteralPath $AgentPath -PathType Leaf) -and ((Get-Sha256 $AgentPath) -eq $AgentSha256.ToLowerInvariant())) {
+	Write-Log "$AgentPath is already the verified agent"
+} else {
+	New-Item -ItemType Directory -Force -Path (Split-Path -Parent $AgentPath) | Out-Null
+	$download = "$AgentPath.download"
+	Get-Download $AgentUrl $download
+	Assert-Sha256 $download $AgentSha256 'agent' -Remove
+	Move-Item -Force -LiteralPath $download -Destination $AgentPath
+}
+$specDir = Split-Path -Parent $SpecPath
+New-Item -ItemType Directory -Force -Path $specDir | Out-Null
+# Only SYSTEM (S-1-5-18) and Administrators (S-1-5-32-544) may read the spec.
+& icacls.exe $specDir /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F' | Out-Null
+if ($LASTEXITCODE -ne 0) { throw "icacls $specDir failed with exit code $LASTEXITCODE" }
+if ($SpecGzipBase64) {
+	$gz = [Convert]::FromBase64String($SpecGzipBase64)
+	$in = New-Object IO.Compression.GZipStream((New-Object IO.MemoryStream(, $gz)), [IO.Compression.CompressionMode]::Decompress)
+	$out = [IO.File]::Create("$SpecPath.tmp")
+	try { $in.CopyTo($out) } finally { $out.Close(); $in.Close() }
+	Move-Item -Force -LiteralPath "$SpecPath.tmp" -Destination $SpecPath
+} elseif ($PayloadUrl) {
+	if (-not $PayloadSha256) { throw 'PayloadSha256 is required with PayloadUrl' }
+	Get-Download $PayloadUrl "$SpecPath.tmp"
+	Assert-Sha256 "$SpecPath.tmp" $PayloadSha256 'machine spec' -Remove
+	Move-Item -Force -LiteralPath "$SpecPath.tmp" -Destination $SpecPath
+} elseif (-not (Test-Path -LiteralPath $SpecPath -PathType Leaf)) {
+	throw "${SpecPath}: no machine spec"
+}
+Write-Log "running $AgentPath bootstrap -f $SpecPath"
+& $AgentPath bootstrap -f $SpecPath
+exit $LASTEXITCODE

@@ -1,0 +1,192 @@
+package render
+
+import (
+	"encoding/base64"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// No PowerShell or Windows Setup runs here: these tests check the XML with
+// encoding/xml and the script's structure as text, and decode what the
+// unattend.xml writes the way certutil would.
+
+// unattendDoc is the part of an answer file the tests read.
+type unattendDoc struct {
+	XMLName  xml.Name `xml:"urn:schemas-microsoft-com:unattend unattend"`
+	Settings []struct {
+		Pass       string `xml:"pass,attr"`
+		Components []struct {
+			Name     string `xml:"name,attr"`
+			Commands []struct {
+				Action      string `xml:"http://schemas.microsoft.com/WMIConfig/2002/State action,attr"`
+				Order       int    `xml:"Order"`
+				Description string `xml:"Description"`
+				Path        string `xml:"Path"`
+				WillReboot  string `xml:"WillReboot"`
+			} `xml:"RunSynchronous>RunSynchronousCommand"`
+		} `xml:"component"`
+	} `xml:"settings"`
+}
+
+// parseUnattend decodes an answer file strictly (well-formed XML, the
+// expected element names) and returns its specialize commands' paths in
+// order.
+func parseUnattend(t *testing.T, out []byte) []string {
+	t.Helper()
+	var doc unattendDoc
+	d := xml.NewDecoder(strings.NewReader(string(out)))
+	d.Strict = true
+	if err := d.Decode(&doc); err != nil {
+		t.Fatalf("unattend.xml is not well-formed: %v", err)
+	}
+	if len(doc.Settings) != 1 || doc.Settings[0].Pass != "specialize" || len(doc.Settings[0].Components) != 1 ||
+		doc.Settings[0].Components[0].Name != "Microsoft-Windows-Deployment" {
+		t.Fatalf("unexpected structure: %+v", doc)
+	}
+	var paths []string
+	for i, c := range doc.Settings[0].Components[0].Commands {
+		if c.Order != i+1 || c.Action != "add" || c.WillReboot != "Never" || c.Description == "" {
+			t.Errorf("command %d: order %d action %q reboot %q", i+1, c.Order, c.Action, c.WillReboot)
+		}
+		if len(c.Path) > unattendMaxPath {
+			t.Errorf("command %d is %d characters, over %d", i+1, len(c.Path), unattendMaxPath)
+		}
+		paths = append(paths, c.Path)
+	}
+	return paths
+}
+
+func TestUnattend(t *testing.T) {
+	for _, name := range []string{"worker", "control-plane-init"} {
+		t.Run(name, func(t *testing.T) {
+			data, cfg := loadExample(t, name)
+			o := Options{Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}}
+			o.Format = FormatPowerShell
+			script := mustRender(t, data, cfg, o)
+			o.Format = FormatUnattend
+			paths := parseUnattend(t, mustRender(t, data, cfg, o))
+
+			n := len(paths)
+			if n < 4 || !strings.Contains(paths[0], "icacls") || !strings.Contains(paths[n-2], "certutil -f -decode") ||
+				!strings.Contains(paths[n-1], "powershell -NoProfile -ExecutionPolicy Bypass -File "+unattendScript) {
+				t.Fatalf("command order: first must lock the directory, then write, decode, run:\n%s", strings.Join(paths, "\n"))
+			}
+			// Reassemble the chunks as cmd's echo appends them; certutil
+			// decodes base64 ignoring line breaks.
+			prefix := `cmd /c >>` + unattendB64 + ` echo `
+			var b64 strings.Builder
+			for _, p := range paths[1 : n-2] {
+				chunk, ok := strings.CutPrefix(p, prefix)
+				if !ok || strings.ContainsAny(chunk, "&|<>^%\" ") {
+					t.Fatalf("chunk command %q is not a plain echo of base64", p)
+				}
+				b64.WriteString(chunk + "\r\n")
+			}
+			got, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(b64.String()), ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(script) {
+				t.Error("the script the unattend.xml writes differs from the PowerShell stub")
+			}
+		})
+	}
+}
+
+// psOrder asserts that the patterns occur in the script in this order.
+func psOrder(t *testing.T, script string, patterns ...string) {
+	t.Helper()
+	at := 0
+	for _, p := range patterns {
+		i := strings.Index(script[at:], p)
+		if i < 0 {
+			t.Fatalf("%q missing, or not after %q", p, script[:at])
+		}
+		at += i + len(p)
+	}
+}
+
+func TestPowerShellStructure(t *testing.T) {
+	data, cfg := loadExample(t, "worker")
+	script := string(mustRender(t, data, cfg, Options{Format: FormatPowerShell, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}}))
+
+	// The digest is computed with Get-FileHash and compared before the
+	// download is moved into place, and that happens before the agent runs.
+	psOrder(t, script,
+		"function Get-Sha256", "Get-FileHash -Algorithm SHA256",
+		"Get-Download $AgentUrl $download",
+		"Assert-Sha256 $download $AgentSha256 'agent' -Remove",
+		"Move-Item -Force -LiteralPath $download -Destination $AgentPath",
+		"icacls.exe $specDir /inheritance:r",
+		"[IO.File]::Create(\"$SpecPath.tmp\")",
+		"& $AgentPath bootstrap -f $SpecPath",
+		"exit $LASTEXITCODE")
+	for _, want := range []string{
+		"$ErrorActionPreference = 'Stop'",
+		"if ($i -ge $Attempts) { throw",
+		"if ($left -le 0) { throw",
+		"Start-Sleep -Seconds $wait",
+		"$shown = $Url -replace '\\?.*$', ''",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	if !strings.HasPrefix(script, "#ps1_sysnative\n") {
+		t.Error("first line is not #ps1_sysnative")
+	}
+	// Every parameter default is one single-quoted literal.
+	params := regexp.MustCompile(`(?m)^\t\[string\]\$(\w+) = ('(?:[^']|'')*')`).FindAllStringSubmatch(script, -1)
+	if len(params) != 7 {
+		t.Errorf("found %d quoted parameters, want 7: %v", len(params), params)
+	}
+}
+
+func TestPSQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                       "''",
+		"it's":                   "'it''s'",
+		"a\u2019b":               "'a\u2019\u2019b'",
+		"$(x) `y` \"z\"":         "'$(x) `y` \"z\"'",
+		`C:\Program Files\x.exe`: `'C:\Program Files\x.exe'`,
+	} {
+		if got := psQuote(in); got != want {
+			t.Errorf("psQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestContribWindows keeps contrib/windows/firstboot.ps1 equal to
+// the stub rendered with no baked-in values (the agent in the image, the
+// spec at its path or passed by parameter) and checks the unattend.xml
+// template.
+func TestContribWindows(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "contrib", "windows")
+	script, err := execute("stub.ps1.tmpl", &stub{AgentPath: WindowsAgentPath, SpecPath: WindowsSpecPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareOrUpdate(t, filepath.Join(dir, "firstboot.ps1"), script)
+
+	tmpl, err := os.ReadFile(filepath.Join(dir, "unattend.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With a typical URL in place of each placeholder every command fits
+	// Windows Setup's limit.
+	filled := strings.NewReplacer("@PAYLOAD_URL@", "https://specs.example.com/machines/"+strings.Repeat("w", 24)+".yaml",
+		"@PAYLOAD_SHA256@", testAgentSHA256).Replace(string(tmpl))
+	paths := parseUnattend(t, []byte(filled))
+	if len(paths) != 1 {
+		t.Fatalf("template commands: %q", paths)
+	}
+	for _, p := range regexp.MustCompile(` -(\w+) `).FindAllStringSubmatch(paths[0], -1) {
+		if p[1] != "NoProfile" && p[1] != "ExecutionPolicy" && p[1] != "File" && !strings.Contains(string(script), "[string]$"+p[1]+" =") {
+			t.Errorf("the template passes -%s, which the script does not take", p[1])
+		}
+	}
+}

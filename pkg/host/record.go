@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
@@ -39,7 +40,7 @@ func (r *recorder) file(d files.Desired, field string) (bool, error) {
 	if r.env.DryRun {
 		fmt.Fprint(r.env.out(), files.Diff(c))
 		r.run.overlay[hp] = overlayEntry{state: c.New}
-		r.res.Changes = append(r.res.Changes, "would have "+c.Summary())
+		r.res.Changes = append(r.res.Changes, wouldLine(c.Summary()))
 		return true, nil
 	}
 	if err := files.Apply(c); err != nil {
@@ -62,12 +63,12 @@ func (r *recorder) current(hostPath string) (files.State, error) {
 
 // live performs one change outside the file system (load a module, set a
 // sysctl value, restart a service): in a dry run it only prints and
-// records "would have LINE".
+// records "would LINE".
 func (r *recorder) live(line string, do func() error) error {
 	r.res.Changed = true
 	if r.env.DryRun {
 		fmt.Fprintln(r.env.out(), "would "+line)
-		r.res.Changes = append(r.res.Changes, "would have "+pastTense(line))
+		r.res.Changes = append(r.res.Changes, "would "+line)
 		return nil
 	}
 	if err := do(); err != nil {
@@ -96,4 +97,18 @@ func pastTense(line string) string {
 		}
 	}
 	return line
+}
+
+// wouldLine turns a file summary ("wrote X …") into its dry-run form
+// ("would write X …").
+func wouldLine(summary string) string {
+	for _, v := range []struct{ from, to string }{
+		{"wrote ", "would write "}, {"rewrote ", "would rewrite "}, {"appended to ", "would append to "},
+		{"removed ", "would remove "}, {"set ", "would set "},
+	} {
+		if strings.HasPrefix(summary, v.from) {
+			return v.to + strings.TrimPrefix(summary, v.from)
+		}
+	}
+	return "would change " + summary
 }

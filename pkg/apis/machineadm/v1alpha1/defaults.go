@@ -22,6 +22,7 @@ const (
 	DefaultContainerdConfig = "/etc/containerd/config.toml"
 	DefaultCgroupDriver     = "systemd"
 	DefaultRuntimeType      = "io.containerd.runc.v2"
+	DefaultRuntimeName      = "runc"
 )
 
 // SetDefaults fills every unset field of c that has a default, in place.
@@ -82,6 +83,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	if cd := s.Host.Containerd; cd != nil {
 		setString(&cd.ConfigFile, DefaultContainerdConfig)
 		setString(&cd.CgroupDriver, DefaultCgroupDriver)
+		setString(&cd.DefaultRuntime, DefaultRuntimeName)
 		for i := range cd.Runtimes {
 			setString(&cd.Runtimes[i].Type, DefaultRuntimeType)
 		}

@@ -66,6 +66,7 @@ func TestSetDefaultsPerRoleAndAction(t *testing.T) {
 			check("host.containerd.configFile", s.Host.Containerd.ConfigFile, "/etc/containerd/config.toml")
 			check("host.containerd.cgroupDriver", s.Host.Containerd.CgroupDriver, "systemd")
 			check("host.containerd.configVersion", s.Host.Containerd.ConfigVersion, 0) // chosen from the installed containerd
+			check("host.containerd.defaultRuntime", s.Host.Containerd.DefaultRuntime, "runc")
 			check("host.containerd.runtimes[0].type", s.Host.Containerd.Runtimes[0].Type, "io.containerd.runc.v2")
 			check("host.containerd.registries[0].mirrors[0].capabilities", s.Host.Containerd.Registries[0].Mirrors[0].Capabilities, []string{"pull", "resolve"})
 			if s.Join != nil {

@@ -27,6 +27,7 @@ func renderPowerShell(r *resolved, spec []byte) ([]byte, error) {
 const (
 	unattendDir    = `%ProgramData%\machineadm`
 	unattendB64    = unattendDir + `\firstboot.b64`
+	unattendGzip   = unattendDir + `\firstboot.gz`
 	unattendScript = unattendDir + `\firstboot.ps1`
 	// unattendMaxPath is the longest RunSynchronousCommand/Path Windows
 	// Setup accepts (Microsoft-Windows-Deployment documentation).
@@ -43,8 +44,9 @@ type unattendCommand struct {
 // renderUnattend builds a Windows answer file whose specialize pass (run as
 // SYSTEM, Microsoft-Windows-Deployment RunSynchronous) creates
 // C:\ProgramData\machineadm readable only by SYSTEM and Administrators,
-// writes the PowerShell stub there in base64 chunks small enough for
-// Setup's 259-character command limit, decodes it with certutil and runs it.
+// writes the gzip-compressed PowerShell stub there in base64 chunks small
+// enough for Setup's 259-character command limit, decodes them with
+// certutil, decompresses the script with .NET's GZipStream and runs it.
 // Nothing in a command is user content except base64 text.
 func renderUnattend(r *resolved, spec []byte) ([]byte, error) {
 	script, err := renderPowerShell(r, spec)
@@ -58,7 +60,7 @@ func renderUnattend(r *resolved, spec []byte) ([]byte, error) {
 	}}
 	// Redirection first: a chunk ending in a digit must not read as "2>>".
 	prefix := `cmd /c >>` + unattendB64 + ` echo `
-	b64 := base64.StdEncoding.EncodeToString(script)
+	b64 := base64.StdEncoding.EncodeToString(gzipData(script))
 	chunk := (unattendMaxPath - len(prefix)) / 4 * 4
 	for i := 0; i < len(b64); i += chunk {
 		part := b64[i:min(i+chunk, len(b64))]
@@ -67,7 +69,13 @@ func renderUnattend(r *resolved, spec []byte) ([]byte, error) {
 	cmds = append(cmds,
 		unattendCommand{
 			Description: "machineadm: decode the first-boot script",
-			Path:        fmt.Sprintf(`cmd /c certutil -f -decode %s %s >nul && del /q %s`, unattendB64, unattendScript, unattendB64),
+			Path:        fmt.Sprintf(`cmd /c certutil -f -decode %s %s >nul && del /q %s`, unattendB64, unattendGzip, unattendB64),
+		},
+		unattendCommand{
+			Description: "machineadm: decompress the first-boot script",
+			Path: `powershell -NoProfile -Command "$d=$env:ProgramData+'\machineadm\firstboot.';` +
+				`$z=New-Object IO.Compression.GZipStream([IO.File]::OpenRead($d+'gz'),0);` + // 0: CompressionMode.Decompress
+				`$o=[IO.File]::Create($d+'ps1');$z.CopyTo($o);$o.Close();$z.Close();del ($d+'gz')"`,
 		},
 		unattendCommand{
 			Description: "machineadm: verify the agent and bootstrap this machine",

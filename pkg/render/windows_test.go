@@ -71,15 +71,16 @@ func TestUnattend(t *testing.T) {
 			paths := parseUnattend(t, mustRender(t, data, cfg, o))
 
 			n := len(paths)
-			if n < 4 || !strings.Contains(paths[0], "icacls") || !strings.Contains(paths[n-2], "certutil -f -decode") ||
+			if n < 5 || !strings.Contains(paths[0], "icacls") || !strings.Contains(paths[n-3], "certutil -f -decode "+unattendB64+" "+unattendGzip) ||
+				!strings.Contains(paths[n-2], "GZipStream") ||
 				!strings.Contains(paths[n-1], "powershell -NoProfile -ExecutionPolicy Bypass -File "+unattendScript) {
-				t.Fatalf("command order: first must lock the directory, then write, decode, run:\n%s", strings.Join(paths, "\n"))
+				t.Fatalf("command order: first must lock the directory, then write, decode, decompress, run:\n%s", strings.Join(paths, "\n"))
 			}
 			// Reassemble the chunks as cmd's echo appends them; certutil
-			// decodes base64 ignoring line breaks.
+			// decodes base64 ignoring line breaks, GZipStream decompresses.
 			prefix := `cmd /c >>` + unattendB64 + ` echo `
 			var b64 strings.Builder
-			for _, p := range paths[1 : n-2] {
+			for _, p := range paths[1 : n-3] {
 				chunk, ok := strings.CutPrefix(p, prefix)
 				if !ok || strings.ContainsAny(chunk, "&|<>^%\" ") {
 					t.Fatalf("chunk command %q is not a plain echo of base64", p)
@@ -90,7 +91,7 @@ func TestUnattend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(got) != string(script) {
+			if got = gunzip(t, got); string(got) != string(script) {
 				t.Error("the script the unattend.xml writes differs from the PowerShell stub")
 			}
 		})

@@ -1,0 +1,64 @@
+package render
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestOptionErrors(t *testing.T) {
+	data, cfg := loadExample(t, "worker")
+	ok := AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}
+	cases := map[string]struct {
+		o    Options
+		flag string
+	}{
+		"no format":            {Options{Agent: ok}, "--format"},
+		"unknown format":       {Options{Format: "butane", Agent: ok}, "--format"},
+		"no agent url":         {Options{Format: FormatShell}, "--agent-url"},
+		"ftp agent":            {Options{Format: FormatShell, Agent: AgentSource{URL: "ftp://x/machineadm", SHA256: testAgentSHA256}}, "--agent-url"},
+		"no host":              {Options{Format: FormatShell, Agent: AgentSource{URL: "https:///machineadm", SHA256: testAgentSHA256}}, "--agent-url"},
+		"space in url":         {Options{Format: FormatShell, Agent: AgentSource{URL: "https://x/a b", SHA256: testAgentSHA256}}, "--agent-url"},
+		"newline in url":       {Options{Format: FormatShell, Agent: AgentSource{URL: "https://x/a\nrm -rf /", SHA256: testAgentSHA256}}, "--agent-url"},
+		"relative file url":    {Options{Format: FormatShell, Agent: AgentSource{URL: "file:machineadm"}}, "--agent-url"},
+		"file url with host":   {Options{Format: FormatShell, Agent: AgentSource{URL: "file://server/machineadm"}}, "--agent-url"},
+		"http without digest":  {Options{Format: FormatShell, Agent: AgentSource{URL: testAgentURL}}, "--agent-sha256"},
+		"short digest":         {Options{Format: FormatShell, Agent: AgentSource{URL: testAgentURL, SHA256: "abc"}}, "--agent-sha256"},
+		"payload no digest":    {Options{Format: FormatShell, Agent: ok, Payload: &PayloadSource{URL: testPayloadURL}}, "--payload-sha256"},
+		"payload file url":     {Options{Format: FormatShell, Agent: ok, Payload: &PayloadSource{URL: "file:///spec.yaml", SHA256: testAgentSHA256}}, "--payload-url"},
+		"ignition odd path":    {Options{Format: FormatIgnition, Agent: AgentSource{URL: "file:///opt/my%20bin/machineadm"}}, "--agent-url"},
+		"ignition version 2.3": {Options{Format: FormatIgnition, IgnitionVersion: "2.3.0", Agent: ok}, "--ignition-version"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Render(data, cfg, c.o)
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Flag != c.flag {
+				t.Fatalf("err = %v, want an OptionError for %s", err, c.flag)
+			}
+		})
+	}
+	if _, err := Render(data, nil, Options{Format: FormatShell, Agent: ok}); err == nil {
+		t.Error("Render without the loaded spec succeeded")
+	}
+}
+
+func TestOptionNormalisation(t *testing.T) {
+	r, err := resolve(Options{Format: FormatShell, Agent: AgentSource{URL: testAgentURL, SHA256: "sha256:" + upper(testAgentSHA256)}})
+	if err != nil || r.Agent.SHA256 != testAgentSHA256 {
+		t.Errorf("digest %q, %v", r.Agent.SHA256, err)
+	}
+	r, err = resolve(Options{Format: FormatPowerShell, Agent: AgentSource{URL: "file:///C:/Program%20Files/machineadm/machineadm.exe"}})
+	if err != nil || r.agentPath != `C:\Program Files\machineadm\machineadm.exe` {
+		t.Errorf("windows path %q, %v", r.agentPath, err)
+	}
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}

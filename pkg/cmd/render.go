@@ -122,9 +122,6 @@ func runRender(o *options, f *renderFlags) error {
 	} else if f.payloadSHA256 != "" {
 		return usagef("--payload-sha256 needs --payload-url")
 	}
-	if opts.Format == render.FormatIgnition && f.ignitionVersion == "" {
-		opts.IgnitionVersion = render.DefaultIgnitionVersion
-	}
 
 	out, err := render.Render(data, loaded.Config, opts)
 	if err != nil {
@@ -135,7 +132,12 @@ func runRender(o *options, f *renderFlags) error {
 		_, err = o.out.Write(out)
 		return err
 	}
+	// The output may carry the spec: readable by its owner only, also when
+	// the file existed before.
 	if err := os.WriteFile(f.output, out, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", f.output, err)
+	}
+	if err := os.Chmod(f.output, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", f.output, err)
 	}
 	return nil

@@ -1,0 +1,128 @@
+package cmd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	renderAgentURL = "https://downloads.example.com/machineadm/v0.1.0/linux-amd64/machineadm"
+	renderAgentSum = "b018c15435be5dc5145030408dd0eb9ed79b8a68390bd6699d4899f2fffdc784"
+)
+
+// renderCLI runs `machineadm render ARGS` with stdin.
+func renderCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(append([]string{"render"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func exampleSpec(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "docs", "examples", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRenderCommand(t *testing.T) {
+	worker := exampleSpec(t, "worker")
+	agent := []string{"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum}
+	for _, format := range []string{"cloud-config", "ignition", "shell", "powershell", "unattend"} {
+		code, out, errOut := renderCLI(t, "", append([]string{"-f", worker, "--format", format, "--max-size", "aws"}, agent...)...)
+		if code != 0 || out == "" {
+			t.Fatalf("%s: exit %d\n%s", format, code, errOut)
+		}
+		if !strings.Contains(errOut, "rendered bootstrap data") {
+			t.Errorf("%s: no size log line: %s", format, errOut)
+		}
+	}
+
+	// From standard input, to a file that only root can read.
+	spec, err := os.ReadFile(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "user-data")
+	code, out, errOut := renderCLI(t, string(spec), append([]string{"-f", "-", "--format", "shell", "-o", dst}, agent...)...)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q\n%s", code, out, errOut)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("output file: %v %v", fi, err)
+	}
+}
+
+func TestRenderCommandPayload(t *testing.T) {
+	worker := exampleSpec(t, "worker")
+	spec, err := os.ReadFile(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(spec)
+	digest := hex.EncodeToString(sum[:])
+	base := []string{"-f", worker, "--format", "shell", "--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum, "--payload-url", "https://specs.example.com/w1.yaml"}
+
+	// The digest is computed from -f when not given, and must match it when given.
+	for _, extra := range [][]string{nil, {"--payload-sha256", digest}, {"--payload-sha256", "sha256:" + strings.ToUpper(digest)}} {
+		code, out, errOut := renderCLI(t, "", append(base, extra...)...)
+		if code != 0 || !strings.Contains(out, digest) || strings.Contains(out, "MACHINEADM_SPEC") {
+			t.Fatalf("%v: exit %d\n%s", extra, code, errOut)
+		}
+	}
+	code, _, errOut := renderCLI(t, "", append(base, "--payload-sha256", renderAgentSum)...)
+	if code != ExitBadInput || !strings.Contains(errOut, "does not match the spec given with -f") {
+		t.Errorf("mismatched payload digest: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestRenderCommandBadInput(t *testing.T) {
+	worker := exampleSpec(t, "worker")
+	inline := filepath.Join(t.TempDir(), "inline.yaml")
+	spec, err := os.ReadFile(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(spec), "token: {file: /etc/machineadm/secrets/bootstrap-token}", "token: {value: abcdef.0123456789abcdef}", 1)
+	if err := os.WriteFile(inline, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := []string{"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum}
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no format":                  {append([]string{"-f", worker}, agent...), "--format is required"},
+		"no spec":                    {append([]string{"--format", "shell"}, agent...), "-f SPEC"},
+		"bad format":                 {append([]string{"-f", worker, "--format", "butane"}, agent...), "unknown format"},
+		"no digest":                  {[]string{"-f", worker, "--format", "shell", "--agent-url", renderAgentURL}, "--agent-sha256: required"},
+		"inline secrets":             {append([]string{"-f", inline, "--format", "cloud-config"}, agent...), "spec.join.token.value"},
+		"too big":                    {append([]string{"-f", worker, "--format", "cloud-config", "--max-size", "1000"}, agent...), "over the limit 1000 bytes"},
+		"bad max-size":               {append([]string{"-f", worker, "--format", "shell", "--max-size", "gcp"}, agent...), "--max-size"},
+		"missing key":                {append([]string{"-f", worker, "--format", "shell", "--agent-signature-url", renderAgentURL + ".sig", "--agent-public-key", "/nonexistent.pem"}, agent...), "--agent-public-key"},
+		"payload digest without url": {append([]string{"-f", worker, "--format", "shell", "--payload-sha256", renderAgentSum}, agent...), "needs --payload-url"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := renderCLI(t, "", c.args...)
+			if code != ExitBadInput || out != "" || !strings.Contains(errOut, c.want) {
+				t.Fatalf("exit %d, stdout %d bytes, stderr:\n%s\nwant exit 2 and %q", code, len(out), errOut, c.want)
+			}
+			if strings.Contains(errOut, "0123456789abcdef") {
+				t.Errorf("stderr shows the token:\n%s", errOut)
+			}
+		})
+	}
+	// --insecure-inline-secrets renders it anyway.
+	if code, _, errOut := renderCLI(t, "", append([]string{"-f", inline, "--format", "cloud-config", "--insecure-inline-secrets"}, agent...)...); code != 0 {
+		t.Errorf("--insecure-inline-secrets: exit %d\n%s", code, errOut)
+	}
+}

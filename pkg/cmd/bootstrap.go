@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -80,7 +82,8 @@ first). The state file is neither consulted nor completed.`,
 					if err != nil {
 						return err
 					}
-					w := phases.Bootstrap(l.Config, hostPhases(l.Config))
+					before, after := phases.HostPhases(host.Steps(l.Config), &host.Env{}, nil)
+					w := phases.Bootstrap(l.Config, before, after)
 					for _, p := range w.Phases {
 						fmt.Fprintf(o.out, "%-24s %s\n", p.Name, p.Short)
 					}
@@ -107,7 +110,14 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if err != nil {
 		return err
 	}
-	w := phases.Bootstrap(l.Config, hostPhases(l.Config))
+	env := &host.Env{Root: "/", Log: o.log, Out: o.out}
+	if !f.dryRun {
+		sd := service.NewSystemd() // connects to D-Bus on first use
+		defer sd.Close()
+		env.Services = sd
+	}
+	before, after := phases.HostPhases(host.Steps(l.Config), env, f.skipPhases)
+	w := phases.Bootstrap(l.Config, before, after)
 	if err := w.CheckNames(f.skipPhases); err != nil {
 		return &UsageError{Err: fmt.Errorf("--skip-phases: %w", err)}
 	}
@@ -173,10 +183,6 @@ func dryRunDir(dir string) (string, error) {
 	}
 	return dir, os.MkdirAll(dir, 0o700)
 }
-
-// hostPhases returns the host preparation phases of a spec. Host
-// preparation lands with its own issue; until then there are none.
-var hostPhases = func(cfg any) []phases.Phase { return nil }
 
 // consoleObserver prints one line per phase.
 type consoleObserver struct {

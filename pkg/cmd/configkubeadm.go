@@ -61,7 +61,7 @@ func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
 			in.BootstrapTokens = append(in.BootstrapTokens, redactedToken)
 		}
 	}
-	if len(s.Node.Kubelet.Config) > 0 {
+	if kubeadm.KubeletConfig(cfg) != nil {
 		in.PatchesDir = defaultWorkDir + "/patches"
 	}
 	return in

@@ -103,11 +103,32 @@ func Validate(action machineadm.Action, docs *Documents) error {
 // KubeletConfiguration: target "kubeletconfiguration", JSON merge patch.
 const kubeletPatchFile = "kubeletconfiguration+merge.json"
 
+// KubeletConfig returns the partial KubeletConfiguration machineadm
+// passes to kubeadm: spec.node.kubelet.config, plus cgroupDriver from
+// spec.host.containerd.cgroupDriver when the spec configures containerd and
+// the kubelet config does not name a driver (the two must agree; kubeadm's
+// own default is systemd). Nil when there is nothing to pass.
+func KubeletConfig(cfg *machineadm.MachineBootstrapConfig) map[string]any {
+	out := map[string]any{}
+	for k, v := range cfg.Spec.Node.Kubelet.Config {
+		out[k] = v
+	}
+	if cd := cfg.Spec.Host.Containerd; cd != nil && cd.CgroupDriver != "" {
+		if _, set := out["cgroupDriver"]; !set {
+			out["cgroupDriver"] = cd.CgroupDriver
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // KubeletPatch returns the file name and content of the kubeadm patch that
-// carries spec.node.kubelet.config, or ok=false when there is none.
+// carries KubeletConfig(cfg), or ok=false when there is none.
 func KubeletPatch(cfg *machineadm.MachineBootstrapConfig) (name string, content []byte, ok bool, err error) {
-	kc := cfg.Spec.Node.Kubelet.Config
-	if len(kc) == 0 {
+	kc := KubeletConfig(cfg)
+	if kc == nil {
 		return "", nil, false, nil
 	}
 	data, err := marshalJSON(kc)

@@ -29,7 +29,7 @@ func testInputs(cfg *machineadm.MachineBootstrapConfig) Inputs {
 			in.BootstrapTokens = append(in.BootstrapTokens, "ghijkl.0123456789ghijkl")
 		}
 	}
-	if len(cfg.Spec.Node.Kubelet.Config) > 0 {
+	if KubeletConfig(cfg) != nil {
 		in.PatchesDir = "/var/lib/machineadm/patches"
 	}
 	return in
@@ -176,6 +176,17 @@ func TestKubeletPatch(t *testing.T) {
 	cfg.Spec.Node.Kubelet.Config = nil
 	if ok, err := WriteKubeletPatch(cfg, t.TempDir()); ok || err != nil {
 		t.Errorf("no config: got %v, %v", ok, err)
+	}
+
+	// containerd's cgroup driver reaches the kubelet unless the kubelet
+	// config names one.
+	cfg.Spec.Host.Containerd = &machineadm.Containerd{CgroupDriver: "cgroupfs"}
+	if kc := KubeletConfig(cfg); kc["cgroupDriver"] != "cgroupfs" {
+		t.Errorf("KubeletConfig = %v, want cgroupDriver cgroupfs", kc)
+	}
+	cfg.Spec.Node.Kubelet.Config = map[string]any{"cgroupDriver": "systemd", "maxPods": 20}
+	if kc := KubeletConfig(cfg); kc["cgroupDriver"] != "systemd" || kc["maxPods"] != 20 {
+		t.Errorf("explicit kubelet cgroupDriver overridden: %v", kc)
 	}
 }
 

@@ -6,11 +6,12 @@ import (
 )
 
 // Bootstrap returns the bootstrap workflow for a validated hub spec: the
-// host preparation phases, then kubeadm-config, then kubeadm's init phases
-// (action Init) or join phases (action Join).
-func Bootstrap(cfg *machineadm.MachineBootstrapConfig, host []Phase) *Workflow {
+// host preparation phases (before), then kubeadm-config, then kubeadm's
+// init phases (action Init) or join phases (action Join), then the host
+// phases that must follow kubeadm (after; see HostPhases).
+func Bootstrap(cfg *machineadm.MachineBootstrapConfig, before, after []Phase) *Workflow {
 	w := &Workflow{}
-	w.Phases = append(w.Phases, host...)
+	w.Phases = append(w.Phases, before...)
 	w.Phases = append(w.Phases, KubeadmConfigPhase())
 	var kps []kubeadm.Phase
 	if cfg.Spec.Action == machineadm.ActionInit {
@@ -21,5 +22,6 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig, host []Phase) *Workflow {
 	for _, p := range kps {
 		w.Phases = append(w.Phases, KubeadmPhase(p))
 	}
+	w.Phases = append(w.Phases, after...)
 	return w
 }

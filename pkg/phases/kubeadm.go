@@ -117,7 +117,7 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 		}
 		changed = changed || c
 	}
-	if len(s.Node.Kubelet.Config) > 0 {
+	if kubeadm.KubeletConfig(d.Config) != nil {
 		st.inputs.PatchesDir = filepath.Join(d.WorkDir, "patches")
 		c, err := writeIfChanged(d, st.inputs.PatchesDir, func() (string, []byte, error) {
 			name, content, _, err := kubeadm.KubeletPatch(d.Config)

@@ -132,13 +132,26 @@ func runRender(o *options, f *renderFlags) error {
 		_, err = o.out.Write(out)
 		return err
 	}
-	// The output may carry the spec: readable by its owner only, also when
-	// the file existed before.
-	if err := os.WriteFile(f.output, out, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", f.output, err)
+	return writePrivate(f.output, out)
+}
+
+// writePrivate writes data to path readable by its owner only; an existing
+// file is restricted before anything is written to it.
+func writePrivate(path string, data []byte) error {
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := os.Chmod(f.output, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", f.output, err)
+	if err := fh.Chmod(0o600); err != nil {
+		fh.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := fh.Write(data); err != nil {
+		fh.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -50,7 +50,11 @@ func TestRenderCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An existing, world-readable file is restricted too.
 	dst := filepath.Join(t.TempDir(), "user-data")
+	if err := os.WriteFile(dst, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := renderCLI(t, string(spec), append([]string{"-f", "-", "--format", "shell", "-o", dst}, agent...)...)
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q\n%s", code, out, errOut)

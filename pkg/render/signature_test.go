@@ -10,6 +10,8 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -135,4 +137,42 @@ func TestSignatureOptions(t *testing.T) {
 func withKey(a AgentSource, key []byte) AgentSource {
 	a.PublicKey = key
 	return a
+}
+
+// TestOpenSSLSignatureInterop checks the documented alternative to cosign:
+// a signature made with `openssl dgst -sha256 -sign` and base64 verifies
+// with sigstore's verifier for the same public key.
+func TestOpenSSLSignatureInterop(t *testing.T) {
+	ossl, err := lookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not installed")
+	}
+	dir := t.TempDir()
+	key, blob := filepath.Join(dir, "key.pem"), filepath.Join(dir, "agent")
+	run := func(args ...string) []byte {
+		out, err := exec.Command(ossl, args...).Output()
+		if err != nil {
+			t.Fatalf("openssl %v: %v", args, err)
+		}
+		return out
+	}
+	run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key)
+	if err := os.WriteFile(blob, []byte(testAgentScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sig := run("dgst", "-sha256", "-sign", key, blob)
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(run("ec", "-in", key, "-pubout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader([]byte(testAgentScript))); err != nil {
+		t.Errorf("sigstore rejects an openssl signature: %v", err)
+	}
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader([]byte("other"))); err == nil {
+		t.Error("sigstore accepts the signature for other content")
+	}
 }

@@ -100,8 +100,10 @@ func newConfigDefaultsCommand(o *options) *cobra.Command {
 		Use:   "defaults",
 		Short: "Print a complete machine spec with every default shown",
 		Long: `Prints a machine spec of the newest apiVersion for the given role and action
-with every defaulted field filled in. Fields without a default (addresses,
-secrets) are left out.`,
+with every defaulted field filled in. Required fields without a default get
+placeholders so that the output validates as it is: the endpoint
+` + placeholderEndpoint + ` (".invalid" never resolves), secret files under
+/etc/machineadm/secrets/ and an all-zero CA hash. Replace them before use.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := v1alpha1.MachineBootstrapConfig{
@@ -122,14 +124,13 @@ secrets) are left out.`,
 			case action == string(v1alpha1.ActionInit) && role == string(v1alpha1.RoleWorker):
 				return usagef("--action Init needs --role ControlPlane")
 			}
-			if action == string(v1alpha1.ActionJoin) {
-				cfg.Spec.Join = &v1alpha1.Join{}
-			}
+			fillPlaceholders(&cfg)
 			v1alpha1.SetDefaults(&cfg)
 			out, err := yaml.Marshal(&cfg)
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(o.out, "# machineadm config defaults --role %s --action %s\n# Replace the placeholders before use: the endpoint %s, the all-zero\n# CA hash and the secret files under /etc/machineadm/secrets/.\n", role, action, placeholderEndpoint)
 			_, err = o.out.Write(out)
 			return err
 		},
@@ -171,6 +172,34 @@ this normalises the document; it is the path older specs will take.`,
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "machine spec path, or - for standard input")
 	return c
+}
+
+// Placeholders that `config defaults` puts into required fields without a
+// default. The endpoint uses the reserved ".invalid" top-level domain (RFC
+// 2606), so it can never reach a real host; secrets are referenced as
+// files, never inline.
+const (
+	placeholderEndpoint    = "cluster-endpoint.invalid:6443"
+	placeholderTokenFile   = "/etc/machineadm/secrets/bootstrap-token"
+	placeholderCertKeyFile = "/etc/machineadm/secrets/certificate-key"
+	placeholderCAHash      = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+)
+
+// fillPlaceholders sets the required fields of cfg that have no default,
+// by role and action.
+func fillPlaceholders(cfg *v1alpha1.MachineBootstrapConfig) {
+	s := &cfg.Spec
+	s.Kubernetes.ControlPlaneEndpoint = placeholderEndpoint
+	if s.Action == v1alpha1.ActionJoin {
+		s.Join = &v1alpha1.Join{
+			APIServerEndpoint: placeholderEndpoint,
+			Token:             v1alpha1.SecretSource{File: placeholderTokenFile},
+			CACertHashes:      []string{placeholderCAHash},
+		}
+		if s.Role == v1alpha1.RoleControlPlane {
+			s.ControlPlane = &v1alpha1.ControlPlane{CertificateKey: &v1alpha1.SecretSource{File: placeholderCertKeyFile}}
+		}
+	}
 }
 
 // defaultKubernetesVersion is the embedded kubeadm's Kubernetes version,

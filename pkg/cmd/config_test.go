@@ -1,0 +1,229 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// run executes machineadm with args and standard input in; it returns the
+// exit code, standard output and standard error.
+func run(t *testing.T, in string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(args, strings.NewReader(in), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func exampleFiles(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob("../../docs/examples/*.yaml")
+	if err != nil || len(paths) < 3 {
+		t.Fatalf("docs/examples: %d specs, %v", len(paths), err)
+	}
+	return paths
+}
+
+func writeSpec(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const cliWorker = `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.demo.example:6443
+    token: {file: /etc/machineadm/secrets/bootstrap-token}
+    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
+`
+
+func TestConfigValidateExamples(t *testing.T) {
+	for _, p := range exampleFiles(t) {
+		code, out, errOut := run(t, "", "config", "validate", "-f", p)
+		if code != ExitOK || !strings.Contains(out, "valid machineadm.io/v1alpha1 MachineBootstrapConfig") {
+			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", p, code, out, errOut)
+		}
+	}
+}
+
+func TestConfigValidateInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		paths     []string
+	}{
+		{"unknown field", cliWorker + "  colour: blue\n", []string{"spec.colour: "}},
+		{"bad value", strings.Replace(cliWorker, "cp.demo.example:6443", "cp.demo.example", 1), []string{"spec.join.apiServerEndpoint: "}},
+		{"three problems", strings.NewReplacer("v1.37.2", "1.37.2", "role: Worker", "role: Worker\n  action: Create", "/etc/machineadm/secrets/bootstrap-token", "token").Replace(cliWorker),
+			[]string{"spec.kubernetes.version: ", "spec.action: ", "spec.join.token.file: "}},
+		{"mistyped", cliWorker + "  report: {console: \"yes\"}\n", []string{"spec.report.console: "}},
+		{"wrong kind", strings.Replace(cliWorker, "MachineBootstrapConfig", "InitConfiguration", 1), []string{"kind: "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, tc.doc))
+			if code != ExitBadInput {
+				t.Errorf("exit %d, want %d", code, ExitBadInput)
+			}
+			if strings.Contains(out, "valid") {
+				t.Errorf("stdout claims valid: %s", out)
+			}
+			for _, p := range tc.paths {
+				if !strings.Contains(errOut, "\n  "+p) {
+					t.Errorf("stderr lacks %q:\n%s", p, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidateStdin(t *testing.T) {
+	code, out, errOut := run(t, cliWorker, "config", "validate", "-f", "-")
+	if code != ExitOK || !strings.Contains(out, "-: valid") {
+		t.Errorf("valid spec on stdin: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, cliWorker+"  colour: blue\n", "config", "validate", "-f", "-")
+	if code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+		t.Errorf("invalid spec on stdin: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = run(t, "", "config", "validate", "-f", "-")
+	if code != ExitBadInput || !strings.Contains(errOut, "empty") {
+		t.Errorf("empty stdin: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestConfigValidateWarnsWithoutLeaking: an inline token is a warning (exit
+// 0) and its value is printed nowhere.
+func TestConfigValidateWarnsWithoutLeaking(t *testing.T) {
+	const token = "abcdef.0123456789abcdef"
+	doc := strings.Replace(cliWorker, "{file: /etc/machineadm/secrets/bootstrap-token}", "{value: "+token+"}", 1)
+	code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, doc))
+	if code != ExitOK || !strings.Contains(out, "warning: spec.join.token.value: ") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "0123456789abcdef") {
+		t.Errorf("the token leaked:\n%s%s", out, errOut)
+	}
+}
+
+func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
+	for _, tc := range []struct{ role, action string }{{"ControlPlane", "Init"}, {"ControlPlane", "Join"}, {"Worker", "Join"}} {
+		t.Run(tc.role+"/"+tc.action, func(t *testing.T) {
+			code, out, errOut := run(t, "", "config", "defaults", "--role", tc.role, "--action", tc.action)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			// The output is itself a valid spec, with no warnings.
+			code, vout, verr := run(t, out, "config", "validate", "-f", "-")
+			if code != ExitOK || strings.Contains(vout, "warning") {
+				t.Fatalf("config defaults output does not validate cleanly: exit %d\n%s%s\n--- spec:\n%s", code, vout, verr, out)
+			}
+			if !strings.Contains(vout, "role "+tc.role+", action "+tc.action) {
+				t.Errorf("validated as something else: %s", vout)
+			}
+			l, err := spec.Load([]byte(out), "defaults")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every default is already in the output: migrating it (no
+			// defaults added) and loading again gives the same spec.
+			code, mout, merr := run(t, out, "config", "migrate", "-f", "-")
+			if code != ExitOK {
+				t.Fatalf("migrate: exit %d %s", code, merr)
+			}
+			raw, _, err := spec.DecodeNoDefaults([]byte(mout), "migrated")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(raw, l.Config) {
+				t.Errorf("config defaults leaves defaults out:\n without defaults %+v\n with defaults    %+v", raw.Spec, l.Config.Spec)
+			}
+			for _, want := range []string{"clusterName: kubernetes", "criSocket: unix:///run/containerd/containerd.sock", "cgroupDriver: systemd", "path: /var/lib/machineadm/report.json"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q", want)
+				}
+			}
+			if (tc.role == "ControlPlane") != strings.Contains(out, "bindPort: 6443") {
+				t.Errorf("bindPort shown for %s: %v", tc.role, strings.Contains(out, "bindPort: 6443"))
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"config", "defaults", "--role", "Master"},
+		{"config", "defaults", "--action", "Create"},
+		{"config", "defaults", "--role", "Worker", "--action", "Init"},
+		{"config", "defaults", "extra"},
+	} {
+		if code, _, errOut := run(t, "", args...); code != ExitBadInput || !strings.Contains(errOut, "Error: ") {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, ExitBadInput, errOut)
+		}
+	}
+}
+
+func TestConfigMigrate(t *testing.T) {
+	for _, p := range exampleFiles(t) {
+		code, out, errOut := run(t, "", "config", "migrate", "-f", p)
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d %s", p, code, errOut)
+		}
+		if !strings.HasPrefix(out, "apiVersion: machineadm.io/v1alpha1\n") {
+			t.Errorf("%s: output does not start with the newest apiVersion:\n%s", p, out)
+		}
+		if strings.Contains(out, "clusterName: kubernetes") || strings.Contains(out, "criSocket") {
+			t.Errorf("%s: migrate added defaults:\n%s", p, out)
+		}
+		orig, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, errA := spec.Load(orig, p)
+		b, errB := spec.Load([]byte(out), "migrated")
+		if errA != nil || errB != nil || !reflect.DeepEqual(a.Config, b.Config) {
+			t.Errorf("%s: the migrated spec means something else (%v, %v)", p, errA, errB)
+		}
+	}
+	code, _, errOut := run(t, cliWorker+"  colour: blue\n", "config", "migrate", "-f", "-")
+	if code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+		t.Errorf("migrate of an unknown field: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = run(t, strings.Replace(cliWorker, "machineadm.io/v1alpha1", "machineadm.io/v0", 1), "config", "migrate", "-f", "-")
+	if code != ExitBadInput || !strings.Contains(errOut, "apiVersion") {
+		t.Errorf("migrate of an unknown apiVersion: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for _, args := range [][]string{
+		{"config", "validate"},
+		{"config", "validate", "-f", missing},
+		{"config", "validate", "-f", "-", "extra"},
+		{"config", "validate", "--nope"},
+		{"config", "migrate"},
+		{"no-such-command"},
+		{"version", "--output", "yaml"},
+		{"version", "extra"},
+		{"--log-level", "loud", "version"},
+	} {
+		code, out, errOut := run(t, "", args...)
+		if code != ExitBadInput {
+			t.Errorf("%v: exit %d, want %d\nstdout %s\nstderr %s", args, code, ExitBadInput, out, errOut)
+		}
+		if !strings.Contains(errOut, "Error: ") {
+			t.Errorf("%v: no error message on stderr: %q", args, errOut)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+func TestVersionJSON(t *testing.T) {
+	code, out, errOut := run(t, "", "version", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got map[string]string
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("version -o json is not JSON: %v\n%s", err, out)
+	}
+	want := version.Get()
+	for k, v := range map[string]string{
+		"machineadm": want.Machineadm, "gitCommit": want.GitCommit, "kubernetes": want.Kubernetes,
+		"goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH,
+	} {
+		if got[k] != v || v == "" {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != 5 {
+		t.Errorf("unexpected keys: %v", got)
+	}
+	// Tests run through `make test` are stamped like the binary.
+	if err := version.CheckStamped(); err != nil {
+		t.Logf("unstamped test binary (run with make test): %v", err)
+	} else if !strings.HasPrefix(got["kubernetes"], "v1.") {
+		t.Errorf("kubernetes = %q, want the embedded kubeadm's version", got["kubernetes"])
+	}
+}
+
+func TestVersionText(t *testing.T) {
+	code, out, _ := run(t, "", "version")
+	v := version.Get()
+	if code != ExitOK || !strings.HasPrefix(out, "machineadm "+v.Machineadm) || !strings.Contains(out, "kubernetes (embedded kubeadm) "+v.Kubernetes) {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}

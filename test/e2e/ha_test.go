@@ -24,13 +24,13 @@ func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	if err := deliver(m, controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash), c.secrets); err != nil {
 		t.Fatal(err)
 	}
-	r := mustBootstrap(ctx, t, m, controlPlaneJoinPhases)
+	start := mustBootstrap(ctx, t, m, controlPlaneJoinPhases)
 	ready, err := waitNodesReady(ctx, c.cs, readyTimeout, cp2.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
 		t.Fatal(err)
 	}
-	timing(t, "cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(r.StartTime))
+	timing(t, "cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(start))
 	if err := checkControlPlaneNode(ctx, c.cs, cp2.Name); err != nil {
 		t.Error(err)
 	}

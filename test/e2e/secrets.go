@@ -38,7 +38,10 @@ func (e *env) makeSecrets(ctx context.Context, dir string) (clusterSecrets, erro
 	if err != nil {
 		return s, fmt.Errorf("machineadm pki init: %w", exitDetail(err))
 	}
-	s.caHash = strings.TrimSpace(string(out))
+	// The hash is the last line; kubeadm's own "[certs] Generating ..."
+	// progress lines may come before it.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	s.caHash = strings.TrimSpace(lines[len(lines)-1])
 	want, err := caCertHash(filepath.Join(dir, "ca.crt"))
 	if err != nil {
 		return s, err

@@ -31,7 +31,7 @@ func TestShellStubRunsVerifiedAgent(t *testing.T) {
 	noFile(t, installed+".download")
 
 	// A second run finds the verified agent in place and downloads nothing.
-	srv.files["/agent"] = nil
+	srv.set("/agent", nil)
 	r2 := runScript(t, r.root, r.record, []string{"/bin/sh", filepath.Join(r.root, "stub.sh")})
 	checkBootstrapped(t, r2, installed, spec)
 	if n := srv.count("/agent"); n != 1 {
@@ -126,7 +126,7 @@ func TestShellStubPayload(t *testing.T) {
 	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
 
 	// A payload that does not match its digest is never handed to the agent.
-	srv.files["/spec.yaml"] = append([]byte("# tampered\n"), spec...)
+	srv.set("/spec.yaml", append([]byte("# tampered\n"), spec...))
 	r = runStub(t, script)
 	if r.exitCode == 0 || r.ran() {
 		t.Fatalf("stub exit %d, agent ran %v with a tampered payload", r.exitCode, r.ran())

@@ -58,6 +58,13 @@ func newAgentServer(t *testing.T, files map[string][]byte) *agentServer {
 	return s
 }
 
+// set replaces what path serves.
+func (s *agentServer) set(path string, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[path] = body
+}
+
 func (s *agentServer) count(path string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,9 +2,13 @@
 # Installs the Debian packages machineadm's tests use. Idempotent.
 #   util-linux  unshare (tests run machineadm in a private network namespace)
 #   containerd  the real containerd the host-preparation tests start
-#   cloud-init  `cloud-init schema` validates rendered cloud-config
+#   cloud-init  `cloud-init schema` validates rendered cloud-config; its
+#               write_files/runcmd code applies it in the round-trip test
+#   ignition    `ignition-validate` checks rendered Ignition configs
+#   systemd     `systemd-analyze verify` checks contrib/systemd units
+#   openssl, curl, wget  what the rendered shell stub uses on a machine
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init iproute2 kmod procps)
+pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

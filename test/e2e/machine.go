@@ -195,7 +195,8 @@ func (m *Machine) Boot(ctx context.Context) error {
 		return nil
 	}
 	failed, _ := m.Exec(ctx, nil, "systemctl", "--failed", "--no-legend", "--plain")
-	return fmt.Errorf("machine %s: system state %q (%v); failed units:\n%s", m.Name, state, err, failed.Stdout)
+	logs, _ := m.Exec(ctx, nil, "journalctl", "--no-pager", "-n", "30", "-p", "warning")
+	return fmt.Errorf("machine %s: system state %q (%v); failed units:\n%s\nwarnings:\n%s", m.Name, state, err, failed.Stdout, logs.Stdout)
 }
 
 // findLeader waits for the machine's systemd and returns its host PID.

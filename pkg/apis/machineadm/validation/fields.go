@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"io"
 	"net"
@@ -183,14 +184,9 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child(k), "set by machineadm; give KubeletConfiguration fields only"))
 		}
 	}
-	data, err := yaml.Marshal(cfg)
+	jsonData, err := json.Marshal(cfg)
 	if err != nil {
-		r.Errors = append(r.Errors, field.Invalid(p, "", err.Error()))
-		return
-	}
-	jsonData, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		r.Errors = append(r.Errors, field.Invalid(p, "", err.Error()))
+		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, err.Error()))
 		return
 	}
 	var kc kubeletv1beta1.KubeletConfiguration

@@ -84,12 +84,12 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 		t.Fatal(err)
 	}
 
-	cpStart := mustBootstrap(ctx, t, mcp1, initPhases)
+	cpStart := mustBootstrap(ctx, t, mcp1, initPhases, true)
 	cs, err := adminClient(mcp1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wStart := mustBootstrap(ctx, t, mw1, workerJoinPhases)
+	wStart := mustBootstrap(ctx, t, mw1, workerJoinPhases, true)
 
 	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name)
 	if err != nil {
@@ -164,13 +164,24 @@ func scenarioWrongCAHash(ctx context.Context, t *testing.T, e *env, c *cluster) 
 }
 
 // mustBootstrap runs `machineadm bootstrap` in the machine and fails the
-// test, showing the report's error class, unless it exits 0; it returns
-// when the run started. A missing or unsuccessful report, or one without
-// the wanted phases, is an error, but the scenario goes on.
-func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []string) time.Time {
+// test, showing the report's error class, unless it exits 0 (stopping the
+// test when fatal); it returns when the run started. A missing or
+// unsuccessful report, or one without the wanted phases, is an error, but
+// the scenario goes on.
+func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []string, fatal bool) time.Time {
 	t.Helper()
 	start := time.Now()
 	res, dur := bootstrap(ctx, t, m)
+	if res.ExitCode == 1 && strings.Contains(res.Stdout+res.Stderr, "server is not initialized yet") {
+		// machineadm restarted containerd and kubeadm's preflight reached the
+		// CRI before containerd's CRI plugin was ready. A bug (the containerd
+		// phase must wait for the CRI), reported as an error; running
+		// bootstrap again (what an operator would do) shows whether the rest
+		// of the scenario works.
+		t.Errorf("%s: machineadm bootstrap: kubeadm preflight reached containerd's CRI before it was initialized after the containerd restart (bug: the containerd phase does not wait for the CRI); running bootstrap again", m.Name)
+		start = time.Now()
+		res, dur = bootstrap(ctx, t, m)
+	}
 	timing(t, m.Name+"-bootstrap", dur)
 	r, raw, rerr := readReport(m)
 	if res.ExitCode != 0 {
@@ -179,10 +190,15 @@ func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []strin
 		}
 		dumpDiagnostics(ctx, t, m)
 		if rerr != nil {
-			t.Fatalf("%s: machineadm bootstrap exited %d; no report: %v", m.Name, res.ExitCode, rerr)
+			t.Errorf("%s: machineadm bootstrap exited %d; no report: %v", m.Name, res.ExitCode, rerr)
+		} else {
+			t.Errorf("%s: machineadm bootstrap exited %d: errorClass=%s failedPhase=%s hint=%q",
+				m.Name, res.ExitCode, r.ErrorClass, r.FailedPhase, r.Hint)
 		}
-		t.Fatalf("%s: machineadm bootstrap exited %d: errorClass=%s failedPhase=%s hint=%q",
-			m.Name, res.ExitCode, r.ErrorClass, r.FailedPhase, r.Hint)
+		if fatal {
+			t.FailNow()
+		}
+		return start
 	}
 	if rerr != nil {
 		t.Error(rerr)

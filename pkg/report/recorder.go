@@ -253,9 +253,6 @@ func (r *Recorder) finishLocked(ctx context.Context) error {
 // closeLocked completes the report: running phases, planned phases,
 // result and end time.
 func (r *Recorder) closeLocked() {
-	for _, name := range append([]string(nil), r.running...) {
-		r.failLocked(name, ClassInternal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
-	}
 	if !r.failed {
 		for _, p := range r.rep.Phases {
 			if p.Status == PhaseFailed {
@@ -264,6 +261,9 @@ func (r *Recorder) closeLocked() {
 				break
 			}
 		}
+	}
+	for _, name := range append([]string(nil), r.running...) {
+		r.failLocked(name, ClassInternal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
 	}
 	for _, name := range r.planned {
 		if _, ok := r.index[name]; ok {

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFileWriterAtomicAndPrevious(t *testing.T) {
+	root := t.TempDir()
+	w := &FileWriter{Root: root, Path: "/var/lib/machineadm/report.json"}
+	first, second := fixtureFailed(), fixtureSucceeded()
+	if err := w.Write(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "var/lib/machineadm/report.json")
+	prev := filepath.Join(root, "var/lib/machineadm/report.previous.json")
+	if _, err := os.Stat(prev); !os.IsNotExist(err) {
+		t.Fatal("no previous report must exist after the first write")
+	}
+	for _, dir := range []string{"var", "var/lib", "var/lib/machineadm"} {
+		st, err := os.Stat(filepath.Join(root, dir))
+		if err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("created directory %s: mode %v, want 0700 (%v)", dir, st.Mode().Perm(), err)
+		}
+	}
+	if err := w.Write(t.Context(), second); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]Result{path: ResultSucceeded, prev: ResultFailed} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if r.Result != want {
+			t.Errorf("%s holds %s, want %s", file, r.Result, want)
+		}
+		st, _ := os.Stat(file)
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", file, st.Mode().Perm())
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 2 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestFileWriterKeepsModeOfReplacedWorldReadable(t *testing.T) {
+	// A report left world-readable by some earlier tool becomes 0600.
+	root := t.TempDir()
+	path := filepath.Join(root, "r.json")
+	os.WriteFile(path, []byte("{}"), 0o644)
+	if err := (&FileWriter{Root: root, Path: "/r.json"}).Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, filepath.Join(root, "r.previous.json")} {
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", p, st.Mode().Perm())
+		}
+	}
+}
+
+func TestFileWriterFailures(t *testing.T) {
+	root := t.TempDir()
+	// The report directory's place is taken by a file.
+	os.WriteFile(filepath.Join(root, "blocked"), nil, 0o600)
+	err := (&FileWriter{Root: root, Path: "/blocked/report.json"}).Write(t.Context(), fixtureFailed())
+	if err == nil || !strings.Contains(err.Error(), "creating report directory") {
+		t.Errorf("want a directory error, got %v", err)
+	}
+	// The report path is a directory: the old report cannot be read.
+	os.MkdirAll(filepath.Join(root, "d/report.json"), 0o700)
+	if err := (&FileWriter{Root: root, Path: "/d/report.json"}).Write(t.Context(), fixtureFailed()); err == nil {
+		t.Error("want an error when the report path is a directory")
+	}
+}
+
+func TestPreviousPath(t *testing.T) {
+	for in, want := range map[string]string{"/var/lib/machineadm/report.json": "/var/lib/machineadm/report.previous.json", "/r": "/r.previous", "/a.b/r.txt": "/a.b/r.previous.txt"} {
+		if got := PreviousPath(in); got != want {
+			t.Errorf("PreviousPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := fixtureFailed().Marshal()
+	if _, err := Decode(good); err != nil {
+		t.Fatalf("valid report rejected: %v", err)
+	}
+	mutate := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		json.Unmarshal(good, &m)
+		f(m)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	for name, data := range map[string][]byte{
+		"not json":      []byte("nope"),
+		"two documents": append(append([]byte{}, good...), good...),
+		"apiVersion":    mutate(func(m map[string]any) { m["apiVersion"] = "v2" }),
+		"kind":          mutate(func(m map[string]any) { m["kind"] = "Other" }),
+		"unknown field": mutate(func(m map[string]any) { m["extra"] = 1 }),
+		"result":        mutate(func(m map[string]any) { m["result"] = "Maybe" }),
+		"class":         mutate(func(m map[string]any) { m["errorClass"] = "Weird" }),
+		"no start":      mutate(func(m map[string]any) { delete(m, "startTime") }),
+		"phase status":  mutate(func(m map[string]any) { m["phases"].([]any)[0].(map[string]any)["status"] = "Running" }),
+	} {
+		if _, err := Decode(data); err == nil {
+			t.Errorf("%s: invalid report accepted", name)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+func TestSentinelWriter(t *testing.T) {
+	root := t.TempDir()
+	w := &SentinelWriter{Root: root}
+	path := filepath.Join(root, DefaultSentinel)
+	if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("a failure must not create the sentinel")
+	}
+	if err := w.Write(t.Context(), fixtureSucceeded()); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "success\n" {
+		t.Fatalf("sentinel: %q %v", data, err)
+	}
+	if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("a failure must remove a stale sentinel")
+	}
+	off := &SentinelWriter{Root: root, Path: SentinelDisabled}
+	if err := off.Write(t.Context(), fixtureSucceeded()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "-")); !os.IsNotExist(err) {
+		t.Error(`"-" must disable the sentinel`)
+	}
+	// Failure path: the sentinel's directory is a file.
+	os.WriteFile(filepath.Join(root, "run-file"), nil, 0o600)
+	if err := (&SentinelWriter{Root: root, Path: "/run-file/x.complete"}).Write(t.Context(), fixtureSucceeded()); err == nil {
+		t.Error("want an error when the sentinel directory cannot be created")
+	}
+}
+
+func TestSummaryWriter(t *testing.T) {
+	var buf bytes.Buffer
+	if err := (&SummaryWriter{Out: &buf}).Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != Summary(fixtureFailed(), OneScreen("")) {
+		t.Error("stdout summary differs from the one-screen summary")
+	}
+	if err := (&SummaryWriter{Out: &failingWriter{}}).Write(t.Context(), fixtureFailed()); err == nil {
+		t.Error("want the output's error")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
+
+func TestConsoleWriter(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "dev"), 0o755)
+	tty := filepath.Join(root, "dev/ttyS0")
+	os.WriteFile(tty, nil, 0o600)
+	w := &ConsoleWriter{Root: root, Devices: []string{"/dev/console", "/dev/ttyS0"}, Timeout: time.Second}
+	if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(tty)
+	want := strings.ReplaceAll(Summary(fixtureFailed(), OneScreen("")), "\n", "\r\n")
+	if string(got) != want {
+		t.Errorf("console got:\n%q\nwant:\n%q", got, want)
+	}
+	// No console at all is not an error.
+	if err := (&ConsoleWriter{Root: root, Devices: []string{"/dev/none"}}).Write(t.Context(), fixtureFailed()); err != nil {
+		t.Errorf("missing console: %v", err)
+	}
+	// A console that cannot be opened is an error.
+	os.Chmod(tty, 0o400)
+	os.MkdirAll(filepath.Join(root, "dev/dir"), 0o755)
+	if err := (&ConsoleWriter{Root: root, Devices: []string{"/dev/dir"}}).Write(t.Context(), fixtureFailed()); err == nil {
+		t.Error("want an error for a console that cannot be written")
+	}
+}
+
+// TestConsoleWriterDoesNotBlock uses a FIFO whose reader never reads and
+// whose buffer is full: the write must give up within the timeout and the
+// next device must still get the summary.
+func TestConsoleWriterDoesNotBlock(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "dev"), 0o755)
+	fifo := filepath.Join(root, "dev/console")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	fill, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fill.Close()
+	fill.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := fill.Write(chunk); err != nil {
+			break // the pipe is full
+		}
+	}
+	serial := filepath.Join(root, "dev/ttyS0")
+	os.WriteFile(serial, nil, 0o600)
+
+	w := &ConsoleWriter{Root: root, Devices: []string{"/dev/console"}, Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	err = w.Write(t.Context(), fixtureFailed())
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("blocked console took %v", d)
+	}
+	w.Devices = []string{"/dev/console", "/dev/ttyS0"}
+	if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatalf("the next device must take the summary: %v", err)
+	}
+	if data, _ := os.ReadFile(serial); len(data) == 0 {
+		t.Error("nothing written to the second device")
+	}
+}
+
+func TestHTTPWriter(t *testing.T) {
+	var calls atomic.Int32
+	var gotBody []byte
+	var gotHeader http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if n == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		gotBody, _ = io.ReadAll(r.Body)
+		gotHeader = r.Header
+		if r.Method != http.MethodPost {
+			t.Errorf("method %s", r.Method)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	w := &HTTPWriter{URL: srv.URL + "/reports?key=secretquery", Retry: RetryPolicy{Attempts: 3, Backoff: 10 * time.Millisecond}}
+	if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("want a retry after 503, got %d calls", calls.Load())
+	}
+	if gotHeader.Get("Content-Type") != "application/json" || gotHeader.Get("User-Agent") != "machineadm" {
+		t.Errorf("headers: %v", gotHeader)
+	}
+	r, err := Decode(gotBody)
+	if err != nil || r.ErrorClass != ClassDiscoveryFailed {
+		t.Errorf("posted body: %v", err)
+	}
+}
+
+func TestHTTPWriterFailures(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/bad") {
+			http.Error(w, "no such tenant", http.StatusNotFound)
+			return
+		}
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+
+	err := (&HTTPWriter{URL: srv.URL + "/bad?token=abc", Retry: RetryPolicy{Attempts: 5, Backoff: time.Millisecond}}).Write(t.Context(), fixtureFailed())
+	if err == nil || calls.Load() != 1 || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a 404 must not be retried: %v after %d calls", err, calls.Load())
+	}
+	if strings.Contains(err.Error(), "token=abc") {
+		t.Errorf("error leaks the URL query: %v", err)
+	}
+
+	calls.Store(0)
+	err = (&HTTPWriter{URL: srv.URL, Retry: RetryPolicy{Attempts: 3, Backoff: time.Millisecond}}).Write(t.Context(), fixtureFailed())
+	if err == nil || calls.Load() != 3 || !strings.Contains(err.Error(), "3 attempt") {
+		t.Errorf("500s: want 3 attempts, got %d: %v", calls.Load(), err)
+	}
+
+	// Nothing listens: bounded by Total, not by the attempts.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	start := time.Now()
+	err = (&HTTPWriter{URL: "http://" + addr + "/", Retry: RetryPolicy{Attempts: 1000, Total: 300 * time.Millisecond, Backoff: 20 * time.Millisecond}}).Write(t.Context(), fixtureFailed())
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("unreachable server: %v after %v", err, time.Since(start))
+	}
+
+	// A server that never answers: bounded per attempt.
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	start = time.Now()
+	err = (&HTTPWriter{URL: hang.URL, Retry: RetryPolicy{Attempts: 2, PerAttempt: 100 * time.Millisecond, Backoff: time.Millisecond}}).Write(t.Context(), fixtureFailed())
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("hanging server: %v after %v", err, time.Since(start))
+	}
+
+	if err := (&HTTPWriter{URL: "::bad"}).Write(t.Context(), fixtureFailed()); err == nil {
+		t.Error("a bad URL must fail")
+	}
+}
+
+func TestWritersForSpec(t *testing.T) {
+	f := false
+	names := func(ws []Writer) string {
+		var n []string
+		for _, w := range ws {
+			n = append(n, w.Name())
+		}
+		return strings.Join(n, ",")
+	}
+	all := WritersFor(machineadm.Report{Path: "/r.json", Sentinel: "/s", URL: "https://127.0.0.1/x"}, Options{Root: "/tmp/x", Stdout: io.Discard, Extra: []Writer{&memWriter{name: "node"}}})
+	if got := names(all); got != "file,stdout,console,sentinel,http,node" {
+		t.Errorf("writers: %s", got)
+	}
+	if fw := all[0].(*FileWriter); fw.Root != "/tmp/x" || fw.Path != "/r.json" {
+		t.Errorf("file writer: %+v", fw)
+	}
+	min := WritersFor(machineadm.Report{Console: &f}, Options{})
+	if got := names(min); got != "file,sentinel" {
+		t.Errorf("writers: %s", got)
+	}
+	if min[0].(*FileWriter).Path != DefaultPath {
+		t.Error("default path")
+	}
+}
+
+func TestMetaFor(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Metadata: machineadm.ObjectMeta{Name: "m1"}, Spec: machineadm.MachineBootstrapSpec{
+		Role: machineadm.RoleWorker, Action: machineadm.ActionJoin, Kubernetes: machineadm.Kubernetes{Version: "v1.37.2"}, Node: machineadm.Node{Name: "n1"}}}
+	m := MetaFor(cfg, "bootstrap")
+	if m.Command != "bootstrap" || m.Machine.SpecName != "m1" || m.Machine.NodeName != "n1" || m.Machine.Role != "Worker" || m.Machine.Action != "Join" || m.Machine.KubernetesVersion != "v1.37.2" || m.Machine.Hostname == "" || m.Machine.MachineadmVersion == "" {
+		t.Errorf("meta: %+v", m)
+	}
+	if MetaFor(cfg, "prepare").Machine.NodeName != "" {
+		t.Error("prepare has no node")
+	}
+	cfg.Spec.Node.Name = ""
+	host, _ := os.Hostname()
+	if got := MetaFor(cfg, "bootstrap").Machine.NodeName; got != strings.ToLower(host) {
+		t.Errorf("default node name %q", got)
+	}
+	if m := MetaFor(nil, "bootstrap"); m.Machine.Role != "" || m.Machine.KubernetesVersion == "" {
+		t.Errorf("meta without spec: %+v", m)
+	}
+	b, _ := json.Marshal(m.Machine)
+	if !bytes.Contains(b, []byte(`"hostname"`)) {
+		t.Error("machine JSON")
+	}
+}

@@ -1,6 +1,7 @@
 // Package atomicfile writes files so that readers see either the old or the
-// new content, never a partial one: a temporary file in the same
-// directory, fsync, chmod, rename, then fsync of the directory.
+// new content, never a partial one, even after a crash: a temporary file in
+// the same directory, owner and mode set, fsync, rename, then fsync of the
+// directory. (The same idea as containerd's pkg/atomicfile.)
 package atomicfile
 
 import (
@@ -9,10 +10,20 @@ import (
 	"path/filepath"
 )
 
-// WriteFile atomically replaces path with data and permission bits perm.
-// The parent directory must exist. On error the old file is unchanged and
-// no temporary file is left behind.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+// WriteFile atomically replaces path with data and permission bits perm,
+// keeping the process's owner. The parent directory must exist. On error
+// the old file is unchanged and no temporary file is left behind.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, nil)
+}
+
+// WriteFileOwned is WriteFile with the new file owned by uid:gid (numeric
+// ids). The owner is set before the mode, since chown clears setuid bits.
+func WriteFileOwned(path string, data []byte, perm os.FileMode, uid, gid int) error {
+	return write(path, data, perm, &[2]int{uid, gid})
+}
+
+func write(path string, data []byte, perm os.FileMode, owner *[2]int) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -22,23 +33,31 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
+			err = fmt.Errorf("writing %s: %w", path, err)
 		}
 	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
+	}
+	if owner != nil {
+		if err = tmp.Chown(owner[0], owner[1]); err != nil {
+			return err
+		}
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return err
 	}
+	// Make the rename durable; some file systems (and Windows) cannot sync
+	// a directory, and the rename is done by then.
 	if d, derr := os.Open(dir); derr == nil {
 		_ = d.Sync()
 		d.Close()

@@ -148,7 +148,7 @@ func WriteKubeletPatch(cfg *machineadm.MachineBootstrapConfig, dir string) (bool
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, err
 	}
-	return true, writeFileAtomic(filepath.Join(dir, name), content, 0o600)
+	return true, atomicfile.WriteFile(filepath.Join(dir, name), content, 0o600)
 }
 
 // nodeLabelsArg renders labels as the kubelet's --node-labels value,
@@ -173,7 +173,3 @@ func joinYAML(docs ...[]byte) []byte {
 
 // scheme is kubeadm's runtime scheme, used to marshal its types.
 var scheme = kubeadmscheme.Codecs
-
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return atomicfile.WriteFile(path, data, perm)
-}

@@ -19,6 +19,7 @@ import (
 	"sort"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // module is the Go module path; doc comments are looked up under it.
@@ -58,6 +59,11 @@ var roots = []root{
 		Consts:    map[string]string{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind},
 		Reference: "docs/spec-reference.md",
 		Defaults:  specDefaults,
+	},
+	{
+		Type:   reflect.TypeFor[report.BootstrapReport](),
+		Schema: "docs/schema/bootstrapreport.v1alpha1.json",
+		Consts: map[string]string{"apiVersion": report.APIVersion, "kind": report.Kind},
 	},
 }
 

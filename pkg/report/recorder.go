@@ -289,7 +289,7 @@ func (r *Recorder) redacted() BootstrapReport {
 	s := r.red.String
 	m := &out.Machine
 	m.Hostname, m.NodeName, m.SpecName = s(m.Hostname), s(m.NodeName), s(m.SpecName)
-	out.Phases = append([]Phase(nil), r.rep.Phases...)
+	out.Phases = append(make([]Phase, 0, len(r.rep.Phases)), r.rep.Phases...)
 	for i := range out.Phases {
 		out.Phases[i].Message = s(out.Phases[i].Message)
 	}

@@ -48,7 +48,7 @@ func runWriters(ctx context.Context, writers []Writer, r *BootstrapReport) error
 			}()
 			// Each writer gets its own copy: none can disturb another.
 			c := *r
-			c.Phases = append([]Phase(nil), r.Phases...)
+			c.Phases = append(make([]Phase, 0, len(r.Phases)), r.Phases...)
 			c.LogTail = append([]string(nil), r.LogTail...)
 			if err := w.Write(ctx, &c); err != nil {
 				errs[i] = &WriterError{Writer: w.Name(), Err: err}

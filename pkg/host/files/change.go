@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // Desired is the state one file should have on the machine.
@@ -60,9 +59,7 @@ func ReadState(hostPath string) (State, error) {
 		return State{}, err
 	}
 	st := State{Exists: true, Content: data, Mode: fi.Mode().Perm()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.UID, st.GID = int(sys.Uid), int(sys.Gid)
-	}
+	st.UID, st.GID = fileOwner(fi)
 	return st, nil
 }
 

@@ -167,13 +167,18 @@ func (r *BootstrapReport) Validate() error {
 	return nil
 }
 
-// Marshal encodes r as indented JSON with a final line break.
+// Marshal encodes r as indented JSON with a final line break. "<", ">"
+// and "&" are written as they are (not as \u003c...), so the file reads
+// well: "<redacted>".
 func (r *BootstrapReport) Marshal() ([]byte, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
 		return nil, err
 	}
-	return append(data, '\n'), nil
+	return buf.Bytes(), nil
 }
 
 // Duration is the run's length, EndTime minus StartTime.

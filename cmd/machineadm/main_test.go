@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
+	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // TestMain lets the test binary act as machineadm when re-executed with
@@ -150,6 +151,11 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(kdir, "config.yaml")); !strings.Contains(string(b), "failCgroupV1: false") {
 		t.Error("kubelet config.yaml lacks failCgroupV1: false from spec.node.kubelet.config")
 	}
+	// The dry run's report is in the dry-run directory, every phase listed.
+	rep := requireReport(t, filepath.Join(drDir, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+	if len(rep.Phases) < 20 {
+		t.Errorf("report lists %d phases", len(rep.Phases))
+	}
 	// Placeholder secrets never reach the console.
 	if strings.Contains(out, "dryrun.0000000000000000") {
 		t.Error("output contains the placeholder bootstrap token")
@@ -164,10 +170,12 @@ func TestExitCodes(t *testing.T) {
 	bad := filepath.Join(tmp, "bad.yaml")
 	raw, _ := os.ReadFile("../../docs/examples/worker.yaml")
 	os.WriteFile(bad, append(raw, []byte("  colour: blue\n")...), 0o600)
-	out, code := machineadm(t, "bootstrap", "-f", bad)
+	reportRoot := t.TempDir()
+	out, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", reportRoot)
 	if code != 2 || !strings.Contains(out, "spec.colour") {
 		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
 	}
+	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
 	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase")
 	if !strings.Contains(out, "no-such-phase") {
 		t.Errorf("unknown phase not named:\n%s", out)
@@ -182,10 +190,31 @@ func TestExitCodes(t *testing.T) {
 	// A dry run of a join whose token file is missing plans with a
 	// placeholder; the real run fails in kubeadm-config before touching
 	// anything, with the class PayloadUnavailable and exit code 1.
-	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml")
+	reportRoot = t.TempDir()
+	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml", "--report-root", reportRoot)
 	if code != 1 || !strings.Contains(out, "PayloadUnavailable") {
 		t.Errorf("missing token file: exit %d, output:\n%s", code, out)
 	}
+	rep := requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
+	if rep.FailedPhase != "kubeadm-config" {
+		t.Errorf("failed phase %q, want kubeadm-config", rep.FailedPhase)
+	}
+}
+
+func requireReport(t *testing.T, path string, result report.Result, class report.Class) *report.BootstrapReport {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("outcome report: %v", err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result != result || rep.ErrorClass != class {
+		t.Errorf("report %s: result %s class %q, want %s %q", path, rep.Result, rep.ErrorClass, result, class)
+	}
+	return rep
 }
 
 func parseCertFile(t *testing.T, path string) *x509.Certificate {

@@ -6,16 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"regexp"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/phases"
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
@@ -27,6 +25,7 @@ type bootstrapFlags struct {
 	dryRun     bool
 	dryRunDir  string
 	skipPhases []string
+	report     reportFlags
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
@@ -36,6 +35,7 @@ func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	if withSkip {
 		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name (see `machineadm bootstrap phase`)")
 	}
+	f.report.bind(c)
 }
 
 func newBootstrapCommand(o *options) *cobra.Command {
@@ -97,7 +97,8 @@ first). The state file is neither consulted nor completed.`,
 	}()
 }
 
-// runBootstrap loads the spec and runs its workflow (or only one phase).
+// runBootstrap loads the spec and runs its workflow (or only one phase),
+// recording the run in the outcome report.
 func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only string) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -106,121 +107,67 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if err != nil {
 		return err
 	}
-	l, err := loadSpecBytes(o, data, f.file)
-	if err != nil {
-		return err
+	workDir := defaultWorkDir
+	if f.dryRun {
+		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
+			return err
+		}
 	}
+	l, loadErr := spec.Load(data, f.file)
+	var cfg *machineadm.MachineBootstrapConfig
+	if loadErr == nil {
+		cfg = l.Config
+	}
+	r := startRun(o, "bootstrap", cfg, &f.report, f.dryRun, workDir)
+	if loadErr != nil {
+		return r.invalid(loadErr)
+	}
+	for _, w := range l.Warnings {
+		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	}
+
 	env := &host.Env{Root: "/", Log: o.log, Out: o.out}
 	if !f.dryRun {
 		sd := service.NewSystemd() // connects to D-Bus on first use
 		defer sd.Close()
 		env.Services = sd
 	}
-	before, after := phases.HostPhases(host.Steps(l.Config), env, f.skipPhases)
-	w := phases.Bootstrap(l.Config, before, after)
+	before, after := phases.HostPhases(host.Steps(cfg), env, f.skipPhases)
+	w := phases.Bootstrap(cfg, before, after)
 	if err := w.CheckNames(f.skipPhases); err != nil {
-		return &UsageError{Err: fmt.Errorf("--skip-phases: %w", err)}
+		return r.invalid(&UsageError{Err: fmt.Errorf("--skip-phases: %w", err)})
 	}
 	if only != "" {
 		if err := w.CheckNames([]string{only}); err != nil {
-			return &UsageError{Err: err}
+			return r.invalid(&UsageError{Err: err})
 		}
 	}
 	if !f.dryRun {
 		if err := version.CheckStamped(); err != nil {
-			return err
+			return r.invalid(err)
 		}
 	}
 	sum := sha256.Sum256(data)
 	d := &phases.Data{
-		Config:     l.Config,
+		Config:     cfg,
 		SpecDigest: "sha256:" + hex.EncodeToString(sum[:]),
 		Root:       "/",
 		DryRun:     f.dryRun,
-		WorkDir:    defaultWorkDir,
+		WorkDir:    workDir,
 		Log:        o.log,
 		Out:        o.out,
 	}
+	d.KubeadmOutput = r.kubeadmOutput(o.out)
+	err = r.workflow(ctx, "bootstrap", w, d, phases.RunOptions{Skip: f.skipPhases, Only: only})
 	if f.dryRun {
-		if d.WorkDir, err = dryRunDir(f.dryRunDir); err != nil {
-			return err
-		}
+		fmt.Fprintf(o.out, "dry run: files kubeadm would write and the report are in %s\n", workDir)
 	}
-	red := &lineRedactor{secrets: d.Secrets}
-	d.KubeadmOutput = func(line string) { fmt.Fprintln(o.out, red.redact(line)) }
-	obs := &consoleObserver{o: o, start: map[string]time.Time{}}
-	failed, runErr := w.Run(ctx, d, obs, phases.RunOptions{Skip: f.skipPhases, Only: only})
-	if f.dryRun {
-		fmt.Fprintf(o.out, "dry run: files kubeadm would write are in %s\n", d.WorkDir)
-	}
-	if runErr != nil {
-		class, hint := report.ClassOf(runErr)
-		return &BootstrapFailedError{Phase: failed, Class: class, Hint: hint, Err: fmt.Errorf("%s", red.redact(runErr.Error()))}
-	}
-	return nil
+	return err
 }
-
-// BootstrapFailedError is a bootstrap that ran and failed (exit code 1).
-type BootstrapFailedError struct {
-	Phase string
-	Class report.Class
-	Hint  string
-	Err   error
-}
-
-func (e *BootstrapFailedError) Error() string {
-	msg := fmt.Sprintf("phase %s failed (%s): %v", e.Phase, e.Class, e.Err)
-	if e.Hint != "" {
-		msg += "\nhint: " + e.Hint
-	}
-	return msg
-}
-func (e *BootstrapFailedError) Unwrap() error { return e.Err }
 
 func dryRunDir(dir string) (string, error) {
 	if dir == "" {
 		return os.MkdirTemp("", "machineadm-dryrun-")
 	}
 	return dir, os.MkdirAll(dir, 0o700)
-}
-
-// consoleObserver prints one line per phase.
-type consoleObserver struct {
-	o     *options
-	start map[string]time.Time
-}
-
-func (c *consoleObserver) PhaseStarted(name string) {
-	c.start[name] = time.Now()
-	fmt.Fprintf(c.o.out, "[machineadm] phase %s ...\n", name)
-}
-
-func (c *consoleObserver) PhaseFinished(name string, status phases.Status, msg string, err error) {
-	d := ""
-	if t, ok := c.start[name]; ok {
-		d = " in " + time.Since(t).Round(time.Millisecond).String()
-	}
-	line := fmt.Sprintf("[machineadm] phase %s: %s%s", name, status, d)
-	if msg != "" {
-		line += " — " + msg
-	}
-	fmt.Fprintln(c.o.out, line)
-}
-
-// bootstrapTokenRE matches bootstrap tokens anywhere in a line.
-var bootstrapTokenRE = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
-
-// lineRedactor removes known secret values and anything shaped like a
-// bootstrap token from output lines.
-type lineRedactor struct {
-	secrets func() []string
-}
-
-func (r *lineRedactor) redact(line string) string {
-	for _, s := range r.secrets() {
-		if s != "" {
-			line = strings.ReplaceAll(line, s, "<redacted>")
-		}
-	}
-	return bootstrapTokenRE.ReplaceAllString(line, "<redacted>")
 }

@@ -10,9 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 type prepareFlags struct {
@@ -85,7 +88,7 @@ func (e *PrepareFailedError) Error() string {
 
 func (e *PrepareFailedError) Unwrap() error { return e.Err }
 
-func runPrepare(ctx context.Context, o *options, f *prepareFlags) error {
+func runPrepare(ctx context.Context, o *options, f *prepareFlags) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -93,17 +96,40 @@ func runPrepare(ctx context.Context, o *options, f *prepareFlags) error {
 	if err != nil {
 		return err
 	}
-	l, err := loadSpec(o, f.file)
+	data, err := readSpecBytes(o, f.file)
 	if err != nil {
 		return err
 	}
+	// The report goes under --root (an image keeps the record of its
+	// preparation); a dry run's into a new temporary directory.
+	reportRoot := root
+	if f.dryRun {
+		if reportRoot, err = os.MkdirTemp("", "machineadm-prepare-dryrun-"); err != nil {
+			return err
+		}
+	}
+	l, loadErr := spec.Load(data, f.file)
+	var cfg *machineadm.MachineBootstrapConfig
+	if loadErr == nil {
+		cfg = l.Config
+	}
+	rec := startRun(o, "prepare", cfg, &reportFlags{root: reportRoot}, f.dryRun, reportRoot)
+	if loadErr != nil {
+		return rec.invalid(loadErr)
+	}
+	for _, w := range l.Warnings {
+		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	}
+	defer rec.finish()
+	defer rec.rec.Recover(ctx, &err) // runs first: records a panic before finish
 	steps := host.Steps(l.Config)
 	names := host.Names(steps)
 	for _, s := range f.skipPhases {
 		if !slices.Contains(names, s) {
-			return usagef("--skip-phases: unknown phase %q (phases: %s)", s, strings.Join(names, ", "))
+			return rec.invalid(usagef("--skip-phases: unknown phase %q (phases: %s)", s, strings.Join(names, ", ")))
 		}
 	}
+	rec.rec.Plan(append([]string{phases.HostCheckPhase}, names...)...)
 	var run []host.Step
 	for _, s := range steps {
 		if !slices.Contains(f.skipPhases, s.Name) {
@@ -116,22 +142,33 @@ func runPrepare(ctx context.Context, o *options, f *prepareFlags) error {
 		defer sd.Close()
 		env.Services = sd
 	}
+	rec.rec.PhaseStarted(phases.HostCheckPhase)
 	if err := host.Check(ctx, env, run); err != nil {
+		rec.rec.Fail(phases.HostCheckPhase, err)
 		class, hint := report.ClassOf(err)
-		return &PrepareFailedError{Phase: "check", Class: class, Hint: hint, Err: err}
+		return &PrepareFailedError{Phase: phases.HostCheckPhase, Class: class, Hint: hint, Err: err}
 	}
+	rec.rec.PhaseFinished(phases.HostCheckPhase, report.PhaseUnchanged, "checked "+strings.Join(host.Names(run), ", "))
 	changed := 0
 	for _, s := range steps {
 		if slices.Contains(f.skipPhases, s.Name) {
 			fmt.Fprintf(o.out, "[prepare] %s: skipped (--skip-phases)\n", s.Name)
+			rec.rec.PhaseSkipped(s.Name, "skipped by --skip-phases")
 			continue
 		}
+		rec.rec.PhaseStarted(s.Name)
 		res, err := s.Apply(ctx, env)
 		printResult(o, s.Name, res, f.dryRun)
 		if err != nil {
+			rec.rec.Fail(s.Name, err)
 			class, hint := report.ClassOf(err)
 			return &PrepareFailedError{Phase: s.Name, Class: class, Hint: hint, Err: err}
 		}
+		status := report.PhaseUnchanged
+		if res.Changed {
+			status = report.PhaseSucceeded
+		}
+		rec.rec.PhaseFinished(s.Name, status, strings.Join(res.Changes, "; "))
 		if res.Changed {
 			changed++
 		}

@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // prepareCLI runs `machineadm ARGS` and returns the exit code and output.
@@ -38,17 +41,39 @@ spec:
 	return p
 }
 
-// listFiles returns every path under root.
+// reportPaths are what a failed run may leave under the root: the outcome
+// report describing the failure, and its directories.
+var reportPaths = []string{"/var", "/var/lib", "/var/lib/machineadm", "/var/lib/machineadm/report.json"}
+
+// listFiles returns every path under root except the outcome report.
 func listFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var out []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && p != root {
-			out = append(out, strings.TrimPrefix(p, root))
+		rel := strings.TrimPrefix(p, root)
+		if err == nil && p != root && !slices.Contains(reportPaths, rel) {
+			out = append(out, rel)
 		}
 		return nil
 	})
 	return out
+}
+
+// requireFailedReport checks the outcome report under root: Failed, with
+// the error class want.
+func requireFailedReport(t *testing.T, root string, want report.Class) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "var/lib/machineadm/report.json"))
+	if err != nil {
+		t.Fatalf("no outcome report: %v", err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Result != report.ResultFailed || rep.ErrorClass != want || rep.Command != "prepare" {
+		t.Errorf("report: result %s class %s command %s; want Failed %s prepare", rep.Result, rep.ErrorClass, rep.Command, want)
+	}
 }
 
 func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
@@ -74,6 +99,7 @@ func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
 			if got := listFiles(t, root); len(got) > 0 {
 				t.Errorf("files written: %v", got)
 			}
+			requireFailedReport(t, root, report.ClassInvalidSpec)
 		})
 	}
 }
@@ -191,4 +217,5 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
 	if got := listFiles(t, root); len(got) != 1 {
 		t.Errorf("files written besides the payload: %v", got)
 	}
+	requireFailedReport(t, root, report.ClassVerificationFailed)
 }

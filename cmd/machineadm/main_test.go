@@ -176,10 +176,12 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
 	}
 	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
-	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase")
+	reportRoot = t.TempDir()
+	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase", "--report-root", reportRoot)
 	if !strings.Contains(out, "no-such-phase") {
 		t.Errorf("unknown phase not named:\n%s", out)
 	}
+	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
 	if code != 2 {
 		t.Errorf("unknown phase: exit %d:\n%s", code, out)
 	}

@@ -8,9 +8,10 @@
 source "$(dirname "$0")/lib.sh"
 
 PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,iproute2,iptables,conntrack,ca-certificates,kmod,procps
+# curl: the render stub (scenario 2) downloads the agent with it.
 # debootstrap's resolver cannot pick providers of virtual packages that
 # cloud-init's Python dependencies need; apt inside the chroot installs it.
-CHROOT_PACKAGES="cloud-init"
+CHROOT_PACKAGES="cloud-init curl"
 # Bump the last word when the steps below change.
 STAMP="$DEBIAN_SUITE $PACKAGES $CHROOT_PACKAGES v1"
 BASE=$CACHE/rootfs/base

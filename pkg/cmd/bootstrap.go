@@ -144,7 +144,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	}
 	if !f.dryRun {
 		if err := version.CheckStamped(); err != nil {
-			return r.invalid(err)
+			return r.failed(err)
 		}
 	}
 	sum := sha256.Sum256(data)

@@ -1,19 +1,78 @@
 package cmd
 
 import (
-	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/report"
 )
 
-// newReportCommand is a placeholder until its issue lands.
 func newReportCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:    "report",
-		Short:  "(not yet implemented)",
-		Hidden: true,
+	var output string
+	var full, previous bool
+	c := &cobra.Command{
+		Use:   "report [PATH]",
+		Short: "Show the outcome report of the last bootstrap or prepare for a person",
+		Long: `Reads an outcome report (machineadm.io/v1alpha1 BootstrapReport, JSON) and
+shows it for a person: the result, the machine, the phase table with
+durations, and for a failure the failed phase, the error class, a hint and the
+last lines of kubeadm's output. The view fits one screen (24 lines of 100
+columns); --full shows every phase with its message and the whole log tail.
+--output json prints the report document itself. The error classes are
+described in docs/report.md.
+
+PATH defaults to ` + v1alpha1.DefaultReportPath + ` (spec.report.path's
+default); --previous shows the report the last one replaced.
+
+Exit codes: 0 the report was shown (whatever its result), 2 the file is
+missing, unreadable or not a valid report.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("at most one report path, got %q", args)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("report is not implemented yet")
+			path := v1alpha1.DefaultReportPath
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if previous {
+				path = report.PreviousPath(path)
+			}
+			if output != "text" && output != "json" {
+				return usagef("--output must be text or json, got %q", output)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return usagef("reading the outcome report: %v", err)
+			}
+			r, err := report.Decode(data)
+			if err != nil {
+				return usagef("%s: %v", path, err)
+			}
+			if output == "json" {
+				data, err := r.Marshal()
+				if err != nil {
+					return err
+				}
+				_, err = o.out.Write(data)
+				return err
+			}
+			opt := report.OneScreen("")
+			opt.Footer = "more: machineadm report --full " + path
+			if full {
+				opt = report.SummaryOptions{Width: report.ScreenWidth}
+			}
+			_, err = fmt.Fprint(o.out, report.Summary(r, opt))
+			return err
 		},
 	}
+	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text (for a person) or json (the report document)")
+	c.Flags().BoolVar(&full, "full", false, "show every phase with its message and the whole log tail, not one screen")
+	c.Flags().BoolVar(&previous, "previous", false, "show the previous report (report.previous.json beside PATH)")
+	return c
 }

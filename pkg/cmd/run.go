@@ -13,6 +13,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
 )
@@ -85,9 +86,22 @@ func (r *recordedRun) finish() {
 	}
 }
 
-// invalid records an invalid spec (class InvalidSpec) and writes the
-// report; the caller returns err (exit code 2).
+// invalid records bad input — an invalid spec or a usage error such as an
+// unknown phase name — as class InvalidSpec and writes the report; the
+// caller returns err (exit code 2).
 func (r *recordedRun) invalid(err error) error {
+	if spec.IsInvalidSpec(err) {
+		r.rec.Fail("", err)
+	} else {
+		r.rec.Fail("", report.NewError(report.ClassInvalidSpec, "fix the command line; see --help", err))
+	}
+	r.finish()
+	return err
+}
+
+// failed records a failure before any phase ran (class from err) and
+// writes the report; the caller returns err (exit code 1).
+func (r *recordedRun) failed(err error) error {
 	r.rec.Fail("", err)
 	r.finish()
 	return err

@@ -24,6 +24,8 @@ type SummaryOptions struct {
 	// ReportPath, when set, is named in the last line as where the full
 	// report is.
 	ReportPath string
+	// Footer, when set, replaces that last line.
+	Footer string
 }
 
 // OneScreen are the options of the one-screen summary (stdout, console).
@@ -53,7 +55,10 @@ type summary struct {
 func (s *summary) render() string {
 	var head, table, failure, tail, foot []string
 	head = s.header()
-	if s.opt.ReportPath != "" {
+	switch {
+	case s.opt.Footer != "":
+		foot = []string{s.opt.Footer}
+	case s.opt.ReportPath != "":
 		foot = []string{"full report: " + s.opt.ReportPath + "  (machineadm report " + s.opt.ReportPath + ")"}
 	}
 	if s.r.Result == ResultFailed {
@@ -149,7 +154,11 @@ func (s *summary) tail(n int) []string {
 		if s.opt.Height > 0 {
 			l = klogHeader.ReplaceAllString(l, "")
 		}
-		out = append(out, "  "+expandTabs(l))
+		l = "  " + expandTabs(l)
+		if s.opt.Height > 0 {
+			l = fitMiddle(l, s.opt.Width)
+		}
+		out = append(out, l)
 	}
 	return out
 }
@@ -199,12 +208,25 @@ func fit(s string, width int) string {
 	return string(rs[:width-3]) + "..."
 }
 
+// fitMiddle cuts s to width characters by dropping its middle, keeping
+// the start (what the line is about) and the end (a log line's cause).
+func fitMiddle(s string, width int) string {
+	rs := []rune(s)
+	if len(rs) <= width || width < 20 {
+		return fit(s, width)
+	}
+	head := (width - 3) * 2 / 5
+	return string(rs[:head]) + "..." + string(rs[len(rs)-(width-3-head):])
+}
+
 // wrap breaks text into lines of at most width characters, the first
 // starting with prefix and the others indented as deep; the text's own
-// line breaks are kept. max > 0 keeps at most max lines, the last ending
-// in "..." when text was cut.
+// line breaks are kept, and a word longer than a line (a URL) is broken.
+// max > 0 keeps at most max lines: the first, then "..." and the last
+// max-1, because a Go error ends with its root cause.
 func wrap(prefix, text string, width, max int) []string {
 	indent := strings.Repeat(" ", len(prefix))
+	room := width - len(indent)
 	var lines []string
 	cur := prefix
 	for i, para := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
@@ -218,22 +240,25 @@ func wrap(prefix, text string, width, max int) []string {
 				lines = append(lines, cur)
 				cur, empty = indent, true
 			}
-			if empty {
-				cur += w
-			} else {
-				cur += " " + w
+			if !empty {
+				cur += " "
 			}
+			for rw := []rune(w); room > 0 && len([]rune(cur))+len(rw) > width; {
+				n := width - len([]rune(cur))
+				lines = append(lines, cur+string(rw[:n]))
+				cur, rw, w = indent, rw[n:], string(rw[n:])
+			}
+			cur += w
 			empty = false
 		}
 	}
 	lines = append(lines, cur)
 	if max > 0 && len(lines) > max {
-		lines = lines[:max]
-		last := []rune(lines[max-1])
-		if len(last)+3 > width {
-			last = last[:width-3]
+		kept := append([]string{lines[0]}, lines[len(lines)-(max-1):]...)
+		if max > 1 && len(indent) >= 4 {
+			kept[1] = indent[:len(indent)-4] + "... " + kept[1][len(indent):]
 		}
-		lines[max-1] = string(last) + "..."
+		lines = kept
 	}
 	return lines
 }

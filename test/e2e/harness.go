@@ -173,6 +173,20 @@ func mountsUnder(dir string) []string {
 // created is registered for teardown even when its boot fails.
 func (e *env) bootMachines(ctx context.Context, t *testing.T, specs ...hostsEntry) []*Machine {
 	t.Helper()
+	return e.bootMachinesWith(ctx, t, bootOptions{}, specs...)
+}
+
+// bootOptions change how machines are made before they boot.
+type bootOptions struct {
+	// withoutAgent leaves machineadm out of the image (a stub fetches it).
+	withoutAgent bool
+	// prepare runs on each machine's root filesystem before it boots.
+	prepare func(*Machine) error
+}
+
+// bootMachinesWith is bootMachines with options.
+func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptions, specs ...hostsEntry) []*Machine {
+	t.Helper()
 	hosts := allHosts()
 	ms := make([]*Machine, len(specs))
 	errs := make([]error, len(specs))
@@ -186,17 +200,19 @@ func (e *env) bootMachines(ctx context.Context, t *testing.T, specs ...hostsEntr
 		e.mu.Lock()
 		e.machines = append(e.machines, m)
 		e.mu.Unlock()
-		if err := e.installNodeComponents(m); err != nil {
+		if err := e.installNodeComponents(m, opts.withoutAgent); err != nil {
 			t.Fatalf("machine %s: %v", s.Name, err)
+		}
+		if opts.prepare != nil {
+			if err := opts.prepare(m); err != nil {
+				t.Fatalf("machine %s: %v", s.Name, err)
+			}
 		}
 		ms[i] = m
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			errs[i] = ms[i].Boot(ctx)
-			if errs[i] == nil {
-				errs[i] = e.importImages(ctx, ms[i])
-			}
 		}(i)
 	}
 	wg.Wait()

@@ -18,13 +18,17 @@ import (
 	"time"
 )
 
-// setupUnit is the overlay's boot unit (cgroups read-write, kubelet tunables).
-const setupUnit = "machineadm-e2e-nspawn-setup.service"
+// The overlay's boot units: nspawn fix-ups (cgroups read-write, kubelet
+// tunables) and the import of the preloaded images.
+const (
+	setupUnit  = "machineadm-e2e-nspawn-setup.service"
+	importUnit = "machineadm-e2e-import-images.service"
+)
 
 // Bounds of the machine lifecycle.
 const (
 	leaderTimeout   = 30 * time.Second
-	bootTimeout     = 120 * time.Second
+	bootTimeout     = 4 * time.Minute // w2 boots through cloud-init running the whole bootstrap
 	poweroffTimeout = 60 * time.Second
 )
 
@@ -83,11 +87,10 @@ func newMachine(ctx context.Context, baseRoot, overlay, dir, name, ip string, ho
 	if out, err := exec.CommandContext(ctx, "cp", "-a", overlay+"/.", m.Root+"/").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("copy overlay: %w: %s", err, out)
 	}
-	wants := filepath.Join(m.Root, "etc/systemd/system/sysinit.target.wants")
-	if err := os.MkdirAll(wants, 0o755); err != nil {
+	if err := m.enableUnit(setupUnit, "sysinit.target"); err != nil {
 		return nil, err
 	}
-	if err := os.Symlink("/etc/systemd/system/"+setupUnit, filepath.Join(wants, setupUnit)); err != nil && !os.IsExist(err) {
+	if err := m.enableUnit(importUnit, "multi-user.target"); err != nil {
 		return nil, err
 	}
 	var hostsFile strings.Builder
@@ -115,6 +118,19 @@ func newMachine(ctx context.Context, baseRoot, overlay, dir, name, ip string, ho
 	}
 	logf("machine %s: root filesystem ready in %s", name, time.Since(start).Round(time.Millisecond))
 	return m, nil
+}
+
+// enableUnit enables a unit of /etc/systemd/system as systemctl enable
+// would, by a symlink in the target's .wants directory.
+func (m *Machine) enableUnit(unit, target string) error {
+	wants := filepath.Join(m.Root, "etc/systemd/system", target+".wants")
+	if err := os.MkdirAll(wants, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink("/etc/systemd/system/"+unit, filepath.Join(wants, unit)); err != nil && !os.IsExist(err) {
+		return err
+	}
+	return nil
 }
 
 // WriteFile writes a file into the machine's root filesystem, creating its

@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 )
 
 // The machines of the scenarios and their addresses on the harness bridge.
@@ -18,9 +16,10 @@ var (
 	w1  = hostsEntry{IP: "10.213.0.21", Name: "w1"}
 	w2  = hostsEntry{IP: "10.213.0.22", Name: "w2"}
 	w3  = hostsEntry{IP: "10.213.0.23", Name: "w3"}
+	w4  = hostsEntry{IP: "10.213.0.24", Name: "w4"}
 )
 
-func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3} }
+func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3, w4} }
 
 // imagesDir is where the image tarballs appear (read-only) in a machine.
 const imagesDir = "/var/lib/machineadm-e2e/images"
@@ -33,11 +32,14 @@ var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "
 
 // installNodeComponents puts into the machine's root filesystem what an OS
 // image for Kubernetes nodes ships: the kubelet binary and its systemd unit
-// (with kubeadm's drop-in, enabled), the CNI plugins, and machineadm itself.
-func (e *env) installNodeComponents(m *Machine) error {
+// (with kubeadm's drop-in, enabled), the CNI plugins, the preloaded images,
+// and (unless withoutAgent: the render stub is to fetch it) machineadm.
+func (e *env) installNodeComponents(m *Machine, withoutAgent bool) error {
 	copies := map[string]string{
 		e.binPath("kubelet"): "/usr/bin/kubelet",
-		e.machineadm:         "/usr/local/bin/machineadm",
+	}
+	if !withoutAgent {
+		copies[e.machineadm] = "/usr/local/bin/machineadm"
 	}
 	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
 		copies[e.binPath(p)] = "/opt/cni/bin/" + p
@@ -65,26 +67,16 @@ func (e *env) installNodeComponents(m *Machine) error {
 	if err := os.Symlink("/etc/systemd/system/kubelet.service", filepath.Join(wants, "kubelet.service")); err != nil && !os.IsExist(err) {
 		return err
 	}
-	m.BindRO = append(m.BindRO, filepath.Join(e.cache, "images")+":"+imagesDir)
-	return nil
-}
-
-// importImages loads the image tarballs into the machine's containerd
-// (namespace k8s.io, the CRI's), as an air-gapped node image would have them.
-func (e *env) importImages(ctx context.Context, m *Machine) error {
+	// The images this node preloads, imported at boot by the overlay's
+	// machineadm-e2e-import-images.service from the read-only tarballs.
 	names := []string{"pause"}
 	if m.Name == cp1.Name || m.Name == cp2.Name {
 		names = controlPlaneImages
 	}
-	start := time.Now()
-	ictx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	for _, n := range names {
-		if res, err := m.Exec(ictx, nil, "ctr", "-n", "k8s.io", "images", "import", imagesDir+"/"+n+".tar"); err != nil {
-			return fmt.Errorf("import %s: %w: %s", n, err, res.Stderr)
-		}
+	if err := m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+		return err
 	}
-	m.logf("machine %s: imported %v in %s", m.Name, names, time.Since(start).Round(time.Millisecond))
+	m.BindRO = append(m.BindRO, filepath.Join(e.cache, "images")+":"+imagesDir)
 	return nil
 }
 

@@ -32,7 +32,9 @@ type cluster struct {
 }
 
 // TestScenarios runs the issue's scenarios in order on one cluster:
-// 1 (Init + worker Join), 3 (wrong CA cert hash), 4 (HA control-plane Join).
+// 1 (Init + worker Join), 3 (wrong CA cert hash), 2 (workers bootstrapped
+// by `machineadm render` output through cloud-init and the shell stub),
+// 4 (HA control-plane Join).
 // Later scenarios are skipped when scenario 1 left no working cluster.
 func TestScenarios(t *testing.T) {
 	e := theEnv
@@ -54,6 +56,11 @@ func TestScenarios(t *testing.T) {
 		start := time.Now()
 		scenarioWrongCAHash(ctx, t, e, c)
 		timing(t, "scenario3", time.Since(start))
+	})
+	t.Run("2-render-cloud-init-and-shell-stub", func(t *testing.T) {
+		start := time.Now()
+		scenarioRender(ctx, t, e, c)
+		timing(t, "scenario2", time.Since(start))
 	})
 	t.Run("4-ha-control-plane-join", func(t *testing.T) {
 		start := time.Now()

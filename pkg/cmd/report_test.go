@@ -1,0 +1,141 @@
+package cmd
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+var updateReportGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// failedReport is a failed worker join with a long log tail, written to a
+// report file the way the file writer writes it (with a previous report).
+func failedReport(t *testing.T) (string, *report.BootstrapReport) {
+	t.Helper()
+	start := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	r := &report.BootstrapReport{
+		APIVersion: report.APIVersion, Kind: report.Kind, Command: "bootstrap",
+		Machine:   report.Machine{Hostname: "worker-7", NodeName: "worker-7", SpecName: "pool-a-worker-7", MachineadmVersion: "v0.1.0", KubernetesVersion: "v1.37.2", Role: "Worker", Action: "Join"},
+		StartTime: start, EndTime: start.Add(5*time.Minute + 3*time.Second), Result: report.ResultFailed,
+		FailedPhase: "kubelet-start", ErrorClass: report.ClassTimeout,
+		Error: `couldn't validate the identity of the API Server: failed to request the cluster-info ConfigMap: Get "https://127.0.0.1:6443/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial tcp 127.0.0.1:6443: connect: connection refused`,
+	}
+	_, r.Hint = report.Classify(r.FailedPhase, fmt.Errorf("%s", r.Error))
+	names := []string{"host-check", "files", "kernel-modules", "sysctl", "containerd", "kubeadm-config", "preflight", "kubelet-start", "static-pods"}
+	at := start
+	for i, n := range names {
+		p := report.Phase{Name: n, StartTime: at, Status: report.PhaseSucceeded, DurationMs: int64(100 * (i + 1))}
+		if n == "kubelet-start" {
+			p.Status, p.DurationMs, p.Message = report.PhaseFailed, 300000, r.Error
+		} else if n == "static-pods" {
+			p.Status, p.DurationMs, p.Message = report.PhaseSkipped, 0, "not reached: an earlier phase failed"
+		}
+		at = at.Add(time.Duration(p.DurationMs) * time.Millisecond)
+		r.Phases = append(r.Phases, p)
+	}
+	for i := range 50 {
+		r.LogTail = append(r.LogTail, fmt.Sprintf("[discovery] Failed to request cluster-info, will try again: dial tcp 127.0.0.1:6443: connect: connection refused (%d)", i))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.json")
+	w := &report.FileWriter{Path: path}
+	ok := *r
+	ok.Result, ok.FailedPhase, ok.ErrorClass, ok.Hint, ok.Error, ok.LogTail = report.ResultSucceeded, "", "", "", "", nil
+	ok.Phases = nil
+	if err := w.Write(t.Context(), &ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	return path, r
+}
+
+func TestReportCommandOneScreenGolden(t *testing.T) {
+	path, _ := failedReport(t)
+	code, out, errOut := run(t, "", "report", path)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// The path is a temporary directory: make the golden file stable.
+	out = strings.ReplaceAll(out, path, "/var/lib/machineadm/report.json")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) > report.ScreenHeight {
+		t.Errorf("%d lines, more than %d", len(lines), report.ScreenHeight)
+	}
+	for i, l := range lines {
+		if n := len([]rune(l)); n > report.ScreenWidth {
+			t.Errorf("line %d has %d columns: %q", i+1, n, l)
+		}
+	}
+	for _, want := range []string{"FAILED in phase kubelet-start: Timeout", "kubelet-start", "hint:", "spec.join.apiServerEndpoint", "log tail (last", "(49)", "more: machineadm report --full"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	golden := filepath.Join("testdata", "report-failed.txt")
+	if *updateReportGolden {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if out != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it):\n%s", golden, out)
+	}
+}
+
+func TestReportCommandFullJSONPrevious(t *testing.T) {
+	path, r := failedReport(t)
+	code, out, _ := run(t, "", "report", "--full", path)
+	if code != ExitOK || !strings.Contains(out, "(0)") || !strings.Contains(out, "not reached: an earlier phase failed") {
+		t.Errorf("--full: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "", "report", "-o", "json", path)
+	if code != ExitOK {
+		t.Fatalf("json: exit %d", code)
+	}
+	got, err := report.Decode([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ErrorClass != r.ErrorClass || len(got.LogTail) != 50 || got.Error != r.Error {
+		t.Errorf("json output differs from the report")
+	}
+	code, out, _ = run(t, "", "report", "--previous", path)
+	if code != ExitOK || !strings.Contains(out, "machineadm bootstrap: Succeeded") {
+		t.Errorf("--previous: exit %d\n%s", code, out)
+	}
+}
+
+func TestReportCommandBadInputExit2(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"apiVersion":"machineadm.io/v1alpha1","kind":"BootstrapReport","result":"Perhaps"}`), 0o600)
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("not json"), 0o600)
+	path, _ := failedReport(t)
+	for _, args := range [][]string{
+		{"report", filepath.Join(dir, "missing.json")},
+		{"report", bad},
+		{"report", garbage},
+		{"report", dir},
+		{"report", "--output", "yaml", path},
+		{"report", path, path},
+	} {
+		code, _, errOut := run(t, "", args...)
+		if code != ExitBadInput || !strings.Contains(errOut, "Error:") {
+			t.Errorf("%v: exit %d, want 2; stderr %s", args, code, errOut)
+		}
+	}
+}

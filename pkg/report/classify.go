@@ -137,7 +137,12 @@ var phaseClasses = map[string]Class{
 	"control-plane-prepare/download-certs": ClassPayloadUnavailable,
 	"control-plane-join":                   ClassControlPlaneUnhealthy,
 	"control-plane-join/etcd":              ClassEtcdUnhealthy,
+	// Phases of machineadm's kubeadm driver (pkg/kubeadm, pkg/phases).
+	"etcd-join":              ClassEtcdUnhealthy,
+	"kubelet-wait-bootstrap": ClassTLSBootstrapFailed,
+	"kubeadm-config":         ClassInternal,
 	// machineadm's own phases.
+	"host-check":     ClassHostPreparationFailed,
 	"discovery":      ClassDiscoveryFailed,
 	"files":          ClassHostPreparationFailed,
 	"kernel-modules": ClassHostPreparationFailed,

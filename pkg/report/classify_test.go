@@ -100,6 +100,8 @@ func TestClassify(t *testing.T) {
 		{"upload config refused", "upload-config", "error uploading the kubeadm ClusterConfiguration: Post \"https://10.0.0.5:6443/api/v1/namespaces/kube-system/configmaps\": EOF", ClassControlPlaneUnhealthy, "crictl"},
 		{"files phase", "files", "writing /etc/foo: permission denied", ClassHostPreparationFailed, "permissions"},
 		{"sub-phase falls back to parent", "certs/apiserver", "failure loading CA", ClassHostPreparationFailed, ""},
+		{"etcd-join", "etcd-join", "adding member: rpc error", ClassEtcdUnhealthy, "etcd"},
+		{"kubelet-wait-bootstrap", "kubelet-wait-bootstrap", "kubelet.conf did not appear", ClassTLSBootstrapFailed, "CSR"},
 		{"containerd phase", "containerd", "restarting containerd: exit status 1", ClassContainerRuntimeUnavailable, "containerd"},
 		{"unknown phase", "mystery", "boom", ClassInternal, "bug"},
 		{"no phase", "", "boom", ClassInternal, "bug"},

@@ -3,6 +3,7 @@
 //
 //	docs/schema/machinebootstrapconfig.v1alpha1.json  JSON Schema (draft 2020-12)
 //	docs/spec-reference.md                            every field: path, type, default, description
+//	docs/schema/bootstrapreport.v1alpha1.json         JSON Schema of the outcome report
 //
 // Run it from the repository root with `make schema` (go run ./hack/gen-schema).
 // With -check it writes nothing and exits 1 when a committed file differs
@@ -44,14 +45,11 @@ type root struct {
 }
 
 // roots lists every generated document. To publish another document, add
-// one line here, for example the outcome report:
-//
-//	{Type: reflect.TypeFor[report.BootstrapReport](), Schema: "docs/schema/bootstrapreport.v1alpha1.json", Consts: map[string]string{"apiVersion": report.APIVersion, "kind": report.Kind}},
-//
-// (import "github.com/machineadm/machineadm/pkg/report"; add Reference:
-// "docs/report-reference.md" for a field reference), then run `make schema`
-// and commit the new file. Named string types with constants declared in
-// their package (like Role) become enums automatically.
+// one entry here (the outcome report below is the one-line form; add
+// Reference: "docs/<name>-reference.md" for a field reference), then run
+// `make schema` and commit the new files. Named string types with
+// constants declared in their package (like Role, or the report's Class)
+// become enums automatically.
 var roots = []root{
 	{
 		Type:      reflect.TypeFor[v1alpha1.MachineBootstrapConfig](),

@@ -61,15 +61,18 @@ func (s *summary) render() string {
 	case s.opt.ReportPath != "":
 		foot = []string{"full report: " + s.opt.ReportPath + "  (machineadm report " + s.opt.ReportPath + ")"}
 	}
-	if s.r.Result == ResultFailed {
-		failure = s.failure()
-	}
 	if s.opt.Height <= 0 {
+		if s.r.Result == ResultFailed {
+			failure = s.failure(0)
+		}
 		table = s.tableFull()
 		if s.r.Result == ResultFailed || len(s.r.LogTail) > 0 {
 			tail = s.tail(len(s.r.LogTail))
 		}
 	} else {
+		if s.r.Result == ResultFailed {
+			failure = s.failure(3)
+		}
 		fixed := len(head) + len(failure) + len(foot)
 		// Keep room for the tail's title and a few of its lines.
 		reserve := 0
@@ -78,6 +81,12 @@ func (s *summary) render() string {
 		}
 		table = s.tableCompact(s.opt.Height - fixed - reserve)
 		left := s.opt.Height - fixed - len(table)
+		if s.r.Result == ResultFailed && len(s.r.LogTail) == 0 && left > 1 {
+			// Nothing to show of the output (an invalid spec): the error,
+			// a list of problems, may take the room.
+			failure = s.failure(3 + left - 1)
+			left = s.opt.Height - len(head) - len(failure) - len(foot) - len(table)
+		}
 		switch {
 		case left >= 2 && len(s.r.LogTail) > 0:
 			tail = s.tail(left - 1)
@@ -130,12 +139,12 @@ func (s *summary) header() []string {
 	return []string{title, strings.Join(id, "  "), strings.Join(run, "  ")}
 }
 
-// failure renders the error (at most 3 lines in one-screen mode) and the
-// hint (at most 2).
-func (s *summary) failure() []string {
-	maxErr, maxHint := 3, 2
-	if s.opt.Height <= 0 {
-		maxErr, maxHint = 0, 0
+// failure renders the error (at most maxErr lines, 0 for all) and the
+// hint (at most 2 lines, all when maxErr is 0).
+func (s *summary) failure(maxErr int) []string {
+	maxHint := 2
+	if maxErr <= 0 {
+		maxHint = 0
 	}
 	out := wrap("error: ", s.r.Error, s.opt.Width, maxErr)
 	return append(out, wrap("hint:  ", s.r.Hint, s.opt.Width, maxHint)...)

@@ -152,3 +152,22 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryInvalidSpecShowsEveryProblem(t *testing.T) {
+	msg := "invalid machine spec s.yaml: 8 error(s)"
+	for i := range 8 {
+		msg += fmt.Sprintf("\n  spec.host.files[%d].mode: Invalid value: \"999\": must be an octal mode", i)
+	}
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: ClassInvalidSpec,
+		Error: msg, Hint: DefaultHint(ClassInvalidSpec), StartTime: t0, EndTime: t0}
+	text := Summary(r, OneScreen("/var/lib/machineadm/report.json"))
+	checkScreen(t, text, ScreenWidth, ScreenHeight)
+	for i := range 8 {
+		if !strings.Contains(text, fmt.Sprintf("files[%d]", i)) {
+			t.Errorf("problem %d is missing:\n%s", i, text)
+		}
+	}
+	if !strings.Contains(text, "no output recorded") || !strings.Contains(text, "full report:") {
+		t.Errorf("summary:\n%s", text)
+	}
+}

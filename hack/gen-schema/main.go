@@ -3,6 +3,7 @@
 //
 //	docs/schema/machinebootstrapconfig.v1alpha1.json  JSON Schema (draft 2020-12)
 //	docs/spec-reference.md                            every field: path, type, default, description
+//	docs/schema/bootstrapreport.v1alpha1.json         JSON Schema of the outcome report (docs/report.md)
 //	docs/schema/bootstrapreport.v1alpha1.json         JSON Schema of the outcome report
 //
 // Run it from the repository root with `make schema` (go run ./hack/gen-schema).

@@ -8,15 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 )
 
 // DefaultPath is where the report file writer writes by default
 // (spec.report.path).
 const DefaultPath = "/var/lib/machineadm/report.json"
 
-// FileWriter writes the report as JSON to Root+Path, atomically (a
-// temporary file in the same directory, fsync, rename, fsync of the
-// directory), mode 0600. The report it replaces is kept as the previous
+// FileWriter writes the report as JSON to Root+Path, atomically
+// (package atomicfile: a temporary file in the same directory, fsync,
+// rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
 // report (PreviousPath: report.json → report.previous.json). Missing
 // directories are created with mode 0700.
 type FileWriter struct {
@@ -47,7 +49,7 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	old, err := os.ReadFile(full)
 	switch {
 	case err == nil:
-		if err := WriteFileAtomic(filepath.Join(w.Root, PreviousPath(path)), old, 0o600); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -56,7 +58,7 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return WriteFileAtomic(full, data, 0o600)
+	return atomicfile.WriteFile(full, data, 0o600)
 }
 
 // PreviousPath is where the report at path is kept when a new one is
@@ -65,52 +67,4 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 func PreviousPath(path string) string {
 	ext := filepath.Ext(path)
 	return strings.TrimSuffix(path, ext) + ".previous" + ext
-}
-
-// WriteFileAtomic replaces path with data: it writes a temporary file in
-// the same directory with mode perm, syncs it, renames it over path and
-// syncs the directory, so a reader sees the old or the new content, never
-// a part, even after a crash. The directory must exist.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable. It is best effort: some file
-// systems and Windows cannot sync a directory, and the rename is done.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
-	_ = d.Sync()
-	return d.Close()
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 )
 
 // DefaultSentinel is the Cluster API bootstrap sentinel file
@@ -52,5 +54,5 @@ func (w *SentinelWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return fmt.Errorf("creating sentinel directory: %w", err)
 	}
-	return WriteFileAtomic(full, []byte("success\n"), 0o644)
+	return atomicfile.WriteFile(full, []byte("success\n"), 0o644)
 }

@@ -1,0 +1,185 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// scenarioRender: workers bootstrapped from `machineadm render` output, the
+// agent downloaded from the harness's HTTP server and verified by digest.
+//   - w2 boots with the cloud-config as NoCloud user data; real cloud-init
+//     runs the stub; w2 becomes Ready.
+//   - w4 runs the shell stub: first one whose agent URL serves a tampered
+//     binary (refused before it runs: nothing installed, no spec, no
+//     report, no Node), then the genuine one; w4 becomes Ready.
+func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
+	agent, err := os.ReadFile(e.machineadm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(agent)
+	digest := hex.EncodeToString(sum[:])
+	tampered := append(append([]byte{}, agent...), []byte("tampered")...)
+	srv, err := startAgentServer(map[string][]byte{"/machineadm": agent, "/tampered/machineadm": tampered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+
+	// The token reaches the workers by a channel other than user data (the
+	// spec only names its file; render refuses inline secrets).
+	deliverToken := func(m *Machine) error {
+		return m.WriteFile(machineTokenFile, []byte(c.secrets.token+"\n"), 0o600)
+	}
+
+	// cloud-init + cloud-config.
+	cc := e.render(ctx, t, w2, "cloud-config", srv.url("/machineadm"), digest)
+	start := time.Now()
+	mw2 := e.bootMachinesWith(ctx, t, bootOptions{withoutAgent: true, prepare: func(m *Machine) error {
+		if err := deliverToken(m); err != nil {
+			return err
+		}
+		return enableCloudInit(m, cc)
+	}}, w2)[0]
+	ready, err := waitNodesReady(ctx, c.cs, bootstrapTimeout, w2.Name)
+	if err != nil {
+		res, _ := mw2.Exec(ctx, nil, "sh", "-c", "cloud-init status --long; tail -n 40 /var/log/cloud-init-output.log")
+		t.Logf("w2 cloud-init:\n%s%s", res.Stdout, res.Stderr)
+		dumpDiagnostics(ctx, t, mw2)
+		t.Fatal(err)
+	}
+	timing(t, "w2-boot-to-node-ready-cloud-init", ready[w2.Name].Sub(start))
+	if srv.count("/machineadm") == 0 {
+		t.Errorf("w2 became Ready without downloading the agent")
+	}
+	checkReport(t, mw2, workerJoinPhases)
+	if res, err := mw2.Exec(ctx, nil, "cloud-init", "status"); err != nil || !strings.Contains(res.Stdout, "done") {
+		t.Errorf("cloud-init status on w2: %q %v", res.Stdout, err)
+	}
+
+	// Shell stub: tampered agent first, then the genuine one.
+	mw4 := e.bootMachinesWith(ctx, t, bootOptions{withoutAgent: true, prepare: deliverToken}, w4)[0]
+	bad := e.render(ctx, t, w4, "shell", srv.url("/tampered/machineadm"), digest)
+	if err := mw4.WriteFile("/root/machineadm-stub-tampered.sh", bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := mw4.Exec(ctx, nil, "sh", "/root/machineadm-stub-tampered.sh")
+	t.Logf("tampered agent: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+	if res.ExitCode == 0 {
+		t.Errorf("the stub ran a tampered agent")
+	}
+	if srv.count("/tampered/machineadm") == 0 {
+		t.Errorf("the stub never fetched the tampered agent")
+	}
+	for _, p := range []string{"/usr/local/bin/machineadm", machineSpecFile, reportPath, "/var/lib/kubelet/config.yaml"} {
+		if _, err := os.Stat(filepath.Join(mw4.Root, p)); err == nil {
+			t.Errorf("after the refused agent %s exists", p)
+		}
+	}
+	good := e.render(ctx, t, w4, "shell", srv.url("/machineadm"), digest)
+	if err := mw4.WriteFile("/root/machineadm-stub.sh", good, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	bctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
+	res, err = mw4.Exec(bctx, nil, "sh", "/root/machineadm-stub.sh")
+	cancel()
+	_ = os.WriteFile(filepath.Join(mw4.Dir, "bootstrap.log"), []byte(res.Stdout+res.Stderr), 0o600)
+	if err != nil {
+		dumpDiagnostics(ctx, t, mw4)
+		t.Fatalf("shell stub: %v\n%s", err, tail(res.Stdout+res.Stderr, 30))
+	}
+	ready, err = waitNodesReady(ctx, c.cs, readyTimeout, w4.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timing(t, "w4-shell-stub-start-to-node-ready", ready[w4.Name].Sub(start))
+	checkReport(t, mw4, workerJoinPhases)
+	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w4.Name, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// render runs `machineadm render` on the host for node's worker spec.
+func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string) []byte {
+	t.Helper()
+	y, err := specYAML(workerSpec(node, mustCAHash(t, e)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.runDir, "render-"+node.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specFile, y, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, format)
+	cmd := exec.CommandContext(ctx, e.machineadm, "render", "-f", specFile, "--format", format,
+		"--agent-url", agentURL, "--agent-sha256", digest, "--max-size", "aws", "-o", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("machineadm render --format %s: %v\n%s", format, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("render --format %s for %s: %d bytes", format, node.Name, len(b))
+	return b
+}
+
+// mustCAHash is the cluster's CA cert hash, computed from the CA set.
+func mustCAHash(t *testing.T, e *env) string {
+	t.Helper()
+	h, err := caCertHash(filepath.Join(e.runDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// enableCloudInit gives the machine a NoCloud seed (user data = the
+// rendered cloud-config) and unmasks cloud-init, which the base root
+// filesystem keeps masked for the other machines.
+func enableCloudInit(m *Machine, userData []byte) error {
+	seed := "/var/lib/cloud/seed/nocloud"
+	if err := m.WriteFile(seed+"/user-data", userData, 0o600); err != nil {
+		return err
+	}
+	meta := "instance-id: e2e-" + m.Name + "\nlocal-hostname: " + m.Name + "\n"
+	if err := m.WriteFile(seed+"/meta-data", []byte(meta), 0o600); err != nil {
+		return err
+	}
+	for _, u := range []string{"cloud-init.service", "cloud-init-local.service", "cloud-config.service", "cloud-final.service"} {
+		if err := os.Remove(filepath.Join(m.Root, "etc/systemd/system", u)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReport checks a report written by a bootstrap the test did not run
+// itself (cloud-init or a stub ran it).
+func checkReport(t *testing.T, m *Machine, phases []string) {
+	t.Helper()
+	r, raw, err := readReport(m)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if err := r.checkSucceeded(phases); err != nil {
+		t.Errorf("%s: %v\n%s", m.Name, err, raw)
+	}
+}

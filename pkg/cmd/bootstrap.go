@@ -107,7 +107,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if err != nil {
 		return err
 	}
-	workDir := defaultWorkDir
+	workDir := f.report.workDir
 	if f.dryRun {
 		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
 			return err
@@ -157,7 +157,9 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 		Log:        o.log,
 		Out:        o.out,
 	}
-	d.KubeadmOutput = r.kubeadmOutput(o.out)
+	var outputDone func()
+	d.KubeadmOutput, outputDone = r.kubeadmOutput(o.out)
+	defer outputDone()
 	err = r.workflow(ctx, "bootstrap", w, d, phases.RunOptions{Skip: f.skipPhases, Only: only})
 	if f.dryRun {
 		fmt.Fprintf(o.out, "dry run: files kubeadm would write and the report are in %s\n", workDir)

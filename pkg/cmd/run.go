@@ -13,9 +13,9 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
-	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // reportFinishTimeout bounds writing the outcome report at the end of a
@@ -30,11 +30,16 @@ type reportFlags struct {
 	// root is prepended to every path the report writers touch (report
 	// file, sentinel, console device). Hidden; for tests and image builds.
 	root string
+	// workDir replaces /var/lib/machineadm for the state file and kubeadm
+	// configuration. Hidden; for tests.
+	workDir string
 }
 
 func (f *reportFlags) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.root, "report-root", "/", "root directory under which the outcome report, the sentinel and the console device are written")
+	c.Flags().StringVar(&f.workDir, "work-dir", defaultWorkDir, "machineadm's state directory (state file, kubeadm configuration, patches)")
 	_ = c.Flags().MarkHidden("report-root")
+	_ = c.Flags().MarkHidden("work-dir")
 }
 
 // recordedRun is one recorded run of bootstrap or prepare.
@@ -107,13 +112,13 @@ func (r *recordedRun) failed(err error) error {
 	return err
 }
 
-// kubeadmOutput is the sink for kubeadm's output lines: redacted on the
-// console and kept (redacted) for the report's log tail.
-func (r *recordedRun) kubeadmOutput(out io.Writer) func(string) {
-	return func(line string) {
-		fmt.Fprintln(out, r.red.String(line))
-		r.rec.AppendOutput(line)
-	}
+// kubeadmOutput returns the sink for kubeadm's output lines and a func to
+// call when output ends. One redacting stream feeds both the console and
+// the report's log tail, so a secret spread over several lines (a PEM
+// block) is caught even when its value is not known in advance.
+func (r *recordedRun) kubeadmOutput(out io.Writer) (sink func(string), done func()) {
+	w := r.rec.OutputWriter(out)
+	return func(line string) { _, _ = io.WriteString(w, line+"\n") }, func() { _ = w.Close() }
 }
 
 // workflow runs w and records it; it returns a *RunFailedError for a
@@ -127,7 +132,11 @@ func (r *recordedRun) workflow(ctx context.Context, command string, w *phases.Wo
 	failed, runErr := w.Run(ctx, d, obs, opts)
 	r.finish()
 	if runErr != nil {
+		// The class and hint the report shows (it also read the output).
 		class, hint := report.Classify(failed, runErr)
+		if rep, ok := r.rec.Report(); ok && rep.ErrorClass != "" {
+			class, hint = rep.ErrorClass, rep.Hint
+		}
 		return &RunFailedError{Command: command, Phase: failed, Class: class, Hint: hint, Err: fmt.Errorf("%s", r.red.String(runErr.Error()))}
 	}
 	return nil

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
@@ -65,6 +67,14 @@ func KubeadmPhase(p kubeadm.Phase) Phase {
 					}
 				}}
 			if err := r.Run(ctx, p); err != nil {
+				if !d.DryRun && kubeletPhases[p.Name] {
+					for _, l := range kubeletJournal(ctx) {
+						tail.add(l)
+						if d.KubeadmOutput != nil {
+							d.KubeadmOutput(l)
+						}
+					}
+				}
 				// kubeadm's error is often generic ("preflight checks
 				// failed"); its output says why.
 				class, hint := report.ClassifyOutput(p.Name, err, tail.lines)
@@ -228,4 +238,27 @@ func (t *lineTail) add(line string) {
 	if len(t.lines) > t.max {
 		t.lines = t.lines[len(t.lines)-t.max:]
 	}
+}
+
+// kubeletPhases are the kubeadm phases whose failures are usually the
+// kubelet's: the kubelet's journal goes into the report's log tail.
+var kubeletPhases = map[string]bool{"kubelet-start": true, "kubelet-wait-bootstrap": true, "wait-control-plane": true, "kubelet-finalize": true}
+
+// kubeletJournal returns the kubelet's last journal lines (journalctl -u
+// kubelet -n 30), prefixed, or nothing when journalctl is missing or slow.
+func kubeletJournal(ctx context.Context) []string {
+	path, err := exec.LookPath("journalctl")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, path, "-u", "kubelet", "-n", "30", "--no-pager", "-o", "short-precise").Output()
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if l != "" {
+			lines = append(lines, "[journal kubelet] "+l)
+		}
+	}
+	return lines
 }

@@ -11,10 +11,16 @@ start=$(date +%s)
 apt_install debootstrap systemd-container iproute2 util-linux ca-certificates
 mkdir -p "$CACHE"
 
+# The root filesystem is mostly downloads, the components mostly compiling:
+# build both at once.
+"$(dirname "$0")/rootfs.sh" &
+rootfs_pid=$!
 t=$(date +%s)
-"$(dirname "$0")/rootfs.sh"
-rootfs_s=$(($(date +%s) - t))
-t=$(date +%s)
-"$(dirname "$0")/components.sh"
+components_rc=0
+"$(dirname "$0")/components.sh" || components_rc=$?
 components_s=$(($(date +%s) - t))
-log "prepare: done in $(($(date +%s) - start))s (root filesystem ${rootfs_s}s, components and images ${components_s}s); cache $CACHE ($(du -sh "$CACHE" | cut -f1))"
+rootfs_rc=0
+wait "$rootfs_pid" || rootfs_rc=$?
+[ "$components_rc" -eq 0 ] || { log "prepare: components failed"; exit 1; }
+[ "$rootfs_rc" -eq 0 ] || { log "prepare: root filesystem failed"; exit 1; }
+log "prepare: done in $(($(date +%s) - start))s (components and images ${components_s}s, root filesystem in parallel); cache $CACHE ($(du -sh "$CACHE" | cut -f1))"

@@ -162,6 +162,49 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	}
 }
 
+// TestBootstrapDryRunJoins plans the worker and control-plane-join
+// examples: kubeadm's dry-run join uses its own fake cluster-info, so no
+// endpoint of the examples is contacted (and the run is in a private
+// network namespace anyway).
+func TestBootstrapDryRunJoins(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	for _, ex := range []string{"worker", "control-plane-join"} {
+		dr := filepath.Join(t.TempDir(), "dr")
+		out, code := machineadm(t, "bootstrap", "-f", "../../docs/examples/"+ex+".yaml", "--dry-run", "--dry-run-dir", dr)
+		if code != 0 {
+			t.Errorf("%s: exit %d:\n%s", ex, code, out)
+			continue
+		}
+		rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+		want := []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}
+		if ex == "control-plane-join" {
+			want = append(want, "control-plane-prepare", "etcd-join", "control-plane-join", "wait-control-plane")
+		}
+		for _, name := range want {
+			found := false
+			for _, p := range rep.Phases {
+				found = found || (p.Name == name && p.Status == report.PhaseSucceeded)
+			}
+			if !found {
+				t.Errorf("%s: phase %s not Succeeded in the report", ex, name)
+			}
+		}
+		// kubelet-start wrote the kubelet's files into the dry-run directory,
+		// with the node labels and the kubelet patch of the spec.
+		flags, err := os.ReadFile(filepath.Join(dr, "kubeadm", "kubeadm-flags.env"))
+		if err != nil {
+			t.Errorf("%s: %v", ex, err)
+		} else if ex == "worker" && !strings.Contains(string(flags), "--node-labels=example.com/pool=general") {
+			t.Errorf("worker kubeadm-flags.env lacks the node label: %s", flags)
+		}
+		if kc, err := os.ReadFile(filepath.Join(dr, "kubeadm", "config.yaml")); err != nil || !strings.Contains(string(kc), "failCgroupV1: false") {
+			t.Errorf("%s: kubelet config.yaml lacks the spec's failCgroupV1 patch (%v)", ex, err)
+		}
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for unshare --net")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -146,7 +147,8 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 			}
 		}()
 	}
-	return captureStdio(r.Output, func(out, errOut io.Writer) error {
+	return captureStdio(r.Output, func(out, errOut io.Writer) (err error) {
+		defer recoverJoinDoneMessage(r.Output, &err)
 		c := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
 		c.SetArgs(args)
 		if err := c.Execute(); err != nil {
@@ -154,6 +156,54 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 		}
 		return nil
 	})
+}
+
+// joinRunE is the function of kubeadm's `join` command that runs the
+// phases and then prints the "joined" message.
+const joinRunE = "k8s.io/kubernetes/cmd/kubeadm/app/cmd.newCmdJoin.func1"
+
+// recoverJoinDoneMessage absorbs one known kubeadm v1.37 panic: after the
+// join phases ran successfully, `kubeadm join` prints its "control-plane
+// joined" message from the cluster configuration that only some phases
+// load (data.initCfg). When a control-plane join runs a phase that does
+// not load it (kubelet-wait-bootstrap, wait-control-plane) with the others
+// skipped, that message dereferences nil. The panic's own frame being the
+// join command's function (not a phase) proves the phases had returned
+// without error, so the phase succeeded; any other panic is re-raised.
+func recoverJoinDoneMessage(output func(string), errp *error) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if _, isRuntime := v.(runtime.Error); isRuntime && panicFrame() == joinRunE {
+		if output != nil {
+			output("[machineadm] phase done; kubeadm's closing join message skipped (it needs the cluster configuration of another phase)")
+		}
+		*errp = nil
+		return
+	}
+	panic(v)
+}
+
+// panicFrame returns the function in which the current panic happened:
+// the first frame below runtime's panic machinery, from inside a deferred
+// recover.
+func panicFrame() string {
+	pcs := make([]uintptr, 32)
+	n := runtime.Callers(0, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	sawPanic := false
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, "runtime.") {
+			sawPanic = sawPanic || f.Function == "runtime.gopanic" || f.Function == "runtime.sigpanic" || f.Function == "runtime.panicmem"
+		} else if sawPanic {
+			return f.Function
+		}
+		if !more {
+			return ""
+		}
+	}
 }
 
 // captureStdio runs fn with os.Stdout and os.Stderr redirected into a pipe

@@ -224,3 +224,20 @@ func BenchmarkLoadOnly(b *testing.B) {
 		}
 	}
 }
+
+// TestRecoverJoinDoneMessageReraises: only the known panic of kubeadm's
+// join command is absorbed; a panic anywhere else goes on.
+func TestRecoverJoinDoneMessageReraises(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("a foreign nil dereference was swallowed")
+		}
+	}()
+	var err error
+	func() {
+		defer recoverJoinDoneMessage(nil, &err)
+		var p *Inputs
+		_ = p.JoinToken // nil dereference outside kubeadm's join command
+	}()
+	t.Error("not reached: the panic must propagate")
+}

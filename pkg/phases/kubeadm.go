@@ -39,7 +39,11 @@ func KubeadmConfigPhase() Phase {
 			if err != nil {
 				return false, "", err
 			}
-			return changed, "kubeadm " + st.inputs.CertificatesDir + " configuration at " + st.configPath, nil
+			msg := "kubeadm configuration at " + st.configPath
+			if st.inputs.CertificatesDir != "" {
+				msg += ", CA material staged in " + st.inputs.CertificatesDir
+			}
+			return changed, msg, nil
 		},
 	}
 }

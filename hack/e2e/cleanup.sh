@@ -6,22 +6,32 @@
 source "$(dirname "$0")/lib.sh"
 
 WORK=${MACHINEADM_E2E_WORK:-/var/tmp/machineadm-e2e}
-[ -d "$WORK" ] || { ip link del mae2e0 2>/dev/null || true; exit 0; }
+# Every process of a machine (systemd-nspawn's child and all below it) is in
+# the machine's own cgroups, named machineadm-e2e-<machine>: kill them all.
+# A machine whose systemd-nspawn died keeps running otherwise.
+for try in 1 2 3 4 5; do
+  pids=$(find /sys/fs/cgroup/*/ -type d -name 'machineadm-e2e-*' -prune -exec find {} -name cgroup.procs \; 2>/dev/null |
+    xargs -r cat 2>/dev/null | sort -u)
+  [ -n "$pids" ] || break
+  log "cleanup: killing $(echo "$pids" | wc -w) leftover machine processes"
+  kill -KILL $pids 2>/dev/null || true
+  sleep 1
+done
 for pidfile in "$WORK"/*/*/nspawn.pid; do
   [ -f "$pidfile" ] || continue
   pid=$(cat "$pidfile")
   if grep -qs "$(dirname "$pidfile")" "/proc/$pid/cmdline"; then
-    log "cleanup: killing machine $(basename "$(dirname "$pidfile")") (pid $pid)"
     kill -KILL "$pid" 2>/dev/null || true
   fi
 done
-sleep 1
 awk -v w="$WORK/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
   umount -l "$m" 2>/dev/null || true
 done
-for d in "$WORK"/*/*/; do
-  name=$(basename "$d")
-  find /sys/fs/cgroup -depth -type d -path "*machineadm-e2e-$name*" -exec rmdir {} + 2>/dev/null || true
+find /sys/fs/cgroup/*/ -depth -type d -path '*/machineadm-e2e-*' -exec rmdir {} + 2>/dev/null || true
+[ -d "$WORK" ] && rm -rf "${WORK:?}"/*
+# A veth whose machine is gone normally vanishes with it; delete any port
+# still on the bridge, then the bridge.
+for port in $(ip -o link show master mae2e0 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+  ip link del "$port" 2>/dev/null || true
 done
-rm -rf "${WORK:?}"/*
 ip link del mae2e0 2>/dev/null || true

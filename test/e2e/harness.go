@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,7 +70,9 @@ func setupEnv(ctx context.Context) (*env, error) {
 		}
 	}
 	work := getenv("MACHINEADM_E2E_WORK", "/var/tmp/machineadm-e2e")
-	cleanStale(work)
+	if err := cleanStale(repo, work); err != nil {
+		return nil, err
+	}
 	e.runDir = filepath.Join(work, time.Now().UTC().Format("20060102-150405"))
 	if err := os.MkdirAll(e.runDir, 0o700); err != nil {
 		return nil, err
@@ -117,40 +119,16 @@ func (e *env) teardown(failed bool) error {
 	return errors.Join(errs...)
 }
 
-// cleanStale kills machines of earlier runs (their systemd-nspawn PIDs are
-// recorded in nspawn.pid) and removes those runs' directories and cgroups.
-func cleanStale(work string) {
-	pids, _ := filepath.Glob(filepath.Join(work, "*", "*", "nspawn.pid"))
-	for _, f := range pids {
-		b, _ := os.ReadFile(f)
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if strings.Contains(string(cmdline), filepath.Dir(f)) {
-			for _, c := range descendants(pid) {
-				_ = syscall.Kill(c, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+// cleanStale removes what a killed earlier run left behind (machines,
+// mounts, cgroups, bridge ports, run directories) with the same script
+// `make e2e` runs after the test.
+func cleanStale(repo, work string) error {
+	cmd := exec.Command("bash", filepath.Join(repo, "hack/e2e/cleanup.sh"))
+	cmd.Env = append(os.Environ(), "MACHINEADM_E2E_WORK="+work)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hack/e2e/cleanup.sh: %w: %s", err, out)
 	}
-	if len(pids) > 0 {
-		time.Sleep(time.Second)
-	}
-	runs, _ := filepath.Glob(filepath.Join(work, "*"))
-	for _, r := range runs {
-		for _, m := range mountsUnder(r) {
-			_ = syscall.Unmount(m, syscall.MNT_DETACH)
-		}
-		machines, _ := filepath.Glob(filepath.Join(r, "*"))
-		for _, md := range machines {
-			if dirs, err := machineCgroups(filepath.Base(md)); err == nil {
-				_ = removeCgroups(dirs)
-			}
-		}
-		_ = os.RemoveAll(r)
-	}
+	return nil
 }
 
 // mountsUnder lists the host's mount points below dir.

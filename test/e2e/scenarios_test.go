@@ -165,8 +165,15 @@ func scenarioWrongCAHash(ctx context.Context, t *testing.T, e *env, c *cluster) 
 	if strings.Contains(string(raw), c.secrets.token) || strings.Contains(string(raw), strings.Split(c.secrets.token, ".")[1]) {
 		t.Errorf("report contains the bootstrap token")
 	}
-	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w3.Name, metav1.GetOptions{}); err == nil {
-		t.Errorf("node %s exists after a failed discovery", w3.Name)
+	// Watch a little longer: a kubelet left running could still register.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		if _, err := c.cs.CoreV1().Nodes().Get(ctx, w3.Name, metav1.GetOptions{}); err == nil {
+			t.Errorf("node %s exists after a failed discovery", w3.Name)
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(m.Root, "etc/kubernetes/kubelet.conf")); err == nil {
+		t.Errorf("w3 has a kubelet.conf after a failed discovery")
 	}
 }
 

@@ -23,7 +23,7 @@ GO        ?= go
 PKGS      ?= ./...
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 
-.PHONY: build build-all test bench vet fmt schema demo e2e clean
+.PHONY: build build-all deps test bench vet fmt schema demo e2e clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -36,7 +36,12 @@ build-all:
 	    -o bin/machineadm-$$os-$$arch$$ext ./cmd/machineadm; \
 	done
 
-test:
+# deps installs the Debian packages the tests use (idempotent; apt runs only
+# when one is missing).
+deps:
+	hack/install-deps.sh
+
+test: deps
 	CGO_ENABLED=1 $(GO) test -ldflags "$(TEST_LDFLAGS)" $(PKGS) $(TESTFLAGS)
 
 bench:

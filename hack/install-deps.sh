@@ -14,6 +14,10 @@ for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "install-deps: missing Debian packages (run as root to install): ${missing[*]}" >&2
+		exit 0
+	fi
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

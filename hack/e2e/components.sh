@@ -39,6 +39,8 @@ gobuild() {
   log "build $name: $(($(date +%s) - start))s"
 }
 
+# The image builder's own tests (its module is outside `make test`).
+(cd "$TOOLS" && go test ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
 # Small ones first so a failure in the setup shows early.
 gobuild pause v1 "$TOOLS" ./cmd/pause
 gobuild e2e-images v1 "$TOOLS" ./cmd/e2e-images

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,18 +42,25 @@ type Options struct {
 //   - the Cluster API sentinel (default DefaultSentinel, "-" disables);
 //   - an HTTP POST of the JSON when url is set;
 //
-// followed by o.Extra.
+// followed by o.Extra. The summaries name the report file where it is
+// written: o.Root joined with path when o.Root is not "/" (a dry run's
+// directory, prepare --root), so that the `machineadm report PATH` they
+// suggest finds it.
 func WritersFor(rep machineadm.Report, o Options) []Writer {
 	path := rep.Path
 	if path == "" {
 		path = DefaultPath
 	}
+	shown := path
+	if o.Root != "" && o.Root != "/" {
+		shown = filepath.Join(o.Root, path)
+	}
 	ws := []Writer{&FileWriter{Root: o.Root, Path: path}}
 	if o.Stdout != nil {
-		ws = append(ws, &SummaryWriter{Out: o.Stdout, Options: OneScreen(path)})
+		ws = append(ws, &SummaryWriter{Out: o.Stdout, Options: OneScreen(shown)})
 	}
 	if rep.Console == nil || *rep.Console {
-		ws = append(ws, &ConsoleWriter{Root: o.Root, Devices: o.ConsoleDevices, Timeout: o.ConsoleTimeout, Options: OneScreen(path)})
+		ws = append(ws, &ConsoleWriter{Root: o.Root, Devices: o.ConsoleDevices, Timeout: o.ConsoleTimeout, Options: OneScreen(shown)})
 	}
 	ws = append(ws, &SentinelWriter{Root: o.Root, Path: rep.Sentinel})
 	if rep.URL != "" {

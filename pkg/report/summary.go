@@ -59,7 +59,12 @@ func (s *summary) render() string {
 	case s.opt.Footer != "":
 		foot = []string{s.opt.Footer}
 	case s.opt.ReportPath != "":
-		foot = []string{"full report: " + s.opt.ReportPath + "  (machineadm report " + s.opt.ReportPath + ")"}
+		// A long path (a dry run's directory) is named once rather than cut.
+		line := "full report: " + s.opt.ReportPath + "  (machineadm report " + s.opt.ReportPath + ")"
+		if s.opt.Height > 0 && len([]rune(line)) > s.opt.Width {
+			line = "full report: " + s.opt.ReportPath
+		}
+		foot = []string{line}
 	}
 	if s.opt.Height <= 0 {
 		if s.r.Result == ResultFailed {

@@ -171,3 +171,14 @@ func TestSummaryInvalidSpecShowsEveryProblem(t *testing.T) {
 		t.Errorf("summary:\n%s", text)
 	}
 }
+
+// A report path too long for the footer's two mentions is named once,
+// whole, rather than cut.
+func TestSummaryFooterLongPath(t *testing.T) {
+	long := "/tmp/machineadm-dry-run-" + strings.Repeat("x", 20) + "/var/lib/machineadm/report.json"
+	text := Summary(fixtureFailed(), OneScreen(long))
+	checkScreen(t, text, ScreenWidth, ScreenHeight)
+	if !strings.HasSuffix(text, "full report: "+long+"\n") {
+		t.Errorf("footer does not name %s whole:\n%s", long, text)
+	}
+}

@@ -236,3 +236,48 @@ func TestMetaFor(t *testing.T) {
 		t.Error("machine JSON")
 	}
 }
+
+// The one-screen summary names the report file where it really is: under
+// Options.Root when that is not "/" (dry runs, prepare --root).
+func TestWritersForNamesTheReportUnderRoot(t *testing.T) {
+	for _, tc := range []struct{ root, path, want string }{
+		{"", "", DefaultPath},
+		{"/", "/r/report.json", "/r/report.json"},
+		{"ROOT", "", filepath.Join("ROOT", DefaultPath)},
+		{"ROOT", "/r/report.json", filepath.Join("ROOT", "/r/report.json")},
+	} {
+		root := t.TempDir()
+		if tc.root == "ROOT" {
+			tc.want = strings.Replace(tc.want, "ROOT", root, 1)
+		} else {
+			root = tc.root
+		}
+		var out bytes.Buffer
+		ws := WritersFor(machineadm.Report{Path: tc.path}, Options{Root: root, Stdout: &out, ConsoleDevices: []string{}})
+		for _, w := range ws {
+			if w.Name() != "stdout" && w.Name() != "console" {
+				continue
+			}
+			if w.Name() == "console" {
+				dev := filepath.Join(t.TempDir(), "console")
+				os.WriteFile(dev, nil, 0o600)
+				cw := *w.(*ConsoleWriter)
+				cw.Root, cw.Devices, cw.Timeout = "", []string{dev}, time.Second
+				if err := cw.Write(t.Context(), fixtureFailed()); err != nil {
+					t.Fatal(err)
+				}
+				got, _ := os.ReadFile(dev)
+				if !strings.Contains(string(got), "full report: "+tc.want+"\r\n") && !strings.Contains(string(got), "full report: "+tc.want+"  (") {
+					t.Errorf("root %q path %q: console summary does not name %s:\n%s", tc.root, tc.path, tc.want, got)
+				}
+				continue
+			}
+			if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := out.String(); !strings.Contains(got, "full report: "+tc.want+"\n") && !strings.Contains(got, "full report: "+tc.want+"  (machineadm report "+tc.want+")\n") {
+			t.Errorf("root %q path %q: summary does not name %s:\n%s", tc.root, tc.path, tc.want, got)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/machineadm/machineadm/pkg/report"
 )
@@ -136,6 +137,98 @@ func TestReportCommandBadInputExit2(t *testing.T) {
 		code, _, errOut := run(t, "", args...)
 		if code != ExitBadInput || !strings.Contains(errOut, "Error:") {
 			t.Errorf("%v: exit %d, want 2; stderr %s", args, code, errOut)
+		}
+	}
+}
+
+// hostile is text a terminal would act on: a window-title change (OSC),
+// clear-screen (CSI), a carriage return that overwrites the line, an 8-bit
+// CSI (U+009B) and a right-to-left override. (A byte that is not UTF-8
+// cannot reach a report: JSON encoding replaces it.)
+const hostile = "\x1b]0;pwned\x07\x1b[2J\rOK\u009b31m\u202edesrever"
+
+// rawControl reports any byte or rune of s that a terminal would act on,
+// or bytes that are not UTF-8.
+func rawControl(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || r == '\u202e' {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReportCommandEscapesControlCharacters(t *testing.T) {
+	path, r := failedReport(t)
+	r.Machine.Hostname = "worker" + hostile
+	r.Phases[7].Message = "failed" + hostile
+	r.Error = "boom" + hostile
+	r.Hint = "hint" + hostile
+	r.LogTail = append(r.LogTail, "last line"+hostile)
+	if err := (&report.FileWriter{Path: path}).Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", path}, {"report", "--full", path}} {
+		code, out, errOut := run(t, "", args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if rawControl(out) {
+			t.Errorf("%v: output holds raw control characters:\n%q", args, out)
+		}
+		if !strings.Contains(out, `\x1b]0;pwned\x07\x1b[2J\x0dOK\u009b31m\u202edesrever`) {
+			t.Errorf("%v: output does not show the escaped text:\n%s", args, out)
+		}
+	}
+	// --output json is a document for programs: JSON escapes the controls.
+	if _, out, _ := run(t, "", "report", "-o", "json", path); strings.Contains(out, "\x1b") {
+		t.Error("json output holds a raw ESC")
+	}
+}
+
+func TestReportCommandGarbageErrorShowsNoRawBytes(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"binary.json": "PK\x03\x04\x1b[2J\xff\xfe garbage",
+		"phase.json": `{"apiVersion":"machineadm.io/v1alpha1","kind":"BootstrapReport","result":"Succeeded",` +
+			`"startTime":"2026-01-01T00:00:00Z","phases":[{"name":"a\u001b]0;pwned\u0007","status":"bad"}]}`,
+		"version.json": `{"apiVersion":"v1\u001b[2J\u009b","kind":"BootstrapReport"}`,
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := run(t, "", "report", p)
+		if code != ExitBadInput || !strings.Contains(errOut, name) {
+			t.Errorf("%s: exit %d, want 2; stderr %q", name, code, errOut)
+		}
+		if rawControl(errOut) {
+			t.Errorf("%s: the error holds raw control characters: %q", name, errOut)
+		}
+	}
+	// A path with a control character is shown escaped too.
+	code, _, errOut := run(t, "", "report", filepath.Join(dir, "missing\x1b[2J.json"))
+	if code != ExitBadInput || rawControl(errOut) || !strings.Contains(errOut, `missing\x1b[2J.json`) {
+		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestTerminalSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ünïcode ✓\nsecond line": "plain text, ünïcode ✓\nsecond line",
+		"a\tb":                               "a b",
+		"\x1b[31mred\x1b[0m":                 `\x1b[31mred\x1b[0m`,
+		"del\x7f nul\x00":                    `del\x7f nul\x00`,
+		"c1\u0085\u009b":                     `c1\u0085\u009b`,
+		"bidi\u202e\u2066":                   `bidi\u202e\u2066`,
+		"bad\xffutf8":                        `bad\xffutf8`,
+	} {
+		if got := terminalSafe(in); got != want {
+			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

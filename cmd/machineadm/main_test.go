@@ -63,6 +63,10 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pki init exit %d:\n%s", code, out)
 	}
+	// A second pki init into the same directory changes nothing: exit 2.
+	if out, code := machineadm(t, "pki", "init", "--out", pkiDir); code != 2 || !strings.Contains(out, "already exist") {
+		t.Errorf("pki init over an existing CA set: exit %d:\n%s", code, out)
+	}
 
 	// The example, with its pki.dir pointed at the new CA set.
 	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
@@ -260,6 +264,91 @@ func requireReport(t *testing.T, path string, result report.Result, class report
 		t.Errorf("report %s: result %s class %q, want %s %q", path, rep.Result, rep.ErrorClass, result, class)
 	}
 	return rep
+}
+
+// TestBootstrapBadInputsChangeNothing: bad input found before any phase
+// (kubeadm would refuse the version, --dry-run-dir without --dry-run, a
+// missing spec file) exits 2 with only the report written; a malformed
+// secret file or a junk CA set stops the run in inputs-check, before any
+// host phase.
+func TestBootstrapBadInputsChangeNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	tmp := t.TempDir()
+	raw, _ := os.ReadFile("../../docs/examples/worker.yaml")
+	// kubeadm 1.37 deploys control planes of v1.36 and v1.37 only.
+	cpInit, _ := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	old := strings.Replace(string(cpInit), "version: v1.37.2", "version: v1.35.0", 1)
+	oldPath := filepath.Join(tmp, "old.yaml")
+	os.WriteFile(oldPath, []byte(old), 0o600)
+
+	out, code := machineadm(t, "config", "validate", "-f", oldPath)
+	if code != 2 || !strings.Contains(out, "v1.35.0") {
+		t.Errorf("validate v1.35.0: exit %d:\n%s", code, out)
+	}
+	rr := t.TempDir()
+	out, code = machineadm(t, "bootstrap", "-f", oldPath, "--report-root", rr, "--work-dir", filepath.Join(tmp, "w1"))
+	if code != 2 {
+		t.Errorf("bootstrap v1.35.0: exit %d:\n%s", code, out)
+	}
+	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	if _, err := os.Stat(filepath.Join(tmp, "w1")); err == nil {
+		t.Error("work dir created for an invalid spec")
+	}
+
+	if out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--dry-run-dir", filepath.Join(tmp, "x")); code != 2 {
+		t.Errorf("--dry-run-dir without --dry-run: exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "x")); err == nil {
+		t.Error("--dry-run-dir without --dry-run created the directory")
+	}
+
+	rr = t.TempDir()
+	if out, code = machineadm(t, "bootstrap", "-f", filepath.Join(tmp, "missing.yaml"), "--report-root", rr); code != 2 {
+		t.Errorf("missing spec: exit %d:\n%s", code, out)
+	}
+	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+
+	// A token file holding something else: inputs-check fails, no host phase starts.
+	tokenFile := filepath.Join(tmp, "token")
+	os.WriteFile(tokenFile, []byte("not a token\n"), 0o600)
+	bad := strings.Replace(string(raw), "/etc/machineadm/secrets/bootstrap-token", tokenFile, 1)
+	badPath := filepath.Join(tmp, "bad-token.yaml")
+	os.WriteFile(badPath, []byte(bad), 0o600)
+	rr = t.TempDir()
+	out, code = machineadm(t, "bootstrap", "-f", badPath, "--report-root", rr, "--work-dir", filepath.Join(tmp, "w2"))
+	if code != 1 || strings.Contains(out, "not a token") {
+		t.Errorf("malformed token file: exit %d (the file's content must not be echoed):\n%s", code, out)
+	}
+	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	if rep.FailedPhase != "inputs-check" {
+		t.Errorf("failed phase %q, want inputs-check", rep.FailedPhase)
+	}
+	for _, p := range rep.Phases {
+		if p.Name == "files" && p.Status != report.PhaseSkipped {
+			t.Errorf("host phase files ran (%s) after a failed inputs-check", p.Status)
+		}
+	}
+
+	// A junk CA set in pki.dir is refused, even in a dry run.
+	pki := filepath.Join(tmp, "pki")
+	os.MkdirAll(pki, 0o700)
+	os.WriteFile(filepath.Join(pki, "ca.crt"), []byte("junk"), 0o644)
+	os.WriteFile(filepath.Join(pki, "ca.key"), []byte("junk"), 0o600)
+	cpRaw, _ := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	cp := strings.Replace(string(cpRaw), "    # pki:\n    #   dir: /etc/machineadm/pki\n", "    pki:\n      dir: "+pki+"\n", 1)
+	cpPath := filepath.Join(tmp, "cp.yaml")
+	os.WriteFile(cpPath, []byte(cp), 0o600)
+	dr := filepath.Join(tmp, "dr")
+	out, code = machineadm(t, "bootstrap", "-f", cpPath, "--dry-run", "--dry-run-dir", dr)
+	if code != 1 {
+		t.Errorf("junk CA: exit %d:\n%s", code, out)
+	}
+	rep = requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
+	if rep.FailedPhase != "inputs-check" {
+		t.Errorf("junk CA failed in %q, want inputs-check", rep.FailedPhase)
+	}
 }
 
 func parseCertFile(t *testing.T, path string) *x509.Certificate {

@@ -33,7 +33,7 @@ func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "change nothing: host phases print their plan, kubeadm runs in its dry-run mode and writes to --dry-run-dir")
 	c.Flags().StringVar(&f.dryRunDir, "dry-run-dir", "", "directory for a dry run's files (default: a new temporary directory, printed at the end)")
 	if withSkip {
-		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name (see `machineadm bootstrap phase`)")
+		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name (list them with 'machineadm bootstrap phase -f SPEC')")
 	}
 	f.report.bind(c)
 }
@@ -103,20 +103,29 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	data, err := readSpecBytes(o, f.file)
-	if err != nil {
+	if f.dryRunDir != "" && !f.dryRun {
+		return usagef("--dry-run-dir needs --dry-run")
+	}
+	if err := requireFile(f.file); err != nil {
 		return err
 	}
 	workDir := f.report.workDir
 	if f.dryRun {
+		var err error
 		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
 			return err
 		}
 	}
-	l, loadErr := spec.Load(data, f.file)
+	data, loadErr := readSpecBytes(o, f.file)
+	var l *spec.Loaded
+	if loadErr == nil {
+		l, loadErr = spec.Load(data, f.file)
+	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {
 		cfg = l.Config
+		// What the embedded kubeadm would refuse is bad input too.
+		_, loadErr = translateChecked(cfg, f.file)
 	}
 	r := startRun(o, "bootstrap", cfg, &f.report, f.dryRun, workDir)
 	if loadErr != nil {
@@ -160,7 +169,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	var outputDone func()
 	d.KubeadmOutput, outputDone = r.kubeadmOutput(o.out)
 	defer outputDone()
-	err = r.workflow(ctx, "bootstrap", w, d, phases.RunOptions{Skip: f.skipPhases, Only: only})
+	err := r.workflow(ctx, "bootstrap", w, d, phases.RunOptions{Skip: f.skipPhases, Only: only})
 	if f.dryRun {
 		fmt.Fprintf(o.out, "dry run: files kubeadm would write and the report are in %s\n", workDir)
 	}

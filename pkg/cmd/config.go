@@ -70,7 +70,10 @@ func newConfigValidateCommand(o *options) *cobra.Command {
 		Use:   "validate -f SPEC",
 		Short: "Check a machine spec; print every problem with its field path",
 		Long: `Decodes the spec strictly (unknown, duplicate and mistyped fields are errors),
-applies defaults and validates it. Every error is printed, one per line as
+applies defaults and validates it, then has the embedded kubeadm validate the
+configuration derived from it (with placeholder secrets), so that what
+kubeadm would refuse — a Kubernetes version it cannot deploy, an unknown
+feature gate — is found here. Every error is printed, one per line as
 "path: message"; warnings are printed apart. Exit code 0 when valid, 2 when
 not. Secret files referenced by the spec are not read.`,
 		Args: noArgs,
@@ -81,6 +84,9 @@ not. Secret files referenced by the spec are not read.`,
 			}
 			l, err := spec.Load(data, file)
 			if err != nil {
+				return err
+			}
+			if _, err := translateChecked(l.Config, file); err != nil {
 				return err
 			}
 			for _, w := range l.Warnings {
@@ -96,6 +102,7 @@ not. Secret files referenced by the spec are not read.`,
 
 func newConfigDefaultsCommand(o *options) *cobra.Command {
 	var role, action string
+	var withContainerd bool
 	c := &cobra.Command{
 		Use:   "defaults",
 		Short: "Print a complete machine spec with every default shown",
@@ -103,7 +110,11 @@ func newConfigDefaultsCommand(o *options) *cobra.Command {
 with every defaulted field filled in. Required fields without a default get
 placeholders so that the output validates as it is: the endpoint
 ` + placeholderEndpoint + ` (".invalid" never resolves), secret files under
-/etc/machineadm/secrets/ and an all-zero CA hash. Replace them before use.`,
+/etc/machineadm/secrets/ and an all-zero CA hash. Replace them before use.
+
+spec.host.containerd is optional: without it machineadm leaves containerd's
+configuration as the OS ships it. --containerd adds the block with its
+defaults (machineadm then owns config.toml).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := v1alpha1.MachineBootstrapConfig{
@@ -113,8 +124,17 @@ placeholders so that the output validates as it is: the endpoint
 					Role:       v1alpha1.Role(role),
 					Action:     v1alpha1.Action(action),
 					Kubernetes: v1alpha1.Kubernetes{Version: defaultKubernetesVersion()},
-					Host:       v1alpha1.Host{Containerd: &v1alpha1.Containerd{}},
 				},
+			}
+			if withContainerd {
+				cfg.Spec.Host.Containerd = &v1alpha1.Containerd{}
+			}
+			if action == "" {
+				action = string(v1alpha1.ActionJoin)
+				if role == string(v1alpha1.RoleControlPlane) {
+					action = string(v1alpha1.ActionInit)
+				}
+				cfg.Spec.Action = v1alpha1.Action(action)
 			}
 			switch {
 			case role != string(v1alpha1.RoleControlPlane) && role != string(v1alpha1.RoleWorker):
@@ -136,7 +156,8 @@ placeholders so that the output validates as it is: the endpoint
 		},
 	}
 	c.Flags().StringVar(&role, "role", "ControlPlane", "ControlPlane or Worker")
-	c.Flags().StringVar(&action, "action", "Init", "Init or Join")
+	c.Flags().StringVar(&action, "action", "", "Init or Join (default: Init for ControlPlane, Join for Worker)")
+	c.Flags().BoolVar(&withContainerd, "containerd", false, "include spec.host.containerd with its defaults")
 	return c
 }
 

@@ -148,15 +148,34 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 			if !reflect.DeepEqual(raw, l.Config) {
 				t.Errorf("config defaults leaves defaults out:\n without defaults %+v\n with defaults    %+v", raw.Spec, l.Config.Spec)
 			}
-			for _, want := range []string{"clusterName: kubernetes", "criSocket: unix:///run/containerd/containerd.sock", "cgroupDriver: systemd", "path: /var/lib/machineadm/report.json"} {
+			for _, want := range []string{"clusterName: kubernetes", "criSocket: unix:///run/containerd/containerd.sock", "path: /var/lib/machineadm/report.json"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q", want)
 				}
+			}
+			// containerd's block is opt-in: without it the OS config stays.
+			if strings.Contains(out, "containerd:") {
+				t.Errorf("spec.host.containerd shown without --containerd:\n%s", out)
+			}
+			_, cout, _ := run(t, "", "config", "defaults", "--role", tc.role, "--action", tc.action, "--containerd")
+			if !strings.Contains(cout, "cgroupDriver: systemd") {
+				t.Errorf("--containerd output lacks cgroupDriver: systemd:\n%s", cout)
 			}
 			if (tc.role == "ControlPlane") != strings.Contains(out, "bindPort: 6443") {
 				t.Errorf("bindPort shown for %s: %v", tc.role, strings.Contains(out, "bindPort: 6443"))
 			}
 		})
+	}
+}
+
+// TestConfigDefaultsActionFollowsRole: without --action a Worker joins and
+// a control plane initialises.
+func TestConfigDefaultsActionFollowsRole(t *testing.T) {
+	for role, action := range map[string]string{"Worker": "Join", "ControlPlane": "Init"} {
+		code, out, errOut := run(t, "", "config", "defaults", "--role", role)
+		if code != ExitOK || !strings.Contains(out, "action: "+action) {
+			t.Errorf("--role %s: exit %d, want action %s:\n%s%s", role, code, action, out, errOut)
+		}
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // Placeholders printed instead of secrets by `config kubeadm`; they have
@@ -32,7 +34,7 @@ are not read. machineadm never takes kubeadm YAML as input.`,
 			if err != nil {
 				return err
 			}
-			docs, err := kubeadm.Translate(l.Config, redactedInputs(l.Config))
+			docs, err := translateChecked(l.Config, file)
 			if err != nil {
 				return err
 			}
@@ -65,4 +67,16 @@ func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
 		in.PatchesDir = defaultWorkDir + "/patches"
 	}
 	return in
+}
+
+// translateChecked translates the spec with placeholder secrets and turns
+// kubeadm's refusal (an unsupported Kubernetes version, a feature gate it
+// does not know, ...) into an invalid-spec error: exit code 2, found
+// before anything runs.
+func translateChecked(cfg *machineadm.MachineBootstrapConfig, source string) (*kubeadm.Documents, error) {
+	docs, err := kubeadm.Translate(cfg, redactedInputs(cfg))
+	if err != nil {
+		return nil, &spec.InvalidSpecError{Source: source, Errors: field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}}
+	}
+	return docs, nil
 }

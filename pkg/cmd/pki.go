@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -15,7 +16,7 @@ func newPKICommand(o *options) *cobra.Command {
 		Short: "Create and inspect the shared cluster CA set",
 		Args:  noArgs,
 	}
-	var out, keyType, clusterName string
+	var out, keyType string
 	initCmd := &cobra.Command{
 		Use:   "init --out DIR",
 		Short: "Create the cluster CA set and print the CA cert hash that joining nodes pin",
@@ -39,7 +40,10 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if !slices.Contains(kubeadm.KeyTypes, keyType) {
 				return usagef("--key-type must be one of %v, got %q", kubeadm.KeyTypes, keyType)
 			}
-			hash, err := kubeadm.InitPKI(out, keyType, clusterName)
+			hash, err := kubeadm.InitPKI(out, keyType)
+			if errors.Is(err, kubeadm.ErrPKIExists) {
+				return &UsageError{Err: err} // nothing was changed
+			}
 			if err != nil {
 				return err
 			}
@@ -50,7 +54,6 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 	}
 	initCmd.Flags().StringVar(&out, "out", "", "directory to create the CA set in")
 	initCmd.Flags().StringVar(&keyType, "key-type", "ECDSA-P256", "key type: ECDSA-P256, ECDSA-P384, RSA-2048, RSA-3072 or RSA-4096")
-	initCmd.Flags().StringVar(&clusterName, "cluster-name", "kubernetes", "cluster name recorded in the CAs")
 
 	var dir string
 	hashCmd := &cobra.Command{

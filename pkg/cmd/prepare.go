@@ -114,6 +114,9 @@ func runPrepare(ctx context.Context, o *options, f *prepareFlags) (err error) {
 		cfg = l.Config
 	}
 	rec := startRun(o, "prepare", cfg, &reportFlags{root: reportRoot}, f.dryRun, reportRoot)
+	if f.dryRun {
+		defer fmt.Fprintf(o.out, "dry run: the report is in %s\n", reportRoot)
+	}
 	if loadErr != nil {
 		return rec.invalid(loadErr)
 	}

@@ -176,6 +176,27 @@ func TestPrepareDryRunThenApplyThenUnchanged(t *testing.T) {
 	if !strings.Contains(out, "done: 0 of 5 phases changed") {
 		t.Errorf("second run summary:\n%s", out)
 	}
+	// prepare never tells Cluster API that the node bootstrapped.
+	if _, err := os.Stat(filepath.Join(root, "run/cluster-api/bootstrap-success.complete")); err == nil {
+		t.Error("prepare wrote the Cluster API success sentinel")
+	}
+}
+
+// TestPrepareDryRunRedacts: a dry run's diff of a world-readable file
+// never shows a bootstrap token or the value after --token.
+func TestPrepareDryRunRedacts(t *testing.T) {
+	const token = "qwerty.0123456789qwerty"
+	host := "    files:\n    - {path: /etc/join.sh, content: \"kubeadm join --token " + token + "\\n\"}\n"
+	code, out, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, host), "--root", t.TempDir(), "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "0123456789qwerty") {
+		t.Errorf("dry-run output shows the token:\n%s", out)
+	}
+	if !strings.Contains(out, "+++ b/etc/join.sh") {
+		t.Errorf("dry-run output lacks the file's diff:\n%s", out)
+	}
 }
 
 func TestPrepareSkipPhases(t *testing.T) {

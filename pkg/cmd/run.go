@@ -44,6 +44,7 @@ func (f *reportFlags) bind(c *cobra.Command) {
 
 // recordedRun is one recorded run of bootstrap or prepare.
 type recordedRun struct {
+	out     *redact.Writer
 	o       *options
 	rec     *report.Recorder
 	red     *redact.Redactor
@@ -60,12 +61,20 @@ func startRun(o *options, command string, cfg *machineadm.MachineBootstrapConfig
 		red = redact.ForSpec(cfg, "/")
 	}
 	o.log = slog.New(red.NewHandler(o.log.Handler()))
+	// Everything the run prints — dry-run plans and diffs, kubeadm's
+	// output, the summary — goes through the same redactor.
+	out := red.NewWriter(o.out)
+	o.out = out
 
 	settings := machineadm.Report{}
 	if cfg != nil {
 		settings = cfg.Spec.Report
 	}
 	opts := report.Options{Root: rf.root, Stdout: o.out}
+	if command == "prepare" {
+		// Only a bootstrap tells Cluster API that the node is up.
+		settings.Sentinel = "-"
+	}
 	if dryRun {
 		opts.Root = workDir
 		no := false
@@ -75,7 +84,7 @@ func startRun(o *options, command string, cfg *machineadm.MachineBootstrapConfig
 	} else if command == "bootstrap" && cfg != nil && cfg.Spec.Action == machineadm.ActionJoin {
 		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: rf.root})
 	}
-	r := &recordedRun{o: o, red: red}
+	r := &recordedRun{o: o, red: red, out: out}
 	r.rec = report.NewRecorder(report.MetaFor(cfg, command), report.WritersFor(settings, opts), red, nil)
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r
@@ -89,6 +98,7 @@ func (r *recordedRun) finish() {
 	if err := r.rec.Finish(ctx); err != nil {
 		r.o.log.Warn("outcome report: a writer failed", "error", err)
 	}
+	_ = r.out.Flush()
 }
 
 // invalid records bad input — an invalid spec or a usage error such as an

@@ -1,7 +1,9 @@
 package kubeadm
 
 import (
+	"crypto"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +40,7 @@ var ErrPKIExists = errors.New("CA files already exist")
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
 // 0700. It returns the CA cert hash that joining nodes pin. It fails with
 // ErrPKIExists rather than overwrite existing CA files.
-func InitPKI(dir, keyType, clusterName string) (string, error) {
+func InitPKI(dir, keyType string) (string, error) {
 	if keyType == "" {
 		keyType = "ECDSA-P256"
 	}
@@ -62,7 +64,6 @@ func InitPKI(dir, keyType, clusterName string) (string, error) {
 	}
 	ic := &kubeadmapi.InitConfiguration{}
 	ic.ClusterConfiguration.EncryptionAlgorithm = kubeadmapi.EncryptionAlgorithmType(keyType)
-	ic.ClusterConfiguration.ClusterName = clusterName
 	ic.ClusterConfiguration.CertificatesDir = dir
 	var rootCert *x509.Certificate
 	for _, ca := range []*certsphase.KubeadmCert{certsphase.KubeadmCertRootCA(), certsphase.KubeadmCertFrontProxyCA(), certsphase.KubeadmCertEtcdCA()} {
@@ -95,4 +96,43 @@ func CACertHash(dir string) (string, error) {
 // "[a-z0-9]{6}.[a-z0-9]{16}" from crypto/rand.
 func GenerateToken() (string, error) {
 	return bootstraputil.GenerateBootstrapToken()
+}
+
+// CheckCA loads DIR/ca.crt and DIR/ca.key with kubeadm's own loaders and
+// checks that the certificate is a CA and that the key is its private key,
+// so that a junk or mismatched pair fails before the host is changed
+// rather than making kubeadm silently create a new CA.
+func CheckCA(dir string) error {
+	cert, key, err := pkiutil.TryLoadCertAndKeyFromDisk(dir, "ca")
+	if err != nil {
+		return err
+	}
+	if !cert.IsCA {
+		return fmt.Errorf("%s: not a CA certificate", filepath.Join(dir, "ca.crt"))
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return fmt.Errorf("%s does not belong to %s", filepath.Join(dir, "ca.key"), filepath.Join(dir, "ca.crt"))
+	}
+	return nil
+}
+
+// CheckInputs checks the shapes of resolved secrets: bootstrap tokens
+// "[a-z0-9]{6}.[a-z0-9]{16}" and the certificate key, 32 bytes in hex.
+// Errors name the input, never its value.
+func CheckInputs(in Inputs) error {
+	if in.JoinToken != "" && !bootstraputil.IsValidBootstrapToken(in.JoinToken) {
+		return errors.New("spec.join.token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	for i, t := range in.BootstrapTokens {
+		if !bootstraputil.IsValidBootstrapToken(t) {
+			return fmt.Errorf("spec.controlPlane.bootstrapTokens[%d].token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}", i)
+		}
+	}
+	if in.CertificateKey != "" {
+		if b, err := hex.DecodeString(in.CertificateKey); err != nil || len(b) != 32 {
+			return errors.New("spec.controlPlane.certificateKey: not 64 hex characters (a 32-byte AES key)")
+		}
+	}
+	return nil
 }

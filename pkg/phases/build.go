@@ -5,12 +5,13 @@ import (
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
-// Bootstrap returns the bootstrap workflow for a validated hub spec: the
-// host preparation phases (before), then kubeadm-config, then kubeadm's
+// Bootstrap returns the bootstrap workflow for a validated hub spec:
+// inputs-check (secret files and CA set read and checked), the host
+// preparation phases (before), then kubeadm-config, then kubeadm's
 // init phases (action Init) or join phases (action Join), then the host
 // phases that must follow kubeadm (after; see HostPhases).
 func Bootstrap(cfg *machineadm.MachineBootstrapConfig, before, after []Phase) *Workflow {
-	w := &Workflow{}
+	w := &Workflow{Phases: []Phase{InputsCheck()}}
 	w.Phases = append(w.Phases, before...)
 	w.Phases = append(w.Phases, KubeadmConfigPhase())
 	var kps []kubeadm.Phase

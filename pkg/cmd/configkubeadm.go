@@ -25,8 +25,9 @@ func newConfigKubeadmCommand(o *options) *cobra.Command {
 		Short: "Print the kubeadm configuration machineadm derives from a spec (for debugging, never an input)",
 		Long: `Translates the spec into the kubeadm configuration documents of the kubeadm
 config API version matching spec.kubernetes.version (kubeadm.k8s.io/v1beta4
-for v1.31 to v1.37), checks them with kubeadm's own validation and prints
-them. Secrets are replaced by placeholders of the right shape; secret files
+for v1.31 to v1.37; the embedded kubeadm v1.37 deploys control planes of
+v1.36 and v1.37), checks them with kubeadm's own validation and prints them.
+A configuration kubeadm refuses is bad input (exit code 2). Secrets are replaced by placeholders of the right shape; secret files
 are not read. machineadm never takes kubeadm YAML as input.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -55,8 +55,10 @@ as files delivered by a secure channel, or serve the spec with --payload-url.
 --payload-url makes the stub fetch the spec (upload the same file as -f)
 instead of carrying it; its digest is computed from -f and must match
 --payload-sha256 when given. --max-size fails when the output is too big:
-a number of bytes or a preset: aws (16384), azure (65536), openstack (65535
-of base64), vsphere (65536 of base64).
+a number of bytes greater than 0 or a preset: aws (16384), azure (65536),
+openstack (65535 of base64), vsphere (65536 of base64); without it there is
+no limit. -o FILE writes to FILE (mode 0600) instead of standard output;
+-o - is standard output.
 
 Exit codes: 0 written; 2 bad input (invalid spec, options, inline secrets,
 over the size limit) and nothing written.`,
@@ -73,8 +75,8 @@ over the size limit) and nothing written.`,
 	fl.StringVar(&f.publicKeyFile, "agent-public-key", "", "PEM file of the ECDSA or RSA public key the signature must verify with")
 	fl.StringVar(&f.payloadURL, "payload-url", "", "http(s) URL the stub fetches the spec from instead of carrying it inline")
 	fl.StringVar(&f.payloadSHA256, "payload-sha256", "", "hex SHA-256 digest of the spec at --payload-url (default: computed from -f)")
-	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes, or aws, azure, openstack, vsphere")
-	fl.StringVarP(&f.output, "output", "o", "", "write to this file (mode 0600) instead of standard output")
+	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes (> 0), or aws, azure, openstack, vsphere (default: no limit)")
+	fl.StringVarP(&f.output, "output", "o", "", "write to this file (mode 0600) instead of standard output; - is standard output")
 	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets anyway; they become readable to anyone who can read the user data")
 	return c
 }
@@ -128,7 +130,7 @@ func runRender(o *options, f *renderFlags) error {
 		return renderError(err)
 	}
 	o.log.Info("rendered bootstrap data", "format", f.format, "bytes", len(out), "limit", opts.MaxSize.String())
-	if f.output == "" {
+	if f.output == "" || f.output == "-" {
 		_, err = o.out.Write(out)
 		return err
 	}

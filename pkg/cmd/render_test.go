@@ -65,6 +65,22 @@ func TestRenderCommand(t *testing.T) {
 	}
 }
 
+// "-o -" is standard output, as for -f: no file named "-" appears.
+func TestRenderCommandOutputDash(t *testing.T) {
+	worker := exampleSpec(t, "worker")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	args := []string{"-f", worker, "--format", "shell", "--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum}
+	_, want, _ := renderCLI(t, "", args...)
+	code, out, errOut := renderCLI(t, "", append(args, "-o", "-")...)
+	if code != 0 || out == "" || out != want {
+		t.Fatalf("-o -: exit %d, %d bytes on stdout (want %d)\n%s", code, len(out), len(want), errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); !os.IsNotExist(err) {
+		t.Errorf("-o - created a file named \"-\" (%v)", err)
+	}
+}
+
 func TestRenderCommandPayload(t *testing.T) {
 	worker := exampleSpec(t, "worker")
 	spec, err := os.ReadFile(worker)
@@ -111,6 +127,7 @@ func TestRenderCommandBadInput(t *testing.T) {
 		"inline secrets":             {append([]string{"-f", inline, "--format", "cloud-config"}, agent...), "spec.join.token.value"},
 		"too big":                    {append([]string{"-f", worker, "--format", "cloud-config", "--max-size", "1000"}, agent...), "over the limit 1000 bytes"},
 		"bad max-size":               {append([]string{"-f", worker, "--format", "shell", "--max-size", "gcp"}, agent...), "--max-size"},
+		"max-size 0":                 {append([]string{"-f", worker, "--format", "shell", "--max-size", "0"}, agent...), "must be > 0 or a preset"},
 		"missing key":                {append([]string{"-f", worker, "--format", "shell", "--agent-signature-url", renderAgentURL + ".sig", "--agent-public-key", "/nonexistent.pem"}, agent...), "--agent-public-key"},
 		"payload digest without url": {append([]string{"-f", worker, "--format", "shell", "--payload-sha256", renderAgentSum}, agent...), "needs --payload-url"},
 	}

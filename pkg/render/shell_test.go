@@ -29,6 +29,12 @@ func TestShellStubRunsVerifiedAgent(t *testing.T) {
 		t.Error("the installed agent differs from the served one")
 	}
 	noFile(t, installed+".download")
+	// The stub runs under umask 077, yet the directories it creates for
+	// the agent must let everyone reach it (a kubelet plugin, an operator
+	// without root running "machineadm version").
+	for _, d := range []string{"usr", "usr/local", "usr/local/bin"} {
+		checkMode(t, filepath.Join(r.root, d), 0o755)
+	}
 
 	// A second run finds the verified agent in place and downloads nothing.
 	srv.set("/agent", nil)

@@ -33,8 +33,11 @@ var Presets = []Limit{
 	{Name: "vsphere", Bytes: 65536, Base64: true},
 }
 
-// ParseLimit reads a --max-size value: a preset name (see Presets), a
-// number of bytes, or "" / "0" for no limit.
+// ParseLimit reads a --max-size value: a preset name (see Presets, any
+// letter case), a number of bytes greater than 0, or "" for no limit. "0"
+// and negative numbers are an *OptionError: a zero limit is ambiguous
+// (no limit, or nothing allowed), so no limit is written by leaving the
+// flag out.
 func ParseLimit(s string) (Limit, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -43,13 +46,16 @@ func ParseLimit(s string) (Limit, error) {
 	if i := slices.IndexFunc(Presets, func(l Limit) bool { return l.Name == strings.ToLower(s) }); i >= 0 {
 		return Presets[i], nil
 	}
+	names := make([]string, len(Presets))
+	for i, p := range Presets {
+		names[i] = p.Name
+	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		names := make([]string, len(Presets))
-		for i, p := range Presets {
-			names[i] = p.Name
-		}
+	if err != nil {
 		return Limit{}, optErr("--max-size", "%q is neither a number of bytes nor a preset (%s)", s, strings.Join(names, ", "))
+	}
+	if n <= 0 {
+		return Limit{}, optErr("--max-size", "%d: must be > 0 or a preset (%s); leave the flag out for no limit", n, strings.Join(names, ", "))
 	}
 	return Limit{Bytes: n}, nil
 }

@@ -11,7 +11,6 @@ import (
 func TestParseLimit(t *testing.T) {
 	for in, want := range map[string]Limit{
 		"":          {},
-		"0":         {},
 		"2000":      {Bytes: 2000},
 		"aws":       {Name: "aws", Bytes: 16384},
 		"AWS":       {Name: "aws", Bytes: 16384},
@@ -24,10 +23,13 @@ func TestParseLimit(t *testing.T) {
 			t.Errorf("ParseLimit(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"gcp", "-1", "16k"} {
+	for _, bad := range []string{"gcp", "-1", "16k", "0", "00"} {
 		if _, err := ParseLimit(bad); err == nil {
 			t.Errorf("ParseLimit(%q) accepted", bad)
 		}
+	}
+	if _, err := ParseLimit("0"); err == nil || !strings.Contains(err.Error(), "must be > 0 or a preset") {
+		t.Errorf("ParseLimit(\"0\"): %v", err)
 	}
 }
 

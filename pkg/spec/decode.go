@@ -49,7 +49,8 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 		jsonData, err = yaml.YAMLToJSON(data)
 	}
 	if err != nil {
-		return nil, "", field.ErrorList{docError("not a YAML or JSON document: " + strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))}
+		// Never the raw message: the converter may quote a value.
+		return nil, "", field.ErrorList{conversionError(err, data)}
 	}
 	if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
 		return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}

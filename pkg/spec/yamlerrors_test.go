@@ -51,13 +51,13 @@ func TestConverterErrorsNeverQuoteValues(t *testing.T) {
 
 func TestScrubConverterMessage(t *testing.T) {
 	for in, want := range map[string]string{
-		"yaml: cannot decode !!str `" + secretHex + "` as a !!int":              "yaml: a value tagged !!int is not a valid !!int (the value is not shown)",
-		"yaml: unknown anchor 's3cr3t' referenced":                               "yaml: an alias refers to an anchor that is not defined (its name is not shown)",
-		"yaml: anchor 's3cr3t' value contains itself":                            "yaml: an anchor's value contains an alias to itself (its name is not shown)",
-		"yaml: invalid map key: map[interface {}]interface {}{\"s3cr3t\":\"x\"}": "yaml: a mapping or list is used as a mapping key",
-		"unsupported map key of type: float64, key: 1.5, value: \"s3cr3t\"":      "a mapping key of an unsupported type",
+		"yaml: cannot decode !!str `" + secretHex + "` as a !!int":                    "yaml: a value tagged !!int is not a valid !!int (the value is not shown)",
+		"yaml: unknown anchor 's3cr3t' referenced":                                    "yaml: an alias refers to an anchor that is not defined (its name is not shown)",
+		"yaml: anchor 's3cr3t' value contains itself":                                 "yaml: an anchor's value contains an alias to itself (its name is not shown)",
+		"yaml: invalid map key: map[interface {}]interface {}{\"s3cr3t\":\"x\"}":      "yaml: a mapping or list is used as a mapping key",
+		"unsupported map key of type: float64, key: 1.5, value: \"s3cr3t\"":           "a mapping key of an unsupported type",
 		"yaml: unmarshal errors:\n  line 3: cannot unmarshal !!str `s3cr3t` into int": "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!str (value not shown) into int",
-		"yaml: line 4: did not find expected ',' or '}'":                         "yaml: line 4: did not find expected ',' or '}'",
+		"yaml: line 4: did not find expected ',' or '}'":                              "yaml: line 4: did not find expected ',' or '}'",
 	} {
 		if got := scrubConverterMessage(in); got != want {
 			t.Errorf("scrub(%q)\n got %q\nwant %q", in, got, want)

@@ -82,6 +82,9 @@ type Kubernetes struct {
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 	// ImageRepository is the registry prefix of the control-plane images,
 	// for example a mirror in an air-gapped site. Default "registry.k8s.io".
+	// Shape: host[:port] with optional lower-case path components
+	// ("registry.example.com:5000/k8s"); no scheme, tag or digest
+	// (distribution reference grammar).
 	// kubeadm field: imageRepository.
 	ImageRepository string `json:"imageRepository,omitempty"`
 	// Networking holds the cluster's address ranges.
@@ -136,6 +139,8 @@ type APIServer struct {
 type ControlPlane struct {
 	// AdvertiseAddress is the IP this node's API server advertises. Default:
 	// the address of the interface of the default route (kubeadm chooses).
+	// Loopback, unspecified (0.0.0.0, ::), multicast and broadcast
+	// addresses are invalid: other nodes must reach it.
 	// kubeadm field: localAPIEndpoint.advertiseAddress (Init) or
 	// controlPlane.localAPIEndpoint.advertiseAddress (Join).
 	AdvertiseAddress string `json:"advertiseAddress,omitempty"`

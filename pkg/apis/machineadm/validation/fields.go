@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -123,7 +124,8 @@ func validateURL(r *Result, v string, schemes []string, p *field.Path) {
 	}
 }
 
-// validateAbsPath checks an absolute, clean path without "..".
+// validateAbsPath checks an absolute, clean path without ".." or control
+// characters.
 func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
 	if v == "" {
 		if !optional {
@@ -131,18 +133,34 @@ func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
 		}
 		return
 	}
-	if !strings.HasPrefix(v, "/") {
-		r.Errors = append(r.Errors, field.Invalid(p, v, "must be an absolute path"))
-		return
-	}
-	if slices.Contains(strings.Split(v, "/"), "..") {
-		r.Errors = append(r.Errors, field.Invalid(p, v, "must not contain '..'"))
-		return
-	}
-	if path.Clean(v) != v {
-		r.Errors = append(r.Errors, field.Invalid(p, v, "must be a clean path (no '//', '.' or trailing '/')"))
+	if msg := pathProblem(v, true); msg != "" {
+		r.Errors = append(r.Errors, field.Invalid(p, v, msg))
 	}
 }
+
+// pathProblem says what is wrong with a machine path, or "": a control
+// character (a byte below 0x20, such as NUL, tab or newline, or DEL 0x7f,
+// which would split or corrupt the unit files, flags and logs the path
+// lands in), a relative path, a ".." component, and with clean anything
+// path.Clean would change.
+func pathProblem(v string, clean bool) string {
+	if i := strings.IndexFunc(v, isControlByte); i >= 0 {
+		return fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", v[i], i)
+	}
+	if !strings.HasPrefix(v, "/") {
+		return "must be an absolute path"
+	}
+	if slices.Contains(strings.Split(v, "/"), "..") {
+		return "must not contain '..'"
+	}
+	if clean && path.Clean(v) != v {
+		return "must be a clean path (no '//', '.' or trailing '/')"
+	}
+	return ""
+}
+
+// isControlByte reports an ASCII control character: below 0x20, or DEL.
+func isControlByte(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // restrictedLabelNamespaces are the label namespaces (and their
 // subdomains) in which a kubelet may set only the labels that
@@ -182,6 +200,14 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 	for _, k := range []string{"apiVersion", "kind"} {
 		if _, ok := cfg[k]; ok {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child(k), "set by machineadm; give KubeletConfiguration fields only"))
+		}
+	}
+	// machineadm writes spec.host.staticPods into this directory: it must
+	// be a usable machine path (a trailing "/" is fine, the kubelet and
+	// pkg/host/staticpod clean it).
+	if sp, ok := cfg["staticPodPath"].(string); ok {
+		if msg := pathProblem(sp, false); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("staticPodPath"), sp, msg))
 		}
 	}
 	jsonData, err := json.Marshal(cfg)

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"unicode"
@@ -173,6 +174,46 @@ func findKey(tree map[string]any, names []string) string {
 				return k + "." + f
 			}
 		}
+	}
+	return ""
+}
+
+// advertiseAddressProblem says why an API server advertise address is
+// unusable, or "": it must be an IP address other nodes can reach, so not
+// loopback (kubeadm refuses it later, after the host was changed), not
+// the unspecified address (0.0.0.0, ::), not multicast and not the IPv4
+// broadcast address.
+func advertiseAddressProblem(a string) string {
+	ip := net.ParseIP(a)
+	switch {
+	case ip == nil:
+		return "must be an IP address"
+	case ip.IsLoopback():
+		return "must not be a loopback address: other nodes reach the API server there (kubeadm refuses it); leave it empty for the default route's address"
+	case ip.IsUnspecified():
+		return "must not be the unspecified address (0.0.0.0 or ::); leave it empty for the default route's address"
+	case ip.IsMulticast():
+		return "must not be a multicast address"
+	case ip.Equal(net.IPv4bcast):
+		return "must not be the broadcast address"
+	}
+	return ""
+}
+
+// imageRepositoryProblem checks kubernetes.imageRepository, the prefix
+// kubeadm puts before "/kube-apiserver:vX.Y.Z" and the other image
+// names: host[:port] and optional path components, lower-case, without a
+// scheme, tag or digest. The check is the distribution reference grammar
+// (github.com/distribution/reference) applied to one such image name.
+func imageRepositoryProblem(repo string) string {
+	const shape = "must be an image repository such as registry.k8s.io or registry.example.com:5000/k8s (host[:port]/path, lower-case path components, no scheme, tag or digest)"
+	if strings.Contains(repo, "://") {
+		return shape
+	}
+	// A tag or digest in repo cannot be followed by "/kube-apiserver":
+	// the parse fails for them too.
+	if _, err := reference.ParseNormalizedNamed(repo + "/kube-apiserver"); err != nil {
+		return shape + ": " + err.Error()
 	}
 	return ""
 }

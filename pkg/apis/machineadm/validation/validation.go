@@ -6,7 +6,6 @@ package validation
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -132,6 +131,11 @@ func validateKubernetes(r *Result, k *machineadm.Kubernetes, p *field.Path) {
 	if k.ControlPlaneEndpoint != "" {
 		validateEndpoint(r, k.ControlPlaneEndpoint, false, p.Child("controlPlaneEndpoint"))
 	}
+	if k.ImageRepository != "" {
+		if msg := imageRepositoryProblem(k.ImageRepository); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("imageRepository"), k.ImageRepository, msg))
+		}
+	}
 	if k.ClusterName != "" {
 		if msg := dns1123Subdomain(k.ClusterName); msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("clusterName"), k.ClusterName, msg))
@@ -147,8 +151,10 @@ func validateKubernetes(r *Result, k *machineadm.Kubernetes, p *field.Path) {
 
 func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
 	cp := s.ControlPlane
-	if cp.AdvertiseAddress != "" && net.ParseIP(cp.AdvertiseAddress) == nil {
-		r.Errors = append(r.Errors, field.Invalid(p.Child("advertiseAddress"), cp.AdvertiseAddress, "must be an IP address"))
+	if cp.AdvertiseAddress != "" {
+		if msg := advertiseAddressProblem(cp.AdvertiseAddress); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("advertiseAddress"), cp.AdvertiseAddress, msg))
+		}
 	}
 	if cp.BindPort < 1 || cp.BindPort > 65535 {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("bindPort"), cp.BindPort, "must be between 1 and 65535"))

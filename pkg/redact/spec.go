@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +17,11 @@ var pkiKeyFiles = []string{"ca.key", "front-proxy-ca.key", "sa.key", filepath.Jo
 //   - spec.join.token, spec.controlPlane.bootstrapTokens[].token and
 //     spec.controlPlane.certificateKey, inline or read from their file;
 //   - the private keys of the CA set in spec.controlPlane.pki.dir;
-//   - registry mirror client keys and passwords in proxy URLs;
+//   - registry and mirror client keys;
+//   - the credentials of every URL that carries user information
+//     (URLSecrets): spec.host.containerd.proxy httpProxy and httpsProxy,
+//     spec.report.url, spec.host.files[].source.url, registry servers and
+//     mirror URLs;
 //   - the content of spec.host.files entries that only their owner may
 //     read (mode without group or other bits, such as "0600").
 //
@@ -59,19 +62,27 @@ func SpecSecrets(cfg *machineadm.MachineBootstrapConfig, root string) []string {
 	}
 	if cd := spec.Host.Containerd; cd != nil {
 		for _, reg := range cd.Registries {
+			out = append(out, reg.ClientKey)
+			out = append(out, URLSecrets(reg.Server)...)
 			for _, m := range reg.Mirrors {
 				out = append(out, m.ClientKey)
+				out = append(out, URLSecrets(m.URL)...)
 			}
 		}
 		if p := cd.Proxy; p != nil {
-			out = append(out, urlPassword(p.HTTPProxy), urlPassword(p.HTTPSProxy))
+			out = append(out, URLSecrets(p.HTTPProxy)...)
+			out = append(out, URLSecrets(p.HTTPSProxy)...)
 		}
 	}
 	for _, f := range spec.Host.Files {
 		if mode, err := strconv.ParseUint(f.Mode, 8, 32); err == nil && mode&0o077 == 0 && f.Content != "" {
 			out = append(out, f.Content)
 		}
+		if f.Source != nil {
+			out = append(out, URLSecrets(f.Source.URL)...)
+		}
 	}
+	out = append(out, URLSecrets(spec.Report.URL)...)
 	var nonEmpty []string
 	for _, s := range out {
 		if s != "" {
@@ -92,15 +103,4 @@ func readFile(root, path string) []string {
 		return nil
 	}
 	return []string{string(data)}
-}
-
-// urlPassword returns the password of a URL's user information
-// ("http://user:password@proxy:3128"), or "".
-func urlPassword(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	p, _ := u.User.Password()
-	return p
 }

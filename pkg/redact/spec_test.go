@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -56,5 +57,64 @@ func TestSpecSecrets(t *testing.T) {
 	assertClean(t, "ForSpec", text, append(s.forbidden(), "proxy-password"))
 	if SpecSecrets(nil, root) != nil {
 		t.Error("nil spec must give no secrets")
+	}
+}
+
+// Every credential in a URL of the spec, and every registry client key,
+// is a secret; a short password is caught with its user name or URL.
+func TestSpecSecretsURLsAndRegistryKeys(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{
+		Host: machineadm.Host{
+			Files: []machineadm.File{{Path: "/opt/x", Source: &machineadm.RemoteSource{URL: "https://fetch:f3tch-passw0rd@127.0.0.1/x"}}},
+			Containerd: &machineadm.Containerd{
+				Proxy: &machineadm.Proxy{HTTPProxy: "proxyuser:sh0rt@127.0.0.1:3128", HTTPSProxy: "http://u:p%40ss-w0rd-long@127.0.0.1:3128"},
+				Registries: []machineadm.Registry{{
+					Host: "r", ClientKey: "registry-client-key",
+					Server: "https://reg:r3g-passw0rd@127.0.0.1:5000",
+				}},
+			},
+		},
+		Report: machineadm.Report{URL: "https://reporter:rep0rt-passw0rd@127.0.0.1/r"},
+	}}
+	got := SpecSecrets(cfg, t.TempDir())
+	for _, want := range []string{
+		"registry-client-key", "rep0rt-passw0rd", "f3tch-passw0rd", "r3g-passw0rd",
+		"proxyuser:sh0rt", "p%40ss-w0rd-long", "p@ss-w0rd-long", "p%%40ss-w0rd-long",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("SpecSecrets misses %q: %q", want, got)
+		}
+	}
+	text := ForSpec(cfg, "/").String(strings.Join([]string{
+		"Environment=\"HTTP_PROXY=proxyuser:sh0rt@127.0.0.1:3128\"",
+		"Environment=\"HTTPS_PROXY=http://u:p%%40ss-w0rd-long@127.0.0.1:3128\"",
+		"proxyconnect tcp: password p@ss-w0rd-long refused",
+		"POST https://reporter:rep0rt-passw0rd@127.0.0.1/r: connection refused",
+		"client key registry-client-key",
+	}, "\n"))
+	assertClean(t, "ForSpec", text, []string{"sh0rt", "ss-w0rd-long", "rep0rt-passw0rd", "registry-client-key"})
+}
+
+func TestURLCredentials(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"http://user:pass@proxy:3128":         true,
+		"http://token@proxy:3128":             true,
+		"user:pass@proxy:3128":                true, // no scheme, as proxy variables allow
+		"http://user:p/ss@proxy:3128":         true, // unescaped "/": Go refuses it, still a password
+		"socks5://u:p%40ss@[fd00::1]:1080":    true,
+		"http://proxy.example.com:3128":       false,
+		"http://proxy:3128/path@not-userinfo": false,
+		"https://h/x?sig=a@b":                 false,
+		"":                                    false,
+	} {
+		if got := URLHasCredentials(raw); got != want {
+			t.Errorf("URLHasCredentials(%q) = %v, want %v", raw, got, want)
+		}
+		if got := URLSecrets(raw); (len(got) > 0) != want {
+			t.Errorf("URLSecrets(%q) = %q", raw, got)
+		}
+	}
+	if got := URLSecrets("http://user:p/ss@proxy:3128"); !slices.Contains(got, "p/ss") {
+		t.Errorf("malformed URL's password missing: %q", got)
 	}
 }

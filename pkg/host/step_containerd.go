@@ -18,12 +18,14 @@ import (
 const restartPending = "/var/lib/machineadm/containerd-restart-pending"
 
 type containerdPlan struct {
-	enabled    bool
-	configFile string
-	version    int
-	config     []byte
-	hosts      []containerd.File
-	proxy      []byte // nil: no drop-in
+	enabled     bool
+	configFile  string
+	version     int
+	config      []byte
+	hosts       []containerd.File
+	proxy       []byte // nil: no drop-in
+	proxyMode   uint32 // 0600 when a proxy URL carries credentials
+	proxySecret bool
 }
 
 // containerdChecker picks the config schema version (from the spec, else
@@ -46,6 +48,7 @@ func containerdChecker(c *machineadm.Containerd) checker {
 			return nil, hostErr(hintContainerd, "spec.host.containerd.registries: %w", err)
 		}
 		p.proxy = containerd.RenderProxy(c.Proxy)
+		p.proxyMode, p.proxySecret = containerd.ProxyMode(c.Proxy)
 		return p, nil
 	}
 }
@@ -74,7 +77,8 @@ func detectConfigVersion(ctx context.Context, env *Env) int {
 }
 
 // apply writes config.toml, the hosts.toml files and the proxy drop-in
-// (removed when the spec has no proxy), then restarts containerd when
+// (removed when the spec has no proxy; 0600 and hidden from dry-run
+// diffs when a proxy URL carries credentials), then restarts containerd when
 // config.toml or the drop-in changed (hosts.toml is read by containerd
 // on each pull and needs no restart), after a daemon-reload when the
 // drop-in changed.
@@ -93,7 +97,7 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 	// Decide before writing whether anything that needs a restart changes,
 	// and leave a marker first, so a crash after the write still restarts.
 	cfgDesired := files.Desired{Path: p.configFile, Content: p.config, Mode: 0o644}
-	proxyDesired := files.Desired{Path: containerd.ProxyDropIn, Content: p.proxy, Mode: 0o644}
+	proxyDesired := files.Desired{Path: containerd.ProxyDropIn, Content: p.proxy, Mode: modeOf(p.proxyMode), Secret: p.proxySecret}
 	if p.proxy == nil {
 		proxyDesired = files.Desired{Path: containerd.ProxyDropIn, Remove: true}
 	}

@@ -332,3 +332,55 @@ func TestOfflineRootTouchesNothingLive(t *testing.T) {
 		t.Errorf("steps do not log their result and duration:\n%s", logs.String())
 	}
 }
+
+// A proxy URL with a password makes the drop-in 0600 and hides it from
+// dry-run diffs; without credentials it is 0644 again.
+func TestProxyDropInWithPasswordIsPrivate(t *testing.T) {
+	const password = "s3cr3t-pr0xy-pass"
+	withPassword := func(d string) string {
+		return strings.Replace(d, `httpsProxy: "http://proxy.example.com:3128"`, `httpsProxy: "http://user:`+password+`@proxy.example.com:3128"`, 1)
+	}
+	dropIn := "/etc/systemd/system/containerd.service.d/10-machineadm-proxy.conf"
+
+	// Dry run on a fresh host: the content is not shown.
+	h := newTestHost(t)
+	var out bytes.Buffer
+	env := h.env(&out)
+	env.DryRun = true
+	runAll(t, h.fullSpec(t, withPassword), env)
+	if plan := out.String(); strings.Contains(plan, password) || !strings.Contains(plan, dropIn+": content hidden (secret)") {
+		t.Errorf("dry-run plan shows the proxy drop-in or does not say it is hidden:\n%s", plan)
+	}
+
+	runAll(t, h.fullSpec(t, withPassword), h.env(nil))
+	checkMode := func(want os.FileMode) {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(h.root, dropIn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("drop-in mode %o, want %o", fi.Mode().Perm(), want)
+		}
+	}
+	checkMode(0o600)
+	if b, _ := os.ReadFile(filepath.Join(h.root, dropIn)); !strings.Contains(string(b), password) {
+		t.Fatalf("drop-in lacks the proxy URL:\n%s", b)
+	}
+
+	// The credentials go away: the file is world-readable again, and a
+	// second run changes nothing.
+	res, err := stepNamed(t, Steps(h.fullSpec(t, nil)), StepContainerd).Apply(context.Background(), h.env(nil))
+	if err != nil || !res.Changed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMode(0o644)
+	res, err = stepNamed(t, Steps(h.fullSpec(t, nil)), StepContainerd).Apply(context.Background(), h.env(nil))
+	if err != nil || res.Changed {
+		t.Errorf("second run: %+v %v", res, err)
+	}
+
+	// A password added to an existing 0644 drop-in narrows its mode.
+	runAll(t, h.fullSpec(t, withPassword), h.env(nil))
+	checkMode(0o600)
+}

@@ -99,3 +99,21 @@ func TestProxyDropIn(t *testing.T) {
 		t.Errorf("'%%' must be doubled for systemd:\n%s", got)
 	}
 }
+
+func TestProxyMode(t *testing.T) {
+	for _, tc := range []struct {
+		p      *machineadm.Proxy
+		mode   uint32
+		secret bool
+	}{
+		{nil, 0o644, false},
+		{&machineadm.Proxy{HTTPSProxy: "http://proxy.example.com:3128", NoProxy: "10.0.0.0/8"}, 0o644, false},
+		{&machineadm.Proxy{HTTPProxy: "http://user:pass@proxy.example.com:3128"}, 0o600, true},
+		{&machineadm.Proxy{HTTPSProxy: "http://token@proxy.example.com:3128"}, 0o600, true},
+		{&machineadm.Proxy{HTTPSProxy: "user:pass@proxy.example.com:3128"}, 0o600, true},
+	} {
+		if mode, secret := ProxyMode(tc.p); mode != tc.mode || secret != tc.secret {
+			t.Errorf("ProxyMode(%+v) = %o, %v; want %o, %v", tc.p, mode, secret, tc.mode, tc.secret)
+		}
+	}
+}

@@ -48,7 +48,8 @@ file:///path for an agent already in the image (--agent-sha256 optional).
 formats; checked with openssl on the machine).
 
 Secure by default: a spec with inline secrets (token/certificate key values,
-PEM private keys, bootstrap tokens in files) is refused, since user data is
+PEM private keys, bootstrap tokens in files, registry client keys, passwords
+in proxy, report or download URLs) is refused, since user data is
 readable by anyone with read access to the infrastructure. Reference secrets
 as files delivered by a secure channel, or serve the spec with --payload-url.
 

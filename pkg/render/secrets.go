@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 // InlineSecretsError refuses a spec that carries secret values inline when
@@ -50,10 +51,14 @@ var (
 
 // InlineSecrets lists the field paths of cfg that carry a secret value
 // inline: SecretSource values (join token, certificate key, bootstrap
-// tokens), mirror client keys, and PEM private keys, bootstrap tokens or
-// kubeconfig credentials inside file contents (decoded first), static pod
-// manifests and the containerd config patch. It returns nil for a spec
-// whose secrets are all file references.
+// tokens), registry and mirror client keys, PEM private keys, bootstrap
+// tokens or kubeconfig credentials inside file contents (decoded first),
+// static pod manifests and the containerd config patch, and URLs with
+// user information (redact.URLHasCredentials: a password or token in
+// spec.host.containerd.proxy httpProxy/httpsProxy, spec.report.url,
+// spec.host.files[].source.url, registry servers and mirror URLs). Each
+// entry is "path: what was found"; values are never included. It returns
+// nil for a spec whose secrets are all file references.
 func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 	var out []string
 	add := func(path, what string) { out = append(out, path+": "+what) }
@@ -71,7 +76,15 @@ func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 			}
 		}
 	}
+	url := func(path, raw string) {
+		if redact.URLHasCredentials(raw) {
+			add(path, "credentials in the URL")
+		}
+	}
 	for i, f := range s.Host.Files {
+		if f.Source != nil {
+			url(fmt.Sprintf("spec.host.files[%d].source.url", i), f.Source.URL)
+		}
 		content, err := decodeContent(f.Content, f.Encoding)
 		if err != nil {
 			content = []byte(f.Content) // validation reports bad encodings; still search the raw text
@@ -89,14 +102,25 @@ func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 		if what := secretIn([]byte(c.ConfigPatch)); what != "" {
 			add("spec.host.containerd.configPatch", what)
 		}
+		if p := c.Proxy; p != nil {
+			url("spec.host.containerd.proxy.httpProxy", p.HTTPProxy)
+			url("spec.host.containerd.proxy.httpsProxy", p.HTTPSProxy)
+		}
 		for i, r := range c.Registries {
+			rp := fmt.Sprintf("spec.host.containerd.registries[%d]", i)
+			url(rp+".server", r.Server)
+			if r.ClientKey != "" {
+				add(rp+".clientKey", "private key")
+			}
 			for j, m := range r.Mirrors {
+				url(fmt.Sprintf("%s.mirrors[%d].url", rp, j), m.URL)
 				if m.ClientKey != "" {
-					add(fmt.Sprintf("spec.host.containerd.registries[%d].mirrors[%d].clientKey", i, j), "private key")
+					add(fmt.Sprintf("%s.mirrors[%d].clientKey", rp, j), "private key")
 				}
 			}
 		}
 	}
+	url("spec.report.url", s.Report.URL)
 	return out
 }
 

@@ -112,3 +112,62 @@ spec:
 func quoteYAML(s string) string {
 	return `"` + strings.ReplaceAll(s, "\n", `\n`) + `"`
 }
+
+// Credentials in URLs and a registry's own client key are inline secrets
+// too; the refusal names the fields and never the password.
+func TestInlineSecretsURLCredentialsAndRegistryKey(t *testing.T) {
+	const password = "pr0xy-s3cret-pass"
+	spec := []byte(`apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  action: Join
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.demo.example:6443
+    token: {file: /etc/machineadm/secrets/bootstrap-token}
+    caCertHashes: ["sha256:` + strings.Repeat("0", 64) + `"]
+  host:
+    files:
+      - path: /opt/blob
+        source: {url: "https://fetch:` + password + `@files.demo.example/blob", sha256: ` + strings.Repeat("a", 64) + `}
+    containerd:
+      proxy:
+        httpProxy: "http://user:` + password + `@proxy.demo.example:3128"
+        httpsProxy: "socks5://user:` + password + `@proxy.demo.example:1080"
+        noProxy: "10.0.0.0/8"
+      registries:
+        - host: registry.demo.example
+          server: "https://robot:` + password + `@registry.demo.example"
+          clientCert: "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n"
+          clientKey: ` + quoteYAML(testKeyPEM) + `
+          mirrors:
+            - url: https://mirror.demo.example
+  report:
+    url: "https://reporter:` + password + `@reports.demo.example/r"
+`)
+	cfg := loadSpec(t, spec)
+	got := InlineSecrets(cfg)
+	want := []string{
+		"spec.host.files[0].source.url: credentials in the URL",
+		"spec.host.containerd.proxy.httpProxy: credentials in the URL",
+		"spec.host.containerd.proxy.httpsProxy: credentials in the URL",
+		"spec.host.containerd.registries[0].server: credentials in the URL",
+		"spec.host.containerd.registries[0].clientKey: private key",
+		"spec.report.url: credentials in the URL",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("InlineSecrets:\n got %q\nwant %q", got, want)
+	}
+	for _, f := range Formats {
+		_, err := Render(spec, cfg, Options{Format: f, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}})
+		var se *InlineSecretsError
+		if !errors.As(err, &se) {
+			t.Fatalf("%s: err = %v, want *InlineSecretsError", f, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, password) || strings.Contains(msg, "notarealkey") {
+			t.Errorf("%s: the message shows a secret:\n%s", f, msg)
+		}
+		mustRender(t, spec, cfg, Options{Format: f, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, AllowInlineSecrets: true})
+	}
+}

@@ -462,11 +462,15 @@ type Mirror struct {
 	OverridePath bool `json:"overridePath,omitempty"`
 }
 
-// Proxy holds proxy settings for containerd.service.
+// Proxy holds proxy settings for containerd.service, written to a
+// systemd drop-in. A URL with credentials ("http://user:password@proxy:3128")
+// makes the drop-in 0600 (else 0644) and draws a validation warning; the
+// password is redacted from logs and reports, and `machineadm render`
+// refuses it without --insecure-inline-secrets.
 type Proxy struct {
-	// HTTPProxy is the HTTP_PROXY value.
+	// HTTPProxy is the HTTP_PROXY value: an http, https or socks5 URL.
 	HTTPProxy string `json:"httpProxy,omitempty"`
-	// HTTPSProxy is the HTTPS_PROXY value.
+	// HTTPSProxy is the HTTPS_PROXY value: an http, https or socks5 URL.
 	HTTPSProxy string `json:"httpsProxy,omitempty"`
 	// NoProxy is the NO_PROXY value (comma-separated).
 	NoProxy string `json:"noProxy,omitempty"`
@@ -502,6 +506,9 @@ type Report struct {
 	// Sentinel is the file created on success, for Cluster API. Default
 	// "/run/cluster-api/bootstrap-success.complete"; "-" disables it.
 	Sentinel string `json:"sentinel,omitempty"`
-	// URL receives the JSON report by HTTP(S) POST. Optional.
+	// URL receives the JSON report by HTTP(S) POST. Optional. Credentials
+	// in it (user information) draw a validation warning, are redacted
+	// from logs and reports, and make `machineadm render` refuse the spec
+	// without --insecure-inline-secrets.
 	URL string `json:"url,omitempty"`
 }

@@ -99,7 +99,10 @@ func validateContainerdPrep(r *Result, c *machineadm.Containerd, kubelet *machin
 			}
 			if u, err := url.Parse(kv.value); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
 				r.Errors = append(r.Errors, field.Invalid(pp.Child(kv.name), "<redacted>", "must be a URL such as http://proxy.example.com:3128 (the value is not shown: it may hold credentials)"))
+				continue
 			}
+			// The drop-in is then written 0600 (pkg/host/containerd).
+			warnURLCredentials(r, kv.value, pp.Child(kv.name))
 		}
 		if hasControl(px.NoProxy, true) {
 			r.Errors = append(r.Errors, field.Invalid(pp.Child("noProxy"), px.NoProxy, "must be a comma-separated list without spaces or control characters"))

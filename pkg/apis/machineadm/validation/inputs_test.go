@@ -3,6 +3,8 @@ package validation
 import (
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // Paths with control characters would land in file names, systemd units
@@ -75,5 +77,38 @@ func TestValidateImageRepository(t *testing.T) {
 	c.Spec.Kubernetes.ImageRepository = "registry.example.com/K8s"
 	if msg := Validate(c).Errors.ToAggregate().Error(); !strings.Contains(msg, "host[:port]/path") {
 		t.Errorf("message does not give the shape: %s", msg)
+	}
+}
+
+// Credentials in URLs are allowed but warned about, by field; no message
+// shows the password, neither a warning nor the error for a bad URL.
+func TestValidateURLCredentialsWarn(t *testing.T) {
+	const pw = "s3cret-passw0rd"
+	const cd = "spec.host.containerd."
+	proxy := func(http, https string) func(c *spec) {
+		return func(c *spec) { c.Spec.Host.Containerd.Proxy = &machineadm.Proxy{HTTPProxy: http, HTTPSProxy: https} }
+	}
+	runCases(t, []vcase{
+		{name: "proxy password", base: worker, mutate: proxy("http://user:"+pw+"@proxy.example:3128", "http://proxy.example:3128"), warn: []string{cd + "proxy.httpProxy"}, secret: pw},
+		{name: "proxy token as user name", base: worker, mutate: proxy("", "socks5://"+pw+"@proxy.example:1080"), warn: []string{cd + "proxy.httpsProxy"}, secret: pw},
+		{name: "report URL password", base: worker, mutate: func(c *spec) { c.Spec.Report.URL = "https://reporter:" + pw + "@reports.example/r" }, warn: []string{"spec.report.url"}, secret: pw},
+		{name: "report URL invalid with password", base: worker, mutate: func(c *spec) { c.Spec.Report.URL = "https://reporter:" + pw + "@" }, want: []fe{{"spec.report.url", inv}}, secret: pw},
+		{name: "file source password", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "https://fetch:" + pw + "@files.example/x", SHA256: validCertKey}
+		}, warn: []string{"spec.host.files[0].source.url"}, secret: pw},
+		{name: "registry server and mirror passwords", base: worker, mutate: func(c *spec) {
+			r := &c.Spec.Host.Containerd.Registries[0]
+			r.Server = "https://robot:" + pw + "@registry.example"
+			r.Mirrors[0].URL = "https://robot:" + pw + "@mirror.demo.example"
+		}, warn: []string{cd + "registries[0].server", cd + "registries[0].mirrors[0].url"}, secret: pw},
+		{name: "mirror URL invalid with password", base: worker, mutate: func(c *spec) {
+			c.Spec.Host.Containerd.Registries[0].Mirrors[0].URL = "ftp://robot:" + pw + "@mirror.demo.example"
+		}, want: []fe{{cd + "registries[0].mirrors[0].url", inv}}, secret: pw},
+	})
+	c := base(t, worker)
+	c.Spec.Host.Containerd.Proxy = &machineadm.Proxy{HTTPProxy: "http://user:" + pw + "@proxy.example:3128"}
+	if w := Validate(c).Warnings; len(w) != 1 || !strings.Contains(w[0].Message, "credentials") {
+		t.Errorf("warning does not say what: %v", w)
 	}
 }

@@ -300,8 +300,8 @@ func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {
 	if rep.Sentinel != "-" {
 		validateAbsPath(r, rep.Sentinel, false, p.Child("sentinel"))
 	}
-	if rep.URL != "" {
-		validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url"))
+	if rep.URL != "" && validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url")) {
+		warnURLCredentials(r, rep.URL, p.Child("url"))
 	}
 }
 

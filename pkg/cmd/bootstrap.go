@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -135,7 +137,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
 	}
 
-	env := &host.Env{Root: "/", Log: o.log, Out: o.out}
+	env := &host.Env{Root: "/", Log: o.log, Out: o.out, CRIReady: criReady(cfg)}
 	if !f.dryRun {
 		sd := service.NewSystemd() // connects to D-Bus on first use
 		defer sd.Close()
@@ -181,4 +183,14 @@ func dryRunDir(dir string) (string, error) {
 		return os.MkdirTemp("", "machineadm-dryrun-")
 	}
 	return dir, os.MkdirAll(dir, 0o700)
+}
+
+// criReadyTimeout bounds the wait for containerd's CRI after a restart.
+const criReadyTimeout = 2 * time.Minute
+
+// criReady waits for the spec's CRI endpoint to report RuntimeReady.
+func criReady(cfg *machineadm.MachineBootstrapConfig) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return containerd.WaitCRIReady(ctx, cfg.Spec.Node.CRISocket, criReadyTimeout)
+	}
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,5 +38,22 @@ func TestConfigKubeadmOutputAcceptedByKubeadm(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "config", "kubeadm"); code != ExitBadInput {
 		t.Errorf("without -f: exit %d, want 2", code)
+	}
+}
+
+// TestPKIInitStdoutIsTheHash: HASH=$(machineadm pki init --out d) gets the
+// CA cert hash alone; kubeadm's progress lines go to standard error.
+func TestPKIInitStdoutIsTheHash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	code, out, errOut := run(t, "", "pki", "init", "--out", dir)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).MatchString(out) {
+		t.Errorf("stdout is not just the hash: %q", out)
+	}
+	code, hashOut, _ := run(t, "", "pki", "hash", "--dir", dir)
+	if code != ExitOK || hashOut != out {
+		t.Errorf("pki hash = %q (exit %d), pki init printed %q", hashOut, code, out)
 	}
 }

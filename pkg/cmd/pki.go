@@ -40,7 +40,7 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if !slices.Contains(kubeadm.KeyTypes, keyType) {
 				return usagef("--key-type must be one of %v, got %q", kubeadm.KeyTypes, keyType)
 			}
-			hash, err := kubeadm.InitPKI(out, keyType)
+			hash, err := kubeadm.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
 			if errors.Is(err, kubeadm.ErrPKIExists) {
 				return &UsageError{Err: err} // nothing was changed
 			}

@@ -141,6 +141,7 @@ func runPrepare(ctx context.Context, o *options, f *prepareFlags) (err error) {
 	}
 	env := &host.Env{Root: root, DryRun: f.dryRun, Log: o.log, Out: o.out, Offline: root != "/"}
 	if !env.Offline {
+		env.CRIReady = criReady(l.Config)
 		sd := service.NewSystemd()
 		defer sd.Close()
 		env.Services = sd

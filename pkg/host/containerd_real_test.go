@@ -169,6 +169,7 @@ state = %q
 	env := &Env{
 		Root:     root,
 		Services: sup,
+		CRIReady: func(ctx context.Context) error { return containerd.WaitCRIReady(ctx, "unix://"+socket, 30*time.Second) },
 		// The version of the containerd that runs, chosen as on a host.
 		ContainerdVersion: func(ctx context.Context, _ string) (string, error) { return containerd.DetectVersion(ctx, "/") },
 	}
@@ -179,7 +180,7 @@ state = %q
 	if err != nil {
 		t.Fatalf("containerd step: %v", err)
 	}
-	if !res.Changed || !contains(res.Changes, "restarted containerd.service") || sup.restarts != 1 {
+	if !res.Changed || !contains(res.Changes, "restarted containerd.service") || !contains(res.Changes, "waited for containerd's CRI to report RuntimeReady") || sup.restarts != 1 {
 		t.Fatalf("first apply: %+v, restarts %d", res, sup.restarts)
 	}
 	version, _ := exec.Command(bin, "--version").Output()

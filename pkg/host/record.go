@@ -90,7 +90,7 @@ func (r *recorder) note(line string) {
 // "restart Z") into report lines ("loaded X", …).
 func pastTense(line string) string {
 	for _, v := range []struct{ from, to string }{
-		{"load ", "loaded "}, {"set ", "set "}, {"restart ", "restarted "}, {"reload ", "reloaded "},
+		{"load ", "loaded "}, {"set ", "set "}, {"restart ", "restarted "}, {"reload ", "reloaded "}, {"wait ", "waited "},
 	} {
 		if len(line) >= len(v.from) && line[:len(v.from)] == v.from {
 			return v.to + line[len(v.from):]

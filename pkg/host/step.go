@@ -100,6 +100,11 @@ type Env struct {
 	// spec.host.containerd.configVersion is 0. Default:
 	// containerd.DetectVersion.
 	ContainerdVersion func(ctx context.Context, root string) (string, error)
+	// CRIReady, when set, is called after containerd was restarted and
+	// must return once the CRI answers ready (see
+	// containerd.WaitCRIReady), so that the next phase (kubeadm's
+	// preflight) does not meet a half-started runtime. Nil: no wait.
+	CRIReady func(ctx context.Context) error
 	// HTTPClient fetches remote file sources. Default: a client with a 60s
 	// timeout and the proxy from the environment.
 	HTTPClient *http.Client

@@ -145,6 +145,11 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 	if err := rec.live("restart "+containerd.Unit, func() error { return env.Services.Restart(ctx, containerd.Unit) }); err != nil {
 		return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, fmt.Errorf("containerd configuration changed: %w", err))
 	}
+	if env.CRIReady != nil && !env.DryRun {
+		if err := rec.live("wait for containerd's CRI to report RuntimeReady", func() error { return env.CRIReady(ctx) }); err != nil {
+			return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, err)
+		}
+	}
 	if !env.DryRun {
 		if err := files.Apply(files.Plan(files.Desired{Path: restartPending, Remove: true}, pendingPath, files.State{Exists: true})); err != nil {
 			return hostErr(hintWrite, "removing %s: %w", restartPending, err)

@@ -384,3 +384,27 @@ func TestProxyDropInWithPasswordIsPrivate(t *testing.T) {
 	runAll(t, h.fullSpec(t, withPassword), h.env(nil))
 	checkMode(0o600)
 }
+
+// TestContainerdWaitsForCRI: after a restart the step waits for the CRI;
+// a runtime that never becomes ready is ContainerRuntimeUnavailable and the
+// restart stays pending for the next run.
+func TestContainerdWaitsForCRI(t *testing.T) {
+	h := newTestHost(t)
+	cfg := h.fullSpec(t, nil)
+	env := h.env(nil)
+	env.CRIReady = func(ctx context.Context) error { return errors.New("server is not initialized yet") }
+	_, err := stepNamed(t, Steps(cfg), StepContainerd).Apply(context.Background(), env)
+	if class, _ := report.ClassOf(err); class != report.ClassContainerRuntimeUnavailable || !strings.Contains(err.Error(), "not initialized") {
+		t.Fatalf("error %v, class %s; want ContainerRuntimeUnavailable", err, class)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, restartPending)); err != nil {
+		t.Fatalf("restart marker missing after the CRI never became ready: %v", err)
+	}
+	env = h.env(nil)
+	waited := 0
+	env.CRIReady = func(ctx context.Context) error { waited++; return nil }
+	res, err := stepNamed(t, Steps(cfg), StepContainerd).Apply(context.Background(), env)
+	if err != nil || waited != 1 || !slices.Contains(res.Changes, "waited for containerd's CRI to report RuntimeReady") {
+		t.Fatalf("second run: %+v, %v, waited %d", res, err, waited)
+	}
+}

@@ -2,6 +2,7 @@ package kubeadm
 
 import (
 	"crypto"
+	"io"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -40,7 +41,21 @@ var ErrPKIExists = errors.New("CA files already exist")
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
 // 0700. It returns the CA cert hash that joining nodes pin. It fails with
 // ErrPKIExists rather than overwrite existing CA files.
-func InitPKI(dir, keyType string) (string, error) {
+//
+// kubeadm's progress lines ("[certs] Generating …") go to progress (nil
+// discards them), never to standard output, so that standard output holds
+// only the hash.
+func InitPKI(dir, keyType string, progress func(line string)) (hash string, err error) {
+	outputMu.Lock()
+	defer outputMu.Unlock()
+	err = captureStdio(progress, func(io.Writer, io.Writer) error {
+		hash, err = initPKI(dir, keyType)
+		return err
+	})
+	return hash, err
+}
+
+func initPKI(dir, keyType string) (string, error) {
 	if keyType == "" {
 		keyType = "ECDSA-P256"
 	}

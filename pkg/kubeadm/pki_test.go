@@ -14,7 +14,7 @@ import (
 
 func TestInitPKI(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
-	hash, err := InitPKI(dir, "")
+	hash, err := InitPKI(dir, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestInitPKI(t *testing.T) {
 	}
 
 	// Never overwrite an existing CA set.
-	if _, err := InitPKI(dir, ""); !errors.Is(err, ErrPKIExists) {
+	if _, err := InitPKI(dir, "", nil); !errors.Is(err, ErrPKIExists) {
 		t.Errorf("second InitPKI: %v, want ErrPKIExists", err)
 	}
 	if again, _ := CACertHash(dir); again != hash {
@@ -59,7 +59,7 @@ func TestInitPKI(t *testing.T) {
 
 func TestInitPKIRSA(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := InitPKI(dir, "RSA-2048"); err != nil {
+	if _, err := InitPKI(dir, "RSA-2048", nil); err != nil {
 		t.Fatal(err)
 	}
 	ca := readCert(t, filepath.Join(dir, "ca.crt"))
@@ -67,7 +67,7 @@ func TestInitPKIRSA(t *testing.T) {
 	if !ok || k.N.BitLen() != 2048 {
 		t.Errorf("RSA-2048 CA has key %T", ca.PublicKey)
 	}
-	if _, err := InitPKI(t.TempDir(), "DSA-1024"); err == nil {
+	if _, err := InitPKI(t.TempDir(), "DSA-1024", nil); err == nil {
 		t.Error("unknown key type accepted")
 	}
 }

@@ -2,11 +2,11 @@ package kubeadm
 
 import (
 	"crypto"
-	"io"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 

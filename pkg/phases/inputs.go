@@ -28,6 +28,7 @@ func InputsCheck() Phase {
 			if err := kubeadm.CheckInputs(in); err != nil {
 				return false, "", report.NewError(report.ClassInvalidSpec, "the secret file named by that field holds something else; write the secret alone into it", err)
 			}
+			d.secrets = &in
 			msg := "secrets readable"
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
 				dir := hostPath(d, cp.PKI.Dir)

@@ -103,7 +103,9 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 	s := &d.Config.Spec
 	st := &kubeadmState{}
 	var err error
-	if st.inputs, err = resolveSecrets(d); err != nil {
+	if d.secrets != nil {
+		st.inputs = *d.secrets
+	} else if st.inputs, err = resolveSecrets(d); err != nil {
 		return nil, false, err
 	}
 	st.secrets = append(st.secrets, st.inputs.JoinToken, st.inputs.CertificateKey)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
 // Status is the outcome of one phase, as the outcome report shows it.
@@ -77,6 +78,9 @@ type Data struct {
 	KubeadmOutput func(line string)
 
 	kubeadm *kubeadmState
+	// secrets are the secret inputs read by inputs-check, reused by
+	// kubeadm-config (nil when inputs-check did not run in this process).
+	secrets *kubeadm.Inputs
 }
 
 // Workflow is an ordered list of phases.

@@ -45,9 +45,11 @@ func newBootstrapCommand(o *options) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bootstrap -f SPEC",
 		Short: "Prepare this host and create or join a cluster with the embedded kubeadm",
-		Long: `Runs the bootstrap workflow for the machine spec: host preparation phases,
-machineadm's kubeadm-config phase, then kubeadm's init phases (action Init) or
-join phases (action Join) in-process, each as a named phase. A failure names
+		Long: `Runs the bootstrap workflow for the machine spec: inputs-check (the spec's
+secret files and CA set are read and checked before anything changes), the
+host preparation phases, machineadm's kubeadm-config phase, then kubeadm's
+init phases (action Init) or join phases (action Join) in-process, each as a
+named phase, and last the extra static pods. A failure names
 the phase that failed. Running again after success changes nothing; running
 again after an interrupted run resumes at the first phase that did not finish.
 
@@ -65,38 +67,36 @@ or usage (nothing was changed).`,
 
 func newBootstrapPhaseCommand(o *options) *cobra.Command {
 	f := &bootstrapFlags{}
-	return func() *cobra.Command {
-		c := &cobra.Command{
-			Use:   "phase [NAME] -f SPEC",
-			Short: "Run one bootstrap phase alone, or list the phases of a spec",
-			Long: `Without NAME, lists the phases the spec's bootstrap runs, in order. With
+	c := &cobra.Command{
+		Use:   "phase [NAME] -f SPEC",
+		Short: "Run one bootstrap phase alone, or list the phases of a spec",
+		Long: `Without NAME, lists the phases the spec's bootstrap runs, in order. With
 NAME, runs just that phase (kubeadm phases prepare the kubeadm configuration
 first). The state file is neither consulted nor completed.`,
-			Args: func(cmd *cobra.Command, args []string) error {
-				if len(args) > 1 {
-					return usagef("at most one phase name, got %q", args)
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("at most one phase name, got %q", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				l, err := loadSpec(o, f.file)
+				if err != nil {
+					return err
+				}
+				before, after := phases.HostPhases(host.Steps(l.Config), &host.Env{}, nil)
+				w := phases.Bootstrap(l.Config, before, after)
+				for _, p := range w.Phases {
+					fmt.Fprintf(o.out, "%-24s %s\n", p.Name, p.Short)
 				}
 				return nil
-			},
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if len(args) == 0 {
-					l, err := loadSpec(o, f.file)
-					if err != nil {
-						return err
-					}
-					before, after := phases.HostPhases(host.Steps(l.Config), &host.Env{}, nil)
-					w := phases.Bootstrap(l.Config, before, after)
-					for _, p := range w.Phases {
-						fmt.Fprintf(o.out, "%-24s %s\n", p.Name, p.Short)
-					}
-					return nil
-				}
-				return runBootstrap(cmd.Context(), o, f, args[0])
-			},
-		}
-		f.bind(c, false)
-		return c
-	}()
+			}
+			return runBootstrap(cmd.Context(), o, f, args[0])
+		},
+	}
+	f.bind(c, false)
+	return c
 }
 
 // runBootstrap loads the spec and runs its workflow (or only one phase),

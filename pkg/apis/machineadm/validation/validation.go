@@ -96,7 +96,9 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	}
 
 	validateKubernetes(&r, &s.Kubernetes, p.Child("kubernetes"))
-	if s.ControlPlane != nil {
+	// A worker's controlPlane section is already refused as a whole; its
+	// fields (never defaulted for workers) would only add noise.
+	if s.ControlPlane != nil && s.Role != machineadm.RoleWorker {
 		validateControlPlane(&r, s, p.Child("controlPlane"))
 	}
 	if s.Join != nil {

@@ -72,6 +72,9 @@ func TestValidateTopLevel(t *testing.T) {
 		{name: "worker forbids controlPlane", base: worker, mutate: func(c *spec) {
 			c.Spec.ControlPlane = base(t, cpJoin).Spec.ControlPlane
 		}, want: []fe{{"spec.controlPlane", forb}}},
+		{name: "worker with an empty controlPlane: one error, no follow-ons", base: worker, mutate: func(c *spec) {
+			c.Spec.ControlPlane = &machineadm.ControlPlane{}
+		}, want: []fe{{"spec.controlPlane", forb}}},
 		{name: "every error at once", base: worker, mutate: func(c *spec) {
 			c.Spec.Kubernetes.Version = "latest"
 			c.Spec.Join.Token.File = "token"

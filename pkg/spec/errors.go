@@ -3,10 +3,11 @@ package spec
 import (
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 )
 
 var (
@@ -151,23 +152,7 @@ func jsonKind(v any) string {
 
 // parsePath converts a dotted path such as "spec.host.files[0].mode" into a
 // field.Path.
-func parsePath(s string) *field.Path {
-	var p *field.Path
-	for _, part := range strings.Split(s, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		p = childPath(p, name)
-		for rest != "" {
-			idx, after, _ := strings.Cut(rest, "]")
-			if n, err := strconv.Atoi(idx); err == nil {
-				p = p.Index(n)
-			} else {
-				p = p.Key(idx)
-			}
-			rest = strings.TrimPrefix(after, "[")
-		}
-	}
-	return p
-}
+func parsePath(s string) *field.Path { return validation.DottedPath(nil, s) }
 
 // goTypeName names a Go type of the spec for people.
 func goTypeName(t string) string {

@@ -239,7 +239,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &kc)
 	if err != nil {
 		if m := kubeletTypeRE.FindStringSubmatch(err.Error()); m != nil {
-			r.Errors = append(r.Errors, field.TypeInvalid(childPath(p, m[2]), field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
+			r.Errors = append(r.Errors, field.TypeInvalid(DottedPath(p, m[2]), field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
 			return
 		}
 		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "not a KubeletConfiguration: "+err.Error()))
@@ -251,7 +251,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 			r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "KubeletConfiguration (kubelet.config.k8s.io/v1beta1): "+e.Error()))
 			continue
 		}
-		fp := childPath(p, m[2])
+		fp := DottedPath(p, m[2])
 		if m[1] == "duplicate" {
 			r.Errors = append(r.Errors, field.Duplicate(fp, field.OmitValueType{}))
 		} else {
@@ -268,8 +268,11 @@ var (
 	kubeletTypeRE = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
 )
 
-// childPath appends a dotted JSON path such as "a.b[0].c" to p.
-func childPath(p *field.Path, dotted string) *field.Path {
+// DottedPath appends a dotted JSON path such as "a.b[0].c" or
+// "a.m[key]" to p (nil p: the path starts at the first name). Numeric
+// brackets become list indices, others map keys. It parses the paths that
+// sigs.k8s.io/json puts in its strict and type errors.
+func DottedPath(p *field.Path, dotted string) *field.Path {
 	for _, part := range strings.Split(dotted, ".") {
 		name, rest, _ := strings.Cut(part, "[")
 		p = p.Child(name)

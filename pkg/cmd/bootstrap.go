@@ -27,7 +27,7 @@ type bootstrapFlags struct {
 	dryRun     bool
 	dryRunDir  string
 	skipPhases []string
-	report     reportFlags
+	run        runFlags
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
@@ -37,7 +37,7 @@ func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	if withSkip {
 		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name (list them with 'machineadm bootstrap phase -f SPEC')")
 	}
-	f.report.bind(c)
+	f.run.bind(c)
 }
 
 func newBootstrapCommand(o *options) *cobra.Command {
@@ -111,7 +111,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if err := requireFile(f.file); err != nil {
 		return err
 	}
-	workDir := f.report.workDir
+	workDir := f.run.workDir
 	if f.dryRun {
 		var err error
 		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
@@ -129,7 +129,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 		// What the embedded kubeadm would refuse is bad input too.
 		_, loadErr = translateChecked(cfg, f.file)
 	}
-	r := startRun(o, "bootstrap", cfg, &f.report, f.dryRun, workDir)
+	r := startRun(o, "bootstrap", cfg, &f.run, f.dryRun, workDir)
 	if loadErr != nil {
 		return r.invalid(loadErr)
 	}

@@ -113,7 +113,7 @@ func runPrepare(ctx context.Context, o *options, f *prepareFlags) (err error) {
 	if loadErr == nil {
 		cfg = l.Config
 	}
-	rec := startRun(o, "prepare", cfg, &reportFlags{root: reportRoot}, f.dryRun, reportRoot)
+	rec := startRun(o, "prepare", cfg, &runFlags{root: reportRoot}, f.dryRun, reportRoot)
 	if f.dryRun {
 		defer fmt.Fprintf(o.out, "dry run: the report is in %s\n", reportRoot)
 	}

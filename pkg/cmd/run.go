@@ -25,8 +25,9 @@ const reportFinishTimeout = 90 * time.Second
 // signalReportTimeout bounds writing the report after SIGTERM/SIGINT.
 const signalReportTimeout = 15 * time.Second
 
-// reportFlags are the outcome-report flags of bootstrap and prepare.
-type reportFlags struct {
+// runFlags are the hidden flags of bootstrap and prepare that move where a
+// run records itself: its outcome report and its state directory.
+type runFlags struct {
 	// root is prepended to every path the report writers touch (report
 	// file, sentinel, console device). Hidden; for tests and image builds.
 	root string
@@ -35,7 +36,7 @@ type reportFlags struct {
 	workDir string
 }
 
-func (f *reportFlags) bind(c *cobra.Command) {
+func (f *runFlags) bind(c *cobra.Command) {
 	c.Flags().StringVar(&f.root, "report-root", "/", "root directory under which the outcome report, the sentinel and the console device are written")
 	c.Flags().StringVar(&f.workDir, "work-dir", defaultWorkDir, "machineadm's state directory (state file, kubeadm configuration, patches)")
 	_ = c.Flags().MarkHidden("report-root")
@@ -55,7 +56,7 @@ type recordedRun struct {
 // is invalid), wraps the logger so that it redacts the spec's secrets, and
 // makes SIGTERM/SIGINT write an Interrupted report and exit 1. A dry run
 // writes its report under workDir and never to the console or sentinel.
-func startRun(o *options, command string, cfg *machineadm.MachineBootstrapConfig, rf *reportFlags, dryRun bool, workDir string) *recordedRun {
+func startRun(o *options, command string, cfg *machineadm.MachineBootstrapConfig, rf *runFlags, dryRun bool, workDir string) *recordedRun {
 	red := redact.New()
 	if cfg != nil {
 		red = redact.ForSpec(cfg, "/")

@@ -284,7 +284,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	os.WriteFile(oldPath, []byte(old), 0o600)
 
 	out, code := machineadm(t, "config", "validate", "-f", oldPath)
-	if code != 2 || !strings.Contains(out, "v1.35.0") {
+	if code != 2 || !strings.Contains(out, "v1.35.0") || !strings.Contains(out, "spec.kubernetes.version: Invalid value") {
 		t.Errorf("validate v1.35.0: exit %d:\n%s", code, out)
 	}
 	rr := t.TempDir()
@@ -302,6 +302,19 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "x")); err == nil {
 		t.Error("--dry-run-dir without --dry-run created the directory")
+	}
+	// Even an empty --dry-run-dir= never means a real run.
+	if out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--dry-run-dir=", "--report-root", t.TempDir(), "--work-dir", filepath.Join(tmp, "w0")); code != 2 {
+		t.Errorf("--dry-run-dir= without --dry-run: exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "w0")); err == nil {
+		t.Error("--dry-run-dir= without --dry-run started a run")
+	}
+	// A file where the dry-run directory should go is a usage error.
+	notDir := filepath.Join(tmp, "file")
+	os.WriteFile(notDir, nil, 0o600)
+	if out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--dry-run", "--dry-run-dir", notDir); code != 2 {
+		t.Errorf("--dry-run-dir on a file: exit %d:\n%s", code, out)
 	}
 
 	rr = t.TempDir()
@@ -321,7 +334,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	if code != 1 || strings.Contains(out, "not a token") {
 		t.Errorf("malformed token file: exit %d (the file's content must not be echoed):\n%s", code, out)
 	}
-	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
 	if rep.FailedPhase != "inputs-check" {
 		t.Errorf("failed phase %q, want inputs-check", rep.FailedPhase)
 	}

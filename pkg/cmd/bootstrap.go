@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,8 @@ type bootstrapFlags struct {
 	dryRunDir  string
 	skipPhases []string
 	run        runFlags
+	// dryRunDirSet records that --dry-run-dir was given, even empty.
+	dryRunDirSet bool
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
@@ -57,6 +60,7 @@ Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec
 or usage (nothing was changed).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.dryRunDirSet = cmd.Flags().Changed("dry-run-dir")
 			return runBootstrap(cmd.Context(), o, f, "")
 		},
 	}
@@ -105,7 +109,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if f.dryRunDir != "" && !f.dryRun {
+	if (f.dryRunDirSet || f.dryRunDir != "") && !f.dryRun {
 		return usagef("--dry-run-dir needs --dry-run")
 	}
 	if err := requireFile(f.file); err != nil {
@@ -115,7 +119,7 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	if f.dryRun {
 		var err error
 		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
-			return err
+			return &UsageError{Err: fmt.Errorf("--dry-run-dir: %w", err)}
 		}
 	}
 	data, loadErr := readSpecBytes(o, f.file)
@@ -178,11 +182,18 @@ func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only strin
 	return err
 }
 
+// dryRunDir returns the dry run's directory, absolute (kubeadm wants
+// absolute paths): a new temporary directory when dir is "", else dir,
+// created when missing.
 func dryRunDir(dir string) (string, error) {
 	if dir == "" {
 		return os.MkdirTemp("", "machineadm-dryrun-")
 	}
-	return dir, os.MkdirAll(dir, 0o700)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o700)
 }
 
 // criReadyTimeout bounds the wait for containerd's CRI after a restart.

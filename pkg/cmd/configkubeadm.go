@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -77,7 +78,45 @@ func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
 func translateChecked(cfg *machineadm.MachineBootstrapConfig, source string) (*kubeadm.Documents, error) {
 	docs, err := kubeadm.Translate(cfg, redactedInputs(cfg))
 	if err != nil {
-		return nil, &spec.InvalidSpecError{Source: source, Errors: field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}}
+		return nil, &spec.InvalidSpecError{Source: source, Errors: field.ErrorList{
+			&field.Error{Type: field.ErrorTypeInvalid, Field: kubeadmErrorField(cfg, err.Error()), BadValue: field.OmitValueType{}, Detail: err.Error()}}}
 	}
 	return docs, nil
+}
+
+// kubeadmFieldPaths maps kubeadm configuration fields, as kubeadm's
+// validation names them, to the spec fields they come from.
+var kubeadmFieldPaths = []struct{ kubeadm, spec string }{
+	{"featureGates", "spec.kubernetes.featureGates"},
+	{"controlPlaneEndpoint", "spec.kubernetes.controlPlaneEndpoint"},
+	{"imageRepository", "spec.kubernetes.imageRepository"},
+	{"podSubnet", "spec.kubernetes.networking.podSubnet"},
+	{"serviceSubnet", "spec.kubernetes.networking.serviceSubnet"},
+	{"dnsDomain", "spec.kubernetes.networking.dnsDomain"},
+	{"certSANs", "spec.controlPlane.apiServer.certSANs"},
+	{"advertiseAddress", "spec.controlPlane.advertiseAddress"},
+	{"bindPort", "spec.controlPlane.bindPort"},
+	{"caCertHashes", "spec.join.caCertHashes"},
+	{"apiServerEndpoint", "spec.join.apiServerEndpoint"},
+	{"nodeRegistration.name", "spec.node.name"},
+	{"kubeletExtraArgs", "spec.node.kubelet.extraArgs"},
+	{"taints", "spec.node.taints"},
+	{"etcd", "spec.controlPlane.etcd"},
+	{"kubernetesVersion", "spec.kubernetes.version"},
+}
+
+// kubeadmErrorField names the spec field kubeadm's message is about: the
+// first kubeadm field it mentions, or spec.kubernetes.version when it
+// quotes the spec's version (kubeadm's skew check names no field), else
+// "spec".
+func kubeadmErrorField(cfg *machineadm.MachineBootstrapConfig, msg string) string {
+	for _, m := range kubeadmFieldPaths {
+		if strings.Contains(msg, m.kubeadm) {
+			return m.spec
+		}
+	}
+	if v := cfg.Spec.Kubernetes.Version; v != "" && strings.Contains(msg, v) {
+		return "spec.kubernetes.version"
+	}
+	return "spec"
 }

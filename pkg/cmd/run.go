@@ -25,8 +25,9 @@ const reportFinishTimeout = 90 * time.Second
 // signalReportTimeout bounds writing the report after SIGTERM/SIGINT.
 const signalReportTimeout = 15 * time.Second
 
-// runFlags are the hidden flags of bootstrap and prepare that move where a
-// run records itself: its outcome report and its state directory.
+// runFlags move where a run records itself: its outcome report and its
+// state directory. bootstrap takes them as hidden flags (for tests);
+// prepare fills root from --root.
 type runFlags struct {
 	// root is prepended to every path the report writers touch (report
 	// file, sentinel, console device). Hidden; for tests and image builds.

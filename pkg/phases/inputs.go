@@ -26,7 +26,7 @@ func InputsCheck() Phase {
 				return false, "", err
 			}
 			if err := kubeadm.CheckInputs(in); err != nil {
-				return false, "", report.NewError(report.ClassInvalidSpec, "the secret file named by that field holds something else; write the secret alone into it", err)
+				return false, "", report.NewError(report.ClassPayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
 			}
 			d.secrets = &in
 			msg := "secrets readable"

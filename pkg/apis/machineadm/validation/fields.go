@@ -349,6 +349,10 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 	}
 	if !fileModeRE.MatchString(f.Mode) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("mode"), f.Mode, "must be an octal permission between 0000 and 0777 such as 0644 (setuid, setgid and sticky bits are refused)"))
+	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 {
+		if content, err := DecodeContent(f.Content, f.Encoding); err == nil && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
+			r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
+		}
 	}
 	if !ownerRE.MatchString(f.Owner) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("owner"), f.Owner, "must be a user name or numeric uid"))

@@ -73,6 +73,12 @@ func TestValidateFiles(t *testing.T) {
 	src := &machineadm.RemoteSource{URL: "https://files.example/x", SHA256: "8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"}
 	runCases(t, []vcase{
 		{name: "path relative", base: worker, mutate: f(func(fs []machineadm.File) { fs[0].Path = "etc/x" }), want: []fe{{p + "[0].path", inv}}},
+		{name: "private key readable by others warns", base: worker, mutate: f(func(fs []machineadm.File) {
+			fs[0].Content, fs[0].Encoding, fs[0].Mode = "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n", "", "0644"
+		}), warn: []string{p + "[0].mode"}},
+		{name: "private key 0600 is quiet", base: worker, mutate: f(func(fs []machineadm.File) {
+			fs[0].Content, fs[0].Encoding, fs[0].Mode = "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n", "", "0600"
+		})},
 		{name: "path missing", base: worker, mutate: f(func(fs []machineadm.File) { fs[0].Path = "" }), want: []fe{{p + "[0].path", req}}},
 		{name: "path duplicate", base: worker, mutate: f(func(fs []machineadm.File) { fs[1].Path = fs[0].Path }), want: []fe{{p + "[1].path", dup}}},
 		{name: "path duplicate with append ok", base: worker, mutate: f(func(fs []machineadm.File) { fs[1].Path, fs[1].Append = fs[0].Path, true })},

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/testspec"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
@@ -113,16 +115,8 @@ func TestExamplesMatchSchema(t *testing.T) {
 	}
 }
 
-const worker = `apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: Worker
-  kubernetes: {version: v1.37.2}
-  join:
-    apiServerEndpoint: cp.demo.example:6443
-    token: {file: /etc/machineadm/secrets/bootstrap-token}
-    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
-`
+// worker is the shared minimal worker spec.
+const worker = testspec.MinimalWorker
 
 // TestSchemaAndLoaderAgree feeds the schema and the loader the same
 // structurally broken specs: both must refuse each, and the schema must

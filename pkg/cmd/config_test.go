@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/testspec"
+
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -38,16 +40,8 @@ func writeSpec(t *testing.T, content string) string {
 	return p
 }
 
-const cliWorker = `apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: Worker
-  kubernetes: {version: v1.37.2}
-  join:
-    apiServerEndpoint: cp.demo.example:6443
-    token: {file: /etc/machineadm/secrets/bootstrap-token}
-    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
-`
+// cliWorker is the shared minimal worker spec.
+const cliWorker = testspec.MinimalWorker
 
 func TestConfigValidateExamples(t *testing.T) {
 	for _, p := range exampleFiles(t) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/testspec"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
@@ -183,16 +185,8 @@ func TestUnknownFieldEverywhere(t *testing.T) {
 	}
 }
 
-const workerDoc = `apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: Worker
-  kubernetes: {version: v1.37.2}
-  join:
-    apiServerEndpoint: cp.demo.example:6443
-    token: {file: /etc/machineadm/secrets/bootstrap-token}
-    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
-`
+// workerDoc is the shared minimal worker spec.
+const workerDoc = testspec.MinimalWorker
 
 func TestThreeMistakesAllListed(t *testing.T) {
 	// One unknown field, one mistyped field, one invalid value: decoding

@@ -85,7 +85,10 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("join"), "must be empty for action Init"))
 		}
 	case machineadm.ActionJoin:
-		if s.Join == nil {
+		// With an unknown role the defaulted action may not be what the
+		// author meant: report the role alone.
+		roleKnown := s.Role == machineadm.RoleControlPlane || s.Role == machineadm.RoleWorker
+		if s.Join == nil && roleKnown {
 			r.Errors = append(r.Errors, field.Required(p.Child("join"), "action Join needs apiServerEndpoint, token and caCertHashes"))
 		}
 	default:

@@ -61,6 +61,7 @@ func TestValidateTopLevel(t *testing.T) {
 	runCases(t, []vcase{
 		{name: "role missing", base: worker, mutate: func(c *spec) { c.Spec.Role = "" }, want: []fe{{"spec.role", req}}},
 		{name: "role unknown", base: worker, mutate: func(c *spec) { c.Spec.Role = "Master" }, want: []fe{{"spec.role", nsup}}},
+		{name: "role unknown, no join: the role alone", base: worker, mutate: func(c *spec) { c.Spec.Role, c.Spec.Join = "Bogus", nil }, want: []fe{{"spec.role", nsup}}},
 		{name: "action unknown", base: worker, mutate: func(c *spec) { c.Spec.Action = "Create" }, want: []fe{{"spec.action", nsup}}},
 		{name: "Init needs role ControlPlane", base: worker, mutate: func(c *spec) {
 			c.Spec.Action, c.Spec.Join = machineadm.ActionInit, nil

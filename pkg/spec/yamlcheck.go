@@ -65,13 +65,7 @@ func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.Erro
 		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			var kp *field.Path
-			var vt reflect.Type
-			if t != nil && t.Kind() == reflect.Map {
-				kp, vt = keyPath(p, k.Value), t.Elem()
-			} else {
-				kp, vt = childPath(p, k.Value), jsonFieldType(t, k.Value)
-			}
+			kp, vt := entryOf(p, t, k.Value)
 			if line, seen := first[k.Value]; seen {
 				*errs = append(*errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: kp.String(), BadValue: field.OmitValueType{},
 					Detail: fmt.Sprintf("key given twice (lines %d and %d)", line, k.Line)})
@@ -81,14 +75,29 @@ func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.Erro
 			duplicateKeys(v, vt, kp, errs)
 		}
 	case yaml.SequenceNode:
-		var et reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			et = t.Elem()
-		}
+		et := elemOf(t)
 		for i, el := range n.Content {
 			duplicateKeys(el, et, indexPath(p, i), errs)
 		}
 	}
+}
+
+// entryOf returns the path and Go type (nil when unknown) of the value
+// under key in a mapping at p whose Go type is t: a map key, or the JSON
+// field of a struct.
+func entryOf(p *field.Path, t reflect.Type, key string) (*field.Path, reflect.Type) {
+	if t != nil && t.Kind() == reflect.Map {
+		return keyPath(p, key), t.Elem()
+	}
+	return childPath(p, key), jsonFieldType(t, key)
+}
+
+// elemOf returns the element type of a list type t (nil when unknown).
+func elemOf(t reflect.Type) reflect.Type {
+	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		return t.Elem()
+	}
+	return nil
 }
 
 // jsonFieldType returns the type of the struct field that JSON name maps

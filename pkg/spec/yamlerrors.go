@@ -93,22 +93,13 @@ func walkTagged(n *yaml.Node, t reflect.Type, p *field.Path, tag, value string) 
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			var kp *field.Path
-			var vt reflect.Type
-			if t != nil && t.Kind() == reflect.Map {
-				kp, vt = keyPath(p, k.Value), t.Elem()
-			} else {
-				kp, vt = childPath(p, k.Value), jsonFieldType(t, k.Value)
-			}
+			kp, vt := entryOf(p, t, k.Value)
 			if fp, line, ok := walkTagged(v, vt, kp, tag, value); ok {
 				return fp, line, true
 			}
 		}
 	case yaml.SequenceNode:
-		var et reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			et = t.Elem()
-		}
+		et := elemOf(t)
 		for i, el := range n.Content {
 			if fp, line, ok := walkTagged(el, et, indexPath(p, i), tag, value); ok {
 				return fp, line, true

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -225,7 +225,7 @@ func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string)
 	if src.File == "" {
 		return src.Value, nil
 	}
-	data, err := readSecretFile(hostPath(d, src.File))
+	data, err := redact.ReadSecretFile(hostPath(d, src.File))
 	if err != nil {
 		if d.DryRun && errors.Is(err, fs.ErrNotExist) {
 			d.Log.Warn("dry run: secret file missing, using a placeholder", "field", path, "file", src.File)
@@ -234,36 +234,6 @@ func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string)
 		return "", report.NewError(report.ClassPayloadUnavailable, "deliver the secret file named by "+path+" before machineadm runs", fmt.Errorf("%s: reading %s: %w", path, src.File, err))
 	}
 	return strings.TrimSpace(string(data)), nil
-}
-
-// maxSecretFileSize bounds a secret file: tokens and keys are far
-// smaller; a device or a runaway file must not exhaust memory.
-const maxSecretFileSize = 64 << 10
-
-// readSecretFile reads a regular file of at most maxSecretFileSize bytes.
-// FIFOs, devices and directories are refused without being opened for
-// reading, so that a misplaced path cannot block the boot.
-func readSecretFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if fi.Size() > maxSecretFileSize {
-		return nil, fmt.Errorf("%d bytes, more than the %d a secret file may hold", fi.Size(), maxSecretFileSize)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretFileSize+1))
-	if err == nil && len(data) > maxSecretFileSize {
-		err = fmt.Errorf("more than the %d bytes a secret file may hold", maxSecretFileSize)
-	}
-	return data, err
 }
 
 // lineTail keeps the last max lines it was given.

@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -98,7 +97,7 @@ func ForSpec(cfg *machineadm.MachineBootstrapConfig, root string) *Redactor {
 }
 
 func readFile(root, path string) []string {
-	data, err := os.ReadFile(filepath.Join(root, path))
+	data, err := ReadSecretFile(filepath.Join(root, path))
 	if err != nil || len(data) == 0 {
 		return nil
 	}

@@ -39,7 +39,7 @@ type Step struct {
 	// Apply makes the host match the spec for this step, or with
 	// env.DryRun prints what it would do to env.Out and changes nothing.
 	// It runs Check first when Check has not run for env. Errors carry a
-	// report class (report.NewError).
+	// report class (errclass.New).
 	Apply func(ctx context.Context, env *Env) (Result, error)
 	// Check validates this step's inputs against the host and fetches
 	// remote content, changing nothing; its result is kept for Apply with

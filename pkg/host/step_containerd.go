@@ -7,9 +7,9 @@ import (
 	"io/fs"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
-	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // restartPending is a marker written before containerd's configuration
@@ -135,19 +135,19 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 		return nil
 	}
 	if env.Services == nil && !env.DryRun {
-		return report.NewError(report.ClassContainerRuntimeUnavailable, hintServiceless, errors.New("containerd configuration changed and no service manager is available to restart "+containerd.Unit))
+		return errclass.New(errclass.ContainerRuntimeUnavailable, hintServiceless, errors.New("containerd configuration changed and no service manager is available to restart "+containerd.Unit))
 	}
 	if proxyChange.ContentChanged() {
 		if err := rec.live("reload systemd units (containerd proxy drop-in changed)", func() error { return env.Services.DaemonReload(ctx) }); err != nil {
-			return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, err)
+			return errclass.New(errclass.ContainerRuntimeUnavailable, hintContainerd, err)
 		}
 	}
 	if err := rec.live("restart "+containerd.Unit, func() error { return env.Services.Restart(ctx, containerd.Unit) }); err != nil {
-		return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, fmt.Errorf("containerd configuration changed: %w", err))
+		return errclass.New(errclass.ContainerRuntimeUnavailable, hintContainerd, fmt.Errorf("containerd configuration changed: %w", err))
 	}
 	if env.CRIReady != nil && !env.DryRun {
 		if err := rec.live("wait for containerd's CRI to report RuntimeReady", func() error { return env.CRIReady(ctx) }); err != nil {
-			return report.NewError(report.ClassContainerRuntimeUnavailable, hintContainerd, err)
+			return errclass.New(errclass.ContainerRuntimeUnavailable, hintContainerd, err)
 		}
 	}
 	if !env.DryRun {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
-	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // fileEntry is one checked spec file.
@@ -72,9 +72,9 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 		content, err = files.Fetch(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256)
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
-			return fileEntry{}, report.NewError(report.ClassVerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
+			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
 		case err != nil:
-			return fileEntry{}, report.NewError(report.ClassPayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
+			return fileEntry{}, errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
 		}
 	} else {
 		content, err = validation.DecodeContent(f.Content, f.Encoding)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // Step names, in the order Steps returns them.
@@ -121,7 +121,7 @@ func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mute
 }
 
 // Check runs Check of every step, in order, and returns all their errors
-// joined (each carries its report class; report.ClassOf gives the
+// joined (each carries its report class; errclass.Of gives the
 // first's). Call it with the steps that will run, before the first Apply,
 // so that a bad input in any step stops the run before anything is
 // written.
@@ -161,5 +161,5 @@ const (
 )
 
 func hostErr(hint string, format string, args ...any) error {
-	return report.Errorf(report.ClassHostPreparationFailed, hint, format, args...)
+	return errclass.Errorf(errclass.HostPreparationFailed, hint, format, args...)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 func TestApplyTwiceSecondRunChangesNothing(t *testing.T) {
@@ -133,21 +133,21 @@ func TestBadInputWritesNothing(t *testing.T) {
 		name   string
 		mutate func(string) string
 		field  string
-		class  report.Class
+		class  errclass.Class
 	}{
 		{"unknown sysctl key", func(d string) string {
 			return strings.Replace(d, "net.ipv4.ip_forward: \"1\"", "net.ipv4.ip_forward: \"1\"\n      net.ipv4.no_such_key: \"1\"", 1)
-		}, "spec.host.sysctl[net.ipv4.no_such_key]", report.ClassHostPreparationFailed},
+		}, "spec.host.sysctl[net.ipv4.no_such_key]", errclass.HostPreparationFailed},
 		{"sha256 mismatch", func(d string) string {
 			i := strings.Index(d, "sha256: ")
 			return d[:i] + "sha256: " + strings.Repeat("a", 64) + d[i+8+64:]
-		}, "spec.host.files[3].source.sha256", report.ClassVerificationFailed},
+		}, "spec.host.files[3].source.sha256", errclass.VerificationFailed},
 		{"unreachable source", func(d string) string {
 			return strings.Replace(d, "/payload\"", "/missing\"", 1)
-		}, "spec.host.files[3].source.url", report.ClassPayloadUnavailable},
+		}, "spec.host.files[3].source.url", errclass.PayloadUnavailable},
 		{"unknown owner", func(d string) string {
 			return strings.Replace(d, "owner: etcd", "owner: nosuchuser", 1)
-		}, "spec.host.files[1].owner", report.ClassHostPreparationFailed},
+		}, "spec.host.files[1].owner", errclass.HostPreparationFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.field) {
 				t.Errorf("error does not name %s: %v", tc.field, err)
 			}
-			if class, _ := report.ClassOf(err); class != tc.class {
+			if class, _ := errclass.Of(err); class != tc.class {
 				t.Errorf("class %s, want %s", class, tc.class)
 			}
 			if d := diffSnapshots(before, snapshot(t, h.root)); len(d) > 0 {
@@ -256,7 +256,7 @@ func TestContainerdRestartFailureIsRetriedNextRun(t *testing.T) {
 	h.services.RestartErr = errors.New(`restarting containerd.service: systemd job result "failed"`)
 	step := stepNamed(t, Steps(cfg), StepContainerd)
 	_, err := step.Apply(context.Background(), h.env(nil))
-	if class, _ := report.ClassOf(err); class != report.ClassContainerRuntimeUnavailable {
+	if class, _ := errclass.Of(err); class != errclass.ContainerRuntimeUnavailable {
 		t.Fatalf("error %v, class %s; want ContainerRuntimeUnavailable", err, class)
 	}
 	if _, err := os.Stat(filepath.Join(h.root, restartPending)); err != nil {
@@ -394,7 +394,7 @@ func TestContainerdWaitsForCRI(t *testing.T) {
 	env := h.env(nil)
 	env.CRIReady = func(ctx context.Context) error { return errors.New("server is not initialized yet") }
 	_, err := stepNamed(t, Steps(cfg), StepContainerd).Apply(context.Background(), env)
-	if class, _ := report.ClassOf(err); class != report.ClassContainerRuntimeUnavailable || !strings.Contains(err.Error(), "not initialized") {
+	if class, _ := errclass.Of(err); class != errclass.ContainerRuntimeUnavailable || !strings.Contains(err.Error(), "not initialized") {
 		t.Fatalf("error %v, class %s; want ContainerRuntimeUnavailable", err, class)
 	}
 	if _, err := os.Stat(filepath.Join(h.root, restartPending)); err != nil {

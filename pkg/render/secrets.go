@@ -1,11 +1,7 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
@@ -85,7 +81,7 @@ func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 		if f.Source != nil {
 			url(fmt.Sprintf("spec.host.files[%d].source.url", i), f.Source.URL)
 		}
-		content, err := decodeContent(f.Content, f.Encoding)
+		content, err := machineadm.DecodeContent(f.Content, f.Encoding)
 		if err != nil {
 			content = []byte(f.Content) // validation reports bad encodings; still search the raw text
 		}
@@ -135,24 +131,4 @@ func secretIn(content []byte) string {
 		return "kubeconfig credential"
 	}
 	return ""
-}
-
-// decodeContent decodes a spec file's content by its encoding ("",
-// "base64" or "gzip+base64").
-func decodeContent(content, encoding string) ([]byte, error) {
-	switch encoding {
-	case "":
-		return []byte(content), nil
-	case "base64", "gzip+base64":
-		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
-		if err != nil || encoding == "base64" {
-			return raw, err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(io.LimitReader(zr, 64<<20))
-	}
-	return nil, fmt.Errorf("unknown encoding %q", encoding)
 }

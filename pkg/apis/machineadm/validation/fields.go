@@ -2,12 +2,9 @@ package validation
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"path"
@@ -338,21 +335,26 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 			r.Errors = append(r.Errors, field.Invalid(p.Child("source", "sha256"), f.Source.SHA256, "must be 64 lower-case hex characters"))
 		}
 	}
+	// Decoded once (bounded: machineadm.MaxContentBytes); the content is
+	// never echoed.
+	var content []byte
 	switch f.Encoding {
-	case "":
-	case "base64", "gzip+base64":
-		if _, err := DecodeContent(f.Content, f.Encoding); err != nil {
-			r.Errors = append(r.Errors, field.Invalid(p.Child("content"), "<content>", "does not decode as "+f.Encoding+": "+err.Error()))
+	case machineadm.EncodingPlain, machineadm.EncodingBase64, machineadm.EncodingGzipBase64:
+		var err error
+		if content, err = machineadm.DecodeContent(f.Content, f.Encoding); err != nil {
+			detail := "does not decode as " + f.Encoding + ": " + err.Error()
+			if f.Encoding == machineadm.EncodingPlain {
+				detail = err.Error()
+			}
+			r.Errors = append(r.Errors, field.Invalid(p.Child("content"), "<content>", detail))
 		}
 	default:
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("encoding"), f.Encoding, []string{"", "base64", "gzip+base64"}))
 	}
 	if !fileModeRE.MatchString(f.Mode) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("mode"), f.Mode, "must be an octal permission between 0000 and 0777 such as 0644 (setuid, setgid and sticky bits are refused)"))
-	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 {
-		if content, err := DecodeContent(f.Content, f.Encoding); err == nil && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
-			r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
-		}
+	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
+		r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
 	}
 	if !ownerRE.MatchString(f.Owner) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("owner"), f.Owner, "must be a user name or numeric uid"))
@@ -360,37 +362,6 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 	if !ownerRE.MatchString(f.Group) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("group"), f.Group, "must be a group name or numeric gid"))
 	}
-}
-
-// DecodeContent decodes a file's content given its encoding: "" (plain),
-// "base64" (RFC 4648 standard alphabet) or "gzip+base64" (base64 of a
-// gzip stream, RFC 1952).
-func DecodeContent(content, encoding string) ([]byte, error) {
-	switch encoding {
-	case "":
-		return []byte(content), nil
-	case "base64", "gzip+base64":
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
-		if err != nil {
-			return nil, err
-		}
-		if encoding == "base64" {
-			return raw, nil
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		return io.ReadAll(zr)
-	}
-	return nil, &unsupportedEncodingError{encoding}
-}
-
-type unsupportedEncodingError struct{ enc string }
-
-func (e *unsupportedEncodingError) Error() string {
-	return "unsupported encoding " + strconv.Quote(e.enc)
 }
 
 func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 func contains[T comparable](list []T, v T) bool { return slices.Contains(list, v) }
@@ -122,23 +121,12 @@ func validateURL(r *Result, v string, schemes []string, p *field.Path) bool {
 	if !ok {
 		var shown any = v
 		detail := "must be a URL with scheme " + strings.Join(schemes, ", ")
-		if redact.URLHasCredentials(v) {
+		if machineadm.URLHasCredentials(v) {
 			shown, detail = "<redacted>", detail+" (the value is not shown: it carries credentials)"
 		}
 		r.Errors = append(r.Errors, field.Invalid(p, shown, detail))
 	}
 	return ok
-}
-
-// warnURLCredentials warns when the URL v carries user information (a
-// password, or a token as the user name): allowed, but the spec is then a
-// secret itself. The warning names the field, never the value.
-func warnURLCredentials(r *Result, v string, p *field.Path) {
-	if redact.URLHasCredentials(v) {
-		r.warn(p, "the URL carries credentials (user information); machineadm redacts them from logs and reports, "+
-			"but the spec holding them is readable wherever it is stored (user data: by anyone with read access to the infrastructure), "+
-			"and machineadm render refuses it without --insecure-inline-secrets; prefer credentials that are not in the spec")
-	}
 }
 
 // validateAbsPath checks an absolute, clean path without ".." or control
@@ -328,9 +316,7 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 		if f.Append {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("append"), "append works with content only"))
 		}
-		if validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url")) {
-			warnURLCredentials(r, f.Source.URL, p.Child("source", "url"))
-		}
+		validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url"))
 		if !sha256RE.MatchString(f.Source.SHA256) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("source", "sha256"), f.Source.SHA256, "must be 64 lower-case hex characters"))
 		}
@@ -383,15 +369,13 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 			validateEndpoint(r, reg.Host, false, rp.Child("host"))
 		}
 		hosts[reg.Host] = true
-		if reg.Server != "" && validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server")) {
-			warnURLCredentials(r, reg.Server, rp.Child("server"))
+		if reg.Server != "" {
+			validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server"))
 		}
 		validatePEM(r, reg.CACert, "CERTIFICATE", rp.Child("caCert"))
 		for j, m := range reg.Mirrors {
 			mp := rp.Child("mirrors").Index(j)
-			if validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url")) {
-				warnURLCredentials(r, m.URL, mp.Child("url"))
-			}
+			validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url"))
 			for k, cap := range m.Capabilities {
 				if !contains([]string{"pull", "resolve", "push"}, cap) {
 					r.Errors = append(r.Errors, field.NotSupported(mp.Child("capabilities").Index(k), cap, []string{"pull", "resolve", "push"}))

@@ -49,22 +49,20 @@ are not read. machineadm never takes kubeadm YAML as input.`,
 	return c
 }
 
-// redactedInputs fills every secret of the spec with a placeholder, and
-// the patches directory with machineadm's default.
+// placeholders are printed instead of secrets by `config kubeadm`, by
+// machineadm.SecretField.Format; they have the shapes kubeadm validates.
+var placeholders = map[string]string{
+	machineadm.SecretFormatBootstrapToken: redactedToken,
+	machineadm.SecretFormatCertificateKey: redactedCertKey,
+}
+
+// redactedInputs fills every secret kubeadm takes from the spec
+// (kubeadm.SecretInputs over machineadm.SecretFields) with a placeholder,
+// and the patches directory with machineadm's default.
 func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
-	in := kubeadm.Inputs{}
-	s := &cfg.Spec
-	if s.Join != nil {
-		in.JoinToken = redactedToken
-	}
-	if cp := s.ControlPlane; cp != nil {
-		if cp.CertificateKey != nil {
-			in.CertificateKey = redactedCertKey
-		}
-		for range cp.BootstrapTokens {
-			in.BootstrapTokens = append(in.BootstrapTokens, redactedToken)
-		}
-	}
+	in, _ := kubeadm.SecretInputs(cfg, func(f machineadm.SecretField) (string, error) {
+		return placeholders[f.Format], nil
+	})
 	if kubeadm.KubeletConfig(cfg) != nil {
 		in.PatchesDir = defaultWorkDir + "/patches"
 	}

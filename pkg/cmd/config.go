@@ -134,11 +134,7 @@ this normalises the document; it is the path older specs will take.`,
 			if err != nil {
 				return err
 			}
-			hub, _, err := spec.DecodeNoDefaults(data, file)
-			if err != nil {
-				return err
-			}
-			latest, err := v1alpha1.ConvertFromHub(hub)
+			latest, err := spec.Migrate(data, file)
 			if err != nil {
 				return err
 			}

@@ -20,22 +20,21 @@ const (
 	redactedCertKey = "0000000000000000000000000000000000000000000000000000000000000000"
 )
 
-// redactedInputs fills every secret of the spec with a placeholder, and
-// the patches directory with machineadm's default.
+// placeholders are used instead of secrets by CheckSpec and `config
+// kubeadm`, by machineadm.SecretField.Format; they have the shapes kubeadm
+// validates.
+var placeholders = map[string]string{
+	machineadm.SecretFormatBootstrapToken: redactedToken,
+	machineadm.SecretFormatCertificateKey: redactedCertKey,
+}
+
+// redactedInputs fills every secret kubeadm takes from the spec
+// (SecretInputs over machineadm.SecretFields) with a placeholder, and the
+// patches directory with machineadm's default.
 func redactedInputs(cfg *machineadm.MachineBootstrapConfig) Inputs {
-	in := Inputs{}
-	s := &cfg.Spec
-	if s.Join != nil {
-		in.JoinToken = redactedToken
-	}
-	if cp := s.ControlPlane; cp != nil {
-		if cp.CertificateKey != nil {
-			in.CertificateKey = redactedCertKey
-		}
-		for range cp.BootstrapTokens {
-			in.BootstrapTokens = append(in.BootstrapTokens, redactedToken)
-		}
-	}
+	in, _ := SecretInputs(cfg, func(f machineadm.SecretField) (string, error) {
+		return placeholders[f.Format], nil
+	})
 	if KubeletConfig(cfg) != nil {
 		in.PatchesDir = DefaultWorkDir + "/patches"
 	}

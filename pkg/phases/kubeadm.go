@@ -167,33 +167,15 @@ func hostPathOrRoot(d *Data, p string) string {
 	return hp
 }
 
-// resolveSecrets reads the spec's secret sources. A missing secret file is
-// an error (PayloadUnavailable) — except in a dry run, which uses a
+// resolveSecrets reads the spec's secret sources that kubeadm takes
+// (kubeadm.SecretInputs over the spec's one secret walk). A missing secret
+// file is an error (PayloadUnavailable) — except in a dry run, which uses a
 // placeholder of the right shape and says so in the log.
 func resolveSecrets(d *Data) (kubeadm.Inputs, error) {
-	s := &d.Config.Spec
-	var in kubeadm.Inputs
-	var err error
-	if s.Join != nil {
-		if in.JoinToken, err = readSecret(d, &s.Join.Token, "spec.join.token", placeholderToken); err != nil {
-			return in, err
-		}
-	}
-	if cp := s.ControlPlane; cp != nil {
-		if cp.CertificateKey != nil {
-			if in.CertificateKey, err = readSecret(d, cp.CertificateKey, "spec.controlPlane.certificateKey", placeholderCertKey); err != nil {
-				return in, err
-			}
-		}
-		for i := range cp.BootstrapTokens {
-			t, err := readSecret(d, &cp.BootstrapTokens[i].Token, fmt.Sprintf("spec.controlPlane.bootstrapTokens[%d].token", i), placeholderToken)
-			if err != nil {
-				return in, err
-			}
-			in.BootstrapTokens = append(in.BootstrapTokens, t)
-		}
-	}
-	return in, nil
+	placeholders := map[string]string{machineadm.SecretFormatBootstrapToken: placeholderToken, machineadm.SecretFormatCertificateKey: placeholderCertKey}
+	return kubeadm.SecretInputs(d.Config, func(f machineadm.SecretField) (string, error) {
+		return readSecret(d, f.Source, f.Path, placeholders[f.Format])
+	})
 }
 
 const (

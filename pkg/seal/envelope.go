@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
-	yaml "go.yaml.in/yaml/v3"
 )
 
 // Identification of the envelope document.

@@ -83,7 +83,7 @@ func unframe(p []byte) ([]byte, error) {
 	body := p[1:]
 	switch p[0] {
 	case formatRaw:
-		return body, nil
+		return bytes.Clone(body), nil
 	case formatDeflate:
 		return inflate(body)
 	case formatPEMDeflate:

@@ -111,7 +111,7 @@ func (e *Envelope) decrypt(key []byte) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(e.Items))
 	for _, p := range e.itemPaths() {
 		ct, _ := base64.StdEncoding.DecodeString(e.Items[p]) // checked by check
-		pt, err := aead.Open(nil, ct[:nonceSize], ct[nonceSize:], e.AAD(p))
+		pt, err := aead.Open(nil, nil, ct, e.AAD(p))
 		if err != nil {
 			return nil, openErr("items["+p+"]", ErrAuthentication)
 		}

@@ -182,3 +182,13 @@ func KeyIDOf(recipient string) string {
 	sum := sha256.Sum256([]byte(recipient))
 	return hex.EncodeToString(sum[:8])
 }
+
+// CheckFIPS returns a *FIPSError when FIPS 140-3 mode is enforced and the
+// registered type name is not FIPS-approved, else nil.
+func CheckFIPS(name string) error {
+	t := lookup(name)
+	if t == nil {
+		return fmt.Errorf("recipient type %q is not registered", name)
+	}
+	return allowed(t)
+}

@@ -122,9 +122,7 @@ func Seal(b Binding, items map[string][]byte, recipients ...Recipient) (*Envelop
 		return nil, err
 	}
 	for p, v := range items {
-		nonce := make([]byte, nonceSize, nonceSize+len(v)+tagSize+1)
-		rand.Read(nonce)
-		ct := aead.Seal(nonce, nonce, frame(v), env.AAD(p))
+		ct := aead.Seal(nil, nil, frame(v), env.AAD(p)) // random nonce | ciphertext | tag
 		if len(ct) > MaxItemBytes {
 			return nil, fmt.Errorf("seal: %s: sealed item of %d bytes, more than the limit of %d", p, len(ct), MaxItemBytes)
 		}
@@ -142,5 +140,7 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cipher.NewGCM(block)
+	// The random-nonce GCM draws each 12-byte nonce from crypto/rand and
+	// prepends it; it is the construction FIPS 140-3 only mode allows.
+	return cipher.NewGCMWithRandomNonce(block)
 }

@@ -16,9 +16,10 @@
 //     keeps its file reference (`file: /etc/machineadm/secrets/token`, or,
 //     for a value that was inline, `file: /etc/machineadm/sealed/<item
 //     path>`). With an envelope that has the item, the file is never read.
-//   - spec.controlPlane.pki.dir: the spec keeps the directory; each file
-//     of the CA set is the item "spec.controlPlane.pki.dir/<name>"
-//     (ca.crt, ca.key, front-proxy-ca.*, etcd/ca.*, sa.key, sa.pub).
+//   - spec.controlPlane.pki.dir: the spec keeps the directory; the CA set
+//     (ca.crt, ca.key, front-proxy-ca.*, etcd/ca.*, sa.key, sa.pub, those
+//     present) is one item "spec.controlPlane.pki.dir" holding a directory
+//     bundle (bundle.go), returned by Unseal as Unsealed.PKIFiles.
 //   - spec.host.containerd.registries[i] (and .mirrors[j]) clientKey with
 //     its clientCert: both leave the spec and become items.
 //   - spec.host.files[i] whose mode gives no access to group and others
@@ -39,9 +40,9 @@ import (
 
 // Kinds of sealed fields.
 const (
-	kindSource = iota // a *SecretSource
-	kindString        // an inline string field that leaves the spec
-	kindContent       // spec.host.files[i]: content and encoding
+	kindSource  = iota // a *SecretSource
+	kindString         // an inline string field that leaves the spec
+	kindContent        // spec.host.files[i]: content and encoding
 )
 
 // field is one secret-bearing field of a spec.

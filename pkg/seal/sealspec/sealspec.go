@@ -166,7 +166,7 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 		}
 	}
 	if cp := cfg.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
-		n := 0
+		files := map[string][]byte{}
 		for _, name := range PKIFiles {
 			v, err := readSecret(root, filepath.Join(cp.PKI.Dir, name))
 			if errors.Is(err, fs.ErrNotExist) {
@@ -175,12 +175,16 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 			if err != nil {
 				return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s: %w", name, err)
 			}
-			items[PKIDirItem+"/"+filepath.ToSlash(name)] = v
-			n++
+			files[filepath.ToSlash(name)] = v
 		}
-		if n == 0 {
+		if len(files) == 0 {
 			return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s holds none of %s", cp.PKI.Dir, strings.Join(PKIFiles, ", "))
 		}
+		bundle, err := encodeBundle(files)
+		if err != nil {
+			return nil, nil, err
+		}
+		items[PKIDirItem] = bundle
 	}
 	return items, edits, nil
 }

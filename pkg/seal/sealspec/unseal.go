@@ -30,9 +30,10 @@ type Unsealed struct {
 	By seal.OpenedBy
 	// Items are the sealed field paths that were applied, sorted.
 	Items []string
-	// PKIFiles are the files of the CA set from the envelope, by name
-	// relative to spec.controlPlane.pki.dir ("ca.key", "etcd/ca.key"): the
-	// PKI phase copies these instead of reading the directory. Secret.
+	// PKIFiles are the files of the CA set from the envelope's
+	// "spec.controlPlane.pki.dir" item, by slash-separated name relative to
+	// that directory ("ca.key", "etcd/ca.key"): the PKI phase copies these
+	// instead of reading the directory. Secret.
 	PKIFiles map[string][]byte
 }
 
@@ -82,9 +83,9 @@ func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unseal
 	}
 	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
 	var unknown []string
+	hasPKI := cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.PKI.Dir != ""
 	for p := range opened.Items {
-		_, isPKI := strings.CutPrefix(p, PKIDirItem+"/")
-		if _, ok := fields[p]; !ok && !(isPKI && cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.PKI.Dir != "") {
+		if _, ok := fields[p]; !ok && !(p == PKIDirItem && hasPKI) {
 			unknown = append(unknown, p)
 		}
 	}
@@ -95,8 +96,12 @@ func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unseal
 	}
 	for p, v := range opened.Items {
 		u.Items = append(u.Items, p)
-		if rel, ok := strings.CutPrefix(p, PKIDirItem+"/"); ok {
-			u.PKIFiles[rel] = slices.Clone(v)
+		if p == PKIDirItem {
+			files, err := decodeBundle(v)
+			if err != nil {
+				return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", p, err))
+			}
+			u.PKIFiles = files
 			continue
 		}
 		f := fields[p]

@@ -52,15 +52,6 @@ func hpkeSuiteOf(name string) (hpkeSuite, error) {
 	return s, nil
 }
 
-func hpkeSuiteByLong(long string) (hpkeSuite, bool) {
-	for _, s := range hpkeSuites {
-		if s.long == long {
-			return s, true
-		}
-	}
-	return hpkeSuite{}, false
-}
-
 var b64url = base64.RawURLEncoding
 
 // HPKERecipient is an HPKE public key recipient.

@@ -2,7 +2,6 @@ package seal
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 )
 
@@ -94,10 +93,6 @@ func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 	}
 	if lastErr == nil {
 		return nil, openErr("recipients", fmt.Errorf("%w (the envelope lists %s; the identities are %s)", ErrNoIdentity, stanzaList(env.Recipients), identityList(ids)))
-	}
-	var fe *FIPSError
-	if errors.As(lastErr, &fe) {
-		return nil, openErr(lastPath, lastErr)
 	}
 	return nil, openErr(lastPath, lastErr)
 }

@@ -16,6 +16,7 @@ type bootstrapFlags struct {
 	// the report writers write, and the state directory.
 	reportRoot string
 	workDir    string
+	identity   string
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
@@ -25,6 +26,7 @@ func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	if withSkip {
 		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by full name: a parent (addon) skips its sub-phases (addon/coredns, addon/kube-proxy); list them with 'machineadm bootstrap phase -f SPEC'")
 	}
+	c.Flags().StringVar(&f.identity, "identity", "", "this machine's identity file for a sealed spec (mode 0600, root-owned; default /etc/machineadm/identity)")
 	c.Flags().StringVar(&f.reportRoot, "report-root", "/", "root directory under which the outcome report, the sentinel and the console device are written")
 	c.Flags().StringVar(&f.workDir, "work-dir", "", "machineadm's state directory (state file, kubeadm configuration, patches); default /var/lib/machineadm")
 	_ = c.Flags().MarkHidden("report-root")
@@ -35,7 +37,7 @@ func (f *bootstrapFlags) options(o *options, c *cobra.Command, only string) sess
 	return session.Options{
 		Command: session.Bootstrap, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
 		DryRun: f.dryRun, DryRunDir: f.dryRunDir, DryRunDirSet: c.Flags().Changed("dry-run-dir"),
-		ReportRoot: f.reportRoot, WorkDir: f.workDir, Skip: f.skipPhases, Only: only,
+		ReportRoot: f.reportRoot, WorkDir: f.workDir, Skip: f.skipPhases, Only: only, IdentityFile: f.identity,
 	}
 }
 
@@ -51,7 +53,10 @@ init phases (action Init) or join phases (action Join) in-process, each under
 kubeadm's own name with its sub-phases (certs/apiserver, addon/kube-proxy,
 ...), and last the extra static pods. --skip-phases takes full names: a
 parent skips its sub-phases. A failure names the sub-phase that failed.
-Running again after success changes nothing; running again after an
+A spec sealed with 'machineadm seal' (the spec followed by its
+SealedSecrets document) is opened in inputs-check with --identity; an
+identity that does not open it fails as VerificationFailed with nothing
+changed. Running again after success changes nothing; running again after an
 interrupted run resumes at the first phase that did not finish.
 
 Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec

@@ -15,6 +15,8 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 )
 
@@ -148,6 +150,31 @@ func CheckInputs(in Inputs) error {
 		if b, err := hex.DecodeString(in.CertificateKey); err != nil || len(b) != 32 {
 			return errors.New("spec.controlPlane.certificateKey: not 64 hex characters (a 32-byte AES key)")
 		}
+	}
+	return nil
+}
+
+// CheckCAPEM is CheckCA for a CA certificate and key held in memory (PEM),
+// such as the CA set of a sealed spec.
+func CheckCAPEM(certPEM, keyPEM []byte) error {
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil || len(certs) == 0 {
+		return fmt.Errorf("ca.crt: not a PEM certificate")
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return fmt.Errorf("ca.key: not a PEM private key")
+	}
+	if !certs[0].IsCA {
+		return fmt.Errorf("ca.crt: not a CA certificate")
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("ca.key: not a signing key")
+	}
+	pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(certs[0].PublicKey) {
+		return fmt.Errorf("ca.key does not belong to ca.crt")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 )
 
 // KubeadmRunner runs one kubeadm phase with r's settings; the default is
@@ -52,7 +53,20 @@ type Data struct {
 	// Default: service.Journalctl{}.
 	Journal service.Journal
 
-	opts    RunOptions
+	// Sealed is the SealedSecrets document that came with the spec, or
+	// nil; inputs-check opens it with Identity (a file; default
+	// /etc/machineadm/identity).
+	Sealed   []byte
+	Identity string
+	// AddSecrets tells the run's redactor about secret values found during
+	// the run (the plaintext of a sealed spec). Optional.
+	AddSecrets func(secrets ...string)
+
+	opts     RunOptions
+	unsealed *sealspec.Unsealed
+	// sealedPKI is the CA set from a sealed spec, by name relative to
+	// spec.controlPlane.pki.dir ("ca.key", "etcd/ca.key"); nil otherwise.
+	sealedPKI map[string][]byte
 	kubeadm *kubeadmState
 	// secrets are the secret inputs read by inputs-check, reused by
 	// kubeadm-config (nil when inputs-check did not run in this process).

@@ -11,8 +11,9 @@ import (
 // InputsCheckPhase is the name of the first bootstrap phase.
 const InputsCheckPhase = "inputs-check"
 
-// InputsCheck reads every input the kubeadm phases will need — the secret
-// files of the spec and the CA set of controlPlane.pki.dir — and checks
+// InputsCheck reads every input the kubeadm phases will need — it opens
+// the sealed secrets that came with the spec, reads the secret files of
+// the spec and the CA set of controlPlane.pki.dir — and checks
 // them, before any host phase changes anything: a missing or malformed
 // token file, or a CA key that does not belong to its certificate, stops
 // the run with the host untouched.
@@ -23,6 +24,10 @@ func InputsCheck() Phase {
 		Class: errclass.PayloadUnavailable,
 		Check: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
+			u, err := unseal(d)
+			if err != nil {
+				return Result{}, err
+			}
 			in, err := resolveSecrets(d)
 			if err != nil {
 				return Result{}, err
@@ -32,10 +37,18 @@ func InputsCheck() Phase {
 			}
 			d.secrets = &in
 			msg := "secrets readable"
+			if u != nil {
+				msg = fmt.Sprintf("sealed secrets opened by %s key %s (%d items)", u.By.Type, u.By.KeyID, len(u.Items))
+			}
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
-				dir, err := d.host().Path(cp.PKI.Dir)
-				if err == nil {
-					err = kubeadm.CheckCA(dir)
+				var err error
+				if d.sealedPKI != nil {
+					err = kubeadm.CheckCAPEM(d.sealedPKI["ca.crt"], d.sealedPKI["ca.key"])
+				} else {
+					var dir string
+					if dir, err = d.host().Path(cp.PKI.Dir); err == nil {
+						err = kubeadm.CheckCA(dir)
+					}
 				}
 				if err != nil {
 					return Result{}, errclass.New(errclass.PayloadUnavailable,

@@ -101,8 +101,13 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 	var err error
 	if d.secrets != nil {
 		st.inputs = *d.secrets
-	} else if st.inputs, err = resolveSecrets(d); err != nil {
-		return nil, false, err
+	} else {
+		if _, err := unseal(d); err != nil {
+			return nil, false, err
+		}
+		if st.inputs, err = resolveSecrets(d); err != nil {
+			return nil, false, err
+		}
 	}
 	st.secrets = append(st.secrets, st.inputs.JoinToken, st.inputs.CertificateKey)
 	st.secrets = append(st.secrets, st.inputs.BootstrapTokens...)
@@ -123,7 +128,11 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 		if st.inputs.CertificatesDir == "" {
 			dst = files.Dir{Root: hostPathOrRoot(d, s.ControlPlane.PKI.CertificatesDir)}
 		}
-		c, err := importPKI(files.Dir{Root: hostPathOrRoot(d, s.ControlPlane.PKI.Dir)}, dst)
+		var src pkiSource = files.Dir{Root: hostPathOrRoot(d, s.ControlPlane.PKI.Dir)}
+		if d.sealedPKI != nil {
+			src = sealedFiles(d.sealedPKI)
+		}
+		c, err := importPKI(src, dst)
 		if err != nil {
 			return nil, false, err
 		}

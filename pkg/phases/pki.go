@@ -13,13 +13,35 @@ import (
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
+// pkiSource is where a CA set is read from: spec.controlPlane.pki.dir
+// (files.Dir) or the envelope of a sealed spec (sealedFiles).
+type pkiSource interface {
+	ReadFile(p string) ([]byte, error)
+	Path(p string) (string, error)
+}
+
+// sealedFiles is a CA set opened from a sealed spec, by name relative to
+// pki.dir; it lives in memory only.
+type sealedFiles map[string][]byte
+
+// ReadFile returns the file named by the machine path "/" + name.
+func (s sealedFiles) ReadFile(p string) ([]byte, error) {
+	if data, ok := s[strings.TrimPrefix(p, "/")]; ok {
+		return data, nil
+	}
+	return nil, &fs.PathError{Op: "open", Path: "sealed:spec.controlPlane.pki.dir" + p, Err: fs.ErrNotExist}
+}
+
+// Path names the item for messages.
+func (s sealedFiles) Path(p string) (string, error) { return "sealed:spec.controlPlane.pki.dir" + p, nil }
+
 // importPKI copies the shared CA set found in src (kubeadm's layout, as
 // written by `machineadm pki init`) into kubeadm's certificate directory
 // dst: private keys 0600, certificates 0644, directories 0700. ca.crt and
 // ca.key are required; other files are copied when present (kubeadm
 // creates the missing ones on Init). A destination file with other content
 // is never overwritten: that would split the cluster's trust.
-func importPKI(src, dst files.Dir) (bool, error) {
+func importPKI(src pkiSource, dst files.Dir) (bool, error) {
 	hint := "deliver the CA set from `machineadm pki init` to spec.controlPlane.pki.dir"
 	for _, req := range []string{"ca.crt", "ca.key"} {
 		if _, err := src.ReadFile("/" + req); err != nil {

@@ -26,7 +26,8 @@ func (e *InlineSecretsError) Error() string {
 		b.WriteString("\n  ")
 		b.WriteString(f)
 	}
-	b.WriteString("\ninstead: reference secrets as files (token: {file: /etc/machineadm/secrets/bootstrap-token}) delivered by a secure channel " +
+	b.WriteString("\ninstead: seal them to the machine with `machineadm seal -f SPEC --recipient R -o SEALED` and render SEALED " +
+		"(every secret encrypted to a key only the machine holds), or reference secrets as files (token: {file: /etc/machineadm/secrets/bootstrap-token}) delivered by a secure channel " +
 		"(a secrets manager, an encrypted volume, a per-machine fetch), " +
 		"or serve the spec from an access-controlled location with --payload-url; " +
 		"--insecure-inline-secrets renders it anyway")

@@ -19,7 +19,8 @@ import (
 // writes.
 const LatestAPIVersion = machineadm.LatestAPIVersion
 
-// Validate reads the spec at path (or In for "-"), decodes, defaults and
+// Validate reads the spec at path (or In for "-"; the spec document of a
+// sealed file, whose envelope is not opened), decodes, defaults and
 // validates it, then has the embedded kubeadm validate the configuration
 // derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
 // files are not read. Warnings are returned, not logged.
@@ -28,7 +29,11 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := spec.Load(data, path)
+	specDoc, _, err := SplitSealed(data, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.Load(specDoc, path)
 	if err != nil {
 		return nil, err
 	}

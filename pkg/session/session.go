@@ -70,6 +70,9 @@ type Options struct {
 	// (`bootstrap phase NAME`).
 	Skip []string
 	Only string
+	// IdentityFile is the machine's identity for a sealed spec (--identity;
+	// default seal.DefaultIdentityFile, /etc/machineadm/identity).
+	IdentityFile string
 }
 
 // Workflow returns the workflow of command for cfg.
@@ -119,9 +122,13 @@ func Run(ctx context.Context, o Options) error {
 		reportRoot = workDir
 	}
 	var l *spec.Loaded
+	var specDoc, sealed []byte
 	loadErr := readErr
 	if loadErr == nil {
-		l, loadErr = spec.Load(data, o.SpecFile)
+		specDoc, sealed, loadErr = SplitSealed(data, o.SpecFile)
+	}
+	if loadErr == nil {
+		l, loadErr = spec.Load(specDoc, o.SpecFile)
 	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {
@@ -166,6 +173,9 @@ func Run(ctx context.Context, o Options) error {
 		Log:        rec.log,
 		Out:        rec.out,
 		Host:       env,
+		Sealed:     sealed,
+		Identity:   o.IdentityFile,
+		AddSecrets: rec.red.Add,
 	}
 	var outputDone func()
 	d.KubeadmOutput, outputDone = rec.kubeadmOutput()

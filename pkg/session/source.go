@@ -1,10 +1,14 @@
 package session
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"os"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -58,10 +62,14 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 	return LoadBytes(log, data, path)
 }
 
-// LoadBytes decodes, defaults and validates spec bytes read from path and
-// logs the warnings.
+// LoadBytes decodes, defaults and validates spec bytes read from path
+// (the spec document of a sealed file) and logs the warnings.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
-	l, err := spec.Load(data, path)
+	specDoc, _, err := SplitSealed(data, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.Load(specDoc, path)
 	if err != nil {
 		return nil, err
 	}
@@ -69,4 +77,20 @@ func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error)
 		log.Warn("spec warning", "field", w.Field, "message", w.Message)
 	}
 	return l, nil
+}
+
+// SplitSealed separates a machine spec from the SealedSecrets document
+// that may follow it in the same file (seal.Split); a file without one is
+// returned as it is. A malformed multi-document file is an invalid spec
+// (exit code 2).
+func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
+	if !bytes.Contains(data, []byte(seal.Kind)) {
+		return data, nil, nil
+	}
+	specDoc, sealed, err = seal.Split(data)
+	if err != nil {
+		return nil, nil, &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
+			&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: err.Error()}}}
+	}
+	return specDoc, sealed, nil
 }

@@ -67,7 +67,7 @@ type Data struct {
 	// sealedPKI is the CA set from a sealed spec, by name relative to
 	// spec.controlPlane.pki.dir ("ca.key", "etcd/ca.key"); nil otherwise.
 	sealedPKI map[string][]byte
-	kubeadm *kubeadmState
+	kubeadm   *kubeadmState
 	// secrets are the secret inputs read by inputs-check, reused by
 	// kubeadm-config (nil when inputs-check did not run in this process).
 	secrets *kubeadm.Inputs

@@ -33,7 +33,9 @@ func (s sealedFiles) ReadFile(p string) ([]byte, error) {
 }
 
 // Path names the item for messages.
-func (s sealedFiles) Path(p string) (string, error) { return "sealed:spec.controlPlane.pki.dir" + p, nil }
+func (s sealedFiles) Path(p string) (string, error) {
+	return "sealed:spec.controlPlane.pki.dir" + p, nil
+}
 
 // importPKI copies the shared CA set found in src (kubeadm's layout, as
 // written by `machineadm pki init`) into kubeadm's certificate directory

@@ -29,11 +29,7 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	specDoc, _, err := SplitSealed(data, path)
-	if err != nil {
-		return nil, err
-	}
-	l, err := spec.Load(specDoc, path)
+	l, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}

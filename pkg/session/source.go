@@ -65,11 +65,7 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 // LoadBytes decodes, defaults and validates spec bytes read from path
 // (the spec document of a sealed file) and logs the warnings.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
-	specDoc, _, err := SplitSealed(data, path)
-	if err != nil {
-		return nil, err
-	}
-	l, err := spec.Load(specDoc, path)
+	l, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -93,4 +89,14 @@ func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 			&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: err.Error()}}}
 	}
 	return specDoc, sealed, nil
+}
+
+// loadSpecDoc loads the spec document of data (a sealed file's envelope is
+// left closed).
+func loadSpecDoc(data []byte, path string) (*spec.Loaded, error) {
+	specDoc, _, err := SplitSealed(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Load(specDoc, path)
 }

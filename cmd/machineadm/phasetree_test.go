@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -135,3 +136,43 @@ func TestPrepareEqualsBootstrapHostGroup(t *testing.T) {
 }
 
 func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// TestDryRunHidesTokenSecretInEveryEncoding: an init dry run prints
+// kubeadm's bootstrap-token Secret; no part of the token appears in any
+// encoding.
+func TestDryRunHidesTokenSecretInEveryEncoding(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	tmp := t.TempDir()
+	const token, secretHalf = "q1w2e3.r4t5y6u7i8o9p0a1", "r4t5y6u7i8o9p0a1"
+	tokFile := filepath.Join(tmp, "token")
+	os.WriteFile(tokFile, []byte(token+"\n"), 0o600)
+	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specPath := filepath.Join(tmp, "spec.yaml")
+	os.WriteFile(specPath, []byte(strings.Replace(string(raw), "/etc/machineadm/secrets/bootstrap-token", tokFile, 1)), 0o600)
+	dr := filepath.Join(tmp, "dr")
+	out, code := machineadm(t, "bootstrap", "-f", specPath, "--dry-run", "--dry-run-dir", dr)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "token-secret") {
+		t.Fatalf("the dry run printed no bootstrap-token Secret; nothing checked:\n%s", out)
+	}
+	report, _ := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+	for _, part := range []string{token, secretHalf} {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			for name, text := range map[string]string{"output": out, "report": string(report)} {
+				if v := enc.EncodeToString([]byte(part)); strings.Contains(text, v) {
+					t.Errorf("%s holds %q encoded as %s", name, part, v)
+				}
+			}
+		}
+		if strings.Contains(out, part) || strings.Contains(string(report), part) {
+			t.Errorf("%q in clear", part)
+		}
+	}
+}

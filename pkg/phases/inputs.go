@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
@@ -43,7 +44,7 @@ func InputsCheck() Phase {
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
 				var err error
 				if d.sealedPKI != nil {
-					err = kubeadm.CheckCAPEM(d.sealedPKI["ca.crt"], d.sealedPKI["ca.key"])
+					err = kubeadm.CheckCASet(d.sealedPKI, time.Now())
 				} else {
 					var dir string
 					if dir, err = d.host().Path(cp.PKI.Dir); err == nil {

@@ -199,10 +199,14 @@ func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string)
 	data, err := redact.ReadSecretFile(hostPathOrRoot(d, src.File))
 	if err != nil {
 		if d.DryRun && errors.Is(err, fs.ErrNotExist) {
-			d.Log.Warn("dry run: secret file missing, using a placeholder", "field", path, "file", src.File)
+			d.log().Warn("dry run: secret file missing, using a placeholder", "field", path, "file", src.File)
 			return placeholder, nil
 		}
 		return "", errclass.New(errclass.PayloadUnavailable, "deliver the secret file named by "+path+" before machineadm runs", fmt.Errorf("%s: reading %s: %w", path, src.File, err))
 	}
-	return strings.TrimSpace(string(data)), nil
+	v := strings.TrimSpace(string(data))
+	if v == "" {
+		return "", errclass.New(errclass.PayloadUnavailable, "write the secret into the file named by "+path+" before machineadm runs", fmt.Errorf("%s: %s is empty", path, src.File))
+	}
+	return v, nil
 }

@@ -141,3 +141,16 @@ func TestHostPhasesDeclareClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestInputsCheckEmptySecretFile: an empty token file stops inputs-check,
+// naming the field, before any host phase runs.
+func TestInputsCheckEmptySecretFile(t *testing.T) {
+	d, _ := workerData(t)
+	if err := os.WriteFile(filepath.Join(d.Root, "etc/machineadm/secrets/bootstrap-token"), []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := InputsCheck().Run(context.Background(), d)
+	if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "spec.join.token") || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty token file: %s %v", c, err)
+	}
+}

@@ -176,3 +176,36 @@ func TestDryRunHidesTokenSecretInEveryEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestTypoKeepsTheLastReport: a usage error (an unknown phase name) after
+// a real run leaves that run's report and its previous copy as they were.
+func TestTypoKeepsTheLastReport(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	rr := t.TempDir()
+	// A recorded run: an invalid spec is recorded (exit 2) like any run.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec: {role: Nope}\n"), 0o600)
+	if _, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", rr); code != 2 {
+		t.Fatalf("invalid spec: exit %d", code)
+	}
+	path := filepath.Join(rr, "var/lib/machineadm/report.json")
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		out, code := machineadm(t, "bootstrap", "phase", "no-such-phase", "-f", "../../docs/examples/worker.yaml", "--report-root", rr)
+		if code != 2 || !strings.Contains(out, "no-such-phase") {
+			t.Fatalf("typo: exit %d:\n%s", code, out)
+		}
+	}
+	after, _ := os.ReadFile(path)
+	if string(after) != string(before) {
+		t.Error("a typo replaced the last run's report")
+	}
+	if _, err := os.Stat(filepath.Join(rr, "var/lib/machineadm/report.previous.json")); err == nil {
+		t.Error("a typo rotated the report")
+	}
+}

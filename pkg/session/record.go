@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -32,6 +33,8 @@ type record struct {
 	rec     *report.Recorder
 	red     *redact.Redactor
 	stopSig func()
+	// reportFile is the host path of the report file the run writes.
+	reportFile string
 }
 
 // startRecord begins the outcome report of o.Command for cfg (nil when the
@@ -74,6 +77,11 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	} else if o.Command == Bootstrap && cfg != nil && cfg.Spec.Action == machineadm.ActionJoin {
 		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: reportRoot})
 	}
+	path := settings.Path
+	if path == "" {
+		path = report.DefaultPath
+	}
+	r.reportFile = filepath.Join(reportRoot, path)
 	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r
@@ -93,7 +101,20 @@ func (r *record) finish() {
 // invalid records bad input — an invalid spec or a usage error such as an
 // unknown phase name — as class InvalidSpec and writes the report; the
 // caller returns err (exit code 2).
+//
+// A usage error (a typo on the command line: an unknown phase name) never
+// replaces the report of an earlier run: when a report file is there, it
+// is left as it is and the error is only printed.
 func (r *record) invalid(err error) error {
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		if _, statErr := os.Stat(r.reportFile); statErr == nil {
+			r.stopSig()
+			r.log.Warn("usage error not recorded: it would replace the last run's report", "report", r.reportFile)
+			_ = r.out.Flush()
+			return err
+		}
+	}
 	r.rec.Fail("", Classify(err))
 	r.finish()
 	return err

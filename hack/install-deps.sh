@@ -7,8 +7,9 @@
 #   ignition    `ignition-validate` checks rendered Ignition configs
 #   systemd     `systemd-analyze verify` checks contrib/systemd units
 #   openssl, curl, wget  what the rendered shell stub uses on a machine
+#   rpm         `rpm -qip` checks the release's rpm packages (hack/release)
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps)
+pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps rpm)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -101,10 +101,33 @@ func TestDistArtifacts(t *testing.T) {
 		for _, s := range bi.Settings {
 			settings[s.Key] = s.Value
 		}
+		// (-trimpath also keeps -ldflags out of the build information.)
 		if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" || settings["GOOS"] != b.OS ||
-			settings["GOARCH"] != b.Arch || !strings.Contains(settings["-ldflags"], "-buildid=") ||
-			!strings.Contains(settings["-ldflags"], "pkg/version.Version="+v) {
+			settings["GOARCH"] != b.Arch || settings["vcs.revision"] != "" {
 			t.Errorf("%s: build settings %v", b.File, settings)
+		}
+		// No build ID (-buildid=), and no path of the build machine.
+		if out, err := exec.Command("go", "tool", "buildid", filepath.Join(dist, b.File)).Output(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("%s: build ID %q (%v), want none", b.File, out, err)
+		}
+		data, err := os.ReadFile(filepath.Join(dist, b.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		modcache, _ := exec.Command("go", "env", "GOMODCACHE").Output()
+		for _, leak := range []string{filepath.Dir(dist), runtime.GOROOT(), string(bytes.TrimSpace(modcache))} {
+			if leak != "" && bytes.Contains(data, []byte(leak+"/")) {
+				t.Errorf("%s holds the build machine's path %s", b.File, leak)
+			}
+		}
+		if !bytes.Contains(data, []byte(v)) {
+			t.Errorf("%s is not stamped with %s", b.File, v)
+		}
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		out, err := exec.Command(filepath.Join(dist, "machineadm-linux-amd64"), "version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "machineadm "+v+" ") || !strings.Contains(string(out), "v1.37.2") {
+			t.Errorf("machineadm version: %v\n%s", err, out)
 		}
 	}
 	// The Windows zip holds the Windows binary and the first-boot scripts.

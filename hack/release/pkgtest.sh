@@ -45,12 +45,13 @@ t=$(date +%s)
 cp -a "$base" "$root"
 log "pkgtest: root filesystem copied in $(($(date +%s) - t)) s"
 mount -t proc proc "$root/proc"
-# Everything but dpkg's database and logs, with type, mode, owner, size and
+# Everything but dpkg's database and logs and /run (a tmpfs at boot; systemd-analyze
+# writes there), with type, mode, owner, size and
 # content digest: what an install followed by a purge must leave unchanged.
 snapshot() {
-	(cd "$root" && find . -xdev \( -path ./proc -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./tmp \
+	(cd "$root" && find . -xdev \( -path ./proc -o -path ./run -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./tmp \
 		-o -path ./var/cache/debconf \) -prune -o -printf '%y %m %u:%g %s %p\n' | sort) >"$1"
-	(cd "$root" && find . -xdev \( -path ./proc -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./tmp \
+	(cd "$root" && find . -xdev \( -path ./proc -o -path ./run -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./tmp \
 		-o -path ./var/cache/debconf \) -prune -o -type f -print0 | sort -z | xargs -0 sha256sum) >>"$1"
 }
 snapshot "$work/before"
@@ -59,8 +60,8 @@ chroot "$root" dpkg -i /tmp/machineadm.deb >"$work/dpkg-install.log" 2>&1 || { c
 chroot "$root" dpkg -s machineadm | grep -qx "Status: install ok installed" || fail "dpkg -s: not installed"
 chroot "$root" dpkg-query -W -f='${Version} ${Architecture} ${Maintainer}\n' machineadm | grep -q "^${pv//-/\~} $arch " ||
 	fail "dpkg-query: $(chroot "$root" dpkg-query -W machineadm)"
-diff <(expect_common; echo /usr/share/doc/machineadm/copyright) \
-	<(chroot "$root" dpkg -L machineadm | while read -r p; do [ -d "$root$p" ] || echo "$p"; done) >&2 ||
+diff <({ expect_common; echo /usr/share/doc/machineadm/copyright; } | sort) \
+	<(chroot "$root" dpkg -L machineadm | while read -r p; do [ -d "$root$p" ] || echo "$p"; done | sort) >&2 ||
 	fail "dpkg -L: the deb's files differ from the expected list"
 out=$(chroot "$root" /usr/bin/machineadm version) || fail "machineadm version: exit $?"
 grep -q "$version" <<<"$out" || fail "machineadm version does not name $version: $out"
@@ -88,8 +89,8 @@ for rarch in x86_64 aarch64; do
 	for want in "Name *: machineadm" "Version *: ${pv%%-*}" "Architecture: $rarch" "License *: Apache-2.0" "Build Host *: reproducible"; do
 		grep -Eq "^$want\$" <<<"$info" || { echo "$info" >&2; fail "rpm -qip $rpmf: no line '$want'"; }
 	done
-	diff <(expect_common; echo /usr/share/licenses/machineadm/LICENSE) \
-		<(rpm --dbpath "$rpmdb" -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpmf" | grep -v '^d' | cut -d' ' -f2) >&2 ||
+	diff <({ expect_common; echo /usr/share/licenses/machineadm/LICENSE; } | sort) \
+		<(rpm --dbpath "$rpmdb" -qp --qf '[%{FILEMODES:perms} %{FILENAMES}\n]' "$rpmf" | grep -v '^d' | cut -d' ' -f2 | sort) >&2 ||
 		fail "rpm -qlp $rpmf: the files differ from the expected list"
 	modes=$(rpm --dbpath "$rpmdb" -qp --qf '[%{FILENAMES} %{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME}\n]' "$rpmf")
 	grep -qx '/usr/bin/machineadm -rwxr-xr-x root:root' <<<"$modes" || { echo "$modes" >&2; fail "rpm: /usr/bin/machineadm mode or owner"; }

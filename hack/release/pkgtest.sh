@@ -83,10 +83,13 @@ log "pkgtest: deb: installed, ran machineadm version, verified the unit, purged 
 command -v rpm >/dev/null || fail "rpm not installed (hack/install-deps.sh installs it)"
 rpmdb=$work/rpmdb
 mkdir -p "$rpmdb"
+# nfpm's rpm version: X.Y.Z, then "~PRE" for a pre-release (with "-" as "_").
+rv=${pv%%-*}
+if [[ $pv == *-* ]]; then pre=${pv#*-}; rv="$rv~${pre//-/_}"; fi
 for rarch in x86_64 aarch64; do
 	rpmf=$(ls "$dist"/machineadm-*."$rarch".rpm)
 	info=$(rpm --dbpath "$rpmdb" -qip "$rpmf" 2>&1) || { echo "$info" >&2; fail "rpm -qip $rpmf"; }
-	for want in "Name *: machineadm" "Version *: ${pv%%-*}" "Architecture: $rarch" "License *: Apache-2.0" "Build Host *: reproducible"; do
+	for want in "Name *: machineadm" "Version *: $rv" "Architecture: $rarch" "License *: Apache-2.0" "Build Host *: reproducible"; do
 		grep -Eq "^$want\$" <<<"$info" || { echo "$info" >&2; fail "rpm -qip $rpmf: no line '$want'"; }
 	done
 	diff <({ expect_common; echo /usr/share/licenses/machineadm/LICENSE; } | sort) \

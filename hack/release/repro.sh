@@ -10,7 +10,8 @@
 # cache (a second builder; minutes more), otherwise both share the cache,
 # whose keys include every build input (flags, environment, sources) but no
 # directory — a directory leaking into the build would miss it and show up
-# as differing bytes. WORK/a/dist stays for the other release tests.
+# as differing bytes. WORK/a/dist stays for the other release tests; the
+# second clone is removed after a success.
 set -euo pipefail
 work=$1 version=$2 key=$3
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,5 +58,6 @@ done < <(list "$a")
 [ "$n" -ge 12 ] || { echo "repro: FAIL: only $n artifacts" >&2; exit 1; }
 [ "$bad" -eq 0 ] || exit 1
 # The signatures differ, yet both verify (checked by the Go tests for a);
-# the public key is the same.
+# the public key is the same. The second clone is no longer needed.
+rm -rf "$work/b" "$work/gocache-b"
 log "repro: ok: $n files byte-identical in two clones of $rev"

@@ -21,6 +21,7 @@ var pkiKeyFiles = []string{"ca.key", "front-proxy-ca.key", "sa.key", filepath.Jo
 //     (URLSecrets): spec.host.containerd.proxy httpProxy and httpsProxy,
 //     spec.report.url, spec.host.files[].source.url, registry servers and
 //     mirror URLs;
+//   - spec.host.domainJoin's password and offline-join blob;
 //   - the content of spec.host.files entries that only their owner may
 //     read (mode without group or other bits, such as "0600").
 //
@@ -82,6 +83,12 @@ func SpecSecrets(cfg *machineadm.MachineBootstrapConfig, root string) []string {
 		}
 	}
 	out = append(out, URLSecrets(spec.Report.URL)...)
+	if dj := spec.Host.DomainJoin; dj != nil {
+		if dj.Credentials != nil {
+			source(&dj.Credentials.Password)
+		}
+		source(dj.OfflineJoinBlob)
+	}
 	var nonEmpty []string
 	for _, s := range out {
 		if s != "" {

@@ -118,3 +118,23 @@ func TestURLCredentials(t *testing.T) {
 		t.Errorf("malformed URL's password missing: %q", got)
 	}
 }
+
+// The domain-join password and the offline-join blob are secrets, inline
+// or read from their file.
+func TestSpecSecretsDomainJoin(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "blob"), []byte("ARAIAMzMzMzIAQAA-offline-blob"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for secret, dj := range map[string]*machineadm.DomainJoin{
+		"ad-join-password":              {Domain: "corp.example.com", Credentials: &machineadm.DomainCredentials{Username: "joiner", Password: machineadm.SecretSource{Value: "ad-join-password"}}},
+		"ARAIAMzMzMzIAQAA-offline-blob": {Domain: "corp.example.com", OfflineJoinBlob: &machineadm.SecretSource{File: "/blob"}},
+	} {
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Host: machineadm.Host{DomainJoin: dj}}}
+		text := ForSpec(cfg, root).String("x " + secret + " z")
+		assertClean(t, "domain join", text, []string{secret})
+		if !strings.Contains(text, "x <redacted> z") {
+			t.Errorf("not redacted: %q", text)
+		}
+	}
+}

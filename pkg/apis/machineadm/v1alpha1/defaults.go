@@ -2,7 +2,8 @@ package v1alpha1
 
 // Default values of v1alpha1 fields. They are applied by SetDefaults and
 // shown by `machineadm config defaults`. Defaults that differ by operating
-// system (CRI socket, containerd config file, report and sentinel paths)
+// system (CRI socket, containerd config file and runtime, report and sentinel
+// paths)
 // are in defaults_other.go and defaults_windows.go.
 const (
 	DefaultClusterName     = "kubernetes"
@@ -19,8 +20,6 @@ const (
 	DefaultFileMode        = "0644"
 	DefaultFileOwner       = "0"
 	DefaultCgroupDriver    = "systemd"
-	DefaultRuntimeType     = "io.containerd.runc.v2"
-	DefaultRuntimeName     = "runc"
 )
 
 // SetDefaults fills every unset field of c that has a default, in place.

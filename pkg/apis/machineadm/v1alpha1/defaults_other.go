@@ -8,6 +8,10 @@ const (
 	DefaultCRISocket = "unix:///run/containerd/containerd.sock"
 	// DefaultContainerdConfig is containerd's configuration file on Linux.
 	DefaultContainerdConfig = "/etc/containerd/config.toml"
+	// DefaultRuntimeName is containerd's default runtime handler.
+	DefaultRuntimeName = "runc"
+	// DefaultRuntimeType is the shim of runtimes without a type.
+	DefaultRuntimeType = "io.containerd.runc.v2"
 	// DefaultReportPath is where the outcome report is written.
 	DefaultReportPath = "/var/lib/machineadm/report.json"
 	// DefaultSentinel is Cluster API's bootstrap sentinel file.

@@ -12,6 +12,11 @@ const (
 	// DefaultContainerdConfig is containerd's configuration file on
 	// Windows (containerd defaults.DefaultConfigDir).
 	DefaultContainerdConfig = "C:/Program Files/containerd/config.toml"
+	// DefaultRuntimeName is containerd's default runtime handler on
+	// Windows: process-isolated Windows containers.
+	DefaultRuntimeName = "runhcs-wcow-process"
+	// DefaultRuntimeType is the Windows shim (hcsshim's runhcs).
+	DefaultRuntimeType = "io.containerd.runhcs.v1"
 	// DefaultReportPath is where the outcome report is written.
 	DefaultReportPath = "C:/ProgramData/machineadm/report.json"
 	// DefaultSentinel is Cluster API's bootstrap sentinel file on the

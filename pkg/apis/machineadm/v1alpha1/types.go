@@ -394,6 +394,7 @@ type Containerd struct {
 	ConfigFile string `json:"configFile,omitempty"`
 	// CgroupDriver is "systemd" (default) or "cgroupfs"; it sets runc's
 	// SystemdCgroup option and must match the kubelet's cgroupDriver.
+	// Windows has no cgroups and ignores it.
 	CgroupDriver string `json:"cgroupDriver,omitempty"`
 	// SandboxImage is the pause image, for example
 	// "registry.k8s.io/pause:3.10". Default: containerd's own.
@@ -412,7 +413,8 @@ type Containerd struct {
 	// an entry named "runc" changes runc's options.
 	Runtimes []Runtime `json:"runtimes,omitempty"`
 	// DefaultRuntime is the runtime handler used by pods without a
-	// RuntimeClass: "runc" (default) or the name of one of Runtimes.
+	// RuntimeClass: "runc" (default; Windows: "runhcs-wcow-process") or
+	// the name of one of Runtimes.
 	// containerd key: containerd.default_runtime_name.
 	DefaultRuntime string `json:"defaultRuntime,omitempty"`
 	// ConfigPatch is TOML deep-merged over the generated config.toml last:
@@ -486,7 +488,8 @@ type Proxy struct {
 type Runtime struct {
 	// Name is the handler name used by RuntimeClasses. Required.
 	Name string `json:"name"`
-	// Type is the shim, for example "io.containerd.runc.v2" (default).
+	// Type is the shim, for example "io.containerd.runc.v2" (default;
+	// Windows: "io.containerd.runhcs.v1").
 	Type string `json:"type,omitempty"`
 	// Options are the runtime's options table, for example
 	// {"BinaryName": "/usr/bin/nvidia-container-runtime"} or

@@ -8,6 +8,9 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
+// builtinRuntime is the runtime handler containerd always has: runc.
+const builtinRuntime = "runc"
+
 // validateOS adds the rules of the operating system machineadm is built
 // for; on Linux: an offline domain join (djoin) is Windows-only. (A
 // named-pipe CRI socket stays valid: a spec may be checked on Linux for

@@ -10,6 +10,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
+// builtinRuntime is the runtime handler machineadm's Windows containerd
+// configuration always has: process-isolated Windows containers.
+const builtinRuntime = "runhcs-wcow-process"
+
 // validateOS adds the rules of the operating system machineadm is built
 // for; on Windows: workers only (kubeadm runs no Windows control plane),
 // a warning for a Unix CRI socket, and no Linux domain-join options.

@@ -44,6 +44,9 @@ func TestWindowsDefaults(t *testing.T) {
 	if got := c.Spec.Host.Containerd.ConfigFile; got != "C:/Program Files/containerd/config.toml" {
 		t.Errorf("containerd configFile = %q", got)
 	}
+	if got := c.Spec.Host.Containerd.DefaultRuntime; got != "runhcs-wcow-process" {
+		t.Errorf("containerd defaultRuntime = %q", got)
+	}
 	if got := c.Spec.Report.Path; got != "C:/ProgramData/machineadm/report.json" {
 		t.Errorf("report path = %q", got)
 	}

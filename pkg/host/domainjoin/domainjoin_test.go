@@ -113,8 +113,8 @@ func TestConfs(t *testing.T) {
 func TestAdcliHint(t *testing.T) {
 	for out, want := range map[string]string{
 		"adcli: couldn't connect to corp domain: Couldn't authenticate as: a@CORP: Preauthentication failed": "credentials",
-		"adcli: couldn't connect to corp.example.com domain: Couldn't lookup domain controller SRV records":    "domainController",
-		"adcli: joining domain failed: Insufficient permissions to modify computer account":                   "organizationalUnit",
+		"adcli: couldn't connect to corp.example.com domain: Couldn't lookup domain controller SRV records":  "domainController",
+		"adcli: joining domain failed: Insufficient permissions to modify computer account":                  "organizationalUnit",
 		"something new": "Check spec.host.domainJoin",
 	} {
 		if got := AdcliHint(out); !strings.Contains(got, want) {

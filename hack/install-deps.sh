@@ -7,8 +7,14 @@
 #   ignition    `ignition-validate` checks rendered Ignition configs
 #   systemd     `systemd-analyze verify` checks contrib/systemd units
 #   openssl, curl, wget  what the rendered shell stub uses on a machine
+#   samba, samba-ad-dc, samba-ad-provision, winbind  a real Active Directory
+#               domain controller for the Linux domain-join test
+#   adcli, krb5-user  the Linux domain join itself and klist -k in its test
+#   wine64, gcc-mingw-w64-x86-64-posix  hack/wine-test.sh runs the Windows
+#               build under wine with a stub bcryptprimitives.dll it compiles
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps)
+pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps
+	samba samba-ad-dc samba-ad-provision winbind adcli krb5-user wine64 gcc-mingw-w64-x86-64-posix)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

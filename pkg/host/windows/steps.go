@@ -13,6 +13,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/domainjoin"
 )
 
 // Step names of the Windows host preparation, in order.
@@ -62,19 +63,26 @@ type Options struct {
 	// MachineadmPath and KubeletPath are the programs of the kubelet
 	// service. Default: this executable and DefaultKubeletPath.
 	MachineadmPath, KubeletPath string
+	// DomainJoin configures the domain-join step (default: netapi32).
+	DomainJoin domainjoin.Options
 	// ContainerdConfigVersion is the config.toml schema (2 or 3).
 	// Default: spec.host.containerd.configVersion, else 3.
 	ContainerdConfigVersion int
 }
 
 // Steps returns the Windows host steps for a validated, defaulted spec:
-// windows-features (Containers must be enabled), containerd (config.toml
+// domain-join (only with spec.host.domainJoin, first: its reboot comes
+// before anything else; see domainjoin.Step), windows-features
+// (Containers must be enabled), containerd (config.toml
 // in its Windows form, containerd restarted on change; only with
 // spec.host.containerd), kubelet-service (registered or corrected) and
 // firewall (inbound rules). Each is idempotent and honours env.DryRun.
 func Steps(cfg *machineadm.MachineBootstrapConfig, o Options) []host.Step {
 	o = o.withDefaults()
 	var steps []host.Step
+	if dj := cfg.Spec.Host.DomainJoin; dj != nil {
+		steps = append(steps, domainjoin.Step(dj, o.DomainJoin))
+	}
 	steps = append(steps, host.Step{Name: StepFeatures, Short: "Check that the Windows features a worker needs (Containers) are enabled",
 		Check: func(context.Context, *host.Env) error { return nil },
 		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return features(ctx, o) }})

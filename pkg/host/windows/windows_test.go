@@ -192,6 +192,12 @@ func TestStepsWithFakes(t *testing.T) {
 	if err != nil || !r.Changed || !strings.HasPrefix(r.Changes[0], "updated service kubelet") {
 		t.Errorf("update: %+v %v", r, err)
 	}
+	// With a domain join, domain-join comes first.
+	cfg.Spec.Host.DomainJoin = &machineadm.DomainJoin{Domain: "corp.example.com", OfflineJoinBlob: &machineadm.SecretSource{Value: "AAAA"}}
+	if got := names(Steps(cfg, o)); got[0] != "domain-join" || len(got) != 5 {
+		t.Errorf("steps with a domain join: %q", got)
+	}
+	cfg.Spec.Host.DomainJoin = nil
 	// The Containers feature missing stops the run with a hint.
 	run.containers = "Disabled"
 	_, err = Steps(cfg, o)[0].Apply(ctx, &host.Env{Root: root})

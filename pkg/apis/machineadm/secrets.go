@@ -52,6 +52,11 @@ const (
 	// SecretFormatCertificateKey is kubeadm's certificate key: 64
 	// lower-case hex characters (a 32-byte AES key).
 	SecretFormatCertificateKey = "certificate-key"
+	// SecretFormatPassword is a password (spec.host.domainJoin.credentials).
+	SecretFormatPassword = "password"
+	// SecretFormatOfflineJoinBlob is the base64 text `djoin /provision`
+	// writes (spec.host.domainJoin.offlineJoinBlob).
+	SecretFormatOfflineJoinBlob = "offline-join-blob"
 )
 
 // secretTags maps each value of the `secret` struct tag on a string field

@@ -17,6 +17,7 @@ var secretName = regexp.MustCompile(`(?i)key|passw|token|secret|credential|auth|
 // notSecret lists fields whose names match secretName but hold no secret,
 // by "Type.Field", each with the reason.
 var notSecret = map[string]string{
+	"LinuxDomainJoin.Keytab":     "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
 	"Taint.Key":                  "a taint's key is public Node metadata",
 	"ExternalEtcd.KeyFile":       "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
 	"Proxy.NoProxy":              "host names and CIDRs, no credentials",
@@ -26,7 +27,7 @@ var notSecret = map[string]string{
 }
 
 // formats are the allowed `secret` tag values of SecretSource fields.
-var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey}
+var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey, SecretFormatPassword, SecretFormatOfflineJoinBlob}
 
 // auditSecretFields checks the type tree below t and lists every field
 // the walk would not know: a SecretSource without a format tag, a
@@ -190,6 +191,8 @@ func TestSecretFieldsFilledSpec(t *testing.T) {
 		"spec.host.containerd.configPatch Text ",
 		"spec.host.staticPods[0].manifest Text ",
 		"spec.host.staticPods[1].manifest Text ",
+		"spec.host.domainJoin.credentials.password SecretSource password",
+		"spec.host.domainJoin.offlineJoinBlob SecretSource offline-join-blob",
 		"spec.report.url URLCredentials ",
 	}
 	if !slices.Equal(got, want) {

@@ -152,6 +152,7 @@ func pathProblem(v string, clean bool) string {
 	if i := strings.IndexFunc(v, isControlByte); i >= 0 {
 		return fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", v[i], i)
 	}
+	_, v = splitVolume(v)
 	if !strings.HasPrefix(v, "/") {
 		return "must be an absolute path"
 	}

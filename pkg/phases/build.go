@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
@@ -65,11 +64,12 @@ func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
 }
 
 // HostGroup returns the host-preparation phases of cfg: host-check, then
-// one phase per host step (host.Steps). Steps marked AfterKubeadm
+// one phase per host step of this OS (host.Steps on Linux, windows.Steps
+// on Windows). Steps marked AfterKubeadm
 // (static-pods: kubeadm's preflight wants an empty manifest directory) are
 // returned in after.
 func HostGroup(cfg *machineadm.MachineBootstrapConfig) (before, after []Phase) {
-	steps := host.Steps(cfg)
+	steps := hostSteps(cfg)
 	before = append(before, hostCheckPhase(steps))
 	for _, s := range steps {
 		if s.AfterKubeadm {

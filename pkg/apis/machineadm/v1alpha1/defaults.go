@@ -110,3 +110,8 @@ func setString(p *string, def string) {
 		*p = def
 	}
 }
+
+// DefaultKeytab is the host keytab a Linux domain join writes (MIT
+// Kerberos' default_keytab_name). Defined on every OS so that the hub can
+// alias it; only Linux uses it.
+const DefaultKeytab = "/etc/krb5.keytab"

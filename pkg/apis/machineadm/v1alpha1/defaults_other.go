@@ -16,9 +16,6 @@ const (
 	DefaultReportPath = "/var/lib/machineadm/report.json"
 	// DefaultSentinel is Cluster API's bootstrap sentinel file.
 	DefaultSentinel = "/run/cluster-api/bootstrap-success.complete"
-	// DefaultKeytab is the host keytab a Linux domain join writes
-	// (MIT Kerberos' default_keytab_name).
-	DefaultKeytab = "/etc/krb5.keytab"
 )
 
 // setOSDefaults fills the defaults only a Linux host has: the keytab of

@@ -17,14 +17,22 @@ import (
 const MaxSpecBytes = 4 << 20
 
 // ReadSpec reads the spec at path, or standard input for "-", at most
-// MaxSpecBytes. A missing path, an unreadable file or a larger input is a
-// *UsageError (exit code 2).
+// MaxSpecBytes. A missing path, an unreadable file, a path that is not a
+// regular file (a FIFO, a device, a directory: refused before it is opened,
+// so it cannot block) or a larger input is a *UsageError (exit code 2).
 func ReadSpec(in io.Reader, path string) ([]byte, error) {
 	if path == "" {
 		return nil, Usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
 	}
 	var r io.Reader = in
 	if path != "-" {
+		// Stat before opening: opening a FIFO blocks until a writer
+		// comes, and a device may never end.
+		if fi, err := os.Stat(path); err != nil {
+			return nil, Usagef("reading machine spec: %v", err)
+		} else if !fi.Mode().IsRegular() {
+			return nil, Usagef("reading machine spec: %s is not a regular file", path)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, Usagef("reading machine spec: %v", err)

@@ -87,7 +87,9 @@ func New(secrets ...string) *Redactor {
 
 // Add registers secret values: tokens, keys, passwords, or the contents of
 // private key files. For each value it also registers:
-//   - the secret half of a bootstrap token ("[a-z0-9]{6}.<secret>");
+//   - the secret half of a bootstrap token ("[a-z0-9]{6}.<secret>"), and
+//     its standard base64 encoding (the token-secret of a bootstrap-token
+//     Secret, as kubeadm's dry run prints it);
 //   - every line of a multi-line value (a PEM body line appears alone in
 //     line-by-line output), except PEM "-----BEGIN/END" lines;
 //   - the standard base64 encoding of the value (kubeconfig *-data fields).
@@ -103,7 +105,9 @@ func (r *Redactor) Add(secrets ...string) {
 		}
 		add = append(add, s, base64.StdEncoding.EncodeToString([]byte(s)))
 		if m := tokenShape.FindStringSubmatch(s); m != nil {
-			add = append(add, m[1])
+			// kubeadm's dry run prints the bootstrap-token Secret, whose
+			// data holds the secret half in base64 (token-secret).
+			add = append(add, m[1], base64.StdEncoding.EncodeToString([]byte(m[1])))
 		}
 		if strings.Contains(s, "\n") {
 			for _, line := range strings.Split(s, "\n") {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -89,8 +90,10 @@ func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error)
 
 // SplitSealed separates a machine spec from the SealedSecrets document
 // that may follow it in the same file (seal.Split); a file without one is
-// returned as it is. A malformed multi-document file is an invalid spec
-// (exit code 2).
+// returned as it is. A malformed multi-document file, or a SealedSecrets
+// document that seal.Parse refuses (unknown fields, bad base64, missing
+// recipients...), is an invalid spec (exit code 2) naming each problem's
+// field path under "SealedSecrets.". The envelope is not opened.
 func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 	if !bytes.Contains(data, []byte(seal.Kind)) {
 		return data, nil, nil
@@ -99,6 +102,26 @@ func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 	if err != nil {
 		return nil, nil, &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
 			&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: err.Error()}}}
+	}
+	if sealed != nil {
+		// A malformed envelope is bad input found without any key: refuse
+		// it here, with its field paths, before any phase runs (exit 2),
+		// and in config validate too.
+		if _, err := seal.Parse(sealed); err != nil {
+			var pe *seal.ParseError
+			if !errors.As(err, &pe) {
+				return nil, nil, err
+			}
+			errs := field.ErrorList{}
+			for _, fe := range pe.Errors {
+				p := seal.Kind
+				if fe.Path != "" {
+					p += "." + fe.Path
+				}
+				errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: fe.Detail})
+			}
+			return nil, nil, &spec.InvalidSpecError{Source: path, Errors: errs}
+		}
 	}
 	return specDoc, sealed, nil
 }

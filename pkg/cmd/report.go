@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -53,7 +54,7 @@ missing, unreadable or not a valid report.`,
 			if output != "text" && output != "json" {
 				return usagef("--output must be text or json, got %q", output)
 			}
-			data, err := os.ReadFile(path)
+			data, err := readReportFile(path)
 			if err != nil {
 				return usagef("reading the outcome report: %s", terminalSafe(err.Error()))
 			}
@@ -148,4 +149,31 @@ func sanitizeStrings(v reflect.Value) {
 			sanitizeStrings(v.Elem())
 		}
 	}
+}
+
+// maxReportBytes bounds the report file `machineadm report` reads: 4 MiB,
+// far above a real report (its log tail is at most 50 lines of 1000 bytes).
+const maxReportBytes = 4 << 20
+
+// readReportFile reads a regular file of at most maxReportBytes. A FIFO, a
+// device or a directory is refused before it is opened, so that it cannot
+// block or fill memory.
+func readReportFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
+	if err == nil && len(data) > maxReportBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", path, maxReportBytes)
+	}
+	return data, err
 }

@@ -6,7 +6,6 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -62,17 +61,12 @@ type Loaded struct {
 // LatestAPIVersion is the newest spec version machineadm writes.
 const LatestAPIVersion = v1alpha1.APIVersion
 
-// LoadFile reads a spec from path, or from standard input when path is "-".
+// LoadFile reads a spec from path, or from standard input when path is
+// "-", through ReadSource (regular files only, at most MaxSpecSize bytes).
 func LoadFile(path string) (*Loaded, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	data, err := ReadSource(path, os.Stdin)
 	if err != nil {
-		return nil, &InvalidSpecError{Source: path, Errors: field.ErrorList{field.InternalError(nil, fmt.Errorf("reading spec: %w", err))}}
+		return nil, err
 	}
 	return Load(data, path)
 }
@@ -92,7 +86,7 @@ func Load(data []byte, source string) (*Loaded, error) {
 		warnings = res.Warnings
 	}
 	if len(errs) > 0 {
-		return nil, &InvalidSpecError{Source: source, Errors: errs}
+		return nil, newInvalid(source, errs)
 	}
 	return &Loaded{Config: cfg, APIVersion: apiVersion, Warnings: warnings}, nil
 }
@@ -103,7 +97,7 @@ func Load(data []byte, source string) (*Loaded, error) {
 func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapConfig, string, error) {
 	cfg, apiVersion, errs := decode(data, false)
 	if len(errs) > 0 {
-		return nil, "", &InvalidSpecError{Source: source, Errors: errs}
+		return nil, "", newInvalid(source, errs)
 	}
 	return cfg, apiVersion, nil
 }

@@ -176,9 +176,9 @@ func TestPatchMayNotBreakOrContradict(t *testing.T) {
 	base := machineadm.Containerd{CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10", RestrictOOMScoreAdj: true,
 		Runtimes: []machineadm.Runtime{{Name: "kata", Type: "io.containerd.kata.v2"}, {Name: "gvisor", Type: RuncType, Options: map[string]any{"SystemdCgroup": false}}}}
 	for _, c := range []struct {
-		version     int
-		patch       string
-		key, field  string // want; empty field: a type problem
+		version    int
+		patch      string
+		key, field string // want; empty field: a type problem
 	}{
 		{2, cri2 + "]\ncontainerd = \"x\"\n", `plugins.'io.containerd.grpc.v1.cri'.containerd`, ""},
 		{3, cri3 + ".containerd]\nruntimes = 1\n", `plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes`, ""},

@@ -100,6 +100,13 @@ type Env struct {
 	// spec.host.containerd.configVersion is 0. Default:
 	// containerd.DetectVersion.
 	ContainerdVersion func(ctx context.Context, root string) (string, error)
+	// ContainerdVerify checks a rendered config.toml with the containerd
+	// under root before it is written; it returns a
+	// *containerd.ConfigError when containerd refuses it and an error
+	// wrapping containerd.ErrNotInstalled without a containerd. Default:
+	// containerd.VerifyConfig (`containerd config dump`) when the installed
+	// containerd reads the rendered config version.
+	ContainerdVerify func(ctx context.Context, root string, config []byte) error
 	// CRIReady, when set, is called after containerd was restarted and
 	// must return once the CRI answers ready (see
 	// containerd.WaitCRIReady), so that the next phase (kubeadm's

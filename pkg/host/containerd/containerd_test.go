@@ -242,3 +242,18 @@ func TestConfigVersionFor(t *testing.T) {
 		t.Error("no version: want error")
 	}
 }
+
+func TestValidatePatch(t *testing.T) {
+	c := &machineadm.Containerd{CgroupDriver: "systemd", ConfigPatch: "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\nSystemdCgroup = false\n"}
+	errs := Validate(c)
+	if len(errs) != 1 || errs[0].Field != "spec.host.containerd.configPatch" || !strings.Contains(errs[0].Detail, "cgroupDriver") || !strings.Contains(errs[0].Detail, "config version 2") {
+		t.Errorf("Validate = %v, want one error for config version 2 naming cgroupDriver", errs)
+	}
+	c.ConfigVersion = 3 // the v2 table is only an extra table in version 3
+	if errs := Validate(c); len(errs) != 0 {
+		t.Errorf("version 3: %v", errs)
+	}
+	if errs := Validate(&machineadm.Containerd{}); errs != nil || Validate(nil) != nil {
+		t.Error("no patch must be valid")
+	}
+}

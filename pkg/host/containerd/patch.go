@@ -1,12 +1,14 @@
 package containerd
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
@@ -185,4 +187,41 @@ func short(v any) string {
 		s = strings.ToValidUTF8(s[:80], "") + "…"
 	}
 	return s
+}
+
+// Validate renders config.toml for c in the schema version it will be
+// written in (c.ConfigVersion; both 2 and 3 when it is 0, chosen on the
+// machine) and returns each configPatch problem (*PatchError: a replaced
+// generated table, a contradicted structured field) as a field error at
+// spec.host.containerd.configPatch, without touching anything. A nil c is
+// valid. `config validate` and the pre-run input check call it, so that a
+// breaking patch is bad input (exit 2) before any host phase runs; the
+// installed containerd's own loader (VerifyConfig) runs later, in
+// host-check.
+func Validate(c *machineadm.Containerd) field.ErrorList {
+	if c == nil || c.ConfigPatch == "" {
+		return nil
+	}
+	versions := []int{c.ConfigVersion}
+	if c.ConfigVersion == 0 {
+		versions = []int{2, 3}
+	}
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for _, v := range versions {
+		if _, ok := schemas[v]; !ok {
+			continue // refused by validation of configVersion
+		}
+		_, err := Tree(c, v)
+		var pe *PatchError
+		if errors.As(err, &pe) && !seen[pe.Key+pe.Msg] {
+			seen[pe.Key+pe.Msg] = true
+			msg := pe.Key + ": " + pe.Msg
+			if c.ConfigVersion == 0 {
+				msg = fmt.Sprintf("in config version %d (containerd %d.x): %s", v, v-1, msg)
+			}
+			errs = append(errs, field.Invalid(field.NewPath("spec", "host", "containerd", "configPatch"), "<toml>", msg))
+		}
+	}
+	return errs
 }

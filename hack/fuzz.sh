@@ -10,8 +10,9 @@
 # pkg/<package>/testdata/fuzz/<target>/, which `go test` replays from then
 # on. Environment: FUZZ_PARALLEL (workers per target, default 1: the build
 # machines have 2 shared cores), FUZZ_LDFLAGS (-ldflags of the test binary),
-# FUZZ_MINIMIZE (-fuzzminimizetime, default 5s: minimizing each new input
-# for the default 60 s would eat a short run), FUZZ_LOG (directory for the
+# FUZZ_MINIMIZE (-fuzzminimizetime, default 100x: 100 executions; Go's
+# default of 60 s per new input would eat a short run, since early on
+# nearly every input brings new coverage), FUZZ_LOG (directory for the
 # per-target logs, default a temporary one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 only=${2:-.}
 parallel=${FUZZ_PARALLEL:-1}
-minimize=${FUZZ_MINIMIZE:-5s}
+minimize=${FUZZ_MINIMIZE:-100x}
 logdir=${FUZZ_LOG:-$(mktemp -d)}
 mkdir -p "$logdir"
 

@@ -111,6 +111,7 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	validateHost(&r, s, p.Child("host"))
 	validateHostPrep(&r, s, p.Child("host"))
 	validateReport(&r, &s.Report, p.Child("report"))
+	validateRanges(&r, c)
 	return r
 }
 

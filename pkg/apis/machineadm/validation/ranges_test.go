@@ -11,7 +11,9 @@ import (
 
 func TestValidateRanges(t *testing.T) {
 	net := func(pods, svc string) func(c *spec) {
-		return func(c *spec) { c.Spec.Kubernetes.Networking.PodSubnet, c.Spec.Kubernetes.Networking.ServiceSubnet = pods, svc }
+		return func(c *spec) {
+			c.Spec.Kubernetes.Networking.PodSubnet, c.Spec.Kubernetes.Networking.ServiceSubnet = pods, svc
+		}
 	}
 	file := func(owner, group string) func(c *spec) {
 		return func(c *spec) {

@@ -60,6 +60,11 @@ type Result struct {
 	// /etc/sysctl.d/90-machineadm.conf (0644, 0:0, 42 bytes)"; never
 	// secret contents.
 	Changes []string
+	// Notes are facts the step checked after its changes, one line each,
+	// for the report: the sysctl step lists every key's desired and
+	// effective value ("sysctl net.ipv4.ip_forward: desired 1, effective
+	// 1"). Never secret contents.
+	Notes []string
 }
 
 // ServiceManager restarts and reloads systemd units; see service.Manager.

@@ -76,8 +76,12 @@ func LoadFile(path string) (*Loaded, error) {
 // problems found: decoding problems (unknown, duplicate or mistyped
 // fields) and validation errors together, except validation errors at or
 // below a field that could not be decoded. A document with a key given
-// twice is not validated: which value counts is ambiguous.
+// twice is not validated: which value counts is ambiguous. A document of
+// more than MaxSpecSize bytes is refused before it is parsed.
 func Load(data []byte, source string) (*Loaded, error) {
+	if err := checkSize(data, source); err != nil {
+		return nil, err
+	}
 	cfg, apiVersion, errs := decode(data, true)
 	var warnings []validation.Warning
 	if cfg != nil && !slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeDuplicate }) {
@@ -95,6 +99,9 @@ func Load(data []byte, source string) (*Loaded, error) {
 // validating it, as `config migrate` needs. Decoding problems return an
 // *InvalidSpecError.
 func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapConfig, string, error) {
+	if err := checkSize(data, source); err != nil {
+		return nil, "", err
+	}
 	cfg, apiVersion, errs := decode(data, false)
 	if len(errs) > 0 {
 		return nil, "", newInvalid(source, errs)

@@ -36,6 +36,15 @@ func ReadSource(path string, stdin io.Reader) ([]byte, error) {
 	return data, nil
 }
 
+// checkSize refuses a document larger than MaxSpecSize, however it was
+// read.
+func checkSize(data []byte, source string) error {
+	if len(data) > MaxSpecSize {
+		return newInvalid(source, field.ErrorList{docError(fmt.Sprintf("the machine spec is %d bytes, more than the %d allowed", len(data), MaxSpecSize))})
+	}
+	return nil
+}
+
 // Bounds of what an error quotes from the input, so that a huge value is
 // never echoed back whole.
 const (

@@ -74,6 +74,9 @@ func TestHugeValueNotEchoed(t *testing.T) {
 			t.Errorf("%s: error of %d bytes", name, n)
 		}
 	}
+	if _, err := Load(make([]byte, MaxSpecSize+1), "big.yaml"); !IsInvalidSpec(err) || !strings.Contains(err.Error(), "more than the 4194304 allowed") {
+		t.Errorf("Load of a document over MaxSpecSize: %v", err)
+	}
 	_, err := Load([]byte(strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  node: {labels: {a: "+huge+"}}\n", 1)), "huge.yaml")
 	if !strings.Contains(err.Error(), "(3145728 bytes)") {
 		t.Errorf("the cut value does not give its length: %.300s", err)

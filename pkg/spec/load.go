@@ -27,11 +27,13 @@ type InvalidSpecError struct {
 	Errors field.ErrorList
 }
 
-// Error lists one problem per line as "path: message".
+// Error lists one problem per line as "path: message". Whoever built the
+// error, each line quotes at most MaxQuotedValue bytes of a value, and at
+// most 100 problems are listed.
 func (e *InvalidSpecError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", e.Source, len(e.Errors))
-	for _, fe := range e.Errors {
+	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", truncate(e.Source, maxFieldPath), len(e.Errors))
+	for _, fe := range newInvalid(e.Source, e.Errors).Errors {
 		b.WriteString("\n  ")
 		if fe.Field == "" {
 			b.WriteString(fe.ErrorBody()) // the whole document

@@ -48,8 +48,9 @@ func checkSize(data []byte, source string) error {
 // Bounds of what an error quotes from the input, so that a huge value is
 // never echoed back whole.
 const (
-	// MaxQuotedValue is the most bytes of a bad value an error shows; a
-	// longer one is cut and says how long it was.
+	// MaxQuotedValue is how many bytes of a bad value an error shows: a
+	// value longer than MaxQuotedValue+32 is cut to MaxQuotedValue bytes
+	// and says how long it was.
 	MaxQuotedValue = 128
 	// maxDetail bounds an error's detail text (which may quote input, as
 	// YAML parser messages do).
@@ -58,7 +59,7 @@ const (
 	maxFieldPath = 512
 	// maxErrorLine bounds one line of InvalidSpecError.Error:
 	// path, type, quoted value and detail with their separators.
-	maxErrorLine = maxFieldPath + 4*MaxQuotedValue + maxDetail + 64
+	maxErrorLine = maxFieldPath + 4*MaxQuotedValue + maxDetail + 3*truncateSlack + 64
 	// maxErrors bounds how many problems one error lists.
 	maxErrors = 100
 )
@@ -89,10 +90,15 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 	return &InvalidSpecError{Source: truncate(source, maxFieldPath), Errors: out}
 }
 
-// truncate cuts s to at most n bytes at a rune boundary, saying how long
-// it was: "abc…(1048576 bytes)".
+// truncateSlack is how much longer than its limit a string may stay
+// uncut: room for the "…(N bytes)" marker, so that cutting twice (when an
+// error is printed again) changes nothing.
+const truncateSlack = 32
+
+// truncate cuts s longer than n+truncateSlack bytes to n bytes at a rune
+// boundary, saying how long it was: "abc…(1048576 bytes)".
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if len(s) <= n+truncateSlack {
 		return s
 	}
 	cut := n

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/machineadm/machineadm/internal/testspec"
 )
 
@@ -80,5 +82,20 @@ func TestHugeValueNotEchoed(t *testing.T) {
 	_, err := Load([]byte(strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  node: {labels: {a: "+huge+"}}\n", 1)), "huge.yaml")
 	if !strings.Contains(err.Error(), "(3145728 bytes)") {
 		t.Errorf("the cut value does not give its length: %.300s", err)
+	}
+}
+
+// TestInvalidSpecErrorBoundedWhoeverBuiltIt: an *InvalidSpecError made
+// elsewhere (the kubeadm check quotes kubeadm's message) prints bounded
+// lines too.
+func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
+	e := &InvalidSpecError{Source: "x.yaml", Errors: field.ErrorList{
+		field.Invalid(field.NewPath("spec", "controlPlane", "apiServer", "certSANs").Index(0), strings.Repeat("s", 1<<20), strings.Repeat("d", 1<<20)),
+	}}
+	if n := len(e.Error()); n > maxErrorLine+100 {
+		t.Errorf("error of %d bytes", n)
+	}
+	if len(e.Errors[0].BadValue.(string)) != 1<<20 {
+		t.Error("Error() changed the error list")
 	}
 }

@@ -23,7 +23,7 @@ GO        ?= go
 PKGS      ?= ./...
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 
-.PHONY: build build-all deps test bench vet fmt schema demo e2e clean release release-check
+.PHONY: build build-all deps test bench vet fmt schema demo e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -50,6 +50,19 @@ bench:
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# Fuzzing (hack/fuzz.sh): every FuzzXxx target under pkg/ in turn.
+# fuzz-short gives each FUZZTIME_SHORT seconds (CI); fuzz gives each
+# FUZZTIME seconds, FUZZ=REGEX picks targets by package or name.
+FUZZTIME_SHORT ?= 20
+FUZZTIME       ?= 600
+FUZZ           ?= .
+
+fuzz-short:
+	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME_SHORT)
+
+fuzz:
+	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 schema:
 	$(GO) run ./hack/gen-schema

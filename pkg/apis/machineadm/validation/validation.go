@@ -116,6 +116,7 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	validateOS(&r, s, p)
 	validateReport(&r, &s.Report, p.Child("report"))
 	warnInlineSecrets(&r, c)
+	validateRanges(&r, c)
 	return r
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -27,7 +26,7 @@ Text that a terminal would interpret (escape sequences, other control
 characters, bidirectional overrides, invalid UTF-8) is shown escaped, as
 \x1b or \u202e: a report file may hold whatever kubeadm or a log printed.
 
-PATH defaults to ` + v1alpha1.DefaultReportPath + ` (spec.report.path's
+PATH defaults to ` + report.DefaultPath + ` (spec.report.path's
 default); --previous shows the report the last one replaced.
 
 PATH must be a regular file of at most 4 MiB (a FIFO or a device is
@@ -42,7 +41,7 @@ missing, unreadable, too large or not a valid report.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := v1alpha1.DefaultReportPath
+			path := report.DefaultPath
 			if len(args) == 1 {
 				path = args[0]
 			}

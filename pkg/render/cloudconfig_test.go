@@ -40,8 +40,8 @@ func TestCloudConfigSchema(t *testing.T) {
 	for _, name := range []string{"worker", "control-plane-init", "control-plane-join"} {
 		data, cfg := loadExample(t, name)
 		for variant, o := range map[string]Options{
-			"inline":  {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}},
-			"payload": {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(data)}},
+			"inline":   {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}},
+			"payload":  {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(data)}},
 			"in-image": {Format: FormatCloudConfig, Agent: AgentSource{URL: "file:///usr/local/bin/machineadm", SHA256: testAgentSHA256}},
 		} {
 			t.Run(name+"/"+variant, func(t *testing.T) {

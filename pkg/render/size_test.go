@@ -139,15 +139,15 @@ const sizesOutro = `
 
 ## Sealed specs (cloud-config)
 
-Measured by `+"`go test ./pkg/seal/sealspec -run TestSealedUserDataSizes -v`"+` (the
+Measured by ` + "`go test ./pkg/seal/sealspec -run TestSealedUserDataSizes -v`" + ` (the
 envelope is random, so figures move by a few bytes): the example sealed with
-`+"`machineadm seal`"+` to one hpke P-384 recipient, rendered with
-`+"`--format cloud-config`"+` and no `+"`--insecure-inline-secrets`"+`.
+` + "`machineadm seal`" + ` to one hpke P-384 recipient, rendered with
+` + "`--format cloud-config`" + ` and no ` + "`--insecure-inline-secrets`" + `.
 
 | case | sealed file | cloud-config | target |
 |---|---:|---:|---:|
 | worker join (token sealed), agent in the image | 1226 | about 1300 | 1500 (enforced) |
-| control-plane init (CA set of `+"`machineadm pki init`"+`, ECDSA P-256; token; certificate key), agent from a URL, example without comments | 3340 | about 4420 | 4096 (not met) |
+| control-plane init (CA set of ` + "`machineadm pki init`" + `, ECDSA P-256; token; certificate key), agent from a URL, example without comments | 3340 | about 4420 | 4096 (not met) |
 | the same with the example's comments | 3630 | about 4670 | |
 
 Where the control-plane init's bytes go (gz+b64 in the cloud-config): the

@@ -441,7 +441,7 @@ type Registry struct {
 	// TLS); it goes with ClientKey. Written to
 	// /etc/containerd/certs.d/<host>/client.crt. containerd hosts.toml key:
 	// client.
-	ClientCert string `json:"clientCert,omitempty"`
+	ClientCert string `json:"clientCert,omitempty" secret:"pem-cert"`
 	// ClientKey is the PEM private key of ClientCert. Secret: written 0600
 	// to /etc/containerd/certs.d/<host>/client.key and never shown.
 	ClientKey string `json:"clientKey,omitempty" secret:"pem-key"`
@@ -458,7 +458,7 @@ type Mirror struct {
 	CACert string `json:"caCert,omitempty"`
 	// ClientCert and ClientKey are a PEM client certificate and key. The
 	// key is secret.
-	ClientCert string `json:"clientCert,omitempty"`
+	ClientCert string `json:"clientCert,omitempty" secret:"pem-cert"`
 	// ClientKey is the PEM private key for ClientCert. Secret.
 	ClientKey string `json:"clientKey,omitempty" secret:"pem-key"`
 	// SkipVerify disables TLS verification for this mirror. Default false.

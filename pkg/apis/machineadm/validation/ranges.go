@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 // Limits the operating system and Kubernetes set, which checks below
@@ -142,7 +141,7 @@ func portProblem(port string) string {
 // redactedURL is v for an error, or "<redacted>" when it carries
 // credentials.
 func redactedURL(v string) any {
-	if redact.URLHasCredentials(v) {
+	if machineadm.URLHasCredentials(v) {
 		return "<redacted>"
 	}
 	return v

@@ -23,10 +23,22 @@ GO        ?= go
 PKGS      ?= ./...
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 
-.PHONY: build build-all deps test bench vet fmt schema demo e2e clean
+.PHONY: build build-all build-controller capi-manifests deps test bench vet fmt schema demo e2e clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
+
+# The Cluster API bootstrap provider (docs/cluster-api.md).
+build-controller:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm-controller ./cmd/machineadm-controller
+
+# capi-manifests regenerates deepcopy, CRDs, RBAC, the Deployment,
+# metadata.yaml and bootstrap-components.yaml in contrib/cluster-api with
+# the controller-gen pinned in hack/tools/go.mod.
+capi-manifests:
+	cd hack/tools && $(GO) build -o ../../bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	bin/controller-gen object paths=./pkg/capi/api/...
+	$(GO) run ./hack/gen-capi -controller-gen bin/controller-gen -out contrib/cluster-api
 
 build-all:
 	@set -e; for p in $(PLATFORMS); do \

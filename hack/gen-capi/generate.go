@@ -250,4 +250,3 @@ func metadata() map[string]any {
 		},
 	}
 }
-

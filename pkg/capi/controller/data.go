@@ -22,6 +22,7 @@ import (
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
 	"github.com/machineadm/machineadm/pkg/render"
+	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -89,11 +90,15 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 
 	// Secrets.
 	if !controllerutil.ContainsFinalizer(cfg, Finalizer) {
-		before := cfg.DeepCopy()
-		controllerutil.AddFinalizer(cfg, Finalizer)
-		if err := r.Client.Patch(ctx, cfg, client.MergeFrom(before)); err != nil {
+		// The finalizer is on the server before the token exists. Patch a
+		// copy: the response would overwrite the conditions set so far.
+		fin := cfg.DeepCopy()
+		controllerutil.AddFinalizer(fin, Finalizer)
+		if err := r.Client.Patch(ctx, fin, client.MergeFrom(cfg)); err != nil {
 			return ctrl.Result{}, err
 		}
+		controllerutil.AddFinalizer(cfg, Finalizer)
+		cfg.ResourceVersion = fin.ResourceVersion
 	}
 	var secrets []SecretFile
 	var tokenID string
@@ -224,7 +229,18 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 		IgnitionVersion: cfg.Spec.IgnitionVersion,
 		Agent:           render.AgentSource{URL: cfg.Spec.Agent.URL, SHA256: cfg.Spec.Agent.SHA256},
 	}
-	out, err := render.Render(sealed, loaded.Config, opts)
+	// The clear part of the sealed file is what render checks for inline
+	// secrets: they must all be references now.
+	clear, _, err := seal.Split(sealed)
+	if err != nil {
+		return nil, &condErr{ReasonSealingFailed, err}
+	}
+	sealedCfg, err := spec.Load(clear, "sealed spec")
+	if err != nil {
+		return nil, &condErr{ReasonSealingFailed, err}
+	}
+	_ = loaded
+	out, err := render.Render(sealed, sealedCfg.Config, opts)
 	if err != nil {
 		var oe *render.OptionError
 		if errors.As(err, &oe) {

@@ -275,15 +275,19 @@ func (r *Reconciler) ownerMachine(ctx context.Context, cfg *bootstrapv1.Machinea
 // patch writes metadata and status changes.
 func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.MachineadmConfig) error {
 	after.Status.ObservedGeneration = after.Generation
+	// Merge patches without a resourceVersion: status and finalizers are
+	// this controller's alone.
+	base := before.DeepCopy()
+	base.ResourceVersion = after.ResourceVersion
 	if !equality.Semantic.DeepEqual(before.Status, after.Status) {
 		st := after.DeepCopy()
-		if err := r.Client.Status().Patch(ctx, st, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Status().Patch(ctx, st, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching status: %w", err)
 		}
 	}
 	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) {
 		meta := after.DeepCopy()
-		if err := r.Client.Patch(ctx, meta, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Patch(ctx, meta, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching finalizers: %w", err)
 		}
 	}

@@ -36,11 +36,6 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Sealer is the sealer the controller uses; nil until a sealing
-// implementation is linked in (then every config reports
-// SealerUnavailable and no data Secret is written).
-var Sealer capicontroller.Sealer
-
 // Main parses args, runs the manager until SIGTERM and returns the exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
 func Main(args []string, stderr io.Writer) int {
@@ -91,14 +86,14 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error(err, "creating the manager")
 		return 1
 	}
-	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: Sealer, TokenTTL: *tokenTTL}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
 		return 1
 	}
 	_ = mgr.AddHealthzCheck("healthz", healthz.Ping)
 	_ = mgr.AddReadyzCheck("readyz", healthz.Ping)
-	log.Info("starting", "version", version.Version, "sealer", Sealer != nil)
+	log.Info("starting", "version", version.Version, "sealer", "sealspec")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		return 1

@@ -20,7 +20,7 @@ const (
 // MachineadmConfigSpec is the node-level part of a machine spec. Role,
 // action, Kubernetes version, cluster name, endpoint, networking and the
 // join credentials come from the Machine and its Cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.ignitionVersion) || !has(self.format) || self.format == 'ignition'",message="ignitionVersion only applies to format ignition",fieldPath=".ignitionVersion"
+// +kubebuilder:validation:XValidation:rule="!has(self.ignitionVersion) || (has(self.format) && self.format == 'ignition')",message="ignitionVersion only applies to format ignition",fieldPath=".ignitionVersion"
 type MachineadmConfigSpec struct {
 	// Format of the bootstrap data: "cloud-config" (default) or "ignition".
 	// +optional
@@ -39,13 +39,14 @@ type MachineadmConfigSpec struct {
 	// Recipients are the sealing recipients: every secret in the bootstrap
 	// data (CA keys, bootstrap token, certificate key) is sealed so that
 	// any one of them, and nobody else, can open it. Each is a recipient
-	// string as `machineadm keygen` prints it, for example "hpke:…".
+	// string as `machineadm keygen` prints it: "hpke:<suite>:<key>",
+	// "tpm2:…" or "age1…".
 	// Required: a config without recipients never gets bootstrap data.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=4096
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9-]+:[^\s]+$`
+	// +kubebuilder:validation:items:Pattern=`^(hpke:|tpm2:|age1)[^\s]+$`
 	// +listType=set
 	Recipients []string `json:"recipients"`
 

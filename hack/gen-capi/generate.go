@@ -212,7 +212,11 @@ func deployment() map[string]any {
 		"ports":           []any{map[string]any{"name": "metrics", "containerPort": 8080}, map[string]any{"name": "healthz", "containerPort": 9440}},
 		"livenessProbe":   map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "healthz"}},
 		"readinessProbe":  map[string]any{"httpGet": map[string]any{"path": "/readyz", "port": "healthz"}},
-		"resources":       map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "64Mi"}, "limits": map[string]any{"memory": "256Mi"}},
+		// The sealer writes secrets for the moment of a call under
+		// TMPDIR: memory only.
+		"env":          []any{map[string]any{"name": "TMPDIR", "value": "/tmp"}},
+		"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}},
+		"resources":    map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "64Mi"}, "limits": map[string]any{"memory": "256Mi"}},
 		"securityContext": map[string]any{
 			"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
 			"runAsUser": 65532, "capabilities": map[string]any{"drop": []any{"ALL"}},
@@ -230,6 +234,7 @@ func deployment() map[string]any {
 					"serviceAccountName":            Name,
 					"terminationGracePeriodSeconds": 10,
 					"containers":                    []any{container},
+					"volumes":                       []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{"medium": "Memory", "sizeLimit": "16Mi"}}},
 					"tolerations": []any{
 						map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"},
 					},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +50,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		return ctrl.Result{}, nil
 	}
 	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
-	initialized := ptrTrue(cl.Status.Initialization.ControlPlaneInitialized)
+	initialized := controlPlaneInitialized(cl)
 	p := plan{controlPlane: isCP, action: mspec.ActionJoin}
 	switch {
 	case !initialized && !isCP:
@@ -73,7 +75,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		if err != nil {
 			return r.secretErr(cfg, err)
 		}
-		j = joinInfo{endpoint: cl.Spec.ControlPlaneEndpoint.Host + ":" + fmt.Sprint(cl.Spec.ControlPlaneEndpoint.Port), caCertHash: hash}
+		j = joinInfo{endpoint: net.JoinHostPort(cl.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(cl.Spec.ControlPlaneEndpoint.Port))), caCertHash: hash}
 	}
 	s, err := buildSpec(cfg, m, cl, p, j)
 	if err != nil {
@@ -83,8 +85,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	loaded, err := spec.Load(doc, "MachineadmConfig "+cfg.Name)
-	if err != nil {
+	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
 		return r.configErr(cfg, err)
 	}
 
@@ -145,7 +146,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 	}
 
-	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, loaded, secrets)
+	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets)
 	if err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		var ce *condErr
@@ -214,7 +215,7 @@ type condErr struct {
 
 func (e *condErr) Error() string { return e.err.Error() }
 
-func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, loaded *spec.Loaded, secrets []SecretFile) ([]byte, error) {
+func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile) ([]byte, error) {
 	sealed, err := r.Sealer.Seal(ctx, SealRequest{
 		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
 	})
@@ -239,7 +240,6 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	if err != nil {
 		return nil, &condErr{ReasonSealingFailed, err}
 	}
-	_ = loaded
 	out, err := render.Render(sealed, sealedCfg.Config, opts)
 	if err != nil {
 		var oe *render.OptionError

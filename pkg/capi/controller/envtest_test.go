@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -184,7 +185,13 @@ func (f *fixture) setClusterStatus(infra, initialized bool) {
 	f.t.Helper()
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(f.cluster), f.cluster))
 	f.cluster.Status.Initialization.InfrastructureProvisioned = ptr(infra)
-	f.cluster.Status.Initialization.ControlPlaneInitialized = ptr(initialized)
+	// Without a control-plane provider Cluster API's core reports init only
+	// through the ControlPlaneInitialized condition; the tests use that.
+	status := metav1.ConditionFalse
+	if initialized {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&f.cluster.Status.Conditions, metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: status, Reason: "Test"})
 	f.must(k8s.Status().Update(f.ctx, f.cluster))
 }
 

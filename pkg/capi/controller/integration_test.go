@@ -46,6 +46,7 @@ func TestWorkerDataSecret(t *testing.T) {
 	}
 	full := []byte(id + "." + string(tok.Data["token-secret"]))
 	f.noLeak(ds, full)
+	t.Logf("worker join data: %d bytes", len(ds.Data["value"]))
 	clear, items := f.opened(ds.Data["value"])
 	if !contains(clear, "role: Worker", "action: Join", "apiServerEndpoint: 10.0.0.10:6443", "sha256:", "tier: test", "br_netfilter", "clusterName: c1", "version: v1.37.2", "podSubnet: 10.244.0.0/16") {
 		t.Fatalf("clear spec lacks expected fields:\n%s", clear)
@@ -99,6 +100,12 @@ func TestControlPlaneInit(t *testing.T) {
 	f.must(err)
 	known = append(known, []byte(key))
 	f.noLeak(ds, known...)
+	// AWS caps user data at 16 KB.
+	if n := len(ds.Data["value"]); n > 16384 {
+		t.Fatalf("control-plane init data is %d bytes, over 16 KiB", n)
+	} else {
+		t.Logf("control-plane init data: %d bytes", n)
+	}
 	clear, items := f.opened(ds.Data["value"])
 	if !contains(clear, "role: ControlPlane", "action: Init", "controlPlaneEndpoint: 10.0.0.10:6443") || strings.Contains(clear, "join:") {
 		t.Fatalf("clear spec:\n%s", clear)
@@ -455,6 +462,9 @@ func TestInvalidConfigsRefusedWithFieldPath(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.path) {
 				t.Fatalf("error does not name %s: %v", tc.path, err)
+			}
+			if testing.Verbose() {
+				t.Log(err)
 			}
 		})
 	}

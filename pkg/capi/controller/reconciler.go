@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !cfg.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, cfg, m, cl)
 	}
-	if ptrTrue(cl.Status.Initialization.ControlPlaneInitialized) {
+	if controlPlaneInitialized(cl) {
 		if err := releaseInitLock(ctx, r.Client, cl, ""); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -292,6 +293,16 @@ func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.Machi
 		}
 	}
 	return nil
+}
+
+// controlPlaneInitialized reports whether the Cluster's control plane is
+// initialised: status.initialization.controlPlaneInitialized (set from a
+// control-plane provider) or the ControlPlaneInitialized condition, which
+// Cluster API's core also sets for Clusters without a control-plane
+// provider once a control-plane Machine has a Node.
+func controlPlaneInitialized(cl *clusterv1.Cluster) bool {
+	return ptrTrue(cl.Status.Initialization.ControlPlaneInitialized) ||
+		meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
 }
 
 func (r *Reconciler) workload() WorkloadClientFunc {

@@ -112,8 +112,8 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		var cas []SecretFile
 		if p.action == mspec.ActionInit {
 			cas, err = ensureCAs(ctx, r.Client, cl, alg)
-		} else if err = requireCAs(ctx, r.Client, cl); err == nil {
-			cas, err = ensureCAs(ctx, r.Client, cl, alg)
+		} else {
+			cas, err = readCAs(ctx, r.Client, cl)
 		}
 		if err != nil {
 			return r.secretErr(cfg, err)

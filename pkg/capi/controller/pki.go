@@ -67,9 +67,19 @@ func secretName(cluster, suffix string) string { return cluster + "-" + suffix }
 // deleting a Machine's config never takes them along). Secrets another
 // component made are used as they are.
 func ensureCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string) ([]SecretFile, error) {
+	return caFiles(ctx, c, cl, alg, true)
+}
+
+// readCAs is ensureCAs that never creates: a missing Secret is a
+// *MissingCAError (after init).
+func readCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster) ([]SecretFile, error) {
+	return caFiles(ctx, c, cl, "", false)
+}
+
+func caFiles(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string, create bool) ([]SecretFile, error) {
 	var out []SecretFile
 	for _, ca := range caSet {
-		s, err := getOrCreateCA(ctx, c, cl, ca, alg)
+		s, err := getOrCreateCA(ctx, c, cl, ca, alg, create)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +94,7 @@ func ensureCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg 
 	return out, nil
 }
 
-func getOrCreateCA(ctx context.Context, c client.Client, cl *clusterv1.Cluster, ca caSpec, alg string) (*corev1.Secret, error) {
+func getOrCreateCA(ctx context.Context, c client.Client, cl *clusterv1.Cluster, ca caSpec, alg string, create bool) (*corev1.Secret, error) {
 	name := secretName(cl.Name, ca.suffix)
 	s := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s)
@@ -93,6 +103,9 @@ func getOrCreateCA(ctx context.Context, c client.Client, cl *clusterv1.Cluster, 
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, err
+	}
+	if !create {
+		return nil, &MissingCAError{Name: name}
 	}
 	crt, key, err := newCA(ca, alg)
 	if err != nil {
@@ -191,22 +204,6 @@ func caCertHash(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (st
 func pin(c *x509.Certificate) string {
 	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// requireCAs checks that all four CA Secrets exist; after init a missing
-// one is a *MissingCAError, never a new CA.
-func requireCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster) error {
-	for _, ca := range caSet {
-		name := secretName(cl.Name, ca.suffix)
-		err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, &corev1.Secret{})
-		if apierrors.IsNotFound(err) {
-			return &MissingCAError{Name: name}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 var errNoKubeconfig = errors.New("no kubeconfig")

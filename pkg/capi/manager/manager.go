@@ -9,9 +9,11 @@ import (
 	"io"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -34,6 +36,13 @@ func Scheme() (*runtime.Scheme, error) {
 		}
 	}
 	return s, nil
+}
+
+// ClientOptions reads Secrets and ConfigMaps live: caching every Secret of
+// the management cluster would cost memory, and the init lock and data
+// Secrets must be read fresh.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
 // Main parses args, runs the manager until SIGTERM and returns the exit
@@ -81,6 +90,7 @@ func Main(args []string, stderr io.Writer) int {
 		HealthProbeBindAddress: *probeAddr,
 		LeaderElection:         *leaderElect,
 		LeaderElectionID:       "machineadm-controller.bootstrap.machineadm.io",
+		Client:                 ClientOptions(),
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")

@@ -8,8 +8,9 @@
 #   systemd     `systemd-analyze verify` checks contrib/systemd units
 #   openssl, curl, wget  what the rendered shell stub uses on a machine
 #   swtpm, swtpm-tools, tpm2-tools  a real software TPM 2.0 for the sealed-secrets tpm2 tests
+#   rpm         `rpm -qip` checks the release's rpm packages (hack/release)
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools)
+pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools rpm)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,14 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/render"
-	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // renderFlags are the flags of `machineadm render`.
@@ -86,16 +85,13 @@ func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
 		return usagef("--format is required: one of cloud-config, ignition, shell, powershell, unattend")
 	}
-	data, err := readSpecBytes(o, f.file)
+	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
 		return err
 	}
-	loaded, err := spec.Load(data, f.file)
+	loaded, err := session.LoadBytes(o.log, data, f.file)
 	if err != nil {
 		return err
-	}
-	for _, w := range loaded.Warnings {
-		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
 	}
 	opts := render.Options{
 		Format:             render.Format(f.format),
@@ -135,28 +131,7 @@ func runRender(o *options, f *renderFlags) error {
 		_, err = o.out.Write(out)
 		return err
 	}
-	return writePrivate(f.output, out)
-}
-
-// writePrivate writes data to path readable by its owner only; an existing
-// file is restricted before anything is written to it.
-func writePrivate(path string, data []byte) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := fh.Chmod(0o600); err != nil {
-		fh.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := fh.Write(data); err != nil {
-		fh.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return session.WriteOutput(f.output, out, 0o600)
 }
 
 // renderError maps the renderer's input errors to exit code 2.

@@ -8,10 +8,14 @@ import (
 	"strconv"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
+
+func init() {
+	register(stepDef{order: 10, name: StepFiles, short: "Write the files of spec.host.files (content or verified remote source)", class: errclass.HostPreparationFailed,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return filesChecker(cfg.Spec.Host.Files) }})
+}
 
 // fileEntry is one checked spec file.
 type fileEntry struct {
@@ -77,7 +81,7 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 			return fileEntry{}, errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
 		}
 	} else {
-		content, err = validation.DecodeContent(f.Content, f.Encoding)
+		content, err = machineadm.DecodeContent(f.Content, f.Encoding)
 		if err != nil {
 			return fileEntry{}, hostErr(hintWrite, "%s.content: does not decode as %q: %w", fp, f.Encoding, err)
 		}

@@ -7,14 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 )
 
@@ -113,21 +117,87 @@ func GenerateToken() (string, error) {
 	return bootstraputil.GenerateBootstrapToken()
 }
 
-// CheckCA loads DIR/ca.crt and DIR/ca.key with kubeadm's own loaders and
-// checks that the certificate is a CA and that the key is its private key,
-// so that a junk or mismatched pair fails before the host is changed
-// rather than making kubeadm silently create a new CA.
+// CheckCA reads the CA set in dir (kubeadm's layout, CASet) and checks it
+// with CheckCASet.
 func CheckCA(dir string) error {
-	cert, key, err := pkiutil.TryLoadCertAndKeyFromDisk(dir, "ca")
+	files := map[string][]byte{}
+	for _, name := range CASet {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(name)] = data
+	}
+	return CheckCASet(files, time.Now())
+}
+
+// caPairs are the CA certificates of a CA set with their keys.
+var caPairs = []string{"ca", "front-proxy-ca", "etcd/ca"}
+
+// CheckCASet checks a CA set held as files by name relative to its
+// directory ("ca.crt", "etcd/ca.key", "sa.pub"): ca.crt and ca.key are
+// required; each CA certificate present must parse, be a CA, be valid at
+// now (its NotBefore and NotAfter), and come with the private key that
+// belongs to it; sa.key and sa.pub, when present, must be one key pair.
+// A junk, expired or mismatched set fails before the host is changed
+// rather than making kubeadm silently create a new CA. Errors name the
+// file, never key material.
+func CheckCASet(files map[string][]byte, now time.Time) error {
+	if files["ca.crt"] == nil || files["ca.key"] == nil {
+		return errors.New("ca.crt and ca.key are required")
+	}
+	for _, base := range caPairs {
+		certPEM, keyPEM := files[base+".crt"], files[base+".key"]
+		if certPEM == nil && keyPEM == nil {
+			continue
+		}
+		if certPEM == nil || keyPEM == nil {
+			return fmt.Errorf("%s.crt and %s.key come together", base, base)
+		}
+		certs, err := certutil.ParseCertsPEM(certPEM)
+		if err != nil || len(certs) == 0 {
+			return fmt.Errorf("%s.crt: not a PEM certificate", base)
+		}
+		cert := certs[0]
+		switch {
+		case !cert.IsCA:
+			return fmt.Errorf("%s.crt: not a CA certificate", base)
+		case now.Before(cert.NotBefore):
+			return fmt.Errorf("%s.crt: not valid before %s", base, cert.NotBefore.UTC().Format(time.RFC3339))
+		case now.After(cert.NotAfter):
+			return fmt.Errorf("%s.crt: expired at %s", base, cert.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if err := keyMatches(keyPEM, cert.PublicKey); err != nil {
+			return fmt.Errorf("%s.key does not belong to %s.crt: %w", base, base, err)
+		}
+	}
+	if keyPEM, pubPEM := files["sa.key"], files["sa.pub"]; keyPEM != nil && pubPEM != nil {
+		pubs, err := keyutil.ParsePublicKeysPEM(pubPEM)
+		if err != nil || len(pubs) == 0 {
+			return errors.New("sa.pub: not a PEM public key")
+		}
+		if err := keyMatches(keyPEM, pubs[0]); err != nil {
+			return fmt.Errorf("sa.key does not belong to sa.pub: %w", err)
+		}
+	}
+	return nil
+}
+
+// keyMatches checks that the PEM private key is the private half of pub.
+func keyMatches(keyPEM []byte, pub crypto.PublicKey) error {
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
-		return err
+		return errors.New("not a PEM private key")
 	}
-	if !cert.IsCA {
-		return fmt.Errorf("%s: not a CA certificate", filepath.Join(dir, "ca.crt"))
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return errors.New("not a signing key")
 	}
-	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
-	if !ok || !pub.Equal(cert.PublicKey) {
-		return fmt.Errorf("%s does not belong to %s", filepath.Join(dir, "ca.key"), filepath.Join(dir, "ca.crt"))
+	if p, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !p.Equal(pub) {
+		return errors.New("another key")
 	}
 	return nil
 }

@@ -3,16 +3,18 @@ package phases
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
-	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // InputsCheckPhase is the name of the first bootstrap phase.
 const InputsCheckPhase = "inputs-check"
 
-// InputsCheck reads every input the kubeadm phases will need — the secret
-// files of the spec and the CA set of controlPlane.pki.dir — and checks
+// InputsCheck reads every input the kubeadm phases will need — it opens
+// the sealed secrets that came with the spec, reads the secret files of
+// the spec and the CA set of controlPlane.pki.dir — and checks
 // them, before any host phase changes anything: a missing or malformed
 // token file, or a CA key that does not belong to its certificate, stops
 // the run with the host untouched.
@@ -20,26 +22,43 @@ func InputsCheck() Phase {
 	return Phase{
 		Name:  InputsCheckPhase,
 		Short: "Read and check the spec's secret files and CA set; change nothing",
-		Run: func(ctx context.Context, d *Data) (bool, string, error) {
+		Class: errclass.PayloadUnavailable,
+		Check: true,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			u, err := unseal(d)
+			if err != nil {
+				return Result{}, err
+			}
 			in, err := resolveSecrets(d)
 			if err != nil {
-				return false, "", err
+				return Result{}, err
 			}
 			if err := kubeadm.CheckInputs(in); err != nil {
-				return false, "", report.NewError(report.ClassPayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
+				return Result{}, errclass.New(errclass.PayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
 			}
 			d.secrets = &in
 			msg := "secrets readable"
+			if u != nil {
+				msg = fmt.Sprintf("sealed secrets opened by %s key %s (%d items)", u.By.Type, u.By.KeyID, len(u.Items))
+			}
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
-				dir := hostPath(d, cp.PKI.Dir)
-				if err := kubeadm.CheckCA(dir); err != nil {
-					return false, "", report.NewError(report.ClassPayloadUnavailable,
+				var err error
+				if d.sealedPKI != nil {
+					err = kubeadm.CheckCASet(d.sealedPKI, time.Now())
+				} else {
+					var dir string
+					if dir, err = d.host().Path(cp.PKI.Dir); err == nil {
+						err = kubeadm.CheckCA(dir)
+					}
+				}
+				if err != nil {
+					return Result{}, errclass.New(errclass.PayloadUnavailable,
 						"spec.controlPlane.pki.dir must hold the cluster's CA set from `machineadm pki init` (ca.crt with its ca.key)",
 						fmt.Errorf("spec.controlPlane.pki.dir: %w", err))
 				}
 				msg += "; CA set in " + cp.PKI.Dir + " usable"
 			}
-			return false, msg, nil
+			return Result{Message: msg}, nil
 		},
 	}
 }

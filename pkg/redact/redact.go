@@ -51,6 +51,9 @@ var patterns = []linePattern{
 	{hint: "key", fold: true, re: regexp.MustCompile(`(?i)(certificate[ _-]?key\W{0,8})[0-9a-f]{64}\b`), keep: true},
 	// Key material and credentials in kubeconfig and JSON/YAML documents.
 	{hint: "token", re: regexp.MustCompile(`("?token"?\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
+	// The secret half of a bootstrap token in kubeadm's bootstrap-token
+	// Secret, in clear (stringData) or base64 (data).
+	{hint: "token-secret", re: regexp.MustCompile(`(token-secret"?\s*[:=]\s*"?)[A-Za-z0-9+/=_-]{16,}`), keep: true},
 	{hint: "client-key-data", re: regexp.MustCompile(`(client-key-data\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
 }
 
@@ -85,12 +88,20 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
+// encodings are the base64 forms a secret is registered in besides itself.
+var encodings = []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+
 // Add registers secret values: tokens, keys, passwords, or the contents of
-// private key files. For each value it also registers:
-//   - the secret half of a bootstrap token ("[a-z0-9]{6}.<secret>");
+// private key files. For each value it registers these parts:
+//   - the value;
+//   - the secret half of a bootstrap token ("[a-z0-9]{6}.<secret>"), which
+//     kubeadm's bootstrap-token Secret holds alone, base64-encoded, in
+//     its token-secret field;
 //   - every line of a multi-line value (a PEM body line appears alone in
 //     line-by-line output), except PEM "-----BEGIN/END" lines;
-//   - the standard base64 encoding of the value (kubeconfig *-data fields).
+//
+// each as it is and in base64, with and without padding, in the standard
+// and the URL alphabet (Secret data fields, kubeconfig *-data fields).
 //
 // Surrounding white space is trimmed; values shorter than MinSecretLen are
 // ignored.
@@ -101,16 +112,25 @@ func (r *Redactor) Add(secrets ...string) {
 		if len(s) < MinSecretLen {
 			continue
 		}
-		add = append(add, s, base64.StdEncoding.EncodeToString([]byte(s)))
+		parts := []string{s}
 		if m := tokenShape.FindStringSubmatch(s); m != nil {
-			add = append(add, m[1])
+			parts = append(parts, m[1])
 		}
 		if strings.Contains(s, "\n") {
 			for _, line := range strings.Split(s, "\n") {
 				line = strings.TrimSpace(line)
 				if len(line) >= MinSecretLen && !strings.HasPrefix(line, "-----") {
-					add = append(add, line)
+					parts = append(parts, line)
 				}
+			}
+		}
+		// Every part in every encoding output carries it in: as it is, and
+		// base64 with and without padding, standard and URL alphabets
+		// (Secret data fields, kubeconfig *-data, JSON).
+		for _, part := range parts {
+			add = append(add, part)
+			for _, enc := range encodings {
+				add = append(add, enc.EncodeToString([]byte(part)))
 			}
 		}
 	}

@@ -17,25 +17,29 @@ import (
 )
 
 // scenarioRender: workers bootstrapped from `machineadm render` output, the
-// agent downloaded from the harness's HTTP server and verified by digest.
+// agent downloaded from the harness's HTTP server and verified by digest —
+// and, when the agent comes from a release (MACHINEADM_E2E_RELEASE_DIR),
+// by its signature too.
 //   - w2 boots with the cloud-config as NoCloud user data; real cloud-init
 //     runs the stub; w2 becomes Ready.
 //   - w4 runs the shell stub: first one whose agent URL serves a tampered
 //     binary (refused before it runs: nothing installed, no spec, no
 //     report, no Node), then the genuine one; w4 becomes Ready.
 func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
-	agent, err := os.ReadFile(e.machineadm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(agent)
-	digest := hex.EncodeToString(sum[:])
+	agent, digest, sig := e.renderAgent(t)
 	tampered := append(append([]byte{}, agent...), []byte("tampered")...)
-	srv, err := startAgentServer(map[string][]byte{"/machineadm": agent, "/tampered/machineadm": tampered})
+	files := map[string][]byte{"/machineadm": agent, "/tampered/machineadm": tampered}
+	if sig != nil {
+		files["/machineadm.sig"] = sig.signature
+	}
+	srv, err := startAgentServer(files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.close()
+	if sig != nil {
+		sig.url = srv.url("/machineadm.sig")
+	}
 
 	// The token reaches the workers by a channel other than user data (the
 	// spec only names its file; render refuses inline secrets).
@@ -44,7 +48,7 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	}
 
 	// cloud-init + cloud-config.
-	cc := e.render(ctx, t, w2, "cloud-config", srv.url("/machineadm"), digest)
+	cc := e.render(ctx, t, w2, "cloud-config", srv.url("/machineadm"), digest, sig)
 	start := time.Now()
 	mw2 := e.bootMachinesWith(ctx, t, bootOptions{withoutAgent: true, prepare: func(m *Machine) error {
 		if err := deliverToken(m); err != nil {
@@ -63,6 +67,9 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	if srv.count("/machineadm") == 0 {
 		t.Errorf("w2 became Ready without downloading the agent")
 	}
+	if sig != nil && srv.count("/machineadm.sig") == 0 {
+		t.Errorf("w2 became Ready without fetching the agent's signature")
+	}
 	checkReport(t, mw2, workerJoinPhases)
 	if res, err := mw2.Exec(ctx, nil, "cloud-init", "status"); err != nil || !strings.Contains(res.Stdout, "done") {
 		t.Errorf("cloud-init status on w2: %q %v", res.Stdout, err)
@@ -70,7 +77,7 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 
 	// Shell stub: tampered agent first, then the genuine one.
 	mw4 := e.bootMachinesWith(ctx, t, bootOptions{withoutAgent: true, prepare: deliverToken}, w4)[0]
-	bad := e.render(ctx, t, w4, "shell", srv.url("/tampered/machineadm"), digest)
+	bad := e.render(ctx, t, w4, "shell", srv.url("/tampered/machineadm"), digest, sig)
 	if err := mw4.WriteFile("/root/machineadm-stub-tampered.sh", bad, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +94,7 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 			t.Errorf("after the refused agent %s exists", p)
 		}
 	}
-	good := e.render(ctx, t, w4, "shell", srv.url("/machineadm"), digest)
+	good := e.render(ctx, t, w4, "shell", srv.url("/machineadm"), digest, sig)
 	if err := mw4.WriteFile("/root/machineadm-stub.sh", good, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +118,61 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	}
 }
 
-// render runs `machineadm render` on the host for node's worker spec.
-func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string) []byte {
+// releaseSignature is the agent's detached signature in a release and
+// the public key it verifies with.
+type releaseSignature struct {
+	signature []byte
+	publicKey string // path of the PEM public key
+	url       string // where the harness serves the signature
+}
+
+// renderAgent returns the agent the stubs download, its digest and, for an
+// agent from a release, its signature. With MACHINEADM_E2E_RELEASE_DIR set
+// (a `make release` dist directory; .ci/run sets it) the agent is the
+// release's machineadm-linux-amd64, its digest the one SHA256SUMS lists
+// (checked against the file) and the stubs check its signature with the
+// release's public key; otherwise the agent is bin/machineadm, checked by
+// digest only.
+func (e *env) renderAgent(t *testing.T) (agent []byte, digest string, sig *releaseSignature) {
+	t.Helper()
+	dist := os.Getenv("MACHINEADM_E2E_RELEASE_DIR")
+	path := e.machineadm
+	if dist != "" {
+		path = filepath.Join(dist, "machineadm-linux-amd64")
+	}
+	agent, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(agent)
+	digest = hex.EncodeToString(sum[:])
+	if dist == "" {
+		return agent, digest, nil
+	}
+	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := ""
+	for _, line := range strings.Split(string(sums), "\n") {
+		if h, name, ok := strings.Cut(line, "  "); ok && name == "machineadm-linux-amd64" {
+			listed = h
+		}
+	}
+	if listed != digest {
+		t.Fatalf("%s: SHA256SUMS lists %q for machineadm-linux-amd64, the file's digest is %s", dist, listed, digest)
+	}
+	s, err := os.ReadFile(path + ".sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("agent from the release in %s (digest from SHA256SUMS, signature checked by the stubs)", dist)
+	return agent, listed, &releaseSignature{signature: s, publicKey: filepath.Join(dist, "machineadm-release.pub")}
+}
+
+// render runs `machineadm render` on the host for node's worker spec; a
+// non-nil sig makes the stub check the agent's signature too.
+func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string, sig *releaseSignature) []byte {
 	t.Helper()
 	y, err := specYAML(workerSpec(node, mustCAHash(t, e)))
 	if err != nil {
@@ -127,8 +187,12 @@ func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format,
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, format)
-	cmd := exec.CommandContext(ctx, e.machineadm, "render", "-f", specFile, "--format", format,
-		"--agent-url", agentURL, "--agent-sha256", digest, "--max-size", "aws", "-o", out)
+	args := []string{"render", "-f", specFile, "--format", format,
+		"--agent-url", agentURL, "--agent-sha256", digest, "--max-size", "aws", "-o", out}
+	if sig != nil {
+		args = append(args, "--agent-signature-url", sig.url, "--agent-public-key", sig.publicKey)
+	}
+	cmd := exec.CommandContext(ctx, e.machineadm, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("machineadm render --format %s: %v\n%s", format, err, b)
 	}

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
 // outcomeReport is the part of machineadm's outcome report
@@ -83,12 +86,23 @@ func (r *outcomeReport) checkSucceeded(want []string) error {
 	return nil
 }
 
-// Phases the scenarios expect to see succeed (kubeadm's phase names).
+// Phases the scenarios expect to see succeed: every kubeadm phase and
+// sub-phase of kubeadm's phase table (pkg/kubeadm) that applies to the
+// scenarios' specs (local etcd; control planes with a certificate key).
 var (
-	initPhases = []string{"preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
-		"wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
-		"kubelet-finalize", "addon"}
-	workerJoinPhases       = []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}
-	controlPlaneJoinPhases = []string{"preflight", "control-plane-prepare", "kubelet-start", "etcd-join",
-		"kubelet-wait-bootstrap", "control-plane-join", "wait-control-plane"}
+	initPhases             = tablePhases(machineadm.RoleControlPlane, machineadm.ActionInit)
+	workerJoinPhases       = tablePhases(machineadm.RoleWorker, machineadm.ActionJoin)
+	controlPlaneJoinPhases = tablePhases(machineadm.RoleControlPlane, machineadm.ActionJoin)
 )
+
+func tablePhases(role machineadm.Role, action machineadm.Action) []string {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role, Action: action}}
+	if role == machineadm.RoleControlPlane {
+		cfg.Spec.ControlPlane = &machineadm.ControlPlane{Etcd: machineadm.Etcd{Local: &machineadm.LocalEtcd{}}, CertificateKey: &machineadm.SecretSource{File: "/k"}}
+	}
+	var names []string
+	for _, p := range kubeadm.PhasesFor(cfg) {
+		names = append(names, p.Name)
+	}
+	return names
+}

@@ -160,6 +160,8 @@ type bootOptions struct {
 	withoutAgent bool
 	// prepare runs on each machine's root filesystem before it boots.
 	prepare func(*Machine) error
+	// mayDegrade accepts machines whose boot ends degraded.
+	mayDegrade bool
 }
 
 // bootMachinesWith is bootMachines with options.
@@ -186,6 +188,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 				t.Fatalf("machine %s: %v", s.Name, err)
 			}
 		}
+		m.MayDegrade = opts.mayDegrade
 		ms[i] = m
 		wg.Add(1)
 		go func(i int) {

@@ -111,8 +111,10 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	}
 }
 
-// render runs `machineadm render` on the host for node's worker spec.
-func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string) []byte {
+// render runs `machineadm render` on the host for node's worker spec, with
+// extra flags after the common ones; the spec file it rendered from is
+// render-NODE/spec.yaml in the run directory.
+func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string, extra ...string) []byte {
 	t.Helper()
 	y, err := specYAML(workerSpec(node, mustCAHash(t, e)))
 	if err != nil {
@@ -127,8 +129,9 @@ func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format,
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, format)
-	cmd := exec.CommandContext(ctx, e.machineadm, "render", "-f", specFile, "--format", format,
-		"--agent-url", agentURL, "--agent-sha256", digest, "--max-size", "aws", "-o", out)
+	args := append([]string{"render", "-f", specFile, "--format", format,
+		"--agent-url", agentURL, "--agent-sha256", digest, "--max-size", "aws", "-o", out}, extra...)
+	cmd := exec.CommandContext(ctx, e.machineadm, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("machineadm render --format %s: %v\n%s", format, err, b)
 	}

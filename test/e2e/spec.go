@@ -55,7 +55,26 @@ func kubeletSettings(node hostsEntry) v1alpha1.Kubelet {
 		Config: map[string]any{
 			"failCgroupV1": false,
 			"cgroupDriver": cgroupDriver,
+			// The resolver configuration of pods with dnsPolicy Default,
+			// CoreDNS's among them (see upstreamResolvConf).
+			"resolvConf": upstreamResolvConfPath,
 		},
+	}
+}
+
+// upstreamResolvConf is what CoreDNS forwards names outside the cluster
+// domain to. The machines have no name server (their /etc/resolv.conf is
+// empty), but CoreDNS's forward plugin refuses to start without one, and
+// 127.0.0.1 would make its loop plugin stop it. The harness's bridge
+// address answers nothing on port 53, so such queries fail at once and
+// stay on the bridge.
+const upstreamResolvConfPath = "/etc/machineadm-e2e/upstream-resolv.conf"
+
+func upstreamResolvConf() v1alpha1.File {
+	return v1alpha1.File{
+		Path:    upstreamResolvConfPath,
+		Mode:    "0644",
+		Content: "# CoreDNS's upstream in the e2e: nothing answers there\nnameserver " + bridgeIP + "\n",
 	}
 }
 
@@ -92,20 +111,16 @@ func hostSettings(node hostsEntry) v1alpha1.Host {
 		// them; kernel modules cannot be loaded from a container (the host
 		// has br_netfilter already).
 		Sysctl:     map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},
-		Files:      []v1alpha1.File{cniConfig(node)},
+		Files:      []v1alpha1.File{cniConfig(node), upstreamResolvConf()},
 		Containerd: containerdSettings(),
 	}
 }
 
 // ignoredPreflight are the kubeadm preflight checks that cannot pass here:
-//   - SystemVerification reads the kernel configuration, which a container
-//     does not have;
-//   - ImagePull: the kube-proxy and CoreDNS images are not built (they would
-//     cost the cold CI path several minutes and neither is needed for Node
-//     readiness or the scenarios' pods); every image the control plane and
-//     the pods need is imported, so nothing else is missing. The addon pods
-//     stay in ImagePullBackOff.
-var ignoredPreflight = []string{"SystemVerification", "ImagePull"}
+// SystemVerification reads the kernel configuration, which a container
+// does not have. (ImagePull passes: every image kubeadm lists, kube-proxy
+// and CoreDNS included, is imported before the bootstrap.)
+var ignoredPreflight = []string{"SystemVerification"}
 
 func baseSpec(node hostsEntry, role v1alpha1.Role, action v1alpha1.Action) *v1alpha1.MachineBootstrapConfig {
 	return &v1alpha1.MachineBootstrapConfig{

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds, pinned and cached in $CACHE/bin, every binary the e2e machines run
 # that Debian does not ship: kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubelet (k8s.io/kubernetes, module hack/e2e/tools/kube),
-# kube-proxy (k8s.io/kubernetes, module hack/e2e/tools/kube), etcd, the CNI
-# plugins bridge/host-local/loopback/portmap and a pause binary (module
-# hack/e2e/tools), the netcheck probe, and CoreDNS (module hack/e2e/tools/coredns). The images
-# made of them are built by images.sh. Each artefact has a stamp file; a
-# matching stamp skips its build.
+# kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
+# hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
+# portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
+# and CoreDNS (module hack/e2e/tools/coredns). images.sh builds the images
+# made of them. Each artefact has a stamp file; a matching stamp skips its
+# build.
 source "$(dirname "$0")/lib.sh"
 
 BIN=$CACHE/bin

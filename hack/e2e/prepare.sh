@@ -8,8 +8,10 @@ source "$(dirname "$0")/lib.sh"
 
 start=$(date +%s)
 # debootstrap + systemd-nspawn build and boot the machines; iproute2 makes
-# the bridge; util-linux has nsenter.
-apt_install debootstrap systemd-container iproute2 util-linux ca-certificates
+# the bridge; util-linux has nsenter and unshare (the harness's own network
+# namespace); ignition is the real Ignition binary scenario 5 runs, and
+# policycoreutils has the setfiles its files stage relabels with.
+apt_install debootstrap systemd-container iproute2 util-linux ca-certificates ignition policycoreutils
 mkdir -p "$CACHE"
 
 # The root filesystem is mostly downloads, the components mostly compiling:

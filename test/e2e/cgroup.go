@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // On a cgroup v1 host systemd-nspawn roots the machine's cgroup namespace at
@@ -18,10 +21,23 @@ import (
 // other's pod cgroups as orphans. So every machine gets its own cgroup in
 // each hierarchy, below the test process's cgroup there, and systemd-nspawn
 // is started inside them.
+//
+// The cgroup's name carries the run as well as the machine
+// (machineadm-e2e-RUN-NAME): a machine never boots into a cgroup an
+// earlier machine of the same name used. Reusing one broke the next run:
+// a subtree the earlier machine's systemd left (a unit's cgroup, empty)
+// was pruned by the new machine's systemd while it started the same unit
+// there, and the unit failed with "Failed to attach to cgroup
+// /system.slice/systemd-networkd-wait-online.service: No such device".
 
-// machineCgroups creates the cgroups of one machine and returns their
-// directories.
-func machineCgroups(name string) ([]string, error) {
+// cgroupRemoveTimeout bounds how long removal waits for the last
+// processes of a stopped machine to leave its cgroups.
+const cgroupRemoveTimeout = 20 * time.Second
+
+// machineCgroups creates the cgroups of one machine (named by
+// cgroupName) and returns their directories. A cgroup that exists already
+// is an error: it would be shared.
+func machineCgroups(cgroupName string) ([]string, error) {
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -39,8 +55,8 @@ func machineCgroups(name string) ([]string, error) {
 		if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
 			continue // a co-mounted hierarchy is reached through its other name
 		}
-		dir := filepath.Join(mount, parts[2], "machineadm-e2e-"+name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		dir := filepath.Join(mount, parts[2], cgroupName)
+		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cgroup %s: %w", dir, err)
 		}
 		if strings.Contains(","+parts[1]+",", ",cpuset,") {
@@ -61,9 +77,41 @@ func machineCgroups(name string) ([]string, error) {
 }
 
 // removeCgroups removes the machine cgroups and everything the machine
-// created below them, deepest first. Cgroups still holding processes stay
-// and are reported.
+// created below them, deepest first. A stopped machine's last processes
+// leave asynchronously (they are killed with its PID namespace and reaped
+// later), so a busy cgroup is retried, with the processes still in it
+// killed, for at most cgroupRemoveTimeout; what still stays is reported.
 func removeCgroups(dirs []string) error {
+	deadline := time.Now().Add(cgroupRemoveTimeout)
+	for {
+		err := removeCgroupsOnce(dirs)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		killCgroupProcs(dirs)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// killCgroupProcs sends SIGKILL to every process in the cgroup trees.
+func killCgroupProcs(dirs []string) {
+	for _, root := range dirs {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+func removeCgroupsOnce(dirs []string) error {
 	var errs []string
 	for _, root := range dirs {
 		var all []string

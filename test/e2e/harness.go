@@ -69,6 +69,9 @@ func setupEnv(ctx context.Context) (*env, error) {
 			return nil, fmt.Errorf("missing %s: run `make e2e-prepare` and `make build` first", p)
 		}
 	}
+	if err := setupNetns(ctx); err != nil {
+		return nil, err
+	}
 	work := getenv("MACHINEADM_E2E_WORK", "/var/tmp/machineadm-e2e")
 	if err := cleanStale(repo, work); err != nil {
 		return nil, err

@@ -179,7 +179,9 @@ func (m *Machine) Boot(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	if m.cgroups, err = machineCgroups(m.Name); err != nil {
+	// The run directory's name is the run's ID (see Machine.Dir).
+	cgroupName := "machineadm-e2e-" + filepath.Base(filepath.Dir(m.Dir)) + "-" + m.Name
+	if m.cgroups, err = machineCgroups(cgroupName); err != nil {
 		console.Close()
 		return err
 	}

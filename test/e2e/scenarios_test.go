@@ -87,6 +87,9 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	ms := e.bootMachines(ctx, t, cp1, w1)
 	timing(t, "boot-cp1-w1", time.Since(start))
 	mcp1, mw1 := ms[0], ms[1]
+	if err := checkClosedNetwork(ctx); err != nil {
+		t.Errorf("closed network: %v", err)
+	}
 
 	cpSpec := controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
 	breakSpec(t, cpSpec)

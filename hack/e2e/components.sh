@@ -50,8 +50,10 @@ for p in main/bridge ipam/host-local main/loopback meta/portmap; do
   gobuild "$(basename $p)" "$CNI_PLUGINS_VERSION" "$TOOLS" "github.com/containernetworking/plugins/plugins/$p"
 done
 gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
-# The DNS addon kubeadm deploys (constants.CoreDNSVersion).
-gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" github.com/coredns/coredns
+# The DNS addon kubeadm deploys (constants.CoreDNSVersion), with the plugins
+# kubeadm's Corefile uses; the test checks that plugin list.
+(cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
+gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"

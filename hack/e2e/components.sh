@@ -28,6 +28,10 @@ done
 gobuild() {
   local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:--s -w}
   local stamp="$version $GOVERSION $(echo "$ldflags" | sha256sum | cut -c1-12) $(sha256sum "$dir/go.sum" | cut -c1-12)"
+  # A package of this repository: its sources are part of the version.
+  if [[ "$pkg" == .* ]]; then
+    stamp+=" $(cd "$dir/$pkg" && find . -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs cat | sha256sum | cut -c1-12)"
+  fi
   if [ -x "$BIN/$name" ] && stamp_ok "$BIN/.stamps/$name" "$stamp"; then
     log "build $name: cached"
     return 0

@@ -87,6 +87,10 @@ func podCIDR(node hostsEntry) string {
 
 // cniConfig is the node's CNI configuration (bridge + host-local, portmap),
 // delivered through spec.host.files like any site's own network setup.
+// isDefaultGateway gives each pod a default route through the node's cni0,
+// so traffic to Service ClusterIPs (10.96.0.0/12, no interface has them)
+// reaches kube-proxy's rules on the node; no masquerading: the machines
+// route each other's pod CIDRs (networkdConfig).
 func cniConfig(node hostsEntry) v1alpha1.File {
 	return v1alpha1.File{
 		Path: "/etc/cni/net.d/10-e2e-bridge.conflist",
@@ -95,7 +99,7 @@ func cniConfig(node hostsEntry) v1alpha1.File {
   "cniVersion": "1.0.0",
   "name": "e2e",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]

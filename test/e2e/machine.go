@@ -218,9 +218,12 @@ func (m *Machine) Boot(ctx context.Context) error {
 	defer cancel()
 	var res ExecResult
 	for {
-		// Until systemd has created its bus socket, systemctl cannot ask.
+		// Until systemd has created its bus socket, systemctl cannot ask;
+		// until it has created /run/systemd/system (just after the leader
+		// appears), systemctl answers "offline" at once.
 		res, err = m.Exec(bctx, nil, "systemctl", "is-system-running", "--wait")
-		if !strings.Contains(res.Stderr, "Failed to connect to bus") || bctx.Err() != nil {
+		early := strings.Contains(res.Stderr, "Failed to connect to bus") || strings.TrimSpace(res.Stdout) == "offline"
+		if !early || bctx.Err() != nil {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -81,13 +81,16 @@ func machineCgroups(cgroupName string) ([]string, error) {
 // leave asynchronously (they are killed with its PID namespace and reaped
 // later), so a busy cgroup is retried, with the processes still in it
 // killed, for at most cgroupRemoveTimeout; what still stays is reported.
-func removeCgroups(dirs []string) error {
+//
+// It returns how many removal attempts found a cgroup busy.
+func removeCgroups(dirs []string) (busy int, err error) {
 	deadline := time.Now().Add(cgroupRemoveTimeout)
 	for {
 		err := removeCgroupsOnce(dirs)
 		if err == nil || time.Now().After(deadline) {
-			return err
+			return busy, err
 		}
+		busy++
 		killCgroupProcs(dirs)
 		time.Sleep(200 * time.Millisecond)
 	}

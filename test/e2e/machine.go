@@ -317,7 +317,12 @@ func (m *Machine) Stop() error {
 	if err := m.stop(); err != nil {
 		return err
 	}
-	if err := removeCgroups(m.cgroups); err != nil {
+	busy, err := removeCgroups(m.cgroups)
+	if busy > 0 {
+		// The race a single attempt lost (see cgroup.go).
+		m.logf("machine %s: cgroups still busy after power-off, removed after %d retries: %v", m.Name, busy, err)
+	}
+	if err != nil {
 		return err
 	}
 	if err := syscall.Unmount(m.Root, 0); err != nil && err != syscall.EINVAL {

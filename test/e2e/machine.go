@@ -320,7 +320,7 @@ func (m *Machine) Stop() error {
 	busy, err := removeCgroups(m.cgroups)
 	if busy > 0 {
 		// The race a single attempt lost (see cgroup.go).
-		m.logf("machine %s: cgroups still busy after power-off, removed after %d retries: %v", m.Name, busy, err)
+		stopLogf("machine %s: cgroups still busy after power-off, removed after %d retries: %v", m.Name, busy, err)
 	}
 	if err != nil {
 		return err
@@ -329,6 +329,13 @@ func (m *Machine) Stop() error {
 		return fmt.Errorf("unmount %s: %w", m.Root, err)
 	}
 	return nil
+}
+
+// stopLogf logs while stopping machines. Not the booting test's t.Logf:
+// machines are also stopped by TestMain's teardown, after every test has
+// completed, when t.Logf would panic.
+func stopLogf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
 }
 
 func (m *Machine) stop() error {
@@ -346,7 +353,7 @@ func (m *Machine) stop() error {
 		return nil
 	case <-time.After(poweroffTimeout):
 	}
-	m.logf("machine %s: no power-off after %s, killing", m.Name, poweroffTimeout)
+	stopLogf("machine %s: no power-off after %s, killing", m.Name, poweroffTimeout)
 	if m.leader > 0 {
 		_ = syscall.Kill(m.leader, syscall.SIGKILL)
 	}

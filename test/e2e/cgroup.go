@@ -22,13 +22,12 @@ import (
 // each hierarchy, below the test process's cgroup there, and systemd-nspawn
 // is started inside them.
 //
+// That includes the unified (cgroup v2) hierarchy a hybrid host mounts
+// besides the v1 controllers (see machineCgroups).
+//
 // The cgroup's name carries the run as well as the machine
 // (machineadm-e2e-RUN-NAME): a machine never boots into a cgroup an
-// earlier machine of the same name used. Reusing one broke the next run:
-// a subtree the earlier machine's systemd left (a unit's cgroup, empty)
-// was pruned by the new machine's systemd while it started the same unit
-// there, and the unit failed with "Failed to attach to cgroup
-// /system.slice/systemd-networkd-wait-online.service: No such device".
+// earlier machine of the same name used.
 
 // cgroupRemoveTimeout bounds how long removal waits for the last
 // processes of a stopped machine to leave its cgroups.
@@ -48,10 +47,26 @@ func machineCgroups(cgroupName string) ([]string, error) {
 	for sc.Scan() {
 		// hierarchy-ID:controller-list:path
 		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
-			continue // the cgroup v2 line of a hybrid host
+		if len(parts) != 3 {
+			continue
 		}
-		mount := filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(parts[1], "name="))
+		var mount string
+		if parts[0] == "0" && parts[1] == "" {
+			// The unified (cgroup v2) hierarchy of a hybrid host. The
+			// machine needs its own cgroup here too: systemd-nspawn takes
+			// its own cgroup from this hierarchy, creates the container's
+			// "payload" (and its own "supervisor") below it, and moves the
+			// container's name=systemd cgroup to the same path. Without it
+			// every machine's systemd shared /payload in both hierarchies,
+			// and one machine removing a unit's cgroup broke the same unit
+			// starting in another ("Failed to attach to cgroup
+			// /system.slice/...: No such device").
+			if mount = cgroup2Mount(); mount == "" {
+				continue
+			}
+		} else {
+			mount = filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(parts[1], "name="))
+		}
 		if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
 			continue // a co-mounted hierarchy is reached through its other name
 		}
@@ -74,6 +89,24 @@ func machineCgroups(cgroupName string) ([]string, error) {
 		dirs = append(dirs, dir)
 	}
 	return dirs, sc.Err()
+}
+
+// cgroup2Mount returns where the unified cgroup hierarchy is mounted, or
+// "" without one.
+func cgroup2Mount() string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID parent major:minor root mountpoint options... - fstype source superoptions
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 4 && len(g) > 0 && g[0] == "cgroup2" {
+			return f[4]
+		}
+	}
+	return ""
 }
 
 // removeCgroups removes the machine cgroups and everything the machine

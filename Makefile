@@ -23,7 +23,7 @@ GO        ?= go
 PKGS      ?= ./...
 PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 
-.PHONY: build build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e clean release release-check fuzz-short fuzz
+.PHONY: build build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e e2e-soak clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -104,6 +104,12 @@ e2e-prepare:
 
 e2e: build e2e-prepare
 	hack/e2e/run.sh
+
+# e2e-soak runs the whole e2e suite N times in a row (default 10) and prints
+# "P passed, F failed"; SOAK_DEMO=1 runs `make demo` before each run.
+N ?= 10
+e2e-soak: build e2e-prepare
+	hack/e2e/soak.sh $(N)
 
 # The README's "run the main job": scenario 1 (a control plane and a worker
 # bootstrapped by machineadm), then both outcome reports.

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds, pinned and cached in $CACHE/bin, every binary the e2e machines run
 # that Debian does not ship: kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubelet (k8s.io/kubernetes, module hack/e2e/tools/kube),
-# etcd, the CNI plugins bridge/host-local/loopback/portmap and a pause binary
-# (module hack/e2e/tools); then the container images kubeadm's static pods
-# and containerd's sandbox use, as docker-archive tarballs in $CACHE/images.
-# Each artefact has a stamp file; a matching stamp skips its build.
+# kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
+# hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
+# portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
+# and CoreDNS (module hack/e2e/tools/coredns). images.sh builds the images
+# made of them. Each artefact has a stamp file; a matching stamp skips its
+# build.
 source "$(dirname "$0")/lib.sh"
 
 BIN=$CACHE/bin
@@ -27,6 +28,10 @@ done
 gobuild() {
   local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:--s -w}
   local stamp="$version $GOVERSION $(echo "$ldflags" | sha256sum | cut -c1-12) $(sha256sum "$dir/go.sum" | cut -c1-12)"
+  # A package of this repository: its sources are part of the version.
+  if [[ "$pkg" == .* ]]; then
+    stamp+=" $(cd "$dir/$pkg" && find . -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs cat | sha256sum | cut -c1-12)"
+  fi
   if [ -x "$BIN/$name" ] && stamp_ok "$BIN/.stamps/$name" "$stamp"; then
     log "build $name: cached"
     return 0
@@ -44,30 +49,16 @@ gobuild() {
 # Small ones first so a failure in the setup shows early.
 gobuild pause v1 "$TOOLS" ./cmd/pause
 gobuild e2e-images v1 "$TOOLS" ./cmd/e2e-images
+gobuild netcheck v1 "$TOOLS" ./cmd/netcheck
 for p in main/bridge ipam/host-local main/loopback meta/portmap; do
   gobuild "$(basename $p)" "$CNI_PLUGINS_VERSION" "$TOOLS" "github.com/containernetworking/plugins/plugins/$p"
 done
 gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
+# The DNS addon kubeadm deploys (constants.CoreDNSVersion), with the plugins
+# kubeadm's Corefile uses; the test checks that plugin list.
+(cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
+gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
-for c in kubelet kube-scheduler kube-controller-manager kube-apiserver; do
+for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
 done
-
-# image REF BINARY[:ENTRYPOINT]: builds one image tarball unless current.
-image() {
-  local ref=$1 src=$2 bin=${2%%:*} name
-  name=$(basename "${ref%:*}")
-  local stamp="$ref $src $(sha256sum "$BIN/$bin" | cut -c1-16) $(sha256sum "$BIN/e2e-images" | cut -c1-16)"
-  if [ -f "$IMAGES/$name.tar" ] && stamp_ok "$IMAGES/.$name.stamp" "$stamp"; then
-    log "image $ref: cached"
-    return 0
-  fi
-  "$BIN/e2e-images" -out "$IMAGES" "$ref=$BIN/$src" >/dev/null
-  echo "$stamp" >"$IMAGES/.$name.stamp"
-  log "image $ref: built"
-}
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
-  image "$IMAGE_REPOSITORY/$c:$KUBERNETES_VERSION" "$c"
-done
-image "$IMAGE_REPOSITORY/etcd:$ETCD_IMAGE_TAG" etcd
-image "$IMAGE_REPOSITORY/pause:$PAUSE_IMAGE_TAG" pause:/pause

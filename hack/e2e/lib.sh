@@ -14,6 +14,9 @@ ETCD_IMAGE_TAG=${ETCD_IMAGE_TAG:-3.7.0-0}
 # kubeadm constants.PauseVersion.
 PAUSE_IMAGE_TAG=${PAUSE_IMAGE_TAG:-3.10.2}
 CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
+# kubeadm constants.CoreDNSVersion of the embedded k8s.io/kubernetes: the
+# image tag kubeadm asks for and the github.com/coredns/coredns module version.
+COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
 # The image repository the e2e specs name (kubernetes.imageRepository).
 # Nothing is ever pulled from it: every image is imported from a tarball, and
 # the reserved .invalid domain (RFC 2606) never resolves, so a stray pull

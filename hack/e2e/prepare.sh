@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # `make e2e-prepare`: installs the host packages the e2e needs and builds,
 # or finds cached, everything the machines run: the Debian root filesystem
-# (rootfs.sh) and the components and images (components.sh). Safe to run
+# (rootfs.sh), the components (components.sh) and, from both, the container
+# images (images.sh). Safe to run
 # again: whatever is cached and current is skipped.
 source "$(dirname "$0")/lib.sh"
 
 start=$(date +%s)
 # debootstrap + systemd-nspawn build and boot the machines; iproute2 makes
-# the bridge; util-linux has nsenter.
-apt_install debootstrap systemd-container iproute2 util-linux ca-certificates
+# the bridge; util-linux has nsenter and unshare (the harness's own network
+# namespace); ignition is the real Ignition binary scenario 5 runs, and
+# policycoreutils has the setfiles its files stage relabels with.
+apt_install debootstrap systemd-container iproute2 util-linux ca-certificates ignition policycoreutils
 mkdir -p "$CACHE"
 
 # The root filesystem is mostly downloads, the components mostly compiling:
@@ -23,4 +26,8 @@ rootfs_rc=0
 wait "$rootfs_pid" || rootfs_rc=$?
 [ "$components_rc" -eq 0 ] || { log "prepare: components failed"; exit 1; }
 [ "$rootfs_rc" -eq 0 ] || { log "prepare: root filesystem failed"; exit 1; }
-log "prepare: done in $(($(date +%s) - start))s (components and images ${components_s}s, root filesystem in parallel); cache $CACHE ($(du -sh "$CACHE" | cut -f1))"
+# The kube-proxy image takes its iptables from the root filesystem.
+t=$(date +%s)
+"$(dirname "$0")/images.sh" || { log "prepare: images failed"; exit 1; }
+images_s=$(($(date +%s) - t))
+log "prepare: done in $(($(date +%s) - start))s (components ${components_s}s, root filesystem in parallel, images ${images_s}s); cache $CACHE ($(du -sh "$CACHE" | cut -f1))"

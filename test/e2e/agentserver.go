@@ -18,8 +18,9 @@ type agentServer struct {
 	srv  *http.Server
 	base string // http://10.213.0.1:PORT
 
-	mu   sync.Mutex
-	hits map[string]int
+	mu    sync.Mutex
+	files map[string][]byte
+	hits  map[string]int
 }
 
 // startAgentServer serves files (URL path -> content) until ctx ends or
@@ -29,20 +30,34 @@ func startAgentServer(files map[string][]byte) (*agentServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent server: %w", err)
 	}
-	a := &agentServer{base: "http://" + ln.Addr().String(), hits: map[string]int{}}
-	mux := http.NewServeMux()
+	a := &agentServer{base: "http://" + ln.Addr().String(), files: map[string][]byte{}, hits: map[string]int{}}
 	for p, b := range files {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			a.mu.Lock()
-			a.hits[p]++
-			a.mu.Unlock()
-			w.Header().Set("Content-Type", "application/octet-stream")
-			_, _ = w.Write(b)
-		})
+		a.files[p] = b
 	}
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		b, ok := a.files[r.URL.Path]
+		if ok {
+			a.hits[r.URL.Path]++
+		}
+		a.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(b)
+	})
+	a.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = a.srv.Serve(ln) }()
 	return a, nil
+}
+
+// add serves one more file at path.
+func (a *agentServer) add(path string, b []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.files[path] = b
 }
 
 // url returns the full URL of a served path.

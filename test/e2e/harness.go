@@ -69,6 +69,9 @@ func setupEnv(ctx context.Context) (*env, error) {
 			return nil, fmt.Errorf("missing %s: run `make e2e-prepare` and `make build` first", p)
 		}
 	}
+	if err := setupNetns(ctx); err != nil {
+		return nil, err
+	}
 	work := getenv("MACHINEADM_E2E_WORK", "/var/tmp/machineadm-e2e")
 	if err := cleanStale(repo, work); err != nil {
 		return nil, err
@@ -160,6 +163,8 @@ type bootOptions struct {
 	withoutAgent bool
 	// prepare runs on each machine's root filesystem before it boots.
 	prepare func(*Machine) error
+	// mayDegrade accepts machines whose boot ends degraded.
+	mayDegrade bool
 }
 
 // bootMachinesWith is bootMachines with options.
@@ -186,6 +191,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 				t.Fatalf("machine %s: %v", s.Name, err)
 			}
 		}
+		m.MayDegrade = opts.mayDegrade
 		ms[i] = m
 		wg.Add(1)
 		go func(i int) {

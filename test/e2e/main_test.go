@@ -10,10 +10,15 @@ import (
 	"time"
 )
 
-// TestMain creates the harness environment once, runs the scenarios and
-// always tears everything down: machines, cgroups, the bridge and, unless a
-// failed run is kept with MACHINEADM_E2E_KEEP=1, the run directory.
+// TestMain first moves the test binary into a network namespace of its own
+// (runInOwnNetns), then creates the harness environment once, runs the
+// scenarios and always tears everything down: machines, cgroups, the
+// bridge and, unless a failed run is kept with MACHINEADM_E2E_KEEP=1, the
+// run directory.
 func TestMain(m *testing.M) {
+	if os.Getenv(inNetnsEnv) == "" {
+		os.Exit(runInOwnNetns())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	e, err := setupEnv(ctx)
 	cancel()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,18 +18,24 @@ var (
 	w2  = hostsEntry{IP: "10.213.0.22", Name: "w2"}
 	w3  = hostsEntry{IP: "10.213.0.23", Name: "w3"}
 	w4  = hostsEntry{IP: "10.213.0.24", Name: "w4"}
+	w5  = hostsEntry{IP: "10.213.0.25", Name: "w5"}
+	w6  = hostsEntry{IP: "10.213.0.26", Name: "w6"}
+	w7  = hostsEntry{IP: "10.213.0.27", Name: "w7"}
 )
 
-func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3, w4} }
+func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3, w4, w5, w6, w7} }
 
 // imagesDir is where the image tarballs appear (read-only) in a machine.
 const imagesDir = "/var/lib/machineadm-e2e/images"
 
-// controlPlaneImages are imported on control-plane machines; workers only
-// need the pause image. kube-proxy and CoreDNS images are not built: their
-// pods stay in ImagePullBackOff, which blocks neither Node readiness nor the
-// scenarios' pods (see test/e2e/README.md).
-var controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "pause"}
+// nodeImages are imported on every machine: the sandbox, the kube-proxy
+// DaemonSet, CoreDNS (its Deployment may land on any node) and the
+// scenarios' network probe. controlPlaneImages are imported on
+// control-plane machines besides.
+var (
+	nodeImages         = []string{"pause", "kube-proxy", "coredns", "netcheck"}
+	controlPlaneImages = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"}
+)
 
 // installNodeComponents puts into the machine's root filesystem what an OS
 // image for Kubernetes nodes ships: the kubelet binary and its systemd unit
@@ -69,9 +76,9 @@ func (e *env) installNodeComponents(m *Machine, withoutAgent bool) error {
 	}
 	// The images this node preloads, imported at boot by the overlay's
 	// machineadm-e2e-import-images.service from the read-only tarballs.
-	names := []string{"pause"}
+	names := nodeImages
 	if m.Name == cp1.Name || m.Name == cp2.Name {
-		names = controlPlaneImages
+		names = append(slices.Clone(controlPlaneImages), nodeImages...)
 	}
 	if err := m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		return err

@@ -170,9 +170,11 @@ func (e *env) renderAgent(t *testing.T) (agent []byte, digest string, sig *relea
 	return agent, listed, &releaseSignature{signature: s, publicKey: filepath.Join(dist, "machineadm-release.pub")}
 }
 
-// render runs `machineadm render` on the host for node's worker spec; a
-// non-nil sig makes the stub check the agent's signature too.
-func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string, sig *releaseSignature) []byte {
+// render runs `machineadm render` on the host for node's worker spec, with
+// extra flags after the common ones; a non-nil sig makes the stub check
+// the agent's signature too. The spec file it rendered from is
+// render-NODE/spec.yaml in the run directory.
+func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format, agentURL, digest string, sig *releaseSignature, extra ...string) []byte {
 	t.Helper()
 	y, err := specYAML(workerSpec(node, mustCAHash(t, e)))
 	if err != nil {
@@ -192,6 +194,7 @@ func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format,
 	if sig != nil {
 		args = append(args, "--agent-signature-url", sig.url, "--agent-public-key", sig.publicKey)
 	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, e.machineadm, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("machineadm render --format %s: %v\n%s", format, err, b)

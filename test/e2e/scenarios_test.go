@@ -34,7 +34,8 @@ type cluster struct {
 // TestScenarios runs the issue's scenarios in order on one cluster:
 // 1 (Init + worker Join), 3 (wrong CA cert hash), 2 (workers bootstrapped
 // by `machineadm render` output through cloud-init and the shell stub),
-// 4 (HA control-plane Join).
+// 5 (workers provisioned by the real Ignition binary), 4 (HA
+// control-plane Join).
 // Later scenarios are skipped when scenario 1 left no working cluster.
 func TestScenarios(t *testing.T) {
 	e := theEnv
@@ -62,6 +63,11 @@ func TestScenarios(t *testing.T) {
 		scenarioRender(ctx, t, e, c)
 		timing(t, "scenario2", time.Since(start))
 	})
+	t.Run("5-ignition-real-binary", func(t *testing.T) {
+		start := time.Now()
+		scenarioIgnition(ctx, t, e, c)
+		timing(t, "scenario5", time.Since(start))
+	})
 	t.Run("4-ha-control-plane-join", func(t *testing.T) {
 		start := time.Now()
 		scenarioHAJoin(ctx, t, e, c)
@@ -81,6 +87,9 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	ms := e.bootMachines(ctx, t, cp1, w1)
 	timing(t, "boot-cp1-w1", time.Since(start))
 	mcp1, mw1 := ms[0], ms[1]
+	if err := checkClosedNetwork(ctx); err != nil {
+		t.Errorf("closed network: %v", err)
+	}
 
 	cpSpec := controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
 	breakSpec(t, cpSpec)
@@ -125,6 +134,25 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 		t.Fatal(err)
 	}
 	t.Logf("test pod %s running on %s with IP %s", pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
+	// The complete cluster: kubeadm's addons run (kube-proxy on both
+	// nodes, CoreDNS), and a pod on w1 reaches cluster DNS and a Service in
+	// front of a pod on cp1.
+	netStart := time.Now()
+	if err := waitDaemonPodsRunning(ctx, cs, "kube-proxy", podTimeout, cp1.Name, w1.Name); err != nil {
+		dumpDiagnostics(ctx, t, mcp1, mw1)
+		t.Fatal(err)
+	}
+	if err := waitDeploymentReady(ctx, cs, "coredns", podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, mcp1, mw1)
+		t.Fatal(err)
+	}
+	out, err := checkClusterNetwork(ctx, cs, cp1, w1, 90*time.Second)
+	if err != nil {
+		dumpDiagnostics(ctx, t, mcp1, mw1)
+		t.Fatal(err)
+	}
+	t.Logf("w1 probe pod:\n%s", strings.TrimSpace(out))
+	timing(t, "addons-and-service-network", time.Since(netStart))
 	if os.Getenv("MACHINEADM_E2E_PRINT_REPORTS") == "1" {
 		printReports(ctx, t, mcp1, mw1)
 	}

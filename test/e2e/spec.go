@@ -55,7 +55,26 @@ func kubeletSettings(node hostsEntry) machineadm.Kubelet {
 		Config: map[string]any{
 			"failCgroupV1": false,
 			"cgroupDriver": cgroupDriver,
+			// The resolver configuration of pods with dnsPolicy Default,
+			// CoreDNS's among them (see upstreamResolvConf).
+			"resolvConf": upstreamResolvConfPath,
 		},
+	}
+}
+
+// upstreamResolvConf is what CoreDNS forwards names outside the cluster
+// domain to. The machines have no name server (their /etc/resolv.conf is
+// empty), but CoreDNS's forward plugin refuses to start without one, and
+// 127.0.0.1 would make its loop plugin stop it. The harness's bridge
+// address answers nothing on port 53, so such queries fail at once and
+// stay on the bridge.
+const upstreamResolvConfPath = "/etc/machineadm-e2e/upstream-resolv.conf"
+
+func upstreamResolvConf() machineadm.File {
+	return machineadm.File{
+		Path:    upstreamResolvConfPath,
+		Mode:    "0644",
+		Content: "# CoreDNS's upstream in the e2e: nothing answers there\nnameserver " + bridgeIP + "\n",
 	}
 }
 
@@ -68,6 +87,10 @@ func podCIDR(node hostsEntry) string {
 
 // cniConfig is the node's CNI configuration (bridge + host-local, portmap),
 // delivered through spec.host.files like any site's own network setup.
+// isDefaultGateway gives each pod a default route through the node's cni0,
+// so traffic to Service ClusterIPs (10.96.0.0/12, no interface has them)
+// reaches kube-proxy's rules on the node; no masquerading: the machines
+// route each other's pod CIDRs (networkdConfig).
 func cniConfig(node hostsEntry) machineadm.File {
 	return machineadm.File{
 		Path: "/etc/cni/net.d/10-e2e-bridge.conflist",
@@ -76,7 +99,7 @@ func cniConfig(node hostsEntry) machineadm.File {
   "cniVersion": "1.0.0",
   "name": "e2e",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true, "ipMasq": false, "hairpinMode": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
@@ -92,20 +115,16 @@ func hostSettings(node hostsEntry) machineadm.Host {
 		// them; kernel modules cannot be loaded from a container (the host
 		// has br_netfilter already).
 		Sysctl:     map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},
-		Files:      []machineadm.File{cniConfig(node)},
+		Files:      []machineadm.File{cniConfig(node), upstreamResolvConf()},
 		Containerd: containerdSettings(),
 	}
 }
 
 // ignoredPreflight are the kubeadm preflight checks that cannot pass here:
-//   - SystemVerification reads the kernel configuration, which a container
-//     does not have;
-//   - ImagePull: the kube-proxy and CoreDNS images are not built (they would
-//     cost the cold CI path several minutes and neither is needed for Node
-//     readiness or the scenarios' pods); every image the control plane and
-//     the pods need is imported, so nothing else is missing. The addon pods
-//     stay in ImagePullBackOff.
-var ignoredPreflight = []string{"SystemVerification", "ImagePull"}
+// SystemVerification reads the kernel configuration, which a container
+// does not have. (ImagePull passes: every image kubeadm lists, kube-proxy
+// and CoreDNS included, is imported before the bootstrap.)
+var ignoredPreflight = []string{"SystemVerification"}
 
 func baseSpec(node hostsEntry, role machineadm.Role, action machineadm.Action) *machineadm.MachineBootstrapConfig {
 	return &machineadm.MachineBootstrapConfig{

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -36,13 +38,16 @@ func build(s imageSpec, out string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return fmt.Errorf("layer: %w", err)
+	var layers []v1.Layer
+	if s.base != "" {
+		baseTar, err := treeLayerBytes(s.base)
+		if err != nil {
+			return fmt.Errorf("base layer %s: %w", s.base, err)
+		}
+		layers = append(layers, tarLayer(baseTar))
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	layers = append(layers, tarLayer(layerTar))
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return fmt.Errorf("append layer: %w", err)
 	}
@@ -64,6 +69,70 @@ func build(s imageSpec, out string) error {
 		return fmt.Errorf("write tarball: %w", err)
 	}
 	return os.Rename(tmp, out)
+}
+
+// tarLayer wraps an uncompressed layer tar.
+func tarLayer(b []byte) v1.Layer {
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+	if err != nil {
+		panic(err) // LayerFromOpener fails only when the opener does
+	}
+	return l
+}
+
+// treeLayerBytes returns an uncompressed tar of the tree below root, in
+// lexical order: directories, regular files and symbolic links with their
+// permission bits, owned by root, at the fixed epoch, so the same tree
+// always yields the same layer. Any other file type is an error.
+func treeLayerBytes(root string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: int64(fi.Mode().Perm()), ModTime: epoch}
+		var data []byte
+		switch {
+		case fi.IsDir():
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+		case fi.Mode()&fs.ModeSymlink != 0:
+			hdr.Typeflag = tar.TypeSymlink
+			if hdr.Linkname, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			hdr.Typeflag = tar.TypeReg
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+			hdr.Size = int64(len(data))
+		default:
+			return fmt.Errorf("%s: unsupported file type %s", p, fi.Mode().Type())
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // layerBytes returns an uncompressed tar with the parent directories of

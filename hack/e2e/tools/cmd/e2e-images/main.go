@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	e2e-images -out DIR NAME:TAG=BINARY[:ENTRYPOINT] ...
+//	e2e-images -out DIR [-base ROOT] NAME:TAG=BINARY[:ENTRYPOINT] ...
 //
 // NAME:TAG is the full image reference (for example
 // "registry.k8s.io/kube-apiserver:v1.37.2"); BINARY is a path on this host;
@@ -12,6 +12,13 @@
 // manifests call components by name) unless ENTRYPOINT gives another absolute
 // path, which then also becomes the image's entrypoint. The tarball is
 // DIR/<base name of NAME>.tar.
+//
+// -base ROOT adds, below the binary's layer, a layer holding the tree ROOT
+// (directories, regular files and symbolic links, owned by root, modes
+// kept): the user space a binary needs besides itself, for example the
+// iptables commands and their shared libraries kube-proxy runs, staged from
+// Debian packages by hack/e2e/images.sh. Every image named on the command
+// line gets it.
 package main
 
 import (
@@ -25,9 +32,10 @@ import (
 
 func main() {
 	out := flag.String("out", "", "directory for the image tarballs (required)")
+	base := flag.String("base", "", "directory tree laid below the binary as the image's first layer")
 	flag.Parse()
 	if *out == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: e2e-images -out DIR NAME:TAG=BINARY[:ENTRYPOINT] ...")
+		fmt.Fprintln(os.Stderr, "usage: e2e-images -out DIR [-base ROOT] NAME:TAG=BINARY[:ENTRYPOINT] ...")
 		os.Exit(2)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -38,6 +46,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
+		spec.base = *base
 		path := filepath.Join(*out, spec.fileName())
 		if err := build(spec, path); err != nil {
 			log.Fatalf("%s: %v", spec.ref, err)
@@ -52,6 +61,7 @@ type imageSpec struct {
 	binary     string // path on this host
 	target     string // absolute path inside the image
 	entrypoint bool   // target is the image entrypoint
+	base       string // optional directory tree for a first layer
 }
 
 func parseSpec(arg string) (imageSpec, error) {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -100,5 +102,77 @@ func TestBuild(t *testing.T) {
 	d2, _ := img2.Digest()
 	if d1 != d2 {
 		t.Errorf("digests differ: %s %s", d1, d2)
+	}
+}
+
+// TestBuildBase lays a staged tree below the binary: two layers, the first
+// holding the tree's file (mode kept) and symbolic link; a FIFO in the tree
+// is refused.
+func TestBuildBase(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(filepath.Join(root, "usr/sbin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/sbin/xtables-nft-multi"), []byte("xt"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("xtables-nft-multi", filepath.Join(root, "usr/sbin/iptables")); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "kube-proxy")
+	if err := os.WriteFile(bin, []byte("kp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := parseSpec("r.invalid/kube-proxy:v1.37.2=" + bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.base = root
+	out := filepath.Join(dir, s.fileName())
+	if err := build(s, out); err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag("r.invalid/kube-proxy:v1.37.2")
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 2 {
+		t.Fatalf("layers: %d %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got := map[string]*tar.Header{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h
+	}
+	if h := got["usr/sbin/xtables-nft-multi"]; h == nil || h.Typeflag != tar.TypeReg || h.Mode != 0o750 || h.Uid != 0 {
+		t.Errorf("base layer file: %+v", h)
+	}
+	if h := got["usr/sbin/iptables"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "xtables-nft-multi" {
+		t.Errorf("base layer symlink: %+v", h)
+	}
+	if h := got["usr/"]; h == nil || h.Typeflag != tar.TypeDir {
+		t.Errorf("base layer directory: %+v", h)
+	}
+
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := build(s, out); err == nil || !strings.Contains(err.Error(), "unsupported file type") {
+		t.Errorf("FIFO in the base: %v", err)
 	}
 }

@@ -33,7 +33,14 @@ func specDefaults() (defaults, error) {
 		grow(reflect.ValueOf(&skeleton).Elem())
 		skeleton.Spec.Role = role
 		bare := v1alpha1.MachineBootstrapConfig{Spec: v1alpha1.MachineBootstrapSpec{Role: role}}
-		for _, c := range []*v1alpha1.MachineBootstrapConfig{&skeleton, &bare} {
+		variants := []*v1alpha1.MachineBootstrapConfig{&skeleton, &bare}
+		if role == v1alpha1.RoleControlPlane {
+			// The binaries' defaults apply to the Systemd runtime only.
+			systemd := v1alpha1.MachineBootstrapConfig{Spec: v1alpha1.MachineBootstrapSpec{Role: role,
+				ControlPlane: &v1alpha1.ControlPlane{Runtime: v1alpha1.RuntimeSystemd}}}
+			variants = append(variants, &systemd)
+		}
+		for _, c := range variants {
 			before, err := tree(c)
 			if err != nil {
 				return nil, err

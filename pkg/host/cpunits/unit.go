@@ -221,7 +221,9 @@ func Render(c Component) ([]File, error) {
 
 func (c *Component) check() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("component %q: "+format, append([]any{c.Name}, a...)...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("component %q: "+format, append([]any{c.Name}, a...)...))
+	}
 	if !nameRE.MatchString(c.Name) {
 		bad("name must match %s", nameRE)
 	}

@@ -18,7 +18,7 @@ import (
 // environment file and supplementary groups left out), fails t when
 // `systemd-analyze verify` complains, and returns the unit's exposure
 // level, logged for the documentation. Callers skip when systemd-analyze
-// is missing. 
+// is missing.
 func VerifyForTest(t testing.TB, c cpunits.Component) float64 {
 	t.Helper()
 	dir := t.TempDir()

@@ -1,4 +1,4 @@
-package cpunits
+package cpunits_test
 
 import (
 	"os"
@@ -9,13 +9,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/service"
 )
 
-func sampleComps() []Component {
-	etcd := Component{Name: "etcd", Description: "etcd", User: "kubeadm-etcd", Group: "kubeadm-etcd",
+func sampleComps() []cpunits.Component {
+	etcd := cpunits.Component{Name: "etcd", Description: "etcd", User: "kubeadm-etcd", Group: "kubeadm-etcd",
 		Command: []string{"/usr/local/bin/etcd", "--data-dir=/var/lib/etcd"}, ReadWritePaths: []string{"/var/lib/etcd"}}
-	return []Component{etcd, apiserver()}
+	return []cpunits.Component{etcd, apiserver()}
 }
 
 // Install writes and enables the units, reloads once and restarts what
@@ -24,7 +25,7 @@ func sampleComps() []Component {
 func TestInstallIdempotent(t *testing.T) {
 	root := t.TempDir()
 	rec := &service.Recorder{}
-	res, err := Install(t.Context(), root, sampleComps(), rec, false, nil)
+	res, err := cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestInstallIdempotent(t *testing.T) {
 	}
 
 	rec.Calls = nil
-	res, err = Install(t.Context(), root, sampleComps(), rec, false, nil)
+	res, err = cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestInstallIdempotent(t *testing.T) {
 	rec.Calls = nil
 	comps := sampleComps()
 	comps[1].Command = append(comps[1].Command, "--v=2")
-	if _, err = Install(t.Context(), root, comps, rec, false, nil); err != nil {
+	if _, err = cpunits.Install(t.Context(), root, comps, rec, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"daemon-reload", "start etcd.service", "restart kube-apiserver.service"}; !reflect.DeepEqual(rec.Calls, want) {
@@ -69,7 +70,7 @@ func TestInstallDryRunAndFailure(t *testing.T) {
 	root := t.TempDir()
 	rec := &service.Recorder{}
 	var out strings.Builder
-	if _, err := Install(t.Context(), root, sampleComps(), rec, true, &out); err != nil {
+	if _, err := cpunits.Install(t.Context(), root, sampleComps(), rec, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 || len(rec.Calls) != 0 {
@@ -79,7 +80,7 @@ func TestInstallDryRunAndFailure(t *testing.T) {
 		t.Errorf("dry-run plan lacks the unit or shows the secret environment:\n%s", out.String())
 	}
 	rec.RestartErr = &service.JobError{Unit: "etcd.service", Result: "failed"}
-	if _, err := Install(t.Context(), root, sampleComps(), rec, false, nil); err == nil {
+	if _, err := cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil); err == nil {
 		t.Error("a failed start job was not reported")
 	}
 }
@@ -104,10 +105,10 @@ func TestCreateUsersAndApplyPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	accounts := []Account{{Name: "kubeadm-sa-key-readers", GroupOnly: true}, {Name: "kubeadm-etcd", Description: "etcd"},
+	accounts := []cpunits.Account{{Name: "kubeadm-sa-key-readers", GroupOnly: true}, {Name: "kubeadm-etcd", Description: "etcd"},
 		{Name: "kubeadm-kas", Description: "kube-apiserver", MemberOf: []string{"kubeadm-sa-key-readers"}}}
 	for i := 0; i < 2; i++ {
-		if _, err := CreateUsers(t.Context(), root, accounts, nil, false); err != nil {
+		if _, err := cpunits.CreateUsers(t.Context(), root, accounts, nil, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,13 +117,13 @@ func TestCreateUsersAndApplyPaths(t *testing.T) {
 	if strings.Count(string(passwd), "kubeadm-etcd:") != 1 || !strings.Contains(string(group), ":kubeadm-kas") {
 		t.Fatalf("accounts not created once:\n%s\n%s", passwd, group)
 	}
-	rules := []PathRule{
+	rules := []cpunits.PathRule{
 		{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "kubeadm-etcd", Group: "kubeadm-etcd", Recursive: true},
 		{Path: "/etc/kubernetes/pki/etcd/server.key", Mode: 0o600, User: "kubeadm-etcd", Group: "kubeadm-etcd"},
 		{Path: "/etc/kubernetes/pki/ca.key", Mode: 0o600, User: "kubeadm-kas", Group: "kubeadm-kas", Optional: true},
 		{Path: "/usr/libexec/kubernetes/kubelet-plugins/volume/exec", Dir: true, Mode: 0o755, User: "0", Group: "0"},
 	}
-	changes, err := ApplyPaths(root, rules, false)
+	changes, err := cpunits.ApplyPaths(root, rules, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +135,11 @@ func TestCreateUsersAndApplyPaths(t *testing.T) {
 	if fi.Sys().(*syscall.Stat_t).Uid == 0 || top.Mode().Perm() != 0o700 {
 		t.Errorf("etcd data not owned by kubeadm-etcd or not 0700")
 	}
-	if changes, err := ApplyPaths(root, rules, false); err != nil || len(changes) != 0 {
+	if changes, err := cpunits.ApplyPaths(root, rules, false); err != nil || len(changes) != 0 {
 		t.Errorf("second ApplyPaths: %q, %v", changes, err)
 	}
-	rules = append(rules, PathRule{Path: "/etc/kubernetes/scheduler.conf", Mode: 0o600, User: "0", Group: "0"})
-	if _, err := ApplyPaths(root, rules, false); err == nil {
+	rules = append(rules, cpunits.PathRule{Path: "/etc/kubernetes/scheduler.conf", Mode: 0o600, User: "0", Group: "0"})
+	if _, err := cpunits.ApplyPaths(root, rules, false); err == nil {
 		t.Error("a missing required file was accepted")
 	}
 }

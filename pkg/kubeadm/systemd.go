@@ -249,17 +249,21 @@ func (s *SystemdControlPlane) Accounts() []cpunits.Account {
 	)
 }
 
-// EtcdPathRules are the owners and modes the etcd unit needs: the data
-// directory 0700 owned by etcd (CIS 1.1.11, 1.1.12 ask 700 and etcd:etcd),
-// its serving and peer keys 0600 owned by etcd (as kubeadm's
-// RootlessControlPlane sets them).
-func (s *SystemdControlPlane) EtcdPathRules() []cpunits.PathRule {
+// EtcdPathRules are the owners and modes the etcd unit c needs: the data
+// directory 0700 owned by etcd, everything in it too (CIS 1.1.11 and
+// 1.1.12 ask 700 and etcd:etcd), its serving and peer keys 0600 owned by
+// etcd (as kubeadm's RootlessControlPlane sets them), and its other
+// writable directories (--wal-dir).
+func (s *SystemdControlPlane) EtcdPathRules(c cpunits.Component) []cpunits.PathRule {
 	pki := s.cfg.CertificatesDir
-	return []cpunits.PathRule{
-		{Path: s.cfg.Etcd.Local.DataDir, Dir: true, Mode: 0o700, User: EtcdUser, Group: EtcdUser, Recursive: true},
+	data := s.cfg.Etcd.Local.DataDir
+	r := []cpunits.PathRule{
+		{Path: data, Dir: true, Mode: 0o700, User: EtcdUser, Group: EtcdUser, Recursive: true},
 		{Path: filepath.Join(pki, kubeadmconstants.EtcdServerKeyName), Mode: 0o600, User: EtcdUser, Group: EtcdUser},
 		{Path: filepath.Join(pki, kubeadmconstants.EtcdPeerKeyName), Mode: 0o600, User: EtcdUser, Group: EtcdUser},
 	}
+	c.ReadWritePaths = slices.DeleteFunc(slices.Clone(c.ReadWritePaths), func(p string) bool { return p == path.Clean(data) })
+	return append(r, writableDirRules([]cpunits.Component{c})...)
 }
 
 // writableDirRules create the writable directories of comps (other than

@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -269,5 +270,53 @@ func TestSystemdUnitsVerifyAndScore(t *testing.T) {
 		if score := cpunitstest.VerifyForTest(t, c); score > 2.0 {
 			t.Errorf("%s: exposure %.1f above 2.0", c.Unit(), score)
 		}
+	}
+}
+
+// The Systemd runtime turns the kubelet's static pod path off through the
+// kubelet patch; the StaticPods runtime leaves it alone.
+func TestSystemdKubeletPatchTurnsStaticPodsOff(t *testing.T) {
+	cfg, _, patches := systemdInit(t)
+	if v, ok := KubeletConfig(cfg)["staticPodPath"]; !ok || v != "" {
+		t.Errorf("staticPodPath = %v (set %v), want \"\"", v, ok)
+	}
+	data, err := os.ReadFile(filepath.Join(patches, kubeletPatchFile))
+	if err != nil || !strings.Contains(string(data), `"staticPodPath":""`) {
+		t.Errorf("kubelet patch %s (%v) lacks staticPodPath", data, err)
+	}
+	cfg.Spec.ControlPlane.Runtime = machineadm.RuntimeStaticPods
+	if _, ok := KubeletConfig(cfg)["staticPodPath"]; ok {
+		t.Error("StaticPods runtime sets staticPodPath")
+	}
+}
+
+// In a dry run the phases print the units they would write and touch
+// nothing: no file under the root, no service call.
+func TestSystemdPhasesDryRun(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	var out strings.Builder
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
+	ctx := t.Context()
+	for name, phase := range map[string]func(context.Context, *SystemdEnv) error{
+		"etcd": SystemdEtcdPhase, "control-plane": SystemdControlPlanePhase, "wait-control-plane": SystemdWaitControlPlanePhase,
+	} {
+		if err := phase(ctx, env); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("dry run wrote %v", entries)
+	}
+	for _, want := range []string{"ExecStart=/opt/bin/etcd", "ExecStart=/opt/bin/kube-apiserver", "would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
+		"would wait for the kubelet", "would wait for etcd at http://127.0.0.1:2381/readyz"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Without a service manager a real run refuses to start.
+	env.DryRun = false
+	if err := SystemdControlPlanePhase(ctx, env); err == nil {
+		t.Error("a real run without a service manager was accepted")
 	}
 }

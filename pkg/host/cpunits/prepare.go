@@ -115,7 +115,9 @@ type PathRule struct {
 
 // ApplyPaths gives each rule's path its owner and mode, creating rule
 // directories, and returns one line per change. A missing file that is
-// not Optional is an error. With dryRun it only reports.
+// not Optional is an error. With dryRun it only reports (a missing
+// account or path is then reported as "would set": earlier steps make
+// them).
 func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 	ids, err := files.LoadIDs(root)
 	if err != nil {
@@ -123,19 +125,22 @@ func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 	}
 	var changes []string
 	for _, r := range rules {
-		uid, err := ids.UID(r.User)
-		if err != nil {
-			return changes, fmt.Errorf("%s: %w", r.Path, err)
-		}
-		gid, err := ids.GID(r.Group)
-		if err != nil {
-			return changes, fmt.Errorf("%s: %w", r.Path, err)
-		}
 		hp, err := files.Resolve(root, r.Path)
 		if err != nil {
 			return changes, err
 		}
+		uid, uerr := ids.UID(r.User)
+		gid, gerr := ids.GID(r.Group)
 		fi, err := os.Lstat(hp)
+		if dryRun && (uerr != nil || gerr != nil || err != nil) {
+			// The accounts and files come from earlier steps a dry run
+			// does not take (systemd-sysusers, kubeadm's certs).
+			changes = append(changes, fmt.Sprintf("would set %s %04o %s:%s", r.Path, r.Mode, r.User, r.Group))
+			continue
+		}
+		if err := errors.Join(uerr, gerr); err != nil {
+			return changes, fmt.Errorf("%s: %w", r.Path, err)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && r.Dir:
 			changes = append(changes, fmt.Sprintf("created %s (%04o, %s:%s)", r.Path, r.Mode, r.User, r.Group))

@@ -9,7 +9,9 @@ import (
 )
 
 // validateRuntime checks spec.controlPlane.runtime and binaries: the
-// runtime is StaticPods or Systemd; binaries belong to Systemd only, each
+// runtime is StaticPods or Systemd; Systemd allows no static pods (neither
+// spec.host.staticPods nor a kubelet staticPodPath); binaries belong to
+// Systemd only, each
 // an absolute path (etcd's only with a local etcd); a binary delivered by
 // spec.host.files must come out executable by its owner.
 func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
@@ -24,6 +26,12 @@ func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 	default:
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("runtime"), cp.Runtime, []machineadm.ControlPlaneRuntime{machineadm.RuntimeStaticPods, machineadm.RuntimeSystemd}))
 		return
+	}
+	if len(s.Host.StaticPods) > 0 {
+		r.Errors = append(r.Errors, field.Forbidden(field.NewPath("spec", "host", "staticPods"), "runtime Systemd runs no static pods (the kubelet's staticPodPath is turned off)"))
+	}
+	if v, ok := s.Node.Kubelet.Config["staticPodPath"]; ok && v != "" {
+		r.Errors = append(r.Errors, field.Forbidden(field.NewPath("spec", "node", "kubelet", "config", "staticPodPath"), "runtime Systemd turns the kubelet's staticPodPath off"))
 	}
 	bp := p.Child("binaries")
 	if cp.Binaries == nil {

@@ -182,21 +182,24 @@ func TestValidateControlPlane(t *testing.T) {
 		}), warn: []string{p + "bootstrapTokens[0].token.value"}, secret: validToken},
 		{name: "runtime unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Runtime = "Podman" }), want: []fe{{p + "runtime", nsup}}},
 		{name: "binaries need Systemd", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Binaries = &systemdBinaries }), want: []fe{{p + "binaries", forb}}},
-		{name: "Systemd without binaries", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Runtime = machineadm.RuntimeSystemd }), want: []fe{{p + "binaries", req}}},
-		{name: "Systemd valid", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
-			cp.Runtime, cp.Binaries = machineadm.RuntimeSystemd, &systemdBinaries
-		})},
-		{name: "Systemd binary paths", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+		{name: "Systemd without binaries", base: cpInit, mutate: func(c *spec) { toSystemd(c, nil) }, want: []fe{{p + "binaries", req}}},
+		{name: "Systemd valid", base: cpInit, mutate: func(c *spec) { toSystemd(c, &systemdBinaries) }},
+		{name: "Systemd binary paths", base: cpInit, mutate: func(c *spec) {
 			b := systemdBinaries
 			b.Etcd, b.KubeScheduler = "", "bin/kube-scheduler"
-			cp.Runtime, cp.Binaries = machineadm.RuntimeSystemd, &b
-		}), want: []fe{{p + "binaries.etcd", req}, {p + "binaries.kubeScheduler", inv}}},
-		{name: "Systemd external etcd has no etcd binary", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
-			cp.Runtime, cp.Binaries = machineadm.RuntimeSystemd, &systemdBinaries
-			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://10.0.0.10:2379"}}}
-		}), want: []fe{{p + "binaries.etcd", forb}}},
+			toSystemd(c, &b)
+		}, want: []fe{{p + "binaries.etcd", req}, {p + "binaries.kubeScheduler", inv}}},
+		{name: "Systemd runs no static pods", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.Host.StaticPods = base(t, cpInit).Spec.Host.StaticPods
+			c.Spec.Node.Kubelet.Config = map[string]any{"staticPodPath": "/etc/kubernetes/manifests"}
+		}, want: []fe{{"spec.host.staticPods", forb}, {"spec.node.kubelet.config.staticPodPath", forb}}},
+		{name: "Systemd external etcd has no etcd binary", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.ControlPlane.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://10.0.0.10:2379"}}}
+		}, want: []fe{{p + "binaries.etcd", forb}}},
 		{name: "Systemd binary from host.files must be executable", base: cpInit, mutate: func(c *spec) {
-			c.Spec.ControlPlane.Runtime, c.Spec.ControlPlane.Binaries = machineadm.RuntimeSystemd, &systemdBinaries
+			toSystemd(c, &systemdBinaries)
 			c.Spec.Host.Files = []machineadm.File{
 				{Path: systemdBinaries.KubeAPIServer, Mode: "0644", Owner: "0", Group: "0",
 					Source: &machineadm.RemoteSource{URL: "https://files.example/kube-apiserver", SHA256: strings.Repeat("a", 64)}},
@@ -235,4 +238,11 @@ var systemdBinaries = machineadm.ControlPlaneBinaries{
 	KubeAPIServer:         "/usr/local/bin/kube-apiserver",
 	KubeControllerManager: "/usr/local/bin/kube-controller-manager",
 	KubeScheduler:         "/usr/local/bin/kube-scheduler",
+}
+
+// toSystemd switches a control-plane spec to the Systemd runtime with
+// binaries b, dropping its extra static pods (which Systemd refuses).
+func toSystemd(c *spec, b *machineadm.ControlPlaneBinaries) {
+	c.Spec.ControlPlane.Runtime, c.Spec.ControlPlane.Binaries = machineadm.RuntimeSystemd, b
+	c.Spec.Host.StaticPods = nil
 }

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -182,18 +184,32 @@ func SystemdEtcdPhase(ctx context.Context, env *SystemdEnv) error {
 
 // SystemdControlPlanePhase replaces kubeadm's init phase "control-plane"
 // and join phase "control-plane-prepare/control-plane": it installs and
-// starts kube-apiserver, kube-controller-manager and kube-scheduler units
-// with kubeadm's flags, after giving their keys and kubeconfigs the
-// owners and modes the non-root accounts need. It does not wait
+// starts the kube-apiserver, kube-controller-manager and kube-scheduler
+// units with kubeadm's flags, after giving their keys and kubeconfigs the
+// owners and modes the non-root accounts need. components limits it to
+// some of them, by kubeadm's component names ("kube-apiserver",
+// "kube-controller-manager", "kube-scheduler", as in kubeadm's sub-phases
+// control-plane/apiserver, …); none means all three. It does not wait
 // (SystemdWaitControlPlanePhase does).
-func SystemdControlPlanePhase(ctx context.Context, env *SystemdEnv) error {
+func SystemdControlPlanePhase(ctx context.Context, env *SystemdEnv, components ...string) error {
 	s, err := env.controlPlane()
 	if err != nil {
 		return err
 	}
-	comps, err := s.ControlPlaneComponents()
+	all, err := s.ControlPlaneComponents()
 	if err != nil {
 		return err
+	}
+	comps := all
+	if len(components) > 0 {
+		comps = nil
+		for _, name := range components {
+			i := slices.IndexFunc(all, func(c cpunits.Component) bool { return c.Name == name })
+			if i < 0 {
+				return fmt.Errorf("unknown control-plane component %q (want one of %s)", name, strings.Join(kubeadmconstants.ControlPlaneComponents, ", "))
+			}
+			comps = append(comps, all[i])
+		}
 	}
 	return env.install(ctx, s, s.ControlPlanePathRules(comps), comps)
 }

@@ -299,7 +299,8 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
 	ctx := t.Context()
 	for name, phase := range map[string]func(context.Context, *SystemdEnv) error{
-		"etcd": SystemdEtcdPhase, "control-plane": SystemdControlPlanePhase, "wait-control-plane": SystemdWaitControlPlanePhase,
+		"etcd": SystemdEtcdPhase, "wait-control-plane": SystemdWaitControlPlanePhase,
+		"control-plane": func(ctx context.Context, env *SystemdEnv) error { return SystemdControlPlanePhase(ctx, env) },
 	} {
 		if err := phase(ctx, env); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -313,6 +314,17 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())
 		}
+	}
+	// One component alone, by kubeadm's name; an unknown one is refused.
+	out.Reset()
+	if err := SystemdControlPlanePhase(ctx, env, "kube-scheduler"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "system/kube-scheduler.service") || strings.Contains(out.String(), "system/kube-apiserver.service") {
+		t.Errorf("kube-scheduler alone:\n%s", out.String())
+	}
+	if err := SystemdControlPlanePhase(ctx, env, "apiserver"); err == nil {
+		t.Error("an unknown component was accepted")
 	}
 	// Without a service manager a real run refuses to start.
 	env.DryRun = false

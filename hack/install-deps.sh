@@ -7,8 +7,9 @@
 #   ignition    `ignition-validate` checks rendered Ignition configs
 #   systemd     `systemd-analyze verify` checks contrib/systemd units
 #   openssl, curl, wget  what the rendered shell stub uses on a machine
+#   swtpm, swtpm-tools, tpm2-tools  a real software TPM 2.0 for the sealed-secrets tpm2 tests
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps)
+pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

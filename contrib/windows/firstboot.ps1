@@ -33,13 +33,13 @@ function Get-Download([string]$Url, [string]$OutFile) {
 	$shown = $Url -replace '\?.*$', ''
 	$wait = $Delay
 	for ($i = 1; ; $i++) {
-		$left = [int]($Deadline - (Get-Date)).TotalSeconds
-		if ($left -le 0) { throw "${shown}: no download within $Timeout s" }
+		$left = [Math]::Max(1, [int][Math]::Ceiling(($Deadline - (Get-Date)).TotalSeconds))
 		try {
 			Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $OutFile -TimeoutSec $left
 			return
 		} catch {
 			if ($i -ge $Attempts) { throw "${shown}: download failed $Attempts times: $($_.Exception.Message)" }
+			if (($Deadline - (Get-Date)).TotalSeconds -le $wait) { throw "${shown}: no download within $Timeout s" }
 			Write-Log "${shown}: download failed (attempt $i of $Attempts), retrying in $wait s"
 			Start-Sleep -Seconds $wait
 			$wait = [Math]::Min($wait * 2, 60)

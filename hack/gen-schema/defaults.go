@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // defaults maps a field path ("spec.host.files[].mode") to its default
@@ -16,28 +16,29 @@ import (
 // always, otherwise for example "role ControlPlane").
 type defaults map[string]map[string]string
 
-// specDefaults returns what v1alpha1.SetDefaults fills in. It runs
+// specDefaults returns what the newest version's SetDefaults
+// (machineadm.SetDefaults) fills in. It runs
 // SetDefaults instead of reading the comments, so the reference shows
 // what the code does; a default that depends on the role is listed per
 // role.
 func specDefaults() (defaults, error) {
-	roles := []v1alpha1.Role{v1alpha1.RoleControlPlane, v1alpha1.RoleWorker}
-	perRole := map[v1alpha1.Role]map[string]string{}
+	roles := []machineadm.Role{machineadm.RoleControlPlane, machineadm.RoleWorker}
+	perRole := map[machineadm.Role]map[string]string{}
 	for _, role := range roles {
 		found := map[string]string{}
 		// A skeleton with every optional section present and one element
 		// in every list shows the defaults inside them; a bare spec shows
 		// the defaults for absent fields (nil pointers such as
 		// node.taints or report.console).
-		var skeleton v1alpha1.MachineBootstrapConfig
+		var skeleton machineadm.MachineBootstrapConfig
 		grow(reflect.ValueOf(&skeleton).Elem())
 		skeleton.Spec.Role = role
-		bare := v1alpha1.MachineBootstrapConfig{Spec: v1alpha1.MachineBootstrapSpec{Role: role}}
-		variants := []*v1alpha1.MachineBootstrapConfig{&skeleton, &bare}
-		if role == v1alpha1.RoleControlPlane {
+		bare := machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role}}
+		variants := []*machineadm.MachineBootstrapConfig{&skeleton, &bare}
+		if role == machineadm.RoleControlPlane {
 			// The binaries' defaults apply to the Systemd runtime only.
-			systemd := v1alpha1.MachineBootstrapConfig{Spec: v1alpha1.MachineBootstrapSpec{Role: role,
-				ControlPlane: &v1alpha1.ControlPlane{Runtime: v1alpha1.RuntimeSystemd}}}
+			systemd := machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role,
+				ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeSystemd}}}
 			variants = append(variants, &systemd)
 		}
 		for _, c := range variants {
@@ -45,7 +46,7 @@ func specDefaults() (defaults, error) {
 			if err != nil {
 				return nil, err
 			}
-			v1alpha1.SetDefaults(c)
+			machineadm.SetDefaults(c)
 			after, err := tree(c)
 			if err != nil {
 				return nil, err
@@ -63,8 +64,8 @@ func specDefaults() (defaults, error) {
 		}
 	}
 	for p, byCond := range out {
-		cp, inCP := perRole[v1alpha1.RoleControlPlane][p]
-		w, inW := perRole[v1alpha1.RoleWorker][p]
+		cp, inCP := perRole[machineadm.RoleControlPlane][p]
+		w, inW := perRole[machineadm.RoleWorker][p]
 		if inCP && inW && cp == w {
 			byCond[""] = cp
 			continue

@@ -1,10 +1,12 @@
 // Command gen-schema writes the JSON Schemas and the field references of
 // machineadm's public documents from their Go types and doc comments:
 //
-//	docs/schema/machinebootstrapconfig.v1alpha1.json  JSON Schema (draft 2020-12)
+//	docs/schema/machinebootstrapconfig.v1alpha1.json  JSON Schema (draft 2020-12) of the newest spec version
 //	docs/spec-reference.md                            every field: path, type, default, description
 //	docs/schema/bootstrapreport.v1alpha1.json         JSON Schema of the outcome report (docs/report.md)
-//	docs/schema/bootstrapreport.v1alpha1.json         JSON Schema of the outcome report
+//
+// The spec's schema is named by machineadm.LatestVersion. The schema of an
+// older, frozen version stays committed as it was last generated.
 //
 // Run it from the repository root with `make schema` (go run ./hack/gen-schema).
 // With -check it writes nothing and exits 1 when a committed file differs
@@ -20,12 +22,15 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // module is the Go module path; doc comments are looked up under it.
 const module = "github.com/machineadm/machineadm"
+
+// specSchema is the JSON Schema file of the newest spec version.
+const specSchema = "docs/schema/machinebootstrapconfig." + machineadm.LatestVersion + ".json"
 
 // root is one published document type.
 type root struct {
@@ -53,9 +58,9 @@ type root struct {
 // become enums automatically.
 var roots = []root{
 	{
-		Type:      reflect.TypeFor[v1alpha1.MachineBootstrapConfig](),
-		Schema:    "docs/schema/machinebootstrapconfig.v1alpha1.json",
-		Consts:    map[string]string{"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind},
+		Type:      reflect.TypeFor[machineadm.MachineBootstrapConfig](),
+		Schema:    specSchema,
+		Consts:    map[string]string{"apiVersion": machineadm.LatestAPIVersion, "kind": machineadm.Kind},
 		Reference: "docs/spec-reference.md",
 		Defaults:  specDefaults,
 	},

@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -63,7 +64,7 @@ func firstDiffLine(a, b []byte) int {
 // validator that is not the generator.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	const path = "docs/schema/machinebootstrapconfig.v1alpha1.json"
+	const path = specSchema
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestSchemaAndLoaderAgree(t *testing.T) {
 		{"unknown field", worker + "  colour: blue\n", "/spec"},
 		{"unknown nested field", strings.Replace(worker, "{version: v1.37.2}", "{version: v1.37.2, verison: x}", 1), "/spec/kubernetes"},
 		{"role not in enum", strings.Replace(worker, "role: Worker", "role: Master", 1), "/spec/role"},
-		{"apiVersion other", strings.Replace(worker, "machineadm.io/v1alpha1", "machineadm.io/v1", 1), "/apiVersion"},
+		{"apiVersion other", strings.Replace(worker, machineadm.LatestAPIVersion, "machineadm.io/v1", 1), "/apiVersion"},
 		{"kind other", strings.Replace(worker, "kind: MachineBootstrapConfig", "kind: Machine", 1), "/kind"},
 		{"required missing", strings.Replace(worker, "  kubernetes: {version: v1.37.2}\n", "", 1), "/spec"},
 		{"wrong type", worker + "  report: {console: \"yes\"}\n", "/spec/report/console"},

@@ -2,11 +2,13 @@
 // packages.
 package testspec
 
+import "github.com/machineadm/machineadm/pkg/apis/machineadm"
+
 // MinimalWorker is the smallest valid worker-join spec: role, version and
 // bootstrap-token discovery with a secret file. Tests add to it or break
-// it.
-const MinimalWorker = `apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
+// it. It is a document of the newest version (machineadm.LatestAPIVersion).
+const MinimalWorker = `apiVersion: ` + machineadm.LatestAPIVersion + `
+kind: ` + machineadm.Kind + `
 spec:
   role: Worker
   kubernetes: {version: v1.37.2}

@@ -1,36 +1,21 @@
 package cmd
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
-	"time"
-
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/host"
-	"github.com/machineadm/machineadm/pkg/host/containerd"
-	"github.com/machineadm/machineadm/pkg/host/service"
-	"github.com/machineadm/machineadm/pkg/phases"
-	"github.com/machineadm/machineadm/pkg/spec"
-	"github.com/machineadm/machineadm/pkg/version"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
-// defaultWorkDir is machineadm's state directory on a host.
-const defaultWorkDir = "/var/lib/machineadm"
-
+// bootstrapFlags are the flags of `bootstrap` and `bootstrap phase`.
 type bootstrapFlags struct {
 	file       string
 	dryRun     bool
 	dryRunDir  string
 	skipPhases []string
-	run        runFlags
-	// dryRunDirSet records that --dry-run-dir was given, even empty.
-	dryRunDirSet bool
+	// reportRoot and workDir are hidden, for tests: the root under which
+	// the report writers write, and the state directory.
+	reportRoot string
+	workDir    string
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
@@ -38,9 +23,20 @@ func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "change nothing: host phases print their plan, kubeadm runs in its dry-run mode and writes to --dry-run-dir")
 	c.Flags().StringVar(&f.dryRunDir, "dry-run-dir", "", "directory for a dry run's files (default: a new temporary directory, printed at the end)")
 	if withSkip {
-		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name (list them with 'machineadm bootstrap phase -f SPEC')")
+		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by full name: a parent (addon) skips its sub-phases (addon/coredns, addon/kube-proxy); list them with 'machineadm bootstrap phase -f SPEC'")
 	}
-	f.run.bind(c)
+	c.Flags().StringVar(&f.reportRoot, "report-root", "/", "root directory under which the outcome report, the sentinel and the console device are written")
+	c.Flags().StringVar(&f.workDir, "work-dir", "", "machineadm's state directory (state file, kubeadm configuration, patches); default /var/lib/machineadm")
+	_ = c.Flags().MarkHidden("report-root")
+	_ = c.Flags().MarkHidden("work-dir")
+}
+
+func (f *bootstrapFlags) options(o *options, c *cobra.Command, only string) session.Options {
+	return session.Options{
+		Command: session.Bootstrap, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
+		DryRun: f.dryRun, DryRunDir: f.dryRunDir, DryRunDirSet: c.Flags().Changed("dry-run-dir"),
+		ReportRoot: f.reportRoot, WorkDir: f.workDir, Skip: f.skipPhases, Only: only,
+	}
 }
 
 func newBootstrapCommand(o *options) *cobra.Command {
@@ -51,17 +47,18 @@ func newBootstrapCommand(o *options) *cobra.Command {
 		Long: `Runs the bootstrap workflow for the machine spec: inputs-check (the spec's
 secret files and CA set are read and checked before anything changes), the
 host preparation phases, machineadm's kubeadm-config phase, then kubeadm's
-init phases (action Init) or join phases (action Join) in-process, each as a
-named phase, and last the extra static pods. A failure names
-the phase that failed. Running again after success changes nothing; running
-again after an interrupted run resumes at the first phase that did not finish.
+init phases (action Init) or join phases (action Join) in-process, each under
+kubeadm's own name with its sub-phases (certs/apiserver, addon/kube-proxy,
+...), and last the extra static pods. --skip-phases takes full names: a
+parent skips its sub-phases. A failure names the sub-phase that failed.
+Running again after success changes nothing; running again after an
+interrupted run resumes at the first phase that did not finish.
 
 Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec
 or usage (nothing was changed).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.dryRunDirSet = cmd.Flags().Changed("dry-run-dir")
-			return runBootstrap(cmd.Context(), o, f, "")
+			return session.Run(cmd.Context(), f.options(o, cmd, ""))
 		},
 	}
 	f.bind(c, true)
@@ -73,10 +70,12 @@ func newBootstrapPhaseCommand(o *options) *cobra.Command {
 	f := &bootstrapFlags{}
 	c := &cobra.Command{
 		Use:   "phase [NAME] -f SPEC",
-		Short: "Run one bootstrap phase alone, or list the phases of a spec",
-		Long: `Without NAME, lists the phases the spec's bootstrap runs, in order. With
-NAME, runs just that phase (kubeadm phases prepare the kubeadm configuration
-first). The state file is neither consulted nor completed.`,
+		Short: "Run one bootstrap phase alone, or print the phase tree of a spec",
+		Long: `Without NAME, prints the tree of phases the spec's bootstrap runs, in order,
+sub-phases indented under their parents. With NAME (a full name such as
+control-plane/apiserver, or a parent such as certs), runs just that phase and
+its sub-phases; kubeadm phases prepare the kubeadm configuration first. The
+state file is neither consulted nor completed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("at most one phase name, got %q", args)
@@ -85,123 +84,16 @@ first). The state file is neither consulted nor completed.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				l, err := loadSpec(o, f.file)
+				l, err := session.LoadSpec(o.in, o.log, f.file)
 				if err != nil {
 					return err
 				}
-				before, after := phases.HostPhases(host.Steps(l.Config), &host.Env{}, nil)
-				w := phases.Bootstrap(l.Config, before, after)
-				for _, p := range w.Phases {
-					fmt.Fprintf(o.out, "%-24s %s\n", p.Name, p.Short)
-				}
+				session.Workflow(session.Bootstrap, l.Config).Print(o.out)
 				return nil
 			}
-			return runBootstrap(cmd.Context(), o, f, args[0])
+			return session.Run(cmd.Context(), f.options(o, cmd, args[0]))
 		},
 	}
 	f.bind(c, false)
 	return c
-}
-
-// runBootstrap loads the spec and runs its workflow (or only one phase),
-// recording the run in the outcome report.
-func runBootstrap(ctx context.Context, o *options, f *bootstrapFlags, only string) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if (f.dryRunDirSet || f.dryRunDir != "") && !f.dryRun {
-		return usagef("--dry-run-dir needs --dry-run")
-	}
-	if err := requireFile(f.file); err != nil {
-		return err
-	}
-	workDir := f.run.workDir
-	if f.dryRun {
-		var err error
-		if workDir, err = dryRunDir(f.dryRunDir); err != nil {
-			return &UsageError{Err: fmt.Errorf("--dry-run-dir: %w", err)}
-		}
-	}
-	data, loadErr := readSpecBytes(o, f.file)
-	var l *spec.Loaded
-	if loadErr == nil {
-		l, loadErr = spec.Load(data, f.file)
-	}
-	var cfg *machineadm.MachineBootstrapConfig
-	if loadErr == nil {
-		cfg = l.Config
-		// What the embedded kubeadm would refuse is bad input too.
-		_, loadErr = translateChecked(cfg, f.file)
-	}
-	r := startRun(o, "bootstrap", cfg, &f.run, f.dryRun, workDir)
-	if loadErr != nil {
-		return r.invalid(loadErr)
-	}
-	for _, w := range l.Warnings {
-		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
-	}
-
-	env := &host.Env{Root: "/", Log: o.log, Out: o.out, CRIReady: criReady(cfg)}
-	if !f.dryRun {
-		sd := service.NewSystemd() // connects to D-Bus on first use
-		defer sd.Close()
-		env.Services = sd
-	}
-	before, after := phases.HostPhases(host.Steps(cfg), env, f.skipPhases)
-	w := phases.Bootstrap(cfg, before, after)
-	if err := w.CheckNames(f.skipPhases); err != nil {
-		return r.invalid(&UsageError{Err: fmt.Errorf("--skip-phases: %w", err)})
-	}
-	if only != "" {
-		if err := w.CheckNames([]string{only}); err != nil {
-			return r.invalid(&UsageError{Err: err})
-		}
-	}
-	if !f.dryRun {
-		if err := version.CheckStamped(); err != nil {
-			return r.failed(err)
-		}
-	}
-	sum := sha256.Sum256(data)
-	d := &phases.Data{
-		Config:     cfg,
-		SpecDigest: "sha256:" + hex.EncodeToString(sum[:]),
-		Root:       "/",
-		DryRun:     f.dryRun,
-		WorkDir:    workDir,
-		Log:        o.log,
-		Out:        o.out,
-	}
-	var outputDone func()
-	d.KubeadmOutput, outputDone = r.kubeadmOutput(o.out)
-	defer outputDone()
-	err := r.workflow(ctx, "bootstrap", w, d, phases.RunOptions{Skip: f.skipPhases, Only: only})
-	if f.dryRun {
-		fmt.Fprintf(o.out, "dry run: files kubeadm would write and the report are in %s\n", workDir)
-	}
-	return err
-}
-
-// dryRunDir returns the dry run's directory, absolute (kubeadm wants
-// absolute paths): a new temporary directory when dir is "", else dir,
-// created when missing.
-func dryRunDir(dir string) (string, error) {
-	if dir == "" {
-		return os.MkdirTemp("", "machineadm-dryrun-")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	return abs, os.MkdirAll(abs, 0o700)
-}
-
-// criReadyTimeout bounds the wait for containerd's CRI after a restart.
-const criReadyTimeout = 2 * time.Minute
-
-// criReady waits for the spec's CRI endpoint to report RuntimeReady.
-func criReady(cfg *machineadm.MachineBootstrapConfig) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return containerd.WaitCRIReady(ctx, cfg.Spec.Node.CRISocket, criReadyTimeout)
-	}
 }

@@ -2,13 +2,13 @@ package cmd
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
@@ -21,47 +21,6 @@ func newConfigCommand(o *options) *cobra.Command {
 	}
 	c.AddCommand(newConfigValidateCommand(o), newConfigDefaultsCommand(o), newConfigKubeadmCommand(o), newConfigMigrateCommand(o))
 	return c
-}
-
-// readSpecBytes reads the spec at path, or standard input for "-".
-func readSpecBytes(o *options, path string) ([]byte, error) {
-	if err := requireFile(path); err != nil {
-		return nil, err
-	}
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(o.in)
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, usagef("reading machine spec: %v", err)
-	}
-	return data, nil
-}
-
-// loadSpec reads, decodes, defaults and validates the spec at path and logs
-// its warnings.
-func loadSpec(o *options, path string) (*spec.Loaded, error) {
-	data, err := readSpecBytes(o, path)
-	if err != nil {
-		return nil, err
-	}
-	return loadSpecBytes(o, data, path)
-}
-
-// loadSpecBytes decodes, defaults and validates spec bytes and logs the
-// warnings.
-func loadSpecBytes(o *options, data []byte, path string) (*spec.Loaded, error) {
-	l, err := spec.Load(data, path)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range l.Warnings {
-		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
-	}
-	return l, nil
 }
 
 func newConfigValidateCommand(o *options) *cobra.Command {
@@ -78,7 +37,7 @@ feature gate — is found here. Every error is printed, one per line as
 not. Secret files referenced by the spec are not read.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readSpecBytes(o, file)
+			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
@@ -86,7 +45,7 @@ not. Secret files referenced by the spec are not read.`,
 			if err != nil {
 				return err
 			}
-			if _, err := translateChecked(l.Config, file); err != nil {
+			if _, err := kubeadm.CheckSpec(l.Config, file); err != nil {
 				return err
 			}
 			for _, w := range l.Warnings {
@@ -171,15 +130,11 @@ without adding defaults. With only ` + spec.LatestAPIVersion + ` released so far
 this normalises the document; it is the path older specs will take.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readSpecBytes(o, file)
+			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
-			hub, _, err := spec.DecodeNoDefaults(data, file)
-			if err != nil {
-				return err
-			}
-			latest, err := v1alpha1.ConvertFromHub(hub)
+			latest, err := spec.Migrate(data, file)
 			if err != nil {
 				return err
 			}

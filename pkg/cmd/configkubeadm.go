@@ -2,21 +2,11 @@ package cmd
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
-	"github.com/machineadm/machineadm/pkg/spec"
-)
-
-// Placeholders printed instead of secrets by `config kubeadm`; they have
-// the shapes kubeadm validates.
-const (
-	redactedToken   = "xxxxxx.xxxxxxxxxxxxxxxx"
-	redactedCertKey = "0000000000000000000000000000000000000000000000000000000000000000"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newConfigKubeadmCommand(o *options) *cobra.Command {
@@ -32,11 +22,11 @@ A configuration kubeadm refuses is bad input (exit code 2). Secrets are replaced
 are not read. machineadm never takes kubeadm YAML as input.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadSpec(o, file)
+			l, err := session.LoadSpec(o.in, o.log, file)
 			if err != nil {
 				return err
 			}
-			docs, err := translateChecked(l.Config, file)
+			docs, err := kubeadm.CheckSpec(l.Config, file)
 			if err != nil {
 				return err
 			}
@@ -49,74 +39,3 @@ are not read. machineadm never takes kubeadm YAML as input.`,
 	return c
 }
 
-// redactedInputs fills every secret of the spec with a placeholder, and
-// the patches directory with machineadm's default.
-func redactedInputs(cfg *machineadm.MachineBootstrapConfig) kubeadm.Inputs {
-	in := kubeadm.Inputs{}
-	s := &cfg.Spec
-	if s.Join != nil {
-		in.JoinToken = redactedToken
-	}
-	if cp := s.ControlPlane; cp != nil {
-		if cp.CertificateKey != nil {
-			in.CertificateKey = redactedCertKey
-		}
-		for range cp.BootstrapTokens {
-			in.BootstrapTokens = append(in.BootstrapTokens, redactedToken)
-		}
-	}
-	if kubeadm.KubeletConfig(cfg) != nil {
-		in.PatchesDir = defaultWorkDir + "/patches"
-	}
-	return in
-}
-
-// translateChecked translates the spec with placeholder secrets and turns
-// kubeadm's refusal (an unsupported Kubernetes version, a feature gate it
-// does not know, ...) into an invalid-spec error: exit code 2, found
-// before anything runs.
-func translateChecked(cfg *machineadm.MachineBootstrapConfig, source string) (*kubeadm.Documents, error) {
-	docs, err := kubeadm.Translate(cfg, redactedInputs(cfg))
-	if err != nil {
-		return nil, &spec.InvalidSpecError{Source: source, Errors: field.ErrorList{
-			&field.Error{Type: field.ErrorTypeInvalid, Field: kubeadmErrorField(cfg, err.Error()), BadValue: field.OmitValueType{}, Detail: err.Error()}}}
-	}
-	return docs, nil
-}
-
-// kubeadmFieldPaths maps kubeadm configuration fields, as kubeadm's
-// validation names them, to the spec fields they come from.
-var kubeadmFieldPaths = []struct{ kubeadm, spec string }{
-	{"featureGates", "spec.kubernetes.featureGates"},
-	{"controlPlaneEndpoint", "spec.kubernetes.controlPlaneEndpoint"},
-	{"imageRepository", "spec.kubernetes.imageRepository"},
-	{"podSubnet", "spec.kubernetes.networking.podSubnet"},
-	{"serviceSubnet", "spec.kubernetes.networking.serviceSubnet"},
-	{"dnsDomain", "spec.kubernetes.networking.dnsDomain"},
-	{"certSANs", "spec.controlPlane.apiServer.certSANs"},
-	{"advertiseAddress", "spec.controlPlane.advertiseAddress"},
-	{"bindPort", "spec.controlPlane.bindPort"},
-	{"caCertHashes", "spec.join.caCertHashes"},
-	{"apiServerEndpoint", "spec.join.apiServerEndpoint"},
-	{"nodeRegistration.name", "spec.node.name"},
-	{"kubeletExtraArgs", "spec.node.kubelet.extraArgs"},
-	{"taints", "spec.node.taints"},
-	{"etcd", "spec.controlPlane.etcd"},
-	{"kubernetesVersion", "spec.kubernetes.version"},
-}
-
-// kubeadmErrorField names the spec field kubeadm's message is about: the
-// first kubeadm field it mentions, or spec.kubernetes.version when it
-// quotes the spec's version (kubeadm's skew check names no field), else
-// "spec".
-func kubeadmErrorField(cfg *machineadm.MachineBootstrapConfig, msg string) string {
-	for _, m := range kubeadmFieldPaths {
-		if strings.Contains(msg, m.kubeadm) {
-			return m.spec
-		}
-	}
-	if v := cfg.Spec.Kubernetes.Version; v != "" && strings.Contains(msg, v) {
-		return "spec.kubernetes.version"
-	}
-	return "spec"
-}

@@ -58,27 +58,3 @@ func TestPKIInitStdoutIsTheHash(t *testing.T) {
 	}
 }
 
-// TestDryRunDirIsAbsolute: a relative --dry-run-dir becomes absolute
-// (kubeadm refuses relative certificate directories).
-func TestDryRunDirIsAbsolute(t *testing.T) {
-	tmp := t.TempDir()
-	t.Chdir(tmp)
-	got, err := dryRunDir("rel")
-	if err != nil || got != filepath.Join(tmp, "rel") {
-		t.Errorf("dryRunDir(rel) = %q, %v; want %s", got, err, filepath.Join(tmp, "rel"))
-	}
-}
-
-func TestKubeadmErrorField(t *testing.T) {
-	cfg := &machineadm.MachineBootstrapConfig{}
-	cfg.Spec.Kubernetes.Version = "v1.35.0"
-	for msg, want := range map[string]string{
-		"this version of kubeadm only supports deploying clusters with the control plane version >= 1.36.0. Current version: v1.35.0": "spec.kubernetes.version",
-		"featureGates: Invalid value: map[string]bool{\"Nope\":true}: Nope is not a valid feature name.":                              "spec.kubernetes.featureGates",
-		"something else entirely": "spec",
-	} {
-		if got := kubeadmErrorField(cfg, msg); got != want {
-			t.Errorf("%q → %s, want %s", msg, got, want)
-		}
-	}
-}

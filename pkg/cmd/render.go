@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/render"
-	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // renderFlags are the flags of `machineadm render`.
@@ -86,16 +86,13 @@ func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
 		return usagef("--format is required: one of cloud-config, ignition, shell, powershell, unattend")
 	}
-	data, err := readSpecBytes(o, f.file)
+	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
 		return err
 	}
-	loaded, err := spec.Load(data, f.file)
+	loaded, err := session.LoadBytes(o.log, data, f.file)
 	if err != nil {
 		return err
-	}
-	for _, w := range loaded.Warnings {
-		o.log.Warn("spec warning", "field", w.Field, "message", w.Message)
 	}
 	opts := render.Options{
 		Format:             render.Format(f.format),

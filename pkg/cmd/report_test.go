@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -27,7 +29,8 @@ func failedReport(t *testing.T) (string, *report.BootstrapReport) {
 		FailedPhase: "kubelet-start", ErrorClass: report.ClassTimeout,
 		Error: `couldn't validate the identity of the API Server: failed to request the cluster-info ConfigMap: Get "https://127.0.0.1:6443/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial tcp 127.0.0.1:6443: connect: connection refused`,
 	}
-	_, r.Hint = report.Classify(r.FailedPhase, fmt.Errorf("%s", r.Error))
+	kubeletStart, _ := kubeadm.Lookup(machineadm.ActionJoin, r.FailedPhase)
+	_, r.Hint = kubeadm.Classify(kubeletStart, fmt.Errorf("%s", r.Error), nil)
 	names := []string{"host-check", "files", "kernel-modules", "sysctl", "containerd", "kubeadm-config", "preflight", "kubelet-start", "static-pods"}
 	at := start
 	for i, n := range names {

@@ -12,41 +12,25 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
-// Exit codes of the machineadm command (the OS-maintainer contract).
+// Exit codes of the machineadm command (the OS-maintainer contract); see
+// session.ExitCode.
 const (
-	// ExitOK means success.
-	ExitOK = 0
-	// ExitFailed means the command ran and failed; the report says why.
-	ExitFailed = 1
-	// ExitBadInput means bad usage or an invalid spec; nothing was changed.
-	ExitBadInput = 2
+	ExitOK       = session.ExitOK
+	ExitFailed   = session.ExitFailed
+	ExitBadInput = session.ExitBadInput
 )
 
 // UsageError marks bad command-line usage; it maps to exit code 2.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+type UsageError = session.UsageError
 
 // usagef returns a *UsageError with a formatted message.
-func usagef(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
+func usagef(format string, args ...any) error { return session.Usagef(format, args...) }
 
 // ExitCode maps an error returned by a command to the process exit code.
-func ExitCode(err error) int {
-	var ue *UsageError
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.As(err, &ue), spec.IsInvalidSpec(err):
-		return ExitBadInput
-	}
-	return ExitFailed
-}
+func ExitCode(err error) int { return session.ExitCode(err) }
 
 // options are shared by all commands.
 type options struct {
@@ -97,6 +81,7 @@ Exit codes: 0 success; 1 the run failed (see the report); 2 bad input
 		newPrepareCommand(o),
 		newRenderCommand(o),
 		newReportCommand(o),
+		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
 	return root
 }
@@ -140,10 +125,5 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// requireFile checks that -f was given.
-func requireFile(path string) error {
-	if path == "" {
-		return usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
-	}
-	return nil
-}
+// phaseNames lists a workflow's phase names for help text.
+func phaseNames(w interface{ Names() []string }) string { return strings.Join(w.Names(), ", ") }

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/kmod"
 	"github.com/machineadm/machineadm/pkg/host/service"
 )
@@ -45,6 +46,10 @@ type Step struct {
 	// remote content, changing nothing; its result is kept for Apply with
 	// the same env. Errors carry a report class and name the spec field.
 	Check func(ctx context.Context, env *Env) error
+	// Class is the error class of the step's failures whose error carries
+	// none: ContainerRuntimeUnavailable for containerd,
+	// HostPreparationFailed for the others.
+	Class errclass.Class
 	// AfterKubeadm says that the step belongs after kubeadm's control-plane
 	// phases in `machineadm bootstrap`: kubeadm's preflight check
 	// DirAvailable--etc-kubernetes-manifests refuses a non-empty static pod

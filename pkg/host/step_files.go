@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
@@ -77,7 +76,7 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 			return fileEntry{}, errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
 		}
 	} else {
-		content, err = validation.DecodeContent(f.Content, f.Encoding)
+		content, err = machineadm.DecodeContent(f.Content, f.Encoding)
 		if err != nil {
 			return fileEntry{}, hostErr(hintWrite, "%s.content: does not decode as %q: %w", fp, f.Encoding, err)
 		}

@@ -59,15 +59,17 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 		}
 		return r
 	}
-	mk := func(name, short string, c checker) Step {
-		return newStep(name, short, c, state, &mu)
+	mk := func(name, short string, class errclass.Class, c checker) Step {
+		st := newStep(name, short, c, state, &mu)
+		st.Class = class
+		return st
 	}
 	steps := []Step{
-		mk(StepFiles, "Write the files of spec.host.files (content or verified remote source)", filesChecker(h.Files)),
-		mk(StepKernelModules, "Load kernel modules and persist them in /etc/modules-load.d", kmodChecker(h)),
-		mk(StepSysctl, "Set kernel parameters live and persist them in /etc/sysctl.d", sysctlChecker(h.Sysctl)),
-		mk(StepContainerd, "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", containerdChecker(h.Containerd)),
-		mk(StepStaticPods, "Write extra static pod manifests to the kubelet's manifest directory", staticPodsChecker(h.StaticPods, &cfg.Spec.Node.Kubelet)),
+		mk(StepFiles, "Write the files of spec.host.files (content or verified remote source)", errclass.HostPreparationFailed, filesChecker(h.Files)),
+		mk(StepKernelModules, "Load kernel modules and persist them in /etc/modules-load.d", errclass.HostPreparationFailed, kmodChecker(h)),
+		mk(StepSysctl, "Set kernel parameters live and persist them in /etc/sysctl.d", errclass.HostPreparationFailed, sysctlChecker(h.Sysctl)),
+		mk(StepContainerd, "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", errclass.ContainerRuntimeUnavailable, containerdChecker(h.Containerd)),
+		mk(StepStaticPods, "Write extra static pod manifests to the kubelet's manifest directory", errclass.HostPreparationFailed, staticPodsChecker(h.StaticPods, &cfg.Spec.Node.Kubelet)),
 	}
 	steps[len(steps)-1].AfterKubeadm = true
 	return steps

@@ -2,7 +2,9 @@ package host
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
@@ -180,6 +183,30 @@ func TestBadInputWritesNothing(t *testing.T) {
 				t.Errorf("apply changed the host: %v", d)
 			}
 		})
+	}
+}
+
+// TestGzipBombRefused: content that decodes past
+// machineadm.MaxContentBytes (a spec that skipped validation) is refused
+// by the files step's check, naming the field; nothing is written.
+func TestGzipBombRefused(t *testing.T) {
+	h := newTestHost(t)
+	before := snapshot(t, h.root)
+	cfg := h.fullSpec(t, nil)
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if _, err := zw.Write(make([]byte, machineadm.MaxContentBytes+1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = zw.Close()
+	f := &cfg.Spec.Host.Files[0]
+	f.Content, f.Encoding = base64.StdEncoding.EncodeToString(b.Bytes()), machineadm.EncodingGzipBase64
+	err := Check(context.Background(), h.env(nil), Steps(cfg))
+	if err == nil || !strings.Contains(err.Error(), "spec.host.files[0].content") || !errors.Is(err, machineadm.ErrContentTooLarge) {
+		t.Fatalf("check of a gzip bomb: err = %v, want ErrContentTooLarge naming spec.host.files[0].content", err)
+	}
+	if d := diffSnapshots(before, snapshot(t, h.root)); len(d) > 0 {
+		t.Errorf("check changed the host: %v", d)
 	}
 }
 

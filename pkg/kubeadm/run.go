@@ -13,83 +13,8 @@ import (
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
-
-// Phase is one kubeadm phase that machineadm runs as a step of its own.
-type Phase struct {
-	// Name is the machineadm phase name; it is kubeadm's top-level phase
-	// name, for example "certs" or "kubelet-start".
-	Name string
-	// Short describes the phase in one line.
-	Short string
-	// Flags are extra flags of `kubeadm init` / `kubeadm join` this phase
-	// needs, for example "--upload-certs".
-	Flags []string
-}
-
-// kubeadm's top-level phase names, in kubeadm's order (cmd/init.go and
-// cmd/join.go of kubeadm v1.37).
-var (
-	initPhaseNames = []string{"preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
-		"wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
-		"kubelet-finalize", "addon", "show-join-command"}
-	joinPhaseNames = []string{"preflight", "control-plane-prepare", "check-etcd", "kubelet-start", "etcd-join",
-		"kubelet-wait-bootstrap", "control-plane-join", "wait-control-plane"}
-)
-
-// InitPhases returns kubeadm's init phases, in kubeadm's order, for a
-// control-plane Init spec. upload-certs is included only when a
-// certificate key is set, etcd only for a local etcd. The
-// show-join-command phase is left out: it prints secrets.
-func InitPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
-	cp := cfg.Spec.ControlPlane
-	ps := []Phase{
-		{Name: "preflight", Short: "Run kubeadm's pre-flight checks"},
-		{Name: "certs", Short: "Create the certificates (signed by the given CAs)"},
-		{Name: "kubeconfig", Short: "Create the kubeconfig files"},
-	}
-	if cp.Etcd.Local != nil {
-		ps = append(ps, Phase{Name: "etcd", Short: "Create the local etcd static pod manifest"})
-	}
-	ps = append(ps,
-		Phase{Name: "control-plane", Short: "Create the control-plane static pod manifests"},
-		Phase{Name: "kubelet-start", Short: "Write the kubelet settings and (re)start the kubelet"},
-		Phase{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy"},
-		Phase{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to ConfigMaps"},
-	)
-	if cp.CertificateKey != nil {
-		ps = append(ps, Phase{Name: "upload-certs", Short: "Upload the shared certificates, encrypted with the certificate key", Flags: []string{"--upload-certs", "--skip-certificate-key-print"}})
-	}
-	return append(ps,
-		Phase{Name: "mark-control-plane", Short: "Label and taint the node as control plane"},
-		Phase{Name: "bootstrap-token", Short: "Create bootstrap tokens and their RBAC rules", Flags: []string{"--skip-token-print"}},
-		Phase{Name: "kubelet-finalize", Short: "Point the kubelet at its rotated client certificate"},
-		Phase{Name: "addon", Short: "Install the CoreDNS and kube-proxy addons"},
-	)
-}
-
-// JoinPhases returns kubeadm's join phases, in kubeadm's order, for a
-// Join spec; the control-plane phases only for role ControlPlane. kubeadm's
-// hidden check-etcd phase is not run separately.
-func JoinPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
-	cp := cfg.Spec.Role == machineadm.RoleControlPlane
-	ps := []Phase{{Name: "preflight", Short: "Run kubeadm's pre-flight checks and discover the cluster"}}
-	if cp {
-		ps = append(ps, Phase{Name: "control-plane-prepare", Short: "Download the shared certificates and prepare the control-plane manifests"})
-	}
-	ps = append(ps, Phase{Name: "kubelet-start", Short: "Write the kubelet settings, TLS-bootstrap and start the kubelet"})
-	if cp && cfg.Spec.ControlPlane.Etcd.Local != nil {
-		ps = append(ps, Phase{Name: "etcd-join", Short: "Add a local etcd member"})
-	}
-	ps = append(ps, Phase{Name: "kubelet-wait-bootstrap", Short: "Wait for the kubelet to finish its TLS bootstrap"})
-	if cp {
-		ps = append(ps,
-			Phase{Name: "control-plane-join", Short: "Mark the node as control plane"},
-			Phase{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy"},
-		)
-	}
-	return ps
-}
 
 // Runner runs kubeadm phases in-process through kubeadm's own command
 // tree. Each phase runs as a whole `kubeadm init` (or `kubeadm join`) with
@@ -108,32 +33,62 @@ type Runner struct {
 	// standard error (klog included). It must redact secrets before the
 	// lines go anywhere. Nil discards them.
 	Output func(line string)
+	// Journal, when set, returns the kubelet's last journal lines; they are
+	// read when a phase marked Journal fails, passed to Output and used to
+	// classify the failure.
+	Journal func(ctx context.Context) []string
 }
+
+// tailLines is how many of a phase's last output lines classify a failure.
+const tailLines = 200
 
 // outputMu serialises phases: kubeadm writes to the process's standard
 // streams, which Run redirects while a phase runs.
 var outputMu sync.Mutex
 
-// Run runs one kubeadm phase and returns kubeadm's error, if any. The
-// context is checked before the phase starts; kubeadm itself bounds its
-// waits with the timeouts of its configuration.
+// Run runs one phase of the table (a leaf, or a top-level phase without
+// sub-phases) as `kubeadm init|join --config F --skip-phases <every other
+// phase>` plus the flags of the phase and its parents. It returns nil or
+// an *errclass.Error classified by Classify from kubeadm's error and the
+// phase's output. The context is checked before the phase starts; kubeadm
+// itself bounds its waits with the timeouts of its configuration.
 func (r *Runner) Run(ctx context.Context, p Phase) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	verb, envVar, all := "join", "KUBEADM_JOIN_DRYRUN_DIR", joinPhaseNames
+	verb, envVar := "join", "KUBEADM_JOIN_DRYRUN_DIR"
 	if r.Action == machineadm.ActionInit {
-		verb, envVar, all = "init", "KUBEADM_INIT_DRYRUN_DIR", initPhaseNames
+		verb, envVar = "init", "KUBEADM_INIT_DRYRUN_DIR"
 	}
-	var skip []string
-	for _, n := range all {
-		if n != p.Name {
-			skip = append(skip, n)
+	table := PhaseTable(r.Action)
+	args := []string{verb, "--config", r.ConfigPath, "--skip-phases", strings.Join(skipFor(table, p.Name), ",")}
+	args = append(args, flagsFor(table, p.Name)...)
+
+	var tail []string
+	output := func(line string) {
+		tail = append(tail, line)
+		if len(tail) > tailLines {
+			tail = tail[len(tail)-tailLines:]
+		}
+		if r.Output != nil {
+			r.Output(line)
 		}
 	}
-	args := []string{verb, "--config", r.ConfigPath, "--skip-phases", strings.Join(skip, ",")}
-	args = append(args, p.Flags...)
+	err := r.execute(verb, envVar, p.Name, args, output)
+	if err == nil {
+		return nil
+	}
+	if p.Journal && r.Journal != nil {
+		for _, l := range r.Journal(ctx) {
+			output(l)
+		}
+	}
+	class, hint := Classify(p, err, tail)
+	return errclass.New(class, hint, err)
+}
 
+// execute runs kubeadm's command tree with args, its output to output.
+func (r *Runner) execute(verb, envVar, phase string, args []string, output func(string)) error {
 	outputMu.Lock()
 	defer outputMu.Unlock()
 	if r.DryRunDir != "" {
@@ -147,12 +102,12 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 			}
 		}()
 	}
-	return captureStdio(r.Output, func(out, errOut io.Writer) (err error) {
-		defer recoverJoinDoneMessage(r.Output, &err)
+	return captureStdio(output, func(out, errOut io.Writer) (err error) {
+		defer recoverJoinDoneMessage(output, &err)
 		c := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
 		c.SetArgs(args)
 		if err := c.Execute(); err != nil {
-			return fmt.Errorf("kubeadm %s phase %s: %w", verb, p.Name, err)
+			return fmt.Errorf("kubeadm %s phase %s: %w", verb, phase, err)
 		}
 		return nil
 	})

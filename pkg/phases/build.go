@@ -1,28 +1,82 @@
 package phases
 
 import (
+	"strings"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
 // Bootstrap returns the bootstrap workflow for a validated hub spec:
-// inputs-check (secret files and CA set read and checked), the host
-// preparation phases (before), then kubeadm-config, then kubeadm's
-// init phases (action Init) or join phases (action Join), then the host
-// phases that must follow kubeadm (after; see HostPhases).
-func Bootstrap(cfg *machineadm.MachineBootstrapConfig, before, after []Phase) *Workflow {
-	w := &Workflow{Phases: []Phase{InputsCheck()}}
+// inputs-check (secret files and CA set read and checked), the host group
+// (host-check and the host-preparation steps), kubeadm-config, kubeadm's
+// init (action Init) or join (action Join) phase tree as far as it applies
+// to the spec, then the host steps that must follow kubeadm (static-pods).
+func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
+	before, after := HostGroup(cfg)
+	w := &Workflow{Command: "bootstrap", State: true, Phases: []Phase{InputsCheck()}}
 	w.Phases = append(w.Phases, before...)
 	w.Phases = append(w.Phases, KubeadmConfigPhase())
-	var kps []kubeadm.Phase
-	if cfg.Spec.Action == machineadm.ActionInit {
-		kps = kubeadm.InitPhases(cfg)
-	} else {
-		kps = kubeadm.JoinPhases(cfg)
-	}
-	for _, p := range kps {
-		w.Phases = append(w.Phases, KubeadmPhase(p))
-	}
+	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
 	return w
+}
+
+// Prepare returns the `machineadm prepare` workflow: the host group of
+// Bootstrap's tree alone, in the same order, with the same phases.
+func Prepare(cfg *machineadm.MachineBootstrapConfig) *Workflow {
+	before, after := HostGroup(cfg)
+	return &Workflow{Command: "prepare", Phases: append(before, after...)}
+}
+
+// KubeadmPhases returns kubeadm's phase tree for cfg (kubeadm.PhasesFor:
+// the rows whose condition holds for the spec), each row a phase under
+// kubeadm's name, sub-phases nested under their parents.
+func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
+	var top []Phase
+	// Rows come parents first, so a child's parent is always already placed.
+	for _, row := range kubeadm.PhasesFor(cfg) {
+		parts := strings.Split(row.Name, "/")
+		list := &top
+		for _, part := range parts[:len(parts)-1] {
+			for i := range *list {
+				if (*list)[i].Name == part {
+					list = &(*list)[i].Phases
+					break
+				}
+			}
+		}
+		*list = append(*list, kubeadmPhase(parts[len(parts)-1], row))
+	}
+	// A row with sub-phases is a parent: kubeadm runs its own work, if
+	// any, with each child.
+	var parents func(ps []Phase)
+	parents = func(ps []Phase) {
+		for i := range ps {
+			if len(ps[i].Phases) > 0 {
+				ps[i].Run = nil
+				parents(ps[i].Phases)
+			}
+		}
+	}
+	parents(top)
+	return top
+}
+
+// HostGroup returns the host-preparation phases of cfg: host-check, then
+// one phase per host step (host.Steps). Steps marked AfterKubeadm
+// (static-pods: kubeadm's preflight wants an empty manifest directory) are
+// returned in after.
+func HostGroup(cfg *machineadm.MachineBootstrapConfig) (before, after []Phase) {
+	steps := host.Steps(cfg)
+	before = append(before, hostCheckPhase(steps))
+	for _, s := range steps {
+		if s.AfterKubeadm {
+			after = append(after, hostPhase(s))
+		} else {
+			before = append(before, hostPhase(s))
+		}
+	}
+	return before, after
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
-	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // InputsCheckPhase is the name of the first bootstrap phase.
@@ -20,26 +20,31 @@ func InputsCheck() Phase {
 	return Phase{
 		Name:  InputsCheckPhase,
 		Short: "Read and check the spec's secret files and CA set; change nothing",
-		Run: func(ctx context.Context, d *Data) (bool, string, error) {
+		Class: errclass.PayloadUnavailable,
+		Check: true,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
 			in, err := resolveSecrets(d)
 			if err != nil {
-				return false, "", err
+				return Result{}, err
 			}
 			if err := kubeadm.CheckInputs(in); err != nil {
-				return false, "", report.NewError(report.ClassPayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
+				return Result{}, errclass.New(errclass.PayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
 			}
 			d.secrets = &in
 			msg := "secrets readable"
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
-				dir := hostPath(d, cp.PKI.Dir)
-				if err := kubeadm.CheckCA(dir); err != nil {
-					return false, "", report.NewError(report.ClassPayloadUnavailable,
+				dir, err := d.host().Path(cp.PKI.Dir)
+				if err == nil {
+					err = kubeadm.CheckCA(dir)
+				}
+				if err != nil {
+					return Result{}, errclass.New(errclass.PayloadUnavailable,
 						"spec.controlPlane.pki.dir must hold the cluster's CA set from `machineadm pki init` (ca.crt with its ca.key)",
 						fmt.Errorf("spec.controlPlane.pki.dir: %w", err))
 				}
 				msg += "; CA set in " + cp.PKI.Dir + " usable"
 			}
-			return false, msg, nil
+			return Result{Message: msg}, nil
 		},
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -25,7 +26,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 func TestImportPKI(t *testing.T) {
 	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "pki")
 	writeTree(t, src, map[string]string{"ca.crt": "CERT", "ca.key": "KEY", "etcd/ca.key": "EKEY", "sa.pub": "PUB"})
-	changed, err := importPKI(src, dst)
+	changed, err := importPKI(files.Dir{Root: src}, files.Dir{Root: dst})
 	if err != nil || !changed {
 		t.Fatalf("import: %v %v", changed, err)
 	}
@@ -39,13 +40,13 @@ func TestImportPKI(t *testing.T) {
 		t.Error("absent file was created")
 	}
 	// Same content again: nothing to do.
-	if changed, err := importPKI(src, dst); err != nil || changed {
+	if changed, err := importPKI(files.Dir{Root: src}, files.Dir{Root: dst}); err != nil || changed {
 		t.Errorf("second import: %v %v", changed, err)
 	}
 	// A different CA at the destination is never overwritten.
 	writeTree(t, src, map[string]string{"ca.key": "OTHER"})
-	_, err = importPKI(src, dst)
-	if c, _ := report.ClassOf(err); err == nil || c != report.ClassHostPreparationFailed {
+	_, err = importPKI(files.Dir{Root: src}, files.Dir{Root: dst})
+	if c, _ := errclass.Of(err); err == nil || c != errclass.HostPreparationFailed {
 		t.Errorf("different CA: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dst, "ca.key")); string(b) != "KEY" {
@@ -54,8 +55,8 @@ func TestImportPKI(t *testing.T) {
 	// ca.key is required.
 	empty := t.TempDir()
 	writeTree(t, empty, map[string]string{"ca.crt": "CERT"})
-	_, err = importPKI(empty, t.TempDir())
-	if c, _ := report.ClassOf(err); c != report.ClassPayloadUnavailable || !strings.Contains(err.Error(), "ca.key") {
+	_, err = importPKI(files.Dir{Root: empty}, files.Dir{Root: t.TempDir()})
+	if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "ca.key") {
 		t.Errorf("missing ca.key: %v", err)
 	}
 }

@@ -2,12 +2,8 @@ package phases
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/machineadm/machineadm/pkg/atomicfile"
 )
 
 // stateFile is the name of the state file in the work directory.
@@ -25,7 +21,8 @@ type state struct {
 	FinishedAt string `json:"finishedAt,omitempty"`
 }
 
-func statePath(d *Data) string { return filepath.Join(d.WorkDir, stateFile) }
+// statePath is the state file's machine path in the work directory.
+const statePath = "/" + stateFile
 
 // loadState reads the state file; a missing or unreadable file is an empty
 // state. Dry runs never use state.
@@ -34,7 +31,7 @@ func loadState(d *Data) *state {
 	if d.DryRun {
 		return st
 	}
-	data, err := os.ReadFile(statePath(d))
+	data, err := d.work().ReadFile(statePath)
 	if err != nil {
 		return st
 	}
@@ -74,12 +71,10 @@ func (s *state) save(d *Data) error {
 	if d.DryRun {
 		return nil
 	}
-	if err := os.MkdirAll(d.WorkDir, 0o700); err != nil {
-		return err
-	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(statePath(d), append(data, '\n'), 0o600)
+	_, err = d.work().WriteFile(statePath, append(data, '\n'), 0o600)
+	return err
 }

@@ -1,22 +1,28 @@
-// Package phases is machineadm's bootstrap workflow: an ordered list of
-// named phases — host preparation, machineadm's own kubeadm-config phase,
-// then kubeadm's init or join phases under kubeadm's names — each
-// skippable by name and runnable alone, with a state file that makes a
-// re-run after success a no-op and a re-run after a crash resume at the
-// first phase that did not finish.
+// Package phases is machineadm's one workflow engine: a tree of named
+// phases, like kubeadm's (cmd/kubeadm/app/cmd/phases/workflow), that every
+// command runs — bootstrap init, control-plane join, worker join, and
+// `prepare`, which is the host group of the same tree run alone.
+//
+// A phase is named by its path in the tree ("certs/apiserver",
+// "addon/kube-proxy"); --skip-phases takes a full name and skips that
+// phase and everything below it; `bootstrap phase NAME` runs one phase (a
+// parent runs its children). A parent's report entry spans its children
+// and a failure names the leaf. Each phase declares the error class of its
+// failures where it is defined, so a failure is classified once, when it
+// happens. A state file makes a re-run after success a no-op and a re-run
+// after a crash resume at the first leaf that did not finish.
 package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // Status is the outcome of one phase, as the outcome report shows it.
@@ -30,75 +36,125 @@ const (
 	StatusUnchanged Status = "Unchanged"
 )
 
-// Phase is one named step of the workflow.
+// Result is what one phase did, or in a dry run would do.
+type Result struct {
+	// Changed says whether the phase changed (would change) the host.
+	Changed bool
+	// Changes are lines for a person ("wrote /etc/sysctl.d/90-machineadm.conf
+	// (0644, 0:0, 42 bytes)"); never secret.
+	Changes []string
+	// Message is the one-line report message; empty: the first change
+	// line and how many more there are.
+	Message string
+}
+
+// Summary is the result's one-line report message.
+func (r Result) Summary() string {
+	if r.Message != "" {
+		return r.Message
+	}
+	switch len(r.Changes) {
+	case 0:
+		return ""
+	case 1:
+		return r.Changes[0]
+	}
+	return fmt.Sprintf("%s (+%d more)", r.Changes[0], len(r.Changes)-1)
+}
+
+// Phase is one node of the workflow tree.
 type Phase struct {
-	// Name is the phase name used by --skip-phases, `bootstrap phase NAME`
-	// and the report. kubeadm's phases keep kubeadm's names.
+	// Name is the phase's own name; its full name, used by --skip-phases,
+	// `bootstrap phase NAME` and the report, is its parents' names and its
+	// own joined by "/". kubeadm's phases keep kubeadm's names.
 	Name string
 	// Short describes the phase in one line.
 	Short string
-	// Run performs the phase. It returns whether it changed anything and a
-	// one-line message for the report (never secret).
-	Run func(ctx context.Context, d *Data) (changed bool, message string, err error)
-}
-
-// Observer is told about each phase as it runs; the outcome report
-// recorder implements it.
-type Observer interface {
-	// PhaseStarted is called before a phase runs.
-	PhaseStarted(name string)
-	// PhaseFinished is called after a phase ran or was skipped; err is set
-	// for StatusFailed.
-	PhaseFinished(name string, status Status, message string, err error)
-}
-
-// Data is what phases share for one run.
-type Data struct {
-	// Config is the validated hub spec.
-	Config *machineadm.MachineBootstrapConfig
-	// SpecDigest identifies the spec content ("sha256:<hex>"), for the
-	// state file.
-	SpecDigest string
-	// Root is the root prefix for machineadm's own writes ("/" on a host).
-	Root string
-	// DryRun makes every phase plan instead of act: host steps print what
-	// they would change, kubeadm runs in its dry-run mode, and all files go
-	// to WorkDir.
-	DryRun bool
-	// WorkDir is machineadm's state directory: /var/lib/machineadm on a
-	// host, a temporary directory in a dry run.
-	WorkDir string
-	// Log is the structured logger.
-	Log *slog.Logger
-	// Out receives console output: dry-run plans and kubeadm's output
-	// (already redacted).
-	Out io.Writer
-	// KubeadmOutput receives each line kubeadm prints; set by the caller to
-	// redact and record it.
-	KubeadmOutput func(line string)
-
-	kubeadm *kubeadmState
-	// secrets are the secret inputs read by inputs-check, reused by
-	// kubeadm-config (nil when inputs-check did not run in this process).
-	secrets *kubeadm.Inputs
-}
-
-// Workflow is an ordered list of phases.
-type Workflow struct {
+	// Class is the error class of a failure whose error carries none
+	// (errclass.Error); a phase without one takes its parent's, and a
+	// top-level phase without one is Internal.
+	Class errclass.Class
+	// Hint is the hint for such a failure; empty: the class's default.
+	Hint string
+	// Check marks a phase that only reads and checks (inputs-check,
+	// host-check): it never changes the host and is not counted in the
+	// "N of M phases changed" line.
+	Check bool
+	// Run performs a leaf phase. Parents have no Run.
+	Run func(ctx context.Context, d *Data) (Result, error)
+	// Phases are the sub-phases, in order.
 	Phases []Phase
 }
 
-// Names returns the phase names in order.
-func (w *Workflow) Names() []string {
-	names := make([]string, 0, len(w.Phases))
-	for _, p := range w.Phases {
-		names = append(names, p.Name)
-	}
-	return names
+// Workflow is a tree of phases run by one command.
+type Workflow struct {
+	// Command is the machineadm command that runs it, "bootstrap" or
+	// "prepare"; it prefixes the console lines.
+	Command string
+	// Phases are the top-level phases, in order.
+	Phases []Phase
+	// State keeps a state file in the work directory: a run after
+	// success is a no-op, a run after a crash resumes (bootstrap). Without
+	// it every run checks the host afresh (prepare).
+	State bool
 }
 
-// CheckNames returns an error naming any of names that is not a phase of
-// the workflow.
+// Node is one phase of a workflow with its place in the tree.
+type Node struct {
+	// Name is the full name ("certs/apiserver").
+	Name string
+	// Depth is 0 for a top-level phase.
+	Depth int
+	// Phase is the phase itself.
+	Phase *Phase
+	// Class and Hint are the phase's own, or inherited from its parents.
+	Class errclass.Class
+	Hint  string
+}
+
+// Nodes returns every phase of the tree in the order it runs, parents
+// before their children.
+func (w *Workflow) Nodes() []Node {
+	var out []Node
+	var walk func(prefix string, depth int, ps []Phase, class errclass.Class, hint string)
+	walk = func(prefix string, depth int, ps []Phase, class errclass.Class, hint string) {
+		for i := range ps {
+			p := &ps[i]
+			c, h := class, hint
+			if p.Class != "" {
+				c, h = p.Class, p.Hint
+			}
+			out = append(out, Node{Name: prefix + p.Name, Depth: depth, Phase: p, Class: c, Hint: h})
+			walk(prefix+p.Name+"/", depth+1, p.Phases, c, h)
+		}
+	}
+	walk("", 0, w.Phases, errclass.Internal, "")
+	return out
+}
+
+// Names returns the full names of every phase, in order.
+func (w *Workflow) Names() []string {
+	var out []string
+	for _, n := range w.Nodes() {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Leaves returns the full names of the phases that run (those without
+// sub-phases), in order.
+func (w *Workflow) Leaves() []string {
+	var out []string
+	for _, n := range w.Nodes() {
+		if len(n.Phase.Phases) == 0 {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// CheckNames returns an error naming any of names that is not the full
+// name of a phase of the workflow.
 func (w *Workflow) CheckNames(names []string) error {
 	known := w.Names()
 	var unknown []string
@@ -113,64 +169,194 @@ func (w *Workflow) CheckNames(names []string) error {
 	return nil
 }
 
+// Print writes the tree, one phase a line, children indented under their
+// parents, each with its description.
+func (w *Workflow) Print(out io.Writer) {
+	for _, n := range w.Nodes() {
+		name := strings.Repeat("  ", n.Depth) + n.Name
+		fmt.Fprintf(out, "%-44s %s\n", name, n.Phase.Short)
+	}
+}
+
+// Observer is told about each phase as it runs; the run session's
+// recorder and console implement it.
+type Observer interface {
+	// PhaseStarted is called before a phase runs (a parent before its
+	// first child).
+	PhaseStarted(name string)
+	// PhaseFinished is called after a phase ran or was skipped; err is set
+	// for StatusFailed and carries the failure's class.
+	PhaseFinished(name string, status Status, res Result, err error)
+}
+
 // RunOptions select what a run does.
 type RunOptions struct {
-	// Skip names phases not to run; they are reported Skipped.
+	// Skip names phases not to run (full names); they and their children
+	// are reported Skipped.
 	Skip []string
-	// Only, when set, runs just this phase (`bootstrap phase NAME`); the
-	// others are not reported and the state file is not consulted.
+	// Only, when set, runs just this phase (and its children):
+	// `bootstrap phase NAME`. The others are not reported and the state
+	// file is not consulted.
 	Only string
 }
 
+// Skipped says whether the phase named name is skipped by opts: it or one
+// of its parents is in Skip.
+func (o RunOptions) Skipped(name string) bool {
+	for _, s := range o.Skip {
+		if name == s || strings.HasPrefix(name, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// selected says whether name runs under Only: it is Only, below it, or one
+// of its parents (whose entry spans it).
+func (o RunOptions) selected(name string) bool {
+	return o.Only == "" || name == o.Only || strings.HasPrefix(name, o.Only+"/") || strings.HasPrefix(o.Only, name+"/")
+}
+
 // Run runs the workflow's phases in order, stopping at the first failure,
-// and reports each one to obs. It returns the failing phase's name and its
-// error. A run whose state file shows the same spec already bootstrapped
-// reports every phase Unchanged and returns nil; a run after an
-// interrupted one skips the phases that completed.
+// and reports each one to obs. It returns the failing leaf's full name and
+// its error, which carries its class (errclass.Error): the phase's own
+// when the error had none. A run whose state file shows the same spec
+// already bootstrapped reports every phase Unchanged and returns nil; a
+// run after an interrupted one skips the leaves that completed.
 func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptions) (string, error) {
-	st := loadState(d)
+	d.opts = opts
+	st := &state{}
+	if w.State {
+		st = loadState(d)
+	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
-		for _, p := range w.Phases {
-			obs.PhaseFinished(p.Name, StatusUnchanged, "already bootstrapped with this spec ("+st.FinishedAt+")", nil)
+		for _, n := range w.Nodes() {
+			obs.PhaseFinished(n.Name, StatusUnchanged, Result{Message: "already bootstrapped with this spec (" + st.FinishedAt + ")"}, nil)
 		}
 		return "", nil
 	}
-	for _, p := range w.Phases {
-		if opts.Only != "" && p.Name != opts.Only {
-			continue
-		}
-		if slices.Contains(opts.Skip, p.Name) {
-			obs.PhaseFinished(p.Name, StatusSkipped, "skipped by --skip-phases", nil)
-			continue
-		}
-		if opts.Only == "" && st.completedPhase(d.SpecDigest, p.Name) {
-			obs.PhaseFinished(p.Name, StatusSkipped, "completed by an earlier run of this spec", nil)
-			continue
-		}
-		obs.PhaseStarted(p.Name)
-		start := time.Now()
-		d.Log.Info("phase started", "phase", p.Name)
-		changed, msg, err := p.Run(ctx, d)
-		dur := time.Since(start).Round(time.Millisecond)
+	r := &runner{d: d, obs: obs, opts: opts, st: st, state: w.State}
+	nodes := w.Nodes()
+	for i := 0; i < len(nodes); {
+		_, next, err := r.node(ctx, nodes, i)
 		if err != nil {
-			d.Log.Error("phase failed", "phase", p.Name, "duration", dur, "error", err)
-			obs.PhaseFinished(p.Name, StatusFailed, msg, err)
-			return p.Name, err
+			return r.failed, err
 		}
-		status := StatusSucceeded
-		if !changed {
-			status = StatusUnchanged
-		}
-		d.Log.Info("phase finished", "phase", p.Name, "status", status, "duration", dur)
-		obs.PhaseFinished(p.Name, status, msg, nil)
-		if err := st.markPhase(d, p.Name); err != nil {
-			d.Log.Warn("could not record phase in the state file", "error", err)
-		}
+		i = next
 	}
-	if opts.Only == "" {
+	if opts.Only == "" && w.State {
 		if err := st.markDone(d); err != nil {
-			d.Log.Warn("could not record success in the state file", "error", err)
+			d.log().Warn("could not record success in the state file", "error", err)
 		}
 	}
 	return "", nil
+}
+
+// runner is one Run in progress.
+type runner struct {
+	d      *Data
+	obs    Observer
+	opts   RunOptions
+	st     *state
+	state  bool
+	failed string
+}
+
+// node runs nodes[i] and its descendants, and returns its status (""
+// when not selected) and the index after its subtree.
+func (r *runner) node(ctx context.Context, nodes []Node, i int) (Status, int, error) {
+	n := nodes[i]
+	end := i + 1
+	for end < len(nodes) && nodes[end].Depth > n.Depth {
+		end++
+	}
+	if !r.opts.selected(n.Name) {
+		return "", end, nil
+	}
+	if r.opts.Skipped(n.Name) {
+		for _, m := range nodes[i:end] {
+			r.obs.PhaseFinished(m.Name, StatusSkipped, Result{Message: "skipped by --skip-phases"}, nil)
+		}
+		return StatusSkipped, end, nil
+	}
+	if end == i+1 {
+		s, err := r.leaf(ctx, n)
+		return s, end, err
+	}
+	r.obs.PhaseStarted(n.Name)
+	var statuses []Status
+	for j := i + 1; j < end; {
+		s, next, err := r.node(ctx, nodes, j)
+		if err != nil {
+			r.obs.PhaseFinished(n.Name, StatusFailed, Result{Message: "sub-phase " + r.failed + " failed"}, err)
+			return StatusFailed, end, err
+		}
+		if s != "" {
+			statuses = append(statuses, s)
+		}
+		j = next
+	}
+	s := aggregate(statuses)
+	r.obs.PhaseFinished(n.Name, s, Result{}, nil)
+	return s, end, nil
+}
+
+// aggregate is a parent's status from its children's: Succeeded when one
+// changed something, else Unchanged when one ran, else Skipped.
+func aggregate(children []Status) Status {
+	switch {
+	case slices.Contains(children, StatusSucceeded):
+		return StatusSucceeded
+	case slices.Contains(children, StatusUnchanged):
+		return StatusUnchanged
+	}
+	return StatusSkipped
+}
+
+// leaf runs one leaf phase.
+func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
+	d := r.d
+	if r.opts.Only == "" && r.st.completedPhase(d.SpecDigest, n.Name) {
+		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec"}, nil)
+		return StatusSkipped, nil
+	}
+	r.obs.PhaseStarted(n.Name)
+	start := time.Now()
+	d.log().Info("phase started", "phase", n.Name)
+	res, err := n.Phase.Run(ctx, d)
+	dur := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		err = classified(n, err)
+		d.log().Error("phase failed", "phase", n.Name, "duration", dur, "error", err)
+		r.failed = n.Name
+		r.obs.PhaseFinished(n.Name, StatusFailed, res, err)
+		return StatusFailed, err
+	}
+	status := StatusSucceeded
+	if !res.Changed {
+		status = StatusUnchanged
+	}
+	d.log().Info("phase finished", "phase", n.Name, "status", status, "duration", dur)
+	r.obs.PhaseFinished(n.Name, status, res, nil)
+	if !r.state {
+		return status, nil
+	}
+	if err := r.st.markPhase(d, n.Name); err != nil {
+		d.log().Warn("could not record phase in the state file", "error", err)
+	}
+	return status, nil
+}
+
+// classified gives err the class and hint the phase declares, unless it
+// already carries a class from where it was born.
+func classified(n Node, err error) error {
+	var re *errclass.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	hint := n.Hint
+	if hint == "" {
+		hint = errclass.DefaultHint(n.Class)
+	}
+	return errclass.New(n.Class, hint, err)
 }

@@ -14,7 +14,7 @@ import (
 type recordObs struct{ events []string }
 
 func (r *recordObs) PhaseStarted(name string) { r.events = append(r.events, "start "+name) }
-func (r *recordObs) PhaseFinished(name string, s Status, _ string, _ error) {
+func (r *recordObs) PhaseFinished(name string, s Status, _ Result, _ error) {
 	r.events = append(r.events, string(s)+" "+name)
 }
 
@@ -25,15 +25,15 @@ func testData(t *testing.T) *Data {
 // fakeWorkflow's phase "b" fails while *failB is true; runs counts calls.
 func fakeWorkflow(failB *bool, runs map[string]int) *Workflow {
 	mk := func(name string, changed bool) Phase {
-		return Phase{Name: name, Run: func(ctx context.Context, d *Data) (bool, string, error) {
+		return Phase{Name: name, Run: func(ctx context.Context, d *Data) (Result, error) {
 			runs[name]++
 			if name == "b" && *failB {
-				return false, "", errors.New("b broke")
+				return Result{}, errors.New("b broke")
 			}
-			return changed, "", nil
+			return Result{Changed: changed}, nil
 		}}
 	}
-	return &Workflow{Phases: []Phase{mk("a", true), mk("b", true), mk("c", false)}}
+	return &Workflow{State: true, Phases: []Phase{mk("a", true), mk("b", true), mk("c", false)}}
 }
 
 func TestWorkflowResumeAndNoOp(t *testing.T) {

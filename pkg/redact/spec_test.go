@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/fill"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
@@ -116,5 +117,37 @@ func TestURLCredentials(t *testing.T) {
 	}
 	if got := URLSecrets("http://user:p/ss@proxy:3128"); !slices.Contains(got, "p/ss") {
 		t.Errorf("malformed URL's password missing: %q", got)
+	}
+}
+
+// TestSpecSecretsCoversTheWalk: every inline secret machineadm.SecretFields
+// finds in a spec with every field set is among SpecSecrets, so a secret
+// field added to the types is redacted without editing the redactor.
+func TestSpecSecretsCoversTheWalk(t *testing.T) {
+	var cfg machineadm.MachineBootstrapConfig
+	fill.All(t, &cfg)
+	cfg.Spec.Report.URL = "https://user:hunter2-report@report.example/"
+	cfg.Spec.Host.Files[1].Mode = "0600"
+	got := SpecSecrets(&cfg, t.TempDir())
+	n := 0
+	for _, f := range machineadm.SecretFields(&cfg) {
+		var want string
+		switch f.Kind {
+		case machineadm.SecretKindSource:
+			want = f.Source.Value
+		case machineadm.SecretKindPEMKey, machineadm.SecretKindFileContent:
+			want = *f.Value
+		case machineadm.SecretKindURLCredentials:
+			want = "hunter2-report"
+		default:
+			continue
+		}
+		n++
+		if !slices.Contains(got, want) {
+			t.Errorf("%s (%s): %q not among SpecSecrets", f.Path, f.Kind, want)
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d secrets in a filled spec; is the walk empty?", n)
 	}
 }

@@ -57,7 +57,7 @@ func checkTrickyFiles(t *testing.T, delivered []byte) {
 		"/etc/demo/binary.bin": trickyBinary,
 	}
 	for _, f := range cfg.Spec.Host.Files {
-		got, err := decodeContent(f.Content, f.Encoding)
+		got, err := machineadm.DecodeContent(f.Content, f.Encoding)
 		if err != nil {
 			t.Fatal(err)
 		}

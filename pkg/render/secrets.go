@@ -1,16 +1,11 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 // InlineSecretsError refuses a spec that carries secret values inline when
@@ -49,78 +44,55 @@ var (
 	kubeconfigKey = regexp.MustCompile(`\b(client-key-data|token)\s*:\s*\S{16,}`)
 )
 
+// secretFormatNames says what an inline SecretSource holds, by format.
+var secretFormatNames = map[string]string{
+	machineadm.SecretFormatBootstrapToken: "bootstrap token",
+	machineadm.SecretFormatCertificateKey: "certificate key",
+}
+
 // InlineSecrets lists the field paths of cfg that carry a secret value
-// inline: SecretSource values (join token, certificate key, bootstrap
-// tokens), registry and mirror client keys, PEM private keys, bootstrap
-// tokens or kubeconfig credentials inside file contents (decoded first),
-// static pod manifests and the containerd config patch, and URLs with
-// user information (redact.URLHasCredentials: a password or token in
+// inline, from machineadm.SecretFields: SecretSource values (join token,
+// certificate key, bootstrap tokens), registry and mirror client keys,
+// URLs with user information (a password or token in
 // spec.host.containerd.proxy httpProxy/httpsProxy, spec.report.url,
-// spec.host.files[].source.url, registry servers and mirror URLs). Each
-// entry is "path: what was found"; values are never included. It returns
-// nil for a spec whose secrets are all file references.
+// spec.host.files[].source.url, registry servers and mirror URLs), and PEM
+// private keys, bootstrap tokens or kubeconfig credentials found inside
+// file contents (decoded first, with machineadm.DecodeContent's bound),
+// static pod manifests and the containerd config patch. Each entry is
+// "path: what was found", in the walk's order; values are never included.
+// It returns nil for a spec whose secrets are all file references.
 func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 	var out []string
 	add := func(path, what string) { out = append(out, path+": "+what) }
-	s := &cfg.Spec
-	if s.Join != nil && s.Join.Token.Value != "" {
-		add("spec.join.token.value", "bootstrap token")
-	}
-	if cp := s.ControlPlane; cp != nil {
-		if cp.CertificateKey != nil && cp.CertificateKey.Value != "" {
-			add("spec.controlPlane.certificateKey.value", "certificate key")
+	for _, f := range machineadm.SecretFields(cfg) {
+		if !f.Inline() {
+			continue
 		}
-		for i, t := range cp.BootstrapTokens {
-			if t.Token.Value != "" {
-				add(fmt.Sprintf("spec.controlPlane.bootstrapTokens[%d].token.value", i), "bootstrap token")
+		switch f.Kind {
+		case machineadm.SecretKindSource:
+			what := secretFormatNames[f.Format]
+			if what == "" {
+				what = "secret"
 			}
-		}
-	}
-	url := func(path, raw string) {
-		if redact.URLHasCredentials(raw) {
-			add(path, "credentials in the URL")
-		}
-	}
-	for i, f := range s.Host.Files {
-		if f.Source != nil {
-			url(fmt.Sprintf("spec.host.files[%d].source.url", i), f.Source.URL)
-		}
-		content, err := decodeContent(f.Content, f.Encoding)
-		if err != nil {
-			content = []byte(f.Content) // validation reports bad encodings; still search the raw text
-		}
-		if what := secretIn(content); what != "" {
-			add(fmt.Sprintf("spec.host.files[%d].content", i), what+" in "+f.Path)
-		}
-	}
-	for i, p := range s.Host.StaticPods {
-		if what := secretIn([]byte(p.Manifest)); what != "" {
-			add(fmt.Sprintf("spec.host.staticPods[%d].manifest", i), what)
-		}
-	}
-	if c := s.Host.Containerd; c != nil {
-		if what := secretIn([]byte(c.ConfigPatch)); what != "" {
-			add("spec.host.containerd.configPatch", what)
-		}
-		if p := c.Proxy; p != nil {
-			url("spec.host.containerd.proxy.httpProxy", p.HTTPProxy)
-			url("spec.host.containerd.proxy.httpsProxy", p.HTTPSProxy)
-		}
-		for i, r := range c.Registries {
-			rp := fmt.Sprintf("spec.host.containerd.registries[%d]", i)
-			url(rp+".server", r.Server)
-			if r.ClientKey != "" {
-				add(rp+".clientKey", "private key")
-			}
-			for j, m := range r.Mirrors {
-				url(fmt.Sprintf("%s.mirrors[%d].url", rp, j), m.URL)
-				if m.ClientKey != "" {
-					add(fmt.Sprintf("%s.mirrors[%d].clientKey", rp, j), "private key")
+			add(f.Path+".value", what)
+		case machineadm.SecretKindPEMKey:
+			add(f.Path, "private key")
+		case machineadm.SecretKindURLCredentials:
+			add(f.Path, "credentials in the URL")
+		case machineadm.SecretKindFileContent, machineadm.SecretKindText:
+			content := []byte(*f.Value)
+			in := ""
+			if f.File != nil {
+				in = " in " + f.File.Path
+				if dec, err := machineadm.DecodeContent(*f.Value, f.File.Encoding); err == nil {
+					content = dec // validation reports bad encodings; else search the raw text
 				}
 			}
+			if what := secretIn(content); what != "" {
+				add(f.Path, what+in)
+			}
 		}
 	}
-	url("spec.report.url", s.Report.URL)
 	return out
 }
 
@@ -135,24 +107,4 @@ func secretIn(content []byte) string {
 		return "kubeconfig credential"
 	}
 	return ""
-}
-
-// decodeContent decodes a spec file's content by its encoding ("",
-// "base64" or "gzip+base64").
-func decodeContent(content, encoding string) ([]byte, error) {
-	switch encoding {
-	case "":
-		return []byte(content), nil
-	case "base64", "gzip+base64":
-		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
-		if err != nil || encoding == "base64" {
-			return raw, err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(io.LimitReader(zr, 64<<20))
-	}
-	return nil, fmt.Errorf("unknown encoding %q", encoding)
 }

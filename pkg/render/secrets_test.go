@@ -1,11 +1,15 @@
 package render
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // testKeyPEM looks like a PEM private key to the detector; it is not a key.
@@ -49,9 +53,10 @@ spec:
 `)
 	cfg := loadSpec(t, spec)
 	got := InlineSecrets(cfg)
+	// In the order of machineadm.SecretFields (the types' field order).
 	want := []string{
-		"spec.join.token.value: bootstrap token",
 		"spec.controlPlane.certificateKey.value: certificate key",
+		"spec.join.token.value: bootstrap token",
 		"spec.host.files[0].content: PEM private key in /etc/demo/key.pem",
 		"spec.host.files[1].content: PEM private key in /etc/demo/key.b64",
 		"spec.host.files[2].content: kubeconfig credential in /etc/demo/kubeconfig",
@@ -150,10 +155,10 @@ spec:
 	got := InlineSecrets(cfg)
 	want := []string{
 		"spec.host.files[0].source.url: credentials in the URL",
-		"spec.host.containerd.proxy.httpProxy: credentials in the URL",
-		"spec.host.containerd.proxy.httpsProxy: credentials in the URL",
 		"spec.host.containerd.registries[0].server: credentials in the URL",
 		"spec.host.containerd.registries[0].clientKey: private key",
+		"spec.host.containerd.proxy.httpProxy: credentials in the URL",
+		"spec.host.containerd.proxy.httpsProxy: credentials in the URL",
 		"spec.report.url: credentials in the URL",
 	}
 	if !slices.Equal(got, want) {
@@ -169,5 +174,21 @@ spec:
 			t.Errorf("%s: the message shows a secret:\n%s", f, msg)
 		}
 		mustRender(t, spec, cfg, Options{Format: f, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, AllowInlineSecrets: true})
+	}
+}
+
+// TestInlineSecretsGzipBomb: content that inflates past
+// machineadm.MaxContentBytes is not inflated without bound; its raw text
+// is searched instead (validation refuses such a spec before render).
+func TestInlineSecretsGzipBomb(t *testing.T) {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	_, _ = zw.Write(make([]byte, machineadm.MaxContentBytes+1))
+	_ = zw.Close()
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Host: machineadm.Host{Files: []machineadm.File{
+		{Path: "/etc/bomb", Encoding: machineadm.EncodingGzipBase64, Content: base64.StdEncoding.EncodeToString(b.Bytes())},
+	}}}}
+	if got := InlineSecrets(cfg); got != nil {
+		t.Errorf("InlineSecrets = %q, want none", got)
 	}
 }

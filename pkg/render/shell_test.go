@@ -102,7 +102,8 @@ func TestShellStubTotalTimeBounded(t *testing.T) {
 	script := shellFor(t, spec, Options{Agent: AgentSource{URL: srv.URL + "/agent", SHA256: sha256Hex([]byte(testAgentScript))}})
 
 	// With a 2 s pause between attempts and 1 s in total, the second
-	// attempt never starts.
+	// attempt never starts: after the first one at most 1 s is left, less
+	// than the pause, however loaded the machine is.
 	r := runStub(t, script, "MACHINEADM_FETCH_ATTEMPTS=100", "MACHINEADM_FETCH_DELAY=2", "MACHINEADM_FETCH_TIMEOUT=1")
 	if r.exitCode == 0 || r.ran() {
 		t.Fatalf("stub exit %d, agent ran %v", r.exitCode, r.ran())
@@ -111,8 +112,36 @@ func TestShellStubTotalTimeBounded(t *testing.T) {
 	if n := srv.count("/agent"); n != 1 {
 		t.Errorf("%d attempts within the time bound, want 1", n)
 	}
-	if r.elapsed > 20*time.Second {
+	// The bound is on the script's own clock; this only catches a stub
+	// that retries on and on (100 attempts would take minutes).
+	if r.elapsed > 45*time.Second {
 		t.Errorf("stub took %v with a 1 s bound", r.elapsed)
+	}
+}
+
+// TestShellStubFirstAttemptAlways: a total time that has already passed
+// when the first download starts (0 s here; on a loaded machine any short
+// bound) never stops the first attempt. It succeeds, and a failing one is
+// not retried.
+func TestShellStubFirstAttemptAlways(t *testing.T) {
+	spec, _ := loadExample(t, "worker")
+	agent := []byte(testAgentScript)
+	srv := newAgentServer(t, map[string][]byte{"/agent": agent})
+	script := shellFor(t, spec, Options{Agent: AgentSource{URL: srv.URL + "/agent", SHA256: sha256Hex(agent)}})
+	r := runStub(t, script, "MACHINEADM_FETCH_TIMEOUT=0", "MACHINEADM_FETCH_DELAY=1")
+	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
+	if n := srv.count("/agent"); n != 1 {
+		t.Errorf("%d downloads, want 1", n)
+	}
+
+	srv.set("/agent", nil)
+	r = runStub(t, script, "MACHINEADM_FETCH_TIMEOUT=0", "MACHINEADM_FETCH_DELAY=1", "MACHINEADM_FETCH_ATTEMPTS=100")
+	if r.exitCode == 0 || r.ran() {
+		t.Fatalf("stub exit %d, agent ran %v", r.exitCode, r.ran())
+	}
+	wantStderr(t, r, "no download within 0 s")
+	if n := srv.count("/agent"); n != 2 {
+		t.Errorf("%d downloads in all, want 2 (one per run)", n)
 	}
 }
 

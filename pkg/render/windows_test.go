@@ -129,7 +129,8 @@ func TestPowerShellStructure(t *testing.T) {
 	for _, want := range []string{
 		"$ErrorActionPreference = 'Stop'",
 		"if ($i -ge $Attempts) { throw",
-		"if ($left -le 0) { throw",
+		"if (($Deadline - (Get-Date)).TotalSeconds -le $wait) { throw",
+		"[Math]::Max(1,",
 		"Start-Sleep -Seconds $wait",
 		"$shown = $Url -replace '\\?.*$', ''",
 	} {

@@ -164,9 +164,9 @@ func (r *Recorder) current() string {
 // Fail records that the run failed in phase (the running phase when phase
 // is ""), with err as the cause. The phase is marked Failed. The first
 // failure is the one reported: its error message, its class and hint
-// (from err when it carries a class, else from ClassifyOutput with the
-// output recorded so far, with the class's default hint when none is
-// more precise). Fail does not write the report: call Finish.
+// (carried by err, errclass.Error, where the failure was classified;
+// Internal when it carries none), with the class's default hint when err
+// has none. Fail does not write the report: call Finish.
 func (r *Recorder) Fail(phase string, err error) {
 	if err == nil {
 		err = errors.New("unknown failure")
@@ -179,7 +179,10 @@ func (r *Recorder) Fail(phase string, err error) {
 	if phase == "" {
 		phase = r.current()
 	}
-	class, hint := ClassifyOutput(phase, err, r.tail.lines())
+	class, hint := ClassOf(err)
+	if hint == "" {
+		hint = DefaultHint(class)
+	}
 	r.failLocked(phase, class, hint, err.Error())
 }
 
@@ -256,8 +259,7 @@ func (r *Recorder) closeLocked() {
 	if !r.failed {
 		for _, p := range r.rep.Phases {
 			if p.Status == PhaseFailed {
-				class, hint := ClassifyOutput(p.Name, errors.New(p.Message), r.tail.lines())
-				r.failLocked(p.Name, class, hint, p.Message)
+				r.failLocked(p.Name, ClassInternal, "A phase failed without recording why: this is a machineadm bug; read the log tail.", p.Message)
 				break
 			}
 		}

@@ -127,7 +127,10 @@ func TestRecorderFailureClassified(t *testing.T) {
 	rec.PhaseStarted("kubelet-start")
 	rec.AppendOutput("[discovery] Trying to connect to API Server \"127.0.0.1:6443\"")
 	cause := errors.New(`couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "sha256:00" are pinned`)
-	rec.Fail("", cause) // "" is the running phase
+	// The class comes with the error, from where it failed (the kubeadm
+	// runner classifies this message as DiscoveryFailed: see
+	// kubeadm.TestClassify); the recorder keeps the first failure's.
+	rec.Fail("", NewError(ClassDiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
 	rec.Fail("static-pods", errors.New("a later failure is not the cause"))
 	if err := rec.Finish(t.Context()); err != nil {
 		t.Fatal(err)
@@ -155,8 +158,9 @@ func TestRecorderNotReachedAndUnfinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := w.only(t)
-	if r.FailedPhase != "preflight" || r.ErrorClass != ClassPreflightFailed {
-		t.Errorf("a phase finished Failed must make the run fail in it: %q %q", r.FailedPhase, r.ErrorClass)
+	// Without Fail nothing says why: the run fails in the phase, as a bug.
+	if r.FailedPhase != "preflight" || r.ErrorClass != ClassInternal || r.Error != "preflight checks failed" {
+		t.Errorf("a phase finished Failed must make the run fail in it: %q %q %q", r.FailedPhase, r.ErrorClass, r.Error)
 	}
 	if r.Phases[1].Name != "certs" || r.Phases[1].Status != PhaseFailed {
 		t.Errorf("an unfinished phase must be Failed: %+v", r.Phases[1])

@@ -92,7 +92,8 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		out.Close()
 		err := fmt.Errorf("run %d: error downloading certs: key %s for token %s rejected; key file:\n%s", run, certKey, token, caKey)
 		log.Error("phase failed", "err", err)
-		rec.Fail("", err)
+		// Classified where it failed (the kubeadm runner), as in a run.
+		rec.Fail("", NewError(ClassPayloadUnavailable, "", err))
 		if err := rec.Finish(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 )
 
 // version is one supported apiVersion of the spec.
@@ -27,10 +26,14 @@ type version struct {
 	decode func(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error)
 }
 
-// versions maps each supported apiVersion to its decoder. A new version is
-// added here beside the old ones.
+// versions maps each supported apiVersion to its decoder. The newest
+// version is the hub (machineadm.LatestAPIVersion: its types are the hub's
+// types), so it decodes without conversion. An older version decodes into
+// its own types, applies its own defaults and converts into the next
+// version, and so on to the hub (see docs/design.md, "Adding a spec
+// version"): a new version adds its row here.
 var versions = map[string]version{
-	v1alpha1.APIVersion: {root: reflect.TypeFor[v1alpha1.MachineBootstrapConfig](), decode: decodeV1alpha1},
+	machineadm.LatestAPIVersion: {root: reflect.TypeFor[machineadm.MachineBootstrapConfig](), decode: decodeLatest},
 }
 
 // decode reads one YAML or JSON spec document. It returns the hub spec
@@ -78,11 +81,11 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	}
 	switch kind, ok := rawString(meta.Kind); {
 	case isNull(meta.Kind):
-		errs = append(errs, field.Required(field.NewPath("kind"), v1alpha1.Kind))
+		errs = append(errs, field.Required(field.NewPath("kind"), machineadm.Kind))
 	case !ok:
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), string(meta.Kind), []string{v1alpha1.Kind}))
-	case kind != v1alpha1.Kind:
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), kind, []string{v1alpha1.Kind}))
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), string(meta.Kind), []string{machineadm.Kind}))
+	case kind != machineadm.Kind:
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), kind, []string{machineadm.Kind}))
 	}
 	if needCheck {
 		errs = append(errs, checkYAML(data, v.root)...)
@@ -99,17 +102,17 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	return cfg, apiVersion, errs
 }
 
-func decodeV1alpha1(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error) {
-	var ext v1alpha1.MachineBootstrapConfig
-	errs, ok := strictUnmarshal(data, &ext)
+// decodeLatest decodes a document of the newest version, which is the hub.
+func decodeLatest(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, field.ErrorList, error) {
+	var hub machineadm.MachineBootstrapConfig
+	errs, ok := strictUnmarshal(data, &hub)
 	if !ok {
 		return nil, errs, nil
 	}
 	if defaults {
-		v1alpha1.SetDefaults(&ext)
+		machineadm.SetDefaults(&hub)
 	}
-	hub, err := v1alpha1.ConvertToHub(&ext)
-	return hub, errs, err
+	return &hub, errs, nil
 }
 
 // rawString decodes a JSON string; ok is false for any other JSON value.

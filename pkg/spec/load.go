@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 )
 
@@ -59,8 +58,10 @@ type Loaded struct {
 	Warnings []validation.Warning
 }
 
-// LatestAPIVersion is the newest spec version machineadm writes.
-const LatestAPIVersion = v1alpha1.APIVersion
+// LatestAPIVersion is the newest spec version machineadm writes: the same
+// constant as machineadm.LatestAPIVersion, named here for callers of this
+// package.
+const LatestAPIVersion = machineadm.LatestAPIVersion
 
 // LoadFile reads a spec from path, or from standard input when path is "-".
 func LoadFile(path string) (*Loaded, error) {
@@ -106,6 +107,21 @@ func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapC
 		return nil, "", &InvalidSpecError{Source: source, Errors: errs}
 	}
 	return cfg, apiVersion, nil
+}
+
+// Migrate decodes a spec of any supported apiVersion without defaulting or
+// validating it and returns it as a document of the newest version
+// (LatestAPIVersion and machineadm.Kind set), as `config migrate` prints
+// it. An older version is converted through the chain in versions; a
+// document already of the newest version comes back as it was decoded.
+// Decoding problems return an *InvalidSpecError.
+func Migrate(data []byte, source string) (*machineadm.MachineBootstrapConfig, error) {
+	cfg, _, err := DecodeNoDefaults(data, source)
+	if err != nil {
+		return nil, err
+	}
+	cfg.APIVersion, cfg.Kind = machineadm.LatestAPIVersion, machineadm.Kind
+	return cfg, nil
 }
 
 // notBelow returns the errors of list whose field is neither one of the

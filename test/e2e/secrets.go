@@ -17,7 +17,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // clusterSecrets is what an operator creates before the first machine
@@ -91,7 +91,7 @@ func exitDetail(err error) error {
 // deliver writes the spec and the secrets it refers to into the machine,
 // root-owned and 0600, as a secure provisioning channel would: the CA set
 // only for an Init, the certificate key only for control-plane nodes.
-func deliver(m *Machine, spec *v1alpha1.MachineBootstrapConfig, s clusterSecrets) error {
+func deliver(m *Machine, spec *machineadm.MachineBootstrapConfig, s clusterSecrets) error {
 	y, err := yaml.Marshal(spec)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func deliver(m *Machine, spec *v1alpha1.MachineBootstrapConfig, s clusterSecrets
 	return nil
 }
 
-func specTokens(spec *v1alpha1.MachineBootstrapConfig) []v1alpha1.BootstrapToken {
+func specTokens(spec *machineadm.MachineBootstrapConfig) []machineadm.BootstrapToken {
 	if spec.Spec.ControlPlane == nil {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // Where a machine finds the secrets the harness delivers (0600 files, never
@@ -35,23 +35,23 @@ const (
 //   - cgroupfs driver on both sides (see cgroupDriver).
 const cgroupDriver = "cgroupfs"
 
-func containerdSettings() *v1alpha1.Containerd {
-	return &v1alpha1.Containerd{
+func containerdSettings() *machineadm.Containerd {
+	return &machineadm.Containerd{
 		CgroupDriver:        cgroupDriver,
 		SandboxImage:        pauseImage,
 		RestrictOOMScoreAdj: true,
-		Runtimes: []v1alpha1.Runtime{{
+		Runtimes: []machineadm.Runtime{{
 			Name:    "runc",
 			Options: map[string]any{"NoNewKeyring": true},
 		}},
 	}
 }
 
-func kubeletSettings(node hostsEntry) v1alpha1.Kubelet {
-	return v1alpha1.Kubelet{
+func kubeletSettings(node hostsEntry) machineadm.Kubelet {
+	return machineadm.Kubelet{
 		// The machines have no default route, so the kubelet cannot pick its
 		// address by itself.
-		ExtraArgs: []v1alpha1.Arg{{Name: "node-ip", Value: node.IP}},
+		ExtraArgs: []machineadm.Arg{{Name: "node-ip", Value: node.IP}},
 		Config: map[string]any{
 			"failCgroupV1": false,
 			"cgroupDriver": cgroupDriver,
@@ -68,8 +68,8 @@ func podCIDR(node hostsEntry) string {
 
 // cniConfig is the node's CNI configuration (bridge + host-local, portmap),
 // delivered through spec.host.files like any site's own network setup.
-func cniConfig(node hostsEntry) v1alpha1.File {
-	return v1alpha1.File{
+func cniConfig(node hostsEntry) machineadm.File {
+	return machineadm.File{
 		Path: "/etc/cni/net.d/10-e2e-bridge.conflist",
 		Mode: "0644",
 		Content: fmt.Sprintf(`{
@@ -86,13 +86,13 @@ func cniConfig(node hostsEntry) v1alpha1.File {
 }
 
 // hostSettings are the host preparation settings of every e2e machine.
-func hostSettings(node hostsEntry) v1alpha1.Host {
-	return v1alpha1.Host{
+func hostSettings(node hostsEntry) machineadm.Host {
+	return machineadm.Host{
 		// Network sysctls are per network namespace, so the machine may set
 		// them; kernel modules cannot be loaded from a container (the host
 		// has br_netfilter already).
 		Sysctl:     map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},
-		Files:      []v1alpha1.File{cniConfig(node)},
+		Files:      []machineadm.File{cniConfig(node)},
 		Containerd: containerdSettings(),
 	}
 }
@@ -107,21 +107,21 @@ func hostSettings(node hostsEntry) v1alpha1.Host {
 //     stay in ImagePullBackOff.
 var ignoredPreflight = []string{"SystemVerification", "ImagePull"}
 
-func baseSpec(node hostsEntry, role v1alpha1.Role, action v1alpha1.Action) *v1alpha1.MachineBootstrapConfig {
-	return &v1alpha1.MachineBootstrapConfig{
-		APIVersion: "machineadm.io/v1alpha1",
-		Kind:       "MachineBootstrapConfig",
-		Metadata:   v1alpha1.ObjectMeta{Name: "e2e-" + node.Name},
-		Spec: v1alpha1.MachineBootstrapSpec{
+func baseSpec(node hostsEntry, role machineadm.Role, action machineadm.Action) *machineadm.MachineBootstrapConfig {
+	return &machineadm.MachineBootstrapConfig{
+		APIVersion: machineadm.LatestAPIVersion,
+		Kind:       machineadm.Kind,
+		Metadata:   machineadm.ObjectMeta{Name: "e2e-" + node.Name},
+		Spec: machineadm.MachineBootstrapSpec{
 			Role:   role,
 			Action: action,
-			Kubernetes: v1alpha1.Kubernetes{
+			Kubernetes: machineadm.Kubernetes{
 				Version:              kubernetesVersion,
 				ControlPlaneEndpoint: apiServerEndpoint,
 				ImageRepository:      imageRepository,
-				Networking:           v1alpha1.Networking{PodSubnet: podSubnet},
+				Networking:           machineadm.Networking{PodSubnet: podSubnet},
 			},
-			Node: v1alpha1.Node{
+			Node: machineadm.Node{
 				Name:                  node.Name,
 				IgnorePreflightErrors: ignoredPreflight,
 				Kubelet:               kubeletSettings(node),
@@ -134,16 +134,16 @@ func baseSpec(node hostsEntry, role v1alpha1.Role, action v1alpha1.Action) *v1al
 // controlPlaneSpec is the spec of a control-plane node: Init on cp1 (with
 // the CA set from `machineadm pki init` and the bootstrap token the workers
 // use), Join with the certificate key elsewhere.
-func controlPlaneSpec(node hostsEntry, action v1alpha1.Action, caHash string) *v1alpha1.MachineBootstrapConfig {
-	s := baseSpec(node, v1alpha1.RoleControlPlane, action)
-	cp := &v1alpha1.ControlPlane{
+func controlPlaneSpec(node hostsEntry, action machineadm.Action, caHash string) *machineadm.MachineBootstrapConfig {
+	s := baseSpec(node, machineadm.RoleControlPlane, action)
+	cp := &machineadm.ControlPlane{
 		AdvertiseAddress: node.IP,
-		CertificateKey:   &v1alpha1.SecretSource{File: machineCertKeyFile},
+		CertificateKey:   &machineadm.SecretSource{File: machineCertKeyFile},
 	}
-	if action == v1alpha1.ActionInit {
-		cp.PKI = v1alpha1.PKI{Dir: machinePKIDir}
-		cp.BootstrapTokens = []v1alpha1.BootstrapToken{{
-			Token: v1alpha1.SecretSource{File: machineTokenFile}, TTL: "2h", Description: "machineadm e2e",
+	if action == machineadm.ActionInit {
+		cp.PKI = machineadm.PKI{Dir: machinePKIDir}
+		cp.BootstrapTokens = []machineadm.BootstrapToken{{
+			Token: machineadm.SecretSource{File: machineTokenFile}, TTL: "2h", Description: "machineadm e2e",
 		}}
 	} else {
 		s.Spec.Join = joinSettings(caHash)
@@ -154,22 +154,22 @@ func controlPlaneSpec(node hostsEntry, action v1alpha1.Action, caHash string) *v
 
 // workerSpec is the spec of a worker that joins with the bootstrap token,
 // pinning the cluster CA by caHash.
-func workerSpec(node hostsEntry, caHash string) *v1alpha1.MachineBootstrapConfig {
-	s := baseSpec(node, v1alpha1.RoleWorker, v1alpha1.ActionJoin)
+func workerSpec(node hostsEntry, caHash string) *machineadm.MachineBootstrapConfig {
+	s := baseSpec(node, machineadm.RoleWorker, machineadm.ActionJoin)
 	s.Spec.Join = joinSettings(caHash)
 	return s
 }
 
-func joinSettings(caHash string) *v1alpha1.Join {
-	return &v1alpha1.Join{
+func joinSettings(caHash string) *machineadm.Join {
+	return &machineadm.Join{
 		APIServerEndpoint: apiServerEndpoint,
-		Token:             v1alpha1.SecretSource{File: machineTokenFile},
+		Token:             machineadm.SecretSource{File: machineTokenFile},
 		CACertHashes:      []string{caHash},
 		Timeout:           "2m",
 	}
 }
 
 // specYAML renders a spec as the YAML a user would write.
-func specYAML(s *v1alpha1.MachineBootstrapConfig) ([]byte, error) {
+func specYAML(s *machineadm.MachineBootstrapConfig) ([]byte, error) {
 	return yaml.Marshal(s)
 }

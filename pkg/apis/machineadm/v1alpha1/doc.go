@@ -7,6 +7,11 @@
 // machineadm; `machineadm config migrate` rewrites specs from this version to
 // the newest.
 //
+// Fields that hold or point at a secret carry a `secret:"…"` struct tag
+// (and every SecretSource field one naming its format); machineadm.SecretFields
+// reads them. The tags are not part of the JSON form, so adding one does
+// not change a released version.
+//
 // Changelog:
 //   - v1alpha1: first version. Role/action, Kubernetes cluster settings,
 //     control-plane components and PKI references, bootstrap-token join,

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 )
 
 // Shapes of valid secrets and digests used by the base specs.
@@ -63,63 +62,59 @@ func (b baseKind) String() string { return [...]string{"cpInit", "cpJoin", "work
 func base(t *testing.T, kind baseKind) *machineadm.MachineBootstrapConfig {
 	t.Helper()
 	cert, key := testPEM(t)
-	c := &v1alpha1.MachineBootstrapConfig{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind}
+	c := &machineadm.MachineBootstrapConfig{APIVersion: machineadm.LatestAPIVersion, Kind: machineadm.Kind}
 	s := &c.Spec
-	s.Kubernetes = v1alpha1.Kubernetes{Version: "v1.37.2", ControlPlaneEndpoint: "cp.demo.example:6443"}
-	s.Node = v1alpha1.Node{
+	s.Kubernetes = machineadm.Kubernetes{Version: "v1.37.2", ControlPlaneEndpoint: "cp.demo.example:6443"}
+	s.Node = machineadm.Node{
 		Name:   "node1",
 		Labels: map[string]string{"example.com/pool": "general"},
-		Kubelet: v1alpha1.Kubelet{
-			ExtraArgs: []v1alpha1.Arg{{Name: "v", Value: "2"}},
+		Kubelet: machineadm.Kubelet{
+			ExtraArgs: []machineadm.Arg{{Name: "v", Value: "2"}},
 			Config:    map[string]any{"failCgroupV1": false, "maxPods": int64(50)},
 		},
 	}
-	s.Host = v1alpha1.Host{
+	s.Host = machineadm.Host{
 		Sysctl:        map[string]string{"net.ipv4.ip_forward": "1"},
 		KernelModules: []string{"br_netfilter"},
-		Files: []v1alpha1.File{
+		Files: []machineadm.File{
 			{Path: "/etc/demo.conf", Content: "a=1\n"},
 			{Path: "/etc/demo.bin", Content: "aGVsbG8=", Encoding: "base64", Mode: "0600"},
 		},
-		Containerd: &v1alpha1.Containerd{
-			Registries: []v1alpha1.Registry{{
+		Containerd: &machineadm.Containerd{
+			Registries: []machineadm.Registry{{
 				Host: "docker.io", CACert: cert,
-				Mirrors: []v1alpha1.Mirror{{URL: "https://mirror.demo.example", ClientCert: cert, ClientKey: key}},
+				Mirrors: []machineadm.Mirror{{URL: "https://mirror.demo.example", ClientCert: cert, ClientKey: key}},
 			}},
-			Runtimes:    []v1alpha1.Runtime{{Name: "kata", Type: "io.containerd.kata.v2"}},
+			Runtimes:    []machineadm.Runtime{{Name: "kata", Type: "io.containerd.kata.v2"}},
 			ConfigPatch: "[plugins]\n",
 		},
 	}
-	join := &v1alpha1.Join{
+	join := &machineadm.Join{
 		APIServerEndpoint: "cp.demo.example:6443",
-		Token:             v1alpha1.SecretSource{File: "/etc/machineadm/secrets/token"},
+		Token:             machineadm.SecretSource{File: "/etc/machineadm/secrets/token"},
 		CACertHashes:      []string{validCAHash},
 	}
-	certKey := &v1alpha1.SecretSource{File: "/etc/machineadm/secrets/certificate-key"}
+	certKey := &machineadm.SecretSource{File: "/etc/machineadm/secrets/certificate-key"}
 	switch kind {
 	case cpInit:
-		s.Role, s.Action = v1alpha1.RoleControlPlane, v1alpha1.ActionInit
-		s.ControlPlane = &v1alpha1.ControlPlane{
+		s.Role, s.Action = machineadm.RoleControlPlane, machineadm.ActionInit
+		s.ControlPlane = &machineadm.ControlPlane{
 			AdvertiseAddress: "192.0.2.10",
-			APIServer:        v1alpha1.APIServer{CertSANs: []string{"192.0.2.100", "api.demo.example", "*.demo.example"}},
+			APIServer:        machineadm.APIServer{CertSANs: []string{"192.0.2.100", "api.demo.example", "*.demo.example"}},
 			CertificateKey:   certKey,
-			BootstrapTokens:  []v1alpha1.BootstrapToken{{Token: v1alpha1.SecretSource{File: "/etc/machineadm/secrets/token"}, TTL: "0s"}},
+			BootstrapTokens:  []machineadm.BootstrapToken{{Token: machineadm.SecretSource{File: "/etc/machineadm/secrets/token"}, TTL: "0s"}},
 		}
-		s.Host.StaticPods = []v1alpha1.StaticPod{{Name: "audit-forwarder", Manifest: validPod}}
+		s.Host.StaticPods = []machineadm.StaticPod{{Name: "audit-forwarder", Manifest: validPod}}
 	case cpJoin:
-		s.Role, s.Action = v1alpha1.RoleControlPlane, v1alpha1.ActionJoin
-		s.ControlPlane = &v1alpha1.ControlPlane{CertificateKey: certKey}
+		s.Role, s.Action = machineadm.RoleControlPlane, machineadm.ActionJoin
+		s.ControlPlane = &machineadm.ControlPlane{CertificateKey: certKey}
 		s.Join = join
 	case worker:
-		s.Role, s.Action = v1alpha1.RoleWorker, v1alpha1.ActionJoin
+		s.Role, s.Action = machineadm.RoleWorker, machineadm.ActionJoin
 		s.Join = join
 	}
-	v1alpha1.SetDefaults(c)
-	hub, err := v1alpha1.ConvertToHub(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hub
+	machineadm.SetDefaults(c)
+	return c
 }
 
 // fe is an expected field error: its path and type.

@@ -2,12 +2,9 @@ package validation
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"path"
@@ -26,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 func contains[T comparable](list []T, v T) bool { return slices.Contains(list, v) }
@@ -125,23 +121,12 @@ func validateURL(r *Result, v string, schemes []string, p *field.Path) bool {
 	if !ok {
 		var shown any = v
 		detail := "must be a URL with scheme " + strings.Join(schemes, ", ")
-		if redact.URLHasCredentials(v) {
+		if machineadm.URLHasCredentials(v) {
 			shown, detail = "<redacted>", detail+" (the value is not shown: it carries credentials)"
 		}
 		r.Errors = append(r.Errors, field.Invalid(p, shown, detail))
 	}
 	return ok
-}
-
-// warnURLCredentials warns when the URL v carries user information (a
-// password, or a token as the user name): allowed, but the spec is then a
-// secret itself. The warning names the field, never the value.
-func warnURLCredentials(r *Result, v string, p *field.Path) {
-	if redact.URLHasCredentials(v) {
-		r.warn(p, "the URL carries credentials (user information); machineadm redacts them from logs and reports, "+
-			"but the spec holding them is readable wherever it is stored (user data: by anyone with read access to the infrastructure), "+
-			"and machineadm render refuses it without --insecure-inline-secrets; prefer credentials that are not in the spec")
-	}
 }
 
 // validateAbsPath checks an absolute, clean path without ".." or control
@@ -331,28 +316,31 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 		if f.Append {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("append"), "append works with content only"))
 		}
-		if validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url")) {
-			warnURLCredentials(r, f.Source.URL, p.Child("source", "url"))
-		}
+		validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url"))
 		if !sha256RE.MatchString(f.Source.SHA256) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("source", "sha256"), f.Source.SHA256, "must be 64 lower-case hex characters"))
 		}
 	}
+	// Decoded once (bounded: machineadm.MaxContentBytes); the content is
+	// never echoed.
+	var content []byte
 	switch f.Encoding {
-	case "":
-	case "base64", "gzip+base64":
-		if _, err := DecodeContent(f.Content, f.Encoding); err != nil {
-			r.Errors = append(r.Errors, field.Invalid(p.Child("content"), "<content>", "does not decode as "+f.Encoding+": "+err.Error()))
+	case machineadm.EncodingPlain, machineadm.EncodingBase64, machineadm.EncodingGzipBase64:
+		var err error
+		if content, err = machineadm.DecodeContent(f.Content, f.Encoding); err != nil {
+			detail := "does not decode as " + f.Encoding + ": " + err.Error()
+			if f.Encoding == machineadm.EncodingPlain {
+				detail = err.Error()
+			}
+			r.Errors = append(r.Errors, field.Invalid(p.Child("content"), "<content>", detail))
 		}
 	default:
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("encoding"), f.Encoding, []string{"", "base64", "gzip+base64"}))
 	}
 	if !fileModeRE.MatchString(f.Mode) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("mode"), f.Mode, "must be an octal permission between 0000 and 0777 such as 0644 (setuid, setgid and sticky bits are refused)"))
-	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 {
-		if content, err := DecodeContent(f.Content, f.Encoding); err == nil && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
-			r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
-		}
+	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
+		r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
 	}
 	if !ownerRE.MatchString(f.Owner) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("owner"), f.Owner, "must be a user name or numeric uid"))
@@ -360,37 +348,6 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 	if !ownerRE.MatchString(f.Group) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("group"), f.Group, "must be a group name or numeric gid"))
 	}
-}
-
-// DecodeContent decodes a file's content given its encoding: "" (plain),
-// "base64" (RFC 4648 standard alphabet) or "gzip+base64" (base64 of a
-// gzip stream, RFC 1952).
-func DecodeContent(content, encoding string) ([]byte, error) {
-	switch encoding {
-	case "":
-		return []byte(content), nil
-	case "base64", "gzip+base64":
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(content))
-		if err != nil {
-			return nil, err
-		}
-		if encoding == "base64" {
-			return raw, nil
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		return io.ReadAll(zr)
-	}
-	return nil, &unsupportedEncodingError{encoding}
-}
-
-type unsupportedEncodingError struct{ enc string }
-
-func (e *unsupportedEncodingError) Error() string {
-	return "unsupported encoding " + strconv.Quote(e.enc)
 }
 
 func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
@@ -412,15 +369,13 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 			validateEndpoint(r, reg.Host, false, rp.Child("host"))
 		}
 		hosts[reg.Host] = true
-		if reg.Server != "" && validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server")) {
-			warnURLCredentials(r, reg.Server, rp.Child("server"))
+		if reg.Server != "" {
+			validateURL(r, reg.Server, []string{"http", "https"}, rp.Child("server"))
 		}
 		validatePEM(r, reg.CACert, "CERTIFICATE", rp.Child("caCert"))
 		for j, m := range reg.Mirrors {
 			mp := rp.Child("mirrors").Index(j)
-			if validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url")) {
-				warnURLCredentials(r, m.URL, mp.Child("url"))
-			}
+			validateURL(r, m.URL, []string{"http", "https"}, mp.Child("url"))
 			for k, cap := range m.Capabilities {
 				if !contains([]string{"pull", "resolve", "push"}, cap) {
 					r.Errors = append(r.Errors, field.NotSupported(mp.Child("capabilities").Index(k), cap, []string{"pull", "resolve", "push"}))

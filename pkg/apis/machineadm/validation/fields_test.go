@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -178,18 +179,44 @@ func TestParseVersion(t *testing.T) {
 	}
 }
 
-func TestDecodeContent(t *testing.T) {
-	for _, tc := range []struct{ content, enc, want string }{
-		{"plain", "", "plain"},
-		{"aGVsbG8=\n", "base64", "hello"},
-		{gzipBase64(t, "zipped"), "gzip+base64", "zipped"},
-	} {
-		got, err := DecodeContent(tc.content, tc.enc)
-		if err != nil || string(got) != tc.want {
-			t.Errorf("DecodeContent(%q, %q) = %q, %v; want %q", tc.content, tc.enc, got, err, tc.want)
+// TestGzipBombRefused: a few kilobytes of gzip+base64 that inflate past
+// machineadm.MaxContentBytes are an error at the content's field path,
+// and validation does not inflate them without bound.
+func TestGzipBombRefused(t *testing.T) {
+	c := base(t, worker)
+	c.Spec.Host.Files[1].Encoding, c.Spec.Host.Files[1].Content = "gzip+base64", gzipZeros(t, machineadm.MaxContentBytes+1)
+	if n := len(c.Spec.Host.Files[1].Content); n > 200<<10 {
+		t.Fatalf("the bomb is %d bytes of base64; want a small one", n)
+	}
+	r := Validate(c)
+	var found bool
+	for _, e := range r.Errors {
+		if e.Field == "spec.host.files[1].content" && strings.Contains(e.Detail, "exceeds 64 MiB") {
+			found = true
+		} else {
+			t.Errorf("unexpected error %v", e)
 		}
 	}
-	if _, err := DecodeContent("x", "rot13"); err == nil {
-		t.Error("DecodeContent with an unknown encoding: want an error")
+	if !found {
+		t.Errorf("a gzip bomb in spec.host.files[1].content: errors %v, want one naming the field and the 64 MiB bound", r.Errors)
 	}
+}
+
+// gzipZeros returns gzip+base64 content that inflates to n zero bytes.
+func gzipZeros(t *testing.T, n int) string {
+	t.Helper()
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	chunk := make([]byte, 1<<20)
+	for n > 0 {
+		k := min(n, len(chunk))
+		if _, err := zw.Write(chunk[:k]); err != nil {
+			t.Fatal(err)
+		}
+		n -= k
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b.Bytes())
 }

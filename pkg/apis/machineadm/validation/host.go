@@ -101,8 +101,8 @@ func validateContainerdPrep(r *Result, c *machineadm.Containerd, kubelet *machin
 				r.Errors = append(r.Errors, field.Invalid(pp.Child(kv.name), "<redacted>", "must be a URL such as http://proxy.example.com:3128 (the value is not shown: it may hold credentials)"))
 				continue
 			}
-			// The drop-in is then written 0600 (pkg/host/containerd).
-			warnURLCredentials(r, kv.value, pp.Child(kv.name))
+			// With credentials the drop-in is written 0600
+			// (pkg/host/containerd); warnInlineSecrets warns.
 		}
 		if hasControl(px.NoProxy, true) {
 			r.Errors = append(r.Errors, field.Invalid(pp.Child("noProxy"), px.NoProxy, "must be a comma-separated list without spaces or control characters"))

@@ -111,6 +111,7 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	validateHost(&r, s, p.Child("host"))
 	validateHostPrep(&r, s, p.Child("host"))
 	validateReport(&r, &s.Report, p.Child("report"))
+	warnInlineSecrets(&r, c)
 	return r
 }
 
@@ -303,8 +304,8 @@ func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {
 	if rep.Sentinel != "-" {
 		validateAbsPath(r, rep.Sentinel, false, p.Child("sentinel"))
 	}
-	if rep.URL != "" && validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url")) {
-		warnURLCredentials(r, rep.URL, p.Child("url"))
+	if rep.URL != "" {
+		validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url"))
 	}
 }
 
@@ -330,7 +331,46 @@ func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, sh
 	case !re.MatchString(s.Value):
 		// The value itself is secret: never echo it.
 		r.Errors = append(r.Errors, field.Invalid(p.Child("value"), "<redacted>", "must be "+shape))
-	default:
-		r.warn(p.Child("value"), "secret given inline; user data is readable by anyone with read access to the infrastructure, prefer file")
 	}
+}
+
+// warnInlineSecrets warns about every secret machineadm.SecretFields finds
+// inline in the spec — a SecretSource with a value, a URL with
+// credentials — unless the field (or a section around it, or a field
+// below it) already has an error: a bad value is reported once, as an
+// error. Warnings name the field, never the value. Inline PEM keys are
+// not warned about (validatePEM checks them; they have no file form).
+func warnInlineSecrets(r *Result, c *machineadm.MachineBootstrapConfig) {
+	for _, f := range machineadm.SecretFields(c) {
+		switch {
+		case r.erred(f.Path):
+		case f.Kind == machineadm.SecretKindSource && f.Source.Value != "" && f.Source.File == "":
+			r.Warnings = append(r.Warnings, Warning{Field: f.Path + ".value", Message: "secret given inline; user data is readable by anyone with read access to the infrastructure, prefer file"})
+		case f.Kind == machineadm.SecretKindURLCredentials:
+			r.Warnings = append(r.Warnings, Warning{Field: f.Path, Message: urlCredentialsWarning})
+		}
+	}
+}
+
+// urlCredentialsWarning is the warning for a URL with user information (a
+// password, or a token as the user name): allowed, but the spec is then a
+// secret itself.
+const urlCredentialsWarning = "the URL carries credentials (user information); machineadm redacts them from logs and reports, " +
+	"but the spec holding them is readable wherever it is stored (user data: by anyone with read access to the infrastructure), " +
+	"and machineadm render refuses it without --insecure-inline-secrets; prefer credentials that are not in the spec"
+
+// erred reports whether an error names path, a field below it or a
+// section around it.
+func (r *Result) erred(path string) bool {
+	for _, e := range r.Errors {
+		if e.Field == path || under(path, e.Field) || under(e.Field, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether path is below parent ("a.b[0]" or "a.b.c" under "a.b").
+func under(path, parent string) bool {
+	return strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[")
 }

@@ -1,4 +1,4 @@
-package report
+package kubeadm
 
 import (
 	"context"
@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // The messages below are built the way kubeadm v1.37.2 builds them (its
@@ -23,92 +22,90 @@ func TestClassify(t *testing.T) {
 		name  string
 		phase string
 		msg   string
-		want  Class
+		want  errclass.Class
 		hint  string // a substring the hint must contain
 	}{
 		// discovery/token/token.go validateClusterCA + util/pubkeypin CheckAny
 		{"wrong CA hash", "kubelet-start",
 			identity + `cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "sha256:` + strings.Repeat("ab", 32) + `" are pinned`,
-			ClassDiscoveryFailed, "caCertHashes"},
+			errclass.DiscoveryFailed, "caCertHashes"},
 		// discovery/token/token.go getClusterInfo: lastError after the poll ran out
 		{"endpoint refused", "kubelet-start",
 			identity + "failed to request the cluster-info ConfigMap: " + get + "dial tcp " + ep + ": connect: connection refused",
-			ClassTimeout, "spec.join.apiServerEndpoint"},
+			errclass.Timeout, "spec.join.apiServerEndpoint"},
 		{"endpoint black hole", "preflight",
 			identity + "failed to request the cluster-info ConfigMap: " + get + "dial tcp 127.0.0.2:6443: i/o timeout",
-			ClassTimeout, "timeout"},
+			errclass.Timeout, "timeout"},
 		{"endpoint with an untrusted certificate", "kubelet-start",
 			identity + "failed to request the cluster-info ConfigMap: " + get + "tls: failed to verify certificate: x509: certificate signed by unknown authority",
-			ClassDiscoveryFailed, "caCertHashes"},
+			errclass.DiscoveryFailed, "caCertHashes"},
 		{"cluster-info forbidden", "kubelet-start",
 			identity + "failed to request the cluster-info ConfigMap: configmaps \"cluster-info\" is forbidden: User \"system:anonymous\" cannot get resource",
-			ClassDiscoveryFailed, "identity"},
+			errclass.DiscoveryFailed, "identity"},
 		{"unknown token id", "kubelet-start",
 			identity + `could not find a JWS signature in the cluster-info ConfigMap for token ID "abcdef"`,
-			ClassDiscoveryFailed, "token"},
+			errclass.DiscoveryFailed, "token"},
 		{"expired token", "preflight",
 			identity + `token id "abcdef" is invalid for this cluster or it has expired. Use "kubeadm token create" on the control-plane node to create a new valid token`,
-			ClassDiscoveryFailed, "token"},
+			errclass.DiscoveryFailed, "token"},
 		{"bad JWS", "kubelet-start",
 			identity + "failed to verify JWS signature of received cluster info object, can't trust this API Server",
-			ClassDiscoveryFailed, "token"},
+			errclass.DiscoveryFailed, "token"},
 		{"not a kubeadm cluster", "kubelet-start",
 			identity + "there is no kubeconfig key in the cluster-info ConfigMap. This API Server isn't set up for token bootstrapping, can't connect",
-			ClassDiscoveryFailed, "cluster-info"},
+			errclass.DiscoveryFailed, "cluster-info"},
 		// util/runtime/runtime.go IsRunning, with the CRI client's gRPC error
 		{"CRI socket refused", "preflight",
 			`container runtime is not running: output: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: connection refused"`,
-			ClassContainerRuntimeUnavailable, "containerd"},
+			errclass.ContainerRuntimeUnavailable, "containerd"},
 		{"CRI socket missing, other wording", "kubelet-start",
 			`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial unix /var/run/containerd/containerd.sock: connect: no such file or directory"`,
-			ClassContainerRuntimeUnavailable, "criSocket"},
+			errclass.ContainerRuntimeUnavailable, "criSocket"},
 		// cmd/phases/join/kubelet.go + util/apiclient/wait.go WaitForKubelet
 		{"kubelet unhealthy", "kubelet-start",
 			"failed while waiting for the kubelet to start: The HTTP call equal to 'curl -sSL http://127.0.0.1:10248/healthz' returned error: Get \"http://127.0.0.1:10248/healthz\": dial tcp 127.0.0.1:10248: connect: connection refused\n",
-			ClassKubeletFailed, "kubelet"},
+			errclass.KubeletFailed, "kubelet"},
 		{"kubelet unhealthy in init", "wait-control-plane",
 			"failed while waiting for the kubelet to start: The HTTP call equal to 'curl -sSL http://127.0.0.1:10248/healthz' returned error: context deadline exceeded\n",
-			ClassKubeletFailed, "kubelet"},
+			errclass.KubeletFailed, "kubelet"},
 		{"TLS bootstrap", "kubelet-start",
 			"failed while waiting for TLS bootstrap: context deadline exceeded",
-			ClassTLSBootstrapFailed, "CSR"},
+			errclass.TLSBootstrapFailed, "CSR"},
 		{"node exists", "kubelet-start",
 			`a Node with name "w1" and status "Ready" already exists in the cluster. You must delete the existing Node or change the name of this new joining Node`,
-			ClassTLSBootstrapFailed, "spec.node.name"},
+			errclass.TLSBootstrapFailed, "spec.node.name"},
 		// cmd/phases/init/waitcontrolplane.go + apiclient WaitForControlPlaneComponents
 		{"control plane unhealthy", "wait-control-plane",
 			"failed while waiting for the control plane to start: [kube-apiserver check failed at https://127.0.0.1:6443/livez: Get \"https://127.0.0.1:6443/livez?timeout=10s\": dial tcp 127.0.0.1:6443: connect: connection refused, kube-scheduler check failed at https://127.0.0.1:10259/livez: context deadline exceeded]",
-			ClassControlPlaneUnhealthy, "kube-apiserver"},
+			errclass.ControlPlaneUnhealthy, "kube-apiserver"},
 		// phases/etcd/local.go + util/etcd/etcd.go
 		{"etcd unhealthy", "check-etcd",
 			"etcd cluster is not healthy: failed to dial endpoint https://10.0.0.5:2379 with maintenance client: context deadline exceeded",
-			ClassEtcdUnhealthy, "etcd"},
+			errclass.EtcdUnhealthy, "etcd"},
 		{"etcd timeout", "control-plane-join/etcd",
 			"timeout waiting for etcd cluster to be available",
-			ClassEtcdUnhealthy, "etcd"},
+			errclass.EtcdUnhealthy, "etcd"},
 		// cmd/phases/join/controlplaneprepare.go
 		{"download certs", "control-plane-prepare/download-certs",
 			"error downloading certs: error decoding secret data with provided key: cipher: message authentication failed",
-			ClassPayloadUnavailable, "certificateKey"},
+			errclass.PayloadUnavailable, "certificateKey"},
 		// preflight/checks.go handleError
-		{"preflight", "preflight", "preflight checks failed", ClassPreflightFailed, "ERROR"},
+		{"preflight", "preflight", "preflight checks failed", errclass.PreflightFailed, "ERROR"},
 		{"no stable endpoint", "preflight",
 			"unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address",
-			ClassPreflightFailed, "controlPlaneEndpoint"},
+			errclass.PreflightFailed, "controlPlaneEndpoint"},
 		// generic words, then phase defaults
-		{"generic timeout", "upload-config", "error uploading the kubeadm ClusterConfiguration: context deadline exceeded", ClassTimeout, "reachable"},
-		{"upload config refused", "upload-config", "error uploading the kubeadm ClusterConfiguration: Post \"https://10.0.0.5:6443/api/v1/namespaces/kube-system/configmaps\": EOF", ClassControlPlaneUnhealthy, "crictl"},
-		{"files phase", "files", "writing /etc/foo: permission denied", ClassHostPreparationFailed, "permissions"},
-		{"sub-phase falls back to parent", "certs/apiserver", "failure loading CA", ClassHostPreparationFailed, ""},
-		{"etcd-join", "etcd-join", "adding member: rpc error", ClassEtcdUnhealthy, "etcd"},
-		{"kubelet-wait-bootstrap", "kubelet-wait-bootstrap", "kubelet.conf did not appear", ClassTLSBootstrapFailed, "CSR"},
-		{"containerd phase", "containerd", "restarting containerd: exit status 1", ClassContainerRuntimeUnavailable, "containerd"},
-		{"unknown phase", "mystery", "boom", ClassInternal, "bug"},
-		{"no phase", "", "boom", ClassInternal, "bug"},
-		{"digest", "", "payload digest mismatch: got sha256:00, want sha256:11", ClassVerificationFailed, "digest"},
+		{"generic timeout", "upload-config", "error uploading the kubeadm ClusterConfiguration: context deadline exceeded", errclass.Timeout, "reachable"},
+		{"upload config refused", "upload-config", "error uploading the kubeadm ClusterConfiguration: Post \"https://10.0.0.5:6443/api/v1/namespaces/kube-system/configmaps\": EOF", errclass.ControlPlaneUnhealthy, "crictl"},
+		{"sub-phase falls back to parent", "certs/apiserver", "failure loading CA", errclass.HostPreparationFailed, ""},
+		{"etcd-join", "etcd-join", "adding member: rpc error", errclass.EtcdUnhealthy, "etcd"},
+		{"kubelet-wait-bootstrap", "kubelet-wait-bootstrap", "kubelet.conf did not appear", errclass.TLSBootstrapFailed, "CSR"},
+		{"unknown phase", "mystery", "boom", errclass.Internal, "bug"},
+		{"no phase", "", "boom", errclass.Internal, "bug"},
+		{"digest", "", "payload digest mismatch: got sha256:00, want sha256:11", errclass.VerificationFailed, "digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, h := Classify(tc.phase, fmt.Errorf("%w", errors.New(tc.msg)))
+			c, h := Classify(lookupAny(tc.phase), fmt.Errorf("%w", errors.New(tc.msg)), nil)
 			if c != tc.want {
 				t.Errorf("Classify(%q, %q) class = %s, want %s", tc.phase, tc.msg, c, tc.want)
 			}
@@ -119,29 +116,33 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// lookupAny finds a phase by name in init's table, then join's; an
+// unknown name is a phase without a class.
+func lookupAny(name string) Phase {
+	if p, ok := Lookup(machineadm.ActionInit, name); ok {
+		return p
+	}
+	p, _ := Lookup(machineadm.ActionJoin, name)
+	return p
+}
+
 func TestClassifyTypedErrors(t *testing.T) {
-	c, h := Classify("files", fmt.Errorf("phase files: %w", NewError(ClassVerificationFailed, "", errors.New("bad digest"))))
-	if c != ClassVerificationFailed || h != DefaultHint(ClassVerificationFailed) {
+	files := Phase{Name: "files", Class: errclass.HostPreparationFailed}
+	c, h := Classify(files, fmt.Errorf("phase files: %w", errclass.New(errclass.VerificationFailed, "", errors.New("bad digest"))), nil)
+	if c != errclass.VerificationFailed || h != errclass.DefaultHint(errclass.VerificationFailed) {
 		t.Errorf("classed error: got %s %q", c, h)
 	}
-	c, h = Classify("files", NewError(ClassPayloadUnavailable, "my hint", errors.New("x")))
-	if c != ClassPayloadUnavailable || h != "my hint" {
+	c, h = Classify(files, errclass.New(errclass.PayloadUnavailable, "my hint", errors.New("x")), nil)
+	if c != errclass.PayloadUnavailable || h != "my hint" {
 		t.Errorf("classed error with hint: got %s %q", c, h)
 	}
-	invalid := &spec.InvalidSpecError{Source: "s.yaml", Errors: field.ErrorList{field.Required(field.NewPath("spec", "role"), "")}}
-	if c, _ := Classify("", fmt.Errorf("loading: %w", invalid)); c != ClassInvalidSpec {
-		t.Errorf("invalid spec: got %s", c)
-	}
-	if c, _ := Classify("preflight", fmt.Errorf("running: %w", context.Canceled)); c != ClassPreflightFailed {
+	if c, _ := Classify(lookupAny("preflight"), fmt.Errorf("running: %w", context.Canceled), nil); c != errclass.PreflightFailed {
 		t.Errorf("canceled in a known phase keeps the phase class, got %s", c)
 	}
-	if c, _ := Classify("", fmt.Errorf("running: %w", context.Canceled)); c != ClassInterrupted {
-		t.Errorf("canceled outside a phase: got %s", c)
-	}
-	if c, _ := Classify("mystery", fmt.Errorf("x: %w", context.DeadlineExceeded)); c != ClassTimeout {
+	if c, _ := Classify(lookupAny("mystery"), fmt.Errorf("x: %w", context.DeadlineExceeded), nil); c != errclass.Timeout {
 		t.Errorf("deadline: got %s", c)
 	}
-	if c, h := Classify("x", nil); c != ClassInternal || h == "" {
+	if c, h := Classify(lookupAny("x"), nil, nil); c != errclass.Internal || h == "" {
 		t.Errorf("nil error: got %s %q", c, h)
 	}
 }
@@ -156,33 +157,20 @@ func TestClassifyOutput(t *testing.T) {
 		"[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`",
 	}
 	err := errors.New("preflight checks failed")
-	c, h := ClassifyOutput("preflight", err, out)
-	if c != ClassPreflightFailed || !strings.Contains(h, "Port-10250, Swap") || !strings.Contains(h, "Port 10250 is in use") {
+	c, h := Classify(lookupAny("preflight"), err, out)
+	if c != errclass.PreflightFailed || !strings.Contains(h, "Port-10250, Swap") || !strings.Contains(h, "Port 10250 is in use") {
 		t.Errorf("got %s %q", c, h)
 	}
 	cri := append(out[:2:2], "\t[ERROR CRI]: could not connect to the container runtime: failed to create new CRI runtime service")
-	if c, _ := ClassifyOutput("preflight", err, cri); c != ClassContainerRuntimeUnavailable {
+	if c, _ := Classify(lookupAny("preflight"), err, cri); c != errclass.ContainerRuntimeUnavailable {
 		t.Errorf("CRI check: got %s", c)
 	}
 	kubelet := []string{"[kubelet-check] Waiting for a healthy kubelet", "The HTTP call equal to 'curl -sSL http://127.0.0.1:10248/healthz' returned error: EOF"}
-	if c, _ := ClassifyOutput("", errors.New("exit status 1"), kubelet); c != ClassKubeletFailed {
+	if c, _ := Classify(Phase{}, errors.New("exit status 1"), kubelet); c != errclass.KubeletFailed {
 		t.Errorf("internal refined by output: got %s", c)
 	}
-	if c, h := ClassifyOutput("preflight", NewError(ClassPayloadUnavailable, "h", err), cri); c != ClassPayloadUnavailable || h != "h" {
+	if c, h := Classify(lookupAny("preflight"), errclass.New(errclass.PayloadUnavailable, "h", err), cri); c != errclass.PayloadUnavailable || h != "h" {
 		t.Errorf("classed error must win over output: %s %q", c, h)
 	}
 }
 
-func TestEveryClassDocumented(t *testing.T) {
-	for _, c := range Classes() {
-		if DefaultHint(c) == "" {
-			t.Errorf("class %s has no default hint", c)
-		}
-		if !c.Known() {
-			t.Errorf("class %s not known", c)
-		}
-	}
-	if Class("Nope").Known() {
-		t.Error("unknown class reported known")
-	}
-}

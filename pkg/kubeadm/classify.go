@@ -1,4 +1,4 @@
-package report
+package kubeadm
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // rule recognises a failure by its error message. The message is compared
@@ -14,7 +14,7 @@ import (
 // when match (if set) returns true. Rules are tried in order: the specific
 // kubeadm messages first, the generic network and timeout words last.
 type rule struct {
-	class Class
+	class errclass.Class
 	hint  string
 	any   []string
 	match func(msg string) bool
@@ -26,7 +26,7 @@ type rule struct {
 // preflight/checks.go, util/apiclient/wait.go, util/etcd/etcd.go,
 // phases/etcd/local.go and cmd/phases/{init,join}/*.go.
 var rules = []rule{
-	{class: ClassContainerRuntimeUnavailable,
+	{class: errclass.ContainerRuntimeUnavailable,
 		hint: "containerd does not answer on the CRI socket (spec.node.criSocket): check `systemctl status containerd` and that the socket path is right.",
 		any: []string{
 			"container runtime is not running",           // util/runtime IsRunning
@@ -36,7 +36,7 @@ var rules = []rule{
 			`container runtime condition "runtimeready"`, // util/runtime IsRunning
 		},
 		match: criSocketDown},
-	{class: ClassTLSBootstrapFailed,
+	{class: errclass.TLSBootstrapFailed,
 		hint: "The kubelet got no client certificate: check that the bootstrap token may create CSRs and that the controller manager approves and signs them (`kubectl get csr`).",
 		any: []string{
 			"failed while waiting for tls bootstrap", // join/kubelet.go
@@ -46,23 +46,23 @@ var rules = []rule{
 			"certificatesigningrequest",
 			"certificate signing request",
 		}},
-	{class: ClassTLSBootstrapFailed,
+	{class: errclass.TLSBootstrapFailed,
 		hint: "A Ready Node with this name is already in the cluster: delete the old Node or give this machine another spec.node.name.",
 		any:  []string{"already exists in the cluster. you must delete the existing node"}},
-	{class: ClassKubeletFailed,
+	{class: errclass.KubeletFailed,
 		hint: "The kubelet did not become healthy on http://127.0.0.1:10248/healthz: check `systemctl status kubelet` and `journalctl -u kubelet` (cgroup driver, swap, config).",
 		any: []string{
 			"failed while waiting for the kubelet to start", // init/waitcontrolplane.go, join/kubelet.go
 			"the http call equal to 'curl -ssl http",        // apiclient WaitForKubelet
 			"the kubelet is not healthy",
 		}},
-	{class: ClassControlPlaneUnhealthy,
+	{class: errclass.ControlPlaneUnhealthy,
 		hint: "A control-plane component did not report healthy: check `crictl ps -a` and `crictl logs` of kube-apiserver, kube-controller-manager and kube-scheduler.",
 		any: []string{
 			"failed while waiting for the control plane to start", // wait-control-plane
 			"check failed at https://",                            // apiclient WaitForControlPlaneComponents
 		}},
-	{class: ClassEtcdUnhealthy,
+	{class: errclass.EtcdUnhealthy,
 		hint: "The etcd cluster is not healthy or this member did not start/join: check the etcd container's logs, ports 2379/2380 and the etcd certificates.",
 		any: []string{
 			"etcd cluster is not healthy",                      // phases/etcd/local.go
@@ -74,125 +74,47 @@ var rules = []rule{
 			"the etcd member",
 			"etcd member",
 		}},
-	{class: ClassDiscoveryFailed,
+	{class: errclass.DiscoveryFailed,
 		hint: "The cluster CA does not match spec.join.caCertHashes: use the sha256 hash of the cluster CA's public key (`machineadm pki init` prints it; `kubeadm token create --print-join-command` shows it).",
 		any: []string{
 			"none of the public keys",                               // util/pubkeypin CheckAny
 			"cluster ca found in cluster-info configmap is invalid", // discovery/token validateClusterCA
 			"invalid discovery token ca certificate hash",
 		}},
-	{class: ClassDiscoveryFailed,
+	{class: errclass.DiscoveryFailed,
 		hint: "The bootstrap token is unknown to the cluster or expired: create a new one on a control-plane node and put it in spec.join.token.",
 		any: []string{
 			"is invalid for this cluster or it has expired",
 			"failed to verify jws signature",
 			"could not find a jws signature in the cluster-info configmap",
 		}},
-	{class: ClassDiscoveryFailed,
+	{class: errclass.DiscoveryFailed,
 		hint: "The endpoint answered but is not set up for token discovery (no cluster-info ConfigMap in kube-public): check spec.join.apiServerEndpoint points at this cluster's API server.",
 		any:  []string{"isn't set up for token bootstrapping"}},
-	{class: ClassTimeout,
+	{class: errclass.Timeout,
 		hint: "The API server endpoint (spec.join.apiServerEndpoint) did not answer within spec.join.timeout: check the address, port, firewall and load balancer from this machine.",
 		match: func(msg string) bool {
 			return isDiscovery(msg) && !isTLS(msg) && isNetwork(msg)
 		}},
-	{class: ClassDiscoveryFailed,
+	{class: errclass.DiscoveryFailed,
 		hint:  "The API server's identity could not be verified: check spec.join.apiServerEndpoint and spec.join.caCertHashes.",
 		match: func(msg string) bool { return isDiscovery(msg) || isTLS(msg) }},
-	{class: ClassPayloadUnavailable,
+	{class: errclass.PayloadUnavailable,
 		hint: "The shared certificates could not be downloaded: check spec.controlPlane.certificateKey and that `kubeadm init phase upload-certs` ran less than 2 hours ago (the kubeadm-certs Secret expires).",
 		any:  []string{"error downloading certs"}},
-	{class: ClassPreflightFailed,
+	{class: errclass.PreflightFailed,
 		hint: "The cluster has no stable control-plane endpoint: a control-plane join needs spec.kubernetes.controlPlaneEndpoint set when the cluster was created.",
 		any:  []string{"doesn't have a stable controlplaneendpoint address"}},
-	{class: ClassPreflightFailed,
+	{class: errclass.PreflightFailed,
 		any: []string{"preflight checks failed", "[preflight] some fatal errors occurred"}},
-	{class: ClassVerificationFailed,
+	{class: errclass.VerificationFailed,
 		any: []string{"digest mismatch", "sha256 mismatch", "checksum mismatch", "signature verification failed"}},
-	{class: ClassTimeout,
+	{class: errclass.Timeout,
 		any: []string{"context deadline exceeded", "timed out", "i/o timeout", "timeout waiting", "deadline exceeded", "did not change after"}},
 }
 
-// phaseClasses is the class of a failure in a phase when no rule matched.
-// A sub-phase ("control-plane-prepare/download-certs") is looked up whole
-// first, then by its top-level name.
-var phaseClasses = map[string]Class{
-	// kubeadm init and join phases.
-	"preflight":                            ClassPreflightFailed,
-	"certs":                                ClassHostPreparationFailed,
-	"kubeconfig":                           ClassHostPreparationFailed,
-	"etcd":                                 ClassEtcdUnhealthy,
-	"check-etcd":                           ClassEtcdUnhealthy,
-	"control-plane":                        ClassHostPreparationFailed,
-	"kubelet-start":                        ClassKubeletFailed,
-	"wait-control-plane":                   ClassControlPlaneUnhealthy,
-	"upload-config":                        ClassControlPlaneUnhealthy,
-	"upload-certs":                         ClassControlPlaneUnhealthy,
-	"mark-control-plane":                   ClassControlPlaneUnhealthy,
-	"bootstrap-token":                      ClassControlPlaneUnhealthy,
-	"kubelet-finalize":                     ClassControlPlaneUnhealthy,
-	"addon":                                ClassControlPlaneUnhealthy,
-	"show-join-command":                    ClassInternal,
-	"control-plane-prepare":                ClassHostPreparationFailed,
-	"control-plane-prepare/download-certs": ClassPayloadUnavailable,
-	"control-plane-join":                   ClassControlPlaneUnhealthy,
-	"control-plane-join/etcd":              ClassEtcdUnhealthy,
-	// Phases of machineadm's kubeadm driver (pkg/kubeadm, pkg/phases).
-	"etcd-join":              ClassEtcdUnhealthy,
-	"kubelet-wait-bootstrap": ClassTLSBootstrapFailed,
-	"kubeadm-config":         ClassInternal,
-	// machineadm's own phases.
-	"host-check":     ClassHostPreparationFailed,
-	"discovery":      ClassDiscoveryFailed,
-	"files":          ClassHostPreparationFailed,
-	"kernel-modules": ClassHostPreparationFailed,
-	"sysctl":         ClassHostPreparationFailed,
-	"containerd":     ClassContainerRuntimeUnavailable,
-	"kubelet":        ClassKubeletFailed,
-	"static-pods":    ClassHostPreparationFailed,
-}
-
-// Classify returns the class and a hint for err, which failed in phase
-// (a kubeadm or machineadm phase name, "" outside any phase):
-//   - an error that carries a class (*Error) keeps it, and its hint, or
-//     the class's default hint when it has none;
-//   - an invalid spec (spec.InvalidSpecError) is InvalidSpec;
-//   - otherwise the message is matched against kubeadm's own messages
-//     (wrong CA pin → DiscoveryFailed, endpoint unreachable during
-//     discovery → Timeout, CRI socket down → ContainerRuntimeUnavailable,
-//     kubelet health check → KubeletFailed, ...), then generic timeout
-//     words, then the phase decides, then context.Canceled means
-//     Interrupted; what is left is Internal.
-//
-// The hint is never empty for a known class. A nil err is Internal.
-func Classify(phase string, err error) (Class, string) {
-	if err == nil {
-		return ClassInternal, DefaultHint(ClassInternal)
-	}
-	var re *Error
-	if errors.As(err, &re) {
-		return re.Class, hintOr(re.Hint, re.Class)
-	}
-	if spec.IsInvalidSpec(err) {
-		return ClassInvalidSpec, DefaultHint(ClassInvalidSpec)
-	}
-	if c, h, ok := classifyMessage(err.Error()); ok {
-		return c, h
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return ClassTimeout, DefaultHint(ClassTimeout)
-	}
-	if c, ok := phaseClass(phase); ok {
-		return c, DefaultHint(c)
-	}
-	if errors.Is(err, context.Canceled) {
-		return ClassInterrupted, DefaultHint(ClassInterrupted)
-	}
-	return ClassInternal, DefaultHint(ClassInternal)
-}
-
 // classifyMessage applies the rules to one message.
-func classifyMessage(msg string) (Class, string, bool) {
+func classifyMessage(msg string) (errclass.Class, string, bool) {
 	msg = strings.ToLower(msg)
 	for _, r := range rules {
 		if containsAny(msg, r.any) || (r.match != nil && r.match(msg)) {
@@ -202,23 +124,11 @@ func classifyMessage(msg string) (Class, string, bool) {
 	return "", "", false
 }
 
-func phaseClass(phase string) (Class, bool) {
-	if phase == "" {
-		return "", false
-	}
-	if c, ok := phaseClasses[phase]; ok {
-		return c, true
-	}
-	top, _, _ := strings.Cut(phase, "/")
-	c, ok := phaseClasses[top]
-	return c, ok
-}
-
-func hintOr(hint string, c Class) string {
+func hintOr(hint string, c errclass.Class) string {
 	if hint != "" {
 		return hint
 	}
-	return DefaultHint(c)
+	return errclass.DefaultHint(c)
 }
 
 func containsAny(s string, subs []string) bool {
@@ -265,49 +175,78 @@ func criSocketDown(msg string) bool {
 // preflight.RunChecks prints it: "\t[ERROR NAME]: message".
 var preflightErrorRE = regexp.MustCompile(`\[ERROR ([^\]]+)\]: (.*)$`)
 
-// ClassifyOutput is Classify helped by the output the failed phase printed
-// (oldest line first), for failures whose error says less than the output:
-//   - kubeadm's preflight error is only "preflight checks failed"; the
-//     failed checks are "[ERROR NAME]: ..." lines of its output. A failed
-//     CRI check makes the class ContainerRuntimeUnavailable; otherwise the
-//     hint names the failed checks and quotes the first one.
-//   - an error classified Internal is matched line by line against the
-//     rules, newest line first.
+// Classify returns the class and a hint for err, which failed in kubeadm
+// phase p, helped by the output the phase printed (oldest line first):
+//   - an error that carries a class (errclass.Error) keeps it, and its
+//     hint, or the class's default hint when it has none;
+//   - otherwise the message is matched against kubeadm's own messages
+//     (wrong CA pin → DiscoveryFailed, endpoint unreachable during
+//     discovery → Timeout, CRI socket down → ContainerRuntimeUnavailable,
+//     kubelet health check → KubeletFailed, ...), then generic timeout
+//     words and context.DeadlineExceeded (Timeout);
+//   - then the phase's own class decides. kubeadm's preflight error is only
+//     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
+//     lines of its output: a failed CRI check makes the class
+//     ContainerRuntimeUnavailable, otherwise the hint names the failed
+//     checks and quotes the first one;
+//   - a phase without a class (or class Internal) is matched line by line
+//     against the rules, newest line first; what is left is Internal.
 //
-// An error that carries a class (*Error) keeps it.
-func ClassifyOutput(phase string, err error, output []string) (Class, string) {
-	c, h := Classify(phase, err)
-	var re *Error
+// The hint is never empty. A nil err is Internal.
+func Classify(p Phase, err error, output []string) (errclass.Class, string) {
+	if err == nil {
+		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
+	}
+	var re *errclass.Error
 	if errors.As(err, &re) {
+		return re.Class, hintOr(re.Hint, re.Class)
+	}
+	if c, h, ok := classifyMessage(err.Error()); ok {
+		if c == errclass.PreflightFailed {
+			if pc, ph, ok := classifyPreflight(output); ok {
+				return pc, ph
+			}
+		}
 		return c, h
 	}
-	switch c {
-	case ClassPreflightFailed:
-		var names []string
-		first := ""
-		for _, line := range output {
-			m := preflightErrorRE.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
-				rc, rh, _ := classifyMessage("could not connect to the container runtime")
-				return rc, rh
-			}
-			if first == "" {
-				first = m[1] + ": " + m[2]
-			}
-			names = append(names, m[1])
-		}
-		if len(names) > 0 {
-			return c, "kubeadm preflight checks failed: " + strings.Join(names, ", ") + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe."
-		}
-	case ClassInternal:
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errclass.Timeout, errclass.DefaultHint(errclass.Timeout)
+	}
+	switch p.Class {
+	case "", errclass.Internal:
 		for i := len(output) - 1; i >= 0; i-- {
 			if oc, oh, ok := classifyMessage(output[i]); ok {
 				return oc, oh
 			}
 		}
+		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
+	case errclass.PreflightFailed:
+		if c, h, ok := classifyPreflight(output); ok {
+			return c, h
+		}
 	}
-	return c, h
+	return p.Class, errclass.DefaultHint(p.Class)
+}
+
+// classifyPreflight reads the failed checks from preflight's output.
+func classifyPreflight(output []string) (errclass.Class, string, bool) {
+	var names []string
+	first := ""
+	for _, line := range output {
+		m := preflightErrorRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
+			return classifyMessage("could not connect to the container runtime")
+		}
+		if first == "" {
+			first = m[1] + ": " + m[2]
+		}
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		return "", "", false
+	}
+	return errclass.PreflightFailed, "kubeadm preflight checks failed: " + strings.Join(names, ", ") + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe.", true
 }

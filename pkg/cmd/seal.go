@@ -1,0 +1,169 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/seal/sealspec"
+)
+
+func newKeygenCommand(o *options) *cobra.Command {
+	var typ, suite, out string
+	c := &cobra.Command{
+		Use:   "keygen --type hpke|age|tpm2 --out FILE",
+		Short: "Create a machine identity for sealed secrets and print its recipient string",
+		Long: `Creates an identity that opens sealed secrets, writes it to the new file FILE
+(mode 0600; an existing file is never replaced) and prints its recipient
+string for machineadm seal --recipient.
+
+  hpke  HPKE (RFC 9180) key pair, suite p384 (DHKEM(P-384), HKDF-SHA384,
+        AES-256-GCM; default, FIPS-approved) or mlkem768-p256 (hybrid
+        post-quantum; adds about 1.6 KiB per recipient to user data)
+  age   age X25519 (x25519, default) or ML-KEM-768+X25519 (hybrid) key;
+        not allowed with GODEBUG=fips140=only
+  tpm2  an ECDH P-256 key enrolled in this machine's TPM 2.0; FILE holds the
+        TPM-wrapped key, which opens only in this TPM
+
+On the machine the identity is read from /etc/machineadm/identity (mode
+0600, owned by root) unless --identity says otherwise.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out FILE is required")
+			}
+			if _, ok := sealspec.KeygenTypes[typ]; !ok {
+				return usagef("--type must be hpke, age or tpm2, got %q", typ)
+			}
+			r, err := sealspec.Keygen(typ, suite, out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.errOut, "wrote a %s identity to %s (keep it secret)\n", typ, out)
+			fmt.Fprintln(o.out, r)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&typ, "type", "hpke", "identity type: hpke, age or tpm2")
+	c.Flags().StringVar(&suite, "suite", "", "hpke: p384 (default) or mlkem768-p256; age: x25519 (default) or hybrid")
+	c.Flags().StringVar(&out, "out", "", "identity file to create")
+	return c
+}
+
+func newSealCommand(o *options) *cobra.Command {
+	var file, out, machine, root string
+	var recipients []string
+	c := &cobra.Command{
+		Use:   "seal -f SPEC --recipient R [--recipient R2 ...] -o SEALED",
+		Short: "Encrypt every secret a spec references so that only the target machine can read it",
+		Long: `Reads every secret SPEC references (token and certificate-key files or
+values, the CA set in spec.controlPlane.pki.dir, registry client keys, the
+content of files whose mode is owner-only) and writes SEALED: the spec,
+still valid and readable, with those secrets taken out, followed by a
+SealedSecrets document that carries them encrypted to the recipients (any
+one of them opens it). SEALED can go into user data as it is.
+
+The envelope is bound to the cluster name and to the machine name
+(spec.node.name, or --machine-name; '*' makes a template for any machine
+that holds the key). Recipient strings come from machineadm keygen:
+hpke:..., tpm2:..., age1....`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" || out == "" || len(recipients) == 0 {
+				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
+			}
+			data, err := readInput(o, file)
+			if err != nil {
+				return err
+			}
+			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			if err != nil {
+				return err
+			}
+			if out == "-" {
+				_, err = o.out.Write(sealed.File)
+			} else {
+				err = atomicfile.WriteFile(out, sealed.File, 0o644)
+			}
+			if err != nil {
+				return err
+			}
+			sz := sealspec.MeasureSize(sealed.File)
+			fmt.Fprintf(o.errOut, "sealed %d item(s) for cluster %q, machine %q: %s (%d bytes; %d as gzip+base64)\n",
+				len(sealed.Items), sealed.Binding.ClusterName, sealed.Binding.MachineName, strings.Join(sealed.Items, ", "), sz.Raw, sz.GzipBase64)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "machine spec to seal, - for standard input")
+	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
+	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
+	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are relative to")
+	return c
+}
+
+func newUnsealCommand(o *options) *cobra.Command {
+	var file, identity string
+	var check bool
+	c := &cobra.Command{
+		Use:   "unseal --check -f SEALED --identity FILE",
+		Short: "Say whether an identity opens a sealed spec, without printing any secret",
+		Long: `Opens the SealedSecrets document of SEALED with the identities in FILE
+(mode 0600) and prints which recipient opened it and the sealed field paths.
+No secret is printed or written. Exit code 1 when it does not open
+(VerificationFailed). The machine name is not checked here; the machine
+checks it when it boots.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !check {
+				return usagef("only unseal --check is supported: secrets are opened by the machine, in memory")
+			}
+			if file == "" {
+				return usagef("-f SEALED is required")
+			}
+			data, err := readInput(o, file)
+			if err != nil {
+				return err
+			}
+			res, err := sealspec.CheckUnseal(data, identity)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "opens: %s recipient %s (stanza %d) for cluster %q, machine %q\n",
+				res.By.Type, res.By.KeyID, res.By.Index, res.Binding.ClusterName, res.Binding.MachineName)
+			for _, p := range res.Items {
+				fmt.Fprintln(o.out, "  "+p)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&check, "check", false, "only check that the identity opens the file")
+	c.Flags().StringVarP(&file, "file", "f", "", "sealed file, - for standard input")
+	c.Flags().StringVar(&identity, "identity", seal.DefaultIdentityFile, "identity file")
+	return c
+}
+
+// readInput reads a file, or standard input for "-", bounded.
+func readInput(o *options, path string) ([]byte, error) {
+	if path == "-" {
+		b := make([]byte, 0, 64<<10)
+		buf := make([]byte, 32<<10)
+		for len(b) <= seal.MaxSealedSpecBytes {
+			n, err := o.in.Read(buf)
+			b = append(b, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,58 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/internal/testspec"
+)
+
+// TestKeygenSealUnsealCheck runs the three commands as a user would.
+func TestKeygenSealUnsealCheck(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		code := Execute(args, strings.NewReader(""), &out, &errOut)
+		return out.String(), errOut.String(), code
+	}
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	const token = "abcdef.0123456789abcdef"
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte(token+"\n"), 0o600)
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
+
+	id := filepath.Join(dir, "identity")
+	rcpt, errOut, code := run("keygen", "--type", "hpke", "--out", id)
+	if code != 0 || !strings.HasPrefix(rcpt, "hpke:p384:") {
+		t.Fatalf("keygen: %d %q %s", code, rcpt, errOut)
+	}
+	if fi, _ := os.Stat(id); fi.Mode().Perm() != 0o600 {
+		t.Errorf("identity mode %v", fi.Mode())
+	}
+	if _, _, code := run("keygen", "--type", "rsa", "--out", filepath.Join(dir, "x")); code != 2 {
+		t.Errorf("keygen --type rsa: exit %d", code)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if _, errOut, code := run("seal", "-f", specFile, "--recipient", strings.TrimSpace(rcpt), "--machine-name", "*", "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	data, _ := os.ReadFile(sealed)
+	if bytes.Contains(data, []byte(token)) || !bytes.Contains(data, []byte("kind: SealedSecrets")) {
+		t.Fatalf("sealed file:\n%s", data)
+	}
+	out, errOut, code := run("unseal", "--check", "-f", sealed, "--identity", id)
+	if code != 0 || !strings.Contains(out, "opens: hpke recipient") || !strings.Contains(out, "spec.join.token") || strings.Contains(out+errOut, token) {
+		t.Errorf("unseal --check: %d %q %q", code, out, errOut)
+	}
+	other := filepath.Join(dir, "other")
+	run("keygen", "--out", other)
+	if out, errOut, code := run("unseal", "--check", "-f", sealed, "--identity", other); code != 1 || !strings.Contains(errOut, "no identity matches") {
+		t.Errorf("unseal --check with another identity: %d %q %q", code, out, errOut)
+	}
+	if _, _, code := run("seal", "-f", specFile, "-o", sealed); code != 2 {
+		t.Errorf("seal without a recipient: exit %d", code)
+	}
+}

@@ -1,0 +1,68 @@
+package files
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+)
+
+// Dir reads and writes machine paths confined to one root directory: every
+// path is resolved under Root by Resolve (symbolic links followed without
+// leaving it), and writes are atomic. Phases write through a Dir instead
+// of calling os.WriteFile, so a test or a dry run points them at a
+// directory of its own.
+type Dir struct {
+	// Root is the directory machine paths are resolved under: "/" on a
+	// host, a work directory or a test directory otherwise.
+	Root string
+}
+
+// Path returns the host path of the machine path p (absolute) under the
+// root; see Resolve for the errors.
+func (d Dir) Path(p string) (string, error) {
+	root := d.Root
+	if root == "" {
+		root = "/"
+	}
+	return Resolve(root, p)
+}
+
+// ReadFile reads the machine path p under the root.
+func (d Dir) ReadFile(p string) ([]byte, error) {
+	hp, err := d.Path(p)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(hp)
+}
+
+// WriteFile makes the machine path p under the root hold data with mode
+// (owned by the running user): unless it already holds the same bytes, it
+// is written atomically (atomicfile), its missing parent directories
+// created with mode 0700. It reports whether it wrote.
+func (d Dir) WriteFile(p string, data []byte, mode fs.FileMode) (bool, error) {
+	hp, err := d.Path(p)
+	if err != nil {
+		return false, err
+	}
+	if old, err := os.ReadFile(hp); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {
+		return false, err
+	}
+	return true, atomicfile.WriteFile(hp, data, mode)
+}
+
+// MkdirAll creates the machine directory p under the root with mode (and
+// its missing parents).
+func (d Dir) MkdirAll(p string, mode fs.FileMode) error {
+	hp, err := d.Path(p)
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(hp, mode)
+}

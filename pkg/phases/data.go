@@ -1,0 +1,95 @@
+package phases
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+)
+
+// KubeadmRunner runs one kubeadm phase with r's settings; the default is
+// (*kubeadm.Runner).Run. Tests pass a stub.
+type KubeadmRunner func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error
+
+// Data is what phases share for one run. Phases reach the host only
+// through it: files through Host's root and WorkDir's Dir, services and
+// kernel through Host, kubeadm through RunKubeadm, the kubelet's journal
+// through Journal.
+type Data struct {
+	// Config is the validated hub spec.
+	Config *machineadm.MachineBootstrapConfig
+	// SpecDigest identifies the spec content ("sha256:<hex>"), for the
+	// state file.
+	SpecDigest string
+	// Root is the root prefix for machineadm's own writes ("/" on a host).
+	Root string
+	// DryRun makes every phase plan instead of act: host steps print what
+	// they would change, kubeadm runs in its dry-run mode, and all files go
+	// to WorkDir.
+	DryRun bool
+	// WorkDir is machineadm's state directory: /var/lib/machineadm on a
+	// host, a temporary directory in a dry run.
+	WorkDir string
+	// Log is the structured logger. Default: discard.
+	Log *slog.Logger
+	// Out receives console output: dry-run plans and kubeadm's output
+	// (already redacted). Default: discard.
+	Out io.Writer
+	// KubeadmOutput receives each line kubeadm prints; set by the caller to
+	// redact and record it.
+	KubeadmOutput func(line string)
+	// Host is where the host-preparation steps run (root, dry run,
+	// services, kernel). Required by host phases.
+	Host *host.Env
+	// RunKubeadm runs kubeadm phases. Default: (*kubeadm.Runner).Run.
+	RunKubeadm KubeadmRunner
+	// Journal reads the kubelet's journal after a failed kubelet phase.
+	// Default: service.Journalctl{}.
+	Journal service.Journal
+
+	opts    RunOptions
+	kubeadm *kubeadmState
+	// secrets are the secret inputs read by inputs-check, reused by
+	// kubeadm-config (nil when inputs-check did not run in this process).
+	secrets *kubeadm.Inputs
+}
+
+func (d *Data) log() *slog.Logger {
+	if d.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Log
+}
+
+func (d *Data) out() io.Writer {
+	if d.Out == nil {
+		return io.Discard
+	}
+	return d.Out
+}
+
+func (d *Data) journal() service.Journal {
+	if d.Journal == nil {
+		return service.Journalctl{}
+	}
+	return d.Journal
+}
+
+func (d *Data) runKubeadm() KubeadmRunner {
+	if d.RunKubeadm == nil {
+		return func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return r.Run(ctx, p) }
+	}
+	return d.RunKubeadm
+}
+
+// host is the root-confined view of the machine's files.
+func (d *Data) host() files.Dir { return files.Dir{Root: d.Root} }
+
+// work is the root-confined view of the work directory: machine path "/x"
+// is WorkDir/x.
+func (d *Data) work() files.Dir { return files.Dir{Root: d.WorkDir} }

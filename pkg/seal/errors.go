@@ -1,0 +1,112 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// ErrNoIdentity means no identity given to Open matched any recipient
+// stanza of the envelope.
+var ErrNoIdentity = errors.New("no identity matches a recipient of the envelope")
+
+// ErrMachineMismatch means the envelope was sealed for another machine or
+// cluster than the one opening it.
+var ErrMachineMismatch = errors.New("the envelope was sealed for another machine or cluster")
+
+// ErrAuthentication means an AES-GCM or HPKE authentication tag did not
+// verify: a wrapped key, nonce, ciphertext, tag or authenticated header
+// field was changed, or the identity is not the one the stanza was made for.
+var ErrAuthentication = errors.New("message authentication failed")
+
+// openHint is the report hint of every OpenError.
+const openHint = "The sealed secrets did not open with this machine's identity: check that the image holds the key the spec was sealed to " +
+	"(`machineadm unseal --check -f SEALED --identity FILE`), that the spec was sealed for this machine name, and that the user data was not changed; reseal with `machineadm seal`."
+
+// OpenError is returned by every failure to open an envelope. Path names
+// the part that failed ("recipients[1]", "items[spec.join.token]", or ""
+// for the whole envelope); Err is ErrNoIdentity, ErrMachineMismatch,
+// ErrAuthentication or a recipient's own error. Its error class is
+// errclass.VerificationFailed (see Classified).
+type OpenError struct {
+	// Path is the envelope field that failed, empty for the whole envelope.
+	Path string
+	// Err is the cause.
+	Err error
+}
+
+func (e *OpenError) Error() string {
+	if e.Path == "" {
+		return "sealed secrets: " + e.Err.Error()
+	}
+	return "sealed secrets: " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Classified wraps e as an *errclass.Error of class VerificationFailed with
+// a hint for a person, as the report records it.
+func (e *OpenError) Classified() *errclass.Error {
+	return errclass.New(errclass.VerificationFailed, openHint, e)
+}
+
+// openErr builds an OpenError already wrapped with its class, so that
+// errors.As finds both the *OpenError and the *errclass.Error.
+func openErr(path string, err error) error {
+	return (&OpenError{Path: path, Err: err}).Classified()
+}
+
+// IsOpenError reports whether err is (or wraps) an *OpenError.
+func IsOpenError(err error) bool {
+	var oe *OpenError
+	return errors.As(err, &oe)
+}
+
+// FieldError is one problem of a malformed envelope, at a field path such
+// as "recipients[0].wrappedKey" or "items[spec.join.token]".
+type FieldError struct {
+	// Path of the field, relative to the envelope document.
+	Path string
+	// Detail says what is wrong; it never contains secret material.
+	Detail string
+}
+
+// ParseError lists every problem of a malformed envelope. Its class is
+// errclass.InvalidSpec: a malformed envelope is bad input, found without
+// any key.
+type ParseError struct {
+	// Errors are the problems, in document order.
+	Errors []FieldError
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid SealedSecrets document (%d problem(s)):", len(e.Errors))
+	for _, fe := range e.Errors {
+		b.WriteString("\n  ")
+		if fe.Path != "" {
+			b.WriteString(fe.Path)
+			b.WriteString(": ")
+		}
+		b.WriteString(fe.Detail)
+	}
+	return b.String()
+}
+
+// Classified wraps e as an *errclass.Error of class InvalidSpec.
+func (e *ParseError) Classified() *errclass.Error {
+	return errclass.New(errclass.InvalidSpec, "Reseal the spec with `machineadm seal`; the SealedSecrets document was changed or truncated.", e)
+}
+
+func (e *ParseError) add(path, format string, args ...any) {
+	e.Errors = append(e.Errors, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (e *ParseError) orNil() error {
+	if len(e.Errors) == 0 {
+		return nil
+	}
+	return e.Classified()
+}

@@ -1,0 +1,28 @@
+//go:build !windows
+
+package seal
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+const oNoFollow = syscall.O_NOFOLLOW
+
+// checkAccess accepts mode 0600 files owned by root or by the effective
+// user.
+func checkAccess(fi fs.FileInfo) error {
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		return fmt.Errorf("mode %04o, must be 0600", perm)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("cannot read the owner")
+	}
+	if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("owned by uid %d, must be owned by root", st.Uid)
+	}
+	return nil
+}

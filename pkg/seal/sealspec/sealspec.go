@@ -1,0 +1,317 @@
+package sealspec
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// SealedFileDir is where a sealed spec points a SecretSource whose value
+// was inline: /etc/machineadm/sealed/<item path>. The file is never read
+// when the envelope carries the item.
+const SealedFileDir = "/etc/machineadm/sealed"
+
+// SealOptions say what SealSpec seals and for whom.
+type SealOptions struct {
+	// Recipients are recipient strings (seal.ParseRecipient). At least one.
+	Recipients []string
+	// MachineName binds the envelope to a node name; seal.AnyMachine ("*")
+	// makes a template. Default: the spec's spec.node.name; required when
+	// that is empty.
+	MachineName string
+	// Root is prefixed to every file the spec references (token and
+	// certificate key files, spec.controlPlane.pki.dir). Default "/".
+	Root string
+}
+
+// Sealed is the result of SealSpec.
+type Sealed struct {
+	// File is the self-contained multi-document file: the clear spec, a
+	// "---" line and the SealedSecrets envelope.
+	File []byte
+	// Items are the sealed field paths, sorted.
+	Items []string
+	// Binding is what the envelope is bound to.
+	Binding seal.Binding
+}
+
+// SealSpec reads every secret the spec in data references (SecretSource
+// values and files, the CA set in spec.controlPlane.pki.dir, registry and
+// mirror client keys with their certificates, the content of files whose
+// mode is owner-only), seals them to opts.Recipients and rewrites the spec
+// as the package comment describes, keeping the document's comments and
+// order. The spec must be valid (a *spec.InvalidSpecError otherwise) and
+// the rewritten spec is loaded again to prove it still is. A secret file
+// that cannot be read is an error naming its field.
+func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
+	if _, sealed, err := seal.Split(data); err != nil {
+		return nil, err
+	} else if sealed != nil {
+		return nil, errors.New("the spec is already sealed (it holds a SealedSecrets document)")
+	}
+	loaded, err := spec.Load(data, "spec")
+	if err != nil {
+		return nil, err
+	}
+	cfg := loaded.Config
+	b := seal.Binding{ClusterName: cfg.Spec.Kubernetes.ClusterName, MachineName: opts.MachineName}
+	if b.MachineName == "" {
+		b.MachineName = cfg.Spec.Node.Name
+	}
+	if b.MachineName == "" {
+		return nil, errors.New("the spec names no node (spec.node.name): give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")
+	}
+	var recipients []seal.Recipient
+	for _, s := range opts.Recipients {
+		r, err := seal.ParseRecipient(s)
+		if err != nil {
+			return nil, err
+		}
+		recipients = append(recipients, r)
+	}
+	root := opts.Root
+	if root == "" {
+		root = "/"
+	}
+	items, edits, err := collect(cfg, root)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, errors.New("the spec references no secret: nothing to seal")
+	}
+	env, err := seal.Seal(b, items, recipients...)
+	if err != nil {
+		return nil, err
+	}
+	clear, err := rewrite(data, edits)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := spec.Load(clear, "sealed spec"); err != nil {
+		return nil, fmt.Errorf("internal error: the rewritten spec does not validate: %w", err)
+	}
+	envYAML, err := env.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for p := range items {
+		paths = append(paths, p)
+	}
+	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b}, nil
+}
+
+// edit changes the document at a field path: set a SecretSource file
+// reference (file != ""), or delete keys of the mapping at path.
+type edit struct {
+	path   string
+	file   string
+	delete []string
+}
+
+// collect reads the secrets of cfg into items and lists the spec edits.
+func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]byte, []edit, error) {
+	items := map[string][]byte{}
+	var edits []edit
+	for _, f := range secretFields(cfg) {
+		switch f.kind {
+		case kindSource:
+			switch {
+			case f.src.Value != "":
+				items[f.path] = []byte(f.src.Value)
+				edits = append(edits, edit{path: f.path, file: SealedFileDir + "/" + f.path})
+			case f.src.File != "":
+				v, err := readSecret(root, f.src.File)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s.file: %w", f.path, err)
+				}
+				items[f.path] = []byte(strings.TrimSpace(string(v)))
+			}
+		case kindString:
+			if *f.str == "" {
+				continue
+			}
+			if strings.HasSuffix(f.path, ".clientCert") && *keyOf(cfg, f.path) == "" {
+				continue // a certificate without a key is not secret material
+			}
+			items[f.path] = []byte(*f.str)
+			parent, name := cut(f.path)
+			edits = append(edits, edit{path: parent, delete: []string{name}})
+		case kindContent:
+			if !ownerOnly(f.file.Mode) || f.file.Content == "" {
+				continue
+			}
+			raw, err := decodeContent(f.file.Content, f.file.Encoding)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", f.path, err)
+			}
+			items[f.path] = raw
+			parent, _ := cut(f.path)
+			edits = append(edits, edit{path: parent, delete: []string{"content", "encoding"}})
+		}
+	}
+	if cp := cfg.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
+		files := map[string][]byte{}
+		for _, name := range PKIFiles {
+			v, err := readSecret(root, filepath.Join(cp.PKI.Dir, name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // kubeadm generates what is missing on Init
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s: %w", name, err)
+			}
+			files[filepath.ToSlash(name)] = v
+		}
+		if len(files) == 0 {
+			return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s holds none of %s", cp.PKI.Dir, strings.Join(PKIFiles, ", "))
+		}
+		bundle, err := encodeBundle(files)
+		if err != nil {
+			return nil, nil, err
+		}
+		items[PKIDirItem] = bundle
+	}
+	return items, edits, nil
+}
+
+// keyOf returns the clientKey beside a clientCert path.
+func keyOf(cfg *machineadm.MachineBootstrapConfig, certPath string) *string {
+	want := strings.TrimSuffix(certPath, ".clientCert") + ".clientKey"
+	for _, f := range secretFields(cfg) {
+		if f.path == want {
+			return f.str
+		}
+	}
+	empty := ""
+	return &empty
+}
+
+func readSecret(root, p string) ([]byte, error) {
+	return redact.ReadSecretFile(filepath.Join(root, p))
+}
+
+// cut splits "a.b[1].c" into "a.b[1]" and "c".
+func cut(p string) (string, string) {
+	i := strings.LastIndex(p, ".")
+	return p[:i], p[i+1:]
+}
+
+// decodeContent decodes a spec file's content ("", "base64",
+// "gzip+base64"), at most seal.MaxPlaintextBytes.
+// TODO(issue 9): use the shared bounded content decoder when it lands.
+func decodeContent(content, encoding string) ([]byte, error) {
+	switch encoding {
+	case "":
+		return []byte(content), nil
+	case "base64", "gzip+base64":
+		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
+		if err != nil || encoding == "base64" {
+			return raw, err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, err
+		}
+		out, err := io.ReadAll(io.LimitReader(zr, seal.MaxPlaintextBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > seal.MaxPlaintextBytes {
+			return nil, fmt.Errorf("decoded content larger than %d bytes", seal.MaxPlaintextBytes)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown encoding %q", encoding)
+}
+
+// rewrite applies edits to the YAML document, keeping comments and order.
+func rewrite(data []byte, edits []edit) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if len(doc.Content) != 1 {
+		return nil, errors.New("not a single YAML document")
+	}
+	for _, e := range edits {
+		n, err := nodeAt(doc.Content[0], e.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.path, err)
+		}
+		if e.file != "" {
+			*n = yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
+				{Kind: yaml.ScalarNode, Value: "file"}, {Kind: yaml.ScalarNode, Value: e.file},
+			}}
+			continue
+		}
+		for _, key := range e.delete {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					n.Content = append(n.Content[:i], n.Content[i+2:]...)
+					break
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	enc.Close()
+	return b.Bytes(), nil
+}
+
+// nodeAt finds the node at a field path such as
+// "spec.host.containerd.registries[0].mirrors[1]".
+func nodeAt(n *yaml.Node, p string) (*yaml.Node, error) {
+	for _, seg := range strings.Split(p, ".") {
+		name, idx, _ := strings.Cut(seg, "[")
+		n = mapValue(n, name)
+		if n == nil {
+			return nil, fmt.Errorf("no field %q", name)
+		}
+		for idx != "" {
+			var num string
+			num, idx, _ = strings.Cut(idx, "]")
+			idx = strings.TrimPrefix(idx, "[")
+			i, err := strconv.Atoi(num)
+			if err != nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				return nil, fmt.Errorf("no element %s of %q", num, name)
+			}
+			n = n.Content[i]
+		}
+	}
+	return n, nil
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}

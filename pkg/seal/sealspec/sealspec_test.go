@@ -1,0 +1,280 @@
+package sealspec
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+const (
+	token   = "abcdef.0123456789abcdef"
+	certKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+// machineRoot writes the secret files the examples reference, and with
+// pki the CA set of `machineadm pki init` (ECDSA P-256), below a
+// temporary root.
+func machineRoot(t testing.TB, pki bool) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc/machineadm/secrets")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "bootstrap-token"), []byte(token+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "certificate-key"), []byte(certKey+"\n"), 0o600)
+	if pki {
+		if _, err := kubeadm.InitPKI(filepath.Join(root, "etc/machineadm/pki"), "ECDSA-P256", func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func example(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../../docs/examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "control-plane-init.yaml" {
+		b = bytes.Replace(b, []byte("# pki:\n    #   dir: /etc/machineadm/pki"), []byte("pki:\n      dir: /etc/machineadm/pki"), 1)
+		if !bytes.Contains(b, []byte("\n    pki:\n      dir: /etc/machineadm/pki")) {
+			t.Fatal("the example's pki comment changed")
+		}
+	}
+	return b
+}
+
+func identity(t testing.TB, suite string) (*seal.HPKEIdentity, string) {
+	t.Helper()
+	id, err := seal.GenerateHPKEIdentity(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "identity")
+	if err := seal.WriteIdentityFile(path, id.String(), id.Recipient()); err != nil {
+		t.Fatal(err)
+	}
+	return id, path
+}
+
+// secretForms are the forms in which a secret must not appear in a sealed
+// file: raw, base64 and gzip+base64.
+func secretForms(s string) []string {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(s))
+	w.Close()
+	return []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.StdEncoding.EncodeToString(gz.Bytes())}
+}
+
+func TestSealControlPlaneInitRoundTrip(t *testing.T) {
+	root := machineRoot(t, true)
+	id, idFile := identity(t, seal.HPKESuiteP384)
+	sealed, err := SealSpec(example(t, "control-plane-init.yaml"), SealOptions{Recipients: []string{id.Recipient()}, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"spec.controlPlane.bootstrapTokens[0].token", "spec.controlPlane.certificateKey",
+		"spec.controlPlane.pki.dir",
+	}
+	if strings.Join(sealed.Items, " ") != strings.Join(want, " ") {
+		t.Errorf("items %v", sealed.Items)
+	}
+	if sealed.Binding != (seal.Binding{ClusterName: "demo", MachineName: "cp1"}) {
+		t.Errorf("binding %+v", sealed.Binding)
+	}
+	// no secret in the file, in any form
+	secrets := []string{token, certKey}
+	for _, name := range []string{"ca.key", "front-proxy-ca.key", "etcd/ca.key", "sa.key"} {
+		b, _ := os.ReadFile(filepath.Join(root, "etc/machineadm/pki", name))
+		secrets = append(secrets, string(b))
+	}
+	for _, s := range secrets {
+		for _, f := range secretForms(s) {
+			if bytes.Contains(sealed.File, []byte(f)) {
+				t.Fatalf("the sealed file holds a secret")
+			}
+		}
+	}
+	if bytes.Contains(sealed.File, []byte("PRIVATE KEY")) {
+		t.Fatal("the sealed file holds a PEM private key")
+	}
+	// the clear part validates and keeps the comments
+	clearSpec, env, err := seal.Split(sealed.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(clearSpec, []byte("# The shared CA set")) {
+		t.Error("comments were lost")
+	}
+	loaded, err := spec.Load(clearSpec, "sealed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// on the machine: a root file system without the secret files
+	cfg := loaded.Config
+	u, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Spec.ControlPlane.CertificateKey.Value != certKey || cfg.Spec.ControlPlane.CertificateKey.File != "" ||
+		cfg.Spec.ControlPlane.BootstrapTokens[0].Token.Value != token {
+		t.Errorf("secrets not applied: %+v", cfg.Spec.ControlPlane)
+	}
+	for _, name := range PKIFiles {
+		b, _ := os.ReadFile(filepath.Join(root, "etc/machineadm/pki", name))
+		if !bytes.Equal(u.PKIFiles[name], b) {
+			t.Errorf("PKI file %s differs", name)
+		}
+	}
+	if u.By.Type != "hpke" || u.By.KeyID != id.KeyID() {
+		t.Errorf("opened by %+v", u.By)
+	}
+	// another machine name: VerificationFailed
+	loaded, _ = spec.Load(clearSpec, "sealed")
+	_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp2"})
+	if c, _ := errclass.Of(err); c != errclass.VerificationFailed {
+		t.Errorf("other machine: %v", err)
+	}
+	// unseal --check
+	res, err := CheckUnseal(sealed.File, idFile)
+	if err != nil || res.By.KeyID != id.KeyID() || len(res.Items) != len(want) {
+		t.Errorf("check: %+v %v", res, err)
+	}
+	_, otherFile := identity(t, seal.HPKESuiteP384)
+	if _, err := CheckUnseal(sealed.File, otherFile); !seal.IsOpenError(err) {
+		t.Errorf("check with another identity: %v", err)
+	}
+}
+
+func TestSealInlineRegistryAndFiles(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalECPrivateKey(k)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	certPEM := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte("kubeconfig-secret"))
+	w.Close()
+	in := `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.demo.example:6443
+    token: {value: ` + token + `}
+    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
+  host:
+    files:
+      - {path: /etc/public, content: hello}
+      - {path: /etc/secret.gz, mode: "0600", encoding: gzip+base64, content: ` + base64.StdEncoding.EncodeToString(gz.Bytes()) + `}
+    containerd:
+      registries:
+        - host: registry.example.com
+          clientCert: |
+` + indent(certPEM, "            ") + `          clientKey: |
+` + indent(keyPEM, "            ")
+	if _, err := spec.Load([]byte(in), "in"); err != nil {
+		t.Fatal(err)
+	}
+	id, idFile := identity(t, seal.HPKESuiteP384)
+	sealed, err := SealSpec([]byte(in), SealOptions{Recipients: []string{id.Recipient()}, MachineName: seal.AnyMachine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(secretForms(token), "EC PRIVATE KEY", "kubeconfig-secret", base64.StdEncoding.EncodeToString(gz.Bytes())) {
+		if bytes.Contains(sealed.File, []byte(s)) {
+			t.Fatalf("sealed file holds %q", s)
+		}
+	}
+	clearSpec, env, _ := seal.Split(sealed.File)
+	if !bytes.Contains(clearSpec, []byte("file: "+SealedFileDir+"/spec.join.token")) || !bytes.Contains(clearSpec, []byte("content: hello")) {
+		t.Errorf("clear spec:\n%s", clearSpec)
+	}
+	loaded, err := spec.Load(clearSpec, "sealed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := loaded.Config
+	if _, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "w9"}); err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Spec.Host.Containerd.Registries[0]
+	f := cfg.Spec.Host.Files[1]
+	if cfg.Spec.Join.Token.Value != token || r.ClientKey != keyPEM || r.ClientCert != certPEM || f.Content != "kubeconfig-secret" || f.Encoding != "" {
+		t.Errorf("not applied: token %v, registry %v, file %q/%q", cfg.Spec.Join.Token.Value == token, r.ClientKey == keyPEM, f.Content, f.Encoding)
+	}
+}
+
+func indent(s, pre string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(pre + l)
+		}
+	}
+	return b.String()
+}
+
+func TestSealRefusals(t *testing.T) {
+	id, _ := identity(t, seal.HPKESuiteP384)
+	r := []string{id.Recipient()}
+	root := machineRoot(t, false)
+	noName := []byte(strings.Replace(string(example(t, "worker.yaml")), "name: w1", "name: ''", 1))
+	if _, err := SealSpec(noName, SealOptions{Recipients: r, Root: root}); err == nil || !strings.Contains(err.Error(), "--machine-name") {
+		t.Errorf("no node name: %v", err)
+	}
+	if _, err := SealSpec(example(t, "worker.yaml"), SealOptions{Recipients: r, Root: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "spec.join.token.file") {
+		t.Errorf("missing token file: %v", err)
+	}
+	if _, err := SealSpec([]byte("kind: nonsense\n"), SealOptions{Recipients: r}); !spec.IsInvalidSpec(err) {
+		t.Errorf("invalid spec: %v", err)
+	}
+	ok, err := SealSpec(example(t, "worker.yaml"), SealOptions{Recipients: r, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SealSpec(ok.File, SealOptions{Recipients: r, Root: root}); err == nil {
+		t.Error("sealed a sealed spec")
+	}
+}
+
+func TestIdentityFileModes(t *testing.T) {
+	id, path := identity(t, seal.HPKESuiteP384)
+	_ = id
+	for _, mode := range []os.FileMode{0o640, 0o644, 0o400, 0o700} {
+		os.Chmod(path, mode)
+		_, err := seal.LoadIdentityFile(path)
+		if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !strings.Contains(err.Error(), "0600") {
+			t.Errorf("mode %o: %v", mode, err)
+		}
+	}
+	os.Chmod(path, 0o600)
+	link := filepath.Join(t.TempDir(), "link")
+	os.Symlink(path, link)
+	if _, err := seal.LoadIdentityFile(link); err == nil {
+		t.Error("followed a symbolic link")
+	}
+	if _, err := seal.LoadIdentityFile(path); err != nil {
+		t.Error(err)
+	}
+	if err := seal.WriteIdentityFile(path, "x", "y"); err == nil {
+		t.Error("replaced an identity")
+	}
+}

@@ -1,0 +1,124 @@
+package sealspec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/seal"
+)
+
+// UnsealOptions say how a machine opens its sealed secrets.
+type UnsealOptions struct {
+	// IdentityFile is the identity file (seal.LoadIdentityFile). Default
+	// seal.DefaultIdentityFile. Ignored when Identities is set.
+	IdentityFile string
+	// Identities, when set, are used instead of reading IdentityFile.
+	Identities []seal.Identity
+	// NodeName is this machine's node name (spec.node.name, or the host
+	// name as kubeadm chooses it). Required: an envelope sealed for another
+	// machine name does not open.
+	NodeName string
+}
+
+// Unsealed is an opened envelope applied to a spec.
+type Unsealed struct {
+	// By says which recipient opened the envelope (for the report; no secret).
+	By seal.OpenedBy
+	// Items are the sealed field paths that were applied, sorted.
+	Items []string
+	// PKIFiles are the files of the CA set from the envelope's
+	// "spec.controlPlane.pki.dir" item, by slash-separated name relative to
+	// that directory ("ca.key", "etcd/ca.key"): the PKI phase copies these
+	// instead of reading the directory. Secret.
+	PKIFiles map[string][]byte
+}
+
+// Unseal opens the SealedSecrets document sealed (as seal.Split returned
+// it) for cfg and puts each secret where cfg expects it, in memory only:
+// SecretSources get Value (File cleared), registry and mirror clientKey
+// and clientCert, files' Content (Encoding cleared); the CA set is
+// returned in PKIFiles. Nothing is written. Errors: a malformed envelope
+// is a *seal.ParseError (class InvalidSpec); an identity file problem or
+// any failure to open is class VerificationFailed; an item that has no
+// place in cfg (a field the spec does not have) is class InvalidSpec.
+func Unseal(cfg *machineadm.MachineBootstrapConfig, sealed []byte, opts UnsealOptions) (*Unsealed, error) {
+	env, err := seal.Parse(sealed)
+	if err != nil {
+		return nil, err
+	}
+	ids := opts.Identities
+	if ids == nil {
+		path := opts.IdentityFile
+		if path == "" {
+			path = seal.DefaultIdentityFile
+		}
+		if ids, err = seal.LoadIdentityFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if opts.NodeName == "" {
+		return nil, errors.New("sealspec.Unseal: NodeName is required")
+	}
+	opened, err := seal.Open(env, seal.Expect{ClusterName: cfg.Spec.Kubernetes.ClusterName, MachineName: opts.NodeName}, ids...)
+	if err != nil {
+		return nil, err
+	}
+	u, err := Apply(cfg, opened)
+	for _, v := range opened.Items {
+		clear(v)
+	}
+	return u, err
+}
+
+// Apply puts the items of an opened envelope into cfg (see Unseal). It
+// fails, changing nothing, when an item names a field cfg does not have.
+func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unsealed, error) {
+	fields := map[string]field{}
+	for _, f := range secretFields(cfg) {
+		fields[f.path] = f
+	}
+	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
+	var unknown []string
+	hasPKI := cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.PKI.Dir != ""
+	for p := range opened.Items {
+		if _, ok := fields[p]; !ok && !(p == PKIDirItem && hasPKI) {
+			unknown = append(unknown, p)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, errclass.New(errclass.InvalidSpec, "Reseal the spec: the envelope was sealed for a spec with other fields.",
+			fmt.Errorf("sealed secrets: item(s) %s have no place in this spec", strings.Join(unknown, ", ")))
+	}
+	for p, v := range opened.Items {
+		u.Items = append(u.Items, p)
+		if p == PKIDirItem {
+			files, err := decodeBundle(v)
+			if err != nil {
+				return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", p, err))
+			}
+			u.PKIFiles = files
+			continue
+		}
+		f := fields[p]
+		switch f.kind {
+		case kindSource:
+			*f.src = machineadm.SecretSource{Value: strings.TrimSpace(string(v))}
+		case kindString:
+			*f.str = string(v)
+		case kindContent:
+			f.file.Content, f.file.Encoding = string(v), ""
+		}
+	}
+	slices.Sort(u.Items)
+	return u, nil
+}
+
+func sortStrings(s []string) []string {
+	slices.Sort(s)
+	return s
+}

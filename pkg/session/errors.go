@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// Exit codes of the machineadm command (the OS-maintainer contract,
+// docs/os-contract.md).
+const (
+	// ExitOK means success.
+	ExitOK = 0
+	// ExitFailed means the command ran and failed; the report says why.
+	ExitFailed = 1
+	// ExitBadInput means bad usage or an invalid spec; nothing was changed.
+	ExitBadInput = 2
+)
+
+// UsageError marks bad command-line usage; it maps to exit code 2.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error returned by a command to the process exit code:
+// nil is 0, a *UsageError or an invalid spec (spec.IsInvalidSpec) is 2,
+// anything else 1.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue), spec.IsInvalidSpec(err):
+		return ExitBadInput
+	}
+	return ExitFailed
+}
+
+// Classify gives an error that failed outside any phase its class, once:
+// an error that already carries one (errclass.Error) keeps it; an invalid
+// spec or a usage error is InvalidSpec; a cancelled context is
+// Interrupted and a deadline Timeout; anything else Internal. Phase
+// failures are classified where they happen (the phase's declared class,
+// kubeadm's message rules in pkg/kubeadm) and never reach this.
+func Classify(err error) error {
+	var re *errclass.Error
+	var ue *UsageError
+	switch {
+	case err == nil || errors.As(err, &re):
+		return err
+	case spec.IsInvalidSpec(err):
+		return errclass.New(errclass.InvalidSpec, errclass.DefaultHint(errclass.InvalidSpec), err)
+	case errors.As(err, &ue):
+		return errclass.New(errclass.InvalidSpec, "fix the command line; see --help", err)
+	case errors.Is(err, context.Canceled):
+		return errclass.New(errclass.Interrupted, errclass.DefaultHint(errclass.Interrupted), err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errclass.New(errclass.Timeout, errclass.DefaultHint(errclass.Timeout), err)
+	}
+	return errclass.New(errclass.Internal, errclass.DefaultHint(errclass.Internal), err)
+}
+
+// RunFailedError is a bootstrap or prepare that ran and failed (exit code
+// 1). Its message is redacted.
+type RunFailedError struct {
+	// Command is "bootstrap" or "prepare".
+	Command string
+	// Phase is the full name of the failed phase ("" before any phase).
+	Phase string
+	// Class and Hint are the report's error class and hint.
+	Class errclass.Class
+	Hint  string
+	// Err is the cause.
+	Err error
+}
+
+func (e *RunFailedError) Error() string {
+	msg := fmt.Sprintf("%s: phase %s failed (%s): %v", e.Command, e.Phase, e.Class, e.Err)
+	if e.Hint != "" {
+		msg += "\nhint: " + e.Hint
+	}
+	return msg
+}
+
+func (e *RunFailedError) Unwrap() error { return e.Err }

@@ -1,0 +1,138 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/phases"
+	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
+)
+
+// reportFinishTimeout bounds writing the outcome report at the end of a
+// run (the HTTP writer retries within it).
+const reportFinishTimeout = 90 * time.Second
+
+// signalReportTimeout bounds writing the report after SIGTERM/SIGINT.
+const signalReportTimeout = 15 * time.Second
+
+// record is the outcome report of one run and the redacting console and
+// logger around it.
+type record struct {
+	command Command
+	out     *redact.Writer
+	log     *slog.Logger
+	rec     *report.Recorder
+	red     *redact.Redactor
+	stopSig func()
+}
+
+// startRecord begins the outcome report of o.Command for cfg (nil when the
+// spec is invalid), wraps the logger and the console so that they redact
+// the spec's secrets, and makes SIGTERM/SIGINT write an Interrupted report
+// and exit 1. The writers follow the spec's report settings, except:
+//   - a dry run writes its report under its own directory (reportRoot)
+//     and never to the console, the sentinel or a URL;
+//   - prepare never writes the Cluster API success sentinel;
+//   - a real bootstrap join also annotates its Node with the outcome.
+func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot string) *record {
+	red := redact.New()
+	if cfg != nil {
+		red = redact.ForSpec(cfg, o.Root)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	r := &record{command: o.Command, red: red, log: slog.New(red.NewHandler(log.Handler())), out: red.NewWriter(out)}
+
+	settings := machineadm.Report{}
+	if cfg != nil {
+		settings = cfg.Spec.Report
+	}
+	opts := report.Options{Root: reportRoot, Stdout: r.out}
+	if o.Command != Bootstrap {
+		// Only a bootstrap tells Cluster API that the node is up.
+		settings.Sentinel = "-"
+	}
+	if o.DryRun {
+		no := false
+		settings.Console = &no
+		settings.Sentinel = "-"
+		settings.URL = ""
+	} else if o.Command == Bootstrap && cfg != nil && cfg.Spec.Action == machineadm.ActionJoin {
+		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: reportRoot})
+	}
+	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
+	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
+	return r
+}
+
+// finish writes the report; a writer's failure is logged, never fatal.
+func (r *record) finish() {
+	r.stopSig()
+	ctx, cancel := context.WithTimeout(context.Background(), reportFinishTimeout)
+	defer cancel()
+	if err := r.rec.Finish(ctx); err != nil {
+		r.log.Warn("outcome report: a writer failed", "error", err)
+	}
+	_ = r.out.Flush()
+}
+
+// invalid records bad input — an invalid spec or a usage error such as an
+// unknown phase name — as class InvalidSpec and writes the report; the
+// caller returns err (exit code 2).
+func (r *record) invalid(err error) error {
+	r.rec.Fail("", Classify(err))
+	r.finish()
+	return err
+}
+
+// failed records a failure before any phase ran and writes the report;
+// the caller returns err (exit code 1).
+func (r *record) failed(err error) error {
+	r.rec.Fail("", Classify(err))
+	r.finish()
+	return err
+}
+
+// kubeadmOutput returns the sink for kubeadm's output lines and a func to
+// call when output ends. One redacting stream feeds both the console and
+// the report's log tail, so a secret spread over several lines (a PEM
+// block) is caught even when its value is not known in advance.
+func (r *record) kubeadmOutput() (sink func(string), done func()) {
+	w := r.rec.OutputWriter(r.out)
+	return func(line string) { _, _ = io.WriteString(w, line+"\n") }, func() { _ = w.Close() }
+}
+
+// workflow runs w and records it; it returns a *RunFailedError for a
+// failed phase. Panics are recorded as class Internal.
+func (r *record) workflow(ctx context.Context, w *phases.Workflow, d *phases.Data, opts phases.RunOptions) (err error) {
+	defer r.rec.Recover(ctx, &err)
+	if opts.Only == "" {
+		r.rec.Plan(w.Names()...)
+	}
+	c := newConsole(r.rec, r.out, w, d.DryRun)
+	failed, runErr := w.Run(ctx, d, c, opts)
+	c.done(runErr == nil)
+	r.finish()
+	if runErr == nil {
+		return nil
+	}
+	class, hint := errclass.Of(runErr)
+	if rep, ok := r.rec.Report(); ok && rep.ErrorClass != "" {
+		class, hint = rep.ErrorClass, rep.Hint
+	}
+	return &RunFailedError{Command: string(r.command), Phase: failed, Class: class, Hint: hint, Err: errors.New(r.red.String(runErr.Error()))}
+}

@@ -1,0 +1,222 @@
+// Package session is one run of a machineadm workflow (bootstrap,
+// prepare, and later commands that change a host): it reads the spec
+// source, builds the redactor from the spec's secrets, records the run in
+// the outcome report through its writers (with the dry-run policy: a dry
+// run reports into its own directory, never to the console, sentinel or
+// URL), watches SIGTERM/SIGINT, classifies failures that happen outside a
+// phase, runs the workflow of pkg/phases with a console observer, and maps
+// errors to exit codes. pkg/cmd only parses flags and calls Run.
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/containerd"
+	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/phases"
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// Command names a workflow the session can run.
+type Command string
+
+// The commands.
+const (
+	// Bootstrap prepares the host and runs kubeadm (`machineadm bootstrap`).
+	Bootstrap Command = "bootstrap"
+	// Prepare runs the host group alone (`machineadm prepare`).
+	Prepare Command = "prepare"
+)
+
+// Options are what one run is asked to do.
+type Options struct {
+	// Command is Bootstrap or Prepare.
+	Command Command
+	// SpecFile is the spec's path, or "-" for In.
+	SpecFile string
+	// In is standard input. Out receives console output (redacted).
+	In  io.Reader
+	Out io.Writer
+	// Log is the structured logger; the session wraps it to redact.
+	Log *slog.Logger
+	// DryRun plans without changing the host.
+	DryRun bool
+	// DryRunDir is a dry run's directory ("" with DryRunDirSet false: a new
+	// temporary directory). Only with DryRun.
+	DryRunDir    string
+	DryRunDirSet bool
+	// Root is the machine's root directory: "/" for bootstrap; prepare's
+	// --root (an image: files only, nothing live).
+	Root string
+	// ReportRoot is prepended to the report writers' paths (bootstrap's
+	// hidden --report-root). Prepare reports under Root.
+	ReportRoot string
+	// WorkDir replaces kubeadm.DefaultWorkDir (the state file, kubeadm's
+	// configuration). Ignored in a dry run, which works in its directory.
+	WorkDir string
+	// Skip names phases not to run (--skip-phases); Only runs one phase
+	// (`bootstrap phase NAME`).
+	Skip []string
+	Only string
+}
+
+// Workflow returns the workflow of command for cfg.
+func Workflow(command Command, cfg *machineadm.MachineBootstrapConfig) *phases.Workflow {
+	if command == Prepare {
+		return phases.Prepare(cfg)
+	}
+	return phases.Bootstrap(cfg)
+}
+
+// Run runs one workflow and records it: bad input (usage, an invalid spec,
+// a configuration kubeadm refuses, an unknown phase name) is recorded as
+// InvalidSpec and returned for exit code 2, with nothing changed; a failed
+// phase returns a *RunFailedError (exit code 1) after the report was
+// written.
+func Run(ctx context.Context, o Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if (o.DryRunDirSet || o.DryRunDir != "") && !o.DryRun {
+		return Usagef("--dry-run-dir needs --dry-run")
+	}
+	workDir := o.WorkDir
+	if workDir == "" {
+		workDir = kubeadm.DefaultWorkDir
+	}
+	if o.SpecFile == "" {
+		// A command-line typo: nothing ran, and no report replaces the
+		// last run's.
+		return Usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
+	}
+	// A spec that cannot be read is recorded: on a first boot it is the
+	// failure an operator needs to see.
+	data, readErr := ReadSpec(o.In, o.SpecFile)
+	reportRoot := o.ReportRoot
+	if o.Command == Prepare {
+		reportRoot = o.Root
+	}
+	if o.DryRun {
+		var err error
+		if workDir, err = dryRunDir(o.DryRunDir, o.Command); err != nil {
+			return &UsageError{Err: fmt.Errorf("--dry-run-dir: %w", err)}
+		}
+		reportRoot = workDir
+	}
+	var l *spec.Loaded
+	loadErr := readErr
+	if loadErr == nil {
+		l, loadErr = spec.Load(data, o.SpecFile)
+	}
+	var cfg *machineadm.MachineBootstrapConfig
+	if loadErr == nil {
+		cfg = l.Config
+		if o.Command == Bootstrap {
+			_, loadErr = kubeadm.CheckSpec(cfg, o.SpecFile)
+		}
+	}
+	rec := startRecord(o, cfg, reportRoot)
+	if o.DryRun {
+		defer fmt.Fprintf(rec.out, "dry run: %s in %s\n", dryRunWhat(o.Command), workDir)
+	}
+	if loadErr != nil {
+		return rec.invalid(loadErr)
+	}
+	for _, w := range l.Warnings {
+		rec.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	}
+	w := Workflow(o.Command, cfg)
+	if err := w.CheckNames(o.Skip); err != nil {
+		return rec.invalid(&UsageError{Err: fmt.Errorf("--skip-phases: %w", err)})
+	}
+	if o.Only != "" {
+		if err := w.CheckNames([]string{o.Only}); err != nil {
+			return rec.invalid(&UsageError{Err: err})
+		}
+	}
+	if o.Command == Bootstrap && !o.DryRun {
+		if err := version.CheckStamped(); err != nil {
+			return rec.failed(err)
+		}
+	}
+	env, closeEnv := hostEnv(o, cfg, rec)
+	defer closeEnv()
+	sum := sha256.Sum256(data)
+	d := &phases.Data{
+		Config:     cfg,
+		SpecDigest: "sha256:" + hex.EncodeToString(sum[:]),
+		Root:       o.Root,
+		DryRun:     o.DryRun,
+		WorkDir:    workDir,
+		Log:        rec.log,
+		Out:        rec.out,
+		Host:       env,
+	}
+	var outputDone func()
+	d.KubeadmOutput, outputDone = rec.kubeadmOutput()
+	defer outputDone()
+	return rec.workflow(ctx, w, d, phases.RunOptions{Skip: o.Skip, Only: o.Only})
+}
+
+// hostEnv is where the host steps run: the machine's root, its service
+// manager (systemd over D-Bus, connected on first use) unless the run is
+// a dry run or an offline image (prepare --root), and the wait for
+// containerd's CRI after a restart.
+func hostEnv(o Options, cfg *machineadm.MachineBootstrapConfig, rec *record) (*host.Env, func()) {
+	env := &host.Env{Root: o.Root, Log: rec.log, Out: rec.out, Offline: o.Root != "/"}
+	if o.DryRun || env.Offline {
+		return env, func() {}
+	}
+	env.CRIReady = criReady(cfg)
+	sd := service.NewSystemd()
+	env.Services = sd
+	return env, func() { sd.Close() }
+}
+
+// dryRunWhat says what a dry run's directory holds.
+func dryRunWhat(c Command) string {
+	if c == Prepare {
+		return "the report is"
+	}
+	return "files kubeadm would write and the report are"
+}
+
+// dryRunDir returns the dry run's directory, absolute (kubeadm wants
+// absolute paths): a new temporary directory when dir is "", else dir,
+// created when missing.
+func dryRunDir(dir string, c Command) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "machineadm-"+string(c)+"-dryrun-")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o700)
+}
+
+// criReadyTimeout bounds the wait for containerd's CRI after a restart.
+const criReadyTimeout = 2 * time.Minute
+
+// criReady waits, at most criReadyTimeout, for the spec's CRI endpoint to
+// report RuntimeReady.
+func criReady(cfg *machineadm.MachineBootstrapConfig) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return containerd.WaitCRIReady(ctx, cfg.Spec.Node.CRISocket, criReadyTimeout)
+	}
+}

@@ -332,3 +332,45 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 		t.Error("a real run without a service manager was accepted")
 	}
 }
+
+// A control-plane Join in a dry run: the cluster part comes from kubeadm's
+// defaults (there is no cluster to read), this node's part from the join
+// configuration; no etcd member is added and nothing is written.
+func TestSystemdJoinDryRun(t *testing.T) {
+	requireStamped(t)
+	cfg := loadExample(t, "control-plane-join.yaml")
+	cp := cfg.Spec.ControlPlane
+	cp.Runtime = machineadm.RuntimeSystemd
+	cp.Binaries = &machineadm.ControlPlaneBinaries{Etcd: "/usr/local/bin/etcd", KubeAPIServer: "/usr/local/bin/kube-apiserver",
+		KubeControllerManager: "/usr/local/bin/kube-controller-manager", KubeScheduler: "/usr/local/bin/kube-scheduler"}
+	if cp.Etcd.Local == nil && cp.Etcd.External == nil {
+		cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd"}
+	}
+	in := testInputs(cfg)
+	in.PatchesDir = t.TempDir()
+	if _, err := WriteKubeletPatch(cfg, in.PatchesDir); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	var out strings.Builder
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
+	if err := SystemdControlPlanePhase(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	if err := SystemdEtcdJoinPhase(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("dry run wrote %v", entries)
+	}
+	adv := "--advertise-address=" + cp.AdvertiseAddress
+	for _, want := range []string{"kubeadm's defaults are shown", "would add etcd member https://" + cp.AdvertiseAddress + ":2380", adv, "ExecStart=/usr/local/bin/etcd"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

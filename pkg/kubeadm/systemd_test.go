@@ -21,20 +21,16 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/cpunits/cpunitstest"
 )
 
-// systemdInit is the Init example in Systemd mode, with extra arguments for
-// etcd and the scheduler, translated with a patches directory that holds a
-// kube-apiserver patch as well as the kubelet's.
+// systemdInit is the Systemd example (docs/examples/control-plane-systemd.yaml:
+// binaries from the image and from host.files, extraArgs for etcd and the
+// API server) plus an extra argument for the scheduler, translated with a
+// patches directory that holds a kube-apiserver patch as well as the
+// kubelet's.
 func systemdInit(t *testing.T) (*machineadm.MachineBootstrapConfig, *Documents, string) {
 	t.Helper()
 	requireStamped(t)
-	cfg := loadExample(t, "control-plane-init.yaml")
-	cp := cfg.Spec.ControlPlane
-	cp.Runtime = machineadm.RuntimeSystemd
-	cp.Binaries = &machineadm.ControlPlaneBinaries{Etcd: "/opt/bin/etcd", KubeAPIServer: "/opt/bin/kube-apiserver",
-		KubeControllerManager: "/opt/bin/kube-controller-manager", KubeScheduler: "/opt/bin/kube-scheduler"}
-	cp.Etcd.Local.ExtraArgs = []machineadm.Arg{{Name: "quota-backend-bytes", Value: "8589934592"}, {Name: "snapshot-count", Value: "5000"}}
-	cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "2"}}
-	cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "audit-log-path", Value: "/var/log/kubernetes/audit/audit.log"})
+	cfg := loadExample(t, "control-plane-systemd.yaml")
+	cfg.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "2"}}
 	patches := t.TempDir()
 	if _, err := WriteKubeletPatch(cfg, patches); err != nil {
 		t.Fatal(err)
@@ -107,8 +103,8 @@ func TestSystemdUnitsMatchKubeadmManifests(t *testing.T) {
 	if err := etcdphase.CreateLocalEtcdStaticPodManifestFile(manifests, patches, ic.NodeRegistration.Name, &ic.ClusterConfiguration, &ic.LocalAPIEndpoint, false); err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]string{"etcd": "/opt/bin/etcd", "kube-apiserver": "/opt/bin/kube-apiserver",
-		"kube-controller-manager": "/opt/bin/kube-controller-manager", "kube-scheduler": "/opt/bin/kube-scheduler"}
+	bins := map[string]string{"etcd": "/usr/local/bin/etcd", "kube-apiserver": "/opt/kubernetes/bin/kube-apiserver",
+		"kube-controller-manager": "/usr/local/bin/kube-controller-manager", "kube-scheduler": "/opt/kubernetes/bin/kube-scheduler"}
 	for _, c := range comps {
 		t.Run(c.Name, func(t *testing.T) {
 			pod, err := staticpodutil.ReadStaticPodFromDisk(filepath.Join(manifests, c.Name+".yaml"))
@@ -309,7 +305,7 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("dry run wrote %v", entries)
 	}
-	for _, want := range []string{"ExecStart=/opt/bin/etcd", "ExecStart=/opt/bin/kube-apiserver", "would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
+	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
 		"would wait for the kubelet", "would wait for etcd at http://127.0.0.1:2381/readyz"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -22,11 +21,7 @@ A configuration kubeadm refuses is bad input (exit code 2). Secrets are replaced
 are not read. machineadm never takes kubeadm YAML as input.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := session.LoadSpec(o.in, o.log, file)
-			if err != nil {
-				return err
-			}
-			docs, err := kubeadm.CheckSpec(l.Config, file)
+			docs, err := session.KubeadmConfig(o.in, o.log, file)
 			if err != nil {
 				return err
 			}
@@ -38,4 +33,3 @@ are not read. machineadm never takes kubeadm YAML as input.`,
 	c.Flags().StringVarP(&file, "file", "f", "", "machine spec path, or - for standard input")
 	return c
 }
-

@@ -57,4 +57,3 @@ func TestPKIInitStdoutIsTheHash(t *testing.T) {
 		t.Errorf("pki hash = %q (exit %d), pki init printed %q", hashOut, code, out)
 	}
 }
-

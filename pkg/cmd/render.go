@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
@@ -132,28 +131,7 @@ func runRender(o *options, f *renderFlags) error {
 		_, err = o.out.Write(out)
 		return err
 	}
-	return writePrivate(f.output, out)
-}
-
-// writePrivate writes data to path readable by its owner only; an existing
-// file is restricted before anything is written to it.
-func writePrivate(path string, data []byte) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := fh.Chmod(0o600); err != nil {
-		fh.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := fh.Write(data); err != nil {
-		fh.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return session.WriteOutput(f.output, out, 0o600)
 }
 
 // renderError maps the renderer's input errors to exit code 2.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -32,7 +31,7 @@ Text that a terminal would interpret (escape sequences, other control
 characters, bidirectional overrides, invalid UTF-8) is shown escaped, as
 \x1b or \u202e: a report file may hold whatever kubeadm or a log printed.
 
-PATH defaults to ` + v1alpha1.DefaultReportPath + ` (spec.report.path's
+PATH defaults to ` + report.DefaultPath + ` (spec.report.path's
 default); --previous shows the report the last one replaced.
 
 Exit codes: 0 the report was shown (whatever its result), 2 the file is
@@ -44,7 +43,7 @@ missing, unreadable or not a valid report.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := v1alpha1.DefaultReportPath
+			path := report.DefaultPath
 			if len(args) == 1 {
 				path = args[0]
 			}

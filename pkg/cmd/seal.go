@@ -2,14 +2,13 @@ package cmd
 
 import (
 	"fmt"
-	"os"
+
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/atomicfile"
-	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newKeygenCommand(o *options) *cobra.Command {
@@ -76,7 +75,7 @@ hpke:..., tpm2:..., age1....`,
 			if file == "" || out == "" || len(recipients) == 0 {
 				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
-			data, err := readInput(o, file)
+			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
@@ -87,7 +86,7 @@ hpke:..., tpm2:..., age1....`,
 			if out == "-" {
 				_, err = o.out.Write(sealed.File)
 			} else {
-				err = atomicfile.WriteFile(out, sealed.File, 0o644)
+				err = session.WriteOutput(out, sealed.File, 0o644)
 			}
 			if err != nil {
 				return err
@@ -125,7 +124,7 @@ checks it when it boots.`,
 			if file == "" {
 				return usagef("-f SEALED is required")
 			}
-			data, err := readInput(o, file)
+			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
@@ -143,27 +142,6 @@ checks it when it boots.`,
 	}
 	c.Flags().BoolVar(&check, "check", false, "only check that the identity opens the file")
 	c.Flags().StringVarP(&file, "file", "f", "", "sealed file, - for standard input")
-	c.Flags().StringVar(&identity, "identity", seal.DefaultIdentityFile, "identity file")
+	c.Flags().StringVar(&identity, "identity", sealspec.DefaultIdentityFile, "identity file")
 	return c
-}
-
-// readInput reads a file, or standard input for "-", bounded.
-func readInput(o *options, path string) ([]byte, error) {
-	if path == "-" {
-		b := make([]byte, 0, 64<<10)
-		buf := make([]byte, 32<<10)
-		for len(b) <= seal.MaxSealedSpecBytes {
-			n, err := o.in.Read(buf)
-			b = append(b, buf[:n]...)
-			if err != nil {
-				break
-			}
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return b, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/version"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newVersionCommand(o *options) *cobra.Command {
@@ -16,7 +16,7 @@ func newVersionCommand(o *options) *cobra.Command {
 		Short: "Print machineadm's version and the embedded kubeadm's Kubernetes version",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := version.Get()
+			v := session.Version()
 			switch output {
 			case "text":
 				fmt.Fprintf(o.out, "machineadm %s (commit %s, %s, %s)\nkubernetes (embedded kubeadm) %s\n", v.Machineadm, v.GitCommit, v.GoVersion, v.Platform, v.Kubernetes)

@@ -12,6 +12,13 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
+func init() {
+	register(stepDef{order: 40, name: StepContainerd, short: "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", class: errclass.ContainerRuntimeUnavailable,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
+			return containerdChecker(cfg.Spec.Host.Containerd)
+		}})
+}
+
 // restartPending is a marker written before containerd's configuration
 // changes and removed after containerd restarted, so that a run that
 // crashed in between still restarts containerd the next time.

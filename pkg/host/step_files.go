@@ -12,6 +12,11 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
+func init() {
+	register(stepDef{order: 10, name: StepFiles, short: "Write the files of spec.host.files (content or verified remote source)", class: errclass.HostPreparationFailed,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return filesChecker(cfg.Spec.Host.Files) }})
+}
+
 // fileEntry is one checked spec file.
 type fileEntry struct {
 	field   string

@@ -6,10 +6,16 @@ import (
 	"slices"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/kmod"
 	"github.com/machineadm/machineadm/pkg/host/sysctl"
 )
+
+func init() {
+	register(stepDef{order: 20, name: StepKernelModules, short: "Load kernel modules and persist them in /etc/modules-load.d", class: errclass.HostPreparationFailed,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return kmodChecker(&cfg.Spec.Host) }})
+}
 
 type kmodPlan struct {
 	modules []string // persisted, in order

@@ -5,9 +5,17 @@ import (
 	"fmt"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/staticpod"
 )
+
+func init() {
+	register(stepDef{order: 90, name: StepStaticPods, short: "Write extra static pod manifests to the kubelet's manifest directory", class: errclass.HostPreparationFailed, afterKubeadm: true,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
+			return staticPodsChecker(cfg.Spec.Host.StaticPods, &cfg.Spec.Node.Kubelet)
+		}})
+}
 
 type staticPodsPlan struct{ manifests []staticpod.Manifest }
 

@@ -6,10 +6,17 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/kmod"
 	"github.com/machineadm/machineadm/pkg/host/sysctl"
 )
+
+func init() {
+	register(stepDef{order: 30, name: StepSysctl, short: "Set kernel parameters live and persist them in /etc/sysctl.d", class: errclass.HostPreparationFailed,
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return sysctlChecker(cfg.Spec.Host.Sysctl) }})
+}
 
 type sysctlPlan struct {
 	params map[string]string

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -46,7 +48,6 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 	if cfg == nil {
 		cfg = &machineadm.MachineBootstrapConfig{}
 	}
-	h := &cfg.Spec.Host
 	var mu sync.Mutex
 	runs := map[*Env]*run{}
 	state := func(env *Env) *run {
@@ -59,20 +60,36 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 		}
 		return r
 	}
-	mk := func(name, short string, class errclass.Class, c checker) Step {
-		st := newStep(name, short, c, state, &mu)
-		st.Class = class
-		return st
+	var steps []Step
+	for _, def := range registry {
+		st := newStep(def.name, def.short, def.checker(cfg), state, &mu)
+		st.Class, st.AfterKubeadm = def.class, def.afterKubeadm
+		steps = append(steps, st)
 	}
-	steps := []Step{
-		mk(StepFiles, "Write the files of spec.host.files (content or verified remote source)", errclass.HostPreparationFailed, filesChecker(h.Files)),
-		mk(StepKernelModules, "Load kernel modules and persist them in /etc/modules-load.d", errclass.HostPreparationFailed, kmodChecker(h)),
-		mk(StepSysctl, "Set kernel parameters live and persist them in /etc/sysctl.d", errclass.HostPreparationFailed, sysctlChecker(h.Sysctl)),
-		mk(StepContainerd, "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", errclass.ContainerRuntimeUnavailable, containerdChecker(h.Containerd)),
-		mk(StepStaticPods, "Write extra static pod manifests to the kubelet's manifest directory", errclass.HostPreparationFailed, staticPodsChecker(h.StaticPods, &cfg.Spec.Node.Kubelet)),
-	}
-	steps[len(steps)-1].AfterKubeadm = true
 	return steps
+}
+
+// stepDef is one host concern's entry in the step registry.
+type stepDef struct {
+	// order places the step: files 10, kernel-modules 20, sysctl 30,
+	// containerd 40, static-pods 90.
+	order        int
+	name, short  string
+	class        errclass.Class
+	afterKubeadm bool
+	// checker computes the step's plan from the spec.
+	checker func(cfg *machineadm.MachineBootstrapConfig) checker
+}
+
+// registry holds the host steps in order; each concern's step file adds
+// its entry with register from an init function, so a new concern is one
+// new step file (plus its spec field and validation), not an edit here.
+var registry []stepDef
+
+// register adds a step to the registry, keeping it sorted by order.
+func register(def stepDef) {
+	i := sort.Search(len(registry), func(i int) bool { return registry[i].order > def.order })
+	registry = slices.Insert(registry, i, def)
 }
 
 func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mutex) Step {

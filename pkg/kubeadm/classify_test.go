@@ -173,4 +173,3 @@ func TestClassifyOutput(t *testing.T) {
 		t.Errorf("classed error must win over output: %s %q", c, h)
 	}
 }
-

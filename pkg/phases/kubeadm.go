@@ -197,4 +197,3 @@ func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string)
 	}
 	return strings.TrimSpace(string(data)), nil
 }
-

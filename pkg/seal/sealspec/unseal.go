@@ -122,3 +122,7 @@ func sortStrings(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// DefaultIdentityFile is where a machine keeps its identity by default
+// (seal.DefaultIdentityFile).
+const DefaultIdentityFile = seal.DefaultIdentityFile

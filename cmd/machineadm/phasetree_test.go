@@ -1,0 +1,137 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/report"
+)
+
+// TestBootstrapSkipOneSubPhase: --skip-phases addon/kube-proxy skips only
+// kube-proxy; the report records the tree (addon spans its children).
+func TestBootstrapSkipOneSubPhase(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	dr := filepath.Join(t.TempDir(), "dryrun")
+	out, code := machineadm(t, "bootstrap", "-f", "../../docs/examples/control-plane-init.yaml", "--dry-run", "--dry-run-dir", dr, "--skip-phases", "addon/kube-proxy")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+	status := map[string]report.Phase{}
+	for _, p := range rep.Phases {
+		status[p.Name] = p
+	}
+	for name, want := range map[string]report.PhaseStatus{
+		"addon/coredns": report.PhaseSucceeded, "addon/kube-proxy": report.PhaseSkipped, "addon": report.PhaseSucceeded,
+		"certs/apiserver": report.PhaseSucceeded, "control-plane/apiserver": report.PhaseSucceeded,
+	} {
+		if got := status[name].Status; got != want {
+			t.Errorf("%s: %q, want %s", name, got, want)
+		}
+	}
+	// A parent's entry covers its children.
+	parent, child := status["certs"], status["certs/sa"]
+	if parent.StartTime.After(status["certs/ca"].StartTime) || parent.StartTime.Add(msDur(parent.DurationMs)).Before(child.StartTime.Add(msDur(child.DurationMs))) {
+		t.Errorf("certs [%v +%dms] does not span certs/sa [%v +%dms]", parent.StartTime, parent.DurationMs, child.StartTime, child.DurationMs)
+	}
+	if !strings.Contains(out, "[bootstrap] addon/kube-proxy: skipped (--skip-phases)") {
+		t.Errorf("console lacks the skipped sub-phase:\n%s", out)
+	}
+}
+
+// TestBootstrapPhaseTree: `bootstrap phase` prints the tree; one sub-phase
+// runs alone.
+func TestBootstrapPhaseTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	out, code := machineadm(t, "bootstrap", "phase", "-f", "../../docs/examples/control-plane-init.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, line := range []string{"certs ", "  certs/apiserver ", "  control-plane/apiserver ", "  addon/coredns ", "  addon/kube-proxy ", "static-pods "} {
+		if !strings.Contains(out, "\n"+line) {
+			t.Errorf("tree lacks %q:\n%s", line, out)
+		}
+	}
+	dr := filepath.Join(t.TempDir(), "one")
+	out, code = machineadm(t, "bootstrap", "phase", "control-plane/apiserver", "-f", "../../docs/examples/control-plane-init.yaml", "--dry-run", "--dry-run-dir", dr)
+	if code != 0 {
+		t.Fatalf("phase control-plane/apiserver: exit %d:\n%s", code, out)
+	}
+	rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+	var names []string
+	for _, p := range rep.Phases {
+		names = append(names, p.Name)
+	}
+	if want := []string{"control-plane", "control-plane/apiserver"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("phases run alone: %v, want %v", names, want)
+	}
+	manifests, _ := filepath.Glob(filepath.Join(dr, "kubeadm", "*.yaml"))
+	var apiserver bool
+	for _, m := range manifests {
+		apiserver = apiserver || strings.Contains(m, "kube-apiserver")
+		if strings.Contains(m, "kube-scheduler") || strings.Contains(m, "etcd.yaml") {
+			t.Errorf("phase control-plane/apiserver wrote %s", m)
+		}
+	}
+	if !apiserver {
+		t.Errorf("no kube-apiserver manifest in %v", manifests)
+	}
+	if out, code := machineadm(t, "bootstrap", "phase", "kube-proxy", "-f", "../../docs/examples/control-plane-init.yaml", "--dry-run", "--dry-run-dir", dr); code != 2 {
+		t.Errorf("a short sub-phase name: exit %d, want 2:\n%s", code, out)
+	}
+}
+
+// TestPrepareEqualsBootstrapHostGroup: prepare and the host group of
+// bootstrap give identical phase entries for the same spec.
+func TestPrepareEqualsBootstrapHostGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	spec := "../../docs/examples/worker.yaml"
+	bootDir := filepath.Join(t.TempDir(), "boot")
+	out, code := machineadm(t, "prepare", "-f", spec, "--dry-run")
+	if code != 0 {
+		t.Fatalf("prepare: exit %d:\n%s", code, out)
+	}
+	// prepare prints where its dry run's report is.
+	i := strings.LastIndex(out, "dry run: the report is in ")
+	if i < 0 {
+		t.Fatalf("prepare output names no report directory:\n%s", out)
+	}
+	prepDir := strings.TrimSpace(out[i+len("dry run: the report is in "):])
+	defer os.RemoveAll(prepDir)
+	out, code = machineadm(t, "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", bootDir)
+	if code != 0 {
+		t.Fatalf("bootstrap: exit %d:\n%s", code, out)
+	}
+	prep := requireReport(t, filepath.Join(prepDir, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+	boot := requireReport(t, filepath.Join(bootDir, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+	entries := func(r *report.BootstrapReport, keep func(string) bool) []string {
+		var out []string
+		for _, p := range r.Phases {
+			if keep(p.Name) {
+				out = append(out, p.Name+" "+string(p.Status)+" "+p.Message)
+			}
+		}
+		return out
+	}
+	prepNames := map[string]bool{}
+	for _, p := range prep.Phases {
+		prepNames[p.Name] = true
+	}
+	got := entries(boot, func(n string) bool { return prepNames[n] })
+	want := entries(prep, func(string) bool { return true })
+	if len(want) != 6 || !reflect.DeepEqual(got, want) {
+		t.Errorf("host group entries differ:\n bootstrap %q\n prepare   %q", got, want)
+	}
+}
+
+func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

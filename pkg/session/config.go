@@ -1,0 +1,152 @@
+package session
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// LatestAPIVersion is the newest spec apiVersion, the one `config migrate`
+// writes.
+const LatestAPIVersion = machineadm.LatestAPIVersion
+
+// Validate reads the spec at path (or In for "-"), decodes, defaults and
+// validates it, then has the embedded kubeadm validate the configuration
+// derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
+// files are not read. Warnings are returned, not logged.
+func Validate(in io.Reader, path string) (*spec.Loaded, error) {
+	data, err := ReadSpec(in, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.Load(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// KubeadmConfig is `config kubeadm`: the kubeadm configuration documents
+// derived from the spec at path, with placeholder secrets, after kubeadm's
+// own validation accepted them.
+func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*kubeadm.Documents, error) {
+	l, err := LoadSpec(in, log, path)
+	if err != nil {
+		return nil, err
+	}
+	return kubeadm.CheckSpec(l.Config, path)
+}
+
+// Migrate reads a spec of any supported apiVersion and returns it as YAML
+// of the newest one (machineadm.LatestAPIVersion), without defaults.
+func Migrate(in io.Reader, path string) ([]byte, error) {
+	data, err := ReadSpec(in, path)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := spec.Migrate(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(latest)
+}
+
+// Placeholders that Defaults puts into required fields without a default.
+// The endpoint uses the reserved ".invalid" top-level domain (RFC 2606),
+// so it can never reach a real host; secrets are referenced as files,
+// never inline.
+const (
+	PlaceholderEndpoint    = "cluster-endpoint.invalid:6443"
+	placeholderTokenFile   = "/etc/machineadm/secrets/bootstrap-token"
+	placeholderCertKeyFile = "/etc/machineadm/secrets/certificate-key"
+	placeholderCAHash      = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+)
+
+// Defaults returns a spec of the newest apiVersion for role and action
+// ("" action: Init for ControlPlane, Join for Worker) with every default
+// filled in, and placeholders in the required fields that have none, as
+// YAML; the action it chose comes back too. containerd adds
+// spec.host.containerd with its defaults. A bad role or action is a
+// *UsageError.
+func Defaults(role, action string, containerd bool) ([]byte, string, error) {
+	if action == "" {
+		action = string(machineadm.ActionJoin)
+		if role == string(machineadm.RoleControlPlane) {
+			action = string(machineadm.ActionInit)
+		}
+	}
+	switch {
+	case role != string(machineadm.RoleControlPlane) && role != string(machineadm.RoleWorker):
+		return nil, "", Usagef("--role must be ControlPlane or Worker, got %q", role)
+	case action != string(machineadm.ActionInit) && action != string(machineadm.ActionJoin):
+		return nil, "", Usagef("--action must be Init or Join, got %q", action)
+	case action == string(machineadm.ActionInit) && role == string(machineadm.RoleWorker):
+		return nil, "", Usagef("--action Init needs --role ControlPlane")
+	}
+	cfg := machineadm.MachineBootstrapConfig{
+		APIVersion: machineadm.LatestAPIVersion,
+		Kind:       machineadm.Kind,
+		Spec: machineadm.MachineBootstrapSpec{
+			Role:       machineadm.Role(role),
+			Action:     machineadm.Action(action),
+			Kubernetes: machineadm.Kubernetes{Version: defaultKubernetesVersion()},
+		},
+	}
+	if containerd {
+		cfg.Spec.Host.Containerd = &machineadm.Containerd{}
+	}
+	fillPlaceholders(&cfg)
+	machineadm.SetDefaults(&cfg)
+	out, err := yaml.Marshal(&cfg)
+	return out, action, err
+}
+
+// fillPlaceholders sets the required fields of cfg that have no default,
+// by role and action.
+func fillPlaceholders(cfg *machineadm.MachineBootstrapConfig) {
+	s := &cfg.Spec
+	s.Kubernetes.ControlPlaneEndpoint = PlaceholderEndpoint
+	if s.Action == machineadm.ActionJoin {
+		s.Join = &machineadm.Join{
+			APIServerEndpoint: PlaceholderEndpoint,
+			Token:             machineadm.SecretSource{File: placeholderTokenFile},
+			CACertHashes:      []string{placeholderCAHash},
+		}
+		if s.Role == machineadm.RoleControlPlane {
+			s.ControlPlane = &machineadm.ControlPlane{CertificateKey: &machineadm.SecretSource{File: placeholderCertKeyFile}}
+		}
+	}
+}
+
+// defaultKubernetesVersion is the embedded kubeadm's Kubernetes version,
+// the version a spec without other constraints should target.
+func defaultKubernetesVersion() string {
+	if version.CheckStamped() == nil {
+		return version.Get().Kubernetes
+	}
+	return "v1.37.2"
+}
+
+// Version returns machineadm's version and the embedded kubeadm's.
+func Version() version.Info { return version.Get() }
+
+// WriteOutput writes a command's output file atomically with mode (0600
+// for anything that may hold a secret), replacing an existing file.
+func WriteOutput(path string, data []byte, mode fs.FileMode) error {
+	if err := atomicfile.WriteFile(path, data, mode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

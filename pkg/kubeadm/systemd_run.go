@@ -34,6 +34,22 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 )
 
+// SystemdRun is a phase of the Systemd runtime that replaces a kubeadm
+// phase (kubeadm.Phase.Systemd).
+type SystemdRun func(ctx context.Context, env *SystemdEnv) error
+
+// SystemdRuntime says whether cfg runs its control plane as systemd units.
+func SystemdRuntime(cfg *machineadm.MachineBootstrapConfig) bool {
+	return cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.Runtime == machineadm.RuntimeSystemd
+}
+
+// systemdComponent is SystemdControlPlanePhase for some components.
+func systemdComponent(components ...string) SystemdRun {
+	return func(ctx context.Context, env *SystemdEnv) error {
+		return SystemdControlPlanePhase(ctx, env, components...)
+	}
+}
+
 // SystemdEnv is what the Systemd runtime's phases need from the run.
 type SystemdEnv struct {
 	// Config is the defaulted, validated hub spec (runtime Systemd).

@@ -157,11 +157,15 @@ func (e *SystemdEnv) controlPlane() (*SystemdControlPlane, error) {
 // install creates the accounts, applies the path rules and installs and
 // starts the units.
 func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules []cpunits.PathRule, comps []cpunits.Component) error {
+	prefix := "[systemd] "
+	if e.DryRun {
+		prefix = "[systemd] dry run, not done: "
+	}
 	line, err := cpunits.CreateUsers(ctx, e.Root, s.Accounts(), e.Exec, e.DryRun)
 	if err != nil {
 		return fmt.Errorf("creating the control-plane accounts: %w", err)
 	}
-	fmt.Fprintln(e.out(), "[systemd] "+line)
+	fmt.Fprintln(e.out(), prefix+line)
 	changes, err := cpunits.ApplyPaths(e.Root, rules, e.DryRun)
 	if err != nil {
 		return fmt.Errorf("setting owners and modes: %w", err)
@@ -172,7 +176,7 @@ func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules 
 	}
 	res, err := cpunits.Install(ctx, e.Root, comps, m, e.DryRun, e.out())
 	for _, l := range append(changes, res.Changes...) {
-		fmt.Fprintln(e.out(), "[systemd] "+l)
+		fmt.Fprintln(e.out(), prefix+l)
 	}
 	return err
 }

@@ -305,7 +305,7 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("dry run wrote %v", entries)
 	}
-	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
+	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "dry run, not done: would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
 		"would wait for the kubelet", "would wait for etcd at http://127.0.0.1:2381/readyz"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())

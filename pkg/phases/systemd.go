@@ -39,7 +39,7 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 			if err := row.Systemd(ctx, env); err != nil {
 				return Result{}, err
 			}
-			return Result{Changed: !d.DryRun}, nil
+			return Result{Changed: true}, nil
 		},
 	}
 }

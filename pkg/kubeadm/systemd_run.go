@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,9 @@ type SystemdEnv struct {
 	// KubeconfigDir holds kubeadm's kubeconfig files. Default
 	// "/etc/kubernetes".
 	KubeconfigDir string
+	// Log receives each unit change and wait with its duration. Default:
+	// discard.
+	Log *slog.Logger
 	// Timeout bounds each wait (etcd health, each component's health).
 	// Default: kubeadm's timeouts.controlPlaneComponentHealthCheck (4m0s
 	// unless the configuration says otherwise).
@@ -77,6 +81,13 @@ func (e *SystemdEnv) out() io.Writer {
 		return io.Discard
 	}
 	return e.Out
+}
+
+func (e *SystemdEnv) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
 }
 
 func (e *SystemdEnv) kubeconfigDir() string {
@@ -168,10 +179,12 @@ func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules 
 	if !e.DryRun {
 		m = e.Services
 	}
+	start := time.Now()
 	res, err := cpunits.Install(ctx, e.Root, comps, m, e.DryRun, e.out())
 	for _, l := range append(changes, res.Changes...) {
 		fmt.Fprintln(e.out(), prefix+l)
 	}
+	e.log().Info("control-plane units", "units", len(comps), "changed", res.Changed, "dryRun", e.DryRun, "duration", time.Since(start), "error", err)
 	return err
 }
 

@@ -32,7 +32,7 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 			}
 			out := &lineWriter{emit: d.KubeadmOutput}
 			defer out.Flush()
-			env := &kubeadm.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Services: d.unitManager()}
+			env := &kubeadm.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
 			if d.KubeadmOutput == nil {
 				env.Out = d.out()
 			}

@@ -263,7 +263,22 @@ func (s *SystemdControlPlane) EtcdPathRules(c cpunits.Component) []cpunits.PathR
 		{Path: filepath.Join(pki, kubeadmconstants.EtcdPeerKeyName), Mode: 0o600, User: EtcdUser, Group: EtcdUser},
 	}
 	c.ReadWritePaths = slices.DeleteFunc(slices.Clone(c.ReadWritePaths), func(p string) bool { return p == path.Clean(data) })
+	r = append(s.traversableDirs(filepath.Join(pki, "etcd")), r...)
 	return append(r, writableDirRules([]cpunits.Component{c})...)
+}
+
+// traversableDirs are the directories the non-root accounts must pass to
+// reach their files: kubeadm's kubeconfig directory and certificate
+// directory (and more, such as pki/etcd), root:root 0755 as kubeadm
+// creates them. machineadm's own writer creates missing parents 0700
+// (when it imports spec.controlPlane.pki.dir), which would lock the
+// components out.
+func (s *SystemdControlPlane) traversableDirs(more ...string) []cpunits.PathRule {
+	var r []cpunits.PathRule
+	for _, d := range append([]string{s.kubeconfigDir, s.cfg.CertificatesDir}, more...) {
+		r = append(r, cpunits.PathRule{Path: d, Dir: true, Mode: 0o755, User: "0", Group: "0"})
+	}
+	return r
 }
 
 // writableDirRules create the writable directories of comps (other than
@@ -284,19 +299,20 @@ func writableDirRules(comps []cpunits.Component) []cpunits.PathRule {
 // component owns its private keys and kubeconfig (0600); the
 // service-account signing key, which the API server and the controller
 // manager both need, is root:kubeadm-sa-key-readers 0640; certificates
-// stay root-owned. Directories the units write are created.
+// stay root-owned. The directories on the way are root:root 0755;
+// directories the units write are created.
 func (s *SystemdControlPlane) ControlPlanePathRules(comps []cpunits.Component) []cpunits.PathRule {
 	pki := s.cfg.CertificatesDir
 	key := func(name, user string) cpunits.PathRule {
 		return cpunits.PathRule{Path: filepath.Join(pki, name), Mode: 0o600, User: user, Group: user}
 	}
-	r := []cpunits.PathRule{
-		{Path: filepath.Join(pki, kubeadmconstants.ServiceAccountPrivateKeyName), Mode: 0o640, User: "0", Group: ServiceAccountKeyReaders},
+	r := append(s.traversableDirs(),
+		cpunits.PathRule{Path: filepath.Join(pki, kubeadmconstants.ServiceAccountPrivateKeyName), Mode: 0o640, User: "0", Group: ServiceAccountKeyReaders},
 		key(kubeadmconstants.ServiceAccountPublicKeyName, APIServerUser),
 		key(kubeadmconstants.APIServerKeyName, APIServerUser),
 		key(kubeadmconstants.APIServerKubeletClientKeyName, APIServerUser),
 		key(kubeadmconstants.FrontProxyClientKeyName, APIServerUser),
-	}
+	)
 	if s.LocalEtcd() {
 		r = append(r, key(kubeadmconstants.APIServerEtcdClientKeyName, APIServerUser))
 	}

@@ -107,13 +107,20 @@ func TestSystemdControlPlane(t *testing.T) {
 		}
 	}
 
-	mustBootstrap(ctx, t, mcp1, initPhases, true)
+	for _, b := range []struct {
+		m      *Machine
+		phases []string
+	}{{mcp1, initPhases}, {mcp2, controlPlaneJoinPhases}, {mw1, workerJoinPhases}} {
+		mustBootstrap(ctx, t, b.m, b.phases, false)
+		if t.Failed() {
+			dumpSystemdDiagnostics(ctx, t, b.m)
+			t.FailNow()
+		}
+	}
 	cs, err := adminClient(mcp1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustBootstrap(ctx, t, mcp2, controlPlaneJoinPhases, true)
-	mustBootstrap(ctx, t, mw1, workerJoinPhases, true)
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
 		dumpSystemdDiagnostics(ctx, t, mcp1, mcp2)
 		t.Fatal(err)
@@ -297,9 +304,12 @@ func checkRerunNoOp(ctx context.Context, t *testing.T, m *Machine) {
 	}
 }
 
-// dumpSystemdDiagnostics logs the units' state and journal tails.
+// dumpSystemdDiagnostics logs the units' state and journal tails, and the
+// owners and modes of the control-plane files.
 func dumpSystemdDiagnostics(ctx context.Context, t *testing.T, ms ...*Machine) {
 	for _, m := range ms {
+		ls, _ := m.Exec(ctx, nil, "sh", "-c", "ls -ldn /etc/kubernetes /etc/kubernetes/* /etc/kubernetes/pki/* /etc/kubernetes/pki/etcd/* /var/lib/etcd 2>&1")
+		t.Logf("%s files:\n%s", m.Name, ls.Stdout)
 		for _, u := range systemdUnits {
 			st, _ := m.Exec(ctx, nil, "systemctl", "status", "--no-pager", "-n", "0", u)
 			j, _ := m.Exec(ctx, nil, "journalctl", "--no-pager", "-n", "20", "-u", u)

@@ -306,7 +306,11 @@ func (s *SystemdControlPlane) ControlPlanePathRules(comps []cpunits.Component) [
 	key := func(name, user string) cpunits.PathRule {
 		return cpunits.PathRule{Path: filepath.Join(pki, name), Mode: 0o600, User: user, Group: user}
 	}
-	r := append(s.traversableDirs(),
+	var dirs []string
+	if s.LocalEtcd() {
+		dirs = append(dirs, filepath.Join(pki, "etcd")) // the API server reads etcd/ca.crt
+	}
+	r := append(s.traversableDirs(dirs...),
 		cpunits.PathRule{Path: filepath.Join(pki, kubeadmconstants.ServiceAccountPrivateKeyName), Mode: 0o640, User: "0", Group: ServiceAccountKeyReaders},
 		key(kubeadmconstants.ServiceAccountPublicKeyName, APIServerUser),
 		key(kubeadmconstants.APIServerKeyName, APIServerUser),

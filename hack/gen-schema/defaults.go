@@ -34,7 +34,14 @@ func specDefaults() (defaults, error) {
 		grow(reflect.ValueOf(&skeleton).Elem())
 		skeleton.Spec.Role = role
 		bare := machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role}}
-		for _, c := range []*machineadm.MachineBootstrapConfig{&skeleton, &bare} {
+		variants := []*machineadm.MachineBootstrapConfig{&skeleton, &bare}
+		if role == machineadm.RoleControlPlane {
+			// The binaries' defaults apply to the Systemd runtime only.
+			systemd := machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role,
+				ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeSystemd}}}
+			variants = append(variants, &systemd)
+		}
+		for _, c := range variants {
 			before, err := tree(c)
 			if err != nil {
 				return nil, err

@@ -114,7 +114,8 @@ const kubeletPatchFile = "kubeletconfiguration+merge.json"
 // passes to kubeadm: spec.node.kubelet.config, plus cgroupDriver from
 // spec.host.containerd.cgroupDriver when the spec configures containerd and
 // the kubelet config does not name a driver (the two must agree; kubeadm's
-// own default is systemd). Nil when there is nothing to pass.
+// own default is systemd), plus staticPodPath "" (no static pods) with the
+// Systemd control-plane runtime. Nil when there is nothing to pass.
 func KubeletConfig(cfg *machineadm.MachineBootstrapConfig) map[string]any {
 	out := map[string]any{}
 	for k, v := range cfg.Spec.Node.Kubelet.Config {
@@ -124,6 +125,11 @@ func KubeletConfig(cfg *machineadm.MachineBootstrapConfig) map[string]any {
 		if _, set := out["cgroupDriver"]; !set {
 			out["cgroupDriver"] = cd.CgroupDriver
 		}
+	}
+	if cp := cfg.Spec.ControlPlane; cp != nil && cp.Runtime == machineadm.RuntimeSystemd {
+		// The Systemd runtime runs no static pods: the kubelet watches no
+		// manifest directory (R7; STIG forbids the static pod path).
+		out["staticPodPath"] = ""
 	}
 	if len(out) == 0 {
 		return nil

@@ -69,7 +69,7 @@ func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
 				}
 			}
 		}
-		*list = append(*list, kubeadmPhase(parts[len(parts)-1], row))
+		*list = append(*list, rowPhase(cfg, parts[len(parts)-1], row))
 	}
 	// A row with sub-phases is a parent: kubeadm runs its own work, if
 	// any, with each child.

@@ -58,6 +58,9 @@ func InputsCheck() Phase {
 				}
 				msg += "; CA set in " + cp.PKI.Dir + " usable"
 			}
+			if err := checkSystemdBinaries(d); err != nil {
+				return Result{}, err
+			}
 			return Result{Message: msg}, nil
 		},
 	}

@@ -18,6 +18,7 @@ import (
 // kubeadmState is computed once per run by the kubeadm-config phase.
 type kubeadmState struct {
 	inputs     kubeadm.Inputs
+	docs       *kubeadm.Documents
 	configPath string
 	dryRunDir  string
 	secrets    []string
@@ -156,6 +157,7 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 		// (exit 2 otherwise); a refusal here is machineadm's own fault.
 		return nil, false, errclass.New(errclass.Internal, "kubeadm's validation refused the configuration machineadm derived at run time; run `machineadm config kubeadm -f SPEC` and report this", err)
 	}
+	st.docs = docs
 	st.configPath = filepath.Join(d.WorkDir, "kubeadm-"+strings.ToLower(string(s.Action))+".yaml")
 	c, err := d.work().WriteFile("/"+filepath.Base(st.configPath), docs.YAML, 0o600)
 	if err != nil {

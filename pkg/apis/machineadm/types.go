@@ -87,13 +87,17 @@ type (
 	Proxy = latest.Proxy
 	// Runtime is Runtime of the latest version.
 	Runtime = latest.Runtime
+	// ControlPlaneRuntime is ControlPlaneRuntime of the latest version.
+	ControlPlaneRuntime = latest.ControlPlaneRuntime
+	// ControlPlaneBinaries is ControlPlaneBinaries of the latest version.
+	ControlPlaneBinaries = latest.ControlPlaneBinaries
 	// StaticPod is StaticPod of the latest version.
 	StaticPod = latest.StaticPod
 	// Report is Report of the latest version.
 	Report = latest.Report
 )
 
-// Values of Role and Action.
+// Values of Role, Action and ControlPlaneRuntime.
 const (
 	// RoleControlPlane is RoleControlPlane of the latest version.
 	RoleControlPlane = latest.RoleControlPlane
@@ -103,6 +107,10 @@ const (
 	ActionInit = latest.ActionInit
 	// ActionJoin is ActionJoin of the latest version.
 	ActionJoin = latest.ActionJoin
+	// RuntimeStaticPods is RuntimeStaticPods of the latest version.
+	RuntimeStaticPods = latest.RuntimeStaticPods
+	// RuntimeSystemd is RuntimeSystemd of the latest version.
+	RuntimeSystemd = latest.RuntimeSystemd
 )
 
 // Default values the latest version's SetDefaults applies.
@@ -121,8 +129,10 @@ const (
 	DefaultCertificatesDir = latest.DefaultCertificatesDir
 	// DefaultEncryptionAlgo is DefaultEncryptionAlgo of the latest version.
 	DefaultEncryptionAlgo = latest.DefaultEncryptionAlgo
-	// DefaultRunner is DefaultRunner of the latest version.
-	DefaultRunner = latest.DefaultRunner
+	// DefaultRuntime is DefaultRuntime of the latest version.
+	DefaultRuntime = latest.DefaultRuntime
+	// DefaultBinDir is DefaultBinDir of the latest version.
+	DefaultBinDir = latest.DefaultBinDir
 	// DefaultEtcdDataDir is DefaultEtcdDataDir of the latest version.
 	DefaultEtcdDataDir = latest.DefaultEtcdDataDir
 	// DefaultCRISocket is DefaultCRISocket of the latest version.

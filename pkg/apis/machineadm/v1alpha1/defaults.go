@@ -13,7 +13,8 @@ const (
 	DefaultBindPort        = int32(6443)
 	DefaultCertificatesDir = "/etc/kubernetes/pki"
 	DefaultEncryptionAlgo  = "ECDSA-P256"
-	DefaultRunner          = "StaticPods"
+	DefaultRuntime         = RuntimeStaticPods
+	DefaultBinDir          = "/usr/local/bin"
 	DefaultEtcdDataDir     = "/var/lib/etcd"
 	DefaultJoinTimeout     = "5m"
 	DefaultTokenTTL        = "24h"
@@ -45,7 +46,12 @@ func SetDefaults(c *MachineBootstrapConfig) {
 		}
 		setString(&cp.PKI.CertificatesDir, DefaultCertificatesDir)
 		setString(&cp.PKI.EncryptionAlgorithm, DefaultEncryptionAlgo)
-		setString(&cp.Runner, DefaultRunner)
+		if cp.Runtime == "" {
+			cp.Runtime = DefaultRuntime
+		}
+		if cp.Runtime == RuntimeSystemd {
+			setBinaries(cp)
+		}
 		if cp.Etcd.Local == nil && cp.Etcd.External == nil {
 			cp.Etcd.Local = &LocalEtcd{}
 		}
@@ -115,3 +121,19 @@ func setString(p *string, def string) {
 // Kerberos' default_keytab_name). Defined on every OS so that the hub can
 // alias it; only Linux uses it.
 const DefaultKeytab = "/etc/krb5.keytab"
+
+// setBinaries fills the unset control-plane binary paths of a Systemd
+// runtime with DefaultBinDir/<component>; the etcd binary only for a local
+// etcd.
+func setBinaries(cp *ControlPlane) {
+	if cp.Binaries == nil {
+		cp.Binaries = &ControlPlaneBinaries{}
+	}
+	b := cp.Binaries
+	if cp.Etcd.External == nil {
+		setString(&b.Etcd, DefaultBinDir+"/etcd")
+	}
+	setString(&b.KubeAPIServer, DefaultBinDir+"/kube-apiserver")
+	setString(&b.KubeControllerManager, DefaultBinDir+"/kube-controller-manager")
+	setString(&b.KubeScheduler, DefaultBinDir+"/kube-scheduler")
+}

@@ -88,7 +88,8 @@ func TestSetDefaultsPerRoleAndAction(t *testing.T) {
 			check("controlPlane.pki.certificatesDir", cp.PKI.CertificatesDir, "/etc/kubernetes/pki")
 			check("controlPlane.pki.encryptionAlgorithm", cp.PKI.EncryptionAlgorithm, "ECDSA-P256")
 			check("controlPlane.pki.dir", cp.PKI.Dir, "")
-			check("controlPlane.runner", cp.Runner, "StaticPods")
+			check("controlPlane.runtime", cp.Runtime, RuntimeStaticPods)
+			check("controlPlane.binaries", cp.Binaries, (*ControlPlaneBinaries)(nil))
 			check("controlPlane.etcd.local", cp.Etcd.Local, &LocalEtcd{DataDir: "/var/lib/etcd"})
 			check("controlPlane.etcd.external", cp.Etcd.External, (*ExternalEtcd)(nil))
 			check("node.taints", s.Node.Taints, cpTaints)
@@ -152,5 +153,31 @@ func TestSetDefaultsIdempotent(t *testing.T) {
 		if string(once) != string(twice) {
 			t.Errorf("second SetDefaults changed the spec:\n once  %s\n twice %s", once, twice)
 		}
+	}
+}
+
+// TestSetDefaultsSystemdBinaries: the Systemd runtime gets the default
+// binary paths (no etcd binary with an external etcd), and a path the user
+// gave is kept.
+func TestSetDefaultsSystemdBinaries(t *testing.T) {
+	c := minimal(RoleControlPlane, ActionInit)
+	c.Spec.ControlPlane.Runtime = RuntimeSystemd
+	c.Spec.ControlPlane.Binaries = &ControlPlaneBinaries{KubeAPIServer: "/opt/k8s/kube-apiserver"}
+	SetDefaults(c)
+	want := &ControlPlaneBinaries{
+		Etcd:                  "/usr/local/bin/etcd",
+		KubeAPIServer:         "/opt/k8s/kube-apiserver",
+		KubeControllerManager: "/usr/local/bin/kube-controller-manager",
+		KubeScheduler:         "/usr/local/bin/kube-scheduler",
+	}
+	if got := c.Spec.ControlPlane.Binaries; !reflect.DeepEqual(got, want) {
+		t.Errorf("binaries = %#v, want %#v", got, want)
+	}
+
+	ext := minimal(RoleControlPlane, ActionJoin)
+	ext.Spec.ControlPlane = &ControlPlane{Runtime: RuntimeSystemd, Etcd: Etcd{External: &ExternalEtcd{Endpoints: []string{"https://10.0.0.10:2379"}}}}
+	SetDefaults(ext)
+	if got := ext.Spec.ControlPlane.Binaries; got == nil || got.Etcd != "" || got.KubeScheduler != "/usr/local/bin/kube-scheduler" {
+		t.Errorf("external etcd binaries = %#v, want no etcd binary and the default scheduler", got)
 	}
 }

@@ -167,9 +167,47 @@ type ControlPlane struct {
 	// (kubeadm then creates one random token with a 24h TTL). kubeadm field:
 	// bootstrapTokens.
 	BootstrapTokens []BootstrapToken `json:"bootstrapTokens,omitempty"`
-	// Runner says how the control plane runs. Only "StaticPods" (the
-	// default) is implemented in v1alpha1.
-	Runner string `json:"runner,omitempty"`
+	// Runtime says how etcd and the control-plane components run:
+	// "StaticPods" (default): kubeadm's static pod manifests, run by the
+	// kubelet; "Systemd": systemd units derived from the same pod specs
+	// kubeadm builds (same command, flags and environment), and the
+	// kubelet's staticPodPath is turned off. See
+	// docs/systemd-control-plane.md.
+	Runtime ControlPlaneRuntime `json:"runtime,omitempty"`
+	// Binaries are the executables the Systemd runtime starts. Each is an
+	// absolute path; a path that is also a spec.host.files entry is
+	// delivered by machineadm (verified by that entry's sha256), any other
+	// must already be an executable regular file on the image (checked in
+	// inputs-check). Only with runtime Systemd; defaults there to
+	// /usr/local/bin/<component>.
+	Binaries *ControlPlaneBinaries `json:"binaries,omitempty"`
+}
+
+// ControlPlaneRuntime is how the control plane runs on a node.
+type ControlPlaneRuntime string
+
+const (
+	// RuntimeStaticPods runs the control plane as kubeadm's static pods.
+	RuntimeStaticPods ControlPlaneRuntime = "StaticPods"
+	// RuntimeSystemd runs the control plane as systemd units.
+	RuntimeSystemd ControlPlaneRuntime = "Systemd"
+)
+
+// ControlPlaneBinaries are the paths of the control-plane executables the
+// Systemd runtime runs.
+type ControlPlaneBinaries struct {
+	// Etcd is the etcd server binary (local etcd only). Default
+	// "/usr/local/bin/etcd".
+	Etcd string `json:"etcd,omitempty"`
+	// KubeAPIServer is the kube-apiserver binary. Default
+	// "/usr/local/bin/kube-apiserver".
+	KubeAPIServer string `json:"kubeAPIServer,omitempty"`
+	// KubeControllerManager is the kube-controller-manager binary. Default
+	// "/usr/local/bin/kube-controller-manager".
+	KubeControllerManager string `json:"kubeControllerManager,omitempty"`
+	// KubeScheduler is the kube-scheduler binary. Default
+	// "/usr/local/bin/kube-scheduler".
+	KubeScheduler string `json:"kubeScheduler,omitempty"`
 }
 
 // Etcd holds etcd settings (kubeadm Etcd). Local and External are

@@ -212,9 +212,7 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 			}
 		}
 	}
-	if cp.Runner != "StaticPods" {
-		r.Errors = append(r.Errors, field.NotSupported(p.Child("runner"), cp.Runner, []string{"StaticPods"}))
-	}
+	validateRuntime(r, s, p)
 }
 
 func validateEtcd(r *Result, e *machineadm.Etcd, p *field.Path) {

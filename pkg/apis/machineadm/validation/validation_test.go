@@ -180,7 +180,34 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "bootstrap token inline warns", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.BootstrapTokens[0].Token = machineadm.SecretSource{Value: validToken}
 		}), warn: []string{p + "bootstrapTokens[0].token.value"}, secret: validToken},
-		{name: "runner unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Runner = "Systemd" }), want: []fe{{p + "runner", nsup}}},
+		{name: "runtime unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Runtime = "Podman" }), want: []fe{{p + "runtime", nsup}}},
+		{name: "binaries need Systemd", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.Binaries = &systemdBinaries }), want: []fe{{p + "binaries", forb}}},
+		{name: "Systemd without binaries", base: cpInit, mutate: func(c *spec) { toSystemd(c, nil) }, want: []fe{{p + "binaries", req}}},
+		{name: "Systemd valid", base: cpInit, mutate: func(c *spec) { toSystemd(c, &systemdBinaries) }},
+		{name: "Systemd binary paths", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.Etcd, b.KubeScheduler = "", "bin/kube-scheduler"
+			toSystemd(c, &b)
+		}, want: []fe{{p + "binaries.etcd", req}, {p + "binaries.kubeScheduler", inv}}},
+		{name: "Systemd runs no static pods", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.Host.StaticPods = base(t, cpInit).Spec.Host.StaticPods
+			c.Spec.Node.Kubelet.Config = map[string]any{"staticPodPath": "/etc/kubernetes/manifests"}
+		}, want: []fe{{"spec.host.staticPods", forb}, {"spec.node.kubelet.config.staticPodPath", forb}}},
+		{name: "Systemd external etcd has no etcd binary", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.ControlPlane.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://10.0.0.10:2379"}}}
+		}, want: []fe{{p + "binaries.etcd", forb}}},
+		{name: "Systemd binary from host.files must be executable", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.Host.Files = []machineadm.File{
+				{Path: systemdBinaries.KubeAPIServer, Mode: "0644", Owner: "0", Group: "0",
+					Source: &machineadm.RemoteSource{URL: "https://files.example/kube-apiserver", SHA256: strings.Repeat("a", 64)}},
+				{Path: systemdBinaries.KubeScheduler, Mode: "0755", Owner: "0", Group: "0", Content: "#!/bin/sh\n", Append: true},
+				{Path: systemdBinaries.Etcd, Mode: "0755", Owner: "0", Group: "0",
+					Source: &machineadm.RemoteSource{URL: "https://files.example/etcd", SHA256: strings.Repeat("b", 64)}},
+			}
+		}, want: []fe{{"spec.host.files[0].mode", inv}, {"spec.host.files[1].append", inv}}},
 	})
 }
 
@@ -203,4 +230,19 @@ func TestValidateJoin(t *testing.T) {
 		{name: "timeout zero", base: worker, mutate: j(func(j *machineadm.Join) { j.Timeout = "0s" }), want: []fe{{p + "timeout", inv}}},
 		{name: "timeout not a duration", base: worker, mutate: j(func(j *machineadm.Join) { j.Timeout = "soon" }), want: []fe{{p + "timeout", inv}}},
 	})
+}
+
+// systemdBinaries are valid binary paths of the Systemd runtime.
+var systemdBinaries = machineadm.ControlPlaneBinaries{
+	Etcd:                  "/usr/local/bin/etcd",
+	KubeAPIServer:         "/usr/local/bin/kube-apiserver",
+	KubeControllerManager: "/usr/local/bin/kube-controller-manager",
+	KubeScheduler:         "/usr/local/bin/kube-scheduler",
+}
+
+// toSystemd switches a control-plane spec to the Systemd runtime with
+// binaries b, dropping its extra static pods (which Systemd refuses).
+func toSystemd(c *spec, b *machineadm.ControlPlaneBinaries) {
+	c.Spec.ControlPlane.Runtime, c.Spec.ControlPlane.Binaries = machineadm.RuntimeSystemd, b
+	c.Spec.Host.StaticPods = nil
 }

@@ -1,0 +1,98 @@
+package cpunits_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/cpunits/cpunitstest"
+)
+
+func apiserver() cpunits.Component {
+	return cpunits.Component{
+		Name:                "kube-apiserver",
+		Description:         "Kubernetes API server",
+		Documentation:       "https://kubernetes.io/docs/reference/command-line-tools-reference/kube-apiserver/",
+		Command:             []string{"/usr/local/bin/kube-apiserver", "--advertise-address=10.0.0.1", "--audit-log-path=/var/log/kubernetes/audit.log", "--tls-cipher-suites=a b", `--weird=%h$HOME"q\`, ";"},
+		Env:                 []cpunits.EnvVar{{"HTTPS_PROXY", `http://user:p@ss$w"rd@proxy:3128`}, {"NO_PROXY", "10.0.0.0/8"}},
+		User:                "kubeadm-kas",
+		Group:               "kubeadm-kas",
+		SupplementaryGroups: []string{"kubeadm-sa-key-readers"},
+		ReadWritePaths:      []string{"/var/log/kubernetes"},
+		InaccessiblePaths:   []string{"/var/lib/etcd"},
+		After:               []string{"etcd.service"},
+	}
+}
+
+// ExecStart is the component's command exactly, through systemd's quoting.
+func TestRenderExecStartRoundTrip(t *testing.T) {
+	c := apiserver()
+	fs, err := cpunits.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cpunitstest.ParseExecStart(string(fs[0].Content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c.Command) {
+		t.Errorf("ExecStart parses to\n%q\nwant\n%q", got, c.Command)
+	}
+}
+
+// The environment lives in a 0600 file, not in the unit; the unit keeps
+// the hardening directives.
+func TestRenderFiles(t *testing.T) {
+	fs, err := cpunits.Render(apiserver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 2 || fs[0].Path != "/etc/systemd/system/kube-apiserver.service" || fs[1].Path != "/etc/machineadm/units/kube-apiserver.env" {
+		t.Fatalf("files: %+v", fs)
+	}
+	unit := string(fs[0].Content)
+	if strings.Contains(unit, "p@ss") || !fs[1].Secret || fs[1].Mode != 0o600 || fs[0].Mode != 0o600 {
+		t.Errorf("environment leaks into the unit or files are not 0600 secret:\n%s", unit)
+	}
+	for _, want := range []string{"User=kubeadm-kas", "SupplementaryGroups=kubeadm-sa-key-readers", "ReadWritePaths=/var/log/kubernetes",
+		"InaccessiblePaths=-/var/lib/etcd", "CapabilityBoundingSet=\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "Restart=always",
+		"RestartSec=5\n", "StartLimitBurst=30", "After=network-online.target etcd.service", "EnvironmentFile=/etc/machineadm/units/kube-apiserver.env"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("unit lacks %q", want)
+		}
+	}
+	if got, want := string(fs[1].Content), "HTTPS_PROXY=\"http://user:p@ss\\$w\\\"rd@proxy:3128\"\nNO_PROXY=\"10.0.0.0/8\"\n"; got != want {
+		t.Errorf("env file\n%s\nwant\n%s", got, want)
+	}
+	if env, err := cpunitstest.ParseEnvFile(string(fs[1].Content)); err != nil || !reflect.DeepEqual(env, apiserver().Env) {
+		t.Errorf("env file parses to %q (%v), want %q", env, err, apiserver().Env)
+	}
+	c := apiserver()
+	c.Env = nil
+	if fs, _ := cpunits.Render(c); len(fs) != 1 || strings.Contains(string(fs[0].Content), "EnvironmentFile") {
+		t.Errorf("a component without environment gets an environment file")
+	}
+}
+
+func TestRenderRefusesBadComponents(t *testing.T) {
+	for name, mutate := range map[string]func(*cpunits.Component){
+		"relative binary":  func(c *cpunits.Component) { c.Command[0] = "kube-apiserver" },
+		"no command":       func(c *cpunits.Component) { c.Command = nil },
+		"newline argument": func(c *cpunits.Component) { c.Command = append(c.Command, "--a=b\nExecStartPre=/bin/sh") },
+		"bad name":         func(c *cpunits.Component) { c.Name = "Kube API" },
+		"bad env name":     func(c *cpunits.Component) { c.Env = []cpunits.EnvVar{{"A-B", "x"}} },
+		"env newline":      func(c *cpunits.Component) { c.Env = []cpunits.EnvVar{{"A", "x\nB=y"}} },
+		"bad user":         func(c *cpunits.Component) { c.User = "root\nUser" },
+		"relative rw path": func(c *cpunits.Component) { c.ReadWritePaths = []string{"var/lib"} },
+		"bad capability":   func(c *cpunits.Component) { c.Capabilities = []string{"NET_ADMIN"} },
+		"bad after":        func(c *cpunits.Component) { c.After = []string{"etcd"} },
+	} {
+		c := apiserver()
+		c.Command = append([]string{}, c.Command...)
+		mutate(&c)
+		if _, err := cpunits.Render(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

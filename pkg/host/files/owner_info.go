@@ -1,0 +1,7 @@
+package files
+
+import "io/fs"
+
+// Owner returns the numeric owner and group of a file's FileInfo (0:0 on
+// Windows, which has no numeric owners).
+func Owner(fi fs.FileInfo) (uid, gid int) { return fileOwner(fi) }

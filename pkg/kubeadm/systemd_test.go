@@ -1,0 +1,372 @@
+package kubeadm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	controlplanephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
+	etcdphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/etcd"
+	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
+	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/cpunits/cpunitstest"
+)
+
+// systemdInit is the Systemd example (docs/examples/control-plane-systemd.yaml:
+// binaries from the image and from host.files, extraArgs for etcd and the
+// API server) plus an extra argument for the scheduler, translated with a
+// patches directory that holds a kube-apiserver patch as well as the
+// kubelet's.
+func systemdInit(t *testing.T) (*machineadm.MachineBootstrapConfig, *Documents, string) {
+	t.Helper()
+	requireStamped(t)
+	cfg := loadExample(t, "control-plane-systemd.yaml")
+	cfg.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "2"}}
+	patches := t.TempDir()
+	if _, err := WriteKubeletPatch(cfg, patches); err != nil {
+		t.Fatal(err)
+	}
+	// A kubeadm patch of the API server's pod: the units must carry it too.
+	patch := `[{"op":"add","path":"/spec/containers/0/command/-","value":"--profiling=false"},` +
+		`{"op":"add","path":"/spec/containers/0/env","value":[{"name":"GOMEMLIMIT","value":"2GiB"}]}]`
+	if err := os.WriteFile(filepath.Join(patches, "kube-apiserver+json.json"), []byte(patch), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := testInputs(cfg)
+	in.PatchesDir = patches
+	docs, err := Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, docs, patches
+}
+
+// flags splits "--name=value" arguments into a map, failing on repeats.
+func flags(t *testing.T, what string, args []string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, a := range args {
+		name, val, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok || !strings.HasPrefix(a, "--") {
+			t.Errorf("%s: argument %q is not --name=value", what, a)
+		}
+		if _, dup := m[name]; dup {
+			t.Errorf("%s: flag --%s repeated", what, name)
+		}
+		m[name] = val
+	}
+	return m
+}
+
+// TestSystemdUnitsMatchKubeadmManifests writes the static pod manifests
+// with kubeadm's own phase code (CreateInitStaticPodManifestFiles,
+// CreateLocalEtcdStaticPodManifestFile) and compares each with the unit
+// file rendered for the Systemd runtime, flag by flag, plus the
+// environment: the same flags and values, extraArgs and patches included,
+// and the binary from spec.controlPlane.binaries.
+func TestSystemdUnitsMatchKubeadmManifests(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	t.Setenv("NO_PROXY", "10.0.0.0/8,.svc")
+	cfg, docs, patches := systemdInit(t)
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := s.EtcdComponent(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := s.ControlPlaneComponents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := append([]cpunits.Component{etcd}, cps...)
+
+	// kubeadm writes its manifests from its own load of the documents.
+	ic, err := loadInitConfiguration(docs.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := t.TempDir()
+	if err := controlplanephase.CreateInitStaticPodManifestFiles(manifests, patches, ic, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdphase.CreateLocalEtcdStaticPodManifestFile(manifests, patches, ic.NodeRegistration.Name, &ic.ClusterConfiguration, &ic.LocalAPIEndpoint, false); err != nil {
+		t.Fatal(err)
+	}
+	bins := map[string]string{"etcd": "/usr/local/bin/etcd", "kube-apiserver": "/opt/kubernetes/bin/kube-apiserver",
+		"kube-controller-manager": "/usr/local/bin/kube-controller-manager", "kube-scheduler": "/opt/kubernetes/bin/kube-scheduler"}
+	for _, c := range comps {
+		t.Run(c.Name, func(t *testing.T) {
+			pod, err := staticpodutil.ReadStaticPodFromDisk(filepath.Join(manifests, c.Name+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := cpunits.Render(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv, err := cpunitstest.ParseExecStart(string(files[0].Content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctr := pod.Spec.Containers[0]
+			if argv[0] != bins[c.Name] || ctr.Command[0] != c.Name {
+				t.Errorf("binary %q (pod command %q), want %q", argv[0], ctr.Command[0], bins[c.Name])
+			}
+			podFlags := flags(t, "manifest", append(ctr.Command[1:], ctr.Args...))
+			unitFlags := flags(t, "unit", argv[1:])
+			for name, want := range podFlags {
+				got, ok := unitFlags[name]
+				switch {
+				case !ok:
+					t.Errorf("--%s=%s of the manifest is missing from the unit", name, want)
+				case got != want:
+					t.Errorf("--%s: unit %q, manifest %q", name, got, want)
+				}
+			}
+			for name, got := range unitFlags {
+				if _, ok := podFlags[name]; !ok {
+					t.Errorf("--%s=%s is in the unit only", name, got)
+				}
+			}
+			if len(podFlags) < 5 {
+				t.Errorf("only %d flags in kubeadm's manifest: %q", len(podFlags), ctr.Command)
+			}
+			var podEnv []cpunits.EnvVar
+			for _, e := range ctr.Env {
+				podEnv = append(podEnv, cpunits.EnvVar{Name: e.Name, Value: e.Value})
+			}
+			var unitEnv []cpunits.EnvVar
+			if len(files) == 2 {
+				if unitEnv, err = cpunitstest.ParseEnvFile(string(files[1].Content)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(unitEnv, podEnv) {
+				t.Errorf("environment: unit %q, manifest %q", unitEnv, podEnv)
+			}
+		})
+	}
+
+	// The spec's extraArgs and the patch reached the units.
+	want := map[string]string{"etcd": "--quota-backend-bytes=8589934592", "kube-apiserver": "--profiling=false", "kube-scheduler": "--v=2"}
+	for _, c := range comps {
+		if w, ok := want[c.Name]; ok && !slices.Contains(c.Command, w) {
+			t.Errorf("%s lacks %s", c.Name, w)
+		}
+	}
+	if !slices.Contains(cps[0].ReadWritePaths, "/var/log/kubernetes/audit") || !slices.Contains(etcd.ReadWritePaths, "/var/lib/etcd") {
+		t.Errorf("writable paths: apiserver %q, etcd %q", cps[0].ReadWritePaths, etcd.ReadWritePaths)
+	}
+	if !slices.Contains(cps[0].Command, "--etcd-servers=https://127.0.0.1:2379") || cps[0].After[0] != "etcd.service" {
+		t.Errorf("apiserver: %q after %q", cps[0].Command, cps[0].After)
+	}
+}
+
+// A joining member's etcd unit names the existing members and joins an
+// existing cluster, as kubeadm's join writes it.
+func TestSystemdEtcdJoinFlags(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := []EtcdMember{{Name: "cp0", PeerURL: "https://192.0.2.9:2380"}, {Name: s.NodeName(), PeerURL: "https://192.0.2.10:2380"}}
+	c, err := s.EtcdComponent(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, _ := loadInitConfiguration(docs.YAML)
+	pod := etcdphase.GetEtcdPodSpec(&ic.ClusterConfiguration, &ic.LocalAPIEndpoint, ic.NodeRegistration.Name,
+		[]etcdutil.Member{{Name: "cp0", PeerURL: "https://192.0.2.9:2380"}, {Name: s.NodeName(), PeerURL: "https://192.0.2.10:2380"}})
+	if got, want := c.Command[1:], pod.Spec.Containers[0].Command[1:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("join etcd command\n%q\nwant\n%q", got, want)
+	}
+	for _, f := range []string{"--initial-cluster-state=existing", "--initial-cluster=cp0=https://192.0.2.9:2380,cp1=https://192.0.2.10:2380"} {
+		if !slices.Contains(c.Command, f) {
+			t.Errorf("join etcd lacks %s", f)
+		}
+	}
+}
+
+// Accounts and path rules follow kubeadm's RootlessControlPlane layout and
+// the CIS modes.
+func TestSystemdPathRules(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, _ := s.ControlPlaneComponents()
+	etcd, _ := s.EtcdComponent(nil)
+	rules := map[string]cpunits.PathRule{}
+	for _, r := range append(s.EtcdPathRules(etcd), s.ControlPlanePathRules(cps)...) {
+		rules[r.Path] = r
+	}
+	for p, want := range map[string]string{
+		"/var/lib/etcd":                           "0700 kubeadm-etcd",
+		"/etc/kubernetes/pki/etcd/server.key":     "0600 kubeadm-etcd",
+		"/etc/kubernetes/pki/sa.key":              "0640 0:kubeadm-sa-key-readers",
+		"/etc/kubernetes/pki/apiserver.key":       "0600 kubeadm-kas",
+		"/etc/kubernetes/pki/ca.key":              "0600 kubeadm-kcm",
+		"/etc/kubernetes/controller-manager.conf": "0600 kubeadm-kcm",
+		"/etc/kubernetes/scheduler.conf":          "0600 kubeadm-ks",
+		"/var/log/kubernetes/audit":               "0700 kubeadm-kas",
+	} {
+		r, ok := rules[p]
+		got := ""
+		if ok {
+			owner := r.User + ":" + r.Group
+			if r.User == r.Group {
+				owner = r.User
+			}
+			got = fmt.Sprintf("%04o %s", r.Mode, owner)
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+	if !rules["/var/lib/etcd"].Recursive {
+		t.Error("etcd data dir not recursive")
+	}
+	var names []string
+	for _, a := range s.Accounts() {
+		names = append(names, a.Name)
+	}
+	if want := []string{"kubeadm-sa-key-readers", "kubeadm-etcd", "kubeadm-kas", "kubeadm-kcm", "kubeadm-ks"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("accounts %q, want %q", names, want)
+	}
+}
+
+// Each derived unit passes systemd-analyze verify, and its exposure level
+// (systemd-analyze security --offline=yes) stays below 2.0; go test -v
+// logs the four scores.
+func TestSystemdUnitsVerifyAndScore(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	cfg, docs, _ := systemdInit(t)
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, _ := s.EtcdComponent(nil)
+	cps, _ := s.ControlPlaneComponents()
+	for _, c := range append([]cpunits.Component{etcd}, cps...) {
+		if score := cpunitstest.VerifyForTest(t, c); score > 2.0 {
+			t.Errorf("%s: exposure %.1f above 2.0", c.Unit(), score)
+		}
+	}
+}
+
+// The Systemd runtime turns the kubelet's static pod path off through the
+// kubelet patch; the StaticPods runtime leaves it alone.
+func TestSystemdKubeletPatchTurnsStaticPodsOff(t *testing.T) {
+	cfg, _, patches := systemdInit(t)
+	if v, ok := KubeletConfig(cfg)["staticPodPath"]; !ok || v != "" {
+		t.Errorf("staticPodPath = %v (set %v), want \"\"", v, ok)
+	}
+	data, err := os.ReadFile(filepath.Join(patches, kubeletPatchFile))
+	if err != nil || !strings.Contains(string(data), `"staticPodPath":""`) {
+		t.Errorf("kubelet patch %s (%v) lacks staticPodPath", data, err)
+	}
+	cfg.Spec.ControlPlane.Runtime = machineadm.RuntimeStaticPods
+	if _, ok := KubeletConfig(cfg)["staticPodPath"]; ok {
+		t.Error("StaticPods runtime sets staticPodPath")
+	}
+}
+
+// In a dry run the phases print the units they would write and touch
+// nothing: no file under the root, no service call.
+func TestSystemdPhasesDryRun(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	var out strings.Builder
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
+	ctx := t.Context()
+	for name, phase := range map[string]func(context.Context, *SystemdEnv) error{
+		"etcd": SystemdEtcdPhase, "wait-control-plane": SystemdWaitControlPlanePhase,
+		"control-plane": func(ctx context.Context, env *SystemdEnv) error { return SystemdControlPlanePhase(ctx, env) },
+	} {
+		if err := phase(ctx, env); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("dry run wrote %v", entries)
+	}
+	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "dry run, not done: would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
+		"would wait for the kubelet", "would wait for etcd at http://127.0.0.1:2381/readyz"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// One component alone, by kubeadm's name; an unknown one is refused.
+	out.Reset()
+	if err := SystemdControlPlanePhase(ctx, env, "kube-scheduler"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "system/kube-scheduler.service") || strings.Contains(out.String(), "system/kube-apiserver.service") {
+		t.Errorf("kube-scheduler alone:\n%s", out.String())
+	}
+	if err := SystemdControlPlanePhase(ctx, env, "apiserver"); err == nil {
+		t.Error("an unknown component was accepted")
+	}
+	// Without a service manager a real run refuses to start.
+	env.DryRun = false
+	if err := SystemdControlPlanePhase(ctx, env); err == nil {
+		t.Error("a real run without a service manager was accepted")
+	}
+}
+
+// A control-plane Join in a dry run: the cluster part comes from kubeadm's
+// defaults (there is no cluster to read), this node's part from the join
+// configuration; no etcd member is added and nothing is written.
+func TestSystemdJoinDryRun(t *testing.T) {
+	requireStamped(t)
+	cfg := loadExample(t, "control-plane-join.yaml")
+	cp := cfg.Spec.ControlPlane
+	cp.Runtime = machineadm.RuntimeSystemd
+	cp.Binaries = &machineadm.ControlPlaneBinaries{Etcd: "/usr/local/bin/etcd", KubeAPIServer: "/usr/local/bin/kube-apiserver",
+		KubeControllerManager: "/usr/local/bin/kube-controller-manager", KubeScheduler: "/usr/local/bin/kube-scheduler"}
+	if cp.Etcd.Local == nil && cp.Etcd.External == nil {
+		cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd"}
+	}
+	in := testInputs(cfg)
+	in.PatchesDir = t.TempDir()
+	if _, err := WriteKubeletPatch(cfg, in.PatchesDir); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	var out strings.Builder
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
+	if err := SystemdControlPlanePhase(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	if err := SystemdEtcdJoinPhase(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("dry run wrote %v", entries)
+	}
+	adv := "--advertise-address=" + cp.AdvertiseAddress
+	for _, want := range []string{"kubeadm's defaults are shown", "would add etcd member https://" + cp.AdvertiseAddress + ":2380", adv, "ExecStart=/usr/local/bin/etcd"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -211,6 +211,14 @@ func stopAllMachines(t *testing.T, e *env) {
 		if err := e.stopMachine(m); err != nil {
 			t.Fatalf("stopping %s: %v", m.Name, err)
 		}
+		// A machine booted again under the same name must start from the
+		// image, not from what the earlier test left in its overlay (an
+		// earlier cluster's /etc/kubernetes/pki): move its directory aside
+		// (cleanup removes the run directory).
+		dir := filepath.Join(e.runDir, m.Name)
+		if err := os.Rename(dir, dir+".earlier"); err != nil && !os.IsNotExist(err) {
+			t.Fatalf("moving %s aside: %v", dir, err)
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ func TestKMSBuildTags(t *testing.T) {
 	}
 	all := deps(t, "kms_all")
 	none := deps(t, "")
-	for tag, pkgs := range kmsPackages {
+	for _, pkgs := range kmsPackages {
 		for _, p := range pkgs {
 			if none[p] {
 				t.Errorf("the default build links %s", p)

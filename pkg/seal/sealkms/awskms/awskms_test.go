@@ -13,6 +13,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealkms"
+	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
 const (
@@ -39,6 +40,7 @@ func isolate(t *testing.T, kms, imds string) {
 }
 
 func TestRoundTripAndRefusals(t *testing.T) {
+	fipstest.InChild(t)
 	f := newFakeKMS(t, keyARN, otherARN)
 	f.aliases[aliasARN] = keyARN
 	imds := newFakeIMDS(t, "machine-role", "ASIAMACHINE", "machine-session-token")
@@ -138,3 +140,6 @@ func TestParseRecipient(t *testing.T) {
 		t.Error("identity options accepted")
 	}
 }
+
+// TestFIPSOnly: sealing and opening work in FIPS 140-3 only mode.
+func TestFIPSOnly(t *testing.T) { fipstest.Rerun(t, "TestRoundTripAndRefusals") }

@@ -18,7 +18,7 @@ import (
 // fakeKMS is a local test double of the AWS KMS JSON 1.1 API
 // (TrentService.Encrypt and TrentService.Decrypt) on loopback. Each key is
 // an AES-256-GCM key of its own; a ciphertext blob is the key's index, a
-// nonce and the GCM output, authenticated with the encryption context, as
+// random nonce and the GCM output, authenticated with the encryption context, as
 // the real KMS binds it. It records the access key ID of every request's
 // SigV4 credential scope and its session token.
 type fakeKMS struct {
@@ -41,7 +41,7 @@ func newFakeKMS(t *testing.T, keyARNs ...string) *fakeKMS {
 		k := make([]byte, 32)
 		rand.Read(k)
 		b, _ := aes.NewCipher(k)
-		g, _ := cipher.NewGCM(b)
+		g, _ := cipher.NewGCMWithRandomNonce(b) // FIPS 140-3 only mode allows this GCM
 		f.keys, f.aeads = append(f.keys, arn), append(f.aeads, g)
 	}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -111,9 +111,7 @@ func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 			kmsError(w, "NotFoundException", "key "+in.KeyId+" does not exist")
 			return
 		}
-		nonce := make([]byte, 12)
-		rand.Read(nonce)
-		out["CiphertextBlob"] = f.aeads[i].Seal(append([]byte{byte(i)}, nonce...), nonce, in.Plaintext, contextAAD(in.EncryptionContext))
+		out["CiphertextBlob"] = f.aeads[i].Seal([]byte{byte(i)}, nil, in.Plaintext, contextAAD(in.EncryptionContext))
 		out["KeyId"] = f.keys[i]
 	case "Decrypt":
 		if len(in.CiphertextBlob) < 1+12+16 || int(in.CiphertextBlob[0]) >= len(f.keys) {
@@ -125,7 +123,7 @@ func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 			kmsError(w, "IncorrectKeyException", "the key ID in the request does not identify the key that encrypted the ciphertext")
 			return
 		}
-		pt, err := f.aeads[i].Open(nil, in.CiphertextBlob[1:13], in.CiphertextBlob[13:], contextAAD(in.EncryptionContext))
+		pt, err := f.aeads[i].Open(nil, nil, in.CiphertextBlob[1:], contextAAD(in.EncryptionContext))
 		if err != nil {
 			kmsError(w, "InvalidCiphertextException", "")
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
 var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef")}
@@ -19,6 +20,7 @@ var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef
 const machineClientID = "11111111-2222-3333-4444-555555555555"
 
 func TestRoundTripAndRefusals(t *testing.T) {
+	fipstest.InChild(t)
 	kv := newFakeKeyVault(t, "cluster", "other")
 	var asked []string
 	imds := newFakeIMDS(t, &asked)
@@ -112,3 +114,6 @@ func TestParse(t *testing.T) {
 		t.Error("unknown identity option accepted")
 	}
 }
+
+// TestFIPSOnly: sealing and opening work in FIPS 140-3 only mode.
+func TestFIPSOnly(t *testing.T) { fipstest.Rerun(t, "TestRoundTripAndRefusals") }

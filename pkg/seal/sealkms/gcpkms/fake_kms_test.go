@@ -40,7 +40,7 @@ func newFakeKMS(t *testing.T, names ...string) *fakeKMS {
 		k := make([]byte, 32)
 		rand.Read(k)
 		b, _ := aes.NewCipher(k)
-		f.keys[n], _ = cipher.NewGCM(b)
+		f.keys[n], _ = cipher.NewGCMWithRandomNonce(b)
 	}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
@@ -103,9 +103,7 @@ func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 			gcpError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "checksum mismatch")
 			return
 		}
-		nonce := make([]byte, 12)
-		rand.Read(nonce)
-		ct := aead.Seal(nonce, nonce, in.Plaintext, in.AdditionalAuthenticatedData)
+		ct := aead.Seal(nil, nil, in.Plaintext, in.AdditionalAuthenticatedData)
 		out["name"] = name + "/cryptoKeyVersions/1"
 		out["ciphertext"], out["ciphertextCrc32c"] = ct, crcOf(ct)
 		out["verifiedPlaintextCrc32c"] = in.PlaintextCrc32c != nil
@@ -115,7 +113,7 @@ func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 			gcpError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Decryption failed: the ciphertext is invalid.")
 			return
 		}
-		pt, err := aead.Open(nil, in.Ciphertext[:12], in.Ciphertext[12:], in.AdditionalAuthenticatedData)
+		pt, err := aead.Open(nil, nil, in.Ciphertext, in.AdditionalAuthenticatedData)
 		if err != nil {
 			gcpError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Decryption failed: the ciphertext is invalid.")
 			return

@@ -20,6 +20,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
 const (
@@ -53,6 +54,7 @@ func operatorCredentials(t *testing.T, dir string) {
 }
 
 func TestRoundTripAndRefusals(t *testing.T) {
+	fipstest.InChild(t)
 	f := newFakeKMS(t, keyName, otherName)
 	md := newFakeMetadata(t, "machine-token")
 	dir := t.TempDir()
@@ -146,3 +148,6 @@ func TestParse(t *testing.T) {
 		t.Error("unknown identity option accepted")
 	}
 }
+
+// TestFIPSOnly: sealing and opening work in FIPS 140-3 only mode.
+func TestFIPSOnly(t *testing.T) { fipstest.Rerun(t, "TestRoundTripAndRefusals") }

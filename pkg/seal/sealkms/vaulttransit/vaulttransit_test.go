@@ -14,6 +14,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
 var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef")}
@@ -30,6 +31,7 @@ func write(t *testing.T, path, content string, mode os.FileMode) string {
 }
 
 func TestRoundTripAndRefusals(t *testing.T) {
+	fipstest.InChild(t)
 	f := newFakeVault(t, "machineadm", "other")
 	dir := t.TempDir()
 	ca := write(t, filepath.Join(dir, "ca.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.Certificate().Raw})), 0o644)
@@ -152,3 +154,6 @@ func TestParse(t *testing.T) {
 		t.Errorf("defaults: %+v %v", ids, err)
 	}
 }
+
+// TestFIPSOnly: sealing and opening work in FIPS 140-3 only mode.
+func TestFIPSOnly(t *testing.T) { fipstest.Rerun(t, "TestRoundTripAndRefusals") }

@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all deps test bench vet fmt schema demo e2e clean release release-check
+.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -36,6 +36,28 @@ build:
 # build-kms: bin/machineadm-kms with all four cloud KMS recipient types.
 build-kms:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags kms_all -ldflags "$(LDFLAGS)" -o bin/machineadm-kms ./cmd/machineadm
+
+# The Cluster API bootstrap provider (docs/cluster-api.md).
+build-controller:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/machineadm-controller ./cmd/machineadm-controller
+
+# image-controller writes the controller's container image as a
+# docker-archive tarball (bin/images/machineadm-controller.tar: the static
+# binary at /machineadm-controller on an empty base), built without Docker by
+# the e2e's image builder; `ctr -n k8s.io images import` or
+# `crane push` take it from there.
+CONTROLLER_IMAGE ?= ghcr.io/machineadm/machineadm-controller:$(VERSION)
+image-controller: build-controller
+	cd hack/e2e/tools && $(GO) build -o ../../../bin/e2e-images ./cmd/e2e-images
+	bin/e2e-images -out bin/images $(CONTROLLER_IMAGE)=bin/machineadm-controller:/machineadm-controller
+
+# capi-manifests regenerates deepcopy, CRDs, RBAC, the Deployment,
+# metadata.yaml and bootstrap-components.yaml in contrib/cluster-api with
+# the controller-gen pinned in hack/tools/go.mod.
+capi-manifests:
+	cd hack/tools && $(GO) build -o ../../bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	bin/controller-gen object paths=./pkg/capi/api/...
+	$(GO) run ./hack/gen-capi -controller-gen bin/controller-gen -out contrib/cluster-api
 
 build-all:
 	@set -e; for p in $(PLATFORMS); do \
@@ -62,6 +84,19 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags kms_all $(KMS_PKGS) ./cmd/machineadm
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# Fuzzing (hack/fuzz.sh): every FuzzXxx target under pkg/ in turn.
+# fuzz-short gives each FUZZTIME_SHORT seconds (CI); fuzz gives each
+# FUZZTIME seconds, FUZZ=REGEX picks targets by package or name.
+FUZZTIME_SHORT ?= 20
+FUZZTIME       ?= 600
+FUZZ           ?= .
+
+fuzz-short:
+	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME_SHORT)
+
+fuzz:
+	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 schema:
 	$(GO) run ./hack/gen-schema

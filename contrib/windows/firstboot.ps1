@@ -1,7 +1,8 @@
 #ps1_sysnative
 # machineadm first-boot stub, written by `machineadm render`: get the agent,
 # verify it with Get-FileHash before it runs, write the machine spec into a
-# directory only SYSTEM and Administrators can read, run `machineadm bootstrap`.
+# directory only SYSTEM and Administrators can read, run `machineadm bootstrap`,
+# and run it again after a reboot the domain join needs (startup task).
 # With -AgentUrl empty the agent must already be at -AgentPath; with
 # -SpecGzipBase64 and -PayloadUrl empty the spec must already be at -SpecPath.
 param(
@@ -11,7 +12,8 @@ param(
 	[string]$SpecPath = 'C:\ProgramData\machineadm\spec.yaml',
 	[string]$PayloadUrl = '',
 	[string]$PayloadSha256 = '',
-	[string]$SpecGzipBase64 = ''
+	[string]$SpecGzipBase64 = '',
+	[string]$ReportPath = 'C:\ProgramData\machineadm\report.json'
 )
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
@@ -87,6 +89,44 @@ if ($SpecGzipBase64) {
 } elseif (-not (Test-Path -LiteralPath $SpecPath -PathType Leaf)) {
 	throw "${SpecPath}: no machine spec"
 }
-Write-Log "running $AgentPath bootstrap -f $SpecPath"
-& $AgentPath bootstrap -f $SpecPath
+# bootstrap runs from resume.ps1, also the action of the startup task
+# machineadm-bootstrap: a domain join (spec.host.domainJoin) ends a run
+# with the report's errorClass RebootRequired; the machine reboots (Windows
+# Setup does it when this runs in its specialize pass), the task runs
+# bootstrap again, which resumes after the join, and the task removes
+# itself once bootstrap succeeds. At most 3 reboots are made.
+$resume = Join-Path $specDir 'resume.ps1'
+$body = @'
+param([switch]$NoReboot)
+$Agent = @AGENT@
+$Spec = @SPEC@
+$Report = @REPORT@
+$Count = Join-Path (Split-Path -Parent $Spec) 'reboots'
+Write-Host "machineadm-stub: running $Agent bootstrap -f $Spec"
+& $Agent bootstrap -f $Spec
+$code = $LASTEXITCODE
+if ($code -eq 0) {
+	Unregister-ScheduledTask -TaskName 'machineadm-bootstrap' -Confirm:$false -ErrorAction SilentlyContinue
+	exit 0
+}
+$class = ''
+try { $class = (Get-Content -Raw -LiteralPath $Report | ConvertFrom-Json).errorClass } catch { }
+if ($class -ne 'RebootRequired') { exit $code }
+$n = 0
+if (Test-Path -LiteralPath $Count) { $n = [int](Get-Content -LiteralPath $Count) }
+if ($n -ge 3) { Write-Host 'machineadm-stub: still RebootRequired after 3 reboots'; exit $code }
+Set-Content -LiteralPath $Count -Value ($n + 1)
+if ($NoReboot) { Write-Host 'machineadm-stub: reboot required; bootstrap runs again at the next boot'; exit 0 }
+Write-Host 'machineadm-stub: reboot required; rebooting, bootstrap runs again at the next boot'
+Restart-Computer -Force
+exit 0
+'@
+$q = { param($v) "'" + ($v -replace "'", "''") + "'" }
+$body = $body.Replace('@AGENT@', (& $q $AgentPath)).Replace('@SPEC@', (& $q $SpecPath)).Replace('@REPORT@', (& $q $ReportPath))
+Set-Content -Encoding UTF8 -LiteralPath $resume -Value $body
+$action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument "-NoProfile -ExecutionPolicy Bypass -File `"$resume`""
+$trigger = New-ScheduledTaskTrigger -AtStartup
+Register-ScheduledTask -Force -TaskName 'machineadm-bootstrap' -Action $action -Trigger $trigger -User 'SYSTEM' -RunLevel Highest | Out-Null
+$inSetup = (Get-ItemProperty -Path 'HKLM:\SYSTEM\Setup' -ErrorAction SilentlyContinue).SystemSetupInProgress -eq 1
+if ($inSetup) { & $resume -NoReboot } else { & $resume }
 exit $LASTEXITCODE

@@ -14,6 +14,11 @@ if [ "${1:-}" = demo ]; then
   export MACHINEADM_E2E_SCENARIOS=1 MACHINEADM_E2E_PRINT_REPORTS=1
   args+=(-run 'TestScenarios')
 fi
+# MACHINEADM_E2E_RUN=REGEXP runs only the matching tests (go test -run),
+# for example TestSealed.
+if [ -n "${MACHINEADM_E2E_RUN:-}" ]; then
+  args+=(-run "$MACHINEADM_E2E_RUN")
+fi
 rc=0
 go test "${args[@]}" ./test/e2e/ || rc=$?
 "$(dirname "$0")/cleanup.sh"

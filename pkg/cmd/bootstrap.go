@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/session"
@@ -84,6 +86,11 @@ state file is neither consulted nor completed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("at most one phase name, got %q", args)
+			}
+			if len(args) == 1 && strings.TrimSpace(args[0]) == "" {
+				// An empty NAME must not mean "every phase": that would be
+				// a whole bootstrap run by a command that runs one phase.
+				return usagef("the phase name is empty; 'machineadm bootstrap phase -f SPEC' lists the phases")
 			}
 			return nil
 		},

@@ -49,8 +49,15 @@ formats; checked with openssl on the machine).
 Secure by default: a spec with inline secrets (token/certificate key values,
 PEM private keys, bootstrap tokens in files, registry client keys, passwords
 in proxy, report or download URLs) is refused, since user data is
-readable by anyone with read access to the infrastructure. Reference secrets
-as files delivered by a secure channel, or serve the spec with --payload-url.
+readable by anyone with read access to the infrastructure. Seal them with
+machineadm seal and render the sealed file (the spec and its SealedSecrets
+document, carried byte for byte; it needs no --insecure-inline-secrets),
+reference secrets as files delivered by a secure channel, or serve the spec
+with --payload-url.
+
+cloud-config with the agent in the image (file:// URL) and the spec inline
+has no stub: runcmd runs the agent, after sha256sum -c when --agent-sha256
+is given.
 
 --payload-url makes the stub fetch the spec (upload the same file as -f)
 instead of carrying it; its digest is computed from -f and must match

@@ -2,11 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
-	"reflect"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -34,8 +29,11 @@ characters, bidirectional overrides, invalid UTF-8) is shown escaped, as
 PATH defaults to ` + report.DefaultPath + ` (spec.report.path's
 default); --previous shows the report the last one replaced.
 
+PATH must be a regular file of at most 4 MiB (a FIFO or a device is
+refused without waiting).
+
 Exit codes: 0 the report was shown (whatever its result), 2 the file is
-missing, unreadable or not a valid report.`,
+missing, unreadable, too large or not a valid report.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("at most one report path, got %q", args)
@@ -53,15 +51,13 @@ missing, unreadable or not a valid report.`,
 			if output != "text" && output != "json" {
 				return usagef("--output must be text or json, got %q", output)
 			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return usagef("reading the outcome report: %s", terminalSafe(err.Error()))
-			}
-			r, err := report.Decode(data)
+			// Bounded: a regular file of at most report.MaxReportSize
+			// bytes; /dev/zero or a FIFO is refused at once.
+			r, err := report.ReadFile(path)
 			if err != nil {
 				// The error may quote the file's bytes (a phase name, a
 				// field value): never hand them to the terminal raw.
-				return usagef("%s: %s", terminalSafe(path), terminalSafe(err.Error()))
+				return usagef("%s: %s", report.TerminalSafe(path), report.TerminalSafe(err.Error()))
 			}
 			if output == "json" {
 				data, err := r.Marshal()
@@ -71,9 +67,8 @@ missing, unreadable or not a valid report.`,
 				_, err = o.out.Write(data)
 				return err
 			}
-			sanitizeStrings(reflect.ValueOf(r).Elem())
 			opt := report.OneScreen("")
-			opt.Footer = "more: machineadm report --full " + terminalSafe(path)
+			opt.Footer = "more: machineadm report --full " + report.TerminalSafe(path)
 			if full {
 				opt = report.SummaryOptions{Width: report.ScreenWidth}
 			}
@@ -85,67 +80,4 @@ missing, unreadable or not a valid report.`,
 	c.Flags().BoolVar(&full, "full", false, "show every phase with its message and the whole log tail, not one screen")
 	c.Flags().BoolVar(&previous, "previous", false, "show the previous report (report.previous.json beside PATH)")
 	return c
-}
-
-// terminalSafe returns s with everything a terminal would act on instead
-// of showing written as a Go escape: C0 control characters except the
-// line feed (ESC as \x1b, CR as \x0d), DEL, C1 control characters
-// (U+0080-U+009F, which some terminals take as CSI and OSC), Unicode
-// bidirectional controls (U+202E as \u202e) and bytes that are not UTF-8.
-// A tab becomes a space so that columns stay aligned.
-func terminalSafe(s string) string {
-	if strings.IndexFunc(s, unsafeRune) < 0 && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t':
-			b.WriteByte(' ')
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-// unsafeRune reports a rune that terminalSafe escapes (or, for a tab,
-// replaces).
-func unsafeRune(r rune) bool {
-	return r != '\n' && (r < 0x20 || (r >= 0x7f && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r))
-}
-
-// sanitizeStrings applies terminalSafe to every string reachable from v
-// (struct fields, slice items, named string types such as the result and
-// error class), in place, so that a report's person view shows no raw
-// control characters whichever field carries them.
-func sanitizeStrings(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		if v.CanSet() {
-			v.SetString(terminalSafe(v.String()))
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				sanitizeStrings(v.Field(i))
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			sanitizeStrings(v.Index(i))
-		}
-	case reflect.Pointer:
-		if !v.IsNil() {
-			sanitizeStrings(v.Elem())
-		}
-	}
 }

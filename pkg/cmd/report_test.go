@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -220,18 +221,24 @@ func TestReportCommandGarbageErrorShowsNoRawBytes(t *testing.T) {
 	}
 }
 
-func TestTerminalSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, ünïcode ✓\nsecond line": "plain text, ünïcode ✓\nsecond line",
-		"a\tb":                               "a b",
-		"\x1b[31mred\x1b[0m":                 `\x1b[31mred\x1b[0m`,
-		"del\x7f nul\x00":                    `del\x7f nul\x00`,
-		"c1\u0085\u009b":                     `c1\u0085\u009b`,
-		"bidi\u202e\u2066":                   `bidi\u202e\u2066`,
-		"bad\xffutf8":                        `bad\xffutf8`,
-	} {
-		if got := terminalSafe(in); got != want {
-			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
+// TestReportCommandBoundedInput: /dev/zero, a FIFO without a writer and a
+// file over report.MaxReportSize are refused with exit 2, at once, without
+// reading them (a regression would read forever or block until the test
+// binary's timeout).
+func TestReportCommandBoundedInput(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "report.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, report.MaxReportSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/dev/zero": "character device", fifo: "FIFO", big: "more than the 4194304 allowed", dir: "directory"} {
+		code, _, errOut := run(t, "", "report", path)
+		if code != ExitBadInput || !strings.Contains(errOut, want) {
+			t.Errorf("report %s: exit %d, stderr %q; want 2 and %q", path, code, errOut, want)
 		}
 	}
 }

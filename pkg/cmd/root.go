@@ -81,6 +81,7 @@ Exit codes: 0 success; 1 the run failed (see the report); 2 bad input
 		newPrepareCommand(o),
 		newRenderCommand(o),
 		newReportCommand(o),
+		newKubeletServiceCommand(o),
 		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
 	return root

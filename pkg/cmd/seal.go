@@ -117,7 +117,8 @@ func newUnsealCommand(o *options) *cobra.Command {
 		Long: `Opens the SealedSecrets document of SEALED with the identities in FILE
 (mode 0600) and prints which recipient opened it and the sealed field paths.
 No secret is printed or written. Exit code 1 when it does not open
-(VerificationFailed). The machine name is not checked here; the machine
+(VerificationFailed); 2 when SEALED holds no SealedSecrets document or a
+malformed one. The machine name is not checked here; the machine
 checks it when it boots.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -130,6 +131,13 @@ checks it when it boots.`,
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
+			}
+			// Bad input (exit 2) before any key is tried: a malformed
+			// envelope, or none at all.
+			if _, sealed, err := session.SplitSealed(data, file); err != nil {
+				return err
+			} else if sealed == nil {
+				return usagef("%s holds no SealedSecrets document: seal it with 'machineadm seal'", file)
 			}
 			res, err := sealspec.CheckUnseal(data, identity)
 			if err != nil {

@@ -56,3 +56,21 @@ func TestKeygenSealUnsealCheck(t *testing.T) {
 		t.Errorf("seal without a recipient: exit %d", code)
 	}
 }
+
+// unseal --check of a file that is not a sealed spec, or whose envelope is
+// malformed, is bad input (exit 2), not an identity that fails to open it
+// (exit 1).
+func TestUnsealCheckBadInputExit2(t *testing.T) {
+	dir := t.TempDir()
+	id := filepath.Join(dir, "identity")
+	if code, _, _ := run(t, "", "keygen", "--out", id); code != 0 {
+		t.Fatalf("keygen: exit %d", code)
+	}
+	malformed := testspec.MinimalWorker + "\n---\napiVersion: machineadm.io/v1alpha1\nkind: SealedSecrets\nbogus: 1\n"
+	for name, in := range map[string]string{"plain spec": testspec.MinimalWorker, "malformed envelope": malformed} {
+		code, out, errOut := run(t, in, "unseal", "--check", "-f", "-", "--identity", id)
+		if code != ExitBadInput || !strings.Contains(errOut, "Error: ") {
+			t.Errorf("unseal --check of a %s: exit %d, want %d\nstdout %s\nstderr %s", name, code, ExitBadInput, out, errOut)
+		}
+	}
+}

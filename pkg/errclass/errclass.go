@@ -39,6 +39,10 @@ const (
 	DiscoveryFailed Class = "DiscoveryFailed"
 	// TLSBootstrapFailed: the kubelet's TLS bootstrap (CSR) failed.
 	TLSBootstrapFailed Class = "TLSBootstrapFailed"
+	// DomainJoinFailed: joining the Active Directory domain failed (credentials, domain controller, computer account).
+	DomainJoinFailed Class = "DomainJoinFailed"
+	// RebootRequired: a step (the Windows domain join) finished and the machine must reboot before the run continues.
+	RebootRequired Class = "RebootRequired"
 	// Timeout: a bounded wait ran out (endpoint unreachable, component too slow).
 	Timeout Class = "Timeout"
 	// Interrupted: the run was stopped by a signal (SIGTERM, SIGINT).
@@ -87,7 +91,7 @@ var classes = []Class{
 	InvalidSpec, PreflightFailed, PayloadUnavailable, VerificationFailed,
 	HostPreparationFailed, ContainerRuntimeUnavailable, KubeletFailed,
 	ControlPlaneUnhealthy, EtcdUnhealthy, DiscoveryFailed, TLSBootstrapFailed,
-	Timeout, Interrupted, Internal,
+	DomainJoinFailed, RebootRequired, Timeout, Interrupted, Internal,
 }
 
 // All returns every error class, in documentation order.
@@ -117,6 +121,8 @@ var defaultHints = map[Class]string{
 	EtcdUnhealthy:               "Check the etcd member: `crictl logs` of the etcd container, the data directory, peer ports 2379/2380 and the etcd certificates.",
 	DiscoveryFailed:             "Check spec.join: the CA cert hash must match the cluster CA (`machineadm pki init` prints it) and the token must exist and not be expired.",
 	TLSBootstrapFailed:          "Check that the token may create CSRs and that the controller manager approves and signs them (`kubectl get csr`).",
+	DomainJoinFailed:            "Check spec.host.domainJoin: the domain's DNS name resolves and its domain controller answers (LDAP 389, Kerberos 88), the account may join computers to the OU, and the password or offline-join blob is current.",
+	RebootRequired:              "The machine must reboot to finish the domain join; the first-boot script reboots and runs `machineadm bootstrap` again, which resumes after the join.",
 	Timeout:                     "Check that the endpoint is reachable from this machine (address, port, firewall, load balancer) and the timeout is long enough.",
 	Interrupted:                 "The run was stopped by a signal; run `machineadm bootstrap` again: it continues from where the host is.",
 	Internal:                    "This is a machineadm bug or an unclassified failure: read the error and the log tail, and report it with this report attached.",

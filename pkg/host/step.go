@@ -65,6 +65,11 @@ type Result struct {
 	// /etc/sysctl.d/90-machineadm.conf (0644, 0:0, 42 bytes)"; never
 	// secret contents.
 	Changes []string
+	// Notes are facts the step checked after its changes, one line each,
+	// for the report: the sysctl step lists every key's desired and
+	// effective value ("sysctl net.ipv4.ip_forward: desired 1, effective
+	// 1"). Never secret contents.
+	Notes []string
 }
 
 // ServiceManager restarts and reloads systemd units; see service.Manager.
@@ -105,6 +110,13 @@ type Env struct {
 	// spec.host.containerd.configVersion is 0. Default:
 	// containerd.DetectVersion.
 	ContainerdVersion func(ctx context.Context, root string) (string, error)
+	// ContainerdVerify checks a rendered config.toml with the containerd
+	// under root before it is written; it returns a
+	// *containerd.ConfigError when containerd refuses it and an error
+	// wrapping containerd.ErrNotInstalled without a containerd. Default:
+	// containerd.VerifyConfig (`containerd config dump`) when the installed
+	// containerd reads the rendered config version.
+	ContainerdVerify func(ctx context.Context, root string, config []byte) error
 	// CRIReady, when set, is called after containerd was restarted and
 	// must return once the CRI answers ready (see
 	// containerd.WaitCRIReady), so that the next phase (kubeadm's

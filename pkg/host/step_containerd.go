@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -49,7 +50,14 @@ func containerdChecker(c *machineadm.Containerd) checker {
 		}
 		var err error
 		if p.config, err = containerd.Render(c, p.version); err != nil {
+			var pe *containerd.PatchError
+			if errors.As(err, &pe) || c.ConfigPatch != "" && strings.HasPrefix(err.Error(), containerd.PatchField) {
+				return nil, errclass.New(errclass.InvalidSpec, hintPatch, err)
+			}
 			return nil, hostErr(hintContainerd, "spec.host.containerd: %w", err)
+		}
+		if err := verifyContainerdConfig(ctx, env, c, p.version, p.config); err != nil {
+			return nil, err
 		}
 		if p.hosts, err = containerd.HostsFiles(c.Registries); err != nil {
 			return nil, hostErr(hintContainerd, "spec.host.containerd.registries: %w", err)
@@ -57,6 +65,50 @@ func containerdChecker(c *machineadm.Containerd) checker {
 		p.proxy = containerd.RenderProxy(c.Proxy)
 		p.proxyMode, p.proxySecret = containerd.ProxyMode(c.Proxy)
 		return p, nil
+	}
+}
+
+// hintPatch is the hint of a configPatch that breaks or contradicts
+// config.toml.
+const hintPatch = "fix spec.host.containerd.configPatch: containerd must be able to read the result, and the patch may not change what a structured field of spec.host.containerd sets"
+
+// verifyContainerdConfig runs the installed containerd's own loader on the
+// rendered config.toml (containerd.VerifyConfig, or env.ContainerdVerify)
+// when its schema version is the one rendered. A refusal is bad input
+// (InvalidSpec), named after configPatch when there is one; a missing or
+// other containerd is only logged.
+func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Containerd, version int, config []byte) error {
+	verify := env.ContainerdVerify
+	if verify == nil {
+		verify = func(ctx context.Context, root string, config []byte) error {
+			out, err := containerd.DetectVersion(ctx, root)
+			if err != nil {
+				return err
+			}
+			if v, err := containerd.ConfigVersionFor(out); err != nil || v != version {
+				env.log().Info("installed containerd reads another config version; config.toml not checked with it", "configVersion", version)
+				return nil
+			}
+			return containerd.VerifyConfig(ctx, root, config)
+		}
+	}
+	err := verify(ctx, env.root(), config)
+	var ce *containerd.ConfigError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		what := "spec.host.containerd"
+		if c.ConfigPatch != "" {
+			what = containerd.PatchField
+		}
+		return errclass.Errorf(errclass.InvalidSpec, hintPatch, "%s: %w", what, err)
+	case errors.Is(err, containerd.ErrNotInstalled):
+		env.log().Debug("no containerd under the root; config.toml not checked with containerd's loader")
+		return nil
+	default:
+		env.log().Warn("cannot check config.toml with containerd's loader", "err", err)
+		return nil
 	}
 }
 

@@ -82,5 +82,40 @@ func (p *sysctlPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
 			return hostErr(hintKernel, "spec.host.sysctl[%s]: %w", k, err)
 		}
 	}
+	if !env.DryRun {
+		reportEffective(env, rec, p.params)
+	}
 	return nil
+}
+
+// reportEffective re-reads every key after all writes and records, for
+// each, the desired and the effective value (Result.Notes), warning when
+// they differ now, or when a later sysctl.d file would set another value
+// at the next boot. A difference is not an error: the OS or an
+// administrator's file may override a value on purpose, and the run
+// shows it.
+func reportEffective(env *Env, rec *recorder, params map[string]string) {
+	values, err := sysctl.Effective(env.root(), env.procSys(), params)
+	if err != nil {
+		env.log().Warn("sysctl.d files could not all be read; the values at the next boot may differ from those shown", "err", err)
+	}
+	for _, v := range values {
+		eff := v.Effective
+		if v.Err != nil {
+			eff = "(not readable)"
+		}
+		line := fmt.Sprintf("sysctl %s: desired %s, effective %s", v.Key, v.Desired, eff)
+		if v.Boot != nil {
+			line += fmt.Sprintf(", at boot %s (%s)", v.Boot.Value, v.Boot.File)
+		}
+		rec.res.Notes = append(rec.res.Notes, line)
+		switch {
+		case v.Err == nil && v.Effective != v.Desired:
+			env.log().Warn("kernel parameter differs from spec.host.sysctl after all writes", "key", v.Key, "desired", v.Desired, "effective", v.Effective)
+		case v.Boot != nil:
+			env.log().Warn("a sysctl.d file applied after machineadm's sets another value at boot", "key", v.Key, "desired", v.Desired, "boot", v.Boot.Value, "file", v.Boot.File)
+		default:
+			env.log().Debug("kernel parameter", "key", v.Key, "desired", v.Desired, "effective", eff)
+		}
+	}
 }

@@ -62,11 +62,28 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 	}
 	var steps []Step
 	for _, def := range registry {
+		if def.build != nil {
+			if st, ok := def.build(cfg); ok {
+				steps = append(steps, st)
+			}
+			continue
+		}
 		st := newStep(def.name, def.short, def.checker(cfg), state, &mu)
 		st.Class, st.AfterKubeadm = def.class, def.afterKubeadm
 		steps = append(steps, st)
 	}
 	return steps
+}
+
+// Register adds a host step that a concern's own package builds (it
+// imports this package, so it cannot be listed here): build returns the
+// step for a spec, and false when the spec does not ask for it (the step
+// is then not part of the workflow, as a kubeadm phase whose RunIf is
+// false). order places it among the built-in steps (files 10,
+// kernel-modules 20, sysctl 30, containerd 40, static-pods 90). Call it
+// from the package's init.
+func Register(order int, build func(cfg *machineadm.MachineBootstrapConfig) (Step, bool)) {
+	register(stepDef{order: order, build: build})
 }
 
 // stepDef is one host concern's entry in the step registry.
@@ -79,6 +96,9 @@ type stepDef struct {
 	afterKubeadm bool
 	// checker computes the step's plan from the spec.
 	checker func(cfg *machineadm.MachineBootstrapConfig) checker
+	// build, for a step registered by another package (Register), makes
+	// the whole step instead.
+	build func(cfg *machineadm.MachineBootstrapConfig) (Step, bool)
 }
 
 // registry holds the host steps in order; each concern's step file adds

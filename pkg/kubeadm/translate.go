@@ -55,7 +55,9 @@ type Documents struct {
 // Translate converts a defaulted, validated hub spec into kubeadm
 // configuration documents of the API version matching its Kubernetes
 // version, then checks them with kubeadm's own decoding, defaulting and
-// validation. Errors name the kubeadm field kubeadm rejected.
+// validation. Errors name the kubeadm field kubeadm rejected. A version
+// outside the embedded kubeadm's skew for the role (CheckVersionSkew) is
+// refused too, though kubeadm itself checks part of it only in preflight.
 func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, error) {
 	r, err := rangeFor(cfg.Spec.Kubernetes.Version)
 	if err != nil {
@@ -68,6 +70,11 @@ func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, e
 	if err := Validate(cfg.Spec.Action, docs); err != nil {
 		// kubeadm's messages quote bad values, secrets included.
 		return nil, errors.New(in.redact(err.Error()))
+	}
+	// kubeadm checks some of its version skew only in preflight, on the
+	// host: refuse here what it would refuse there.
+	if err := CheckVersionSkew(cfg); err != nil {
+		return nil, err
 	}
 	return docs, nil
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
@@ -20,7 +19,30 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	w.Phases = append(w.Phases, KubeadmConfigPhase())
 	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
+	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }
 	return w
+}
+
+// absentKubeadmPhase says why kubeadm's phase name is not in cfg's
+// bootstrap tree: machineadm never runs it, or its condition (kubeadm's
+// RunIf, or its parent's) does not hold for cfg, or it belongs to the
+// other action (init, join). "" when name is in neither kubeadm table.
+func absentKubeadmPhase(cfg *machineadm.MachineBootstrapConfig, name string) string {
+	row, ok := kubeadm.Lookup(cfg.Spec.Action, name)
+	other := machineadm.ActionJoin
+	if cfg.Spec.Action == machineadm.ActionJoin {
+		other = machineadm.ActionInit
+	}
+	switch {
+	case !ok:
+		if _, ok := kubeadm.Lookup(other, name); ok {
+			return "a phase of kubeadm " + strings.ToLower(string(other)) + "; this spec's action is " + string(cfg.Spec.Action)
+		}
+		return ""
+	case row.Never:
+		return "a kubeadm phase machineadm never runs: " + row.Short
+	}
+	return "a kubeadm phase that does not apply to this spec"
 }
 
 // Prepare returns the `machineadm prepare` workflow: the host group of
@@ -65,11 +87,12 @@ func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
 }
 
 // HostGroup returns the host-preparation phases of cfg: host-check, then
-// one phase per host step (host.Steps). Steps marked AfterKubeadm
+// one phase per host step of this OS (host.Steps on Linux, windows.Steps
+// on Windows). Steps marked AfterKubeadm
 // (static-pods: kubeadm's preflight wants an empty manifest directory) are
 // returned in after.
 func HostGroup(cfg *machineadm.MachineBootstrapConfig) (before, after []Phase) {
-	steps := host.Steps(cfg)
+	steps := hostSteps(cfg)
 	before = append(before, hostCheckPhase(steps))
 	for _, s := range steps {
 		if s.AfterKubeadm {

@@ -55,7 +55,8 @@ func hostPhase(s host.Step) Phase {
 			}
 			d.Host.DryRun = d.DryRun
 			res, err := s.Apply(ctx, d.Host)
-			return Result{Changed: res.Changed, Changes: res.Changes}, err
+			// Notes (effective sysctl values) follow the changes.
+			return Result{Changed: res.Changed, Changes: append(res.Changes, res.Notes...)}, err
 		},
 	}
 }

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // eventObs records statuses and the classes of failures.
@@ -150,5 +155,56 @@ func TestTreePrint(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[2], "  addon/coredns") || !strings.HasPrefix(lines[1], "addon") {
 		t.Errorf("tree:\n%s", b.String())
+	}
+}
+
+// CheckNames' error quotes every name (an empty one from "--skip-phases a,"
+// is visible), says why a kubeadm phase is not in this spec's tree, and
+// names the full name of a sub-phase given by its short name.
+func TestCheckNamesExplains(t *testing.T) {
+	if err := treeWorkflow("", nil).CheckNames([]string{"", "", "kube-proxy"}); err == nil ||
+		!strings.HasPrefix(err.Error(), `unknown phase(s) "", "kube-proxy"`) ||
+		strings.Count(err.Error(), `""`) != 1 ||
+		!strings.Contains(err.Error(), `"kube-proxy" (did you mean "addon/kube-proxy"?`) {
+		t.Errorf("CheckNames(empty, empty, short) = %v", err)
+	}
+	l, err := spec.Load([]byte(testspec.MinimalWorker), "worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names come from the kubeadm phase table, the only list of them: a
+	// join row that is Never, one whose condition fails for a worker, and
+	// an init row that join lacks.
+	var never, notHere, initOnly string
+	applies := map[string]bool{}
+	for _, r := range kubeadm.PhasesFor(l.Config) {
+		applies[r.Name] = true
+	}
+	for _, r := range kubeadm.PhaseTable(machineadm.ActionJoin) {
+		switch {
+		case r.Never && never == "":
+			never = r.Name
+		case !r.Never && !applies[r.Name] && notHere == "":
+			notHere = r.Name
+		}
+	}
+	for _, r := range kubeadm.PhaseTable(machineadm.ActionInit) {
+		if _, ok := kubeadm.Lookup(machineadm.ActionJoin, r.Name); !ok && initOnly == "" {
+			initOnly = r.Name
+		}
+	}
+	if never == "" || notHere == "" || initOnly == "" {
+		t.Fatalf("phase table lacks a case: never %q, not here %q, init only %q", never, notHere, initOnly)
+	}
+	err = Bootstrap(l.Config).CheckNames([]string{notHere, initOnly, never, "no-such-phase"})
+	for _, want := range []string{
+		strconv.Quote(notHere) + " (a kubeadm phase that does not apply to this spec)",
+		strconv.Quote(initOnly) + " (a phase of kubeadm init; this spec's action is Join)",
+		strconv.Quote(never) + " (a kubeadm phase machineadm never runs",
+		`"no-such-phase";`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckNames on a worker = %v, want it to contain %q", err, want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,11 @@ type Workflow struct {
 	// success is a no-op, a run after a crash resumes (bootstrap). Without
 	// it every run checks the host afresh (prepare).
 	State bool
+	// Absent, when set, says why name, which is not in the tree, is
+	// missing (a kubeadm phase that machineadm never runs, or whose
+	// condition does not hold for the spec); "" when it names no phase at
+	// all. CheckNames puts it into its error.
+	Absent func(name string) string
 }
 
 // Node is one phase of a workflow with its place in the tree.
@@ -154,14 +160,37 @@ func (w *Workflow) Leaves() []string {
 }
 
 // CheckNames returns an error naming any of names that is not the full
-// name of a phase of the workflow.
+// name of a phase of the workflow: each quoted (an empty name is visible
+// as ""), with why it is absent (Absent) or, for a sub-phase's short name
+// ("kube-proxy"), the full names it may mean ("addon/kube-proxy").
 func (w *Workflow) CheckNames(names []string) error {
 	known := w.Names()
-	var unknown []string
+	var unknown, seen []string
 	for _, n := range names {
-		if !slices.Contains(known, n) {
-			unknown = append(unknown, n)
+		if slices.Contains(known, n) || slices.Contains(seen, n) {
+			continue
 		}
+		seen = append(seen, n)
+		desc := strconv.Quote(n)
+		var why string
+		if w.Absent != nil {
+			why = w.Absent(n)
+		}
+		if why == "" && n != "" && !strings.Contains(n, "/") {
+			var full []string
+			for _, k := range known {
+				if strings.HasSuffix(k, "/"+n) {
+					full = append(full, strconv.Quote(k))
+				}
+			}
+			if len(full) > 0 {
+				why = "did you mean " + strings.Join(full, " or ") + "? sub-phases take their full name"
+			}
+		}
+		if why != "" {
+			desc += " (" + why + ")"
+		}
+		unknown = append(unknown, desc)
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("unknown phase(s) %s; phases of this spec: %s", strings.Join(unknown, ", "), strings.Join(known, ", "))

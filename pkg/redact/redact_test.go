@@ -44,7 +44,8 @@ func newTestSecrets(t testing.TB) testSecrets {
 
 // forbidden lists every string that must never appear in redacted output.
 func (s testSecrets) forbidden() []string {
-	out := []string{s.token, s.tokenSecret, s.certKey, base64.StdEncoding.EncodeToString([]byte(s.caKey))}
+	b64 := func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+	out := []string{s.token, s.tokenSecret, s.certKey, b64(s.caKey), b64(s.token), b64(s.tokenSecret), b64(s.certKey)}
 	for _, line := range strings.Split(s.caKey, "\n") {
 		if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
 			out = append(out, line)
@@ -78,6 +79,9 @@ func leakyText(s testSecrets) string {
 		"after the key",
 		`{"key": "` + strings.ReplaceAll(s.caKey, "\n", `\n`) + `", "next": 1}`,
 		"    client-key-data: " + base64.StdEncoding.EncodeToString([]byte(s.caKey)),
+		// kubeadm's dry run prints the bootstrap-token Secret it would create.
+		"  token-id: " + base64.StdEncoding.EncodeToString([]byte(s.token[:6])),
+		"  token-secret: " + base64.StdEncoding.EncodeToString([]byte(s.tokenSecret)),
 	}, "\n")
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,8 +40,9 @@ func TestCloudConfigSchema(t *testing.T) {
 	for _, name := range []string{"worker", "control-plane-init", "control-plane-join"} {
 		data, cfg := loadExample(t, name)
 		for variant, o := range map[string]Options{
-			"inline":  {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}},
-			"payload": {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(data)}},
+			"inline":   {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}},
+			"payload":  {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(data)}},
+			"in-image": {Format: FormatCloudConfig, Agent: AgentSource{URL: "file:///usr/local/bin/machineadm", SHA256: testAgentSHA256}},
 		} {
 			t.Run(name+"/"+variant, func(t *testing.T) {
 				out := mustRender(t, data, cfg, o)
@@ -128,4 +130,44 @@ func TestCloudConfigRunsVerifiedAgent(t *testing.T) {
 		t.Fatalf("wrong digest: exit %d, agent ran %v", r.exitCode, r.ran())
 	}
 	noFile(t, filepath.Join(r.root, LinuxAgentPath))
+}
+
+// TestCloudConfigAgentInImage: with the agent in the image and the spec
+// inline there is no stub; runcmd runs the agent itself, after
+// `sha256sum -c` when a digest is pinned. A payload URL still needs the
+// stub to fetch and check the spec.
+func TestCloudConfigAgentInImage(t *testing.T) {
+	spec, cfg := loadExample(t, "worker")
+	const agent = "/opt/machine adm/machineadm"
+	for _, c := range []struct {
+		name   string
+		o      Options
+		runcmd [][]string
+		stub   bool
+	}{
+		{"no digest", Options{Agent: AgentSource{URL: "file://" + strings.ReplaceAll(agent, " ", "%20")}},
+			[][]string{{agent, "bootstrap", "-f", LinuxSpecPath}}, false},
+		{"digest", Options{Agent: AgentSource{URL: "file://" + strings.ReplaceAll(agent, " ", "%20"), SHA256: testAgentSHA256}},
+			[][]string{{"/bin/sh", "-c", "echo '" + testAgentSHA256 + "  " + agent + "' | sha256sum -c --quiet && exec '" + agent + "' bootstrap -f " + LinuxSpecPath}}, false},
+		{"payload", Options{Agent: AgentSource{URL: "file:///usr/bin/machineadm"}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(spec)}},
+			[][]string{{"/bin/sh", CloudConfigStubPath}}, true},
+	} {
+		c.o.Format = FormatCloudConfig
+		out := mustRender(t, spec, cfg, c.o)
+		checkCloudConfigShape(t, out)
+		var cc cloudConfig
+		if err := yaml.Unmarshal(out, &cc); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(cc.RunCmd) != fmt.Sprint(c.runcmd) {
+			t.Errorf("%s: runcmd %q, want %q", c.name, cc.RunCmd, c.runcmd)
+		}
+		stub := false
+		for _, f := range cc.WriteFiles {
+			stub = stub || f.Path == CloudConfigStubPath
+		}
+		if stub != c.stub {
+			t.Errorf("%s: stub written %v, want %v", c.name, stub, c.stub)
+		}
+	}
 }

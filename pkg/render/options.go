@@ -213,6 +213,12 @@ func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return nil, optErr(flag, "%q contains white space or control characters", raw)
 	}
+	// A URL is ASCII (RFC 3986); other bytes would be re-encoded on the way
+	// (JSON and PowerShell turn invalid UTF-8 into U+FFFD), so the machine
+	// would fetch another URL than the one given. Found by FuzzRenderIgnition.
+	if strings.ContainsFunc(raw, func(r rune) bool { return r >= 0x80 }) {
+		return nil, optErr(flag, "%q contains characters outside ASCII; percent-encode them (RFC 3986)", raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, optErr(flag, "%v", err)

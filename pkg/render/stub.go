@@ -28,6 +28,10 @@ const (
 	// WindowsSpecPath is where the PowerShell stub writes the spec, in a
 	// directory readable by SYSTEM and Administrators only.
 	WindowsSpecPath = `C:\ProgramData\machineadm\spec.yaml`
+	// WindowsReportPath is the outcome report the PowerShell stub reads
+	// after a run (spec.report.path's Windows default) to see whether the
+	// domain join asked for a reboot (errorClass RebootRequired).
+	WindowsReportPath = `C:\ProgramData\machineadm\report.json`
 )
 
 // Retry defaults of the stubs' downloads. The Linux stub reads overrides
@@ -86,6 +90,9 @@ func (s *stub) Attempts() int { return FetchAttempts }
 func (s *stub) Delay() int    { return FetchDelaySeconds }
 func (s *stub) Timeout() int  { return FetchTimeoutSeconds }
 func (s *stub) MaxDelay() int { return FetchMaxDelaySeconds }
+
+// ReportPath is the report the Windows stub reads after bootstrap.
+func (s *stub) ReportPath() string { return WindowsReportPath }
 
 // Fetches reports whether the stub downloads anything.
 func (s *stub) Fetches() bool { return !s.InImage || s.PayloadURL != "" }

@@ -124,7 +124,13 @@ func TestPowerShellStructure(t *testing.T) {
 		"Move-Item -Force -LiteralPath $download -Destination $AgentPath",
 		"icacls.exe $specDir /inheritance:r",
 		"[IO.File]::Create(\"$SpecPath.tmp\")",
-		"& $AgentPath bootstrap -f $SpecPath",
+		// bootstrap runs from resume.ps1, which the startup task runs
+		// again after the reboot a domain join needs.
+		"& $Agent bootstrap -f $Spec",
+		"if ($class -ne 'RebootRequired') { exit $code }",
+		"Restart-Computer -Force",
+		"Register-ScheduledTask -Force -TaskName 'machineadm-bootstrap'",
+		"if ($inSetup) { & $resume -NoReboot } else { & $resume }",
 		"exit $LASTEXITCODE")
 	for _, want := range []string{
 		"$ErrorActionPreference = 'Stop'",
@@ -143,8 +149,8 @@ func TestPowerShellStructure(t *testing.T) {
 	}
 	// Every parameter default is one single-quoted literal.
 	params := regexp.MustCompile(`(?m)^\t\[string\]\$(\w+) = ('(?:[^']|'')*')`).FindAllStringSubmatch(script, -1)
-	if len(params) != 7 {
-		t.Errorf("found %d quoted parameters, want 7: %v", len(params), params)
+	if len(params) != 8 {
+		t.Errorf("found %d quoted parameters, want 8: %v", len(params), params)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -147,13 +148,13 @@ func Decode(data []byte) (*BootstrapReport, error) {
 func (r *BootstrapReport) Validate() error {
 	switch {
 	case r.APIVersion != APIVersion:
-		return fmt.Errorf("report apiVersion is %q, want %q", r.APIVersion, APIVersion)
+		return fmt.Errorf("report apiVersion is %s, want %q", quoteShort(r.APIVersion), APIVersion)
 	case r.Kind != Kind:
-		return fmt.Errorf("report kind is %q, want %q", r.Kind, Kind)
+		return fmt.Errorf("report kind is %s, want %q", quoteShort(r.Kind), Kind)
 	case r.Result != ResultSucceeded && r.Result != ResultFailed:
-		return fmt.Errorf("report result is %q, want %s or %s", r.Result, ResultSucceeded, ResultFailed)
+		return fmt.Errorf("report result is %s, want %s or %s", quoteShort(string(r.Result)), ResultSucceeded, ResultFailed)
 	case r.Result == ResultFailed && !r.ErrorClass.Known():
-		return fmt.Errorf("failed report has error class %q, want one of %v", r.ErrorClass, Classes())
+		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), Classes())
 	case r.StartTime.IsZero():
 		return fmt.Errorf("report has no startTime")
 	}
@@ -161,10 +162,22 @@ func (r *BootstrapReport) Validate() error {
 		switch p.Status {
 		case PhaseSucceeded, PhaseFailed, PhaseSkipped, PhaseUnchanged:
 		default:
-			return fmt.Errorf("report phases[%d] (%s) has status %q", i, p.Name, p.Status)
+			return fmt.Errorf("report phases[%d] (%s) has status %s", i, quoteShort(p.Name), quoteShort(string(p.Status)))
 		}
 	}
 	return nil
+}
+
+// maxQuoted is the most bytes of a value that a Validate error quotes.
+const maxQuoted = 64
+
+// quoteShort quotes s (%q), cut to maxQuoted bytes with its length when
+// longer: a report read back may hold anything.
+func quoteShort(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…(%d bytes)", strings.ToValidUTF8(s[:maxQuoted], ""), len(s))
 }
 
 // Marshal encodes r as indented JSON with a final line break. "<", ">"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // DefaultPath is where the report file writer writes by default
@@ -19,8 +20,10 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // FileWriter writes the report as JSON to Root+Path, atomically
 // (package atomicfile: a temporary file in the same directory, fsync,
 // rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
-// report (PreviousPath: report.json → report.previous.json). Missing
-// directories are created with mode 0700.
+// report (PreviousPath: report.json → report.previous.json), unless it is
+// not a regular file of at most MaxReportSize bytes (a FIFO or device at
+// the path is replaced, never read). Missing directories are created
+// with mode 0700.
 type FileWriter struct {
 	// Root is prepended to Path: "/" (or "") on a host, a test directory
 	// in tests.
@@ -46,8 +49,13 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("creating report directory: %w", err)
 	}
-	old, err := os.ReadFile(full)
+	// Bounded, and never blocking on a FIFO put at the path: what is not
+	// a regular report-sized file is not a report worth keeping, and is
+	// replaced.
+	old, err := readlimit.File(full, MaxReportSize)
+	var notRegular *readlimit.NotRegularError
 	switch {
+	case errors.As(err, &notRegular) || readlimit.IsTooLarge(err):
 	case err == nil:
 		if err := atomicfile.WriteFile(filepath.Join(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestFileWriterAtomicAndPrevious(t *testing.T) {
@@ -116,5 +118,28 @@ func TestDecodeRejects(t *testing.T) {
 		if _, err := Decode(data); err == nil {
 			t.Errorf("%s: invalid report accepted", name)
 		}
+	}
+}
+
+// TestFileWriterOverFIFO: a FIFO at the report path (no writer, no
+// reader) neither blocks the writer nor becomes the previous report.
+func TestFileWriterOverFIFO(t *testing.T) {
+	root := t.TempDir()
+	full := filepath.Join(root, DefaultPath)
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(full, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Result: ResultSucceeded, StartTime: time.Unix(1, 0).UTC()}
+	if err := (&FileWriter{Root: root}).Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(full); err != nil {
+		t.Errorf("the report replacing the FIFO: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, PreviousPath(DefaultPath))); err == nil {
+		t.Error("the FIFO was kept as the previous report")
 	}
 }

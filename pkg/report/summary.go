@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Screen is the size of the one-screen summary: 24 lines of 100 columns,
@@ -38,12 +39,16 @@ func OneScreen(reportPath string) SummaryOptions {
 // table in two columns (the earliest phases that did not fail folded into
 // one line when they do not fit), the failure (error, class, hint) and as
 // much of the log tail as the remaining lines hold. Only ASCII is used
-// besides what the report's strings contain, for serial consoles.
+// besides what the report's strings contain, for serial consoles; those
+// strings are shown through TerminalSafe, so that an escape sequence or
+// bidirectional control in a name or a log line reaches no terminal raw.
 func Summary(r *BootstrapReport, opt SummaryOptions) string {
 	if opt.Width <= 0 {
 		opt.Width = ScreenWidth
 	}
-	s := &summary{r: r, opt: opt}
+	opt.ReportPath = TerminalSafe(opt.ReportPath)
+	opt.Footer = TerminalSafe(opt.Footer)
+	s := &summary{r: terminalSafeCopy(r), opt: opt}
 	return s.render()
 }
 
@@ -237,36 +242,49 @@ func fitMiddle(s string, width int) string {
 // starting with prefix and the others indented as deep; the text's own
 // line breaks are kept, and a word longer than a line (a URL) is broken.
 // max > 0 keeps at most max lines: the first, then "..." and the last
-// max-1, because a Go error ends with its root cause.
+// max-1, because a Go error ends with its root cause. It runs in time
+// linear in len(text): each rune is counted and copied once.
 func wrap(prefix, text string, width, max int) []string {
 	indent := strings.Repeat(" ", len(prefix))
 	room := width - len(indent)
 	var lines []string
-	cur := prefix
+	var cur strings.Builder
+	cur.WriteString(prefix)
+	curLen := utf8.RuneCountInString(prefix)
+	flush := func() {
+		lines = append(lines, cur.String())
+		cur.Reset()
+		cur.WriteString(indent)
+		curLen = len(indent)
+	}
 	for i, para := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		if i > 0 {
-			lines = append(lines, cur)
-			cur = indent
+			flush()
 		}
 		empty := true
 		for _, w := range strings.Fields(para) {
-			if !empty && len([]rune(cur))+1+len([]rune(w)) > width {
-				lines = append(lines, cur)
-				cur, empty = indent, true
+			wl := utf8.RuneCountInString(w)
+			if !empty && curLen+1+wl > width {
+				flush()
+				empty = true
 			}
 			if !empty {
-				cur += " "
+				cur.WriteByte(' ')
+				curLen++
 			}
-			for rw := []rune(w); room > 0 && len([]rune(cur))+len(rw) > width; {
-				n := width - len([]rune(cur))
-				lines = append(lines, cur+string(rw[:n]))
-				cur, rw, w = indent, rw[n:], string(rw[n:])
+			for room > 0 && curLen+wl > width {
+				n := width - curLen // runes that still fit on this line
+				off := runeOffset(w, n)
+				cur.WriteString(w[:off])
+				flush()
+				w, wl = w[off:], wl-n
 			}
-			cur += w
+			cur.WriteString(w)
+			curLen += wl
 			empty = false
 		}
 	}
-	lines = append(lines, cur)
+	lines = append(lines, cur.String())
 	if max > 0 && len(lines) > max {
 		kept := append([]string{lines[0]}, lines[len(lines)-(max-1):]...)
 		if max > 1 && len(indent) >= 4 {
@@ -275,6 +293,18 @@ func wrap(prefix, text string, width, max int) []string {
 		lines = kept
 	}
 	return lines
+}
+
+// runeOffset is the byte offset of the n-th rune of s (len(s) when s has
+// fewer).
+func runeOffset(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
 }
 
 func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }

@@ -49,7 +49,7 @@ func identityErr(path string, err error) error {
 // root), and at most MaxIdentityFileBytes; anything else is refused with an
 // *IdentityFileError, line numbers but never content in its message.
 func LoadIdentityFile(path string) ([]Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, identityErr(path, err)
 	}

@@ -9,7 +9,10 @@ import (
 	"syscall"
 )
 
-const oNoFollow = syscall.O_NOFOLLOW
+// openFlags open an identity file without following a symbolic link and
+// without blocking: opening a FIFO would wait for a writer forever; with
+// O_NONBLOCK the open returns and the regular-file check refuses it.
+const openFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
 // checkAccess accepts mode 0600 files owned by root or by the effective
 // user.

@@ -4,7 +4,7 @@ package seal
 
 import "io/fs"
 
-const oNoFollow = 0
+const openFlags = 0
 
 // checkAccess is not implemented on Windows: file modes and owners are
 // ACLs there, which the image must restrict to SYSTEM and Administrators.

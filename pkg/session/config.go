@@ -10,6 +10,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -32,6 +33,9 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	l, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
+	}
+	if errs := containerd.Validate(l.Config.Spec.Host.Containerd); len(errs) > 0 {
+		return nil, &spec.InvalidSpecError{Source: path, Errors: errs}
 	}
 	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
 		return nil, err

@@ -32,14 +32,20 @@ func Usagef(format string, args ...any) error {
 }
 
 // ExitCode maps an error returned by a command to the process exit code:
-// nil is 0, a *UsageError or an invalid spec (spec.IsInvalidSpec) is 2,
-// anything else 1.
+// nil is 0, a *UsageError, an invalid spec (spec.IsInvalidSpec) or a run
+// that failed with class InvalidSpec (found by a check before any change)
+// is 2, anything else 1.
 func ExitCode(err error) int {
 	var ue *UsageError
+	var rf *RunFailedError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), spec.IsInvalidSpec(err):
+		return ExitBadInput
+	case errors.As(err, &rf) && rf.Class == errclass.InvalidSpec:
+		// A check found bad input (a containerd configPatch containerd
+		// refuses) before anything was changed.
 		return ExitBadInput
 	}
 	return ExitFailed

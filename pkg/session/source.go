@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -17,14 +18,22 @@ import (
 const MaxSpecBytes = 4 << 20
 
 // ReadSpec reads the spec at path, or standard input for "-", at most
-// MaxSpecBytes. A missing path, an unreadable file or a larger input is a
-// *UsageError (exit code 2).
+// MaxSpecBytes. A missing path, an unreadable file, a path that is not a
+// regular file (a FIFO, a device, a directory: refused before it is opened,
+// so it cannot block) or a larger input is a *UsageError (exit code 2).
 func ReadSpec(in io.Reader, path string) ([]byte, error) {
 	if path == "" {
 		return nil, Usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
 	}
 	var r io.Reader = in
 	if path != "-" {
+		// Stat before opening: opening a FIFO blocks until a writer
+		// comes, and a device may never end.
+		if fi, err := os.Stat(path); err != nil {
+			return nil, Usagef("reading machine spec: %v", err)
+		} else if !fi.Mode().IsRegular() {
+			return nil, Usagef("reading machine spec: %s is not a regular file", path)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, Usagef("reading machine spec: %v", err)
@@ -77,8 +86,10 @@ func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error)
 
 // SplitSealed separates a machine spec from the SealedSecrets document
 // that may follow it in the same file (seal.Split); a file without one is
-// returned as it is. A malformed multi-document file is an invalid spec
-// (exit code 2).
+// returned as it is. A malformed multi-document file, or a SealedSecrets
+// document that seal.Parse refuses (unknown fields, bad base64, missing
+// recipients...), is an invalid spec (exit code 2) naming each problem's
+// field path under "SealedSecrets.". The envelope is not opened.
 func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 	if !bytes.Contains(data, []byte(seal.Kind)) {
 		return data, nil, nil
@@ -87,6 +98,26 @@ func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 	if err != nil {
 		return nil, nil, &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
 			&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: err.Error()}}}
+	}
+	if sealed != nil {
+		// A malformed envelope is bad input found without any key: refuse
+		// it here, with its field paths, before any phase runs (exit 2),
+		// and in config validate too.
+		if _, err := seal.Parse(sealed); err != nil {
+			var pe *seal.ParseError
+			if !errors.As(err, &pe) {
+				return nil, nil, err
+			}
+			errs := field.ErrorList{}
+			for _, fe := range pe.Errors {
+				p := seal.Kind
+				if fe.Path != "" {
+					p += "." + fe.Path
+				}
+				errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: fe.Detail})
+			}
+			return nil, nil, &spec.InvalidSpecError{Source: path, Errors: errs}
+		}
 	}
 	return specDoc, sealed, nil
 }

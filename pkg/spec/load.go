@@ -6,7 +6,6 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -27,11 +26,13 @@ type InvalidSpecError struct {
 	Errors field.ErrorList
 }
 
-// Error lists one problem per line as "path: message".
+// Error lists one problem per line as "path: message". Whoever built the
+// error, each line quotes at most MaxQuotedValue bytes of a value, and at
+// most 100 problems are listed.
 func (e *InvalidSpecError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", e.Source, len(e.Errors))
-	for _, fe := range e.Errors {
+	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", truncate(e.Source, maxFieldPath), len(e.Errors))
+	for _, fe := range newInvalid(e.Source, e.Errors).Errors {
 		b.WriteString("\n  ")
 		if fe.Field == "" {
 			b.WriteString(fe.ErrorBody()) // the whole document
@@ -63,17 +64,12 @@ type Loaded struct {
 // package.
 const LatestAPIVersion = machineadm.LatestAPIVersion
 
-// LoadFile reads a spec from path, or from standard input when path is "-".
+// LoadFile reads a spec from path, or from standard input when path is
+// "-", through ReadSource (regular files only, at most MaxSpecSize bytes).
 func LoadFile(path string) (*Loaded, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
+	data, err := ReadSource(path, os.Stdin)
 	if err != nil {
-		return nil, &InvalidSpecError{Source: path, Errors: field.ErrorList{field.InternalError(nil, fmt.Errorf("reading spec: %w", err))}}
+		return nil, err
 	}
 	return Load(data, path)
 }
@@ -83,8 +79,12 @@ func LoadFile(path string) (*Loaded, error) {
 // problems found: decoding problems (unknown, duplicate or mistyped
 // fields) and validation errors together, except validation errors at or
 // below a field that could not be decoded. A document with a key given
-// twice is not validated: which value counts is ambiguous.
+// twice is not validated: which value counts is ambiguous. A document of
+// more than MaxSpecSize bytes is refused before it is parsed.
 func Load(data []byte, source string) (*Loaded, error) {
+	if err := checkSize(data, source); err != nil {
+		return nil, err
+	}
 	cfg, apiVersion, errs := decode(data, true)
 	var warnings []validation.Warning
 	if cfg != nil && !slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Type == field.ErrorTypeDuplicate }) {
@@ -93,7 +93,7 @@ func Load(data []byte, source string) (*Loaded, error) {
 		warnings = res.Warnings
 	}
 	if len(errs) > 0 {
-		return nil, &InvalidSpecError{Source: source, Errors: errs}
+		return nil, newInvalid(source, errs)
 	}
 	return &Loaded{Config: cfg, APIVersion: apiVersion, Warnings: warnings}, nil
 }
@@ -102,9 +102,12 @@ func Load(data []byte, source string) (*Loaded, error) {
 // validating it, as `config migrate` needs. Decoding problems return an
 // *InvalidSpecError.
 func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapConfig, string, error) {
+	if err := checkSize(data, source); err != nil {
+		return nil, "", err
+	}
 	cfg, apiVersion, errs := decode(data, false)
 	if len(errs) > 0 {
-		return nil, "", &InvalidSpecError{Source: source, Errors: errs}
+		return nil, "", newInvalid(source, errs)
 	}
 	return cfg, apiVersion, nil
 }

@@ -52,6 +52,11 @@ const (
 	// SecretFormatCertificateKey is kubeadm's certificate key: 64
 	// lower-case hex characters (a 32-byte AES key).
 	SecretFormatCertificateKey = "certificate-key"
+	// SecretFormatPassword is a password (spec.host.domainJoin.credentials).
+	SecretFormatPassword = "password"
+	// SecretFormatOfflineJoinBlob is the base64 text `djoin /provision`
+	// writes (spec.host.domainJoin.offlineJoinBlob).
+	SecretFormatOfflineJoinBlob = "offline-join-blob"
 )
 
 // secretTags maps each value of the `secret` struct tag on a string field
@@ -65,6 +70,13 @@ var secretTags = map[string]SecretKind{
 	"file-content": SecretKindFileContent,
 	"text":         SecretKindText,
 }
+
+// CertTag is the `secret` tag value of a certificate that goes with the
+// struct's pem-key field (registry and mirror clientCert). A certificate
+// is not secret: it makes no entry of its own, it is the PEMKey entry's
+// Cert, so that sealing moves the pair together (validation refuses one
+// without the other).
+const CertTag = "pem-cert"
 
 // CAKeyFiles are the private keys of the shared CA set, relative to
 // spec.controlPlane.pki.dir, in kubeadm's layout
@@ -95,6 +107,11 @@ type SecretField struct {
 	// File points at the host.files[] entry of a FileContent or Text
 	// field that is a file's content; nil otherwise.
 	File *File
+	// Cert points at the certificate that goes with a PEMKey (the
+	// clientCert beside a clientKey, tagged secret:"pem-cert"), and
+	// CertPath is its field path; nil and "" for other kinds.
+	Cert     *string
+	CertPath string
 }
 
 // Inline reports whether the secret itself is in the spec: a SecretSource
@@ -116,24 +133,43 @@ func (f SecretField) Inline() bool {
 // by sorted key). It is the one answer to "where does the spec keep its
 // secrets": the redactor, render's inline-secret refusal, validation's
 // warnings, the kubeadm inputs and `config kubeadm`'s placeholders use it,
-// and sealing will. The walk is driven by reflection: every field of type
+// and sealing (pkg/seal/sealspec). The walk is driven by reflection: every field of type
 // SecretSource (or *SecretSource) is found by its type, and string fields
 // by their `secret:"…"` struct tag (pem-key, url, ca-dir, file-content,
-// text); TestSecretFieldsKnowEveryField fails for an untagged field whose
+// text; pem-cert marks the certificate of a pem-key, see CertTag); TestSecretFieldsKnowEveryField fails for an untagged field whose
 // name suggests a secret. Which entries are emitted per kind is documented
 // on the SecretKind constants. A nil cfg has none.
 func SecretFields(cfg *MachineBootstrapConfig) []SecretField {
+	return walkSecrets(cfg, false)
+}
+
+// SecretSlots is SecretFields with every reachable secret field, set or
+// not: empty keys, contents and CA directories, and URLs without
+// credentials (still of kind URLCredentials), in the same order and with
+// the same pointers. A host.files[] content is FileContent or Text by the
+// file's mode, whether or not it has content. It answers "where may a
+// secret go": unsealing puts the envelope's items back into a clear spec
+// whose secret fields sealing removed. A nil cfg has none.
+func SecretSlots(cfg *MachineBootstrapConfig) []SecretField {
+	return walkSecrets(cfg, true)
+}
+
+func walkSecrets(cfg *MachineBootstrapConfig, all bool) []SecretField {
 	if cfg == nil {
 		return nil
 	}
-	var w secretWalk
+	w := secretWalk{all: all}
 	w.value(reflect.ValueOf(cfg).Elem(), "")
 	return w.out
 }
 
 var secretSourceType = reflect.TypeFor[SecretSource]()
 
-type secretWalk struct{ out []SecretField }
+// secretWalk collects entries; all keeps empty fields (SecretSlots).
+type secretWalk struct {
+	out []SecretField
+	all bool
+}
 
 // value walks v (addressable) at JSON path p.
 func (w *secretWalk) value(v reflect.Value, p string) {
@@ -168,11 +204,13 @@ func (w *secretWalk) fields(v reflect.Value, p string) {
 			if !fv.IsNil() {
 				w.out = append(w.out, SecretField{Path: fp, Kind: SecretKindSource, Format: tag, Source: fv.Interface().(*SecretSource)})
 			}
+		case tagged && tag == CertTag:
+			// attached to the struct's PEMKey entry (str)
 		case tagged && sf.Type.Kind() == reflect.String:
-			w.str(v, fv, fp, secretTags[tag])
+			w.str(v, p, fv, fp, secretTags[tag])
 		case tagged && sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.String:
 			for j := range fv.Len() {
-				w.str(v, fv.Index(j), fmt.Sprintf("%s[%d]", fp, j), secretTags[tag])
+				w.str(v, p, fv.Index(j), fmt.Sprintf("%s[%d]", fp, j), secretTags[tag])
 			}
 		default:
 			w.value(fv, fp)
@@ -180,17 +218,26 @@ func (w *secretWalk) fields(v reflect.Value, p string) {
 	}
 }
 
-// str records the tagged string field s of the struct parent.
-func (w *secretWalk) str(parent, s reflect.Value, p string, kind SecretKind) {
+// str records the tagged string field s, at path p, of the struct parent
+// at path pp.
+func (w *secretWalk) str(parent reflect.Value, pp string, s reflect.Value, p string, kind SecretKind) {
 	ptr := s.Addr().Interface().(*string)
-	if *ptr == "" {
+	if *ptr == "" && !w.all {
 		return
 	}
 	f := SecretField{Path: p, Kind: kind, Value: ptr}
 	switch kind {
 	case SecretKindURLCredentials:
-		if !URLHasCredentials(*ptr) {
+		if !w.all && !URLHasCredentials(*ptr) {
 			return
+		}
+	case SecretKindPEMKey:
+		t := parent.Type()
+		for i := range t.NumField() {
+			if t.Field(i).Tag.Get("secret") == CertTag {
+				f.Cert = parent.Field(i).Addr().Interface().(*string)
+				f.CertPath = joinPath(pp, jsonName(t.Field(i)))
+			}
 		}
 	case SecretKindFileContent:
 		f.Kind = SecretKindText
@@ -200,7 +247,7 @@ func (w *secretWalk) str(parent, s reflect.Value, p string, kind SecretKind) {
 				f.Kind = SecretKindFileContent
 			}
 		}
-	case SecretKindPEMKey, SecretKindCADir, SecretKindText:
+	case SecretKindCADir, SecretKindText:
 	default:
 		// An unknown tag value (TestSecretFieldsKnowEveryField refuses
 		// one): searched as text rather than dropped.

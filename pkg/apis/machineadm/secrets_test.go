@@ -17,6 +17,7 @@ var secretName = regexp.MustCompile(`(?i)key|passw|token|secret|credential|auth|
 // notSecret lists fields whose names match secretName but hold no secret,
 // by "Type.Field", each with the reason.
 var notSecret = map[string]string{
+	"LinuxDomainJoin.Keytab":     "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
 	"Taint.Key":                  "a taint's key is public Node metadata",
 	"ExternalEtcd.KeyFile":       "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
 	"Proxy.NoProxy":              "host names and CIDRs, no credentials",
@@ -26,7 +27,7 @@ var notSecret = map[string]string{
 }
 
 // formats are the allowed `secret` tag values of SecretSource fields.
-var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey}
+var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey, SecretFormatPassword, SecretFormatOfflineJoinBlob}
 
 // auditSecretFields checks the type tree below t and lists every field
 // the walk would not know: a SecretSource without a format tag, a
@@ -66,7 +67,9 @@ func auditSecretFields(t reflect.Type, allow map[string]string) []string {
 				}
 			case tagged && !isString:
 				problems = append(problems, name+": secret tag on a field of type "+sf.Type.String()+"; only strings and lists of strings are walked")
-			case tagged && secretTags[tag] == "":
+			case tagged && tag == CertTag && !hasPEMKey(t):
+				problems = append(problems, name+": secret:\"pem-cert\" needs a secret:\"pem-key\" field beside it")
+			case tagged && tag != CertTag && secretTags[tag] == "":
 				problems = append(problems, name+": unknown secret tag "+strconvQuote(tag))
 			case tagged && tag == "file-content" && t != reflect.TypeFor[File]():
 				problems = append(problems, name+": secret:\"file-content\" belongs on File.Content only")
@@ -78,6 +81,16 @@ func auditSecretFields(t reflect.Type, allow map[string]string) []string {
 	}
 	walk(t)
 	return problems
+}
+
+// hasPEMKey reports whether the struct type t has a pem-key field.
+func hasPEMKey(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("secret") == "pem-key" {
+			return true
+		}
+	}
+	return false
 }
 
 func strconvQuote(s string) string { return `"` + s + `"` }
@@ -107,12 +120,13 @@ func TestAuditFindsUnknownSecrets(t *testing.T) {
 		Key      string       `json:"key" secret:"pem"`
 		Port     int          `json:"port" secret:"url"`
 		Endpoint string       `json:"endpoint" secret:"url"`
+		Cert     string       `json:"cert" secret:"pem-cert"`
 	}
 	type spec struct {
 		Registries []registry `json:"registries"`
 	}
 	got := strings.Join(auditSecretFields(reflect.TypeFor[spec](), nil), "\n")
-	for _, want := range []string{"registry.Password: the name suggests a secret", "registry.Login: a SecretSource needs", "registry.Key: unknown secret tag \"pem\"", "registry.Port: secret tag on a field of type int"} {
+	for _, want := range []string{"registry.Password: the name suggests a secret", "registry.Login: a SecretSource needs", "registry.Key: unknown secret tag \"pem\"", "registry.Port: secret tag on a field of type int", "registry.Cert: secret:\"pem-cert\" needs"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("audit did not report %q; got:\n%s", want, got)
 		}
@@ -190,10 +204,89 @@ func TestSecretFieldsFilledSpec(t *testing.T) {
 		"spec.host.containerd.configPatch Text ",
 		"spec.host.staticPods[0].manifest Text ",
 		"spec.host.staticPods[1].manifest Text ",
+		"spec.host.domainJoin.credentials.password SecretSource password",
+		"spec.host.domainJoin.offlineJoinBlob SecretSource offline-join-blob",
 		"spec.report.url URLCredentials ",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("SecretFields:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
+// TestSecretFieldsCertBesideKey: a PEMKey entry carries the clientCert
+// beside it, which makes no entry of its own.
+func TestSecretFieldsCertBesideKey(t *testing.T) {
+	c := filledSpec(t)
+	m := &c.Spec.Host.Containerd.Registries[1].Mirrors[0]
+	r := &c.Spec.Host.Containerd.Registries[0]
+	n := 0
+	for _, f := range SecretFields(c) {
+		if strings.HasSuffix(f.Path, "clientCert") {
+			t.Errorf("%s: a certificate has an entry of its own", f.Path)
+		}
+		if (f.Kind == SecretKindPEMKey) != (f.Cert != nil) {
+			t.Errorf("%s: kind %s, Cert %v", f.Path, f.Kind, f.Cert)
+		}
+		switch f.Path {
+		case "spec.host.containerd.registries[1].mirrors[0].clientKey":
+			n++
+			if f.Cert != &m.ClientCert || f.CertPath != "spec.host.containerd.registries[1].mirrors[0].clientCert" {
+				t.Errorf("mirror: Cert %p (want %p), CertPath %q", f.Cert, &m.ClientCert, f.CertPath)
+			}
+		case "spec.host.containerd.registries[0].clientKey":
+			n++
+			if f.Cert != &r.ClientCert || f.CertPath != "spec.host.containerd.registries[0].clientCert" {
+				t.Errorf("registry: Cert %p (want %p), CertPath %q", f.Cert, &r.ClientCert, f.CertPath)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("found %d of the 2 keys", n)
+	}
+}
+
+// TestSecretSlots: the slots of a spec whose secret fields are empty (as
+// sealing leaves them) are every place a secret may go below the sections
+// that are set, with the file content's kind by mode; SecretFields finds
+// none of the empty ones.
+func TestSecretSlots(t *testing.T) {
+	c := &MachineBootstrapConfig{Spec: MachineBootstrapSpec{
+		Join: &Join{Token: SecretSource{File: "/t"}, APIServerEndpoint: "cp:6443"},
+		Host: Host{
+			Files:      []File{{Path: "/a", Mode: "0600"}, {Path: "/b"}},
+			Containerd: &Containerd{Registries: []Registry{{Host: "r.example"}}},
+		},
+		Report: Report{URL: "https://report.example/"},
+	}}
+	var got []string
+	for _, f := range SecretSlots(c) {
+		got = append(got, f.Path+" "+string(f.Kind))
+	}
+	want := []string{
+		"spec.join.token SecretSource",
+		"spec.host.files[0].content FileContent",
+		"spec.host.files[1].content Text",
+		"spec.host.containerd.registries[0].server URLCredentials",
+		"spec.host.containerd.registries[0].clientKey PEMKey",
+		"spec.host.containerd.configPatch Text",
+		"spec.report.url URLCredentials",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("SecretSlots:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+	for _, f := range SecretSlots(c) {
+		if f.Kind == SecretKindPEMKey {
+			*f.Value, *f.Cert = "key", "cert"
+		}
+	}
+	if r := c.Spec.Host.Containerd.Registries[0]; r.ClientKey != "key" || r.ClientCert != "cert" {
+		t.Errorf("writes through SecretSlots did not reach the spec: %+v", r)
+	}
+	if got := SecretFields(c); len(got) != 2 || got[1].Path != "spec.host.containerd.registries[0].clientKey" {
+		t.Errorf("SecretFields: want the token and the key now set, got %+v", got)
+	}
+	if SecretSlots(nil) != nil {
+		t.Error("SecretSlots(nil) != nil")
 	}
 }
 

@@ -67,6 +67,12 @@ type (
 	Kubelet = latest.Kubelet
 	// Host is Host of the latest version.
 	Host = latest.Host
+	// DomainJoin is spec.host.domainJoin.
+	DomainJoin = latest.DomainJoin
+	// DomainCredentials is spec.host.domainJoin.credentials.
+	DomainCredentials = latest.DomainCredentials
+	// LinuxDomainJoin is spec.host.domainJoin.linux.
+	LinuxDomainJoin = latest.LinuxDomainJoin
 	// File is File of the latest version.
 	File = latest.File
 	// RemoteSource is RemoteSource of the latest version.
@@ -127,6 +133,7 @@ const (
 	DefaultTokenTTL = latest.DefaultTokenTTL
 	// DefaultReportPath is DefaultReportPath of the latest version.
 	DefaultReportPath = latest.DefaultReportPath
+	DefaultKeytab     = latest.DefaultKeytab
 	// DefaultSentinel is DefaultSentinel of the latest version.
 	DefaultSentinel = latest.DefaultSentinel
 	// DefaultFileMode is DefaultFileMode of the latest version.

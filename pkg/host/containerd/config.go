@@ -58,6 +58,13 @@ var schemas = map[int]schema{
 // spec entry (an entry named "runc" adds options to runc), and finally
 // ConfigPatch deep-merged over the result (tables merge key by key;
 // other values, arrays included, are replaced). Keys come out sorted.
+//
+// A patch may add keys and tables, and change keys machineadm does not
+// generate. It may not replace a generated table with another kind of
+// value (containerd would refuse the file), nor change a generated value
+// (SystemdCgroup against cgroupDriver, registry.config_path against the
+// registries' hosts.toml, sandbox_image against sandboxImage, ...): both
+// are a *PatchError naming configPatch, the key and the structured field.
 func Render(c *machineadm.Containerd, version int) ([]byte, error) {
 	tree, err := Tree(c, version)
 	if err != nil {
@@ -109,9 +116,13 @@ func Tree(c *machineadm.Containerd, version int) (map[string]any, error) {
 	if c.ConfigPatch != "" {
 		var patch map[string]any
 		if err := toml.Unmarshal([]byte(c.ConfigPatch), &patch); err != nil {
-			return nil, fmt.Errorf("spec.host.containerd.configPatch: %w", err)
+			return nil, fmt.Errorf("%s: %w", PatchField, err)
 		}
+		base, _ := deepCopy(tree).(map[string]any)
 		DeepMerge(tree, patch)
+		if err := checkPatch(base, tree, c); err != nil {
+			return nil, err
+		}
 	}
 	return tree, nil
 }
@@ -179,6 +190,25 @@ func normalize(v any) any {
 		out := make([]any, len(t))
 		for i, e := range t {
 			out[i] = normalize(e)
+		}
+		return out
+	}
+	return v
+}
+
+// deepCopy copies nested tables and arrays.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = deepCopy(e)
 		}
 		return out
 	}

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -162,22 +163,61 @@ func TestDeepMergeIsARealMerge(t *testing.T) {
 	}
 }
 
-func TestPatchOverridesGeneratedKeys(t *testing.T) {
-	c := &machineadm.Containerd{CgroupDriver: "systemd", ConfigPatch: `
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-  SystemdCgroup = false
-`}
-	out, err := Render(c, 2)
-	if err != nil {
-		t.Fatal(err)
+// TestPatchMayNotBreakOrContradict: a patch that replaces a generated
+// table with another kind of value (containerd would refuse the file:
+// "Can't convert x(string) to config.ContainerdConfig"), or changes a value
+// machineadm generated from a structured field, is a *PatchError naming
+// configPatch, the key and the field. Setting a generated value to what it
+// already is, and adding keys beside generated ones, stays allowed.
+func TestPatchMayNotBreakOrContradict(t *testing.T) {
+	cri2 := `[plugins."io.containerd.grpc.v1.cri"`
+	cri3 := `[plugins."io.containerd.cri.v1.runtime"`
+	img3 := `[plugins."io.containerd.cri.v1.images"`
+	base := machineadm.Containerd{CgroupDriver: "systemd", SandboxImage: "registry.k8s.io/pause:3.10", RestrictOOMScoreAdj: true,
+		Runtimes: []machineadm.Runtime{{Name: "kata", Type: "io.containerd.kata.v2"}, {Name: "gvisor", Type: RuncType, Options: map[string]any{"SystemdCgroup": false}}}}
+	for _, c := range []struct {
+		version    int
+		patch      string
+		key, field string // want; empty field: a type problem
+	}{
+		{2, cri2 + "]\ncontainerd = \"x\"\n", `plugins.'io.containerd.grpc.v1.cri'.containerd`, ""},
+		{3, cri3 + ".containerd]\nruntimes = 1\n", `plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes`, ""},
+		{2, "plugins = []\n", "plugins", ""},
+		{2, cri2 + ".containerd.runtimes.runc.options]\nSystemdCgroup = false\n", "SystemdCgroup", "spec.host.containerd.cgroupDriver"},
+		{3, cri3 + ".containerd.runtimes.gvisor.options]\nSystemdCgroup = true\n", "SystemdCgroup", "spec.host.containerd.runtimes[1].options.SystemdCgroup"},
+		{2, cri2 + ".registry]\nconfig_path = \"/etc/docker/certs.d\"\n", "config_path", "spec.host.containerd.registries"},
+		{3, img3 + ".registry]\nconfig_path = \"\"\n", "config_path", "spec.host.containerd.registries"},
+		{2, cri2 + "]\nsandbox_image = \"pause:3.9\"\n", "sandbox_image", "spec.host.containerd.sandboxImage"},
+		{3, img3 + ".pinned_images]\nsandbox = \"pause:3.9\"\n", "sandbox", "spec.host.containerd.sandboxImage"},
+		{2, cri2 + "]\nrestrict_oom_score_adj = false\n", "restrict_oom_score_adj", "spec.host.containerd.restrictOOMScoreAdj"},
+		{2, cri2 + ".containerd]\ndefault_runtime_name = \"kata\"\n", "default_runtime_name", "spec.host.containerd.defaultRuntime"},
+		{2, cri2 + ".containerd.runtimes.kata]\nruntime_type = \"io.containerd.runsc.v1\"\n", "runtime_type", "spec.host.containerd.runtimes[0].type"},
+	} {
+		spec := base
+		spec.ConfigPatch = c.patch
+		_, err := Render(&spec, c.version)
+		var pe *PatchError
+		if !errors.As(err, &pe) {
+			t.Errorf("v%d %q: %v, want a PatchError", c.version, c.patch, err)
+			continue
+		}
+		if !strings.HasSuffix(pe.Key, c.key) || pe.Field != c.field && !strings.HasPrefix(pe.Field, c.field+" ") {
+			t.Errorf("v%d %q: key %q field %q, want %q and %q", c.version, c.patch, pe.Key, pe.Field, c.key, c.field)
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "spec.host.containerd.configPatch: ") || !strings.Contains(msg, c.field) {
+			t.Errorf("message %q names neither configPatch nor %s", msg, c.field)
+		}
 	}
-	var tree map[string]any
-	if err := toml.Unmarshal(out, &tree); err != nil {
-		t.Fatal(err)
-	}
-	runc := lookup(t, tree, "plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc").(map[string]any)
-	if runc["options"].(map[string]any)["SystemdCgroup"] != false || runc["runtime_type"] != RuncType {
-		t.Errorf("runc after patch = %#v (patch wins, siblings kept)", runc)
+	for _, ok := range []string{
+		cri2 + ".containerd.runtimes.runc.options]\nSystemdCgroup = true\nNoNewKeyring = true\n",
+		cri2 + ".containerd]\nsnapshotter = \"overlayfs\"\n" + cri2 + ".cni]\nbin_dir = \"/opt/cni/bin\"\n",
+		cri2 + ".containerd.runtimes.extra]\nruntime_type = \"io.containerd.runc.v2\"\n",
+	} {
+		spec := base
+		spec.ConfigPatch = ok
+		if _, err := Render(&spec, 2); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
 	}
 }
 
@@ -200,5 +240,20 @@ func TestConfigVersionFor(t *testing.T) {
 	}
 	if _, err := ConfigVersionFor("containerd: command not found"); err == nil {
 		t.Error("no version: want error")
+	}
+}
+
+func TestValidatePatch(t *testing.T) {
+	c := &machineadm.Containerd{CgroupDriver: "systemd", ConfigPatch: "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\nSystemdCgroup = false\n"}
+	errs := Validate(c)
+	if len(errs) != 1 || errs[0].Field != "spec.host.containerd.configPatch" || !strings.Contains(errs[0].Detail, "cgroupDriver") || !strings.Contains(errs[0].Detail, "config version 2") {
+		t.Errorf("Validate = %v, want one error for config version 2 naming cgroupDriver", errs)
+	}
+	c.ConfigVersion = 3 // the v2 table is only an extra table in version 3
+	if errs := Validate(c); len(errs) != 0 {
+		t.Errorf("version 3: %v", errs)
+	}
+	if errs := Validate(&machineadm.Containerd{}); errs != nil || Validate(nil) != nil {
+		t.Error("no patch must be valid")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -55,7 +56,10 @@ func RegistryDir(host string) string { return path.Join(ConfigPath, host) }
 // no order.
 func HostsFiles(regs []machineadm.Registry) ([]File, error) {
 	var out []File
-	for _, r := range regs {
+	for i, r := range regs {
+		if err := checkUTF8(r); err != nil {
+			return nil, fmt.Errorf("registries[%d]: %w", i, err)
+		}
 		dir := RegistryDir(r.Host)
 		server := r.Server
 		if server == "" {
@@ -92,6 +96,24 @@ func HostsFiles(regs []machineadm.Registry) ([]File, error) {
 		out = append(out, File{Path: path.Join(dir, "hosts.toml"), Content: b.Bytes(), Mode: 0o644})
 	}
 	return out, nil
+}
+
+// checkUTF8 refuses a registry whose strings are not UTF-8: TOML text is
+// UTF-8, and the encoder would change such bytes, so containerd would read
+// another host or URL than the spec's (found by FuzzHostsFiles). Specs
+// decoded from YAML are always UTF-8; this guards other callers.
+func checkUTF8(r machineadm.Registry) error {
+	strs := []string{r.Host, r.Server}
+	for _, m := range r.Mirrors {
+		strs = append(strs, m.URL)
+		strs = append(strs, m.Capabilities...)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%q is not UTF-8", s)
+		}
+	}
+	return nil
 }
 
 // quoteKey quotes s as a TOML key, with go-toml's own quoting.

@@ -2,11 +2,8 @@ package sealspec
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strconv"
@@ -124,81 +121,75 @@ type edit struct {
 	delete []string
 }
 
-// collect reads the secrets of cfg into items and lists the spec edits.
+// collect reads the secrets of cfg, as machineadm.SecretFields finds
+// them, into items and lists the spec edits.
 func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]byte, []edit, error) {
 	items := map[string][]byte{}
 	var edits []edit
-	for _, f := range secretFields(cfg) {
-		switch f.kind {
-		case kindSource:
+	for _, f := range machineadm.SecretFields(cfg) {
+		switch f.Kind {
+		case machineadm.SecretKindSource:
 			switch {
-			case f.src.Value != "":
-				items[f.path] = []byte(f.src.Value)
-				edits = append(edits, edit{path: f.path, file: SealedFileDir + "/" + f.path})
-			case f.src.File != "":
-				v, err := readSecret(root, f.src.File)
+			case f.Source.Value != "":
+				items[f.Path] = []byte(f.Source.Value)
+				edits = append(edits, edit{path: f.Path, file: SealedFileDir + "/" + f.Path})
+			case f.Source.File != "":
+				v, err := readSecret(root, f.Source.File)
 				if err != nil {
-					return nil, nil, fmt.Errorf("%s.file: %w", f.path, err)
+					return nil, nil, fmt.Errorf("%s.file: %w", f.Path, err)
 				}
-				items[f.path] = []byte(strings.TrimSpace(string(v)))
+				items[f.Path] = []byte(strings.TrimSpace(string(v)))
 			}
-		case kindString:
-			if *f.str == "" {
-				continue
+		case machineadm.SecretKindPEMKey:
+			items[f.Path] = []byte(*f.Value)
+			parent, name := cut(f.Path)
+			e := edit{path: parent, delete: []string{name}}
+			if f.Cert != nil && *f.Cert != "" {
+				items[f.CertPath] = []byte(*f.Cert)
+				_, certName := cut(f.CertPath)
+				e.delete = append(e.delete, certName)
 			}
-			if strings.HasSuffix(f.path, ".clientCert") && *keyOf(cfg, f.path) == "" {
-				continue // a certificate without a key is not secret material
+			edits = append(edits, e)
+		case machineadm.SecretKindFileContent:
+			raw, err := machineadm.DecodeContent(*f.Value, f.File.Encoding)
+			if err == nil && len(raw) > seal.MaxPlaintextBytes {
+				err = fmt.Errorf("decoded content larger than %d bytes", seal.MaxPlaintextBytes)
 			}
-			items[f.path] = []byte(*f.str)
-			parent, name := cut(f.path)
-			edits = append(edits, edit{path: parent, delete: []string{name}})
-		case kindContent:
-			if !ownerOnly(f.file.Mode) || f.file.Content == "" {
-				continue
-			}
-			raw, err := decodeContent(f.file.Content, f.file.Encoding)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", f.path, err)
+				return nil, nil, fmt.Errorf("%s: %w", f.Path, err)
 			}
-			items[f.path] = raw
-			parent, _ := cut(f.path)
+			items[f.Path] = raw
+			parent, _ := cut(f.Path)
 			edits = append(edits, edit{path: parent, delete: []string{"content", "encoding"}})
-		}
-	}
-	if cp := cfg.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
-		files := map[string][]byte{}
-		for _, name := range PKIFiles {
-			v, err := readSecret(root, filepath.Join(cp.PKI.Dir, name))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // kubeadm generates what is missing on Init
-			}
+		case machineadm.SecretKindCADir:
+			bundle, err := readCADir(root, *f.Value)
 			if err != nil {
-				return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s: %w", name, err)
+				return nil, nil, err
 			}
-			files[filepath.ToSlash(name)] = v
+			items[PKIDirItem] = bundle
 		}
-		if len(files) == 0 {
-			return nil, nil, fmt.Errorf("spec.controlPlane.pki.dir: %s holds none of %s", cp.PKI.Dir, strings.Join(PKIFiles, ", "))
-		}
-		bundle, err := encodeBundle(files)
-		if err != nil {
-			return nil, nil, err
-		}
-		items[PKIDirItem] = bundle
 	}
 	return items, edits, nil
 }
 
-// keyOf returns the clientKey beside a clientCert path.
-func keyOf(cfg *machineadm.MachineBootstrapConfig, certPath string) *string {
-	want := strings.TrimSuffix(certPath, ".clientCert") + ".clientKey"
-	for _, f := range secretFields(cfg) {
-		if f.path == want {
-			return f.str
+// readCADir reads the files of the CA set in dir (those of PKIFiles that
+// exist; kubeadm generates what is missing on Init) into one bundle.
+func readCADir(root, dir string) ([]byte, error) {
+	files := map[string][]byte{}
+	for _, name := range PKIFiles {
+		v, err := readSecret(root, filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", PKIDirItem, name, err)
+		}
+		files[filepath.ToSlash(name)] = v
 	}
-	empty := ""
-	return &empty
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: %s holds none of %s", PKIDirItem, dir, strings.Join(PKIFiles, ", "))
+	}
+	return encodeBundle(files)
 }
 
 func readSecret(root, p string) ([]byte, error) {
@@ -209,34 +200,6 @@ func readSecret(root, p string) ([]byte, error) {
 func cut(p string) (string, string) {
 	i := strings.LastIndex(p, ".")
 	return p[:i], p[i+1:]
-}
-
-// decodeContent decodes a spec file's content ("", "base64",
-// "gzip+base64"), at most seal.MaxPlaintextBytes.
-// TODO(issue 9): use the shared bounded content decoder when it lands.
-func decodeContent(content, encoding string) ([]byte, error) {
-	switch encoding {
-	case "":
-		return []byte(content), nil
-	case "base64", "gzip+base64":
-		raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(content), ""))
-		if err != nil || encoding == "base64" {
-			return raw, err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		out, err := io.ReadAll(io.LimitReader(zr, seal.MaxPlaintextBytes+1))
-		if err != nil {
-			return nil, err
-		}
-		if len(out) > seal.MaxPlaintextBytes {
-			return nil, fmt.Errorf("decoded content larger than %d bytes", seal.MaxPlaintextBytes)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unknown encoding %q", encoding)
 }
 
 // rewrite applies edits to the YAML document, keeping comments and order.

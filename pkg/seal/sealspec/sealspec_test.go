@@ -278,3 +278,79 @@ func TestIdentityFileModes(t *testing.T) {
 		t.Error("replaced an identity")
 	}
 }
+
+// TestUnsealRefusesEditedClearSpec: the clear spec is not authenticated,
+// so Apply checks each item's place. A secret file whose mode was widened
+// to 0644, or a spec that lost the mirror an item names, is refused with
+// InvalidSpec and the spec is left as it was.
+func TestUnsealRefusesEditedClearSpec(t *testing.T) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalECPrivateKey(k)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	certPEM := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	in := `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  node: {name: w2}
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.demo.example:6443
+    token: {file: /etc/machineadm/secrets/bootstrap-token}
+    caCertHashes: ["sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"]
+  host:
+    files:
+      - {path: /etc/secret, mode: "0600", content: kubeconfig-secret}
+    containerd:
+      registries:
+        - host: registry.example.com
+          mirrors:
+            - url: https://mirror.example.com
+              clientCert: |
+` + indent(certPEM, "                ") + `              clientKey: |
+` + indent(keyPEM, "                ")
+	id, idFile := identity(t, seal.HPKESuiteP384)
+	sealed, err := SealSpec([]byte(in), SealOptions{Recipients: []string{id.Recipient()}, Root: machineRoot(t, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "spec.host.containerd.registries[0].mirrors[0].clientCert spec.host.containerd.registries[0].mirrors[0].clientKey spec.host.files[0].content spec.join.token"
+	if got := strings.Join(sealed.Items, " "); got != want {
+		t.Errorf("items %s", got)
+	}
+	clearSpec, env, _ := seal.Split(sealed.File)
+	if bytes.Contains(clearSpec, []byte("clientCert")) || bytes.Contains(clearSpec, []byte("kubeconfig-secret")) {
+		t.Errorf("clear spec keeps a sealed field:\n%s", clearSpec)
+	}
+	// the mirror's pair comes back
+	loaded, err := spec.Load(clearSpec, "sealed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := loaded.Config.Spec.Host.Containerd.Registries[0].Mirrors[0]; m.ClientKey != keyPEM || m.ClientCert != certPEM {
+		t.Errorf("mirror pair not applied")
+	}
+	for _, c := range []struct{ name, from, to, msg string }{
+		{"widened mode", `mode: "0600"`, `mode: "0644"`, "owner-only"},
+		{"mirror removed", "          mirrors:\n            - url: https://mirror.example.com\n", "", "have no place"},
+	} {
+		edited := strings.Replace(string(clearSpec), c.from, c.to, 1)
+		if edited == string(clearSpec) {
+			t.Fatalf("%s: the clear spec has no %q:\n%s", c.name, c.from, clearSpec)
+		}
+		loaded, err := spec.Load([]byte(edited), "edited")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2"})
+		if cl, _ := errclass.Of(err); cl != errclass.InvalidSpec || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if loaded.Config.Spec.Join.Token.Value != "" || loaded.Config.Spec.Host.Files[0].Content != "" {
+			t.Errorf("%s: the spec was changed", c.name)
+		}
+	}
+}

@@ -74,44 +74,66 @@ func Unseal(cfg *machineadm.MachineBootstrapConfig, sealed []byte, opts UnsealOp
 	return u, err
 }
 
-// Apply puts the items of an opened envelope into cfg (see Unseal). It
-// fails, changing nothing, when an item names a field cfg does not have.
+// Apply puts the items of an opened envelope into cfg (see Unseal), at
+// the places machineadm.SecretSlots gives: a SecretSource, a PEM key or
+// the certificate beside it, the content of a file whose mode is
+// owner-only, the CA directory. It fails, changing nothing, when an item
+// has no such place in cfg: a field cfg does not have, or a file whose
+// clear mode was widened (the secret would be readable by others).
 func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unsealed, error) {
-	fields := map[string]field{}
-	for _, f := range secretFields(cfg) {
-		fields[f.path] = f
-	}
-	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
-	var unknown []string
-	hasPKI := cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.PKI.Dir != ""
-	for p := range opened.Items {
-		if _, ok := fields[p]; !ok && !(p == PKIDirItem && hasPKI) {
-			unknown = append(unknown, p)
+	places := map[string]func([]byte){}
+	text := map[string]bool{}
+	for _, f := range machineadm.SecretSlots(cfg) {
+		switch f.Kind {
+		case machineadm.SecretKindSource:
+			places[f.Path] = func(v []byte) { *f.Source = machineadm.SecretSource{Value: strings.TrimSpace(string(v))} }
+		case machineadm.SecretKindPEMKey:
+			places[f.Path] = func(v []byte) { *f.Value = string(v) }
+			if f.Cert != nil {
+				places[f.CertPath] = func(v []byte) { *f.Cert = string(v) }
+			}
+		case machineadm.SecretKindFileContent:
+			places[f.Path] = func(v []byte) { *f.Value, f.File.Encoding = string(v), machineadm.EncodingPlain }
+		case machineadm.SecretKindText:
+			text[f.Path] = f.File != nil
+		case machineadm.SecretKindCADir:
+			if *f.Value != "" {
+				places[f.Path] = nil // the CA set is returned, not put into cfg
+			}
 		}
+	}
+	var unknown, widened []string
+	for p := range opened.Items {
+		if _, ok := places[p]; !ok {
+			if text[p] {
+				widened = append(widened, p)
+			} else {
+				unknown = append(unknown, p)
+			}
+		}
+	}
+	if len(widened) > 0 {
+		slices.Sort(widened)
+		return nil, errclass.New(errclass.InvalidSpec, "Give the file an owner-only mode such as \"0600\", as it was sealed.",
+			fmt.Errorf("sealed secrets: %s: the file's mode gives group or others access; sealed content goes only to an owner-only file", strings.Join(widened, ", ")))
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
 		return nil, errclass.New(errclass.InvalidSpec, "Reseal the spec: the envelope was sealed for a spec with other fields.",
 			fmt.Errorf("sealed secrets: item(s) %s have no place in this spec", strings.Join(unknown, ", ")))
 	}
+	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
+	if v, ok := opened.Items[PKIDirItem]; ok {
+		files, err := decodeBundle(v)
+		if err != nil {
+			return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", PKIDirItem, err))
+		}
+		u.PKIFiles = files
+	}
 	for p, v := range opened.Items {
 		u.Items = append(u.Items, p)
-		if p == PKIDirItem {
-			files, err := decodeBundle(v)
-			if err != nil {
-				return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", p, err))
-			}
-			u.PKIFiles = files
-			continue
-		}
-		f := fields[p]
-		switch f.kind {
-		case kindSource:
-			*f.src = machineadm.SecretSource{Value: strings.TrimSpace(string(v))}
-		case kindString:
-			*f.str = string(v)
-		case kindContent:
-			f.file.Content, f.file.Encoding = string(v), ""
+		if set := places[p]; set != nil {
+			set(v)
 		}
 	}
 	slices.Sort(u.Items)

@@ -1,28 +1,25 @@
 package v1alpha1
 
 // Default values of v1alpha1 fields. They are applied by SetDefaults and
-// shown by `machineadm config defaults`.
+// shown by `machineadm config defaults`. Defaults that differ by operating
+// system (CRI socket, containerd config file and runtime, report and sentinel
+// paths)
+// are in defaults_other.go and defaults_windows.go.
 const (
-	DefaultClusterName      = "kubernetes"
-	DefaultImageRepository  = "registry.k8s.io"
-	DefaultServiceSubnet    = "10.96.0.0/12"
-	DefaultDNSDomain        = "cluster.local"
-	DefaultBindPort         = int32(6443)
-	DefaultCertificatesDir  = "/etc/kubernetes/pki"
-	DefaultEncryptionAlgo   = "ECDSA-P256"
-	DefaultRunner           = "StaticPods"
-	DefaultEtcdDataDir      = "/var/lib/etcd"
-	DefaultCRISocket        = "unix:///run/containerd/containerd.sock"
-	DefaultJoinTimeout      = "5m"
-	DefaultTokenTTL         = "24h"
-	DefaultReportPath       = "/var/lib/machineadm/report.json"
-	DefaultSentinel         = "/run/cluster-api/bootstrap-success.complete"
-	DefaultFileMode         = "0644"
-	DefaultFileOwner        = "0"
-	DefaultContainerdConfig = "/etc/containerd/config.toml"
-	DefaultCgroupDriver     = "systemd"
-	DefaultRuntimeType      = "io.containerd.runc.v2"
-	DefaultRuntimeName      = "runc"
+	DefaultClusterName     = "kubernetes"
+	DefaultImageRepository = "registry.k8s.io"
+	DefaultServiceSubnet   = "10.96.0.0/12"
+	DefaultDNSDomain       = "cluster.local"
+	DefaultBindPort        = int32(6443)
+	DefaultCertificatesDir = "/etc/kubernetes/pki"
+	DefaultEncryptionAlgo  = "ECDSA-P256"
+	DefaultRunner          = "StaticPods"
+	DefaultEtcdDataDir     = "/var/lib/etcd"
+	DefaultJoinTimeout     = "5m"
+	DefaultTokenTTL        = "24h"
+	DefaultFileMode        = "0644"
+	DefaultFileOwner       = "0"
+	DefaultCgroupDriver    = "systemd"
 )
 
 // SetDefaults fills every unset field of c that has a default, in place.
@@ -97,6 +94,8 @@ func SetDefaults(c *MachineBootstrapConfig) {
 		}
 	}
 
+	setOSDefaults(s)
+
 	r := &s.Report
 	setString(&r.Path, DefaultReportPath)
 	setString(&r.Sentinel, DefaultSentinel)
@@ -111,3 +110,8 @@ func setString(p *string, def string) {
 		*p = def
 	}
 }
+
+// DefaultKeytab is the host keytab a Linux domain join writes (MIT
+// Kerberos' default_keytab_name). Defined on every OS so that the hub can
+// alias it; only Linux uses it.
+const DefaultKeytab = "/etc/krb5.keytab"

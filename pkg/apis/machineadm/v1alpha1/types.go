@@ -45,7 +45,8 @@ const (
 
 // MachineBootstrapSpec is the content of a machine spec.
 type MachineBootstrapSpec struct {
-	// Role is ControlPlane or Worker. Required.
+	// Role is ControlPlane or Worker. Required. Windows machines are
+	// workers only (kubeadm runs no Windows control plane).
 	Role Role `json:"role"`
 	// Action is Init or Join. Default: Join. Init requires role ControlPlane.
 	Action Action `json:"action,omitempty"`
@@ -59,8 +60,8 @@ type MachineBootstrapSpec struct {
 	Join *Join `json:"join,omitempty"`
 	// Node holds this node's registration and kubelet settings.
 	Node Node `json:"node,omitempty"`
-	// Host holds host preparation: sysctl, kernel modules, files, containerd
-	// and extra static pods.
+	// Host holds host preparation: sysctl, kernel modules, files, containerd,
+	// extra static pods and the Active Directory domain join.
 	Host Host `json:"host,omitempty"`
 	// Report says where the outcome report goes.
 	Report Report `json:"report,omitempty"`
@@ -282,7 +283,8 @@ type Node struct {
 	// kubeadm field: nodeRegistration.name.
 	Name string `json:"name,omitempty"`
 	// CRISocket is the container runtime's CRI endpoint. Default
-	// "unix:///run/containerd/containerd.sock". kubeadm field:
+	// "unix:///run/containerd/containerd.sock" (Windows:
+	// "npipe:////./pipe/containerd-containerd"). kubeadm field:
 	// nodeRegistration.criSocket.
 	CRISocket string `json:"criSocket,omitempty"`
 	// Labels are set on the Node object by the kubelet (--node-labels).
@@ -344,6 +346,9 @@ type Host struct {
 	// StaticPods are extra static pod manifests placed in the kubelet's
 	// manifest directory on control-plane nodes.
 	StaticPods []StaticPod `json:"staticPods,omitempty"`
+	// DomainJoin joins the machine to an Active Directory domain (Windows
+	// and Linux). Optional.
+	DomainJoin *DomainJoin `json:"domainJoin,omitempty"`
 }
 
 // File is one file written on the host. Exactly one of Content and Source
@@ -384,10 +389,12 @@ type Containerd struct {
 	// 3 (containerd 2.x). Default: chosen from the installed containerd.
 	ConfigVersion int `json:"configVersion,omitempty"`
 	// ConfigFile is containerd's configuration file. Default
-	// "/etc/containerd/config.toml".
+	// "/etc/containerd/config.toml" (Windows:
+	// "C:/Program Files/containerd/config.toml").
 	ConfigFile string `json:"configFile,omitempty"`
 	// CgroupDriver is "systemd" (default) or "cgroupfs"; it sets runc's
 	// SystemdCgroup option and must match the kubelet's cgroupDriver.
+	// Windows has no cgroups and ignores it.
 	CgroupDriver string `json:"cgroupDriver,omitempty"`
 	// SandboxImage is the pause image, for example
 	// "registry.k8s.io/pause:3.10". Default: containerd's own.
@@ -406,7 +413,8 @@ type Containerd struct {
 	// an entry named "runc" changes runc's options.
 	Runtimes []Runtime `json:"runtimes,omitempty"`
 	// DefaultRuntime is the runtime handler used by pods without a
-	// RuntimeClass: "runc" (default) or the name of one of Runtimes.
+	// RuntimeClass: "runc" (default; Windows: "runhcs-wcow-process") or
+	// the name of one of Runtimes.
 	// containerd key: containerd.default_runtime_name.
 	DefaultRuntime string `json:"defaultRuntime,omitempty"`
 	// ConfigPatch is TOML deep-merged over the generated config.toml last:
@@ -433,7 +441,7 @@ type Registry struct {
 	// TLS); it goes with ClientKey. Written to
 	// /etc/containerd/certs.d/<host>/client.crt. containerd hosts.toml key:
 	// client.
-	ClientCert string `json:"clientCert,omitempty"`
+	ClientCert string `json:"clientCert,omitempty" secret:"pem-cert"`
 	// ClientKey is the PEM private key of ClientCert. Secret: written 0600
 	// to /etc/containerd/certs.d/<host>/client.key and never shown.
 	ClientKey string `json:"clientKey,omitempty" secret:"pem-key"`
@@ -450,7 +458,7 @@ type Mirror struct {
 	CACert string `json:"caCert,omitempty"`
 	// ClientCert and ClientKey are a PEM client certificate and key. The
 	// key is secret.
-	ClientCert string `json:"clientCert,omitempty"`
+	ClientCert string `json:"clientCert,omitempty" secret:"pem-cert"`
 	// ClientKey is the PEM private key for ClientCert. Secret.
 	ClientKey string `json:"clientKey,omitempty" secret:"pem-key"`
 	// SkipVerify disables TLS verification for this mirror. Default false.
@@ -480,7 +488,8 @@ type Proxy struct {
 type Runtime struct {
 	// Name is the handler name used by RuntimeClasses. Required.
 	Name string `json:"name"`
-	// Type is the shim, for example "io.containerd.runc.v2" (default).
+	// Type is the shim, for example "io.containerd.runc.v2" (default;
+	// Windows: "io.containerd.runhcs.v1").
 	Type string `json:"type,omitempty"`
 	// Options are the runtime's options table, for example
 	// {"BinaryName": "/usr/bin/nvidia-container-runtime"} or
@@ -498,13 +507,15 @@ type StaticPod struct {
 
 // Report says where the outcome report goes.
 type Report struct {
-	// Path of the JSON report. Default "/var/lib/machineadm/report.json".
+	// Path of the JSON report. Default "/var/lib/machineadm/report.json"
+	// (Windows: "C:/ProgramData/machineadm/report.json").
 	Path string `json:"path,omitempty"`
 	// Console also writes the human summary to the serial console when one
 	// exists. Default true.
 	Console *bool `json:"console,omitempty"`
 	// Sentinel is the file created on success, for Cluster API. Default
-	// "/run/cluster-api/bootstrap-success.complete"; "-" disables it.
+	// "/run/cluster-api/bootstrap-success.complete" (Windows:
+	// "C:/run/cluster-api/bootstrap-success.complete"); "-" disables it.
 	Sentinel string `json:"sentinel,omitempty"`
 	// URL receives the JSON report by HTTP(S) POST. Optional. Credentials
 	// in it (user information) draw a validation warning, are redacted

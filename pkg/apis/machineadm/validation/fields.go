@@ -59,6 +59,10 @@ func validateSAN(r *Result, san string, p *field.Path) {
 // an IP or DNS host; an IPv6 host is written in brackets when a port
 // follows ("[fd00::1]:6443"), with or without brackets otherwise.
 func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
+	if msg := endpointSchemeProblem(ep); msg != "" {
+		r.Errors = append(r.Errors, field.Invalid(p, ep, msg))
+		return
+	}
 	host, port, err := net.SplitHostPort(ep)
 	if err != nil {
 		if needPort {
@@ -115,6 +119,10 @@ func validateURL(r *Result, v string, schemes []string, p *field.Path) bool {
 	ok := err == nil && contains(schemes, u.Scheme)
 	if ok && (u.Scheme == "http" || u.Scheme == "https") {
 		ok = u.Host != ""
+		if msg := portProblem(u.Port()); ok && msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p, redactedURL(v), msg))
+			return false
+		}
 	} else if ok {
 		ok = u.Path != "" || u.Host != ""
 	}
@@ -152,6 +160,7 @@ func pathProblem(v string, clean bool) string {
 	if i := strings.IndexFunc(v, isControlByte); i >= 0 {
 		return fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", v[i], i)
 	}
+	_, v = splitVolume(v)
 	if !strings.HasPrefix(v, "/") {
 		return "must be an absolute path"
 	}

@@ -110,8 +110,13 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	validateNode(&r, &s.Node, p.Child("node"))
 	validateHost(&r, s, p.Child("host"))
 	validateHostPrep(&r, s, p.Child("host"))
+	if s.Host.DomainJoin != nil {
+		validateDomainJoin(&r, s.Host.DomainJoin, p.Child("host", "domainJoin"))
+	}
+	validateOS(&r, s, p)
 	validateReport(&r, &s.Report, p.Child("report"))
 	warnInlineSecrets(&r, c)
+	validateRanges(&r, c)
 	return r
 }
 

@@ -1,0 +1,51 @@
+//go:build !windows
+
+package validation
+
+import (
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+// TestValidateDomainJoin covers spec.host.domainJoin on a Linux build.
+func TestValidateDomainJoin(t *testing.T) {
+	const p = "spec.host.domainJoin."
+	dj := func(fn func(d *machineadm.DomainJoin)) func(c *spec) {
+		return func(c *spec) {
+			d := &machineadm.DomainJoin{
+				Domain: "corp.example.com",
+				Credentials: &machineadm.DomainCredentials{
+					Username: "joiner",
+					Password: machineadm.SecretSource{File: "/etc/machineadm/secrets/ad-password"},
+				},
+				Linux: &machineadm.LinuxDomainJoin{Keytab: "/etc/krb5.keytab"},
+			}
+			fn(d)
+			c.Spec.Host.DomainJoin = d
+		}
+	}
+	runCases(t, []vcase{
+		{name: "valid", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.OrganizationalUnit, d.DomainController = "OU=Kubernetes,DC=corp,DC=example,DC=com", "10.0.0.2"
+		})},
+		{name: "domain missing", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Domain = "" }), want: []fe{{p + "domain", req}}},
+		{name: "NetBIOS name", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Domain = "CORP" }), want: []fe{{p + "domain", inv}}},
+		{name: "OU not a DN", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.OrganizationalUnit = "Kubernetes" }), want: []fe{{p + "organizationalUnit", inv}}},
+		{name: "no credentials", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Credentials = nil }), want: []fe{{"spec.host.domainJoin", req}}},
+		{name: "both credentials and blob", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.OfflineJoinBlob = &machineadm.SecretSource{File: "/etc/machineadm/secrets/djoin"}
+		}), want: []fe{{p + "offlineJoinBlob", forb}, {p + "offlineJoinBlob", forb}}},
+		{name: "offline blob is Windows-only", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials, d.OfflineJoinBlob = nil, &machineadm.SecretSource{File: "/etc/machineadm/secrets/djoin"}
+		}), want: []fe{{p + "offlineJoinBlob", forb}}},
+		{name: "bad username", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Credentials.Username = "a b" }), want: []fe{{p + "credentials.username", inv}}},
+		{name: "qualified usernames", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Credentials.Username = "joiner@CORP.EXAMPLE.COM" })},
+		{name: "password missing", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Credentials.Password = machineadm.SecretSource{} }), want: []fe{{p + "credentials.password", req}}},
+		{name: "inline password warns, never echoed", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "Sup3r-Secret!"}
+		}), warn: []string{p + "credentials.password.value"}, secret: "Sup3r-Secret!"},
+		{name: "relative keytab", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "krb5.keytab" }), want: []fe{{p + "linux.keytab", inv}}},
+		{name: "domain controller with a path", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.DomainController = `CORP\dc1` }), want: []fe{{p + "domainController", inv}}},
+	})
+}

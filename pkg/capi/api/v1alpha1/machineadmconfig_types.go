@@ -1,0 +1,205 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Format is the bootstrap data format the infrastructure provider hands to
+// the machine's OS bootstrapper.
+// +kubebuilder:validation:Enum=cloud-config;ignition
+type Format string
+
+const (
+	// FormatCloudConfig is a cloud-init "#cloud-config" document (the
+	// default).
+	FormatCloudConfig Format = "cloud-config"
+	// FormatIgnition is an Ignition 3.x config.
+	FormatIgnition Format = "ignition"
+)
+
+// MachineadmConfigSpec is the node-level part of a machine spec. Role,
+// action, Kubernetes version, cluster name, endpoint, networking and the
+// join credentials come from the Machine and its Cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.ignitionVersion) || (has(self.format) && self.format == 'ignition')",message="ignitionVersion only applies to format ignition",fieldPath=".ignitionVersion"
+type MachineadmConfigSpec struct {
+	// Format of the bootstrap data: "cloud-config" (default) or "ignition".
+	// +optional
+	Format Format `json:"format,omitempty"`
+
+	// IgnitionVersion is the Ignition config spec version for format
+	// ignition, "3.1.0" to "3.5.0". Default: machineadm's default (see
+	// docs/render.md).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^3\.[1-5](\.0)?$`
+	IgnitionVersion string `json:"ignitionVersion,omitempty"`
+
+	// Agent says where the machine gets the machineadm binary. Required.
+	Agent AgentSource `json:"agent"`
+
+	// Recipients are the sealing recipients: every secret in the bootstrap
+	// data (CA keys, bootstrap token, certificate key) is sealed so that
+	// any one of them, and nobody else, can open it. Each is a recipient
+	// string as `machineadm keygen` prints it: "hpke:<suite>:<key>",
+	// "tpm2:…" or "age1…".
+	// Required: a config without recipients never gets bootstrap data.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=4096
+	// +kubebuilder:validation:items:Pattern=`^(hpke:|tpm2:|age1)[^\s]+$`
+	// +listType=set
+	Recipients []string `json:"recipients"`
+
+	// Kubernetes holds the cluster-wide settings that are not on the
+	// Cluster object. Used by control-plane Machines.
+	// +optional
+	Kubernetes KubernetesSpec `json:"kubernetes,omitempty,omitzero"`
+
+	// ControlPlane holds control-plane component settings; only used when
+	// the Machine is a control-plane Machine.
+	// +optional
+	ControlPlane *ControlPlaneSpec `json:"controlPlane,omitempty"`
+
+	// Node holds the node's registration and kubelet settings (machine
+	// spec field spec.node, without name: the node takes its host name).
+	// +optional
+	Node NodeSpec `json:"node,omitempty,omitzero"`
+
+	// Host holds host preparation (machine spec field spec.host).
+	// +optional
+	Host HostSpec `json:"host,omitempty,omitzero"`
+
+	// Report says where the outcome report goes (machine spec field
+	// spec.report).
+	// +optional
+	Report ReportSpec `json:"report,omitempty,omitzero"`
+}
+
+// AgentSource is where the stub gets the machineadm binary: a URL pinned
+// by SHA-256, or a file already in the machine image.
+// +kubebuilder:validation:XValidation:rule="self.url.startsWith('file:///') || has(self.sha256)",message="sha256 is required for an http(s) agent url",fieldPath=".sha256"
+type AgentSource struct {
+	// URL is an http(s) URL to download the agent from, or a file:///
+	// URL of an agent already in the machine image.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s]+(/[^\s]*)?|file:///[^\s]*)$`
+	URL string `json:"url"`
+	// SHA256 is the agent's hex SHA-256 digest (64 lower-case hex
+	// digits). Required for http(s) URLs.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// KubernetesSpec holds cluster-wide settings not carried by the Cluster.
+type KubernetesSpec struct {
+	// ImageRepository is the registry prefix of the control-plane images.
+	// Default "registry.k8s.io". Machine spec field
+	// spec.kubernetes.imageRepository.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$`
+	ImageRepository string `json:"imageRepository,omitempty"`
+	// FeatureGates enables or disables kubeadm feature gates by name.
+	// +optional
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+}
+
+// MachineadmConfigStatus is the observed state, per the Cluster API
+// bootstrap contract v1beta2.
+type MachineadmConfigStatus struct {
+	// Conditions: Ready, DataSecretAvailable, BootstrapSucceeded and
+	// Paused.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Initialization holds the contract's provisioning signals.
+	// +optional
+	Initialization MachineadmConfigInitializationStatus `json:"initialization,omitempty,omitzero"`
+
+	// DataSecretName is the name of the Secret (in the config's namespace)
+	// that holds the bootstrap data under key "value" and its format under
+	// key "format".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	DataSecretName string `json:"dataSecretName,omitempty"`
+
+	// Outcome is the bootstrap outcome the node reported, mirrored from
+	// its Node's machineadm.io/bootstrap-report annotation.
+	// +optional
+	Outcome *BootstrapOutcome `json:"outcome,omitempty"`
+
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// MachineadmConfigInitializationStatus is the contract's initialization
+// block.
+// +kubebuilder:validation:MinProperties=1
+type MachineadmConfigInitializationStatus struct {
+	// DataSecretCreated is true once the data Secret exists; it is never
+	// reset.
+	// +optional
+	DataSecretCreated *bool `json:"dataSecretCreated,omitempty"`
+}
+
+// BootstrapOutcome is a node's reported outcome.
+type BootstrapOutcome struct {
+	// Result is "Succeeded" or "Failed".
+	Result string `json:"result"`
+	// FailedPhase is the phase that failed, for example
+	// "kubelet-start".
+	// +optional
+	FailedPhase string `json:"failedPhase,omitempty"`
+	// ErrorClass is the failure's class, for example
+	// "VerificationFailed".
+	// +optional
+	ErrorClass string `json:"errorClass,omitempty"`
+	// Hint says what to check.
+	// +optional
+	Hint string `json:"hint,omitempty"`
+	// DurationMs is how long the bootstrap ran, in milliseconds.
+	// +optional
+	DurationMs int64 `json:"durationMs,omitempty"`
+	// MachineadmVersion is the agent's version.
+	// +optional
+	MachineadmVersion string `json:"machineadmVersion,omitempty"`
+}
+
+// MachineadmConfig is the bootstrap configuration of one Cluster API
+// Machine.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=machineadmconfigs,scope=Namespaced,categories=cluster-api
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"
+// +kubebuilder:printcolumn:name="Data secret",type="string",JSONPath=".status.dataSecretName"
+// +kubebuilder:printcolumn:name="Bootstrapped",type="string",JSONPath=".status.conditions[?(@.type==\"BootstrapSucceeded\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type MachineadmConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MachineadmConfigSpec   `json:"spec"`
+	Status MachineadmConfigStatus `json:"status,omitempty,omitzero"`
+}
+
+// GetConditions returns the status conditions.
+func (c *MachineadmConfig) GetConditions() []metav1.Condition { return c.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (c *MachineadmConfig) SetConditions(cs []metav1.Condition) { c.Status.Conditions = cs }
+
+// MachineadmConfigList is a list of MachineadmConfigs.
+// +kubebuilder:object:root=true
+type MachineadmConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MachineadmConfig `json:"items"`
+}

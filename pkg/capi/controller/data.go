@@ -1,0 +1,320 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	mspec "github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
+	"github.com/machineadm/machineadm/pkg/render"
+	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// Data Secret keys (bootstrap contract).
+const (
+	dataKey   = "value"
+	formatKey = "format"
+)
+
+// reconcileData decides the Machine's action, gathers and seals its
+// secrets, renders the bootstrap data and writes the data Secret.
+func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	if !ptrTrue(cl.Status.Initialization.InfrastructureProvisioned) || cl.Spec.ControlPlaneEndpoint.Host == "" || cl.Spec.ControlPlaneEndpoint.Port == 0 {
+		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInfrastructure, "waiting for the Cluster's infrastructure and control-plane endpoint")
+		return ctrl.Result{}, nil
+	}
+	if m.Spec.Version == "" {
+		setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, "Machine "+m.Name+": spec.version is required")
+		return ctrl.Result{}, nil
+	}
+	if r.Sealer == nil {
+		setData(cfg, metav1.ConditionFalse, ReasonSealerUnavailable, "no sealer is configured: bootstrap data is never written with secrets in the clear")
+		return ctrl.Result{}, nil
+	}
+	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
+	initialized := controlPlaneInitialized(cl)
+	p := plan{controlPlane: isCP, action: mspec.ActionJoin}
+	switch {
+	case !initialized && !isCP:
+		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInit, "workers join once the control plane is initialised")
+		return ctrl.Result{}, nil
+	case !initialized:
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
+			return ctrl.Result{RequeueAfter: lockRetry}, nil
+		}
+		p.action = mspec.ActionInit
+	}
+
+	// Build and validate the spec before anything is created.
+	var j joinInfo
+	if p.action == mspec.ActionJoin {
+		hash, err := caCertHash(ctx, r.Client, cl)
+		if err != nil {
+			return r.secretErr(cfg, err)
+		}
+		j = joinInfo{endpoint: net.JoinHostPort(cl.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(cl.Spec.ControlPlaneEndpoint.Port))), caCertHash: hash}
+	}
+	s, err := buildSpec(cfg, m, cl, p, j)
+	if err != nil {
+		return r.configErr(cfg, err)
+	}
+	doc, err := specYAML(s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
+		return r.configErr(cfg, err)
+	}
+
+	// Secrets.
+	if !controllerutil.ContainsFinalizer(cfg, Finalizer) {
+		// The finalizer is on the server before the token exists. Patch a
+		// copy: the response would overwrite the conditions set so far.
+		fin := cfg.DeepCopy()
+		controllerutil.AddFinalizer(fin, Finalizer)
+		if err := r.Client.Patch(ctx, fin, client.MergeFrom(cfg)); err != nil {
+			return ctrl.Result{}, err
+		}
+		controllerutil.AddFinalizer(cfg, Finalizer)
+		cfg.ResourceVersion = fin.ResourceVersion
+	}
+	var secrets []SecretFile
+	var tokenID string
+	var wc kubernetes.Interface
+	alg := ""
+	if cfg.Spec.ControlPlane != nil {
+		alg = cfg.Spec.ControlPlane.EncryptionAlgorithm
+	}
+	if p.controlPlane {
+		var cas []SecretFile
+		if p.action == mspec.ActionInit {
+			cas, err = ensureCAs(ctx, r.Client, cl, alg)
+		} else {
+			cas, err = readCAs(ctx, r.Client, cl)
+		}
+		if err != nil {
+			return r.secretErr(cfg, err)
+		}
+		key, err := ensureCertificateKey(ctx, r.Client, cl, p.action == mspec.ActionInit)
+		if err != nil {
+			return r.secretErr(cfg, err)
+		}
+		secrets = append(secrets, SecretFile{Path: certificateKeyPath, Data: []byte(key)})
+		if p.action == mspec.ActionInit {
+			secrets = append(secrets, cas...)
+		} else {
+			if wc, err = r.workload()(ctx, r.Client, cl); err != nil {
+				return r.secretErr(cfg, err)
+			}
+			if tokenID, err = r.addToken(ctx, wc, m, &secrets); err != nil {
+				return r.secretErr(cfg, err)
+			}
+			if err := uploadKubeadmCerts(ctx, wc, key, cas, tokenID); err != nil {
+				r.dropToken(ctx, wc, tokenID)
+				return r.secretErr(cfg, err)
+			}
+		}
+	} else {
+		if wc, err = r.workload()(ctx, r.Client, cl); err != nil {
+			return r.secretErr(cfg, err)
+		}
+		if tokenID, err = r.addToken(ctx, wc, m, &secrets); err != nil {
+			return r.secretErr(cfg, err)
+		}
+	}
+
+	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets)
+	if err != nil {
+		r.dropToken(ctx, wc, tokenID)
+		var ce *condErr
+		if errors.As(err, &ce) {
+			setData(cfg, metav1.ConditionFalse, ce.reason, ce.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	ds := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        cfg.Name,
+			Namespace:   cfg.Namespace,
+			Labels:      map[string]string{clusterv1.ClusterNameLabel: cl.Name},
+			Annotations: map[string]string{ActionAnnotation: actionName(p)},
+		},
+		Type: ClusterSecretType,
+		Data: map[string][]byte{dataKey: data, formatKey: []byte(format(cfg))},
+	}
+	if tokenID != "" {
+		ds.Annotations[TokenIDAnnotation] = tokenID
+	}
+	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Client.Create(ctx, ds); err != nil {
+		r.dropToken(ctx, wc, tokenID)
+		if apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("wrote bootstrap data", "secret", ds.Name, "action", actionName(p), "bytes", len(data))
+	cfg.Status.DataSecretName = ds.Name
+	cfg.Status.Initialization.DataSecretCreated = ptr(true)
+	setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
+	setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
+	return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
+}
+
+func (r *Reconciler) addToken(ctx context.Context, wc kubernetes.Interface, m *clusterv1.Machine, secrets *[]SecretFile) (string, error) {
+	tok, err := newToken(ctx, wc, m.Name, r.ttl(), r.now())
+	if err != nil {
+		return "", err
+	}
+	*secrets = append(*secrets, SecretFile{Path: tokenPath, Data: []byte(tok)})
+	id, _, _ := strings.Cut(tok, ".")
+	return id, nil
+}
+
+// dropToken deletes a token made for data that was not written.
+func (r *Reconciler) dropToken(ctx context.Context, wc kubernetes.Interface, id string) {
+	if wc == nil || id == "" {
+		return
+	}
+	if err := deleteToken(ctx, wc, id); err != nil {
+		log.FromContext(ctx).Error(err, "deleting an unused bootstrap token", "tokenID", id)
+	}
+}
+
+// condErr is a failure reported as a condition rather than retried.
+type condErr struct {
+	reason string
+	err    error
+}
+
+func (e *condErr) Error() string { return e.err.Error() }
+
+func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile) ([]byte, error) {
+	sealed, err := r.Sealer.Seal(ctx, SealRequest{
+		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
+	})
+	if err != nil {
+		if errors.Is(err, ErrInvalidRecipient) {
+			return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("spec.recipients: %w", err)}
+		}
+		return nil, &condErr{ReasonSealingFailed, err}
+	}
+	opts := render.Options{
+		Format:          render.Format(format(cfg)),
+		IgnitionVersion: cfg.Spec.IgnitionVersion,
+		Agent:           render.AgentSource{URL: cfg.Spec.Agent.URL, SHA256: cfg.Spec.Agent.SHA256},
+	}
+	// The clear part of the sealed file is what render checks for inline
+	// secrets: they must all be references now.
+	clear, _, err := seal.Split(sealed)
+	if err != nil {
+		return nil, &condErr{ReasonSealingFailed, err}
+	}
+	sealedCfg, err := spec.Load(clear, "sealed spec")
+	if err != nil {
+		return nil, &condErr{ReasonSealingFailed, err}
+	}
+	out, err := render.Render(sealed, sealedCfg.Config, opts)
+	if err != nil {
+		var oe *render.OptionError
+		if errors.As(err, &oe) {
+			return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
+		}
+		return nil, &condErr{ReasonRenderFailed, err}
+	}
+	known := make([][]byte, 0, len(secrets))
+	for _, s := range secrets {
+		if strings.HasSuffix(s.Path, ".crt") || strings.HasSuffix(s.Path, ".pub") {
+			continue // certificates and public keys are not secret
+		}
+		known = append(known, s.Data)
+	}
+	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {
+		return nil, &condErr{ReasonLeakRefused, fmt.Errorf("refusing bootstrap data with a secret in the clear: %v", f)}
+	}
+	return out, nil
+}
+
+// configErr reports an invalid config; it is not retried until it changes.
+func (r *Reconciler) configErr(cfg *bootstrapv1.MachineadmConfig, err error) (ctrl.Result, error) {
+	setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, err.Error())
+	return ctrl.Result{}, nil
+}
+
+// secretErr reports a problem gathering secrets.
+func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ctrl.Result, error) {
+	var missing *MissingCAError
+	switch {
+	case errors.As(err, &missing):
+		setData(cfg, metav1.ConditionFalse, ReasonMissingCA, err.Error())
+		return ctrl.Result{}, nil
+	case errors.Is(err, errNoKubeconfig):
+		setData(cfg, metav1.ConditionFalse, ReasonWaitingForKubeconfig, err.Error())
+		return ctrl.Result{RequeueAfter: lockRetry}, nil
+	}
+	setData(cfg, metav1.ConditionFalse, ReasonWorkloadUnreachable, err.Error())
+	return ctrl.Result{}, err
+}
+
+func format(cfg *bootstrapv1.MachineadmConfig) bootstrapv1.Format {
+	if cfg.Spec.Format == "" {
+		return bootstrapv1.FormatCloudConfig
+	}
+	return cfg.Spec.Format
+}
+
+func actionName(p plan) string {
+	switch {
+	case p.action == mspec.ActionInit:
+		return "init"
+	case p.controlPlane:
+		return "control-plane-join"
+	}
+	return "join"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func hasAnnotation(o client.Object, k string) bool { _, ok := o.GetAnnotations()[k]; return ok }
+
+func findCond(cfg *bootstrapv1.MachineadmConfig, t string) *metav1.Condition {
+	for i := range cfg.Status.Conditions {
+		if cfg.Status.Conditions[i].Type == t {
+			return &cfg.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func schemaGroup(apiVersion string) (string, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return gv.Group, err
+}

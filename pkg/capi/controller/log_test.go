@@ -1,0 +1,7 @@
+package controller
+
+import (
+	"github.com/go-logr/logr"
+)
+
+func discardLogger() logr.Logger { return logr.Discard() }

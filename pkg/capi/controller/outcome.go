@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
+)
+
+// nodeReport is the value of the machineadm.io/bootstrap-report Node
+// annotation (pkg/report/nodeannotation.Value); the failure fields are
+// read when present.
+type nodeReport struct {
+	Result      string `json:"result"`
+	Action      string `json:"action"`
+	DurationMs  int64  `json:"durationMs"`
+	Machineadm  string `json:"machineadmVersion"`
+	FailedPhase string `json:"failedPhase"`
+	ErrorClass  string `json:"errorClass"`
+	Hint        string `json:"hint"`
+}
+
+// parseOutcome turns the annotation value into the status outcome.
+func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
+	var r nodeReport
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", nodeannotation.Annotation, err)
+	}
+	if r.Result == "" {
+		return nil, fmt.Errorf("annotation %s has no result", nodeannotation.Annotation)
+	}
+	return &bootstrapv1.BootstrapOutcome{
+		Result: r.Result, FailedPhase: r.FailedPhase, ErrorClass: r.ErrorClass, Hint: r.Hint,
+		DurationMs: r.DurationMs, MachineadmVersion: r.Machineadm,
+	}, nil
+}
+
+// applyOutcome sets status.outcome and BootstrapSucceeded from o.
+func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOutcome) {
+	cfg.Status.Outcome = o
+	if o.Result == "Succeeded" {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionTrue, ReasonSucceeded,
+			fmt.Sprintf("bootstrapped in %dms by machineadm %s", o.DurationMs, o.MachineadmVersion))
+		return
+	}
+	reason := o.ErrorClass
+	if reason == "" {
+		reason = "Failed"
+	}
+	var msg []string
+	if o.FailedPhase != "" {
+		msg = append(msg, "phase "+o.FailedPhase+" failed")
+	}
+	if o.ErrorClass != "" {
+		msg = append(msg, "class "+o.ErrorClass)
+	}
+	if o.Hint != "" {
+		msg = append(msg, "hint: "+o.Hint)
+	}
+	setCond(cfg, BootstrapSucceededCondition, metav1.ConditionFalse, reason, strings.Join(msg, "; "))
+}
+
+// readOutcome reads the Node's annotation; nil when the Node has none yet.
+func readOutcome(ctx context.Context, wc kubernetes.Interface, node string) (*bootstrapv1.BootstrapOutcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
+	defer cancel()
+	n, err := wc.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, ok := n.Annotations[nodeannotation.Annotation]
+	if !ok {
+		return nil, nil
+	}
+	return parseOutcome(v)
+}

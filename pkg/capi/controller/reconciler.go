@@ -1,0 +1,327 @@
+// Package controller is machineadm's Cluster API bootstrap provider: it
+// turns each MachineadmConfig into a data Secret (bootstrap contract
+// v1beta2) holding a small rendered stub and the sealed machine spec, and
+// mirrors the node's bootstrap outcome back into the config's conditions.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+)
+
+// Finalizer lets the controller delete a Machine's bootstrap token and
+// release the init lock when its config goes away.
+const Finalizer = "bootstrap.machineadm.io/cleanup"
+
+// Annotations on the data Secret. They travel with it through
+// `clusterctl move`, which drops status.
+const (
+	// TokenIDAnnotation is the ID (the public half) of the Machine's
+	// bootstrap token, while it exists.
+	TokenIDAnnotation = "bootstrap.machineadm.io/token-id"
+	// ActionAnnotation records the rendered action: "init",
+	// "control-plane-join" or "join".
+	ActionAnnotation = "bootstrap.machineadm.io/action"
+)
+
+// Defaults.
+const (
+	// DefaultTokenTTL is how long a join token lives between refreshes.
+	DefaultTokenTTL = 15 * time.Minute
+	// cleanupTimeout bounds how long deletion keeps retrying to reach the
+	// workload cluster before it lets the config go.
+	cleanupTimeout = 5 * time.Minute
+	lockRetry      = 10 * time.Second
+	outcomePoll    = 20 * time.Second
+)
+
+// Reconciler reconciles MachineadmConfigs.
+type Reconciler struct {
+	// Client reads and writes the management cluster.
+	Client client.Client
+	// Sealer seals every secret before it enters a data Secret. Without
+	// one no data Secret is made (condition SealerUnavailable).
+	Sealer Sealer
+	// WorkloadClient reaches a workload cluster. Default
+	// KubeconfigSecretClient.
+	WorkloadClient WorkloadClientFunc
+	// TokenTTL is the join tokens' lifetime. Default DefaultTokenTTL.
+	TokenTTL time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigtemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status;machinesets;machinedeployments;machinepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings one MachineadmConfig towards its data Secret and
+// outcome.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	cfg := &bootstrapv1.MachineadmConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := cfg.DeepCopy()
+	defer func() {
+		if err := r.patch(ctx, before, cfg); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+
+	m, err := r.ownerMachine(ctx, cfg)
+	if err != nil || m == nil {
+		if err == nil && cfg.DeletionTimestamp.IsZero() {
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForMachine, "waiting for a Machine to own this config")
+		}
+		if m == nil && !cfg.DeletionTimestamp.IsZero() {
+			controllerutil.RemoveFinalizer(cfg, Finalizer)
+		}
+		return ctrl.Result{}, err
+	}
+	cl := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, cl); err != nil {
+		if apierrors.IsNotFound(err) && !cfg.DeletionTimestamp.IsZero() {
+			controllerutil.RemoveFinalizer(cfg, Finalizer)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ptrTrue(cl.Spec.Paused) || hasAnnotation(cfg, clusterv1.PausedAnnotation) {
+		setCond(cfg, PausedCondition, metav1.ConditionTrue, ReasonPaused, "the Cluster or the config is paused")
+		return ctrl.Result{}, nil
+	}
+	setCond(cfg, PausedCondition, metav1.ConditionFalse, ReasonNotPaused, "")
+	if !cfg.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, cfg, m, cl)
+	}
+	if controlPlaneInitialized(cl) {
+		if err := releaseInitLock(ctx, r.Client, cl, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
+		return r.reconcileAfterData(ctx, cfg, m, cl)
+	}
+	// clusterctl move copies objects without status: a data Secret that
+	// exists is adopted as it is.
+	ds := &corev1.Secret{}
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}, ds)
+	if err == nil {
+		r.adopt(cfg, ds)
+		return r.reconcileAfterData(ctx, cfg, m, cl)
+	}
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return r.reconcileData(ctx, cfg, m, cl)
+}
+
+func (r *Reconciler) adopt(cfg *bootstrapv1.MachineadmConfig, ds *corev1.Secret) {
+	cfg.Status.DataSecretName = ds.Name
+	cfg.Status.Initialization.DataSecretCreated = ptr(true)
+	setData(cfg, metav1.ConditionTrue, ReasonAdopted, "adopted the existing data Secret "+ds.Name)
+}
+
+// reconcileAfterData keeps the token alive until the Machine has a Node,
+// then deletes it and mirrors the Node's outcome.
+func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	ds := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, ds); err != nil {
+		if apierrors.IsNotFound(err) {
+			setData(cfg, metav1.ConditionFalse, ReasonDataSecretMissing, "data Secret "+cfg.Status.DataSecretName+" was deleted; it is not made again (delete the Machine to replace it)")
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if c := findCond(cfg, DataSecretAvailableCondition); c == nil || c.Status != metav1.ConditionTrue {
+		setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
+	}
+	tokenID := ds.Annotations[TokenIDAnnotation]
+	node := m.Status.NodeRef.Name
+	if tokenID == "" && node == "" {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
+		return ctrl.Result{}, nil
+	}
+	if outcomeFinal(cfg) && tokenID == "" {
+		return ctrl.Result{}, nil
+	}
+	wc, err := r.workload()(ctx, r.Client, cl)
+	if err != nil {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWorkloadUnreachable, err.Error())
+		return ctrl.Result{RequeueAfter: outcomePoll}, nil
+	}
+	if node == "" {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
+		ok, err := refreshToken(ctx, wc, tokenID, r.ttl(), r.now())
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			log.FromContext(ctx).Info("bootstrap token is gone before the Machine has a Node", "tokenID", tokenID)
+		}
+		return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
+	}
+	if tokenID != "" {
+		if err := deleteToken(ctx, wc, tokenID); err != nil {
+			return ctrl.Result{}, err
+		}
+		patch := client.MergeFrom(ds.DeepCopy())
+		delete(ds.Annotations, TokenIDAnnotation)
+		if err := r.Client.Patch(ctx, ds, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	o, err := readOutcome(ctx, wc, node)
+	if err != nil {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWorkloadUnreachable, err.Error())
+		return ctrl.Result{RequeueAfter: outcomePoll}, nil
+	}
+	if o == nil {
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForReport, "Node "+node+" has no machineadm.io/bootstrap-report annotation yet")
+		return ctrl.Result{RequeueAfter: outcomePoll}, nil
+	}
+	applyOutcome(cfg, o)
+	return ctrl.Result{}, nil
+}
+
+func outcomeFinal(cfg *bootstrapv1.MachineadmConfig) bool {
+	c := findCond(cfg, BootstrapSucceededCondition)
+	return c != nil && c.Status != metav1.ConditionUnknown
+}
+
+// reconcileDelete deletes the Machine's token and releases the init lock,
+// retrying at most cleanupTimeout; the data Secret goes with the config
+// (it is owned by it).
+func (r *Reconciler) reconcileDelete(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	setData(cfg, metav1.ConditionFalse, ReasonDeleting, "the config is being deleted")
+	if !controllerutil.ContainsFinalizer(cfg, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	err := r.cleanup(ctx, cfg, m, cl)
+	if err != nil && r.now().Sub(cfg.DeletionTimestamp.Time) < cleanupTimeout {
+		return ctrl.Result{}, err
+	}
+	if err != nil {
+		log.FromContext(ctx).Error(err, "giving up cleaning up after the deleted config")
+	}
+	controllerutil.RemoveFinalizer(cfg, Finalizer)
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) cleanup(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) error {
+	if err := releaseInitLock(ctx, r.Client, cl, m.Name); err != nil {
+		return err
+	}
+	ds := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}, ds)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	id := ds.Annotations[TokenIDAnnotation]
+	if id == "" || !cl.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	wc, err := r.workload()(ctx, r.Client, cl)
+	if errors.Is(err, errNoKubeconfig) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return deleteToken(ctx, wc, id)
+}
+
+func (r *Reconciler) ownerMachine(ctx context.Context, cfg *bootstrapv1.MachineadmConfig) (*clusterv1.Machine, error) {
+	for _, o := range cfg.OwnerReferences {
+		if o.Kind != "Machine" {
+			continue
+		}
+		if gv, err := schemaGroup(o.APIVersion); err != nil || gv != clusterv1.GroupVersion.Group {
+			continue
+		}
+		m := &clusterv1.Machine{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: o.Name}, m)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return m, err
+	}
+	return nil, nil
+}
+
+// patch writes metadata and status changes.
+func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.MachineadmConfig) error {
+	after.Status.ObservedGeneration = after.Generation
+	// Merge patches without a resourceVersion: status and finalizers are
+	// this controller's alone.
+	base := before.DeepCopy()
+	base.ResourceVersion = after.ResourceVersion
+	if !equality.Semantic.DeepEqual(before.Status, after.Status) {
+		st := after.DeepCopy()
+		if err := r.Client.Status().Patch(ctx, st, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("patching status: %w", err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) {
+		meta := after.DeepCopy()
+		if err := r.Client.Patch(ctx, meta, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("patching finalizers: %w", err)
+		}
+	}
+	return nil
+}
+
+// controlPlaneInitialized reports whether the Cluster's control plane is
+// initialised: status.initialization.controlPlaneInitialized (set from a
+// control-plane provider) or the ControlPlaneInitialized condition, which
+// Cluster API's core also sets for Clusters without a control-plane
+// provider once a control-plane Machine has a Node.
+func controlPlaneInitialized(cl *clusterv1.Cluster) bool {
+	return ptrTrue(cl.Status.Initialization.ControlPlaneInitialized) ||
+		meta.IsStatusConditionTrue(cl.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition)
+}
+
+func (r *Reconciler) workload() WorkloadClientFunc {
+	if r.WorkloadClient != nil {
+		return r.WorkloadClient
+	}
+	return KubeconfigSecretClient
+}
+
+func (r *Reconciler) ttl() time.Duration {
+	if r.TokenTTL > 0 {
+		return r.TokenTTL
+	}
+	return DefaultTokenTTL
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

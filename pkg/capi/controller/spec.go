@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	mspec "github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+)
+
+// Paths on the machine where the sealed secrets are opened to. The spec
+// names them; the Sealer carries their content.
+const (
+	secretDir          = "/run/machineadm/secrets"
+	tokenPath          = secretDir + "/token"
+	certificateKeyPath = secretDir + "/certificate-key"
+	pkiDir             = secretDir + "/pki"
+)
+
+// role is what a Machine is and does.
+type plan struct {
+	controlPlane bool
+	action       mspec.Action
+}
+
+// joinInfo is what a joining machine needs.
+type joinInfo struct {
+	endpoint   string // host:port
+	caCertHash string // sha256:<hex>
+}
+
+// buildSpec assembles the machine spec for one Machine from its
+// MachineadmConfig, the Machine and the Cluster. Secrets are referenced by
+// path; the caller supplies their values to the Sealer.
+func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clusterv1.Cluster, p plan, j joinInfo) (*mspec.MachineBootstrapConfig, error) {
+	s := &mspec.MachineBootstrapConfig{
+		APIVersion: mspec.APIVersion,
+		Kind:       mspec.Kind,
+		Metadata:   mspec.ObjectMeta{Name: m.Name},
+	}
+	sp := &s.Spec
+	sp.Role = mspec.RoleWorker
+	if p.controlPlane {
+		sp.Role = mspec.RoleControlPlane
+	}
+	sp.Action = p.action
+	sp.Kubernetes = mspec.Kubernetes{
+		Version:              m.Spec.Version,
+		ClusterName:          c.Name,
+		ControlPlaneEndpoint: net.JoinHostPort(c.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(c.Spec.ControlPlaneEndpoint.Port))),
+		Networking: mspec.Networking{
+			PodSubnet:     c.Spec.ClusterNetwork.Pods.String(),
+			ServiceSubnet: c.Spec.ClusterNetwork.Services.String(),
+			DNSDomain:     c.Spec.ClusterNetwork.ServiceDomain,
+		},
+	}
+	if p.controlPlane {
+		sp.Kubernetes.ImageRepository = cfg.Spec.Kubernetes.ImageRepository
+		sp.Kubernetes.FeatureGates = cfg.Spec.Kubernetes.FeatureGates
+		cp, err := controlPlane(cfg.Spec.ControlPlane, c)
+		if err != nil {
+			return nil, err
+		}
+		cp.CertificateKey = &mspec.SecretSource{File: certificateKeyPath}
+		if p.action == mspec.ActionInit {
+			cp.PKI.Dir = pkiDir
+		}
+		sp.ControlPlane = cp
+	} else if cfg.Spec.ControlPlane != nil {
+		return nil, fieldError("spec.controlPlane", "is only for control-plane Machines (label "+clusterv1.MachineControlPlaneLabel+")")
+	}
+	if p.action == mspec.ActionJoin {
+		sp.Join = &mspec.Join{
+			APIServerEndpoint: j.endpoint,
+			Token:             mspec.SecretSource{File: tokenPath},
+			CACertHashes:      []string{j.caCertHash},
+		}
+	}
+	if err := strictCopy("spec.node", cfg.Spec.Node, &sp.Node); err != nil {
+		return nil, err
+	}
+	if err := strictCopy("spec.host", cfg.Spec.Host, &sp.Host); err != nil {
+		return nil, err
+	}
+	if err := strictCopy("spec.report", cfg.Spec.Report, &sp.Report); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func controlPlane(in *bootstrapv1.ControlPlaneSpec, c *clusterv1.Cluster) (*mspec.ControlPlane, error) {
+	out := &mspec.ControlPlane{BindPort: c.Spec.ClusterNetwork.APIServerPort}
+	if in == nil {
+		return out, nil
+	}
+	if in.BindPort != 0 {
+		out.BindPort = in.BindPort
+	}
+	out.PKI.EncryptionAlgorithm = in.EncryptionAlgorithm
+	for _, x := range []struct {
+		path     string
+		from, to any
+	}{
+		{"spec.controlPlane.apiServer", in.APIServer, &out.APIServer},
+		{"spec.controlPlane.controllerManager", in.ControllerManager, &out.ControllerManager},
+		{"spec.controlPlane.scheduler", in.Scheduler, &out.Scheduler},
+		{"spec.controlPlane.etcd", in.Etcd, &out.Etcd},
+	} {
+		if err := strictCopy(x.path, x.from, x.to); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// strictCopy copies a provider API value into the machine spec type of the
+// same JSON shape; a field without a counterpart is an error.
+func strictCopy(path string, in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if string(data) == "null" {
+		return nil
+	}
+	strict, err := sigsjson.UnmarshalStrict(data, out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("%s: fields without a machine spec counterpart: %v", path, strict)
+	}
+	return nil
+}
+
+// specYAML is the spec document as the machine receives it.
+func specYAML(s *mspec.MachineBootstrapConfig) ([]byte, error) {
+	return yaml.Marshal(s)
+}
+
+// fieldErr is an error caused by the config's content, reported with its
+// field path; it is not retried until the config changes.
+type fieldErr struct{ path, msg string }
+
+func (e *fieldErr) Error() string { return e.path + ": " + e.msg }
+
+func fieldError(path, msg string) error { return &fieldErr{path, msg} }

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// kubeconfigKey is the key of the kubeconfig in Cluster API's
+// "<cluster>-kubeconfig" Secret.
+const kubeconfigKey = "value"
+
+// workloadTimeout bounds each request to a workload cluster.
+const workloadTimeout = 10 * time.Second
+
+// WorkloadClientFunc returns a client of a Cluster's workload cluster.
+type WorkloadClientFunc func(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (kubernetes.Interface, error)
+
+// KubeconfigSecretClient builds the workload client from the Cluster's
+// "<cluster>-kubeconfig" Secret (key "value"), as every Cluster API
+// component does. A missing Secret wraps errNoKubeconfig.
+func KubeconfigSecretClient(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (kubernetes.Interface, error) {
+	name := secretName(cl.Name, "kubeconfig")
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("Secret %s: %w", name, errNoKubeconfig)
+		}
+		return nil, err
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(s.Data[kubeconfigKey])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: %w", name, err)
+	}
+	rc.Timeout = workloadTimeout
+	rc.UserAgent = "machineadm-controller"
+	return kubernetes.NewForConfig(rc)
+}

@@ -1,0 +1,232 @@
+// Package leakcheck looks for secrets in the clear in bootstrap data: PEM
+// private keys, bootstrap tokens, certificate keys and any caller-given
+// secret value, in the bytes as given and in every encoding the renderers
+// and bootstrappers use to carry content (base64, gzip, data URLs with
+// percent-encoding, JSON and YAML string escapes), nested up to a few
+// layers deep.
+//
+// The controller runs it on every data Secret before writing it, and the
+// tests run it on every data Secret they see.
+package leakcheck
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// Finding is one secret found in the clear.
+type Finding struct {
+	// What names the kind of secret ("PEM private key", "bootstrap token",
+	// "certificate key" or "known secret N"), never its value.
+	What string
+	// Layer describes how it was reached, for example
+	// "base64 > gzip > text".
+	Layer string
+}
+
+func (f Finding) String() string { return f.What + " in " + f.Layer }
+
+// maxDepth bounds how many encodings deep Check looks.
+const maxDepth = 6
+
+// maxDecoded bounds how much one gzip layer may expand to (16 MiB).
+const maxDecoded = 16 << 20
+
+var (
+	pemKey = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----`)
+	// token is a bootstrap token, "[a-z0-9]{6}.[a-z0-9]{16}" (k8s.io/cluster-bootstrap).
+	token = regexp.MustCompile(`(^|[^a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}($|[^a-z0-9])`)
+	// certKey is kubeadm's certificate key: 32 bytes as 64 hex digits.
+	certKey = regexp.MustCompile(`(^|[^0-9a-fA-F])[0-9a-f]{64}($|[^0-9a-fA-F])`)
+	// b64run is a run of base64 text long enough to hold a secret.
+	b64run = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+	// dataURL is an RFC 2397 data URL (Ignition file contents).
+	dataURL = regexp.MustCompile(`data:[^,"'\s]*,[^"'\s]*`)
+)
+
+// Options tune Check.
+type Options struct {
+	// Known are exact secret values to look for besides the patterns (for
+	// example the token and certificate key the controller created). Each
+	// is also looked for hex- and base64-encoded.
+	Known [][]byte
+	// AllowHex lists 64-hex-digit strings that are not secrets (for
+	// example the agent's SHA-256 digest, which has the certificate key's
+	// shape).
+	AllowHex []string
+	// KnownOnly drops the token and certificate-key shape patterns and
+	// looks only for PEM private keys and Known values: the shapes can
+	// match harmless text (a host name, a digest), which must not stop the
+	// controller, while tests want them.
+	KnownOnly bool
+}
+
+// Check returns every secret found in data.
+func Check(data []byte, o Options) []Finding {
+	c := &checker{o: o, seen: map[string]bool{}}
+	c.walk(data, "text", 0)
+	return c.out
+}
+
+type checker struct {
+	o    Options
+	out  []Finding
+	seen map[string]bool
+}
+
+func (c *checker) add(what, layer string) {
+	k := what + "\x00" + layer
+	if !c.seen[k] {
+		c.seen[k] = true
+		c.out = append(c.out, Finding{What: what, Layer: layer})
+	}
+}
+
+func (c *checker) walk(data []byte, layer string, depth int) {
+	if len(data) == 0 || depth > maxDepth {
+		return
+	}
+	c.scan(data, layer)
+	if depth == maxDepth {
+		return
+	}
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		if out, err := gunzip(data); err == nil {
+			c.walk(out, layer+" > gzip", depth+1)
+		}
+		return
+	}
+	// JSON documents (Ignition): walk every string value unescaped.
+	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		var v any
+		if json.Unmarshal(t, &v) == nil {
+			for _, s := range jsonStrings(v, nil) {
+				c.walk([]byte(s), layer+" > json", depth+1)
+			}
+		}
+	}
+	for _, m := range dataURL.FindAll(data, -1) {
+		if out, ok := decodeDataURL(string(m)); ok {
+			c.walk(out, layer+" > data-url", depth+1)
+		}
+	}
+	// Folded YAML block scalars and PEM-style wrapping split base64 over
+	// lines; join them so a wrapped payload decodes as one.
+	joined := bytes.NewBuffer(nil)
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		joined.Write(bytes.TrimSpace(line))
+		joined.WriteByte('\n')
+	}
+	for _, src := range [][]byte{data, bytes.ReplaceAll(joined.Bytes(), []byte("\n"), nil)} {
+		for _, m := range b64run.FindAll(src, -1) {
+			if out, ok := decodeB64(m); ok {
+				c.walk(out, layer+" > base64", depth+1)
+			}
+		}
+	}
+}
+
+func (c *checker) scan(data []byte, layer string) {
+	if pemKey.Match(data) {
+		c.add("PEM private key", layer)
+	}
+	if !c.o.KnownOnly && token.Match(data) {
+		c.add("bootstrap token", layer)
+	}
+	for _, loc := range certKey.FindAllIndex(data, -1) {
+		if c.o.KnownOnly {
+			break
+		}
+		m := string(data[loc[0]:loc[1]])
+		start := loc[0] + strings.IndexFunc(m, isLowerHex)
+		h := string(data[start : start+64])
+		// "sha256:<hex>" is a digest (a CA certificate hash, a file's
+		// pin), not a key.
+		if bytes.HasSuffix(data[:start], []byte("sha256:")) || allowed(h, c.o.AllowHex) {
+			continue
+		}
+		c.add("certificate key", layer)
+	}
+	for i, k := range c.o.Known {
+		if len(k) == 0 {
+			continue
+		}
+		for _, form := range [][]byte{k, []byte(hex.EncodeToString(k)), []byte(base64.StdEncoding.EncodeToString(k)), []byte(base64.RawURLEncoding.EncodeToString(k))} {
+			if bytes.Contains(data, form) {
+				c.add(fmt.Sprintf("known secret %d", i), layer)
+				break
+			}
+		}
+	}
+}
+
+func isLowerHex(r rune) bool { return r >= '0' && r <= '9' || r >= 'a' && r <= 'f' }
+
+func allowed(h string, list []string) bool {
+	for _, a := range list {
+		if strings.EqualFold(a, h) {
+			return true
+		}
+	}
+	return false
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, maxDecoded))
+}
+
+func decodeB64(m []byte) ([]byte, bool) {
+	s := string(m)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if out, err := enc.DecodeString(s); err == nil && len(out) > 0 {
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+func decodeDataURL(u string) ([]byte, bool) {
+	head, body, ok := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
+	if !ok {
+		return nil, false
+	}
+	if strings.HasSuffix(head, ";base64") {
+		if un, err := url.PathUnescape(body); err == nil {
+			body = un
+		}
+		return decodeB64([]byte(body))
+	}
+	un, err := url.PathUnescape(body)
+	if err != nil {
+		return nil, false
+	}
+	return []byte(un), true
+}
+
+func jsonStrings(v any, out []string) []string {
+	switch x := v.(type) {
+	case string:
+		out = append(out, x)
+	case []any:
+		for _, e := range x {
+			out = jsonStrings(e, out)
+		}
+	case map[string]any:
+		for _, e := range x {
+			out = jsonStrings(e, out)
+		}
+	}
+	return out
+}

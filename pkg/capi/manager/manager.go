@@ -1,0 +1,112 @@
+// Package manager builds and runs machineadm-controller's
+// controller-runtime manager from command-line flags.
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	capicontroller "github.com/machineadm/machineadm/pkg/capi/controller"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// Scheme returns a scheme with the core, Cluster API core and
+// bootstrap.machineadm.io types.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ClientOptions reads Secrets and ConfigMaps live: caching every Secret of
+// the management cluster would cost memory, and the init lock and data
+// Secrets must be read fresh.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
+}
+
+// Main parses args, runs the manager until SIGTERM and returns the exit
+// code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
+func Main(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("machineadm-controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	metricsAddr := fs.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; \"0\" disables it")
+	probeAddr := fs.String("health-probe-bind-address", ":9440", "address the health probes bind to")
+	leaderElect := fs.Bool("leader-elect", true, "use leader election, so only one replica reconciles")
+	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
+	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "machineadm-controller", version.Version)
+		return 0
+	}
+	if *tokenTTL < time.Minute {
+		fmt.Fprintln(stderr, "--bootstrap-token-ttl: must be at least 1m")
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	scheme, err := Scheme()
+	if err != nil {
+		log.Error(err, "building the scheme")
+		return 1
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "no kubeconfig")
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress: *probeAddr,
+		LeaderElection:         *leaderElect,
+		LeaderElectionID:       "machineadm-controller.bootstrap.machineadm.io",
+		Client:                 ClientOptions(),
+	})
+	if err != nil {
+		log.Error(err, "creating the manager")
+		return 1
+	}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
+		log.Error(err, "setting up the controller")
+		return 1
+	}
+	_ = mgr.AddHealthzCheck("healthz", healthz.Ping)
+	_ = mgr.AddReadyzCheck("readyz", healthz.Ping)
+	log.Info("starting", "version", version.Version, "sealer", "sealspec")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,75 @@
+package report
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestTerminalSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ünïcode ✓\nsecond line": "plain text, ünïcode ✓\nsecond line",
+		"a\tb":                               "a b",
+		"\x1b[31mred\x1b[0m":                 `\x1b[31mred\x1b[0m`,
+		"del\x7f nul\x00":                    `del\x7f nul\x00`,
+		"c1\u0085\u009b":                     `c1\u0085\u009b`,
+		"bidi\u202e\u2066":                   `bidi\u202e\u2066`,
+		"bad\xffutf8":                        `bad\xffutf8`,
+	} {
+		if got := TerminalSafe(in); got != want {
+			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// rawControl reports a byte a terminal would act on, other than a line
+// break (the console writer ends lines in CR LF).
+func rawControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool {
+		return r != '\n' && r != '\r' && unsafeRune(r)
+	}) || !utf8.ValidString(s)
+}
+
+// TestWritersEscape: an escape sequence or bidi control in metadata.name,
+// a phase message or a log line reaches neither stdout nor the console
+// raw, and the report itself keeps the original.
+func TestWritersEscape(t *testing.T) {
+	r := &BootstrapReport{
+		APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: ClassInvalidSpec,
+		StartTime: time.Unix(0, 0).UTC(), EndTime: time.Unix(1, 0).UTC(),
+		Machine: Machine{Hostname: "h", SpecName: "evil\x1b]0;owned\x07\u202etxt.exe", NodeName: "n\x9b31m"},
+		Phases:  []Phase{{Name: "pre\x1b[2Jflight", Status: PhaseFailed, Message: "m\x1b[1A"}},
+		Error:   "bad \x1b[31mred\xff", LogTail: []string{"line\x1b[0m\u2066"},
+	}
+	var out strings.Builder
+	if err := (&SummaryWriter{Out: &out}).Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if rawControl(out.String()) {
+		t.Errorf("stdout summary holds raw control characters: %q", out.String())
+	}
+	if !strings.Contains(out.String(), `evil\x1b]0;owned\x07\u202etxt.exe`) {
+		t.Errorf("stdout summary does not show the name escaped: %q", out.String())
+	}
+	console := t.TempDir() + "/console"
+	if err := os.WriteFile(console, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := &ConsoleWriter{Devices: []string{console}, Options: SummaryOptions{Width: ScreenWidth}}
+	if err := w.Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	if rawControl(got) || !strings.Contains(got, `n\x9b31m`) && !strings.Contains(got, `n\u009b31m`) {
+		t.Errorf("console summary: %q", got)
+	}
+	if r.Machine.SpecName != "evil\x1b]0;owned\x07\u202etxt.exe" {
+		t.Errorf("Summary changed the report: %q", r.Machine.SpecName)
+	}
+}

@@ -1,0 +1,101 @@
+package spec
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/internal/testspec"
+)
+
+// TestReadSourceBounded: /dev/zero, a FIFO without a writer and an endless
+// standard input are refused as invalid input, quickly and without
+// reading more than the limit.
+func TestReadSourceBounded(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "spec.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, make([]byte, MaxSpecSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zero.Close()
+	for _, c := range []struct {
+		path  string
+		stdin *os.File
+		want  string
+	}{
+		{"/dev/zero", nil, "character device"},
+		{fifo, nil, "FIFO"},
+		{t.TempDir(), nil, "directory"},
+		{big, nil, "more than the 4194304 allowed"},
+		{"-", zero, "more than the 4194304 bytes allowed"},
+	} {
+		_, err := ReadSource(c.path, c.stdin)
+		if !IsInvalidSpec(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ReadSource(%s): %v, want an invalid spec saying %q", c.path, err, c.want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "ok.yaml")
+	if err := os.WriteFile(p, []byte(testspec.MinimalWorker), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadSource(p, nil); err != nil || string(data) != testspec.MinimalWorker {
+		t.Fatalf("ReadSource of a regular file: %v", err)
+	}
+	if data, err := ReadSource("-", bytes.NewReader([]byte("x"))); err != nil || string(data) != "x" {
+		t.Fatalf("ReadSource of stdin: %q, %v", data, err)
+	}
+}
+
+// TestHugeValueNotEchoed: a multi-megabyte value (a label, a sysctl key, a
+// type error) is quoted in at most MaxQuotedValue bytes, with its length.
+func TestHugeValueNotEchoed(t *testing.T) {
+	huge := strings.Repeat("v", 3<<20)
+	for name, doc := range map[string]string{
+		"label value": strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  node: {labels: {a: "+huge+"}}\n", 1),
+		"sysctl key":  strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  host: {sysctl: {"+huge+": 1}}\n", 1),
+		"type error":  strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  node: {labels: ["+huge+"]}\n", 1),
+		"yaml syntax": "a: [" + huge,
+	} {
+		_, err := Load([]byte(doc), "huge.yaml")
+		if err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+		if n := len(err.Error()); n > 4*maxErrorLine {
+			t.Errorf("%s: error of %d bytes", name, n)
+		}
+	}
+	if _, err := Load(make([]byte, MaxSpecSize+1), "big.yaml"); !IsInvalidSpec(err) || !strings.Contains(err.Error(), "more than the 4194304 allowed") {
+		t.Errorf("Load of a document over MaxSpecSize: %v", err)
+	}
+	_, err := Load([]byte(strings.Replace(testspec.MinimalWorker, "spec:\n", "spec:\n  node: {labels: {a: "+huge+"}}\n", 1)), "huge.yaml")
+	if !strings.Contains(err.Error(), "(3145728 bytes)") {
+		t.Errorf("the cut value does not give its length: %.300s", err)
+	}
+}
+
+// TestInvalidSpecErrorBoundedWhoeverBuiltIt: an *InvalidSpecError made
+// elsewhere (the kubeadm check quotes kubeadm's message) prints bounded
+// lines too.
+func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
+	e := &InvalidSpecError{Source: "x.yaml", Errors: field.ErrorList{
+		field.Invalid(field.NewPath("spec", "controlPlane", "apiServer", "certSANs").Index(0), strings.Repeat("s", 1<<20), strings.Repeat("d", 1<<20)),
+	}}
+	if n := len(e.Error()); n > maxErrorLine+100 {
+		t.Errorf("error of %d bytes", n)
+	}
+	if len(e.Errors[0].BadValue.(string)) != 1<<20 {
+		t.Error("Error() changed the error list")
+	}
+}

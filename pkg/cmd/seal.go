@@ -69,7 +69,10 @@ one of them opens it). SEALED can go into user data as it is.
 The envelope is bound to the cluster name and to the machine name
 (spec.node.name, or --machine-name; '*' makes a template for any machine
 that holds the key). Recipient strings come from machineadm keygen:
-hpke:..., tpm2:..., age1....`,
+hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
+(kms_aws, kms_gcp, kms_azure, kms_vault or kms_all): aws-kms:arn:aws:kms:...,
+gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
+(docs/sealed-secrets.md).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {

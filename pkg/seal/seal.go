@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -22,11 +23,35 @@ type Binding struct {
 
 // WrapInfo is the context string a recipient binds into its wrap of the
 // data key: "machineadm.io/v1alpha1 SealedSecrets data key", then the
-// cluster and machine names, each with a 2-byte big-endian length.
+// cluster and machine names, each with a 4-byte big-endian length.
 func WrapInfo(b Binding) []byte {
-	info := []byte(APIVersion + " " + Kind + " data key")
+	info := []byte(wrapInfoPrefix)
 	info = appendString(info, b.ClusterName)
 	return appendString(info, b.MachineName)
+}
+
+const wrapInfoPrefix = APIVersion + " " + Kind + " data key"
+
+// ParseWrapInfo returns the Binding that WrapInfo encoded into info, for
+// recipients that bind the cluster and machine names as separate fields
+// (a KMS encryption context). It fails on anything WrapInfo did not make.
+func ParseWrapInfo(info []byte) (Binding, error) {
+	rest, ok := bytes.CutPrefix(info, []byte(wrapInfoPrefix))
+	var names [2]string
+	for i := range names {
+		if !ok || len(rest) < 4 {
+			return Binding{}, errors.New("seal: not a WrapInfo")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		if uint64(n) > uint64(len(rest)-4) {
+			return Binding{}, errors.New("seal: not a WrapInfo")
+		}
+		names[i], rest = string(rest[4:4+n]), rest[4+n:]
+	}
+	if len(rest) != 0 {
+		return Binding{}, errors.New("seal: not a WrapInfo")
+	}
+	return Binding{ClusterName: names[0], MachineName: names[1]}, nil
 }
 
 // AAD is the additional authenticated data of the item at path in e: the

@@ -1,0 +1,121 @@
+// Package sealkms holds what the cloud KMS recipient types of machineadm's
+// sealed secrets share: the identity line syntax, the binding of the
+// envelope's cluster and machine names into each wrap, and the bounds on a
+// KMS call. It uses the standard library only; the types themselves live
+// in its subpackages, each behind a build tag so that the default binary
+// links no cloud SDK:
+//
+//	aws-kms         pkg/seal/sealkms/awskms        -tags kms_aws
+//	gcp-kms         pkg/seal/sealkms/gcpkms        -tags kms_gcp
+//	azure-keyvault  pkg/seal/sealkms/azurekeyvault -tags kms_azure
+//	vault-transit   pkg/seal/sealkms/vaulttransit  -tags kms_vault
+//
+// (-tags kms_all enables all four). cmd/machineadm links a type through a
+// blank import in a file guarded by the same tag.
+//
+// A KMS recipient string is the type, a colon and the key's resource name
+// ("aws-kms:arn:aws:kms:…"); the stanza's keyID is that resource name. The
+// machine's identity is one line in its identity file,
+// "MACHINEADM-<TYPE>-IDENTITY", optionally followed by ":" and
+// comma-separated key=value options: it holds no key, it says that the
+// machine may open stanzas of that type with its own cloud identity
+// (instance profile, metadata-server service account, managed identity or
+// a Vault auth method), calling the KMS the stanza names.
+package sealkms
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/seal"
+)
+
+// CallTimeout bounds one wrap or unwrap, retries included (each SDK
+// retries a bounded number of times within it): 60 seconds.
+const CallTimeout = 60 * time.Second
+
+// Encryption context keys (AWS KMS encryption context, Vault transit
+// context): the envelope's cluster and machine names, readable in audit
+// logs and usable in key policies.
+const (
+	ContextCluster = "machineadm.io/cluster"
+	ContextMachine = "machineadm.io/machine"
+)
+
+// Context returns the encryption context of a wrap: ContextCluster and
+// ContextMachine from info (seal.WrapInfo).
+func Context(info []byte) (map[string]string, error) {
+	b, err := seal.ParseWrapInfo(info)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{ContextCluster: b.ClusterName, ContextMachine: b.MachineName}, nil
+}
+
+// tagSize is the length of the binding tag Pack puts before the data key.
+const tagSize = 16
+
+// Pack returns the plaintext a KMS without additional authenticated data
+// wraps: the first 16 bytes of SHA-256(info) followed by the 32-byte data
+// key. Unpack checks the tag, so a wrapped key copied into an envelope for
+// another cluster or machine does not open.
+func Pack(info, dataKey []byte) []byte {
+	sum := sha256.Sum256(info)
+	return append(sum[:tagSize:tagSize], dataKey...)
+}
+
+// ErrBinding is returned by Unpack when the wrapped key was made for
+// another cluster or machine.
+var ErrBinding = errors.New("the wrapped key was made for another cluster or machine")
+
+// Unpack returns the data key of a plaintext Pack made for info.
+func Unpack(info, p []byte) ([]byte, error) {
+	sum := sha256.Sum256(info)
+	if len(p) != tagSize+32 || subtle.ConstantTimeCompare(p[:tagSize], sum[:tagSize]) != 1 {
+		return nil, ErrBinding
+	}
+	return p[tagSize:], nil
+}
+
+// IdentityPrefix is the identity line of a KMS type: "MACHINEADM-" and the
+// upper-cased type name, then "-IDENTITY" ("MACHINEADM-AWS-KMS-IDENTITY").
+func IdentityPrefix(typ string) string {
+	return "MACHINEADM-" + strings.ToUpper(typ) + "-IDENTITY"
+}
+
+// ParseIdentityLine parses "PREFIX" or "PREFIX:key=value,key=value" for
+// the type typ, allowing only the option keys in allowed. Errors name the
+// option key, never its value.
+func ParseIdentityLine(typ, line string, allowed ...string) (map[string]string, error) {
+	prefix := IdentityPrefix(typ)
+	rest, ok := strings.CutPrefix(line, prefix)
+	if !ok {
+		return nil, fmt.Errorf("want %s", prefix)
+	}
+	opts := map[string]string{}
+	if rest == "" {
+		return opts, nil
+	}
+	rest, ok = strings.CutPrefix(rest, ":")
+	if !ok {
+		return nil, fmt.Errorf("want %s or %s:key=value,…", prefix, prefix)
+	}
+	for kv := range strings.SplitSeq(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "" || v == "":
+			return nil, fmt.Errorf("option %q: want key=value", k)
+		case !slices.Contains(allowed, k):
+			return nil, fmt.Errorf("unknown option %q (known: %s)", k, strings.Join(allowed, ", "))
+		case opts[k] != "":
+			return nil, fmt.Errorf("option %q given twice", k)
+		}
+		opts[k] = v
+	}
+	return opts, nil
+}

@@ -1,0 +1,75 @@
+package sealkms
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/seal"
+)
+
+func TestPackUnpack(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	info := seal.WrapInfo(seal.Binding{ClusterName: "kubernetes", MachineName: "cp1"})
+	got, err := Unpack(info, Pack(info, key))
+	if err != nil || !bytes.Equal(got, key) {
+		t.Fatalf("Unpack = %x, %v", got, err)
+	}
+	other := seal.WrapInfo(seal.Binding{ClusterName: "kubernetes", MachineName: "cp2"})
+	if _, err := Unpack(other, Pack(info, key)); !errors.Is(err, ErrBinding) {
+		t.Errorf("other machine: %v", err)
+	}
+	if _, err := Unpack(info, Pack(info, key)[:40]); !errors.Is(err, ErrBinding) {
+		t.Errorf("short: %v", err)
+	}
+}
+
+func TestContext(t *testing.T) {
+	ctx, err := Context(seal.WrapInfo(seal.Binding{ClusterName: "c", MachineName: "*"}))
+	if err != nil || ctx[ContextCluster] != "c" || ctx[ContextMachine] != "*" || len(ctx) != 2 {
+		t.Fatalf("Context = %v, %v", ctx, err)
+	}
+	if _, err := Context([]byte("garbage")); err == nil {
+		t.Error("Context accepted garbage")
+	}
+	info := seal.WrapInfo(seal.Binding{ClusterName: "c", MachineName: "m"})
+	for _, bad := range [][]byte{info[:len(info)-1], append(bytes.Clone(info), 0)} {
+		if _, err := Context(bad); err == nil {
+			t.Errorf("Context accepted %q", bad)
+		}
+	}
+}
+
+func TestParseIdentityLine(t *testing.T) {
+	for line, want := range map[string]string{
+		"MACHINEADM-VAULT-TRANSIT-IDENTITY":                         "",
+		"MACHINEADM-VAULT-TRANSIT-IDENTITY:auth=approle,mount=ar":   "auth=approle mount=ar",
+		"MACHINEADM-VAULT-TRANSIT-IDENTITY:auth=approle,auth=token": "error:twice",
+		"MACHINEADM-VAULT-TRANSIT-IDENTITY:colour=blue":             "error:unknown option",
+		"MACHINEADM-VAULT-TRANSIT-IDENTITY:auth":                    "error:key=value",
+		"MACHINEADM-VAULT-TRANSIT-IDENTITYX":                        "error:want",
+		"MACHINEADM-AWS-KMS-IDENTITY":                               "error:want",
+	} {
+		opts, err := ParseIdentityLine("vault-transit", line, "auth", "mount")
+		if w, ok := strings.CutPrefix(want, "error:"); ok {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: err %v, want %q", line, err, w)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", line, err)
+			continue
+		}
+		var got []string
+		for _, k := range []string{"auth", "mount"} {
+			if v, ok := opts[k]; ok {
+				got = append(got, k+"="+v)
+			}
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: %v, want %s", line, opts, want)
+		}
+	}
+}

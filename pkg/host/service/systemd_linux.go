@@ -49,13 +49,20 @@ func (s *Systemd) DaemonReload(ctx context.Context) error {
 // Restart queues a restart job for unit in "replace" mode and waits for
 // its result.
 func (s *Systemd) Restart(ctx context.Context, unit string) error {
+	return s.job(ctx, unit, "restarting", (*dbus.Conn).RestartUnitContext)
+}
+
+// job queues one job for unit in "replace" mode through queue and waits,
+// bounded by ctx, for its result; any result but "done" is a *JobError.
+// verb names the job in errors ("restarting", "starting").
+func (s *Systemd) job(ctx context.Context, unit, verb string, queue func(c *dbus.Conn, ctx context.Context, name, mode string, ch chan<- string) (int, error)) error {
 	c, err := s.connect(ctx)
 	if err != nil {
 		return err
 	}
 	done := make(chan string, 1)
-	if _, err := c.RestartUnitContext(ctx, unit, "replace", done); err != nil {
-		return fmt.Errorf("restarting %s: %w", unit, err)
+	if _, err := queue(c, ctx, unit, "replace", done); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, unit, err)
 	}
 	select {
 	case res := <-done:
@@ -64,7 +71,7 @@ func (s *Systemd) Restart(ctx context.Context, unit string) error {
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("restarting %s: %w", unit, ctx.Err())
+		return fmt.Errorf("%s %s: %w", verb, unit, ctx.Err())
 	}
 }
 

@@ -119,3 +119,19 @@ func ParseIdentityLine(typ, line string, allowed ...string) (map[string]string, 
 	}
 	return opts, nil
 }
+
+// Register registers a cloud KMS recipient type with pkg/seal, the same
+// way for every KMS: recipient strings start with recipientPrefix, the
+// machine's identity is the one line IdentityPrefix(typ) (its cloud
+// identity, no key), and the type is FIPS-approved (the KMS holds the key;
+// the data key wrap on this side is AES-GCM).
+func Register(typ, recipientPrefix string, parseRecipient func(string) (seal.Recipient, error), parseIdentity func(string) (seal.Identity, error)) {
+	seal.Register(seal.RecipientType{
+		Name:              typ,
+		RecipientPrefixes: []string{recipientPrefix},
+		ParseRecipient:    parseRecipient,
+		IdentityPrefixes:  []string{IdentityPrefix(typ)},
+		ParseIdentity:     parseIdentity,
+		FIPS:              true,
+	})
+}

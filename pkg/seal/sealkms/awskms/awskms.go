@@ -167,12 +167,5 @@ func ParseIdentity(line string) (seal.Identity, error) {
 }
 
 func init() {
-	seal.Register(seal.RecipientType{
-		Name:              Type,
-		RecipientPrefixes: []string{recipientPrefix},
-		ParseRecipient:    ParseRecipient,
-		IdentityPrefixes:  []string{sealkms.IdentityPrefix(Type)},
-		ParseIdentity:     ParseIdentity,
-		FIPS:              true,
-	})
+	sealkms.Register(Type, recipientPrefix, ParseRecipient, ParseIdentity)
 }

@@ -5,60 +5,34 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/machineadm/machineadm/pkg/readlimit"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
-// MaxSpecBytes bounds a machine spec read from a file or standard input:
-// 4 MiB, far above any real spec (user data itself is at most 64 KiB).
-const MaxSpecBytes = 4 << 20
-
-// ReadSpec reads the spec at path, or standard input for "-", at most
-// MaxSpecBytes. A missing path, an unreadable file, a path that is not a
-// regular file (a FIFO, a device, a directory: refused before it is opened,
-// so it cannot block) or a larger input is a *UsageError (exit code 2).
+// ReadSpec reads the spec at path, or standard input for "-", through the
+// one bounded reader (pkg/readlimit): a regular file, opened without
+// blocking (a FIFO, a device or a directory is refused), of at most
+// spec.MaxSpecSize bytes (4 MiB). A missing path, an unreadable or
+// non-regular file or a larger input is a *UsageError (exit code 2).
 func ReadSpec(in io.Reader, path string) ([]byte, error) {
 	if path == "" {
 		return nil, Usagef("a machine spec is required: -f SPEC (a path, or - for standard input)")
 	}
-	var r io.Reader = in
-	if path != "-" {
-		// Stat before opening: opening a FIFO blocks until a writer
-		// comes, and a device may never end.
-		if fi, err := os.Stat(path); err != nil {
-			return nil, Usagef("reading machine spec: %v", err)
-		} else if !fi.Mode().IsRegular() {
-			return nil, Usagef("reading machine spec: %s is not a regular file", path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, Usagef("reading machine spec: %v", err)
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-			return nil, Usagef("reading machine spec: %s is not a regular file", path)
-		}
-		r = f
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = readlimit.Reader(in, spec.MaxSpecSize)
+	} else {
+		data, err = readlimit.File(path, spec.MaxSpecSize)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxSpecBytes+1))
 	if err != nil {
 		return nil, Usagef("reading machine spec: %v", err)
 	}
-	if len(data) > MaxSpecBytes {
-		return nil, Usagef("reading machine spec: %s is larger than %d bytes", displayName(path), MaxSpecBytes)
-	}
 	return data, nil
-}
-
-func displayName(path string) string {
-	if path == "-" {
-		return "standard input"
-	}
-	return path
 }
 
 // LoadSpec reads, decodes, defaults and validates the spec at path and

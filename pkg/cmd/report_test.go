@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/machineadm/machineadm/internal/testfifo"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/report"
@@ -228,9 +228,7 @@ func TestReportCommandGarbageErrorShowsNoRawBytes(t *testing.T) {
 func TestReportCommandBoundedInput(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "report.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Make(t, fifo)
 	big := filepath.Join(dir, "big.json")
 	if err := os.WriteFile(big, make([]byte, report.MaxReportSize+1), 0o600); err != nil {
 		t.Fatal(err)

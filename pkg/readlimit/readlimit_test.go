@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
 )
 
 func TestFileRegular(t *testing.T) {
@@ -31,9 +32,7 @@ func TestFileRegular(t *testing.T) {
 
 func TestFileRefusesDevicesFIFOsAndDirectories(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Make(t, fifo)
 	for name, path := range map[string]string{"/dev/zero": "/dev/zero", "fifo": fifo, "dir": t.TempDir()} {
 		// A FIFO without a writer would block a plain open forever; the
 		// test binary's own timeout catches a regression.

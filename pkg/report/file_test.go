@@ -5,9 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
 )
 
 func TestFileWriterAtomicAndPrevious(t *testing.T) {
@@ -129,9 +130,7 @@ func TestFileWriterOverFIFO(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(full, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Make(t, full)
 	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Result: ResultSucceeded, StartTime: time.Unix(1, 0).UTC()}
 	if err := (&FileWriter{Root: root}).Write(t.Context(), r); err != nil {
 		t.Fatal(err)

@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/machineadm/machineadm/internal/testfifo"
 	"github.com/machineadm/machineadm/internal/testspec"
 )
 
@@ -18,9 +18,7 @@ import (
 // reading more than the limit.
 func TestReadSourceBounded(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "spec.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testfifo.Make(t, fifo)
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	if err := os.WriteFile(big, make([]byte, MaxSpecSize+1), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,8 @@
+//go:build !windows
+
+// envtest cannot build for Windows: controller-runtime v0.25.2's
+// pkg/internal/testing/process declares signalProcess twice there.
+
 package controller
 
 import (

@@ -4,7 +4,9 @@
 # kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
 # hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
-# and CoreDNS (module hack/e2e/tools/coredns). images.sh builds the images
+# CoreDNS (module hack/e2e/tools/coredns), and Cluster API's core manager
+# with its CRDs and webhook manifests (module hack/e2e/tools/capi, for the
+# Cluster API e2e's management cluster). images.sh builds the images
 # made of them. Each artefact has a stamp file; a matching stamp skips its
 # build.
 source "$(dirname "$0")/lib.sh"
@@ -58,6 +60,25 @@ gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
 # kubeadm's Corefile uses; the test checks that plugin list.
 (cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
 gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
+# Cluster API's core manager (Cluster, Machine, MachineSet,
+# MachineDeployment, ... controllers) for TestClusterAPI's management
+# cluster, and the manifests it needs there: its CRDs and the webhook
+# configurations, copied from the same module version.
+CAPI_VERSION=$(cd "$TOOLS/capi" && go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)
+gobuild capi-manager "$CAPI_VERSION" "$TOOLS/capi" sigs.k8s.io/cluster-api/core
+capi_stamp="$CAPI_VERSION $(sha256sum "$TOOLS/capi/go.sum" | cut -c1-12)"
+if [ -d "$CACHE/capi/crd" ] && stamp_ok "$CACHE/capi/.stamp" "$capi_stamp"; then
+  log "Cluster API manifests: cached"
+else
+  capi_dir=$(cd "$TOOLS/capi" && go mod download -json sigs.k8s.io/cluster-api | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$CACHE/capi.tmp" && mkdir -p "$CACHE/capi.tmp/crd" "$CACHE/capi.tmp/webhook"
+  cp "$capi_dir"/core/config/crd/bases/*.yaml "$CACHE/capi.tmp/crd/"
+  cp "$capi_dir"/core/config/webhook/manifests.yaml "$CACHE/capi.tmp/webhook/"
+  chmod -R u+w "$CACHE/capi.tmp"
+  rm -rf "$CACHE/capi" && mv "$CACHE/capi.tmp" "$CACHE/capi"
+  echo "$capi_stamp" >"$CACHE/capi/.stamp"
+  log "Cluster API manifests $CAPI_VERSION: $(ls "$CACHE/capi/crd" | wc -l) CRDs"
+fi
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"

@@ -1,0 +1,463 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// The nspawn test infrastructure provider: the e2e's stand-in for a cloud,
+// as Cluster API's Docker provider is in Cluster API's own tests. It is a
+// real infrastructure provider of contract v1beta2 (kinds NspawnCluster,
+// NspawnMachine, NspawnMachineTemplate in infrastructure.e2e.machineadm.io,
+// CRDs in testdata/capi) whose machines are the harness's systemd-nspawn
+// machines:
+//   - NspawnCluster: reserves the first pool address as the control-plane
+//     endpoint (spec.controlPlaneEndpoint, port 6443; there is no load
+//     balancer, the control-plane machine takes that address) and sets
+//     status.initialization.provisioned;
+//   - NspawnMachine: once its Machine has a bootstrap data Secret, boots an
+//     nspawn machine named after it, from the OS image the harness makes
+//     (kubelet, containerd, CNI plugins, preloaded images, machineadm in
+//     /usr/local/bin and the machine identity in /etc/machineadm/identity),
+//     with the data Secret's value as NoCloud user data, its own address
+//     from the pool with a default route to the (closed) harness bridge,
+//     and the bridge CNI configuration for its pod CIDR: the machine's
+//     network as a cloud would provide it. When the machine is up it sets
+//     spec.providerID (nspawn://NAME), status.addresses and
+//     status.initialization.provisioned, and, like the Docker provider,
+//     writes the provider ID onto the workload cluster's Node of that name
+//     (the kubelet here has no cloud provider to do it).
+//
+// Deleting an NspawnMachine stops and removes its machine.
+const (
+	infraGroup       = "infrastructure.e2e.machineadm.io"
+	infraVersion     = "v1alpha1"
+	providerIDPrefix = "nspawn://"
+	infraFinalizer   = "infrastructure.e2e.machineadm.io/machine"
+	// capiRequeue is how often the provider looks again at a machine that
+	// is booting or whose Node has not registered.
+	capiRequeue = 3 * time.Second
+)
+
+// capiPool is the provider's address pool on the harness bridge; the first
+// one is the control-plane endpoint.
+var capiPool = []string{"10.213.0.31", "10.213.0.32", "10.213.0.33", "10.213.0.34", "10.213.0.35", "10.213.0.36"}
+
+func infraGVK(kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: infraGroup, Version: infraVersion, Kind: kind}
+}
+
+// nspawnProvider reconciles the provider's kinds in the management cluster.
+type nspawnProvider struct {
+	e        *env
+	c        client.Client
+	identity string // the identity file every machine image carries
+	logf     func(string, ...any)
+
+	mu       sync.Mutex
+	machines map[types.NamespacedName]*providerMachine
+	used     map[string]bool // pool addresses in use
+}
+
+// providerMachine is one booted (or booting) nspawn machine.
+type providerMachine struct {
+	m       *Machine
+	ip      string
+	booted  chan struct{} // closed when Boot returned
+	bootErr error
+	patched bool // the Node carries the provider ID
+}
+
+// startNspawnProvider runs the provider's controllers in the test binary
+// until the test ends; then every machine it booted is stopped.
+func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *managementCluster, identity string) *nspawnProvider {
+	t.Helper()
+	scheme, err := managementScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(mc.dir, "nspawn-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	mgr, err := ctrl.NewManager(mc.cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &nspawnProvider{
+		e: e, c: mgr.GetClient(), identity: identity,
+		logf:     func(f string, a ...any) { fmt.Fprintf(logFile, time.Now().Format("15:04:05.000 ")+f+"\n", a...) },
+		machines: map[types.NamespacedName]*providerMachine{},
+		used:     map[string]bool{},
+	}
+	for kind, r := range map[string]reconcile.Func{"NspawnCluster": p.reconcileCluster, "NspawnMachine": p.reconcileMachine} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(infraGVK(kind))
+		if err := ctrl.NewControllerManagedBy(mgr).Named(strings.ToLower(kind)).For(u).Complete(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mctx); err != nil {
+			p.logf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		p.stopAll(t)
+		logFile.Close()
+	})
+	return p
+}
+
+// reconcileCluster provisions an NspawnCluster: its control-plane endpoint
+// is the pool's first address.
+func (p *nspawnProvider) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(infraGVK("NspawnCluster"))
+	if err := p.c.Get(ctx, req.NamespacedName, u); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if host, _, _ := unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host"); host == "" {
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"host": capiPool[0], "port": int64(6443)}, "spec", "controlPlaneEndpoint")
+		if err := p.c.Update(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if ok, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned"); !ok {
+		_ = unstructured.SetNestedField(u.Object, true, "status", "initialization", "provisioned")
+		if err := p.c.Status().Update(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+		p.logf("cluster %s provisioned, endpoint %s:6443", req, capiPool[0])
+	}
+	return reconcile.Result{}, nil
+}
+
+// reconcileMachine boots, reports and deletes one NspawnMachine's machine.
+func (p *nspawnProvider) reconcileMachine(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(infraGVK("NspawnMachine"))
+	if err := p.c.Get(ctx, req.NamespacedName, u); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !u.GetDeletionTimestamp().IsZero() {
+		p.release(req.NamespacedName)
+		if controllerutil.RemoveFinalizer(u, infraFinalizer) {
+			return reconcile.Result{}, p.c.Update(ctx, u)
+		}
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(u, infraFinalizer) {
+		if err := p.c.Update(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	owner := ""
+	for _, o := range u.GetOwnerReferences() {
+		if o.Kind == "Machine" && strings.HasPrefix(o.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			owner = o.Name
+		}
+	}
+	if owner == "" {
+		return reconcile.Result{}, nil // the Machine sets itself as owner: an update event follows
+	}
+	m := &clusterv1.Machine{}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: owner}, m); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	cl := &clusterv1.Cluster{}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: m.Spec.ClusterName}, cl); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if cl.Spec.Paused != nil && *cl.Spec.Paused {
+		return reconcile.Result{}, nil
+	}
+	if m.Spec.Bootstrap.DataSecretName == nil || *m.Spec.Bootstrap.DataSecretName == "" {
+		return reconcile.Result{RequeueAfter: capiRequeue}, nil
+	}
+
+	p.mu.Lock()
+	pm := p.machines[req.NamespacedName]
+	p.mu.Unlock()
+	if pm == nil {
+		ds := &corev1.Secret{}
+		if err := p.c.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: *m.Spec.Bootstrap.DataSecretName}, ds); err != nil {
+			return reconcile.Result{}, err
+		}
+		_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
+		if err := p.boot(req.NamespacedName, u.GetName(), ds.Data["value"], controlPlane); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: capiRequeue}, nil
+	}
+	select {
+	case <-pm.booted:
+	default:
+		return reconcile.Result{RequeueAfter: capiRequeue}, nil
+	}
+	if pm.bootErr != nil {
+		cond := map[string]any{"type": "Ready", "status": "False", "reason": "BootFailed",
+			"message": pm.bootErr.Error(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+		_ = unstructured.SetNestedSlice(u.Object, []any{cond}, "status", "conditions")
+		return reconcile.Result{}, p.c.Status().Update(ctx, u)
+	}
+	providerID := providerIDPrefix + u.GetName()
+	if id, _, _ := unstructured.NestedString(u.Object, "spec", "providerID"); id == "" {
+		_ = unstructured.SetNestedField(u.Object, providerID, "spec", "providerID")
+		if err := p.c.Update(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if ok, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", "provisioned"); !ok {
+		_ = unstructured.SetNestedField(u.Object, true, "status", "initialization", "provisioned")
+		_ = unstructured.SetNestedSlice(u.Object, []any{
+			map[string]any{"type": "InternalIP", "address": pm.ip},
+			map[string]any{"type": "Hostname", "address": u.GetName()},
+		}, "status", "addresses")
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True", "reason": "Running",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
+		if err := p.c.Status().Update(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+		p.logf("machine %s provisioned at %s", req, pm.ip)
+	}
+	if pm.patched {
+		return reconcile.Result{}, nil
+	}
+	done, err := p.setNodeProviderID(ctx, cl, u.GetName(), providerID)
+	if err != nil {
+		p.logf("machine %s: provider ID on the Node: %v", req, err)
+	}
+	if !done {
+		return reconcile.Result{RequeueAfter: capiRequeue}, nil
+	}
+	p.mu.Lock()
+	pm.patched = true
+	p.mu.Unlock()
+	return reconcile.Result{}, nil
+}
+
+// boot allocates an address and boots the machine in the background.
+func (p *nspawnProvider) boot(key types.NamespacedName, name string, userData []byte, controlPlane bool) error {
+	if len(userData) == 0 {
+		return fmt.Errorf("data Secret of %s has no value", key)
+	}
+	p.mu.Lock()
+	ip := ""
+	if controlPlane && !p.used[capiPool[0]] {
+		ip = capiPool[0]
+	} else if !controlPlane {
+		for _, a := range capiPool[1:] {
+			if !p.used[a] {
+				ip = a
+				break
+			}
+		}
+	}
+	if ip == "" {
+		p.mu.Unlock()
+		return fmt.Errorf("no free address for %s (control plane: %v)", key, controlPlane)
+	}
+	p.used[ip] = true
+	pm := &providerMachine{ip: ip, booted: make(chan struct{})}
+	p.machines[key] = pm
+	p.mu.Unlock()
+	p.logf("machine %s: booting %s at %s (control plane: %v, %d bytes of user data)", key, name, ip, controlPlane, len(userData))
+	go func() {
+		defer close(pm.booted)
+		pm.bootErr = p.bootMachine(pm, name, userData, controlPlane)
+		p.logf("machine %s: boot returned: %v", key, pm.bootErr)
+	}()
+	return nil
+}
+
+// bootMachine makes the machine's root filesystem (the OS image), writes
+// its network, identity and user data, and boots it.
+func (p *nspawnProvider) bootMachine(pm *providerMachine, name string, userData []byte, controlPlane bool) error {
+	e := p.e
+	self := hostsEntry{IP: pm.ip, Name: name}
+	hosts := append(allHosts(), self)
+	// Boot is bounded by bootTimeout; the context only bounds the copy.
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	m, err := newMachine(ctx, e.baseRoot(), filepath.Join(e.repo, "hack/e2e/rootfs"), filepath.Join(e.runDir, name), name, pm.ip, hosts, p.logf)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.machines = append(e.machines, m)
+	e.mu.Unlock()
+	p.mu.Lock()
+	pm.m = m
+	p.mu.Unlock()
+	if err := e.installNodeComponents(m, false); err != nil {
+		return err
+	}
+	images := nodeImages
+	if controlPlane {
+		images = append(slices.Clone(controlPlaneImages), nodeImages...)
+	}
+	cni := cniConfig(self)
+	files := map[string][]byte{
+		"/etc/machineadm-e2e/images.list":       []byte(strings.Join(images, "\n") + "\n"),
+		"/etc/systemd/network/10-host0.network": []byte(capiNetworkdConfig(pm.ip)),
+		cni.Path:                                []byte(cni.Content),
+	}
+	for path, b := range files {
+		if err := m.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := placeIdentity(m, p.identity); err != nil {
+		return err
+	}
+	if err := enableCloudInit(m, userData); err != nil {
+		return err
+	}
+	// The bootstrap runs inside cloud-init during boot; a failed one
+	// leaves the system degraded, which the Cluster API side reports.
+	m.MayDegrade = true
+	return m.Boot(context.Background())
+}
+
+// capiNetworkdConfig is a provider machine's network: its pool address,
+// a default route through the harness bridge address (kubeadm and the
+// kubelet pick the default route's address; the harness namespace routes
+// nothing further, so the network stays closed) and a route to every
+// other pool address's pod CIDR through it.
+func capiNetworkdConfig(ip string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Match]\nName=host0\n\n[Network]\nAddress=%s/24\nGateway=%s\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n", ip, bridgeIP)
+	for _, a := range capiPool {
+		if a != ip {
+			fmt.Fprintf(&b, "\n[Route]\nDestination=%s\nGateway=%s\n", podCIDR(hostsEntry{IP: a}), a)
+		}
+	}
+	return b.String()
+}
+
+// setNodeProviderID writes providerID onto the workload cluster's Node
+// name when it has none; true once the Node carries it.
+func (p *nspawnProvider) setNodeProviderID(ctx context.Context, cl *clusterv1.Cluster, name, providerID string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cs, err := workloadClient(ctx, p.c, cl)
+	if err != nil {
+		return false, err
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if n.Spec.ProviderID == providerID {
+		return true, nil
+	}
+	if n.Spec.ProviderID != "" {
+		return false, fmt.Errorf("node %s has provider ID %q, want %q", name, n.Spec.ProviderID, providerID)
+	}
+	patch := []byte(fmt.Sprintf(`{"spec":{"providerID":%q}}`, providerID))
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return false, err
+	}
+	p.logf("node %s: provider ID %s", name, providerID)
+	return true, nil
+}
+
+// workloadClient reaches a Cluster's workload cluster through the
+// <cluster>-kubeconfig Secret Cluster API's core writes.
+func workloadClient(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (*kubernetes.Clientset, error) {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Name + "-kubeconfig"}, s); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["value"])
+	if err != nil {
+		return nil, fmt.Errorf("secret %s-kubeconfig: %w", cl.Name, err)
+	}
+	cfg.Timeout = 15 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// release stops a deleted NspawnMachine's machine and frees its address.
+func (p *nspawnProvider) release(key types.NamespacedName) {
+	p.mu.Lock()
+	pm := p.machines[key]
+	delete(p.machines, key)
+	p.mu.Unlock()
+	if pm == nil {
+		return
+	}
+	<-pm.booted
+	if pm.m != nil {
+		if err := p.e.stopMachine(pm.m); err != nil {
+			p.logf("machine %s: stop: %v", key, err)
+		}
+	}
+	p.mu.Lock()
+	delete(p.used, pm.ip)
+	p.mu.Unlock()
+}
+
+// stopAll stops every machine the provider booted.
+func (p *nspawnProvider) stopAll(t *testing.T) {
+	p.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(p.machines))
+	for k := range p.machines {
+		keys = append(keys, k)
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.release(k)
+	}
+}
+
+// machine returns the nspawn machine booted for an NspawnMachine, or nil.
+func (p *nspawnProvider) machine(key types.NamespacedName) *Machine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pm := p.machines[key]; pm != nil {
+		return pm.m
+	}
+	return nil
+}

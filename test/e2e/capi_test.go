@@ -1,0 +1,546 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
+)
+
+// Names of TestClusterAPI's objects (namespace default).
+const (
+	capiNS        = "default"
+	capiCluster   = "e2e"
+	capiCP        = "e2e-cp-0"
+	capiMD        = "e2e-workers"
+	capiBad       = "e2e-wrong-recipient"
+	capiUpTimeout = 14 * time.Minute
+)
+
+// TestClusterAPI is the Cluster API e2e (issue 11): a management cluster
+// (capi_mgmt.go) running Cluster API's own core controllers,
+// machineadm-controller and the nspawn test infrastructure provider
+// (capi_infra.go) creates a workload cluster of nspawn machines:
+//   - one control-plane Machine and a MachineDeployment of two workers:
+//     every Machine Running with a nodeRef, the Nodes Ready,
+//     BootstrapSucceeded True on every MachineadmConfig;
+//   - the MachineDeployment scaled to three: a third Node Ready;
+//   - a Machine whose config seals to a recipient its image has no key
+//     for: BootstrapSucceeded False with class VerificationFailed, and no
+//     Node;
+//   - no data Secret holds a PEM private key, a bootstrap token, a
+//     certificate key or any of the cluster's CA keys in the clear, in any
+//     encoding (pkg/capi/leakcheck).
+//
+// The machines of the other tests are stopped first. Lines "TIMING
+// capi-machine-to-node-ready-NAME" are the times from Machine creation to
+// its Node Ready.
+func TestClusterAPI(t *testing.T) {
+	e := theEnv
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	stopAllMachines(t, e)
+	start := time.Now()
+
+	mc := e.startManagementCluster(ctx, t)
+	identity, recipient := e.capiKeygen(ctx, t, "image")
+	_, wrongRecipient := e.capiKeygen(ctx, t, "elsewhere")
+	p := startNspawnProvider(ctx, t, e, mc, identity)
+	_ = p
+	failed := true
+	defer func() {
+		if failed {
+			mc.dumpLogs(t)
+			t.Logf("nspawn provider log:\n%s", mc.logTail("nspawn-provider", 40))
+			dumpCAPIState(ctx, t, mc.c)
+		}
+	}()
+
+	c := mc.c
+	create := func(objs ...client.Object) {
+		t.Helper()
+		for _, o := range objs {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	}
+	created := time.Now()
+	create(
+		&clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Name: capiCluster, Namespace: capiNS},
+			Spec: clusterv1.ClusterSpec{
+				ClusterNetwork: clusterv1.ClusterNetwork{
+					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podSubnet}},
+					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+				},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraGroup, Kind: "NspawnCluster", Name: capiCluster},
+			},
+		},
+		infraObject("NspawnCluster", capiCluster, nil),
+		&bootstrapv1.MachineadmConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: capiCP, Namespace: capiNS},
+			Spec:       capiConfigSpec(t, recipient, true),
+		},
+		infraObject("NspawnMachine", capiCP, nil),
+		capiMachine(capiCP, true),
+		&bootstrapv1.MachineadmConfigTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: capiMD, Namespace: capiNS},
+			Spec: bootstrapv1.MachineadmConfigTemplateSpec{Template: bootstrapv1.MachineadmConfigTemplateResource{
+				Spec: capiConfigSpec(t, recipient, false),
+			}},
+		},
+		infraObject("NspawnMachineTemplate", capiMD, map[string]any{"template": map[string]any{"spec": map[string]any{}}}),
+		&clusterv1.MachineDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: capiMD, Namespace: capiNS},
+			Spec: clusterv1.MachineDeploymentSpec{
+				ClusterName: capiCluster,
+				Replicas:    ptrTo(int32(2)),
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"pool": capiMD}},
+				Template: clusterv1.MachineTemplateSpec{
+					ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"pool": capiMD}},
+					Spec: clusterv1.MachineSpec{
+						ClusterName: capiCluster,
+						Version:     kubernetesVersion,
+						Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+							APIGroup: bootstrapv1.GroupVersion.Group, Kind: "MachineadmConfigTemplate", Name: capiMD}},
+						InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraGroup, Kind: "NspawnMachineTemplate", Name: capiMD},
+					},
+				},
+			},
+		},
+		// The Machine whose config seals to a key its image lacks.
+		&bootstrapv1.MachineadmConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: capiBad, Namespace: capiNS},
+			Spec:       capiConfigSpec(t, wrongRecipient, false),
+		},
+		infraObject("NspawnMachine", capiBad, nil),
+		capiMachine(capiBad, false),
+	)
+	t.Logf("Cluster API objects created %s after the start", time.Since(start).Round(time.Second))
+
+	w := &capiWatcher{c: c, tokens: map[string]string{}}
+	// 1 control-plane Machine + 2 workers Running with Ready Nodes.
+	good, err := w.waitMachines(ctx, 3, 0, capiUpTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range good {
+		timing(t, "capi-machine-to-node-ready-"+m.name, m.ready.Sub(m.created))
+	}
+	timing(t, "capi-cluster-create-to-3-nodes-ready", time.Since(created))
+	w.checkConfigs(ctx, t, good)
+	if _, _, err := w.workers(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Scale the MachineDeployment to 3.
+	md := &clusterv1.MachineDeployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiMD}, md); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(md.DeepCopy())
+	md.Spec.Replicas = ptrTo(int32(3))
+	scaled := time.Now()
+	if err := c.Patch(ctx, md, patch); err != nil {
+		t.Fatal(err)
+	}
+	all, err := w.waitMachines(ctx, 4, 0, 8*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		if m.created.After(scaled) {
+			timing(t, "capi-scale-machine-to-node-ready-"+m.name, m.ready.Sub(m.created))
+		}
+	}
+	timing(t, "capi-scale-to-3-to-node-ready", time.Since(scaled))
+	w.checkConfigs(ctx, t, all)
+
+	// The wrong recipient: VerificationFailed reaches the config before any
+	// Node exists.
+	if err := w.waitBootstrapFailed(ctx, capiBad, "VerificationFailed", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	bad := &clusterv1.Machine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiBad}, bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad.Status.NodeRef.Name != "" {
+		t.Errorf("Machine %s has a nodeRef %q", capiBad, bad.Status.NodeRef.Name)
+	}
+	if cs, err := w.workload(ctx); err == nil {
+		if _, err := cs.CoreV1().Nodes().Get(ctx, capiBad, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Node %s: want NotFound, got %v", capiBad, err)
+		}
+	}
+
+	// No data Secret holds a secret in the clear.
+	w.checkLeaks(ctx, t)
+	if ex := mc.exited(); len(ex) > 0 {
+		t.Errorf("controllers exited during the test: %v", ex)
+	}
+	timing(t, "capi-total", time.Since(start))
+	failed = t.Failed()
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// capiKeygen makes an hpke identity with machineadm keygen and returns its
+// file and recipient.
+func (e *env) capiKeygen(ctx context.Context, t *testing.T, name string) (string, string) {
+	t.Helper()
+	path := filepath.Join(e.runDir, "capi-identity-"+name)
+	out, err := exec.CommandContext(ctx, e.machineadm, "keygen", "--type", "hpke", "--out", path).Output()
+	if err != nil {
+		t.Fatalf("machineadm keygen: %v", exitDetail(err))
+	}
+	return path, strings.TrimSpace(string(out))
+}
+
+// capiConfigSpec is the MachineadmConfig of the e2e machines: what a
+// kubelet 1.37 in an nspawn machine needs (spec.go), the agent in the
+// image, secrets sealed to recipient.
+func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrapv1.MachineadmConfigSpec {
+	t.Helper()
+	raw := func(v any) *apiextensionsv1.JSON {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &apiextensionsv1.JSON{Raw: b}
+	}
+	rc := upstreamResolvConf()
+	s := bootstrapv1.MachineadmConfigSpec{
+		Format:     bootstrapv1.FormatCloudConfig,
+		Agent:      bootstrapv1.AgentSource{URL: "file:///usr/local/bin/machineadm"},
+		Recipients: []string{recipient},
+		Kubernetes: bootstrapv1.KubernetesSpec{ImageRepository: imageRepository},
+		Node: bootstrapv1.NodeSpec{
+			IgnorePreflightErrors: ignoredPreflight,
+			Kubelet: bootstrapv1.Kubelet{Config: raw(map[string]any{
+				"failCgroupV1": false, "cgroupDriver": cgroupDriver, "resolvConf": upstreamResolvConfPath,
+			})},
+		},
+		Host: bootstrapv1.HostSpec{
+			Sysctl: map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},
+			Files:  []bootstrapv1.File{{Path: rc.Path, Mode: rc.Mode, Content: rc.Content}},
+			Containerd: &bootstrapv1.Containerd{
+				CgroupDriver: cgroupDriver, SandboxImage: pauseImage, RestrictOOMScoreAdj: true,
+				Runtimes: []bootstrapv1.Runtime{{Name: "runc", Options: raw(map[string]any{"NoNewKeyring": true})}},
+			},
+		},
+	}
+	if controlPlane {
+		s.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
+	}
+	return s
+}
+
+// capiMachine is a Machine with a MachineadmConfig and an NspawnMachine of
+// the same name.
+func capiMachine(name string, controlPlane bool) *clusterv1.Machine {
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: capiNS, Labels: map[string]string{}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: capiCluster,
+			Version:     kubernetesVersion,
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapv1.GroupVersion.Group, Kind: "MachineadmConfig", Name: name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraGroup, Kind: "NspawnMachine", Name: name},
+		},
+	}
+	if controlPlane {
+		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
+	return m
+}
+
+// infraObject is an object of the test infrastructure provider.
+func infraObject(kind, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(infraGVK(kind))
+	u.SetName(name)
+	u.SetNamespace(capiNS)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	u.Object["spec"] = spec
+	return u
+}
+
+// capiWatcher follows the Cluster's Machines and the workload cluster.
+type capiWatcher struct {
+	c      client.Client
+	cs     *kubernetes.Clientset
+	tokens map[string]string // bootstrap tokens seen in the workload cluster, by ID
+}
+
+// upMachine is a Machine Running with a Ready Node.
+type upMachine struct {
+	name, node     string
+	created, ready time.Time
+}
+
+func (w *capiWatcher) workload(ctx context.Context) (*kubernetes.Clientset, error) {
+	if w.cs != nil {
+		return w.cs, nil
+	}
+	cl := &clusterv1.Cluster{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiCluster}, cl); err != nil {
+		return nil, err
+	}
+	cs, err := workloadClient(ctx, w.c, cl)
+	if err == nil {
+		w.cs = cs
+	}
+	return cs, err
+}
+
+// collectTokens remembers the bootstrap tokens now in the workload
+// cluster: the leak check looks for them (they are deleted once their
+// Machine has a Node).
+func (w *capiWatcher) collectTokens(ctx context.Context) {
+	cs, err := w.workload(ctx)
+	if err != nil {
+		return
+	}
+	l, err := cs.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"})
+	if err != nil {
+		return
+	}
+	for _, s := range l.Items {
+		id, sec := string(s.Data["token-id"]), string(s.Data["token-secret"])
+		if id != "" && sec != "" {
+			w.tokens[id] = id + "." + sec
+		}
+	}
+}
+
+// waitMachines waits until want Machines of the Cluster other than the
+// wrong-recipient one are Running with a nodeRef whose Node is Ready.
+func (w *capiWatcher) waitMachines(ctx context.Context, want int, _ int, timeout time.Duration) ([]upMachine, error) {
+	var up []upMachine
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 3*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		w.collectTokens(ctx)
+		ms := &clusterv1.MachineList{}
+		if err := w.c.List(ctx, ms, client.InNamespace(capiNS), client.MatchingLabels{clusterv1.ClusterNameLabel: capiCluster}); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		up = nil
+		var state []string
+		for _, m := range ms.Items {
+			if m.Name == capiBad {
+				continue
+			}
+			s := fmt.Sprintf("%s phase=%s node=%q", m.Name, m.Status.Phase, m.Status.NodeRef.Name)
+			if m.Status.Phase == string(clusterv1.MachinePhaseRunning) && m.Status.NodeRef.Name != "" {
+				if cs, err := w.workload(ctx); err == nil {
+					if n, err := cs.CoreV1().Nodes().Get(ctx, m.Status.NodeRef.Name, metav1.GetOptions{}); err == nil {
+						if r := nodeReadyTime(n); !r.IsZero() {
+							up = append(up, upMachine{name: m.Name, node: n.Name, created: m.CreationTimestamp.Time, ready: r})
+							s += " ready"
+						}
+					}
+				}
+			}
+			state = append(state, s)
+		}
+		sort.Strings(state)
+		last = strings.Join(state, "; ")
+		return len(up) >= want, nil
+	})
+	if err != nil {
+		return up, fmt.Errorf("%d Machines Running with Ready Nodes not reached within %s (last: %s): %w", want, timeout, last, err)
+	}
+	return up, nil
+}
+
+// checkConfigs checks BootstrapSucceeded True on the configs of the
+// Machines that are up (the condition follows the Node annotation within
+// the controller's poll).
+func (w *capiWatcher) checkConfigs(ctx context.Context, t *testing.T, up []upMachine) {
+	t.Helper()
+	for _, m := range up {
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			cfg, err := w.configOf(ctx, m.name)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			c := meta(cfg, "BootstrapSucceeded")
+			last = fmt.Sprintf("%+v", c)
+			return c != nil && c.Status == metav1.ConditionTrue, nil
+		})
+		if err != nil {
+			t.Errorf("Machine %s: BootstrapSucceeded not True: %s: %v", m.name, last, err)
+		}
+	}
+}
+
+// configOf returns the MachineadmConfig of a Machine.
+func (w *capiWatcher) configOf(ctx context.Context, machine string) (*bootstrapv1.MachineadmConfig, error) {
+	m := &clusterv1.Machine{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: machine}, m); err != nil {
+		return nil, err
+	}
+	cfg := &bootstrapv1.MachineadmConfig{}
+	err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg)
+	return cfg, err
+}
+
+func meta(cfg *bootstrapv1.MachineadmConfig, t string) *metav1.Condition {
+	for i := range cfg.Status.Conditions {
+		if cfg.Status.Conditions[i].Type == t {
+			return &cfg.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitBootstrapFailed waits for BootstrapSucceeded False with reason on
+// the config.
+func (w *capiWatcher) waitBootstrapFailed(ctx context.Context, name, reason string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		cfg := &bootstrapv1.MachineadmConfig{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: name}, cfg); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		c := meta(cfg, "BootstrapSucceeded")
+		last = fmt.Sprintf("%+v outcome=%+v", c, cfg.Status.Outcome)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason, nil
+	})
+	if err != nil {
+		return fmt.Errorf("MachineadmConfig %s: BootstrapSucceeded False/%s not reached within %s (last: %s): %w", name, reason, timeout, last, err)
+	}
+	return nil
+}
+
+// workers lists the MachineDeployment's Machines.
+func (w *capiWatcher) workers(ctx context.Context) ([]clusterv1.Machine, int, error) {
+	ms := &clusterv1.MachineList{}
+	if err := w.c.List(ctx, ms, client.InNamespace(capiNS), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: capiMD}); err != nil {
+		return nil, 0, err
+	}
+	return ms.Items, len(ms.Items), nil
+}
+
+// checkLeaks runs pkg/capi/leakcheck, with its token and certificate-key
+// shapes on, over every data Secret of the namespace, looking besides for
+// the cluster's CA keys, the certificate key and every bootstrap token
+// seen in the workload cluster.
+func (w *capiWatcher) checkLeaks(ctx context.Context, t *testing.T) {
+	t.Helper()
+	var known [][]byte
+	names := []string{}
+	for _, s := range []string{"ca", "etcd", "proxy", "sa"} {
+		sec := &corev1.Secret{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiCluster + "-" + s}, sec); err != nil {
+			t.Errorf("secret %s-%s: %v", capiCluster, s, err)
+			continue
+		}
+		known = append(known, sec.Data["tls.key"])
+		names = append(names, sec.Name+" tls.key")
+	}
+	ck := &corev1.Secret{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiCluster + "-machineadm-certificate-key"}, ck); err == nil {
+		known = append(known, ck.Data["value"])
+		names = append(names, "certificate key")
+	}
+	for _, tok := range w.tokens {
+		known = append(known, []byte(tok))
+	}
+	names = append(names, fmt.Sprintf("%d bootstrap tokens", len(w.tokens)))
+	if len(w.tokens) == 0 {
+		t.Errorf("leak check: no bootstrap token was ever seen in the workload cluster")
+	}
+	cfgs := &bootstrapv1.MachineadmConfigList{}
+	if err := w.c.List(ctx, cfgs, client.InNamespace(capiNS)); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, cfg := range cfgs.Items {
+		if cfg.Status.DataSecretName == "" {
+			t.Errorf("MachineadmConfig %s has no data Secret", cfg.Name)
+			continue
+		}
+		ds := &corev1.Secret{}
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cfg.Status.DataSecretName}, ds); err != nil {
+			t.Error(err)
+			continue
+		}
+		for k, v := range ds.Data {
+			if f := leakcheck.Check(v, leakcheck.Options{Known: known}); len(f) > 0 {
+				t.Errorf("data Secret %s key %s holds secrets in the clear: %v", ds.Name, k, f)
+			}
+		}
+		for k, v := range ds.Annotations {
+			if f := leakcheck.Check([]byte(v), leakcheck.Options{Known: known}); len(f) > 0 {
+				t.Errorf("data Secret %s annotation %s holds secrets in the clear: %v", ds.Name, k, f)
+			}
+		}
+		checked++
+	}
+	t.Logf("leak check: %d data Secrets clean of PEM private keys, token and certificate-key shapes and %s", checked, strings.Join(names, ", "))
+}
+
+// dumpCAPIState logs the Cluster API objects' state after a failure.
+func dumpCAPIState(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := &clusterv1.Cluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: capiNS, Name: capiCluster}, cl); err == nil {
+		b, _ := json.Marshal(cl.Status)
+		t.Logf("Cluster %s status: %s", cl.Name, b)
+	}
+	ms := &clusterv1.MachineList{}
+	if err := c.List(ctx, ms, client.InNamespace(capiNS)); err == nil {
+		for _, m := range ms.Items {
+			var conds []string
+			for _, x := range m.Status.Conditions {
+				if x.Status != metav1.ConditionTrue {
+					conds = append(conds, fmt.Sprintf("%s=%s(%s: %s)", x.Type, x.Status, x.Reason, x.Message))
+				}
+			}
+			t.Logf("Machine %s phase=%s node=%q %s", m.Name, m.Status.Phase, m.Status.NodeRef.Name, strings.Join(conds, " "))
+		}
+	}
+	cfgs := &bootstrapv1.MachineadmConfigList{}
+	if err := c.List(ctx, cfgs, client.InNamespace(capiNS)); err == nil {
+		for _, cfg := range cfgs.Items {
+			var conds []string
+			for _, x := range cfg.Status.Conditions {
+				conds = append(conds, fmt.Sprintf("%s=%s(%s: %s)", x.Type, x.Status, x.Reason, x.Message))
+			}
+			t.Logf("MachineadmConfig %s data=%q %s", cfg.Name, cfg.Status.DataSecretName, strings.Join(conds, " "))
+		}
+	}
+}

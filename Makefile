@@ -114,13 +114,13 @@ export MACHINEADM_E2E_CACHE
 e2e-prepare:
 	hack/e2e/prepare.sh
 
-e2e: build e2e-prepare
+e2e: build build-controller e2e-prepare
 	hack/e2e/run.sh
 
 # e2e-soak runs the whole e2e suite N times in a row (default 10) and prints
 # "P passed, F failed"; SOAK_DEMO=1 runs `make demo` before each run.
 N ?= 10
-e2e-soak: build e2e-prepare
+e2e-soak: build build-controller e2e-prepare
 	hack/e2e/soak.sh $(N)
 
 # The README's "run the main job": scenario 1 (a control plane and a worker

@@ -59,6 +59,8 @@ type managedProcess struct {
 const (
 	webhookReadyTimeout = 90 * time.Second
 	processStopTimeout  = 20 * time.Second
+	// capiReportAddr is machineadm-controller's report receiver.
+	capiReportAddr = bridgeIP + ":9445"
 )
 
 // managementScheme knows the core, Cluster API core and machineadm
@@ -156,7 +158,11 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	mc.start(t, "machineadm-controller", e.controllerBinary(),
 		"--leader-elect=false",
 		"--metrics-bind-address=0",
-		"--health-probe-bind-address=0")
+		"--health-probe-bind-address=0",
+		// The report receiver on the bridge address: machines that fail
+		// before they have a Node post their outcome there.
+		"--report-bind-address="+capiReportAddr,
+		"--report-url=http://"+capiReportAddr)
 	if err := waitTLS(ctx, net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)), webhookReadyTimeout); err != nil {
 		mc.dumpLogs(t)
 		t.Fatalf("Cluster API's webhooks: %v", err)

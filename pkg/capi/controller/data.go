@@ -81,6 +81,15 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	if err != nil {
 		return r.configErr(cfg, err)
 	}
+	reportDigest := ""
+	if r.ReportURL != "" && s.Spec.Report.URL == "" {
+		capability, digest, err := newReportCapability()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		s.Spec.Report.URL = reportURL(r.ReportURL, cfg.Namespace, cfg.Name, capability)
+		reportDigest = digest
+	}
 	doc, err := specYAML(s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -168,6 +177,9 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if tokenID != "" {
 		ds.Annotations[TokenIDAnnotation] = tokenID
+	}
+	if reportDigest != "" {
+		ds.Annotations[ReportDigestAnnotation] = reportDigest
 	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err

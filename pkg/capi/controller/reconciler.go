@@ -65,6 +65,12 @@ type Reconciler struct {
 	TokenTTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// ReportURL is the base URL (http or https, no trailing path) at which
+	// machines reach the report receiver (ReportServer); when set, every
+	// new data Secret's spec posts its report there (spec.report.url,
+	// unless the config sets one). Default "": no receiver, outcomes come
+	// from the Node annotation only.
+	ReportURL string
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch
@@ -159,6 +165,22 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 	}
 	tokenID := ds.Annotations[TokenIDAnnotation]
 	node := m.Status.NodeRef.Name
+	if o := reportedFailure(cfg); o != nil && node == "" {
+		// The machine failed before it had a Node and posted its report
+		// (ReportServer). Its token is no longer needed: deleted now when
+		// the workload cluster answers, else it expires.
+		applyOutcome(cfg, o)
+		if tokenID != "" {
+			if wc, err := r.workload()(ctx, r.Client, cl); err == nil && deleteToken(ctx, wc, tokenID) == nil {
+				patch := client.MergeFrom(ds.DeepCopy())
+				delete(ds.Annotations, TokenIDAnnotation)
+				if err := r.Client.Patch(ctx, ds, patch); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		return ctrl.Result{}, nil
+	}
 	if tokenID == "" && node == "" {
 		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
 		return ctrl.Result{}, nil

@@ -3,10 +3,14 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +59,8 @@ func Main(args []string, stderr io.Writer) int {
 	leaderElect := fs.Bool("leader-elect", true, "use leader election, so only one replica reconciles")
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
+	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there. Default \"\": off")
+	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http://HOST:PORT, through a Service or load balancer); required with it")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -71,6 +77,16 @@ func Main(args []string, stderr io.Writer) int {
 	if *tokenTTL < time.Minute {
 		fmt.Fprintln(stderr, "--bootstrap-token-ttl: must be at least 1m")
 		return 2
+	}
+	if (*reportAddr == "") != (*reportURLFlag == "") {
+		fmt.Fprintln(stderr, "--report-bind-address and --report-url: set both or neither")
+		return 2
+	}
+	if *reportURLFlag != "" {
+		if u, err := url.Parse(*reportURLFlag); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			fmt.Fprintln(stderr, "--report-url: must be http(s)://HOST[:PORT][/PATH] without user information or query")
+			return 2
+		}
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
@@ -96,10 +112,17 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error(err, "creating the manager")
 		return 1
 	}
-	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
 		return 1
+	}
+	if *reportAddr != "" {
+		srv := &reportReceiver{addr: *reportAddr, handler: &capicontroller.ReportServer{Client: mgr.GetClient(), Log: ctrl.Log.WithName("report-receiver")}}
+		if err := mgr.Add(srv); err != nil {
+			log.Error(err, "adding the report receiver")
+			return 1
+		}
 	}
 	_ = mgr.AddHealthzCheck("healthz", healthz.Ping)
 	_ = mgr.AddReadyzCheck("readyz", healthz.Ping)
@@ -109,4 +132,34 @@ func Main(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// reportReceiver serves the report receiver on every replica (no leader
+// election: any replica records a report) until the manager stops.
+type reportReceiver struct {
+	addr    string
+	handler http.Handler
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (*reportReceiver) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (s *reportReceiver) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("report receiver: %w", err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ctrl.Log.WithName("report-receiver").Info("serving", "address", ln.Addr().String())
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-errc:
+		return fmt.Errorf("report receiver: %w", err)
+	}
 }

@@ -1,0 +1,108 @@
+//go:build !windows
+
+package controller
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+)
+
+// A machine that fails before it has a Node posts its report to the URL in
+// its spec; the outcome reaches the config's BootstrapSucceeded, and the
+// token goes. Wrong capabilities, other configs and bad reports are
+// refused.
+func TestReportReceiverFailureBeforeNode(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(&ReportServer{Client: k8s})
+	defer srv.Close()
+	f.r.ReportURL = srv.URL
+	f.initialized()
+	f.machine("w1", false)
+	f.machine("w2", false)
+	f.reconcile("w1")
+	f.reconcile("w2")
+	ds := f.dataSecret("w1")
+	digest := ds.Annotations[ReportDigestAnnotation]
+	if len(digest) != 64 {
+		t.Fatalf("data Secret has no report digest: %v", ds.Annotations)
+	}
+	clear, _ := f.opened(ds.Data["value"])
+	m := regexp.MustCompile(`url: (` + regexp.QuoteMeta(srv.URL) + `/reports/` + f.ns + `/w1/([A-Za-z0-9_-]+))`).FindStringSubmatch(clear)
+	if m == nil {
+		t.Fatalf("spec has no report URL for w1:\n%s", clear)
+	}
+	url, capability := m[1], m[2]
+	if strings.Contains(ds.Annotations[ReportDigestAnnotation], capability) {
+		t.Fatal("the data Secret keeps the capability itself")
+	}
+	id := ds.Annotations[TokenIDAnnotation]
+	if _, ok := tokenExists(t, id); !ok {
+		t.Fatal("no token")
+	}
+	report := `{"apiVersion":"machineadm.io/v1alpha1","kind":"BootstrapReport","result":"Failed","failedPhase":"inputs-check","errorClass":"VerificationFailed","hint":"the sealed envelope did not open","startTime":"2026-01-01T00:00:00Z","endTime":"2026-01-01T00:00:02Z","machine":{"action":"Join","machineadmVersion":"v0.1.0"}}`
+	post := func(u, body string) int {
+		t.Helper()
+		resp, err := http.Post(u, "application/json", bytes.NewBufferString(body))
+		f.must(err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	w2 := srv.URL + "/reports/" + f.ns + "/w2/" + capability
+	for _, c := range []struct {
+		url, body string
+		want      int
+	}{
+		{srv.URL + "/reports/" + f.ns + "/w1/AAAAAAAAAAAAAAAAAAAAAA", report, http.StatusNotFound}, // wrong capability
+		{w2, report, http.StatusNotFound},                                   // w1's capability for w2
+		{srv.URL + "/reports/" + f.ns + "/nope/" + capability, report, 404}, // no such config
+		{url, `{"result":"Maybe"}`, http.StatusBadRequest},
+		{url, `not json`, http.StatusBadRequest},
+	} {
+		if got := post(c.url, c.body); got != c.want {
+			t.Errorf("POST %s %q: %d, want %d", strings.Replace(c.url, capability, "CAP", 1), c.body, got, c.want)
+		}
+	}
+	if resp, err := http.Get(url); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %v %v", resp, err)
+	}
+	if c := f.reconcile("w2"); c.Annotations[ReportedOutcomeAnnotation] != "" {
+		t.Fatal("w2 got a report meant for nobody")
+	}
+	if got := post(url, report); got != http.StatusNoContent {
+		t.Fatalf("POST the report: %d", got)
+	}
+	c := f.reconcile("w1")
+	cond := wantCond(t, c, BootstrapSucceededCondition, metav1.ConditionFalse, "VerificationFailed")
+	if !contains(cond.Message, "phase inputs-check failed", "hint: the sealed envelope did not open") || c.Status.Outcome == nil || c.Status.Outcome.DurationMs != 2000 {
+		t.Fatalf("condition %+v outcome %+v", cond, c.Status.Outcome)
+	}
+	if _, ok := tokenExists(t, id); ok {
+		t.Fatal("the failed machine's token still exists")
+	}
+	if a := f.dataSecret("w1").Annotations[TokenIDAnnotation]; a != "" {
+		t.Fatalf("token annotation %q left", a)
+	}
+}
+
+func TestOutcomeFromReport(t *testing.T) {
+	v, err := outcomeFromReport([]byte(`{"result":"Succeeded","machine":{"machineadmVersion":"v1"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseOutcome(v)
+	if err != nil || o.Result != "Succeeded" || o.MachineadmVersion != "v1" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	cfg := &bootstrapv1.MachineadmConfig{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ReportedOutcomeAnnotation: v}}}
+	if reportedFailure(cfg) != nil {
+		t.Fatal("a success counted as a reported failure")
+	}
+}

@@ -46,8 +46,8 @@ const (
 	// its machine posted to the report receiver, as the JSON of the
 	// machineadm.io/bootstrap-report Node annotation.
 	ReportedOutcomeAnnotation = "bootstrap.machineadm.io/reported-outcome"
-	// ReportDigestAnnotation holds, on a data Secret, the hex SHA-256 of
-	// the capability in its report URL.
+	// ReportDigestAnnotation holds, on a data Secret, the SHA-256 of the
+	// capability in its report URL, "sha256:" and 64 hex digits.
 	ReportDigestAnnotation = "bootstrap.machineadm.io/report-digest"
 	// reportPathPrefix is the receiver's path below ReportURL.
 	reportPathPrefix = "/reports/"
@@ -68,7 +68,7 @@ func newReportCapability() (capability, digest string, err error) {
 
 func capabilityDigest(c string) string {
 	sum := sha256.Sum256([]byte(c))
-	return hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // reportURL is the report URL of one config.

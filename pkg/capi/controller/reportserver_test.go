@@ -30,8 +30,10 @@ func TestReportReceiverFailureBeforeNode(t *testing.T) {
 	f.reconcile("w1")
 	f.reconcile("w2")
 	ds := f.dataSecret("w1")
+	tok, _ := tokenExists(t, ds.Annotations[TokenIDAnnotation])
+	f.noLeak(ds, []byte(ds.Annotations[TokenIDAnnotation]+"."+string(tok.Data["token-secret"])))
 	digest := ds.Annotations[ReportDigestAnnotation]
-	if len(digest) != 64 {
+	if !strings.HasPrefix(digest, "sha256:") || len(digest) != 71 {
 		t.Fatalf("data Secret has no report digest: %v", ds.Annotations)
 	}
 	clear, _ := f.opened(ds.Data["value"])

@@ -452,12 +452,21 @@ func (p *nspawnProvider) stopAll(t *testing.T) {
 	}
 }
 
-// machine returns the nspawn machine booted for an NspawnMachine, or nil.
-func (p *nspawnProvider) machine(key types.NamespacedName) *Machine {
+// dumpMachines logs the end of each machine's cloud-init output and its
+// report, after a failure.
+func (p *nspawnProvider) dumpMachines(t *testing.T) {
+	t.Helper()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pm := p.machines[key]; pm != nil {
-		return pm.m
+	var ms []*Machine
+	for _, pm := range p.machines {
+		if pm.m != nil {
+			ms = append(ms, pm.m)
+		}
 	}
-	return nil
+	p.mu.Unlock()
+	for _, m := range ms {
+		out, _ := m.ReadFile("/var/log/cloud-init-output.log")
+		rep, _ := m.ReadFile(reportPath)
+		t.Logf("machine %s: cloud-init output (last 25 lines):\n%s\nreport: %s", m.Name, tail(string(out), 25), tail(string(rep), 15))
+	}
 }

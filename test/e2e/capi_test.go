@@ -68,13 +68,13 @@ func TestClusterAPI(t *testing.T) {
 	identity, recipient := e.capiKeygen(ctx, t, "image")
 	_, wrongRecipient := e.capiKeygen(ctx, t, "elsewhere")
 	p := startNspawnProvider(ctx, t, e, mc, identity)
-	_ = p
 	failed := true
 	defer func() {
 		if failed {
 			mc.dumpLogs(t)
 			t.Logf("nspawn provider log:\n%s", mc.logTail("nspawn-provider", 40))
 			dumpCAPIState(ctx, t, mc.c)
+			p.dumpMachines(t)
 		}
 	}()
 
@@ -143,7 +143,7 @@ func TestClusterAPI(t *testing.T) {
 
 	w := &capiWatcher{c: c, tokens: map[string]string{}}
 	// 1 control-plane Machine + 2 workers Running with Ready Nodes.
-	good, err := w.waitMachines(ctx, 3, 0, capiUpTimeout)
+	good, err := w.waitMachines(ctx, 3, capiUpTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +152,6 @@ func TestClusterAPI(t *testing.T) {
 	}
 	timing(t, "capi-cluster-create-to-3-nodes-ready", time.Since(created))
 	w.checkConfigs(ctx, t, good)
-	if _, _, err := w.workers(ctx); err != nil {
-		t.Fatal(err)
-	}
 
 	// Scale the MachineDeployment to 3.
 	md := &clusterv1.MachineDeployment{}
@@ -167,7 +164,7 @@ func TestClusterAPI(t *testing.T) {
 	if err := c.Patch(ctx, md, patch); err != nil {
 		t.Fatal(err)
 	}
-	all, err := w.waitMachines(ctx, 4, 0, 8*time.Minute)
+	all, err := w.waitMachines(ctx, 4, 8*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +338,7 @@ func (w *capiWatcher) collectTokens(ctx context.Context) {
 
 // waitMachines waits until want Machines of the Cluster other than the
 // wrong-recipient one are Running with a nodeRef whose Node is Ready.
-func (w *capiWatcher) waitMachines(ctx context.Context, want int, _ int, timeout time.Duration) ([]upMachine, error) {
+func (w *capiWatcher) waitMachines(ctx context.Context, want int, timeout time.Duration) ([]upMachine, error) {
 	var up []upMachine
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 3*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
@@ -441,15 +438,6 @@ func (w *capiWatcher) waitBootstrapFailed(ctx context.Context, name, reason stri
 		return fmt.Errorf("MachineadmConfig %s: BootstrapSucceeded False/%s not reached within %s (last: %s): %w", name, reason, timeout, last, err)
 	}
 	return nil
-}
-
-// workers lists the MachineDeployment's Machines.
-func (w *capiWatcher) workers(ctx context.Context) ([]clusterv1.Machine, int, error) {
-	ms := &clusterv1.MachineList{}
-	if err := w.c.List(ctx, ms, client.InNamespace(capiNS), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: capiMD}); err != nil {
-		return nil, 0, err
-	}
-	return ms.Items, len(ms.Items), nil
 }
 
 // checkLeaks runs pkg/capi/leakcheck, with its token and certificate-key

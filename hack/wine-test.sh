@@ -109,6 +109,7 @@ runtests pkg/apis/machineadm/validation '^TestWindows'
 # TestStepsWithFakes needs t.TempDir, whose cleanup fails under wine 8
 # (see docs/windows.md); the rest run.
 runtests pkg/host/windows '^(TestCommandLineRoundTrip|TestContainerdConfig|TestFeatures|TestKubeletServiceAndCommand|TestQuoteArg)$'
+runtests pkg/host/files '^TestWindows'
 runtests pkg/host/domainjoin '^(TestNewPlanAndArgs|TestDecide|TestConfs|TestAdcliHint|TestDecodeBlob|TestRebootPending)$'
 
 [ "$fail" = 0 ] && echo "wine-test: PASS" || { echo "wine-test: FAIL"; exit 1; }

@@ -88,7 +88,11 @@ check "config defaults: npipe CRI socket" 0 'npipe:////./pipe/containerd-contain
 check "render powershell" 0 'Register-ScheduledTask' -- render -f "$(zpath "$work/domain.yaml")" --format powershell --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "render unattend" 0 'pass="specialize"' -- render -f "$(zpath "$spec")" --format unattend --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")"
-if ! grep -rqs '"result": *"Succeeded"' "$work/dry"; then echo "FAIL bootstrap --dry-run: no report with result Succeeded under $work/dry"; fail=1; fi
+# The report's Windows path (C:/ProgramData/machineadm/report.json) under the
+# dry run's directory, without its drive.
+if ! grep -qs '"result": *"Succeeded"' "$work/dry/ProgramData/machineadm/report.json"; then
+	echo "FAIL bootstrap --dry-run: no report with result Succeeded at $work/dry/ProgramData/machineadm/report.json"; find "$work/dry" -name '*.json'; fail=1
+fi
 if ! grep -qs 'containerRuntimeEndpoint: npipe:////./pipe/containerd-containerd' "$work/dry/kubeadm/config.yaml"; then
 	echo "FAIL bootstrap --dry-run: kubeadm's kubelet config does not use the npipe endpoint"; fail=1
 fi
@@ -110,6 +114,7 @@ runtests pkg/apis/machineadm/validation '^TestWindows'
 # (see docs/windows.md); the rest run.
 runtests pkg/host/windows '^(TestCommandLineRoundTrip|TestContainerdConfig|TestFeatures|TestKubeletServiceAndCommand|TestQuoteArg)$'
 runtests pkg/host/files '^TestWindows'
+runtests pkg/report '^TestWindowsHostPath$'
 runtests pkg/host/domainjoin '^(TestNewPlanAndArgs|TestDecide|TestConfs|TestAdcliHint|TestDecodeBlob|TestRebootPending)$'
 
 [ "$fail" = 0 ] && echo "wine-test: PASS" || { echo "wine-test: FAIL"; exit 1; }

@@ -101,7 +101,7 @@ echo "== Windows unit tests under wine"
 runtests() { # runtests PKG REGEXP: compile for Windows, run in the package directory
 	local pkg=$1 re=$2 bin out rc=0
 	bin="$work/$(basename "$pkg").test.exe"
-	GOOS=windows CGO_ENABLED=0 go test -c -o "$bin" "./$pkg"
+	GOOS=windows CGO_ENABLED=0 go test -trimpath -c -o "$bin" "./$pkg"
 	out=$(cd "$pkg" && "$wine" "$bin" -test.run "$re" -test.v 2>&1) || rc=$?
 	if [ "$rc" != 0 ] || ! grep -q '^PASS' <<<"$out"; then
 		echo "FAIL go test $pkg -run '$re' under wine:"; echo "$out" | tail -30; fail=1

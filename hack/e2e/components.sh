@@ -46,7 +46,7 @@ gobuild() {
 }
 
 # The image builder's own tests (its module is outside `make test`).
-(cd "$TOOLS" && go test ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
+(cd "$TOOLS" && CGO_ENABLED=0 go test -trimpath ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
 # Small ones first so a failure in the setup shows early.
 gobuild pause v1 "$TOOLS" ./cmd/pause
 gobuild e2e-images v1 "$TOOLS" ./cmd/e2e-images
@@ -57,7 +57,7 @@ done
 gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
 # The DNS addon kubeadm deploys (constants.CoreDNSVersion), with the plugins
 # kubeadm's Corefile uses; the test checks that plugin list.
-(cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
+(cd "$TOOLS/coredns" && CGO_ENABLED=0 go test -trimpath . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
 gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
 gobuild crictl "$CRI_TOOLS_VERSION" "$TOOLS/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION"

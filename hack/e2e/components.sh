@@ -4,7 +4,8 @@
 # kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
 # hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
-# CoreDNS (module hack/e2e/tools/coredns), and Cluster API's core manager
+# CoreDNS (module hack/e2e/tools/coredns), crictl (module
+# hack/e2e/tools/crictl), and Cluster API's core manager
 # with its CRDs and webhook manifests (module hack/e2e/tools/capi, for the
 # Cluster API e2e's management cluster). images.sh builds the images
 # made of them. Each artefact has a stamp file; a matching stamp skips its
@@ -47,7 +48,7 @@ gobuild() {
 }
 
 # The image builder's own tests (its module is outside `make test`).
-(cd "$TOOLS" && go test ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
+(cd "$TOOLS" && CGO_ENABLED=0 go test -trimpath ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
 # Small ones first so a failure in the setup shows early.
 gobuild pause v1 "$TOOLS" ./cmd/pause
 gobuild e2e-images v1 "$TOOLS" ./cmd/e2e-images
@@ -58,8 +59,10 @@ done
 gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
 # The DNS addon kubeadm deploys (constants.CoreDNSVersion), with the plugins
 # kubeadm's Corefile uses; the test checks that plugin list.
-(cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
+(cd "$TOOLS/coredns" && CGO_ENABLED=0 go test -trimpath . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
 gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
+gobuild crictl "$CRI_TOOLS_VERSION" "$TOOLS/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
+  "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION"
 # Cluster API's core manager (Cluster, Machine, MachineSet,
 # MachineDeployment, ... controllers) for TestClusterAPI's management
 # cluster, and the manifests it needs there: its CRDs and the webhook

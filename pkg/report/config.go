@@ -29,7 +29,7 @@ type Options struct {
 	// Retry bounds the HTTP POST. Zero: RetryPolicy's defaults.
 	Retry RetryPolicy
 	// Extra writers run after the spec's, for example the Node annotation
-	// writer (package nodeannotation) after a join.
+	// writer (package nodeannotation) after a bootstrap, init or join.
 	Extra []Writer
 }
 

@@ -43,7 +43,8 @@ type record struct {
 //   - a dry run writes its report under its own directory (reportRoot)
 //     and never to the console, the sentinel or a URL;
 //   - prepare never writes the Cluster API success sentinel;
-//   - a real bootstrap join also annotates its Node with the outcome.
+//   - a real bootstrap (init or join) also annotates its Node with the
+//     outcome (reportSettings).
 func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot string) *record {
 	red := redact.New()
 	if cfg != nil {
@@ -59,23 +60,8 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	}
 	r := &record{command: o.Command, red: red, log: slog.New(red.NewHandler(log.Handler())), out: red.NewWriter(out)}
 
-	settings := machineadm.Report{}
-	if cfg != nil {
-		settings = cfg.Spec.Report
-	}
-	opts := report.Options{Root: reportRoot, Stdout: r.out}
-	if o.Command != Bootstrap {
-		// Only a bootstrap tells Cluster API that the node is up.
-		settings.Sentinel = "-"
-	}
-	if o.DryRun {
-		no := false
-		settings.Console = &no
-		settings.Sentinel = "-"
-		settings.URL = ""
-	} else if o.Command == Bootstrap && cfg != nil && cfg.Spec.Action == machineadm.ActionJoin {
-		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: reportRoot})
-	}
+	settings, opts := reportSettings(o, cfg, reportRoot)
+	opts.Stdout = r.out
 	path := settings.Path
 	if path == "" {
 		path = report.DefaultPath
@@ -84,6 +70,35 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r
+}
+
+// reportSettings are the report writers' settings of a run of o with the
+// spec cfg (nil when the spec is invalid), reporting under reportRoot:
+// the spec's spec.report, except that
+//   - a dry run never writes to the console, the sentinel or a URL;
+//   - only a bootstrap writes the Cluster API success sentinel;
+//   - a real bootstrap, init or join, also annotates its Node with the
+//     outcome (nodeannotation.Writer with the kubelet's kubeconfig, which
+//     kubeadm writes in both): it is how the Cluster API provider learns
+//     that a Machine bootstrapped, the first control plane's included.
+func reportSettings(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot string) (machineadm.Report, report.Options) {
+	settings := machineadm.Report{}
+	if cfg != nil {
+		settings = cfg.Spec.Report
+	}
+	opts := report.Options{Root: reportRoot}
+	if o.Command != Bootstrap {
+		settings.Sentinel = "-"
+	}
+	if o.DryRun {
+		no := false
+		settings.Console = &no
+		settings.Sentinel = "-"
+		settings.URL = ""
+	} else if o.Command == Bootstrap && cfg != nil {
+		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: reportRoot})
+	}
+	return settings, opts
 }
 
 // finish writes the report; a writer's failure is logged, never fatal.

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -112,9 +113,29 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 			LocalServingHost: "127.0.0.1",
 		},
 	}
+	// The harness's namespace has no default route, from which
+	// kube-apiserver would otherwise pick its advertised address (it exits
+	// "Unable to find suitable network address"); its and etcd's output go
+	// to dir/kube-apiserver.log and dir/etcd.log.
+	api := mc.env.ControlPlane.GetAPIServer()
+	api.Configure().Set("advertise-address", "127.0.0.1")
+	etcd := &envtest.Etcd{}
+	mc.env.ControlPlane.Etcd = etcd
+	for _, x := range []struct {
+		name     string
+		out, err *io.Writer
+	}{{"kube-apiserver", &api.Out, &api.Err}, {"etcd", &etcd.Out, &etcd.Err}} {
+		f, err := os.OpenFile(filepath.Join(mc.dir, x.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		*x.out, *x.err = f, f
+	}
 	mc.cfg, err = mc.env.Start()
 	if err != nil {
-		t.Fatalf("management cluster: %v", err)
+		b, _ := os.ReadFile(filepath.Join(mc.dir, "kube-apiserver.log"))
+		t.Fatalf("management cluster: %v\nkube-apiserver log (last 20 lines):\n%s", err, tail(string(b), 20))
 	}
 	t.Cleanup(func() {
 		mc.stopProcesses(t)

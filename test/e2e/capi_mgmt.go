@@ -115,10 +115,12 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	}
 	// The harness's namespace has no default route, from which
 	// kube-apiserver would otherwise pick its advertised address (it exits
-	// "Unable to find suitable network address"); its and etcd's output go
-	// to dir/kube-apiserver.log and dir/etcd.log.
+	// "Unable to find suitable network address"). It advertises 127.0.0.1,
+	// which the endpoint reconciler refuses (loopback), so that is off: no
+	// client here uses the kubernetes Service. Its and etcd's output go to
+	// dir/kube-apiserver.log and dir/etcd.log.
 	api := mc.env.ControlPlane.GetAPIServer()
-	api.Configure().Set("advertise-address", "127.0.0.1")
+	api.Configure().Set("advertise-address", "127.0.0.1").Set("endpoint-reconciler-type", "none")
 	etcd := &envtest.Etcd{}
 	mc.env.ControlPlane.Etcd = etcd
 	for _, x := range []struct {

@@ -4,7 +4,8 @@
 # kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
 # hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
-# and CoreDNS (module hack/e2e/tools/coredns). images.sh builds the images
+# CoreDNS (module hack/e2e/tools/coredns), and kubectl for the host (module
+# hack/e2e/tools/kubectl). images.sh builds the images
 # made of them. Each artefact has a stamp file; a matching stamp skips its
 # build.
 source "$(dirname "$0")/lib.sh"
@@ -62,3 +63,7 @@ gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
 done
+# kubectl runs on the host, not in the machines: `make demo` and `make
+# demo-kubectl` use it. Its own module (hack/e2e/tools/kubectl), so its
+# dependencies leave the components' go.sum, and their stamps, alone.
+gobuild kubectl "$KUBERNETES_VERSION" "$TOOLS/kubectl" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"

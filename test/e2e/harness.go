@@ -33,6 +33,7 @@ type env struct {
 	runDir     string // this run's machines
 	machineadm string // the machineadm binary copied into machines
 	keep       bool   // MACHINEADM_E2E_KEEP=1: keep failed machines
+	demo       *demo  // `make demo` (demo.go): nil in other runs
 
 	mu       sync.Mutex
 	machines []*Machine
@@ -71,6 +72,13 @@ func setupEnv(ctx context.Context) (*env, error) {
 	}
 	if err := setupNetns(ctx); err != nil {
 		return nil, err
+	}
+	if e.demo, err = openDemo(); err != nil {
+		return nil, err
+	}
+	if e.demo == nil && demoUp() {
+		return nil, fmt.Errorf("a demo cluster of `make demo` is up (or being made, or left behind: %s exists), "+
+			"and this run's clean-up would remove its machines; `make demo-down` removes it", demoNetns)
 	}
 	work := getenv("MACHINEADM_E2E_WORK", "/var/tmp/machineadm-e2e")
 	if err := cleanStale(repo, work); err != nil {
@@ -192,6 +200,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 			}
 		}
 		m.MayDegrade = opts.mayDegrade
+		m.Detached = e.demo != nil
 		ms[i] = m
 		wg.Add(1)
 		go func(i int) {

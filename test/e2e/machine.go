@@ -51,7 +51,10 @@ type Machine struct {
 	// BindRO are host directories mounted read-only into the machine,
 	// "HOST:MACHINE" (systemd-nspawn --bind-ro).
 	BindRO []string
-	binds  []string // read-write bind mounts, "HOST:MACHINE"
+	// Detached machines outlive the test process: systemd-nspawn gets no
+	// parent-death signal (the demo keeps its cluster, demo.go).
+	Detached bool
+	binds    []string // read-write bind mounts, "HOST:MACHINE"
 
 	cmd     *exec.Cmd
 	cgroups []string      // the machine's own cgroups, one per hierarchy
@@ -202,6 +205,9 @@ func (m *Machine) Boot(ctx context.Context) error {
 	m.cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_LOCK=0", "MAE2E_CGROUPS="+strings.Join(m.cgroups, " "))
 	m.cmd.Stdout, m.cmd.Stderr = console, console
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if m.Detached {
+		m.cmd.SysProcAttr.Pdeathsig = 0
+	}
 	if err := m.cmd.Start(); err != nil {
 		console.Close()
 		return fmt.Errorf("start systemd-nspawn: %w", err)

@@ -32,12 +32,14 @@ LOG=$DEMO_DIR/demo.log
 NARRATIVE=$DEMO_DIR/narrative
 KUBECONFIG_FILE=$DEMO_DIR/kubeconfig
 KUBECTL=$CACHE/bin/kubectl
+TEST_BIN=$DEMO_DIR/e2e.test
 # Width of a step's label, padded with dots (as demoStepWidth in
 # test/e2e/demo.go).
 STEP_WIDTH=84
 
 # status prints where the demo is: "none", "making PID TIME", "up TIME" or
-# "leftover" (a demo that did not finish, or whose namespace is gone).
+# "leftover" (a demo that did not finish, whose namespace is gone, or a
+# state file this script did not write).
 status() {
   local state= pid= since=
   if [ -f "$STATE" ]; then
@@ -55,7 +57,7 @@ status() {
     if [ -e "$DEMO_NETNS_PATH" ]; then echo "up $since"; else echo leftover; fi
     ;;
   *)
-    if [ -e "$DEMO_NETNS_PATH" ]; then echo leftover; else echo none; fi
+    if [ -e "$DEMO_NETNS_PATH" ] || [ -e "$STATE" ]; then echo leftover; else echo none; fi
     ;;
   esac
 }
@@ -80,7 +82,10 @@ refuse_if_present() {
     echo "$who: a \`make demo\` that did not finish left its machines or network namespace ($DEMO_NETNS) behind." >&2
     ;;
   esac
-  echo "  remove it: make demo-down" >&2
+  case "$st" in
+  making*) echo "  stop it and remove what it made: make demo-down" >&2 ;;
+  *) echo "  remove it: make demo-down" >&2 ;;
+  esac
   exit 1
 }
 
@@ -94,7 +99,8 @@ remove() {
   else
     "$(dirname "$0")/cleanup.sh"
   fi
-  rm -rf "$NARRATIVE" "$KUBECONFIG_FILE" "$DEMO_DIR"/*-report.json "$DEMO_DIR/kube-cache" "$STATE"
+  rm -rf "$NARRATIVE" "$KUBECONFIG_FILE" "$DEMO_DIR"/*-report.json "$DEMO_DIR/kube-cache" \
+    "$DEMO_DIR/prepare.out" "$TEST_BIN" "$STATE"
 }
 
 # kubectl_in_netns ARG...: the cached kubectl, in the demo's namespace,
@@ -183,7 +189,7 @@ fail() {
   tail -n 40 "$LOG" | sed 's/^/  /'
   echo
   echo "Full output: $LOG"
-  echo "The machines and their network are removed; \`make demo\` starts again from the start."
+  echo "What the demo made is removed now; a new \`make demo\` starts from the beginning."
   exit 1
 }
 
@@ -207,16 +213,19 @@ up() {
   echo "Everything runs on this host, offline: no Docker, no downloads once the cache is built."
   echo
   local t=$SECONDS
-  step "Building machineadm (make build)"
+  step "Building machineadm and the test harness (make build, go test -c)"
   run "${MAKE:-make}" --no-print-directory build >>"$LOG" 2>&1 || { echo FAILED; fail "make build failed"; }
+  run go test -c -tags e2e -o "$TEST_BIN" ./test/e2e/ >>"$LOG" 2>&1 || { echo FAILED; fail "compiling the e2e test failed"; }
   dur $((SECONDS - t))
   step "Building the components: kubelet, API server, etcd, CoreDNS, images, root filesystem"
   prepare_with_progress || fail "building the components (make e2e-prepare) failed"
 
-  # Scenario 1 in the demo's namespace; the test narrates the steps.
+  # Scenario 1 in the demo's namespace, run from its package directory as
+  # go test would; the test narrates the steps.
   : >"$NARRATIVE"
-  MACHINEADM_E2E_CACHE=$CACHE MACHINEADM_E2E_DEMO_DIR=$DEMO_DIR MACHINEADM_E2E_NETNS=$DEMO_NETNS_PATH \
-    setsid go test -tags e2e -count=1 -v -timeout 30m -run '^TestScenarios$' ./test/e2e/ >>"$LOG" 2>&1 &
+  echo "== $TEST_BIN -test.v -test.run '^TestScenarios\$' (in test/e2e)" >>"$LOG"
+  (cd test/e2e && MACHINEADM_E2E_CACHE=$CACHE MACHINEADM_E2E_DEMO_DIR=$DEMO_DIR MACHINEADM_E2E_NETNS=$DEMO_NETNS_PATH \
+    exec setsid "$TEST_BIN" -test.v -test.count=1 -test.timeout 30m -test.run '^TestScenarios$') >>"$LOG" 2>&1 &
   child=$!
   tail -n +1 -f --pid="$child" "$NARRATIVE" &
   local tailpid=$! rc=0
@@ -225,7 +234,7 @@ up() {
   wait "$tailpid" || true
   if [ "$rc" != 0 ]; then
     [ -z "$(tail -c 1 "$NARRATIVE")" ] || echo
-    fail "the cluster could not be made (go test exited $rc)"
+    fail "the cluster could not be made (the test exited $rc)"
   fi
   echo "up - $(date +%H:%M:%S)" >"$STATE"
   made=1

@@ -95,7 +95,8 @@ refuse_if_present() {
 remove() {
   if [ -e "$DEMO_NETNS_PATH" ]; then
     nsenter --net="$DEMO_NETNS_PATH" -- "$(dirname "$0")/cleanup.sh"
-    ip netns del "$DEMO_NETNS"
+    # A demo being stopped may remove it at the same time.
+    ip netns del "$DEMO_NETNS" 2>/dev/null || [ ! -e "$DEMO_NETNS_PATH" ]
   else
     "$(dirname "$0")/cleanup.sh"
   fi

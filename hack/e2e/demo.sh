@@ -216,7 +216,7 @@ up() {
   local t=$SECONDS
   step "Building machineadm and the test harness (make build, go test -c)"
   run "${MAKE:-make}" --no-print-directory build >>"$LOG" 2>&1 || { echo FAILED; fail "make build failed"; }
-  run go test -c -tags e2e -o "$TEST_BIN" ./test/e2e/ >>"$LOG" 2>&1 || { echo FAILED; fail "compiling the e2e test failed"; }
+  run env CGO_ENABLED=0 go test -c -trimpath -tags e2e -o "$TEST_BIN" ./test/e2e/ >>"$LOG" 2>&1 || { echo FAILED; fail "compiling the e2e test failed"; }
   dur $((SECONDS - t))
   step "Building the components: kubelet, API server, etcd, CoreDNS, images, root filesystem"
   prepare_with_progress || fail "building the components (make e2e-prepare) failed"

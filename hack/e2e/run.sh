@@ -9,7 +9,10 @@ source "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 "$(dirname "$0")/demo.sh" check "make e2e"
 export MACHINEADM_E2E_CACHE=$CACHE
-args=(-tags e2e -count=1 -v -timeout 50m)
+# CGO_ENABLED=0 -trimpath: the dependencies compiled for make build and
+# make test are reused.
+export CGO_ENABLED=0
+args=(-trimpath -tags e2e -count=1 -v -timeout 50m)
 # MACHINEADM_E2E_RUN=REGEXP runs only the matching tests (go test -run),
 # for example TestSealed.
 if [ -n "${MACHINEADM_E2E_RUN:-}" ]; then

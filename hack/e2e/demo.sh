@@ -93,12 +93,15 @@ refuse_if_present() {
 # mounts and cgroups (cleanup.sh, run in the demo's namespace so that its
 # bridge goes too), the namespace, and the demo's files but the log.
 remove() {
+  mkdir -p "$DEMO_DIR"
   if [ -e "$DEMO_NETNS_PATH" ]; then
-    nsenter --net="$DEMO_NETNS_PATH" -- "$(dirname "$0")/cleanup.sh"
+    nsenter --net="$DEMO_NETNS_PATH" -- "$(dirname "$0")/cleanup.sh" >>"$LOG" 2>&1 ||
+      { echo "hack/e2e/cleanup.sh failed; its output is at the end of $LOG" >&2; return 1; }
     # A demo being stopped may remove it at the same time.
     ip netns del "$DEMO_NETNS" 2>/dev/null || [ ! -e "$DEMO_NETNS_PATH" ]
   else
-    "$(dirname "$0")/cleanup.sh"
+    "$(dirname "$0")/cleanup.sh" >>"$LOG" 2>&1 ||
+      { echo "hack/e2e/cleanup.sh failed; its output is at the end of $LOG" >&2; return 1; }
   fi
   rm -rf "$NARRATIVE" "$KUBECONFIG_FILE" "$DEMO_DIR"/*-report.json "$DEMO_DIR/kube-cache" \
     "$DEMO_DIR/prepare.out" "$TEST_BIN" "$STATE"
@@ -218,12 +221,12 @@ up() {
   run "${MAKE:-make}" --no-print-directory build >>"$LOG" 2>&1 || { echo FAILED; fail "make build failed"; }
   run env CGO_ENABLED=0 go test -c -trimpath -tags e2e -o "$TEST_BIN" ./test/e2e/ >>"$LOG" 2>&1 || { echo FAILED; fail "compiling the e2e test failed"; }
   dur $((SECONDS - t))
-  step "Building the components: kubelet, API server, etcd, CoreDNS, images, root filesystem"
+  step "Building the cluster's components, their images and the machines' root filesystem"
   prepare_with_progress || fail "building the components (make e2e-prepare) failed"
 
   # Scenario 1 in the demo's namespace, run from its package directory as
   # go test would; the test narrates the steps.
-  : >"$NARRATIVE"
+  (umask 077 && : >"$NARRATIVE")
   echo "== $TEST_BIN -test.v -test.run '^TestScenarios\$' (in test/e2e)" >>"$LOG"
   (cd test/e2e && MACHINEADM_E2E_CACHE=$CACHE MACHINEADM_E2E_DEMO_DIR=$DEMO_DIR MACHINEADM_E2E_NETNS=$DEMO_NETNS_PATH \
     exec setsid "$TEST_BIN" -test.v -test.count=1 -test.timeout 30m -test.run '^TestScenarios$') >>"$LOG" 2>&1 &

@@ -47,7 +47,7 @@ const (
 	// demoReportHeight is the number of lines each outcome report gets in
 	// the demo's output: the one-screen view of `machineadm report`,
 	// shorter, so both reports and the rest fit one screen.
-	demoReportHeight = 11
+	demoReportHeight = 9
 )
 
 // demo writes the narrative of a demo run. A nil *demo (not a demo run)
@@ -124,7 +124,9 @@ func (d *demo) printf(format string, args ...any) {
 // keep copies what `make demo-kubectl` and a person need from the kept
 // cluster into the demo directory, cp1's admin kubeconfig and each
 // machine's outcome report, and shows each report as `machineadm report`
-// does, on demoReportHeight lines.
+// does, on demoReportHeight lines. A success's log tail (kubeadm's last
+// lines: its closing advice) is left to the full view the footer names,
+// so the lines go to the phases.
 func (d *demo) keep(cp *Machine, ms ...*Machine) error {
 	if d == nil {
 		return nil
@@ -143,6 +145,9 @@ func (d *demo) keep(cp *Machine, ms ...*Machine) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
 			continue
+		}
+		if r.Result == report.ResultSucceeded {
+			r.LogTail = nil
 		}
 		d.printf("\n%s", report.Summary(r, report.SummaryOptions{
 			Width:  report.ScreenWidth,

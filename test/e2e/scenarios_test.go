@@ -82,7 +82,7 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.demo.step("Booting two machines, cp1 and w1: Debian with systemd and containerd, on a private network")
+	e.demo.step("Booting two machines, cp1 and w1: Debian, systemd, containerd, a private network")
 	start := time.Now()
 	ms := e.bootMachines(ctx, t, cp1, w1)
 	timing(t, "boot-cp1-w1", time.Since(start))

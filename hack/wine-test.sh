@@ -91,7 +91,12 @@ check "config validate refuses a Windows control plane" 2 'Windows machines can 
 check "config defaults: npipe CRI socket" 0 'npipe:////./pipe/containerd-containerd' -- config defaults
 check "render powershell" 0 'Register-ScheduledTask' -- render -f "$(zpath "$work/domain.yaml")" --format powershell --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "render unattend" 0 'pass="specialize"' -- render -f "$(zpath "$spec")" --format unattend --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
-check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")"
+# wine's dism.exe exits 0 and prints nothing, so windows-features cannot
+# read the Containers feature's state: the dry run fails there, classified
+# (HostPreparationFailed, exit 1). The rest of the workflow runs with that
+# phase skipped.
+check "bootstrap --dry-run: wine's DISM prints no feature state" 1 'HostPreparationFailed' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry-dism")"
+check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")" --skip-phases windows-features
 # The report's Windows path (C:/ProgramData/machineadm/report.json) under the
 # dry run's directory, without its drive.
 if ! grep -qs '"result": *"Succeeded"' "$work/dry/ProgramData/machineadm/report.json"; then

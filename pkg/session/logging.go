@@ -209,6 +209,55 @@ func (fn lineFunc) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// logSink is the run's log file in dir, opened on first use by open (a
+// run that stops at bad input leaves no file); writes before open, or
+// after it failed, are dropped. Safe for concurrent use.
+type logSink struct {
+	dir string
+	mu  sync.Mutex
+	f   *os.File
+	// tried is set by open, whether or not the file could be opened;
+	// name is the file's path once it was.
+	tried bool
+	name  string
+}
+
+func (s *logSink) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tried {
+		s.tried, s.f = true, openLogFile(s.dir)
+		if s.f != nil {
+			s.name = s.f.Name()
+		}
+	}
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_, _ = s.f.Write(p)
+	}
+	return len(p), nil
+}
+
+// path is the file's path, "" when it was never opened.
+func (s *logSink) path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.name
+}
+
+func (s *logSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_ = s.f.Close()
+		s.f = nil
+	}
+}
+
 // openLogFile opens the run's log file in dir for appending (0600, dir
 // created 0755 when missing), first moving one larger than maxLogFile to
 // LogFileName+".1". It returns nil when the file cannot be opened: the log

@@ -35,9 +35,10 @@ type record struct {
 	stopSig func()
 	// reportFile is the host path of the report file the run writes.
 	reportFile string
-	// logFile is the run's log file (nil when it could not be opened);
-	// verbose also shows kubeadm's output on the console.
-	logFile *os.File
+	// logFile is the run's log file, opened when the workflow starts (bad
+	// input leaves no file behind); verbose also shows kubeadm's output on
+	// the console.
+	logFile *logSink
 	verbose bool
 }
 
@@ -94,9 +95,8 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	tail := slog.NewTextHandler(lineFunc(func(l string) { r.rec.AppendOutput(l) }), &slog.HandlerOptions{Level: slog.LevelWarn})
 	handlers := fanout{forRun(log.Handler()), belowError{tail}}
 	if o.LogFile {
-		if r.logFile = openLogFile(filepath.Dir(r.reportFile)); r.logFile != nil {
-			handlers = append(handlers, slog.NewTextHandler(r.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		}
+		r.logFile = &logSink{dir: filepath.Dir(r.reportFile)}
+		handlers = append(handlers, slog.NewTextHandler(r.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	r.log = slog.New(red.NewHandler(handlers))
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
@@ -113,7 +113,7 @@ func (r *record) finish() {
 	}
 	_ = r.out.Flush()
 	if r.logFile != nil {
-		_ = r.logFile.Close()
+		r.logFile.close()
 	}
 }
 
@@ -122,7 +122,7 @@ func (r *record) logPath() string {
 	if r.logFile == nil {
 		return ""
 	}
-	return r.logFile.Name()
+	return r.logFile.path()
 }
 
 // invalid records bad input — an invalid spec or a usage error such as an
@@ -166,6 +166,7 @@ func (r *record) kubeadmOutput() (sink func(string), done func()) {
 		tee = append(tee, r.out)
 	}
 	if r.logFile != nil {
+		r.logFile.open()
 		tee = append(tee, r.logFile)
 	}
 	w := r.rec.OutputWriter(io.MultiWriter(tee...))
@@ -176,6 +177,9 @@ func (r *record) kubeadmOutput() (sink func(string), done func()) {
 // failed phase. Panics are recorded as class Internal.
 func (r *record) workflow(ctx context.Context, w *phases.Workflow, d *phases.Data, opts phases.RunOptions) (err error) {
 	defer r.rec.Recover(ctx, &err)
+	if r.logFile != nil {
+		r.logFile.open()
+	}
 	if opts.Only == "" {
 		r.rec.Plan(w.Names()...)
 	}

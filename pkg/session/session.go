@@ -224,19 +224,19 @@ func (r *record) footer(o Options, cfg *machineadm.MachineBootstrapConfig, workD
 		fmt.Fprintf(r.out, "dry run: FAILED%s; a real run would fail there too (see the error above); nothing on this host was changed\n", where)
 		return
 	}
-	fmt.Fprintln(r.out, "dry run: nothing on this host was changed")
+	fmt.Fprintf(r.out, "dry run: nothing on this host was changed; what the dry run wrote is under %s\n", workDir)
 	if o.Command == Bootstrap && cfg != nil {
 		if cfg.Spec.Action == machineadm.ActionJoin && cfg.Spec.Join != nil {
 			fmt.Fprintf(r.out, "dry run: no cluster was contacted; a real run would join the cluster at %s\n", cfg.Spec.Join.APIServerEndpoint)
 		}
 		certs := ""
 		if cfg.Spec.ControlPlane != nil {
-			certs = ", certificates in " + filepath.Join(workDir, "pki")
+			certs = ", the certificates in " + filepath.Join(workDir, "pki")
 		}
 		fmt.Fprintf(r.out, "dry run: files kubeadm would write are in %s%s\n", filepath.Join(workDir, "kubeadm"), certs)
-	}
-	if p := r.logPath(); p != "" {
-		fmt.Fprintf(r.out, "dry run: report and log in %s; -v shows kubeadm's full output\n", filepath.Dir(p))
+		if p := r.logPath(); p != "" {
+			fmt.Fprintf(r.out, "dry run: kubeadm's full output is in %s (-v prints it here)\n", p)
+		}
 	}
 }
 

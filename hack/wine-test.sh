@@ -87,6 +87,11 @@ check "config validate refuses a Windows control plane" 2 'Windows machines can 
 check "config defaults: npipe CRI socket" 0 'npipe:////./pipe/containerd-containerd' -- config defaults
 check "render powershell" 0 'Register-ScheduledTask' -- render -f "$(zpath "$work/domain.yaml")" --format powershell --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "render unattend" 0 'pass="specialize"' -- render -f "$(zpath "$spec")" --format unattend --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
+# A dry run reads the same inputs as a real run: without the token file it
+# fails in inputs-check naming the field (exit 1); with the file that
+# `token generate --out` writes, it plans.
+check "bootstrap --dry-run without the token file" 1 'spec.join.token' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry-missing")"
+check "token generate --out" 0 'wrote a new bootstrap token' -- token generate --out 'C:\ProgramData\machineadm\secrets\bootstrap-token'
 check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")"
 if ! grep -rqs '"result": *"Succeeded"' "$work/dry"; then echo "FAIL bootstrap --dry-run: no report with result Succeeded under $work/dry"; fail=1; fi
 if ! grep -qs 'containerRuntimeEndpoint: npipe:////./pipe/containerd-containerd' "$work/dry/kubeadm/config.yaml"; then

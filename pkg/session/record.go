@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -86,7 +85,7 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	if path == "" {
 		path = report.DefaultPath
 	}
-	r.reportFile = filepath.Join(reportRoot, path)
+	r.reportFile = report.HostPath(reportRoot, path)
 	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
 	// The structured log: the caller's (standard error: warnings only,
 	// unless --log-level), the log file at debug level, and the report's

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/machineadm/machineadm/pkg/cmd"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/report"

@@ -38,10 +38,8 @@ echo "== stub bcryptprimitives.dll (test fixture)"
 "$cc" -shared -O2 -o "$work/bcryptprimitives.dll" hack/wine/testdata/bcryptprimitives.c hack/wine/testdata/bcryptprimitives.def -ladvapi32
 "$wine" wineboot -i >/dev/null 2>&1
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
-# The worker spec's token file (C:\ProgramData\machineadm\secrets), so that
-# the dry run's inputs-check has what a real machine would.
-secrets="$WINEPREFIX/drive_c/ProgramData/machineadm/secrets"
-mkdir -p "$secrets" && (umask 077 && echo abcdef.0123456789abcdef >"$secrets/bootstrap-token")
+# The worker spec's token file (C:\ProgramData\machineadm\secrets) is made
+# below with `token generate --out`, after a dry run without it has failed.
 
 echo "== windows/amd64 binary"
 make -s build-all PLATFORMS=windows/amd64 >/dev/null

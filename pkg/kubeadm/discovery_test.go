@@ -28,6 +28,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	tokenjws "k8s.io/cluster-bootstrap/token/jws"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	discoverytoken "k8s.io/kubernetes/cmd/kubeadm/app/discovery/token"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -341,5 +344,33 @@ func TestWaitClusterInfoMalformedToken(t *testing.T) {
 	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{Endpoint: "127.0.0.1:1", Token: "NOT-A-TOKEN-secretpart", UnsafeSkipCAVerification: true})
 	if c, _ := errclass.Of(err); c != errclass.DiscoveryFailed || strings.Contains(err.Error(), "secretpart") {
 		t.Errorf("err %v (class %s), want DiscoveryFailed without the token", err, c)
+	}
+}
+
+// After the wait, kubeadm's own discovery (the function `kubeadm join`'s
+// preflight calls) accepts the same cluster-info on its first request,
+// without its 5 s retry: two requests, the unverified and the verified
+// read.
+func TestWaitClusterInfoThenKubeadmDiscoveryAtOnce(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 2)
+	pin := pubkeypin.Hash(ca.cert)
+	if _, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pin}, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.count()
+	cfg, err := discoverytoken.RetrieveValidatedConfigInfo(nil, &kubeadmapi.Discovery{BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{
+		Token: testToken, APIServerEndpoint: s.endpoint, CACertHashes: []string{pin},
+	}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.count() - before; n != 2 {
+		t.Errorf("kubeadm's discovery made %d requests, want 2 (signed at its first)", n)
+	}
+	if _, c, err := kubeconfigutil.GetClusterFromKubeConfig(cfg); err != nil || c.Server != "https://"+s.endpoint {
+		t.Errorf("kubeadm's discovery returned %+v %v", c, err)
 	}
 }

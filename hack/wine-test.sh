@@ -88,7 +88,11 @@ check "config defaults: npipe CRI socket" 0 'npipe:////./pipe/containerd-contain
 check "render powershell" 0 'Register-ScheduledTask' -- render -f "$(zpath "$work/domain.yaml")" --format powershell --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "render unattend" 0 'pass="specialize"' -- render -f "$(zpath "$spec")" --format unattend --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")"
-if ! grep -rqs '"result": *"Succeeded"' "$work/dry"; then echo "FAIL bootstrap --dry-run: no report with result Succeeded under $work/dry"; fail=1; fi
+# The report's Windows path (C:/ProgramData/machineadm/report.json) under the
+# dry run's directory, without its drive.
+if ! grep -qs '"result": *"Succeeded"' "$work/dry/ProgramData/machineadm/report.json"; then
+	echo "FAIL bootstrap --dry-run: no report with result Succeeded at $work/dry/ProgramData/machineadm/report.json"; find "$work/dry" -name '*.json'; fail=1
+fi
 if ! grep -qs 'containerRuntimeEndpoint: npipe:////./pipe/containerd-containerd' "$work/dry/kubeadm/config.yaml"; then
 	echo "FAIL bootstrap --dry-run: kubeadm's kubelet config does not use the npipe endpoint"; fail=1
 fi
@@ -97,7 +101,7 @@ echo "== Windows unit tests under wine"
 runtests() { # runtests PKG REGEXP: compile for Windows, run in the package directory
 	local pkg=$1 re=$2 bin out rc=0
 	bin="$work/$(basename "$pkg").test.exe"
-	GOOS=windows CGO_ENABLED=0 go test -c -o "$bin" "./$pkg"
+	GOOS=windows CGO_ENABLED=0 go test -trimpath -c -o "$bin" "./$pkg"
 	out=$(cd "$pkg" && "$wine" "$bin" -test.run "$re" -test.v 2>&1) || rc=$?
 	if [ "$rc" != 0 ] || ! grep -q '^PASS' <<<"$out"; then
 		echo "FAIL go test $pkg -run '$re' under wine:"; echo "$out" | tail -30; fail=1
@@ -109,6 +113,8 @@ runtests pkg/apis/machineadm/validation '^TestWindows'
 # TestStepsWithFakes needs t.TempDir, whose cleanup fails under wine 8
 # (see docs/windows.md); the rest run.
 runtests pkg/host/windows '^(TestCommandLineRoundTrip|TestContainerdConfig|TestFeatures|TestKubeletServiceAndCommand|TestQuoteArg)$'
+runtests pkg/host/files '^TestWindows'
+runtests pkg/report '^TestWindowsHostPath$'
 runtests pkg/host/domainjoin '^(TestNewPlanAndArgs|TestDecide|TestConfs|TestAdcliHint|TestDecodeBlob|TestRebootPending)$'
 
 [ "$fail" = 0 ] && echo "wine-test: PASS" || { echo "wine-test: FAIL"; exit 1; }

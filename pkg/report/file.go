@@ -45,7 +45,7 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	if path == "" {
 		path = DefaultPath
 	}
-	full := filepath.Join(w.Root, path)
+	full := HostPath(w.Root, path)
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("creating report directory: %w", err)
 	}
@@ -57,7 +57,7 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	switch {
 	case errors.As(err, &notRegular) || readlimit.IsTooLarge(err):
 	case err == nil:
-		if err := atomicfile.WriteFile(filepath.Join(w.Root, PreviousPath(path)), old, 0o600); err != nil {
+		if err := atomicfile.WriteFile(HostPath(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):

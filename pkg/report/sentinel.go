@@ -44,7 +44,7 @@ func (w *SentinelWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	case "":
 		path = DefaultSentinel
 	}
-	full := filepath.Join(w.Root, path)
+	full := HostPath(w.Root, path)
 	if r.Result != ResultSucceeded {
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing stale sentinel: %w", err)

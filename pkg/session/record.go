@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -81,7 +80,7 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	if path == "" {
 		path = report.DefaultPath
 	}
-	r.reportFile = filepath.Join(reportRoot, path)
+	r.reportFile = report.HostPath(reportRoot, path)
 	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r

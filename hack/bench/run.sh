@@ -9,7 +9,9 @@ source "$(dirname "$0")/../e2e/lib.sh"
 "$(dirname "$0")/kubeadm.sh"
 cd "$REPO_ROOT"
 export MACHINEADM_E2E_CACHE=$CACHE MACHINEADM_E2E_BENCH=1 MACHINEADM_BENCH_N=${BENCH_N:-5}
+# As hack/e2e/run.sh: the dependencies compiled for make build are reused.
+export CGO_ENABLED=0
 rc=0
-go test -tags e2e -count=1 -v -timeout 90m -run '^TestBench$' ./test/e2e/ || rc=$?
+go test -trimpath -tags e2e -count=1 -v -timeout 90m -run '^TestBench$' ./test/e2e/ || rc=$?
 "$REPO_ROOT/hack/e2e/cleanup.sh"
 exit $rc

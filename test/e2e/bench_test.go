@@ -287,6 +287,11 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 			t.Fatalf("%s: %v\n%s", m.Name, err, raw)
 		}
 		s.outside, s.own = outsideKubeadm(spec, r, s.exec)
+		var ph []string
+		for _, p := range r.Phases {
+			ph = append(ph, fmt.Sprintf("%s=%dms", p.Name, p.DurationMs))
+		}
+		t.Logf("%s %s phases: %s", m.Name, tool, strings.Join(ph, " "))
 	}
 	return s
 }

@@ -368,6 +368,8 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	}
 	if r.done > 0 && !r.resumed {
 		r.resumed = true
+		d.resumedAt = n.Name
+		defer func() { d.resumedAt = "" }()
 		d.log().Info("resuming an unfinished run", "phase", n.Name, "completedEarlier", r.done)
 		if ro, ok := r.obs.(ResumeObserver); ok {
 			ro.Resumed(n.Name, r.done)

@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   pkg=${t% *} name=${t#* }
   log="$logdir/$name.log"
   rc=0
-  go test -ldflags "${FUZZ_LDFLAGS:-}" -run '^$' -fuzz "^$name\$" -fuzztime "${secs}s" \
+  CGO_ENABLED=0 go test -trimpath -ldflags "${FUZZ_LDFLAGS:-}" -run '^$' -fuzz "^$name\$" -fuzztime "${secs}s" \
     -fuzzminimizetime "$minimize" -parallel "$parallel" "./$pkg" >"$log" 2>&1 || rc=$?
   execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
   total=$((total + execs))

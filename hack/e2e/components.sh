@@ -4,7 +4,8 @@
 # kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
 # hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
-# and CoreDNS (module hack/e2e/tools/coredns). images.sh builds the images
+# CoreDNS (module hack/e2e/tools/coredns) and crictl (module
+# hack/e2e/tools/crictl). images.sh builds the images
 # made of them. Each artefact has a stamp file; a matching stamp skips its
 # build.
 source "$(dirname "$0")/lib.sh"
@@ -45,7 +46,7 @@ gobuild() {
 }
 
 # The image builder's own tests (its module is outside `make test`).
-(cd "$TOOLS" && go test ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
+(cd "$TOOLS" && CGO_ENABLED=0 go test -trimpath ./cmd/... >/dev/null) || { log "hack/e2e/tools tests failed"; exit 1; }
 # Small ones first so a failure in the setup shows early.
 gobuild pause v1 "$TOOLS" ./cmd/pause
 gobuild e2e-images v1 "$TOOLS" ./cmd/e2e-images
@@ -56,8 +57,10 @@ done
 gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
 # The DNS addon kubeadm deploys (constants.CoreDNSVersion), with the plugins
 # kubeadm's Corefile uses; the test checks that plugin list.
-(cd "$TOOLS/coredns" && go test . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
+(cd "$TOOLS/coredns" && CGO_ENABLED=0 go test -trimpath . >/dev/null) || { log "hack/e2e/tools/coredns tests failed"; exit 1; }
 gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
+gobuild crictl "$CRI_TOOLS_VERSION" "$TOOLS/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
+  "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION"
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"

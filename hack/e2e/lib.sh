@@ -17,6 +17,9 @@ CNI_PLUGINS_VERSION=${CNI_PLUGINS_VERSION:-v1.10.0}
 # kubeadm constants.CoreDNSVersion of the embedded k8s.io/kubernetes: the
 # image tag kubeadm asks for and the github.com/coredns/coredns module version.
 COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
+# cri-tools' crictl (module hack/e2e/tools/crictl), the CRI client of the
+# systemd control-plane scenario.
+CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.37.0}
 # The image repository the e2e specs name (kubernetes.imageRepository).
 # Nothing is ever pulled from it: every image is imported from a tarball, and
 # the reserved .invalid domain (RFC 2606) never resolves, so a stray pull

@@ -9,7 +9,10 @@ source "$(dirname "$0")/lib.sh"
 
 cd "$REPO_ROOT"
 export MACHINEADM_E2E_CACHE=$CACHE
-args=(-tags e2e -count=1 -v -timeout 50m)
+# CGO_ENABLED=0 -trimpath: the dependencies compiled for make build and
+# make test are reused.
+export CGO_ENABLED=0
+args=(-trimpath -tags e2e -count=1 -v -timeout 50m)
 if [ "${1:-}" = demo ]; then
   export MACHINEADM_E2E_SCENARIOS=1 MACHINEADM_E2E_PRINT_REPORTS=1
   args+=(-run 'TestScenarios')

@@ -26,7 +26,7 @@ repro_s=$(($(date +%s) - t))
 dist=$work/a/dist
 
 t=$(date +%s)
-(cd "$here" && MACHINEADM_RELEASE_DIST=$dist go test -count=1 ./...)
+(cd "$here" && MACHINEADM_RELEASE_DIST=$dist CGO_ENABLED=0 go test -trimpath -count=1 ./...)
 test_s=$(($(date +%s) - t))
 
 t=$(date +%s)

@@ -43,10 +43,14 @@ func TestCloudConfigSchema(t *testing.T) {
 			"inline":   {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}},
 			"payload":  {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Payload: &PayloadSource{URL: testPayloadURL, SHA256: sha256Hex(data)}},
 			"in-image": {Format: FormatCloudConfig, Agent: AgentSource{URL: "file:///usr/local/bin/machineadm", SHA256: testAgentSHA256}},
+			"gzip":     {Format: FormatCloudConfig, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}, Gzip: true},
 		} {
 			t.Run(name+"/"+variant, func(t *testing.T) {
 				out := mustRender(t, data, cfg, o)
-				checkCloudConfigShape(t, out)
+				if o.Gzip {
+					out = gunzip(t, out) // cloud-init's schema reads the decompressed document
+				}
+				checkCloudConfigShape(t, out, o.Gzip)
 				path := filepath.Join(t.TempDir(), "user-data")
 				if err := os.WriteFile(path, out, 0o600); err != nil {
 					t.Fatal(err)
@@ -62,8 +66,9 @@ func TestCloudConfigSchema(t *testing.T) {
 
 // checkCloudConfigShape checks the rules the renderer promises: the
 // "#cloud-config" header and never a Jinja template header, only the
-// write_files and runcmd modules, every file gz+b64-encoded.
-func checkCloudConfigShape(t *testing.T, out []byte) {
+// write_files and runcmd modules, every file gz+b64-encoded (plain text
+// in a gzip-compressed cloud-config, whose decompressed form out is then).
+func checkCloudConfigShape(t *testing.T, out []byte, gzipped bool) {
 	t.Helper()
 	if !strings.HasPrefix(string(out), "#cloud-config\n") {
 		t.Errorf("first line is not #cloud-config")
@@ -85,8 +90,8 @@ func checkCloudConfigShape(t *testing.T, out []byte) {
 		t.Fatal(err)
 	}
 	for _, f := range cc.WriteFiles {
-		if f.Encoding != "gz+b64" {
-			t.Errorf("%s has encoding %q, want gz+b64", f.Path, f.Encoding)
+		if want := "gz+b64"; !gzipped && f.Encoding != want || gzipped && f.Encoding != "" {
+			t.Errorf("%s has encoding %q (gzip-compressed cloud-config: %v)", f.Path, f.Encoding, gzipped)
 		}
 	}
 }
@@ -154,7 +159,7 @@ func TestCloudConfigAgentInImage(t *testing.T) {
 	} {
 		c.o.Format = FormatCloudConfig
 		out := mustRender(t, spec, cfg, c.o)
-		checkCloudConfigShape(t, out)
+		checkCloudConfigShape(t, out, false)
 		var cc cloudConfig
 		if err := yaml.Unmarshal(out, &cc); err != nil {
 			t.Fatal(err)

@@ -58,6 +58,14 @@ type Options struct {
 	Payload *PayloadSource
 	// MaxSize bounds the size of the output; the zero Limit means no bound.
 	MaxSize Limit
+	// Gzip compresses the whole output with gzip (RFC 1952), which
+	// cloud-init undoes before it reads user data ("gzip compressed
+	// content" in cloud-init's user-data formats). The files inside are then
+	// written as plain text where they can be, so that one compression
+	// covers them all. FormatCloudConfig only: Ignition, a shell script run
+	// by hand and Windows' bootstrappers do not decompress. MaxSize counts
+	// the compressed bytes. Default false.
+	Gzip bool
 	// AllowInlineSecrets renders a spec that carries secret values inline.
 	// Default false: such a spec is refused with an *InlineSecretsError.
 	AllowInlineSecrets bool
@@ -155,6 +163,9 @@ func resolve(o Options) (*resolved, error) {
 			return nil, optErr("--payload-sha256", "required with --payload-url")
 		}
 		r.Payload = &p
+	}
+	if o.Gzip && o.Format != FormatCloudConfig {
+		return nil, optErr("--gzip", "only applies to --format cloud-config (cloud-init decompresses gzip user data; %s's consumer does not)", o.Format)
 	}
 	if o.Format == FormatIgnition {
 		if r.IgnitionVersion, err = ignitionVersion(o.IgnitionVersion); err != nil {

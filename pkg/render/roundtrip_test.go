@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
@@ -109,6 +111,22 @@ func TestRoundTripStubs(t *testing.T) {
 			o.Format = FormatCloudConfig
 			r := applyCloudConfig(t, mustRender(t, c.spec, c.cfg, o))
 			checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), c.spec)
+		})
+		t.Run(name+"/cloud-config-gzip", func(t *testing.T) {
+			o := o
+			o.Format, o.Gzip = FormatCloudConfig, true
+			out := mustRender(t, c.spec, c.cfg, o)
+			r := applyCloudConfig(t, out)
+			checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), c.spec)
+			// Text YAML carries exactly travels plain; CRLF and raw bytes
+			// keep gz+b64.
+			var cc cloudConfig
+			if err := yaml.Unmarshal(gunzip(t, out), &cc); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "", false: "gz+b64"}[name == "tricky-lf"]; cc.WriteFiles[0].Encoding != want {
+				t.Errorf("spec entry encoding %q, want %q", cc.WriteFiles[0].Encoding, want)
+			}
 		})
 		t.Run(name+"/ignition", func(t *testing.T) {
 			out := mustRender(t, c.spec, c.cfg, Options{Format: FormatIgnition, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}})

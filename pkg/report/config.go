@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,7 +52,7 @@ func WritersFor(rep machineadm.Report, o Options) []Writer {
 	}
 	shown := path
 	if o.Root != "" && o.Root != "/" {
-		shown = filepath.Join(o.Root, path)
+		shown = HostPath(o.Root, path)
 	}
 	ws := []Writer{&FileWriter{Root: o.Root, Path: path}}
 	if o.Stdout != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -56,7 +55,7 @@ func (w *ConsoleWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	data := []byte(strings.ReplaceAll(Summary(r, opt), "\n", "\r\n"))
 	var errs []error
 	for _, dev := range devices {
-		full := filepath.Join(w.Root, dev)
+		full := HostPath(w.Root, dev)
 		if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -74,7 +74,7 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	if path == "" {
 		path = DefaultPath
 	}
-	full := filepath.Join(w.Root, path)
+	full := HostPath(w.Root, path)
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("creating report directory: %w", err)
 	}
@@ -95,7 +95,7 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	switch {
 	case errors.As(err, &notRegular) || readlimit.IsTooLarge(err):
 	case err == nil:
-		if err := atomicfile.WriteFile(filepath.Join(w.Root, PreviousPath(path)), old, 0o600); err != nil {
+		if err := atomicfile.WriteFile(HostPath(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):

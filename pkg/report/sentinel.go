@@ -68,9 +68,9 @@ func (w *SentinelWriter) path() string {
 	case SentinelDisabled:
 		return ""
 	case "":
-		return filepath.Join(w.Root, DefaultSentinel)
+		return HostPath(w.Root, DefaultSentinel)
 	}
-	return filepath.Join(w.Root, w.Path)
+	return HostPath(w.Root, w.Path)
 }
 
 func removeSentinel(full string) error {

@@ -87,7 +87,12 @@ func TestSealed(t *testing.T) {
 	defer srv.close()
 
 	cpSpec := controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
-	cpData := e.sealAndRender(ctx, t, cp1, cpSpec, stage, recipients[cp1.Name], srv.url("/machineadm"), digest)
+	// cp1's is gzip-compressed whole (render --gzip): cloud-init itself
+	// decompresses it.
+	cpData := e.sealAndRender(ctx, t, cp1, cpSpec, stage, recipients[cp1.Name], srv.url("/machineadm"), digest, "--gzip")
+	if !bytes.HasPrefix(cpData, []byte{0x1f, 0x8b}) {
+		t.Fatal("render --gzip did not write gzip")
+	}
 	wData := e.sealAndRender(ctx, t, w1, workerSpec(w1, secrets.caHash), stage, recipients[w1.Name], "file:///usr/local/bin/machineadm", "")
 	w3Data := e.sealAndRender(ctx, t, w3, workerSpec(w3, secrets.caHash), stage, recipients[w3.Name], "file:///usr/local/bin/machineadm", "")
 
@@ -226,7 +231,7 @@ func stopAllMachines(t *testing.T, e *env) {
 // seal --root stage --recipient R` and renders the sealed file as
 // cloud-config (--max-size aws) with `machineadm render`, without
 // --insecure-inline-secrets.
-func (e *env) sealAndRender(ctx context.Context, t *testing.T, node hostsEntry, s *machineadm.MachineBootstrapConfig, stage, recipient, agentURL, digest string) []byte {
+func (e *env) sealAndRender(ctx context.Context, t *testing.T, node hostsEntry, s *machineadm.MachineBootstrapConfig, stage, recipient, agentURL, digest string, renderArgs ...string) []byte {
 	t.Helper()
 	y, err := specYAML(s)
 	if err != nil {
@@ -247,6 +252,7 @@ func (e *env) sealAndRender(ctx context.Context, t *testing.T, node hostsEntry, 
 	if digest != "" {
 		args = append(args, "--agent-sha256", digest)
 	}
+	args = append(args, renderArgs...)
 	if b, err := exec.CommandContext(ctx, e.machineadm, args...).CombinedOutput(); err != nil {
 		t.Fatalf("machineadm render for %s: %v\n%s", node.Name, err, b)
 	}
@@ -320,6 +326,12 @@ func findSecrets(data []byte, forbidden map[string]string) string {
 		}
 		if depth == 0 {
 			return ""
+		}
+		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil { // gzip user data (render --gzip)
+			var out bytes.Buffer
+			if _, err := out.ReadFrom(zr); err == nil {
+				return search(out.Bytes(), depth-1)
+			}
 		}
 		for _, run := range base64Runs.FindAll(b, -1) {
 			dec, err := base64.StdEncoding.DecodeString(string(bytes.Join(bytes.Fields(run), nil)))

@@ -7,11 +7,13 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,9 +172,10 @@ func fileSHA256(p string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// checkNoControlPlanePods: neither the API (mirror pods) nor containerd's
-// CRI namespace (`ctr -n k8s.io`, as crictl would list it; the image has
-// no crictl) knows a control-plane pod of the node.
+// checkNoControlPlanePods: neither the API (mirror pods), nor the node's
+// CRI (`crictl pods`, cri-tools built by components.sh, as the kubelet's
+// runtime lists its pod sandboxes), nor containerd's k8s.io namespace
+// knows a control-plane pod of the node.
 func checkNoControlPlanePods(ctx context.Context, t *testing.T, cs kubernetes.Interface, m *Machine) {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
@@ -184,7 +187,24 @@ func checkNoControlPlanePods(ctx context.Context, t *testing.T, cs kubernetes.In
 			t.Errorf("%s: control-plane pod %s exists", m.Name, p.Name)
 		}
 	}
-	res, err := m.Exec(ctx, nil, "ctr", "--namespace", "k8s.io", "containers", "ls",
+	res, err := m.Exec(ctx, nil, e2eBinDir+"/crictl", "--runtime-endpoint", "unix:///run/containerd/containerd.sock",
+		"pods", "--output", "json")
+	if err != nil {
+		t.Fatalf("%s: crictl pods: %v", m.Name, err)
+	}
+	sandboxes, err := parseCrictlPods(res.Stdout)
+	if err != nil {
+		t.Fatalf("%s: crictl pods: %v:\n%s", m.Name, err, res.Stdout)
+	}
+	for _, sb := range sandboxes {
+		if sb.Labels["tier"] == "control-plane" || slices.ContainsFunc(systemdUnits, func(u string) bool {
+			return strings.HasPrefix(sb.Metadata.Name, u+"-")
+		}) {
+			t.Errorf("%s: crictl pods lists control-plane pod %s/%s (%s)", m.Name, sb.Metadata.Namespace, sb.Metadata.Name, sb.State)
+		}
+	}
+	t.Logf("%s: crictl pods: %d pod sandboxes, none of the control plane", m.Name, len(sandboxes))
+	res, err = m.Exec(ctx, nil, "ctr", "--namespace", "k8s.io", "containers", "ls",
 		`labels."io.kubernetes.pod.namespace"==kube-system`)
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +221,33 @@ func checkNoControlPlanePods(ctx context.Context, t *testing.T, cs kubernetes.In
 	if err != nil || strings.Contains(string(kc), "staticPodPath: /") {
 		t.Errorf("%s: kubelet config still has a static pod path (%v):\n%s", m.Name, err, kc)
 	}
+}
+
+// crictlPod is the part of a `crictl pods --output json` item the check
+// reads (cri-api's PodSandbox: metadata, state, labels).
+type crictlPod struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	State  string            `json:"state"`
+	Labels map[string]string `json:"labels"`
+}
+
+// parseCrictlPods decodes `crictl pods --output json`; output without an
+// items list (not crictl's pod listing) is an error, so the check cannot
+// pass on an empty or foreign answer.
+func parseCrictlPods(out string) ([]crictlPod, error) {
+	var list struct {
+		Items *[]crictlPod `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, err
+	}
+	if list.Items == nil {
+		return nil, fmt.Errorf("no items list in the output")
+	}
+	return *list.Items, nil
 }
 
 // checkUnitsActive: `systemctl is-active` says active for every unit.

@@ -98,9 +98,15 @@ func (c Change) ContentChanged() bool {
 	return c.Old.Exists != c.New.Exists || !bytes.Equal(c.Old.Content, c.New.Content)
 }
 
-// MetaChanged says whether only mode, owner or group change.
+// MetaChanged says whether only mode, owner or group change, as far as
+// the OS keeps them: on Windows only the owner's write bit (the read-only
+// attribute) counts, and owners not at all.
 func (c Change) MetaChanged() bool {
-	return c.Old.Exists && c.New.Exists && (c.Old.Mode != c.New.Mode || c.Old.UID != c.New.UID || c.Old.GID != c.New.GID)
+	if !c.Old.Exists || !c.New.Exists {
+		return false
+	}
+	owner := c.Old.UID != c.New.UID || c.Old.GID != c.New.GID
+	return effectiveMode(c.Old.Mode) != effectiveMode(c.New.Mode) || ownersApply && owner
 }
 
 // Changed says whether applying the change touches the host.
@@ -134,7 +140,9 @@ func (c Change) Summary() string {
 // Apply makes the change on the host: new content is written atomically
 // with WriteAtomic (parent directories are created 0755); metadata-only
 // changes are made in place, keeping the content and mtime; a removal
-// deletes the file. An unchanged file is not touched.
+// deletes the file. An unchanged file is not touched. On Windows owners
+// are not set (see MetaChanged) and the mode sets only the read-only
+// attribute.
 func Apply(c Change) error {
 	switch {
 	case !c.Changed():
@@ -147,8 +155,10 @@ func Apply(c Change) error {
 	case c.ContentChanged():
 		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 	}
-	if err := os.Lchown(c.HostPath, c.New.UID, c.New.GID); err != nil {
-		return err
+	if ownersApply {
+		if err := os.Lchown(c.HostPath, c.New.UID, c.New.GID); err != nil {
+			return err
+		}
 	}
 	return os.Chmod(c.HostPath, c.New.Mode)
 }

@@ -7,6 +7,9 @@ import (
 	"syscall"
 )
 
+// ownersApply: files have numeric owners that Apply sets.
+const ownersApply = true
+
 // fileOwner returns the numeric owner and group of a file.
 func fileOwner(fi fs.FileInfo) (uid, gid int) {
 	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -14,3 +17,7 @@ func fileOwner(fi fs.FileInfo) (uid, gid int) {
 	}
 	return 0, 0
 }
+
+// effectiveMode is the part of the permission bits the OS keeps: all of
+// them.
+func effectiveMode(m fs.FileMode) fs.FileMode { return m.Perm() }

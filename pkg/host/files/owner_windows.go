@@ -2,6 +2,15 @@ package files
 
 import "io/fs"
 
-// fileOwner reports 0:0 on Windows, which has no numeric owners; host
-// preparation of Linux files does not run there.
+// ownersApply: Windows has no numeric owners; a file's access comes from
+// the ACL it inherits from its directory, so Apply never changes owners
+// and a spec's uid/gid are not compared.
+const ownersApply = false
+
+// fileOwner reports 0:0 on Windows, which has no numeric owners.
 func fileOwner(fs.FileInfo) (uid, gid int) { return 0, 0 }
+
+// effectiveMode is the part of the permission bits Windows keeps: the
+// owner's write bit, which os.Chmod maps to the read-only attribute (Lstat
+// reports 0666 or 0444 whatever was asked).
+func effectiveMode(m fs.FileMode) fs.FileMode { return m & 0o200 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,7 +89,7 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 	if path == "" {
 		path = DefaultKubeconfig
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(w.Root, path))
+	cfg, err := clientcmd.BuildConfigFromFlags("", report.HostPath(w.Root, path))
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %s: %w", path, err)
 	}

@@ -5,7 +5,9 @@ package's round-trip tests.
 usage: cloudinit_apply.py CLOUD_CONFIG ROOT RUNCMD_SCRIPT
 
 write_files entries are decoded and written by cloudinit.config.cc_write_files
-with every path moved under ROOT; runcmd is turned into a shell script by
+with every path moved under ROOT; gzip-compressed user data is first
+decompressed with cloudinit.util.decomp_gzip, as cloudinit.user_data does
+with what the datasource returns; runcmd is turned into a shell script by
 cloudinit.util.shellify (what cc_runcmd does), with write_files paths in its
 commands moved under ROOT too.
 """
@@ -21,6 +23,7 @@ from cloudinit.config import cc_write_files
 def main(cfg_path, root, script_path):
     with open(cfg_path, "rb") as f:
         raw = f.read()
+    raw = util.decomp_gzip(raw, decode=False)
     if not raw.startswith(b"#cloud-config\n"):
         sys.exit("not a #cloud-config document")
     cfg = util.load_yaml(raw.decode("utf-8"))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,42 @@ func TestProvisionalReportRedactedAndReplacedByInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, PreviousPath(DefaultPath))); !os.IsNotExist(err) {
 		t.Errorf("the provisional report was kept as the previous one: %v", err)
+	}
+}
+
+// BenchmarkProgressUpdate measures one provisional report update (a
+// top-level phase starting) against the durable write the final report
+// costs, on the file system of the test's temporary directory.
+func BenchmarkProgressUpdate(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		final bool
+	}{{"update", false}, {"durable", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			root := b.TempDir()
+			w := &FileWriter{Root: root}
+			rec := NewRecorder(Meta{Command: "bootstrap"}, []Writer{w}, nil, nil)
+			for i := range 40 {
+				name := fmt.Sprintf("phase-%d", i)
+				rec.PhaseStarted(name)
+				rec.PhaseFinished(name, PhaseSucceeded, "wrote /etc/something")
+			}
+			if err := rec.Begin(); err != nil {
+				b.Fatal(err)
+			}
+			p := rec.provisionalLocked()
+			b.ResetTimer()
+			for range b.N {
+				var err error
+				if bc.final {
+					err = w.write(context.Background(), &p, false, true)
+				} else {
+					err = w.WriteProgress(&p, false)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e e2e-soak clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e e2e-soak bench-e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -129,6 +129,16 @@ e2e: build e2e-prepare
 N ?= 10
 e2e-soak: build e2e-prepare
 	hack/e2e/soak.sh $(N)
+
+# bench-e2e (hack/bench): plain kubeadm (built from the same
+# k8s.io/kubernetes module, cached) against `machineadm bootstrap` in the
+# e2e machines, BENCH_N samples each (default 5) of control-plane init and
+# worker join, in one run; prints the medians, their ratios and the targets
+# (test/e2e/bench_test.go). Like every e2e run:
+#   flock /tmp/machineadm-e2e.lock make bench-e2e
+BENCH_N ?= 5
+bench-e2e: build e2e-prepare
+	BENCH_N=$(BENCH_N) hack/bench/run.sh
 
 # The README's "run the main job": scenario 1 (a control plane and a worker
 # bootstrapped by machineadm), then both outcome reports.

@@ -52,6 +52,9 @@ type Data struct {
 	// Journal reads the kubelet's journal after a failed kubelet phase.
 	// Default: service.Journalctl{}.
 	Journal service.Journal
+	// WaitClusterInfo is the join's wait for a signed cluster-info
+	// (wait-cluster-info). Default: kubeadm.WaitClusterInfo.
+	WaitClusterInfo func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error)
 
 	// Sealed is the SealedSecrets document that came with the spec, or
 	// nil; inputs-check opens it with Identity (a file; default
@@ -103,6 +106,13 @@ func (d *Data) runKubeadm() KubeadmRunner {
 		return func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return r.Run(ctx, p) }
 	}
 	return d.RunKubeadm
+}
+
+func (d *Data) waitClusterInfo() func(context.Context, kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+	if d.WaitClusterInfo == nil {
+		return kubeadm.WaitClusterInfo
+	}
+	return d.WaitClusterInfo
 }
 
 // host is the root-confined view of the machine's files.

@@ -165,6 +165,9 @@ type bootOptions struct {
 	prepare func(*Machine) error
 	// mayDegrade accepts machines whose boot ends degraded.
 	mayDegrade bool
+	// subdir puts the machines in this subdirectory of the run directory,
+	// so that a name can be booted again (the benchmark's samples).
+	subdir string
 }
 
 // bootMachinesWith is bootMachines with options.
@@ -176,7 +179,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 	var wg sync.WaitGroup
 	for i, s := range specs {
 		m, err := newMachine(ctx, e.baseRoot(), filepath.Join(e.repo, "hack/e2e/rootfs"),
-			filepath.Join(e.runDir, s.Name), s.Name, s.IP, hosts, t.Logf)
+			filepath.Join(e.runDir, opts.subdir, s.Name), s.Name, s.IP, hosts, t.Logf)
 		if err != nil {
 			t.Fatalf("machine %s: %v", s.Name, err)
 		}

@@ -283,6 +283,10 @@ func descendants(pid int) []int {
 type ExecResult struct {
 	Stdout, Stderr string
 	ExitCode       int
+	// MaxRSSKiB is the peak resident set of the command's process tree
+	// (the kernel's ru_maxrss of its waited-for processes: the VmHWM of the
+	// largest one), in KiB.
+	MaxRSSKiB int64
 }
 
 // Exec runs a command inside the machine (all of its namespaces, its root,
@@ -304,6 +308,9 @@ func (m *Machine) Exec(ctx context.Context, stdin []byte, args ...string) (ExecR
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res := ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.MaxRSSKiB = ru.Maxrss
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %s: %w: %s", m.Name, strings.Join(args, " "), err, strings.TrimSpace(tail(res.Stderr, 5)))
 	}

@@ -65,8 +65,12 @@ type Data struct {
 	// the run (the plaintext of a sealed spec). Optional.
 	AddSecrets func(secrets ...string)
 
-	opts     RunOptions
-	unsealed *sealspec.Unsealed
+	opts RunOptions
+	// resumedAt is the leaf at which this run resumed an unfinished run of
+	// the same spec (its first leaf to run after completed ones), while
+	// that leaf runs; "" otherwise.
+	resumedAt string
+	unsealed  *sealspec.Unsealed
 	// sealedPKI is the CA set from a sealed spec, by name relative to
 	// spec.controlPlane.pki.dir ("ca.key", "etcd/ca.key"); nil otherwise.
 	sealedPKI map[string][]byte

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -59,6 +60,9 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 		Short: row.Short,
 		Class: row.Class,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if done, msg := kubeletBootstrappedEarlier(d, row); done {
+				return Result{Message: msg}, nil
+			}
 			st := d.kubeadm
 			if st == nil {
 				var err error
@@ -96,6 +100,32 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 			return Result{Changed: len(plan) > 0, Changes: plan}, nil
 		},
 	}
+}
+
+// kubeletBootstrappedEarlier says whether the join's kubelet-start phase
+// row, run where this run resumes, already did its work in the earlier,
+// unfinished run: the kubelet that run started has finished its TLS
+// bootstrap (its kubeconfig, kubeadm.KubeletKubeconfigPath, exists). That
+// file cannot predate that run: its preflight, completed (the run resumes
+// after it), refuses a host that has one. Run again, kubeadm's
+// kubelet-start would refuse the Node that very kubelet registered ("a
+// Node with name ... and status Ready already exists"), so a kill after
+// the kubelet started would never converge. The kubelet's settings were
+// written before it started; kubelet-wait-bootstrap, next, checks it.
+func kubeletBootstrappedEarlier(d *Data, row kubeadm.Phase) (bool, string) {
+	if d.DryRun || d.Config.Spec.Action != machineadm.ActionJoin || row.Name != "kubelet-start" || d.resumedAt != row.Name {
+		return false, ""
+	}
+	p := kubeadm.KubeletKubeconfigPath()
+	hp, err := d.host().Path(p)
+	if err != nil {
+		return false, ""
+	}
+	if fi, err := os.Stat(hp); err != nil || !fi.Mode().IsRegular() {
+		return false, ""
+	}
+	d.log().Info("kubelet-start done by the unfinished earlier run: the kubelet it started has bootstrapped", "kubeconfig", p)
+	return true, "the kubelet started by the unfinished earlier run has completed its TLS bootstrap (" + p + " exists); kubeadm's kubelet-start not run again"
 }
 
 // dryRunNotes are what a dry run of the kubeadm phase name says beyond

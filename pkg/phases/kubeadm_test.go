@@ -155,6 +155,56 @@ func TestInputsCheckEmptySecretFile(t *testing.T) {
 	}
 }
 
+// A worker join killed in kubelet-start after the kubelet it started
+// bootstrapped: the run that resumes there does not run kubeadm's
+// kubelet-start again (it would refuse the Node that kubelet registered),
+// and goes on with kubelet-wait-bootstrap. Without the kubelet's
+// kubeconfig, or when the run does not resume there, kubeadm runs it.
+func TestResumedJoinSkipsKubeletStartAfterBootstrap(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		completed  []string
+		kubeconfig bool
+		want       []string
+	}{
+		{"resumed, kubelet bootstrapped", []string{"preflight"}, true, []string{"kubelet-wait-bootstrap"}},
+		{"resumed, no kubelet kubeconfig", []string{"preflight"}, false, []string{"kubelet-start", "kubelet-wait-bootstrap"}},
+		{"first run, kubeconfig of unknown origin", nil, true, []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, cfg := workerData(t)
+			if tc.kubeconfig {
+				p := filepath.Join(d.Root, kubeadm.KubeletKubeconfigPath())
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.completed != nil {
+				st := &state{SpecDigest: d.SpecDigest, Completed: tc.completed}
+				if err := st.save(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ran []string
+			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+				ran = append(ran, p.Name)
+				return nil
+			}
+			w := &Workflow{State: true, Phases: KubeadmPhases(cfg)}
+			obs := &eventObs{}
+			if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ran, tc.want) {
+				t.Errorf("kubeadm ran %v, want %v (events %v)", ran, tc.want, obs.events)
+			}
+		})
+	}
+}
+
 // deliverSecrets writes a well-formed secret into every secret file cfg
 // names, below root.
 func deliverSecrets(t *testing.T, root string, cfg *machineadm.MachineBootstrapConfig) {

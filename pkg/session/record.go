@@ -183,6 +183,12 @@ func (r *record) workflow(ctx context.Context, w *phases.Workflow, d *phases.Dat
 	if opts.Only == "" {
 		r.rec.Plan(w.Names()...)
 	}
+	// From here on the host may change: a provisional report replaces the
+	// last run's (and its success sentinel goes), so a run killed where no
+	// handler runs never leaves an earlier success claimed.
+	if err := r.rec.Begin(); err != nil {
+		r.log.Warn("outcome report: provisional report not written", "error", err)
+	}
 	c := newConsole(r.rec, r.out, w, d.DryRun)
 	failed, runErr := w.Run(ctx, d, c, opts)
 	c.done(runErr == nil)

@@ -143,7 +143,7 @@ func features(ctx context.Context, o Options) (host.Result, error) {
 		state, err := FeatureState(out)
 		if err != nil {
 			err = errclass.Errorf(errclass.HostPreparationFailed, "run `dism /Online /English /Get-FeatureInfo /FeatureName:"+f+"` as an administrator and check that it prints the feature's State",
-				"checking Windows feature %s: %w: %q", f, err, truncate(strings.TrimSpace(string(out)), 200))
+				"checking Windows feature %s: %w: %.200q", f, err, strings.TrimSpace(string(out))) // at most 200 runes of DISM's output
 		} else {
 			err = CheckFeature(f, state)
 		}
@@ -276,11 +276,3 @@ func out(env *host.Env) interface{ Write([]byte) (int, error) } {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// truncate cuts s to at most n bytes for an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

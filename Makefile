@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo e2e e2e-soak clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -121,19 +121,48 @@ export MACHINEADM_E2E_CACHE
 e2e-prepare:
 	hack/e2e/prepare.sh
 
-e2e: build build-controller e2e-prepare
+# e2e refuses to start while a demo cluster is up (or being made, or left
+# behind): its clean-up would remove the demo's machines. `make demo-down`
+# first.
+e2e: e2e-no-demo build build-controller e2e-prepare
 	hack/e2e/run.sh
 
+e2e-no-demo:
+	@hack/e2e/demo.sh check "make e2e"
+
 # e2e-soak runs the whole e2e suite N times in a row (default 10) and prints
-# "P passed, F failed"; SOAK_DEMO=1 runs `make demo` before each run.
+# "P passed, F failed"; SOAK_DEMO=1 runs `make demo` and `make demo-down`
+# before each run.
 N ?= 10
-e2e-soak: build build-controller e2e-prepare
+e2e-soak: e2e-no-demo build build-controller e2e-prepare
 	hack/e2e/soak.sh $(N)
 
-# The README's "run the main job": scenario 1 (a control plane and a worker
-# bootstrapped by machineadm), then both outcome reports.
-demo: build e2e-prepare
-	hack/e2e/run.sh demo
+# bench-e2e (hack/bench): plain kubeadm (built from the same
+# k8s.io/kubernetes module, cached) against `machineadm bootstrap` in the
+# e2e machines, BENCH_N samples each (default 5) of control-plane init and
+# worker join, in one run; prints the medians, their ratios and the targets
+# (test/e2e/bench_test.go). Refuses while a demo is up. Like every e2e run:
+#   flock /tmp/machineadm-e2e.lock make bench-e2e
+BENCH_N ?= 5
+bench-e2e: e2e-no-demo build e2e-prepare
+	BENCH_N=$(BENCH_N) hack/bench/run.sh
+
+# The README's "run the main job" (hack/e2e/demo.sh): builds machineadm and
+# the components, boots cp1 and w1, creates the cluster on cp1 and joins w1
+# (e2e scenario 1), narrating each step; then both outcome reports and
+# `kubectl get nodes -o wide`. Go test output only when something fails
+# (all of it in /var/tmp/machineadm-demo/demo.log). The cluster keeps
+# running: demo-kubectl runs kubectl on it (ARGS="get pods -A"), inside its
+# network namespace; demo-down removes it. A second demo while one is up
+# says so and changes nothing.
+demo:
+	@MAKE="$(MAKE)" hack/e2e/demo.sh up
+
+demo-kubectl:
+	@hack/e2e/demo.sh kubectl $(ARGS)
+
+demo-down:
+	@hack/e2e/demo.sh down
 
 # Release (issue 15): make release VERSION=vX.Y.Z SIGNING_KEY=key.pem writes
 # $(DIST)/: static, reproducible binaries (no build ID, no paths, no VCS

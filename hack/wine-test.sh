@@ -38,6 +38,8 @@ echo "== stub bcryptprimitives.dll (test fixture)"
 "$cc" -shared -O2 -o "$work/bcryptprimitives.dll" hack/wine/testdata/bcryptprimitives.c hack/wine/testdata/bcryptprimitives.def -ladvapi32
 "$wine" wineboot -i >/dev/null 2>&1
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
+# The worker spec's token file (C:\ProgramData\machineadm\secrets) is made
+# below with `token generate --out`, after a dry run without it has failed.
 
 echo "== windows/amd64 binary"
 make -s build-all PLATFORMS=windows/amd64 >/dev/null
@@ -87,7 +89,17 @@ check "config validate refuses a Windows control plane" 2 'Windows machines can 
 check "config defaults: npipe CRI socket" 0 'npipe:////./pipe/containerd-containerd' -- config defaults
 check "render powershell" 0 'Register-ScheduledTask' -- render -f "$(zpath "$work/domain.yaml")" --format powershell --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
 check "render unattend" 0 'pass="specialize"' -- render -f "$(zpath "$spec")" --format unattend --agent-url https://downloads.example.com/machineadm.exe --agent-sha256 "$sha"
-check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")"
+# A dry run reads the same inputs as a real run: without the token file it
+# fails in inputs-check naming the field (exit 1); with the file that
+# `token generate --out` writes, it plans.
+check "bootstrap --dry-run without the token file" 1 'spec.join.token' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry-missing")"
+check "token generate --out" 0 'wrote a new bootstrap token' -- token generate --out 'C:\ProgramData\machineadm\secrets\bootstrap-token'
+# wine's dism.exe exits 0 and prints nothing, so windows-features cannot
+# read the Containers feature's state: the dry run fails there, classified
+# (HostPreparationFailed, exit 1). The rest of the workflow runs with that
+# phase skipped.
+check "bootstrap --dry-run: wine's DISM prints no feature state" 1 'HostPreparationFailed' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry-dism")"
+check "bootstrap --dry-run" 0 'machineadm bootstrap: Succeeded' -- bootstrap -f "$(zpath "$spec")" --dry-run --dry-run-dir "$(zpath "$work/dry")" --skip-phases windows-features
 # The report's Windows path (C:/ProgramData/machineadm/report.json) under the
 # dry run's directory, without its drive.
 if ! grep -qs '"result": *"Succeeded"' "$work/dry/ProgramData/machineadm/report.json"; then

@@ -131,12 +131,14 @@ func runJoin(t *testing.T, specPath string) (string, int, *report.BootstrapRepor
 
 // TestJoinWrongCACertHash: a real discovery against a local API-server
 // stand-in that serves a correctly signed cluster-info, pinned to another
-// CA → exit 1, class DiscoveryFailed, failed phase preflight.
+// CA → exit 1, class DiscoveryFailed, failed phase wait-cluster-info
+// (machineadm's discovery wait, which verifies the pin as kubeadm's
+// preflight would, before kubeadm runs).
 func TestJoinWrongCACertHash(t *testing.T) {
 	srv := clusterInfoServer(t)
 	out, code, rep := runJoin(t, joinSpec(t, strings.TrimPrefix(srv.URL, "https://"), wrongHash, "20s"))
-	if code != 1 || rep.ErrorClass != report.ClassDiscoveryFailed || rep.FailedPhase != "preflight" {
-		t.Fatalf("exit %d, class %s, phase %s; want 1 DiscoveryFailed preflight\n%s", code, rep.ErrorClass, rep.FailedPhase, out)
+	if code != 1 || rep.ErrorClass != report.ClassDiscoveryFailed || rep.FailedPhase != "wait-cluster-info" {
+		t.Fatalf("exit %d, class %s, phase %s; want 1 DiscoveryFailed wait-cluster-info\n%s", code, rep.ErrorClass, rep.FailedPhase, out)
 	}
 	if !strings.Contains(rep.Error, "pinned") && !strings.Contains(rep.Error, "public key") {
 		t.Errorf("report error does not mention the pin: %s", rep.Error)

@@ -8,11 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
@@ -70,21 +69,9 @@ func TestBootstrapDryRunInit(t *testing.T) {
 		t.Errorf("pki init over an existing CA set: exit %d:\n%s", code, out)
 	}
 
-	// The example, with its pki.dir pointed at the new CA set.
-	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["spec"].(map[string]any)["controlPlane"].(map[string]any)["pki"] = map[string]any{"dir": pkiDir}
-	specData, _ := yaml.Marshal(doc)
-	specPath := filepath.Join(tmp, "spec.yaml")
-	if err := os.WriteFile(specPath, specData, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// The example, with its pki.dir pointed at the new CA set and its
+	// secret files made by token generate and pki certificate-key.
+	specPath := withInputs(t, "control-plane-init", pkiDir)
 
 	_, etcBefore := os.Stat("/etc/kubernetes")
 	_, kubeletBefore := os.Stat("/var/lib/kubelet")
@@ -94,9 +81,36 @@ func TestBootstrapDryRunInit(t *testing.T) {
 		t.Fatalf("bootstrap --dry-run exit %d:\n%s", code, out)
 	}
 	for _, phase := range append([]string{"kubeadm-config"}, tablePhases(t, specPath)...) {
-		if !strings.Contains(out, "[bootstrap] "+phase+": would change") {
+		if !strings.Contains(out, "[bootstrap] "+phase+": would change") && !strings.Contains(out, "[bootstrap] "+phase+": unchanged") {
 			t.Errorf("phase %s did not succeed", phase)
 		}
+	}
+	// The plan a person reads: host paths and API objects, not kubeadm's
+	// YAML (that is behind -v and in the log file).
+	for _, want := range []string{
+		"[bootstrap] certs/ca: unchanged", // the CA set from pki init is used
+		"  would write /etc/kubernetes/pki/apiserver.crt",
+		"  would write /etc/kubernetes/manifests/kube-apiserver.yaml",
+		"  would write /etc/kubernetes/admin.conf",
+		"  would write /var/lib/kubelet/config.yaml",
+		"  would create ConfigMap kube-system/kubeadm-config",
+		"  would create Deployment kube-system/coredns",
+		"  would patch Node cp1",
+		"dry run: files kubeadm would write are in " + filepath.Join(drDir, "kubeadm") + ", the certificates in " + filepath.Join(drDir, "pki"),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "\n"); n > 300 || strings.Contains(out, "apiVersion: v1") || strings.Contains(out, "[dryrun] Attached object") {
+		t.Errorf("the plan is %d lines, or holds kubeadm's YAML:\n%s", n, out)
+	}
+	if strings.Contains(out, "level=INFO") {
+		t.Error("INFO log lines on the console")
+	}
+	log, err := os.ReadFile(filepath.Join(drDir, "var/lib/machineadm/machineadm.log"))
+	if err != nil || !strings.Contains(string(log), "[dryrun] Would perform action CREATE") || !strings.Contains(string(log), `msg="phase finished" phase=addon/coredns`) {
+		t.Errorf("the log file lacks kubeadm's output or the structured log (%v)", err)
 	}
 	if _, err := os.Stat("/etc/kubernetes"); etcBefore != nil && err == nil {
 		t.Error("dry run created /etc/kubernetes")
@@ -125,6 +139,21 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	for _, ip := range []string{"192.0.2.10", "192.0.2.100", "10.96.0.1"} {
 		if !slices.ContainsFunc(apiserver.IPAddresses, func(a net.IP) bool { return a.Equal(net.ParseIP(ip)) }) {
 			t.Errorf("apiserver.crt IP SANs %v lack %s", apiserver.IPAddresses, ip)
+		}
+	}
+	// The manifests and kubeconfig files name certificate paths in the
+	// dry run's certificates directory; every one of them exists there.
+	certsDir := filepath.Join(drDir, "pki")
+	for _, f := range []string{"kube-apiserver.yaml", "kube-controller-manager.yaml", "etcd.yaml"} {
+		b, _ := os.ReadFile(filepath.Join(kdir, f))
+		paths := regexp.MustCompile(regexp.QuoteMeta(certsDir)+`/[\w./-]+`).FindAllString(string(b), -1)
+		if len(paths) < 3 {
+			t.Errorf("%s names %d paths in %s", f, len(paths), certsDir)
+		}
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil && !strings.HasSuffix(p, "/") && filepath.Ext(p) != "" {
+				t.Errorf("%s names %s, which the dry run did not write: %v", f, p, err)
+			}
 		}
 	}
 	front := parseCertFile(t, filepath.Join(kdir, "front-proxy-client.crt"))
@@ -161,9 +190,10 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	if len(rep.Phases) < 20 {
 		t.Errorf("report lists %d phases", len(rep.Phases))
 	}
-	// Placeholder secrets never reach the console.
-	if strings.Contains(out, "dryrun.0000000000000000") {
-		t.Error("output contains the placeholder bootstrap token")
+	// The run's secrets never reach the console.
+	tok, _ := os.ReadFile(filepath.Join(filepath.Dir(specPath), "secrets", "bootstrap-token"))
+	if len(tok) < 23 || strings.Contains(out, strings.TrimSpace(string(tok))[7:]) {
+		t.Error("output contains the bootstrap token's secret")
 	}
 }
 
@@ -177,16 +207,27 @@ func TestBootstrapDryRunJoins(t *testing.T) {
 	}
 	for _, ex := range []string{"worker", "control-plane-join"} {
 		dr := filepath.Join(t.TempDir(), "dr")
-		out, code := machineadm(t, "bootstrap", "-f", "../../docs/examples/"+ex+".yaml", "--dry-run", "--dry-run-dir", dr)
+		out, code := machineadm(t, "bootstrap", "-f", withInputs(t, ex, ""), "--dry-run", "--dry-run-dir", dr)
 		if code != 0 {
 			t.Errorf("%s: exit %d:\n%s", ex, code, out)
 			continue
+		}
+		// A dry join joins nothing and says so.
+		logFile, _ := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/machineadm.log"))
+		repFile, _ := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+		if strings.Contains(out+string(logFile)+string(repFile), "has joined the cluster") {
+			t.Errorf("%s: a dry run says the node joined:\n%s", ex, out)
+		}
+		for _, want := range []string{"would discover the cluster at cp.demo.example:6443", "the endpoint was not contacted", "dry run: no cluster was contacted; a real run would join the cluster at cp.demo.example:6443"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", ex, want, out)
+			}
 		}
 		rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
 		for _, name := range tablePhases(t, "../../docs/examples/"+ex+".yaml") {
 			found := false
 			for _, p := range rep.Phases {
-				found = found || (p.Name == name && p.Status == report.PhaseSucceeded)
+				found = found || (p.Name == name && (p.Status == report.PhaseSucceeded || p.Status == report.PhaseUnchanged))
 			}
 			if !found {
 				t.Errorf("%s: phase %s not Succeeded in the report", ex, name)
@@ -233,9 +274,10 @@ func TestExitCodes(t *testing.T) {
 	if code != 2 {
 		t.Errorf("missing -f: exit %d:\n%s", code, out)
 	}
-	// A dry run of a join whose token file is missing plans with a
-	// placeholder; the real run fails in kubeadm-config before touching
-	// anything, with the class PayloadUnavailable and exit code 1.
+	// A join whose token file is missing fails in kubeadm-config (run
+	// alone, without inputs-check) before touching anything, with the
+	// class PayloadUnavailable and exit code 1; a dry run fails the same
+	// way (TestDryRunFailsOnMissingInputs in pkg/cmd).
 	reportRoot = t.TempDir()
 	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml", "--report-root", reportRoot)
 	if code != 1 || !strings.Contains(out, "PayloadUnavailable") {
@@ -346,18 +388,15 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	os.MkdirAll(pki, 0o700)
 	os.WriteFile(filepath.Join(pki, "ca.crt"), []byte("junk"), 0o644)
 	os.WriteFile(filepath.Join(pki, "ca.key"), []byte("junk"), 0o600)
-	cpRaw, _ := os.ReadFile("../../docs/examples/control-plane-init.yaml")
-	cp := strings.Replace(string(cpRaw), "    # pki:\n    #   dir: /etc/machineadm/pki\n", "    pki:\n      dir: "+pki+"\n", 1)
-	cpPath := filepath.Join(tmp, "cp.yaml")
-	os.WriteFile(cpPath, []byte(cp), 0o600)
+	cpPath := withInputs(t, "control-plane-init", pki)
 	dr := filepath.Join(tmp, "dr")
 	out, code = machineadm(t, "bootstrap", "-f", cpPath, "--dry-run", "--dry-run-dir", dr)
 	if code != 1 {
 		t.Errorf("junk CA: exit %d:\n%s", code, out)
 	}
 	rep = requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
-	if rep.FailedPhase != "inputs-check" {
-		t.Errorf("junk CA failed in %q, want inputs-check", rep.FailedPhase)
+	if rep.FailedPhase != "inputs-check" || !strings.Contains(rep.Error, "spec.controlPlane.pki.dir") {
+		t.Errorf("junk CA failed in %q (%s), want inputs-check naming spec.controlPlane.pki.dir", rep.FailedPhase, rep.Error)
 	}
 }
 

@@ -19,7 +19,7 @@ func TestBootstrapSkipOneSubPhase(t *testing.T) {
 		t.Skip("needs root for unshare --net")
 	}
 	dr := filepath.Join(t.TempDir(), "dryrun")
-	out, code := machineadm(t, "bootstrap", "-f", "../../docs/examples/control-plane-init.yaml", "--dry-run", "--dry-run-dir", dr, "--skip-phases", "addon/kube-proxy")
+	out, code := machineadm(t, "bootstrap", "-f", withInputs(t, "control-plane-init", ""), "--dry-run", "--dry-run-dir", dr, "--skip-phases", "addon/kube-proxy")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -63,7 +63,7 @@ func TestBootstrapPhaseTree(t *testing.T) {
 		}
 	}
 	dr := filepath.Join(t.TempDir(), "one")
-	out, code = machineadm(t, "bootstrap", "phase", "control-plane/apiserver", "-f", "../../docs/examples/control-plane-init.yaml", "--dry-run", "--dry-run-dir", dr)
+	out, code = machineadm(t, "bootstrap", "phase", "control-plane/apiserver", "-f", withInputs(t, "control-plane-init", ""), "--dry-run", "--dry-run-dir", dr)
 	if code != 0 {
 		t.Fatalf("phase control-plane/apiserver: exit %d:\n%s", code, out)
 	}
@@ -104,13 +104,14 @@ func TestPrepareEqualsBootstrapHostGroup(t *testing.T) {
 		t.Fatalf("prepare: exit %d:\n%s", code, out)
 	}
 	// prepare prints where its dry run's report is.
-	i := strings.LastIndex(out, "dry run: the report is in ")
+	const under = "what the dry run wrote is under "
+	i := strings.LastIndex(out, under)
 	if i < 0 {
 		t.Fatalf("prepare output names no report directory:\n%s", out)
 	}
-	prepDir := strings.TrimSpace(out[i+len("dry run: the report is in "):])
+	prepDir := strings.TrimSpace(out[i+len(under):])
 	defer os.RemoveAll(prepDir)
-	out, code = machineadm(t, "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", bootDir)
+	out, code = machineadm(t, "bootstrap", "-f", withInputs(t, "worker", ""), "--dry-run", "--dry-run-dir", bootDir)
 	if code != 0 {
 		t.Fatalf("bootstrap: exit %d:\n%s", code, out)
 	}
@@ -149,14 +150,15 @@ func TestDryRunHidesTokenSecretInEveryEncoding(t *testing.T) {
 	const token, secretHalf = "q1w2e3.r4t5y6u7i8o9p0a1", "r4t5y6u7i8o9p0a1"
 	tokFile := filepath.Join(tmp, "token")
 	os.WriteFile(tokFile, []byte(token+"\n"), 0o600)
-	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	specPath := withInputs(t, "control-plane-init", "")
+	raw, err := os.ReadFile(specPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	specPath := filepath.Join(tmp, "spec.yaml")
-	os.WriteFile(specPath, []byte(strings.Replace(string(raw), "/etc/machineadm/secrets/bootstrap-token", tokFile, 1)), 0o600)
+	os.WriteFile(specPath, []byte(strings.Replace(string(raw), filepath.Join(filepath.Dir(specPath), "secrets", "bootstrap-token"), tokFile, 1)), 0o600)
 	dr := filepath.Join(tmp, "dr")
-	out, code := machineadm(t, "bootstrap", "-f", specPath, "--dry-run", "--dry-run-dir", dr)
+	// -v: kubeadm's full output on the console too.
+	out, code := machineadm(t, "bootstrap", "-f", specPath, "--dry-run", "--dry-run-dir", dr, "-v")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -164,15 +166,19 @@ func TestDryRunHidesTokenSecretInEveryEncoding(t *testing.T) {
 		t.Fatalf("the dry run printed no bootstrap-token Secret; nothing checked:\n%s", out)
 	}
 	report, _ := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+	log, _ := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/machineadm.log"))
+	if !strings.Contains(string(log), "token-secret") {
+		t.Error("the log file lacks kubeadm's output")
+	}
 	for _, part := range []string{token, secretHalf} {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-			for name, text := range map[string]string{"output": out, "report": string(report)} {
+			for name, text := range map[string]string{"output": out, "report": string(report), "log": string(log)} {
 				if v := enc.EncodeToString([]byte(part)); strings.Contains(text, v) {
 					t.Errorf("%s holds %q encoded as %s", name, part, v)
 				}
 			}
 		}
-		if strings.Contains(out, part) || strings.Contains(string(report), part) {
+		if strings.Contains(out, part) || strings.Contains(string(report), part) || strings.Contains(string(log), part) {
 			t.Errorf("%q in clear", part)
 		}
 	}

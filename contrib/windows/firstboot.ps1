@@ -32,17 +32,21 @@ if ($env:MACHINEADM_PREFIX) {
 }
 function Write-Log([string]$Message) { Write-Host "machineadm-stub: $Message" }
 function Get-Download([string]$Url, [string]$OutFile) {
-	$shown = $Url -replace '\?.*$', ''
+	# Shown without its query string (a presigned URL's credential) or
+	# user information.
+	$shown = $Url -replace '\?.*$', '' -replace '^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@', '$1'
 	$wait = $Delay
 	for ($i = 1; ; $i++) {
 		$left = [Math]::Max(1, [int][Math]::Ceiling(($Deadline - (Get-Date)).TotalSeconds))
+		Write-Log "${shown}: download attempt $i of $Attempts"
 		try {
 			Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $OutFile -TimeoutSec $left
 			return
 		} catch {
-			if ($i -ge $Attempts) { throw "${shown}: download failed $Attempts times: $($_.Exception.Message)" }
-			if (($Deadline - (Get-Date)).TotalSeconds -le $wait) { throw "${shown}: no download within $Timeout s" }
-			Write-Log "${shown}: download failed (attempt $i of $Attempts), retrying in $wait s"
+			$why = $_.Exception.Message -replace '\?\S*', ''
+			if ($i -ge $Attempts) { throw "${shown}: download failed $Attempts times: $why" }
+			if (($Deadline - (Get-Date)).TotalSeconds -le $wait) { throw "${shown}: no download within $Timeout s: $why" }
+			Write-Log "${shown}: attempt $i of $Attempts failed: $why; retrying in $wait s"
 			Start-Sleep -Seconds $wait
 			$wait = [Math]::Min($wait * 2, 60)
 		}

@@ -5,9 +5,10 @@
 # hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
 # CoreDNS (module hack/e2e/tools/coredns), crictl (module
-# hack/e2e/tools/crictl), and Cluster API's core manager
-# with its CRDs and webhook manifests (module hack/e2e/tools/capi, for the
-# Cluster API e2e's management cluster). images.sh builds the images
+# hack/e2e/tools/crictl), kubectl for the host (module
+# hack/e2e/tools/kubectl), and Cluster API's core manager with its CRDs
+# and webhook manifests (module hack/e2e/tools/capi, for the Cluster API
+# e2e's management cluster). images.sh builds the images
 # made of them. Each artefact has a stamp file; a matching stamp skips its
 # build.
 source "$(dirname "$0")/lib.sh"
@@ -86,3 +87,7 @@ fi
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
 done
+# kubectl runs on the host, not in the machines: `make demo` and `make
+# demo-kubectl` use it. Its own module (hack/e2e/tools/kubectl), so its
+# dependencies leave the components' go.sum, and their stamps, alone.
+gobuild kubectl "$KUBERNETES_VERSION" "$TOOLS/kubectl" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"

@@ -51,3 +51,10 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
+
+# `make demo` (demo.sh): its files (state, kubeconfig, reports, the log) and
+# the named network namespace its cluster lives in, which outlives the test
+# (keep DEMO_NETNS in sync with demoNetns in test/e2e/demo.go).
+DEMO_DIR=${MACHINEADM_DEMO_DIR:-/var/tmp/machineadm-demo}
+DEMO_NETNS=machineadm-demo
+DEMO_NETNS_PATH=/run/netns/$DEMO_NETNS

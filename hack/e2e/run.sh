@@ -1,22 +1,18 @@
 #!/usr/bin/env bash
-# `make e2e` / `make demo`: runs the e2e scenarios (test/e2e, build tag e2e)
-# against bin/machineadm, then makes sure nothing of the run is left behind
-# even if the test binary was killed (machines, bridge, mounts, cgroups).
-#
-#   run.sh            all scenarios
-#   run.sh demo       scenario 1 only, printing both outcome reports
+# `make e2e`: runs the e2e scenarios (test/e2e, build tag e2e) against
+# bin/machineadm, then makes sure nothing of the run is left behind even if
+# the test binary was killed (machines, bridge, mounts, cgroups). Refuses
+# to start while a `make demo` cluster is up (demo.sh check): the clean-up
+# would remove its machines. (`make demo` is demo.sh.)
 source "$(dirname "$0")/lib.sh"
 
 cd "$REPO_ROOT"
+"$(dirname "$0")/demo.sh" check "make e2e"
 export MACHINEADM_E2E_CACHE=$CACHE
 # CGO_ENABLED=0 -trimpath: the dependencies compiled for make build and
 # make test are reused.
 export CGO_ENABLED=0
 args=(-trimpath -tags e2e -count=1 -v -timeout 50m)
-if [ "${1:-}" = demo ]; then
-  export MACHINEADM_E2E_SCENARIOS=1 MACHINEADM_E2E_PRINT_REPORTS=1
-  args+=(-run 'TestScenarios')
-fi
 # MACHINEADM_E2E_RUN=REGEXP runs only the matching tests (go test -run),
 # for example TestSealed.
 if [ -n "${MACHINEADM_E2E_RUN:-}" ]; then

@@ -2,8 +2,8 @@
 # `make e2e-soak N=10`: runs the whole e2e suite (run.sh, every scenario)
 # N times in a row and prints "P passed, F failed". Each run starts from
 # whatever the previous one left; with SOAK_DEMO=1 a `make demo` run
-# (scenario 1 only) goes before each suite run, so every suite run follows
-# a demo's leftovers. Each run's output is kept in $SOAK_LOGS (default
+# (scenario 1 only, its cluster kept) and a `make demo-down` go before each
+# suite run, so every suite run follows a demo and its removal. Each run's output is kept in $SOAK_LOGS (default
 # /var/tmp/machineadm-e2e-soak/<start time>), one file per run; the
 # failed runs' files are listed at the end. Exit code 0 only when all
 # passed.
@@ -16,8 +16,10 @@ mkdir -p "$logs"
 passed=0 failed=0 failures=()
 for i in $(seq 1 "$n"); do
   if [ "${SOAK_DEMO:-0}" = 1 ]; then
-    "$(dirname "$0")/run.sh" demo >"$logs/run-$i-demo.log" 2>&1 ||
+    "$(dirname "$0")/demo.sh" up >"$logs/run-$i-demo.log" 2>&1 ||
       log "soak: run $i: demo failed ($logs/run-$i-demo.log)"
+    "$(dirname "$0")/demo.sh" down >>"$logs/run-$i-demo.log" 2>&1 ||
+      log "soak: run $i: demo-down failed ($logs/run-$i-demo.log)"
   fi
   start=$(date +%s)
   if "$(dirname "$0")/run.sh" >"$logs/run-$i.log" 2>&1; then

@@ -14,16 +14,26 @@ import (
 // keeping the process's owner. The parent directory must exist. On error
 // the old file is unchanged and no temporary file is left behind.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return write(path, data, perm, nil)
+	return write(path, data, perm, nil, true)
+}
+
+// WriteFileUnsynced is WriteFile without the two fsyncs: readers still see
+// the old or the new content, never a partial one, but after a power loss
+// the file may hold an earlier version. For frequent updates of a file
+// whose durable version is written with WriteFile (the outcome report's
+// progress updates); an fsync costs milliseconds, the rename alone well
+// under one.
+func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, nil, false)
 }
 
 // WriteFileOwned is WriteFile with the new file owned by uid:gid (numeric
 // ids). The owner is set before the mode, since chown clears setuid bits.
 func WriteFileOwned(path string, data []byte, perm os.FileMode, uid, gid int) error {
-	return write(path, data, perm, &[2]int{uid, gid})
+	return write(path, data, perm, &[2]int{uid, gid}, true)
 }
 
-func write(path string, data []byte, perm os.FileMode, owner *[2]int) (err error) {
+func write(path string, data []byte, perm os.FileMode, owner *[2]int, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -47,14 +57,19 @@ func write(path string, data []byte, perm os.FileMode, owner *[2]int) (err error
 	if err = tmp.Chmod(perm); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return err
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	// Make the rename durable; some file systems (and Windows) cannot sync
 	// a directory, and the rename is done by then.

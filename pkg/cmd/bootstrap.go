@@ -19,15 +19,17 @@ type bootstrapFlags struct {
 	reportRoot string
 	workDir    string
 	identity   string
+	verbose    bool
 }
 
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	c.Flags().StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
-	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "change nothing: host phases print their plan, kubeadm runs in its dry-run mode and writes to --dry-run-dir")
+	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "change nothing: print a plan (each phase and what it would change); kubeadm runs in its dry-run mode and writes its files to --dry-run-dir; failing inputs fail the dry run (exit 1) as they would fail the real run")
 	c.Flags().StringVar(&f.dryRunDir, "dry-run-dir", "", "directory for a dry run's files (default: a new temporary directory, printed at the end)")
 	if withSkip {
 		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by full name: a parent (addon) skips its sub-phases (addon/coredns, addon/kube-proxy); list them with 'machineadm bootstrap phase -f SPEC'")
 	}
+	c.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "also print the full output of kubeadm on standard output (it always goes to the log file and the report's log tail)")
 	c.Flags().StringVar(&f.identity, "identity", "", "this machine's identity file for a sealed spec (mode 0600, root-owned; default /etc/machineadm/identity)")
 	c.Flags().StringVar(&f.reportRoot, "report-root", "/", "root directory under which the outcome report, the sentinel and the console device are written")
 	c.Flags().StringVar(&f.workDir, "work-dir", "", "machineadm's state directory (state file, kubeadm configuration, patches); default /var/lib/machineadm")
@@ -40,6 +42,7 @@ func (f *bootstrapFlags) options(o *options, c *cobra.Command, only string) sess
 		Command: session.Bootstrap, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
 		DryRun: f.dryRun, DryRunDir: f.dryRunDir, DryRunDirSet: c.Flags().Changed("dry-run-dir"),
 		ReportRoot: f.reportRoot, WorkDir: f.workDir, Skip: f.skipPhases, Only: only, IdentityFile: f.identity,
+		Verbose: f.verbose, LogFile: true,
 	}
 }
 
@@ -60,6 +63,19 @@ SealedSecrets document) is opened in inputs-check with --identity; an
 identity that does not open it fails as VerificationFailed with nothing
 changed. Running again after success changes nothing; running again after an
 interrupted run resumes at the first phase that did not finish.
+
+The console shows one line a phase and a summary; kubeadm's own output goes
+to the log file (` + session.LogFileName + ` beside the report) and the report's
+log tail, and with -v to the console as well.
+
+--dry-run changes nothing and prints a plan: each phase with what it would
+change — host files and settings, the files kubeadm would write (by their
+host paths), the API objects it would create (by kind and name). kubeadm's
+files go to --dry-run-dir: DIR/kubeadm, with the certificates in DIR/pki,
+where the manifests and kubeconfig files it writes point. A dry run reads
+the same inputs as a real run: a missing secret file or CA set fails it in
+inputs-check, naming the field, with exit code 1. A join's dry run contacts
+no cluster (kubeadm uses a stand-in cluster-info).
 
 Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec
 or usage (nothing was changed).`,

@@ -29,7 +29,11 @@ configuration derived from it (with placeholder secrets), so that what
 kubeadm would refuse — a Kubernetes version it cannot deploy, an unknown
 feature gate — is found here. Every error is printed, one per line as
 "path: message"; warnings are printed apart. Exit code 0 when valid, 2 when
-not. Secret files referenced by the spec are not read.`,
+not; warnings do not change it. Secret files referenced by the spec are not
+read, but each one that does not exist on this machine (a token or
+certificate key file, the CA set of spec.controlPlane.pki.dir) is a warning
+naming its field and path: on the machine, bootstrap's inputs-check fails on
+it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := session.Validate(o.in, file)
@@ -48,34 +52,62 @@ not. Secret files referenced by the spec are not read.`,
 }
 
 func newConfigDefaultsCommand(o *options) *cobra.Command {
-	var role, action string
+	var role, action, file string
 	var withContainerd bool
 	c := &cobra.Command{
-		Use:   "defaults",
-		Short: "Print a complete machine spec with every default shown",
-		Long: `Prints a machine spec of the newest apiVersion for the given role and action
-with every defaulted field filled in. Required fields without a default get
-placeholders so that the output validates as it is: the endpoint
-` + session.PlaceholderEndpoint + ` (".invalid" never resolves), secret files under
-/etc/machineadm/secrets/ and an all-zero CA hash. Replace them before use.
+		Use:   "defaults [-f SPEC]",
+		Short: "Print a machine spec with every default shown: your own (-f), or a new one",
+		Long: `With -f SPEC, prints your own spec in the newest apiVersion with every
+defaulted field filled in: what machineadm will actually use. Inline secret
+values are shown redacted. The spec is validated first; an invalid one is
+refused with its errors (exit 2).
+
+Without -f, prints a new spec of the newest apiVersion for the given role
+and action with every defaulted field filled in. Required fields without a
+default get placeholders so that the output validates as it is; the header
+lists the ones this role and action need (the endpoint
+` + session.PlaceholderEndpoint + `, where ".invalid" never resolves, and for
+a join the token file, the all-zero CA hash and, for a control plane, the
+certificate key file). Replace them before use.
 
 spec.host.containerd is optional: without it machineadm leaves containerd's
 configuration as the OS ships it. --containerd adds the block with its
 defaults (machineadm then owns config.toml).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, action, err := session.Defaults(role, action, withContainerd)
+			if file != "" {
+				for _, name := range []string{"role", "action", "containerd"} {
+					if cmd.Flags().Changed(name) {
+						return usagef("--%s cannot be used with -f: the spec says it", name)
+					}
+				}
+				out, l, err := session.SpecDefaults(o.in, file)
+				if err != nil {
+					return err
+				}
+				for _, w := range l.Warnings {
+					fmt.Fprintf(o.errOut, "warning: %s\n", w)
+				}
+				fmt.Fprintf(o.out, "# machineadm config defaults -f %s\n# Your spec with every default filled in (inline secrets redacted).\n", file)
+				_, err = o.out.Write(out)
+				return err
+			}
+			out, action, placeholders, err := session.Defaults(role, action, withContainerd)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.out, "# machineadm config defaults --role %s --action %s\n# Replace the placeholders before use: the endpoint %s, the all-zero\n# CA hash and the secret files under /etc/machineadm/secrets/.\n", role, action, session.PlaceholderEndpoint)
+			fmt.Fprintf(o.out, "# machineadm config defaults --role %s --action %s\n# Replace these placeholders before use:\n", role, action)
+			for _, p := range placeholders {
+				fmt.Fprintf(o.out, "#   %s\n", p)
+			}
 			_, err = o.out.Write(out)
 			return err
 		},
 	}
-	c.Flags().StringVar(&role, "role", "ControlPlane", "ControlPlane or Worker")
-	c.Flags().StringVar(&action, "action", "", "Init or Join (default: Init for ControlPlane, Join for Worker)")
-	c.Flags().BoolVar(&withContainerd, "containerd", false, "include spec.host.containerd with its defaults")
+	c.Flags().StringVarP(&file, "file", "f", "", "your machine spec (path, or - for standard input): print it with its defaults")
+	c.Flags().StringVar(&role, "role", "ControlPlane", "ControlPlane or Worker (without -f)")
+	c.Flags().StringVar(&action, "action", "", "Init or Join (without -f; default: Init for ControlPlane, Join for Worker)")
+	c.Flags().BoolVar(&withContainerd, "containerd", false, "include spec.host.containerd with its defaults (without -f)")
 	return c
 }
 

@@ -117,9 +117,16 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			// The output is itself a valid spec, with no warnings.
+			// The output is itself a valid spec, with no warnings but those
+			// for its placeholder secret files, which do not exist here.
 			code, vout, verr := run(t, out, "config", "validate", "-f", "-")
-			if code != ExitOK || strings.Contains(vout, "warning") {
+			var other []string
+			for _, l := range strings.Split(vout, "\n") {
+				if strings.HasPrefix(l, "warning: ") && !strings.Contains(l, "does not exist on this machine") {
+					other = append(other, l)
+				}
+			}
+			if code != ExitOK || len(other) > 0 {
 				t.Fatalf("config defaults output does not validate cleanly: exit %d\n%s%s\n--- spec:\n%s", code, vout, verr, out)
 			}
 			if !strings.Contains(vout, "role "+tc.role+", action "+tc.action) {

@@ -3,11 +3,14 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newPKICommand(o *options) *cobra.Command {
@@ -57,14 +60,23 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 
 	var dir string
 	hashCmd := &cobra.Command{
-		Use:   "hash --dir DIR",
+		Use:   "hash DIR | hash --dir DIR",
 		Short: "Print the sha256: CA cert hash of DIR/ca.crt",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if dir == "" {
-				return usagef("--dir DIR is required")
+		Long: `Prints the sha256: hash of the public key of DIR/ca.crt, the value joining
+nodes pin in spec.join.caCertHashes. DIR is given as the argument or with
+--dir (both at once must name the same directory).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("%s takes at most one directory, got %q", cmd.CommandPath(), args)
 			}
-			hash, err := kubeadm.CACertHash(dir)
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := dirArg(dir, args)
+			if err != nil {
+				return err
+			}
+			hash, err := kubeadm.CACertHash(d)
 			if err != nil {
 				return &UsageError{Err: err}
 			}
@@ -72,8 +84,26 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			return nil
 		},
 	}
-	hashCmd.Flags().StringVar(&dir, "dir", "", "directory holding ca.crt")
-	c.AddCommand(initCmd, hashCmd)
+	hashCmd.Flags().StringVar(&dir, "dir", "", "directory holding ca.crt (or give it as the argument)")
+
+	var keyOut string
+	keyCmd := &cobra.Command{
+		Use:   "certificate-key [--out FILE]",
+		Short: "Create a certificate key (64 hex characters) for spec.controlPlane.certificateKey",
+		Long: `Creates a random certificate key, with kubeadm's own code: the AES-256 key
+with which the first control plane uploads the shared certificates to the
+kubeadm-certs Secret and with which joining control planes download them.
+With --out FILE it is written to FILE (mode 0600, its directory created
+0700; an existing FILE is never overwritten) and nothing is printed on
+standard output: point spec.controlPlane.certificateKey.file at the path
+the file will have on the machine. Without --out it is printed.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return emitSecret(o, keyOut, "certificate key", kubeadm.GenerateCertificateKey)
+		},
+	}
+	keyCmd.Flags().StringVar(&keyOut, "out", "", "file to write the key to (mode 0600) instead of standard output")
+	c.AddCommand(initCmd, hashCmd, keyCmd)
 	return c
 }
 
@@ -83,18 +113,62 @@ func newTokenCommand(o *options) *cobra.Command {
 		Short: "Bootstrap token helpers",
 		Args:  noArgs,
 	}
-	c.AddCommand(&cobra.Command{
-		Use:   "generate",
-		Short: "Print a new random bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})",
-		Args:  noArgs,
+	var out string
+	gen := &cobra.Command{
+		Use:   "generate [--out FILE]",
+		Short: "Create a random bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})",
+		Long: `Creates a random bootstrap token with kubeadm's own code. With --out FILE
+it is written to FILE (mode 0600, its directory created 0700; an existing
+FILE is never overwritten) and nothing is printed on standard output: point
+spec.controlPlane.bootstrapTokens[].token.file (first control plane) and
+spec.join.token.file (joining nodes) at the path the file will have on the
+machine. Without --out it is printed.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := kubeadm.GenerateToken()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(o.out, t)
-			return nil
+			return emitSecret(o, out, "bootstrap token", kubeadm.GenerateToken)
 		},
-	})
+	}
+	gen.Flags().StringVar(&out, "out", "", "file to write the token to (mode 0600) instead of standard output")
+	c.AddCommand(gen)
 	return c
+}
+
+// dirArg is the directory given as the only argument or with --dir; both
+// must agree when both are given.
+func dirArg(flag string, args []string) (string, error) {
+	switch {
+	case len(args) == 0 && flag == "":
+		return "", usagef("a directory is required: DIR or --dir DIR")
+	case len(args) == 0:
+		return flag, nil
+	case flag != "" && filepath.Clean(flag) != filepath.Clean(args[0]):
+		return "", usagef("the argument %q and --dir %q name different directories; give one", args[0], flag)
+	}
+	return args[0], nil
+}
+
+// emitSecret makes a secret with gen and prints it, or with out writes it
+// to the file out (0600, parent directories 0700) and names the file on
+// standard error. An existing out is a usage error: a secret other
+// machines may already hold is never replaced.
+func emitSecret(o *options, out, what string, gen func() (string, error)) error {
+	v, err := gen()
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		fmt.Fprintln(o.out, v)
+		return nil
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := session.WriteOutput(out, []byte(v+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, out)
+	return nil
 }

@@ -56,7 +56,7 @@ Exit codes: 0 success, 1 a phase failed (its class and hint are printed),
 			}
 			return session.Run(cmd.Context(), session.Options{
 				Command: session.Prepare, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
-				DryRun: f.dryRun, Root: root, Skip: f.skipPhases,
+				DryRun: f.dryRun, Root: root, Skip: f.skipPhases, LogFile: true,
 			})
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
@@ -141,7 +142,7 @@ func runRender(o *options, f *renderFlags) error {
 	if err != nil {
 		return renderError(err)
 	}
-	o.log.Info("rendered bootstrap data", "format", f.format, "bytes", len(out), "limit", opts.MaxSize.String())
+	fmt.Fprintf(o.errOut, "rendered bootstrap data: %s, %d bytes (limit %s)\n", f.format, len(out), opts.MaxSize.String())
 	if f.output == "" || f.output == "-" {
 		_, err = o.out.Write(out)
 		return err

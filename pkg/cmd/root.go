@@ -53,23 +53,25 @@ versioned machine spec (machineadm.io/v1alpha1 MachineBootstrapConfig),
 prepares the host, runs the kubeadm compiled into it to create or join a
 cluster, and writes a structured outcome report.
 
+Standard output is for people: progress lines, plans and summaries;
+warnings and errors go to standard error. The structured log goes to the
+log file of bootstrap and prepare (` + session.LogFileName + ` beside the outcome
+report, with kubeadm's full output), or to standard error with --log-level.
+
 Exit codes: 0 success; 1 the run failed (see the report); 2 bad input
 (usage or an invalid spec) and nothing on the host was changed.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-				return usagef("--log-level: %v", err)
-			}
-			o.log = slog.New(slog.NewTextHandler(o.errOut, &slog.HandlerOptions{Level: level}))
-			return nil
+			var err error
+			o.log, err = session.StderrLogger(o.errOut, o.logLevel)
+			return err
 		},
 	}
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "info", "log level on standard error: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "", "print machineadm's structured log on standard error from this level: debug, info, warn or error (default: only warnings and errors, for a person; bootstrap and prepare always write the full log to "+session.LogFileName+" beside the outcome report)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
 
 	root.AddCommand(

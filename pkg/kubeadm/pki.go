@@ -14,6 +14,7 @@ import (
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
@@ -115,6 +116,14 @@ func CACertHash(dir string) (string, error) {
 // "[a-z0-9]{6}.[a-z0-9]{16}" from crypto/rand.
 func GenerateToken() (string, error) {
 	return bootstraputil.GenerateBootstrapToken()
+}
+
+// GenerateCertificateKey returns a new random certificate key, the
+// AES-256 key kubeadm encrypts the shared certificates with in the
+// kubeadm-certs Secret (spec.controlPlane.certificateKey): 64 lower-case
+// hex characters from crypto/rand, made by kubeadm's own copycerts code.
+func GenerateCertificateKey() (string, error) {
+	return copycerts.CreateCertificateKey()
 }
 
 // CheckCA reads the CA set in dir (kubeadm's layout, CASet) and checks it

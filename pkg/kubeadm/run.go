@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -37,6 +38,25 @@ type Runner struct {
 	// read when a phase marked Journal fails, passed to Output and used to
 	// classify the failure.
 	Journal func(ctx context.Context) []string
+	// CertificatesDir is, in a dry run, the certificates directory of the
+	// kubeadm configuration (where its manifests and kubeconfig files
+	// point): the certificates kubeadm writes to DryRunDir are copied there
+	// after each phase, so that every path they name exists. "" copies
+	// nothing.
+	CertificatesDir string
+	// HostCertificatesDir is where a real run keeps the certificates
+	// (spec.controlPlane.pki.certificatesDir); it names them in Plan.
+	// Default /etc/kubernetes/pki.
+	HostCertificatesDir string
+
+	// Plan is set by a dry run's Run: what the phase would change, for a
+	// person — host files it would write (by their host paths), API
+	// objects it would create, patch or delete (by kind and name), and
+	// kubeadm's own "would ..." statements. Never object contents.
+	Plan []string
+	// Warnings is set by Run: kubeadm's preflight warnings ("Name:
+	// message").
+	Warnings []string
 }
 
 // tailLines is how many of a phase's last output lines classify a failure.
@@ -64,8 +84,16 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 	args := []string{verb, "--config", r.ConfigPath, "--skip-phases", strings.Join(skipFor(table, p.Name), ",")}
 	args = append(args, flagsFor(table, p.Name)...)
 
-	var tail []string
+	var tail, all []string
+	before := snapshot(r.DryRunDir)
+	keep := joinDoneFilter()
 	output := func(line string) {
+		if !keep(line) {
+			return
+		}
+		if r.DryRunDir != "" || p.Name == "preflight" {
+			all = append(all, line)
+		}
 		tail = append(tail, line)
 		if len(tail) > tailLines {
 			tail = tail[len(tail)-tailLines:]
@@ -75,7 +103,11 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 		}
 	}
 	err := r.execute(verb, envVar, p.Name, args, output)
+	r.Warnings = PreflightWarnings(all)
 	if err == nil {
+		if r.DryRunDir != "" {
+			return r.plan(before, all)
+		}
 		return nil
 	}
 	if p.Journal && r.Journal != nil {
@@ -85,6 +117,26 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 	}
 	class, hint := Classify(p, err, tail)
 	return errclass.New(class, hint, err)
+}
+
+// plan sets r.Plan after a dry-run phase: the files it wrote to the
+// dry-run directory since before (certificates copied to CertificatesDir
+// first), then the API requests and statements of its output.
+func (r *Runner) plan(before dirSnapshot, output []string) error {
+	changed := snapshot(r.DryRunDir).changed(before)
+	var copied []string
+	if r.CertificatesDir != "" {
+		var err error
+		if copied, err = syncCertificates(r.DryRunDir, r.CertificatesDir, changed); err != nil {
+			return errclass.New(errclass.HostPreparationFailed, "check that the dry-run directory is writable", fmt.Errorf("copying the dry run's certificates to %s: %w", r.CertificatesDir, err))
+		}
+	}
+	certs := r.HostCertificatesDir
+	if certs == "" {
+		certs = kubeadmconstants.KubernetesDir + "/pki"
+	}
+	r.Plan = append(filePlan(changed, copied, certs, r.CertificatesDir != ""), apiPlan(output)...)
+	return nil
 }
 
 // execute runs kubeadm's command tree with args, its output to output.

@@ -86,3 +86,8 @@ func CheckVersionSkew(cfg *machineadm.MachineBootstrapConfig) error {
 	}
 	return nil
 }
+
+// KubeletKubeconfigPath is where the kubelet's kubeconfig appears once its
+// TLS bootstrap is done: kubeadm's constants.GetKubeletKubeConfigPath
+// (/etc/kubernetes/kubelet.conf on Linux), a machine path.
+func KubeletKubeconfigPath() string { return kubeadmconstants.GetKubeletKubeConfigPath() }

@@ -12,11 +12,16 @@ import (
 // (host-check and the host-preparation steps), kubeadm-config, kubeadm's
 // init (action Init) or join (action Join) phase tree as far as it applies
 // to the spec, then the host steps that must follow kubeadm (static-pods).
+// A join waits for a signed cluster-info (wait-cluster-info) right before
+// kubeadm's preflight.
 func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	before, after := HostGroup(cfg)
 	w := &Workflow{Command: "bootstrap", State: true, Phases: []Phase{InputsCheck()}}
 	w.Phases = append(w.Phases, before...)
 	w.Phases = append(w.Phases, KubeadmConfigPhase())
+	if cfg.Spec.Action == machineadm.ActionJoin {
+		w.Phases = append(w.Phases, WaitClusterInfoPhase())
+	}
 	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
 	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }

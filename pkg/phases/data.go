@@ -52,6 +52,9 @@ type Data struct {
 	// Journal reads the kubelet's journal after a failed kubelet phase.
 	// Default: service.Journalctl{}.
 	Journal service.Journal
+	// WaitClusterInfo is the join's wait for a signed cluster-info
+	// (wait-cluster-info). Default: kubeadm.WaitClusterInfo.
+	WaitClusterInfo func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error)
 
 	// Sealed is the SealedSecrets document that came with the spec, or
 	// nil; inputs-check opens it with Identity (a file; default
@@ -62,8 +65,12 @@ type Data struct {
 	// the run (the plaintext of a sealed spec). Optional.
 	AddSecrets func(secrets ...string)
 
-	opts     RunOptions
-	unsealed *sealspec.Unsealed
+	opts RunOptions
+	// resumedAt is the leaf at which this run resumed an unfinished run of
+	// the same spec (its first leaf to run after completed ones), while
+	// that leaf runs; "" otherwise.
+	resumedAt string
+	unsealed  *sealspec.Unsealed
 	// sealedPKI is the CA set from a sealed spec, by name relative to
 	// spec.controlPlane.pki.dir ("ca.key", "etcd/ca.key"); nil otherwise.
 	sealedPKI map[string][]byte
@@ -99,6 +106,13 @@ func (d *Data) runKubeadm() KubeadmRunner {
 		return func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return r.Run(ctx, p) }
 	}
 	return d.RunKubeadm
+}
+
+func (d *Data) waitClusterInfo() func(context.Context, kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+	if d.WaitClusterInfo == nil {
+		return kubeadm.WaitClusterInfo
+	}
+	return d.WaitClusterInfo
 }
 
 // host is the root-confined view of the machine's files.

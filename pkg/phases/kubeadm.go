@@ -2,9 +2,8 @@ package phases
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -61,6 +60,9 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 		Short: row.Short,
 		Class: row.Class,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if done, msg := kubeletBootstrappedEarlier(d, row); done {
+				return Result{Message: msg}, nil
+			}
 			st := d.kubeadm
 			if st == nil {
 				var err error
@@ -69,6 +71,12 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 				}
 			}
 			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput}
+			if cp := d.Config.Spec.ControlPlane; cp != nil {
+				r.HostCertificatesDir = cp.PKI.CertificatesDir
+				if d.DryRun {
+					r.CertificatesDir = st.inputs.CertificatesDir
+				}
+			}
 			if !d.DryRun {
 				r.Journal = func(ctx context.Context) []string {
 					var lines []string
@@ -78,11 +86,58 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 					return lines
 				}
 			}
-			if err := d.runKubeadm()(ctx, r, row); err != nil {
+			err := d.runKubeadm()(ctx, r, row)
+			for _, w := range r.Warnings {
+				d.log().Warn("kubeadm "+name+": "+w, "phase", name)
+			}
+			if err != nil {
 				return Result{}, err
 			}
-			return Result{Changed: true}, nil
+			if !d.DryRun {
+				return Result{Changed: true}, nil
+			}
+			plan := append(dryRunNotes(d, name), r.Plan...)
+			return Result{Changed: len(plan) > 0, Changes: plan}, nil
 		},
+	}
+}
+
+// kubeletBootstrappedEarlier says whether the join's kubelet-start phase
+// row, run where this run resumes, already did its work in the earlier,
+// unfinished run: the kubelet that run started has finished its TLS
+// bootstrap (its kubeconfig, kubeadm.KubeletKubeconfigPath, exists). That
+// file cannot predate that run: its preflight, completed (the run resumes
+// after it), refuses a host that has one. Run again, kubeadm's
+// kubelet-start would refuse the Node that very kubelet registered ("a
+// Node with name ... and status Ready already exists"), so a kill after
+// the kubelet started would never converge. The kubelet's settings were
+// written before it started; kubelet-wait-bootstrap, next, checks it.
+func kubeletBootstrappedEarlier(d *Data, row kubeadm.Phase) (bool, string) {
+	if d.DryRun || d.Config.Spec.Action != machineadm.ActionJoin || row.Name != "kubelet-start" || d.resumedAt != row.Name {
+		return false, ""
+	}
+	p := kubeadm.KubeletKubeconfigPath()
+	hp, err := d.host().Path(p)
+	if err != nil {
+		return false, ""
+	}
+	if fi, err := os.Stat(hp); err != nil || !fi.Mode().IsRegular() {
+		return false, ""
+	}
+	d.log().Info("kubelet-start done by the unfinished earlier run: the kubelet it started has bootstrapped", "kubeconfig", p)
+	return true, "the kubelet started by the unfinished earlier run has completed its TLS bootstrap (" + p + " exists); kubeadm's kubelet-start not run again"
+}
+
+// dryRunNotes are what a dry run of the kubeadm phase name says beyond
+// kubeadm's own plan: a join's discovery, which kubeadm's dry run fakes
+// with a stand-in cluster-info, so that no endpoint is contacted.
+func dryRunNotes(d *Data, name string) []string {
+	j := d.Config.Spec.Join
+	if d.Config.Spec.Action != machineadm.ActionJoin || name != "preflight" || j == nil {
+		return nil
+	}
+	return []string{
+		"would discover the cluster at " + j.APIServerEndpoint + " and pin its CA to spec.join.caCertHashes (dry run: kubeadm used a stand-in cluster-info; the endpoint was not contacted)",
 	}
 }
 
@@ -179,31 +234,21 @@ func hostPathOrRoot(d *Data, p string) string {
 }
 
 // resolveSecrets reads the spec's secret sources that kubeadm takes
-// (kubeadm.SecretInputs over the spec's one secret walk). A missing secret
-// file is an error (PayloadUnavailable) — except in a dry run, which uses a
-// placeholder of the right shape and says so in the log.
+// (kubeadm.SecretInputs over the spec's one secret walk). A missing or
+// empty secret file is an error (PayloadUnavailable) naming the field, in
+// a dry run too: a dry run fails where the real run would.
 func resolveSecrets(d *Data) (kubeadm.Inputs, error) {
-	placeholders := map[string]string{machineadm.SecretFormatBootstrapToken: placeholderToken, machineadm.SecretFormatCertificateKey: placeholderCertKey}
 	return kubeadm.SecretInputs(d.Config, func(f machineadm.SecretField) (string, error) {
-		return readSecret(d, f.Source, f.Path, placeholders[f.Format])
+		return readSecret(d, f.Source, f.Path)
 	})
 }
 
-const (
-	placeholderToken   = "dryrun.0000000000000000"
-	placeholderCertKey = "0000000000000000000000000000000000000000000000000000000000000000"
-)
-
-func readSecret(d *Data, src *machineadm.SecretSource, path, placeholder string) (string, error) {
+func readSecret(d *Data, src *machineadm.SecretSource, path string) (string, error) {
 	if src.File == "" {
 		return src.Value, nil
 	}
 	data, err := redact.ReadSecretFile(hostPathOrRoot(d, src.File))
 	if err != nil {
-		if d.DryRun && errors.Is(err, fs.ErrNotExist) {
-			d.log().Warn("dry run: secret file missing, using a placeholder", "field", path, "file", src.File)
-			return placeholder, nil
-		}
 		return "", errclass.New(errclass.PayloadUnavailable, "deliver the secret file named by "+path+" before machineadm runs", fmt.Errorf("%s: reading %s: %w", path, src.File, err))
 	}
 	v := strings.TrimSpace(string(data))

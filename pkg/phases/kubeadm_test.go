@@ -154,3 +154,144 @@ func TestInputsCheckEmptySecretFile(t *testing.T) {
 		t.Errorf("empty token file: %s %v", c, err)
 	}
 }
+
+// A worker join killed in kubelet-start after the kubelet it started
+// bootstrapped: the run that resumes there does not run kubeadm's
+// kubelet-start again (it would refuse the Node that kubelet registered),
+// and goes on with kubelet-wait-bootstrap. Without the kubelet's
+// kubeconfig, or when the run does not resume there, kubeadm runs it.
+func TestResumedJoinSkipsKubeletStartAfterBootstrap(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		completed  []string
+		kubeconfig bool
+		want       []string
+	}{
+		{"resumed, kubelet bootstrapped", []string{"preflight"}, true, []string{"kubelet-wait-bootstrap"}},
+		{"resumed, no kubelet kubeconfig", []string{"preflight"}, false, []string{"kubelet-start", "kubelet-wait-bootstrap"}},
+		{"first run, kubeconfig of unknown origin", nil, true, []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, cfg := workerData(t)
+			if tc.kubeconfig {
+				p := filepath.Join(d.Root, kubeadm.KubeletKubeconfigPath())
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.completed != nil {
+				st := &state{SpecDigest: d.SpecDigest, Completed: tc.completed}
+				if err := st.save(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ran []string
+			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+				ran = append(ran, p.Name)
+				return nil
+			}
+			w := &Workflow{State: true, Phases: KubeadmPhases(cfg)}
+			obs := &eventObs{}
+			if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ran, tc.want) {
+				t.Errorf("kubeadm ran %v, want %v (events %v)", ran, tc.want, obs.events)
+			}
+		})
+	}
+}
+
+// deliverSecrets writes a well-formed secret into every secret file cfg
+// names, below root.
+func deliverSecrets(t *testing.T, root string, cfg *machineadm.MachineBootstrapConfig) {
+	t.Helper()
+	values := map[string]string{
+		machineadm.SecretFormatBootstrapToken: "abcdef.0123456789abcdef",
+		machineadm.SecretFormatCertificateKey: strings.Repeat("ab", 32),
+	}
+	for _, f := range machineadm.SecretFields(cfg) {
+		if f.Kind != machineadm.SecretKindSource || f.Source.File == "" {
+			continue
+		}
+		p := filepath.Join(root, f.Source.File)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(values[f.Format]+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDryRunMissingSecretFails: a dry run reads the same inputs as a real
+// run, so a missing token file fails inputs-check with the field named
+// and class PayloadUnavailable, and nothing after it runs.
+func TestDryRunMissingSecretFails(t *testing.T) {
+	l, err := spec.Load([]byte(testspec.MinimalWorker), "worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := testData(t)
+	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
+	ran := false
+	d.RunKubeadm = func(context.Context, *kubeadm.Runner, kubeadm.Phase) error { ran = true; return nil }
+	w := &Workflow{Phases: append([]Phase{InputsCheck(), KubeadmConfigPhase()}, KubeadmPhases(l.Config)...)}
+	failed, err := w.Run(context.Background(), d, &eventObs{}, RunOptions{})
+	if failed != InputsCheckPhase || err == nil {
+		t.Fatalf("failed %q, err %v; want inputs-check to fail", failed, err)
+	}
+	if class, _ := errclass.Of(err); class != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "spec.join.token") {
+		t.Errorf("class %s, error %v; want PayloadUnavailable naming spec.join.token", class, err)
+	}
+	if ran {
+		t.Error("a kubeadm phase ran after inputs-check failed")
+	}
+}
+
+// TestDryRunPhaseReportsPlan: in a dry run a kubeadm phase's result
+// carries the runner's plan as its change lines, and a join's preflight
+// says the discovery would happen without contacting the endpoint; a phase
+// with nothing to change is Unchanged.
+func TestDryRunPhaseReportsPlan(t *testing.T) {
+	d, cfg := workerData(t)
+	d.DryRun = true
+	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+		if p.Name == "kubelet-start" {
+			r.Plan = []string{"would write /var/lib/kubelet/config.yaml"}
+		}
+		return nil
+	}
+	obs := &resultObs{results: map[string]Result{}}
+	w := &Workflow{Phases: append([]Phase{InputsCheck(), KubeadmConfigPhase()}, KubeadmPhases(cfg)...)}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.results["kubelet-start"].Changes; !reflect.DeepEqual(got, []string{"would write /var/lib/kubelet/config.yaml"}) {
+		t.Errorf("kubelet-start changes %q", got)
+	}
+	pre := strings.Join(obs.results["preflight"].Changes, "\n")
+	if !strings.Contains(pre, "would discover the cluster at "+cfg.Spec.Join.APIServerEndpoint) || !strings.Contains(pre, "not contacted") {
+		t.Errorf("preflight plan %q", pre)
+	}
+	if obs.status["kubelet-wait-bootstrap"] != StatusUnchanged {
+		t.Errorf("kubelet-wait-bootstrap with no plan: %s, want Unchanged", obs.status["kubelet-wait-bootstrap"])
+	}
+}
+
+// resultObs records each phase's result and status.
+type resultObs struct {
+	results map[string]Result
+	status  map[string]Status
+}
+
+func (o *resultObs) PhaseStarted(string) {}
+func (o *resultObs) PhaseFinished(name string, s Status, res Result, _ error) {
+	if o.status == nil {
+		o.status = map[string]Status{}
+	}
+	o.results[name], o.status[name] = res, s
+}

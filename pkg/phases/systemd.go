@@ -3,6 +3,7 @@ package phases
 import (
 	"bytes"
 	"context"
+	"sync"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -70,13 +71,18 @@ func checkSystemdBinaries(d *Data) error {
 	return errclass.New(errclass.PayloadUnavailable, "install the control-plane binaries in the image at the paths of spec.controlPlane.binaries, or deliver them with spec.host.files and a sha256", err)
 }
 
-// lineWriter hands each complete line written to it to emit.
+// lineWriter hands each complete line written to it to emit. It is safe
+// for concurrent use: kubeadm's KubeWaiter writes from one goroutine per
+// control-plane component.
 type lineWriter struct {
+	mu   sync.Mutex
 	emit func(string)
 	buf  []byte
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
 	for {
 		i := bytes.IndexByte(w.buf, '\n')
@@ -92,6 +98,8 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 
 // Flush emits a last line without its newline.
 func (w *lineWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if len(w.buf) > 0 && w.emit != nil {
 		w.emit(string(w.buf))
 	}

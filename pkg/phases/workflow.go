@@ -218,6 +218,18 @@ type Observer interface {
 	PhaseFinished(name string, status Status, res Result, err error)
 }
 
+// ResumeObserver is an Observer that is also told where a run resumes:
+// Resumed(name) is called once, before PhaseStarted(name), for the first
+// leaf that runs after leaves skipped because an earlier, unfinished run
+// of the same spec completed them (state file). Not called for a run that
+// starts from the first phase, nor for a run after a finished one.
+type ResumeObserver interface {
+	Observer
+	// Resumed says that the run resumes at leaf name after skipping
+	// completed leaves (how many).
+	Resumed(name string, completed int)
+}
+
 // RunOptions select what a run does.
 type RunOptions struct {
 	// Skip names phases not to run (full names); they and their children
@@ -289,6 +301,10 @@ type runner struct {
 	st     *state
 	state  bool
 	failed string
+	// done counts the leaves skipped as completed by an earlier run;
+	// resumed is set once the first leaf after them ran.
+	done    int
+	resumed bool
 }
 
 // node runs nodes[i] and its descendants, and returns its status (""
@@ -347,7 +363,17 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	d := r.d
 	if r.opts.Only == "" && r.st.completedPhase(d.SpecDigest, n.Name) {
 		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec"}, nil)
+		r.done++
 		return StatusSkipped, nil
+	}
+	if r.done > 0 && !r.resumed {
+		r.resumed = true
+		d.resumedAt = n.Name
+		defer func() { d.resumedAt = "" }()
+		d.log().Info("resuming an unfinished run", "phase", n.Name, "completedEarlier", r.done)
+		if ro, ok := r.obs.(ResumeObserver); ok {
+			ro.Resumed(n.Name, r.done)
+		}
 	}
 	r.obs.PhaseStarted(n.Name)
 	start := time.Now()

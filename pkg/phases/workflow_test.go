@@ -133,3 +133,49 @@ func TestWorkflowDryRunKeepsNoState(t *testing.T) {
 		t.Error("dry run wrote a state file")
 	}
 }
+
+// resumeObs is a ResumeObserver recording Resumed as an event.
+type resumeObs struct{ recordObs }
+
+func (r *resumeObs) Resumed(name string, completed int) {
+	r.events = append(r.events, "resumed "+name+" after "+string(rune('0'+completed)))
+}
+
+func TestWorkflowTellsWhereItResumes(t *testing.T) {
+	d := testData(t)
+	runs := map[string]int{}
+	fail := true
+	w := fakeWorkflow(&fail, runs)
+
+	// A run from the first phase resumes nowhere.
+	obs := &resumeObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err == nil {
+		t.Fatal("first run succeeded")
+	}
+	want := []string{"start a", "Succeeded a", "start b", "Failed b"}
+	if !reflect.DeepEqual(obs.events, want) {
+		t.Errorf("first run events %v, want %v", obs.events, want)
+	}
+
+	// The run after it is told once, before the first leaf it runs.
+	fail = false
+	obs = &resumeObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"Skipped a", "resumed b after 1", "start b", "Succeeded b", "start c", "Unchanged c"}
+	if !reflect.DeepEqual(obs.events, want) {
+		t.Errorf("resumed run events %v, want %v", obs.events, want)
+	}
+
+	// A run after the finished one is a no-op, not a resumption.
+	obs = &resumeObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range obs.events {
+		if len(e) > 7 && e[:7] == "resumed" {
+			t.Errorf("no-op run said %q", e)
+		}
+	}
+}

@@ -45,11 +45,11 @@ var (
 
 // fuzzRender renders spec in format with agentURL; ok is false when the
 // options were refused, which must be an *OptionError or *SizeError.
-func fuzzRender(t *testing.T, format Format, spec []byte, agentURL string) (out []byte, ok bool) {
+func fuzzRender(t *testing.T, format Format, spec []byte, agentURL string, gzip ...bool) (out []byte, ok bool) {
 	t.Helper()
 	fuzzCfgOnce.Do(func() { _, fuzzCfg = loadExample(t, "worker") })
 	cfg := fuzzCfg
-	o := Options{Format: format, Agent: AgentSource{URL: agentURL, SHA256: testAgentSHA256}}
+	o := Options{Format: format, Agent: AgentSource{URL: agentURL, SHA256: testAgentSHA256}, Gzip: len(gzip) > 0 && gzip[0]}
 	out, err := Render(spec, cfg, o)
 	if err != nil {
 		var oe *OptionError
@@ -128,48 +128,73 @@ func FuzzRenderCloudConfig(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, spec []byte, agentURL string) {
 		out, ok := fuzzRender(t, FormatCloudConfig, spec, agentURL)
-		if !ok {
-			return
-		}
-		if !bytes.HasPrefix(out, []byte(cloudConfigHeader)) {
-			t.Fatalf("no #cloud-config header")
-		}
-		var cc cloudConfig
-		dec := yaml.NewDecoder(bytes.NewReader(out))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cc); err != nil {
-			t.Fatalf("cloud-config is not YAML of the expected shape: %v", err)
-		}
-		// With the agent in the image there is no stub: runcmd runs it.
-		inImage := strings.HasPrefix(agentURL, "file:")
-		if want := 2; inImage {
-			want = 1
-			if len(cc.WriteFiles) != want || len(cc.RunCmd) != 1 || !strings.Contains(strings.Join(cc.RunCmd[0], " "), " bootstrap -f "+LinuxSpecPath) {
-				t.Fatalf("runcmd of an in-image agent: %q", cc.RunCmd)
-			}
-		} else if len(cc.WriteFiles) != want || cc.WriteFiles[1].Path != CloudConfigStubPath {
-			t.Fatalf("write_files: %+v", cc.WriteFiles)
-		}
-		if len(cc.WriteFiles) == 0 || cc.WriteFiles[0].Path != LinuxSpecPath {
-			t.Fatalf("write_files: %+v", cc.WriteFiles)
-		}
-		decode := func(w writeFile) []byte {
-			if w.Encoding != "gz+b64" {
-				t.Fatalf("%s: encoding %q", w.Path, w.Encoding)
-			}
-			b, err := base64.StdEncoding.DecodeString(w.Content)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return gunzip(t, b)
-		}
-		if got := decode(cc.WriteFiles[0]); !bytes.Equal(got, spec) {
-			t.Fatalf("cloud-config spec is not byte-exact")
-		}
-		if !inImage {
-			checkShell(t, decode(cc.WriteFiles[1]), spec, agentURL, false)
+		if ok {
+			checkFuzzCloudConfig(t, out, spec, agentURL, false)
 		}
 	})
+}
+
+// FuzzRenderCloudConfigGzip is FuzzRenderCloudConfig for render --gzip:
+// the decompressed document must carry the spec and stub exactly, as
+// plain text where plainText allows and gz+b64 otherwise.
+func FuzzRenderCloudConfigGzip(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, spec []byte, agentURL string) {
+		out, ok := fuzzRender(t, FormatCloudConfig, spec, agentURL, true)
+		if ok {
+			checkFuzzCloudConfig(t, gunzip(t, out), spec, agentURL, true)
+		}
+	})
+}
+
+// checkFuzzCloudConfig checks a rendered (decompressed) cloud-config: its
+// header and shape, the spec byte for byte and the stub's agent URL.
+func checkFuzzCloudConfig(t *testing.T, out, spec []byte, agentURL string, gzipped bool) {
+	t.Helper()
+	if !bytes.HasPrefix(out, []byte(cloudConfigHeader)) {
+		t.Fatalf("no #cloud-config header")
+	}
+	var cc cloudConfig
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cc); err != nil {
+		t.Fatalf("cloud-config is not YAML of the expected shape: %v", err)
+	}
+	// With the agent in the image there is no stub: runcmd runs it.
+	inImage := strings.HasPrefix(agentURL, "file:")
+	if want := 2; inImage {
+		want = 1
+		if len(cc.WriteFiles) != want || len(cc.RunCmd) != 1 || !strings.Contains(strings.Join(cc.RunCmd[0], " "), " bootstrap -f "+LinuxSpecPath) {
+			t.Fatalf("runcmd of an in-image agent: %q", cc.RunCmd)
+		}
+	} else if len(cc.WriteFiles) != want || cc.WriteFiles[1].Path != CloudConfigStubPath {
+		t.Fatalf("write_files: %+v", cc.WriteFiles)
+	}
+	if len(cc.WriteFiles) == 0 || cc.WriteFiles[0].Path != LinuxSpecPath {
+		t.Fatalf("write_files: %+v", cc.WriteFiles)
+	}
+	decode := func(w writeFile) []byte {
+		if gzipped && w.Encoding == "" {
+			return []byte(w.Content)
+		}
+		if w.Encoding != "gz+b64" {
+			t.Fatalf("%s: encoding %q", w.Path, w.Encoding)
+		}
+		b, err := base64.StdEncoding.DecodeString(w.Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gunzip(t, b)
+	}
+	if got := decode(cc.WriteFiles[0]); !bytes.Equal(got, spec) {
+		t.Fatalf("cloud-config spec is not byte-exact")
+	}
+	if gzipped && (cc.WriteFiles[0].Encoding == "") != plainText(spec) {
+		t.Fatalf("spec travels with encoding %q, plainText says %v", cc.WriteFiles[0].Encoding, plainText(spec))
+	}
+	if !inImage {
+		checkShell(t, decode(cc.WriteFiles[1]), spec, agentURL, false)
+	}
 }
 
 func FuzzRenderIgnition(f *testing.F) {

@@ -75,11 +75,51 @@ func TestShellStubServerDown(t *testing.T) {
 	if r.exitCode == 0 || r.ran() {
 		t.Fatalf("stub exit %d, agent ran %v; want a failure and no run", r.exitCode, r.ran())
 	}
-	wantStderr(t, r, "attempt 1 of 3 failed", "attempt 2 of 3 failed", "download failed 3 times")
+	wantStderr(t, r, "attempt 1 failed: curl: (7) ", "attempt 2 failed: ", "attempt 3 of 3", "download failed 3 times")
 	if strings.Contains(r.stderr, "secret") {
 		t.Errorf("stderr shows the URL's query string (a presigned URL is a credential):\n%s", r.stderr)
 	}
 	noFile(t, filepath.Join(r.root, LinuxSpecPath))
+}
+
+// TestShellStubPrintsEachAttempt: every download attempt is announced
+// before it starts, and a failed one says why (curl's error), with the
+// URL shown without its query string or user information; with curl and
+// with wget.
+func TestShellStubPrintsEachAttempt(t *testing.T) {
+	spec, _ := loadExample(t, "worker")
+	agent := []byte(testAgentScript)
+	srv := newAgentServer(t, map[string][]byte{"/agent": agent})
+	srv.failFirst = 2
+	url := strings.Replace(srv.URL, "http://", "http://stub-user:stub-password@", 1) + "/agent?X-Amz-Signature=secret"
+	script := shellFor(t, spec, Options{Agent: AgentSource{URL: url, SHA256: sha256Hex(agent)}})
+	r := runStub(t, script)
+	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
+	shown := srv.URL + "/agent"
+	shown = strings.TrimPrefix(shown, "http://") // with user information, the URL is shown from its host on
+	wantStderr(t, r,
+		shown+": attempt 1 of 3\n",
+		"attempt 1 failed: curl: (22) The requested URL returned error: 503\n",
+		shown+": attempt 2 of 3\n",
+		"attempt 2 failed: ",
+		shown+": attempt 3 of 3\n")
+	for _, s := range []string{"secret", "stub-user", "stub-password", "X-Amz"} {
+		if strings.Contains(r.stderr, s) {
+			t.Errorf("stderr shows %q of the URL:\n%s", s, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "attempt 3 failed") {
+		t.Errorf("the third attempt succeeded; stderr:\n%s", r.stderr)
+	}
+
+	// The last failure's error ends the stub's message too.
+	srv.set("/agent", nil)
+	srv.failFirst = 0
+	r = runStub(t, script)
+	if r.exitCode == 0 || r.ran() {
+		t.Fatalf("stub exit %d, agent ran %v", r.exitCode, r.ran())
+	}
+	wantStderr(t, r, "attempt 3 failed: curl: (22) The requested URL returned error: 500\n", "error: "+shown+": download failed 3 times")
 }
 
 func TestShellStubRetriesThenSucceeds(t *testing.T) {
@@ -224,4 +264,14 @@ func TestShellStubWithWget(t *testing.T) {
 	if srv.count("/agent") != 1 {
 		t.Errorf("agent requested %d times", srv.count("/agent"))
 	}
+	wantStderr(t, r, srv.URL+"/agent: attempt 1 of 3")
+
+	// wget -q says nothing on failure: the attempt line gives its exit
+	// status instead.
+	srv.set("/agent", nil)
+	r = runStub(t, script, "PATH="+bin)
+	if r.exitCode == 0 || r.ran() {
+		t.Fatalf("stub exit %d, agent ran %v", r.exitCode, r.ran())
+	}
+	wantStderr(t, r, srv.URL+"/agent: attempt 1 of 3", "attempt 1 failed: exit 8", "download failed 3 times")
 }

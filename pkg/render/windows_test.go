@@ -139,6 +139,12 @@ func TestPowerShellStructure(t *testing.T) {
 		"[Math]::Max(1,",
 		"Start-Sleep -Seconds $wait",
 		"$shown = $Url -replace '\\?.*$', ''",
+		// Each attempt is announced, and a failed one says why, without
+		// the URL's query string.
+		`Write-Log "${shown}: download attempt $i of $Attempts"`,
+		`$why = $_.Exception.Message -replace '\?\S*', ''`,
+		`Write-Log "${shown}: attempt $i of $Attempts failed: $why; retrying in $wait s"`,
+		`throw "${shown}: download failed $Attempts times: $why"`,
 	} {
 		if !strings.Contains(script, want) {
 			t.Errorf("script lacks %q", want)

@@ -79,6 +79,13 @@ type BootstrapReport struct {
 	Hint string `json:"hint,omitempty"`
 	// Error is the error message of the failure. Empty on success.
 	Error string `json:"error,omitempty"`
+	// ResumedFrom is the full name of the first phase this run ran after
+	// skipping the phases that an earlier, unfinished run of the same spec
+	// had completed (those are listed Skipped, "completed by an earlier run
+	// of this spec"): where the run picked up after a crash, a kill or a
+	// reboot. Empty when the run started from the first phase, and when a
+	// finished run of the same spec made this one a no-op.
+	ResumedFrom string `json:"resumedFrom,omitempty"`
 	// LogTail holds the last lines (at most DefaultTailLines) of the
 	// output of kubeadm and the kubelet checks recorded during the run,
 	// oldest first. Empty when nothing was recorded.

@@ -24,19 +24,48 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // not a regular file of at most MaxReportSize bytes (a FIFO or device at
 // the path is replaced, never read). Missing directories are created
 // with mode 0700.
+//
+// As a ProgressWriter it keeps a provisional report at the path while the
+// run goes on: the first one (durable, fsynced) keeps the report it
+// replaces as the previous report; updates replace it without an fsync
+// (atomicfile.WriteFileUnsynced); the final report replaces it without
+// keeping it, so report.previous.json stays the last run's report.
 type FileWriter struct {
 	// Root is prepended to Path: "/" (or "") on a host, a test directory
 	// in tests.
 	Root string
 	// Path is the report's absolute path. Default DefaultPath.
 	Path string
+
+	// progress: a provisional report of this run is at the path.
+	progress bool
 }
 
 // Name is "file".
 func (w *FileWriter) Name() string { return "file" }
 
-// Write writes r, keeping the report it replaces.
+// Write writes r, keeping the report it replaces (unless that is this
+// run's provisional report).
 func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
+	return w.write(ctx, r, !w.progress, true)
+}
+
+// WriteProgress writes the provisional report p: the first time like
+// Write, later without keeping the report it replaces and without fsync.
+func (w *FileWriter) WriteProgress(p *BootstrapReport, first bool) error {
+	if w.progress && !first {
+		return w.write(context.Background(), p, false, false)
+	}
+	err := w.write(context.Background(), p, !w.progress, true)
+	if err == nil {
+		w.progress = true
+	}
+	return err
+}
+
+// write writes r at the path, keeping the report there as the previous
+// one when keep is set; sync makes the write durable.
+func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync bool) error {
 	data, err := r.Marshal()
 	if err != nil {
 		return fmt.Errorf("encoding report: %w", err)
@@ -48,6 +77,15 @@ func (w *FileWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	full := HostPath(w.Root, path)
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("creating report directory: %w", err)
+	}
+	if !keep {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !sync {
+			return atomicfile.WriteFileUnsynced(full, data, 0o600)
+		}
+		return atomicfile.WriteFile(full, data, 0o600)
 	}
 	// Bounded, and never blocking on a FIFO put at the path: what is not
 	// a regular report-sized file is not a report worth keeping, and is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,11 @@ type Recorder struct {
 	tail    ring
 	stream  *redact.Stream
 
+	// progress: Begin was called; provisional reports go to the
+	// ProgressWriters. pmu serialises their writes with the final one.
+	progress bool
+	pmu      sync.Mutex
+
 	finishing bool
 	done      chan struct{}
 	final     BootstrapReport
@@ -88,16 +94,121 @@ func (r *Recorder) Plan(names ...string) {
 	r.planned = append(r.planned, names...)
 }
 
-// PhaseStarted records that phase name started now.
+// PhaseStarted records that phase name started now. After Begin, a
+// top-level phase (a name without "/") starting updates the provisional
+// report.
 func (r *Recorder) PhaseStarted(name string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.finishing {
+		r.mu.Unlock()
 		return
 	}
 	r.index[name] = len(r.rep.Phases)
 	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, StartTime: r.now()})
 	r.running = append(r.running, name)
+	if !r.progress || strings.Contains(name, "/") {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	_ = r.writeProgress(false)
+}
+
+// Resumed records that the run resumed at phase name, skipping the phases
+// an earlier unfinished run of the same spec completed (ResumedFrom; the
+// first call counts), and updates the provisional report after Begin.
+func (r *Recorder) Resumed(name string) {
+	r.mu.Lock()
+	if r.finishing || r.rep.ResumedFrom != "" {
+		r.mu.Unlock()
+		return
+	}
+	r.rep.ResumedFrom = name
+	progress := r.progress
+	r.mu.Unlock()
+	if progress {
+		_ = r.writeProgress(false)
+	}
+}
+
+// Begin says that the run's phases start now, so that a run that never
+// ends leaves a true record: it writes a provisional report through the
+// ProgressWriters (the report file: result Failed, class Interrupted,
+// "unfinished run", the phase running as failedPhase; the sentinel writer
+// removes an earlier run's success sentinel), and each top-level phase
+// that starts (and Resumed) rewrites it. The final report (Finish,
+// Interrupted, Recover) replaces it. It returns the ProgressWriters'
+// errors joined; a failing one does not stop the run. Call it once, before
+// the first phase; without it no provisional report is written.
+func (r *Recorder) Begin() error {
+	r.mu.Lock()
+	if r.finishing || r.progress {
+		r.mu.Unlock()
+		return nil
+	}
+	r.progress = true
+	r.mu.Unlock()
+	return r.writeProgress(true)
+}
+
+// unfinishedHint is the provisional report's hint.
+const unfinishedHint = "This run had not ended when the report was written. If machineadm is no longer running, it was killed (SIGKILL, out-of-memory kill, power loss) before it could write its final report: run the same command again, it resumes at the first phase that did not finish; `journalctl -b` may show why it stopped."
+
+// writeProgress writes the provisional report through the ProgressWriters,
+// unless the final report is being written or was written.
+func (r *Recorder) writeProgress(first bool) error {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	r.mu.Lock()
+	if r.finishing {
+		r.mu.Unlock()
+		return nil
+	}
+	p := r.provisionalLocked()
+	r.mu.Unlock()
+	var errs []error
+	for _, w := range r.writers {
+		pw, ok := w.(ProgressWriter)
+		if !ok {
+			continue
+		}
+		c := p
+		c.Phases = append([]Phase(nil), p.Phases...)
+		c.LogTail = append([]string(nil), p.LogTail...)
+		if err := pw.WriteProgress(&c, first); err != nil {
+			errs = append(errs, &WriterError{Writer: w.Name(), Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// provisionalLocked is the report of the run so far, redacted, as it
+// should read if the run never ends: running phases Failed ("running when
+// this report was written"), phases not started yet left out, result
+// Failed with class Interrupted in the most recently started phase (or the
+// failure already recorded). r.mu must be held.
+func (r *Recorder) provisionalLocked() BootstrapReport {
+	p := r.rep
+	now := r.now()
+	p.Phases = append(make([]Phase, 0, len(r.rep.Phases)), r.rep.Phases...)
+	for i := range p.Phases {
+		if p.Phases[i].Status == "" {
+			p.Phases[i].Status = PhaseFailed
+			p.Phases[i].Message = "running when this report was written (unfinished run)"
+			p.Phases[i].DurationMs = now.Sub(p.Phases[i].StartTime).Milliseconds()
+		}
+	}
+	p.Result = ResultFailed
+	if !r.failed {
+		p.FailedPhase, p.ErrorClass, p.Hint = r.current(), ClassInterrupted, unfinishedHint
+		p.Error = fmt.Sprintf("unfinished run: machineadm (pid %d) had not ended when this report was written", os.Getpid())
+		if p.FailedPhase != "" {
+			p.Error += "; phase " + p.FailedPhase + " was running"
+		}
+	}
+	p.EndTime = now
+	p.LogTail = r.tail.lines()
+	return r.redact(p)
 }
 
 // PhaseFinished records the end of phase name with status and an optional
@@ -244,10 +355,13 @@ func (r *Recorder) finishLocked(ctx context.Context) error {
 	}
 	r.finishing = true
 	r.closeLocked()
-	final := r.redacted()
+	final := r.redact(r.rep)
 	r.mu.Unlock()
 
+	// A provisional report being written is written before the final one.
+	r.pmu.Lock()
 	err := runWriters(ctx, r.writers, &final)
+	r.pmu.Unlock()
 	r.final, r.finishErr = final, err
 	close(r.done)
 	return err
@@ -285,18 +399,18 @@ func (r *Recorder) closeLocked() {
 	r.rep.LogTail = r.tail.lines()
 }
 
-// redacted returns a copy of the report with every string redacted.
-func (r *Recorder) redacted() BootstrapReport {
-	out := r.rep
+// redact returns a copy of rep with every string redacted.
+func (r *Recorder) redact(rep BootstrapReport) BootstrapReport {
+	out := rep
 	s := r.red.String
 	m := &out.Machine
 	m.Hostname, m.NodeName, m.SpecName = s(m.Hostname), s(m.NodeName), s(m.SpecName)
-	out.Phases = append(make([]Phase, 0, len(r.rep.Phases)), r.rep.Phases...)
+	out.Phases = append(make([]Phase, 0, len(rep.Phases)), rep.Phases...)
 	for i := range out.Phases {
 		out.Phases[i].Message = s(out.Phases[i].Message)
 	}
 	out.Hint, out.Error = s(out.Hint), s(out.Error)
-	out.LogTail = r.red.Strings(append([]string(nil), r.rep.LogTail...))
+	out.LogTail = r.red.Strings(append([]string(nil), rep.LogTail...))
 	return out
 }
 

@@ -23,7 +23,10 @@ const SentinelDisabled = "-"
 // the content "success\n" that Cluster API's kubeadm bootstrap provider
 // writes (mode 0644: it holds no secret and tools check for it). On
 // failure it removes a sentinel left by an earlier run, so the file never
-// claims a success the last run did not have.
+// claims a success the last run did not have. As a ProgressWriter it
+// removes that sentinel as soon as the run begins: a run killed half-way
+// (SIGKILL, power loss) never leaves an earlier run's sentinel claiming a
+// node that this run has since changed.
 type SentinelWriter struct {
 	// Root is prepended to Path.
 	Root string
@@ -37,22 +40,42 @@ func (w *SentinelWriter) Name() string { return "sentinel" }
 
 // Write creates or removes the sentinel according to r.Result.
 func (w *SentinelWriter) Write(ctx context.Context, r *BootstrapReport) error {
-	path := w.Path
-	switch path {
-	case SentinelDisabled:
+	full := w.path()
+	if full == "" {
 		return nil
-	case "":
-		path = DefaultSentinel
 	}
-	full := HostPath(w.Root, path)
 	if r.Result != ResultSucceeded {
-		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing stale sentinel: %w", err)
-		}
-		return nil
+		return removeSentinel(full)
 	}
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return fmt.Errorf("creating sentinel directory: %w", err)
 	}
 	return atomicfile.WriteFile(full, []byte("success\n"), 0o644)
+}
+
+// WriteProgress removes the sentinel when the run begins (first); later
+// progress changes nothing.
+func (w *SentinelWriter) WriteProgress(_ *BootstrapReport, first bool) error {
+	if full := w.path(); first && full != "" {
+		return removeSentinel(full)
+	}
+	return nil
+}
+
+// path is the sentinel's host path, "" when disabled.
+func (w *SentinelWriter) path() string {
+	switch w.Path {
+	case SentinelDisabled:
+		return ""
+	case "":
+		return HostPath(w.Root, DefaultSentinel)
+	}
+	return HostPath(w.Root, w.Path)
+}
+
+func removeSentinel(full string) error {
+	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing stale sentinel: %w", err)
+	}
+	return nil
 }

@@ -141,6 +141,9 @@ func (s *summary) header() []string {
 	if m.Role != "" || m.Action != "" {
 		id = append(id, orDash(m.Role)+" "+orDash(m.Action))
 	}
+	if r.ResumedFrom != "" {
+		id = append(id, "resumed at "+r.ResumedFrom)
+	}
 	run := []string{"machineadm " + orDash(m.MachineadmVersion)}
 	if m.KubernetesVersion != "" {
 		run = append(run, "kubernetes "+m.KubernetesVersion)

@@ -17,6 +17,20 @@ type Writer interface {
 	Write(ctx context.Context, r *BootstrapReport) error
 }
 
+// ProgressWriter is a Writer that also keeps the record of a run that has
+// not ended, for when it never ends (SIGKILL, an out-of-memory kill, a
+// power loss: no handler runs, so no final report is written). It gets a
+// provisional report when the run begins (Recorder.Begin) and as it goes;
+// the final report replaces it through Write.
+type ProgressWriter interface {
+	Writer
+	// WriteProgress delivers the provisional report p (redacted; Result
+	// Failed, ErrorClass Interrupted unless a failure was recorded). first
+	// is set for the run's first one. Called from one goroutine at a time,
+	// never concurrently with or after Write.
+	WriteProgress(p *BootstrapReport, first bool) error
+}
+
 // WriterError is the failure of one writer.
 type WriterError struct {
 	// Writer is the writer's name.

@@ -1,17 +1,22 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
@@ -24,7 +29,8 @@ const LatestAPIVersion = machineadm.LatestAPIVersion
 // sealed file, whose envelope is not opened), decodes, defaults and
 // validates it, then has the embedded kubeadm validate the configuration
 // derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
-// files are not read. Warnings are returned, not logged.
+// files are not read; each one that does not exist on this machine is a
+// warning (MissingSecretFiles). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := ReadSpec(in, path)
 	if err != nil {
@@ -40,7 +46,40 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
 		return nil, err
 	}
+	l.Warnings = append(l.Warnings, MissingSecretFiles(l.Config, "/")...)
 	return l, nil
+}
+
+// secretFileHint says how to make the secret file of a format.
+var secretFileHint = map[string]string{
+	machineadm.SecretFormatBootstrapToken: "; `machineadm token generate --out FILE` makes one",
+	machineadm.SecretFormatCertificateKey: "; `machineadm pki certificate-key --out FILE` makes one",
+}
+
+// MissingSecretFiles returns a warning for each secret file and CA
+// directory the spec names (machineadm.SecretFields: SecretSource files,
+// spec.controlPlane.pki.dir) that does not exist below root on this
+// machine: the field path with ".file" and the path. `config validate`
+// often runs where the spec is written, not on the machine, so this is a
+// warning; on the machine, inputs-check fails on the same files. Nothing is
+// read: only their existence is checked.
+func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []validation.Warning {
+	var out []validation.Warning
+	for _, f := range machineadm.SecretFields(cfg) {
+		switch {
+		case f.Kind == machineadm.SecretKindSource && f.Source.File != "":
+			if _, err := os.Stat(filepath.Join(root, f.Source.File)); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, validation.Warning{Field: f.Path + ".file",
+					Message: fmt.Sprintf("%s does not exist on this machine; it must be there when machineadm bootstrap runs%s", f.Source.File, secretFileHint[f.Format])})
+			}
+		case f.Kind == machineadm.SecretKindCADir && *f.Value != "":
+			if _, err := os.Stat(filepath.Join(root, *f.Value, "ca.crt")); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, validation.Warning{Field: f.Path,
+					Message: fmt.Sprintf("%s holds no ca.crt on this machine; the CA set must be there when machineadm bootstrap runs; `machineadm pki init --out DIR` makes one", *f.Value)})
+			}
+		}
+	}
+	return out
 }
 
 // KubeadmConfig is `config kubeadm`: the kubeadm configuration documents
@@ -79,13 +118,51 @@ const (
 	placeholderCAHash      = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 )
 
+// SpecDefaults is `config defaults -f SPEC`: the spec at path (or In for
+// "-"; the spec document of a sealed file) decoded, converted to the
+// newest apiVersion and validated, with every default filled in, as YAML.
+// Inline secret values are replaced by the redactor's mark, so the output
+// can be shown and shared. Warnings come back in the *spec.Loaded. An
+// invalid spec is a *spec.InvalidSpecError (exit code 2).
+func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
+	data, err := ReadSpec(in, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := loadSpecDoc(data, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := l.Config
+	cfg.APIVersion = machineadm.LatestAPIVersion
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	red := redact.New()
+	for _, f := range machineadm.SecretFields(cfg) {
+		if !f.Inline() {
+			continue
+		}
+		switch f.Kind {
+		case machineadm.SecretKindSource:
+			red.Add(f.Source.Value)
+		case machineadm.SecretKindURLCredentials:
+			red.Add(redact.URLSecrets(*f.Value)...)
+		default:
+			red.Add(*f.Value)
+		}
+	}
+	return []byte(red.String(string(out))), l, nil
+}
+
 // Defaults returns a spec of the newest apiVersion for role and action
 // ("" action: Init for ControlPlane, Join for Worker) with every default
 // filled in, and placeholders in the required fields that have none, as
-// YAML; the action it chose comes back too. containerd adds
-// spec.host.containerd with its defaults. A bad role or action is a
-// *UsageError.
-func Defaults(role, action string, containerd bool) ([]byte, string, error) {
+// YAML; the action it chose and a description of each placeholder it used
+// come back too. containerd adds spec.host.containerd with its defaults.
+// A bad role or action is a *UsageError.
+func Defaults(role, action string, containerd bool) ([]byte, string, []string, error) {
 	if action == "" {
 		action = string(machineadm.ActionJoin)
 		if role == string(machineadm.RoleControlPlane) {
@@ -94,11 +171,11 @@ func Defaults(role, action string, containerd bool) ([]byte, string, error) {
 	}
 	switch {
 	case role != string(machineadm.RoleControlPlane) && role != string(machineadm.RoleWorker):
-		return nil, "", Usagef("--role must be ControlPlane or Worker, got %q", role)
+		return nil, "", nil, Usagef("--role must be ControlPlane or Worker, got %q", role)
 	case action != string(machineadm.ActionInit) && action != string(machineadm.ActionJoin):
-		return nil, "", Usagef("--action must be Init or Join, got %q", action)
+		return nil, "", nil, Usagef("--action must be Init or Join, got %q", action)
 	case action == string(machineadm.ActionInit) && role == string(machineadm.RoleWorker):
-		return nil, "", Usagef("--action Init needs --role ControlPlane")
+		return nil, "", nil, Usagef("--action Init needs --role ControlPlane")
 	}
 	cfg := machineadm.MachineBootstrapConfig{
 		APIVersion: machineadm.LatestAPIVersion,
@@ -112,27 +189,35 @@ func Defaults(role, action string, containerd bool) ([]byte, string, error) {
 	if containerd {
 		cfg.Spec.Host.Containerd = &machineadm.Containerd{}
 	}
-	fillPlaceholders(&cfg)
+	placeholders := fillPlaceholders(&cfg)
 	machineadm.SetDefaults(&cfg)
 	out, err := yaml.Marshal(&cfg)
-	return out, action, err
+	return out, action, placeholders, err
 }
 
 // fillPlaceholders sets the required fields of cfg that have no default,
-// by role and action.
-func fillPlaceholders(cfg *machineadm.MachineBootstrapConfig) {
+// by role and action, and returns one line for each placeholder it used
+// ("spec.join.token.file: /etc/machineadm/secrets/bootstrap-token").
+func fillPlaceholders(cfg *machineadm.MachineBootstrapConfig) []string {
 	s := &cfg.Spec
 	s.Kubernetes.ControlPlaneEndpoint = PlaceholderEndpoint
+	used := []string{"spec.kubernetes.controlPlaneEndpoint: " + PlaceholderEndpoint}
 	if s.Action == machineadm.ActionJoin {
 		s.Join = &machineadm.Join{
 			APIServerEndpoint: PlaceholderEndpoint,
 			Token:             machineadm.SecretSource{File: placeholderTokenFile},
 			CACertHashes:      []string{placeholderCAHash},
 		}
+		used = append(used,
+			"spec.join.apiServerEndpoint: "+PlaceholderEndpoint,
+			"spec.join.token.file: "+placeholderTokenFile+" (machineadm token generate --out FILE)",
+			"spec.join.caCertHashes: the all-zero hash (machineadm pki hash DIR)")
 		if s.Role == machineadm.RoleControlPlane {
 			s.ControlPlane = &machineadm.ControlPlane{CertificateKey: &machineadm.SecretSource{File: placeholderCertKeyFile}}
+			used = append(used, "spec.controlPlane.certificateKey.file: "+placeholderCertKeyFile+" (machineadm pki certificate-key --out FILE)")
 		}
 	}
+	return used
 }
 
 // defaultKubernetesVersion is the embedded kubeadm's Kubernetes version,

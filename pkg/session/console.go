@@ -51,6 +51,13 @@ func (c *console) PhaseStarted(name string) {
 	c.rec.PhaseStarted(name)
 }
 
+// Resumed implements phases.ResumeObserver: the report's resumedFrom and
+// one console line.
+func (c *console) Resumed(name string, completed int) {
+	c.rec.Resumed(name)
+	fmt.Fprintf(c.out, "%sresuming at %s: %d phases completed by an earlier run of this spec\n", c.prefix, name, completed)
+}
+
 // PhaseFinished implements phases.Observer.
 func (c *console) PhaseFinished(name string, status phases.Status, res phases.Result, err error) {
 	msg := res.Summary()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -34,6 +35,11 @@ type record struct {
 	stopSig func()
 	// reportFile is the host path of the report file the run writes.
 	reportFile string
+	// logFile is the run's log file, opened when the workflow starts (bad
+	// input leaves no file behind); verbose also shows kubeadm's output on
+	// the console.
+	logFile *logSink
+	verbose bool
 }
 
 // startRecord begins the outcome report of o.Command for cfg (nil when the
@@ -58,7 +64,7 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	if out == nil {
 		out = io.Discard
 	}
-	r := &record{command: o.Command, red: red, log: slog.New(red.NewHandler(log.Handler())), out: red.NewWriter(out)}
+	r := &record{command: o.Command, red: red, out: red.NewWriter(out), verbose: o.Verbose}
 
 	settings, opts := reportSettings(o, cfg, reportRoot)
 	opts.Stdout = r.out
@@ -68,6 +74,17 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 	}
 	r.reportFile = report.HostPath(reportRoot, path)
 	r.rec = report.NewRecorder(report.MetaFor(cfg, string(o.Command)), report.WritersFor(settings, opts), red, nil)
+	// The structured log: the caller's (standard error: warnings only,
+	// unless --log-level), the log file at debug level, and the report's
+	// log tail for warnings (the report holds the error). Redacted before
+	// any of them.
+	tail := slog.NewTextHandler(lineFunc(func(l string) { r.rec.AppendOutput(l) }), &slog.HandlerOptions{Level: slog.LevelWarn})
+	handlers := fanout{forRun(log.Handler()), belowError{tail}}
+	if o.LogFile {
+		r.logFile = &logSink{dir: filepath.Dir(r.reportFile)}
+		handlers = append(handlers, slog.NewTextHandler(r.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	r.log = slog.New(red.NewHandler(handlers))
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r
 }
@@ -110,6 +127,17 @@ func (r *record) finish() {
 		r.log.Warn("outcome report: a writer failed", "error", err)
 	}
 	_ = r.out.Flush()
+	if r.logFile != nil {
+		r.logFile.close()
+	}
+}
+
+// logPath is the run's log file, or "" without one.
+func (r *record) logPath() string {
+	if r.logFile == nil {
+		return ""
+	}
+	return r.logFile.path()
 }
 
 // invalid records bad input — an invalid spec or a usage error such as an
@@ -143,11 +171,20 @@ func (r *record) failed(err error) error {
 }
 
 // kubeadmOutput returns the sink for kubeadm's output lines and a func to
-// call when output ends. One redacting stream feeds both the console and
-// the report's log tail, so a secret spread over several lines (a PEM
-// block) is caught even when its value is not known in advance.
+// call when output ends. One redacting stream feeds the report's log tail,
+// the log file and, with verbose (-v), the console, so a secret spread over
+// several lines (a PEM block) is caught even when its value is not known in
+// advance.
 func (r *record) kubeadmOutput() (sink func(string), done func()) {
-	w := r.rec.OutputWriter(r.out)
+	var tee []io.Writer
+	if r.verbose {
+		tee = append(tee, r.out)
+	}
+	if r.logFile != nil {
+		r.logFile.open()
+		tee = append(tee, r.logFile)
+	}
+	w := r.rec.OutputWriter(io.MultiWriter(tee...))
 	return func(line string) { _, _ = io.WriteString(w, line+"\n") }, func() { _ = w.Close() }
 }
 
@@ -155,8 +192,17 @@ func (r *record) kubeadmOutput() (sink func(string), done func()) {
 // failed phase. Panics are recorded as class Internal.
 func (r *record) workflow(ctx context.Context, w *phases.Workflow, d *phases.Data, opts phases.RunOptions) (err error) {
 	defer r.rec.Recover(ctx, &err)
+	if r.logFile != nil {
+		r.logFile.open()
+	}
 	if opts.Only == "" {
 		r.rec.Plan(w.Names()...)
+	}
+	// From here on the host may change: a provisional report replaces the
+	// last run's (and its success sentinel goes), so a run killed where no
+	// handler runs never leaves an earlier success claimed.
+	if err := r.rec.Begin(); err != nil {
+		r.log.Warn("outcome report: provisional report not written", "error", err)
 	}
 	c := newConsole(r.rec, r.out, w, d.DryRun)
 	failed, runErr := w.Run(ctx, d, c, opts)

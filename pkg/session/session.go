@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,6 +74,12 @@ type Options struct {
 	// IdentityFile is the machine's identity for a sealed spec (--identity;
 	// default seal.DefaultIdentityFile, /etc/machineadm/identity).
 	IdentityFile string
+	// Verbose shows the full output of kubeadm on Out (-v); it always goes
+	// to the log file and the report's log tail.
+	Verbose bool
+	// LogFile writes the structured log and kubeadm's output to
+	// LogFileName beside the outcome report (bootstrap and prepare).
+	LogFile bool
 }
 
 // Workflow returns the workflow of command for cfg.
@@ -88,7 +95,7 @@ func Workflow(command Command, cfg *machineadm.MachineBootstrapConfig) *phases.W
 // InvalidSpec and returned for exit code 2, with nothing changed; a failed
 // phase returns a *RunFailedError (exit code 1) after the report was
 // written.
-func Run(ctx context.Context, o Options) error {
+func Run(ctx context.Context, o Options) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -138,9 +145,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	rec := startRecord(o, cfg, reportRoot)
-	if o.DryRun {
-		defer fmt.Fprintf(rec.out, "dry run: %s in %s\n", dryRunWhat(o.Command), workDir)
-	}
+	defer func() { rec.footer(o, cfg, workDir, err) }()
 	if loadErr != nil {
 		return rec.invalid(loadErr)
 	}
@@ -198,12 +203,41 @@ func hostEnv(o Options, cfg *machineadm.MachineBootstrapConfig, rec *record) (*h
 	return env, func() { sd.Close() }
 }
 
-// dryRunWhat says what a dry run's directory holds.
-func dryRunWhat(c Command) string {
-	if c == Prepare {
-		return "the report is"
+// footer ends the console output of a run, after the summary: for a dry
+// run what it did and did not do, and where its files are; for a failed
+// run where the full log is.
+func (r *record) footer(o Options, cfg *machineadm.MachineBootstrapConfig, workDir string, err error) {
+	defer func() { _ = r.out.Flush() }()
+	var rf *RunFailedError
+	failed := errors.As(err, &rf)
+	if !o.DryRun {
+		if failed && r.logPath() != "" {
+			fmt.Fprintf(r.out, "log: %s (machineadm's log and kubeadm's full output)\n", r.logPath())
+		}
+		return
 	}
-	return "files kubeadm would write and the report are"
+	if err != nil {
+		where := ""
+		if failed && rf.Phase != "" {
+			where = " in phase " + rf.Phase
+		}
+		fmt.Fprintf(r.out, "dry run: FAILED%s; a real run would fail there too (see the error above); nothing on this host was changed\n", where)
+		return
+	}
+	fmt.Fprintf(r.out, "dry run: nothing on this host was changed; what the dry run wrote is under %s\n", workDir)
+	if o.Command == Bootstrap && cfg != nil {
+		if cfg.Spec.Action == machineadm.ActionJoin && cfg.Spec.Join != nil {
+			fmt.Fprintf(r.out, "dry run: no cluster was contacted; a real run would join the cluster at %s\n", cfg.Spec.Join.APIServerEndpoint)
+		}
+		certs := ""
+		if cfg.Spec.ControlPlane != nil {
+			certs = ", the certificates in " + filepath.Join(workDir, "pki")
+		}
+		fmt.Fprintf(r.out, "dry run: files kubeadm would write are in %s%s\n", filepath.Join(workDir, "kubeadm"), certs)
+		if p := r.logPath(); p != "" {
+			fmt.Fprintf(r.out, "dry run: kubeadm's full output is in %s (-v prints it here)\n", p)
+		}
+	}
 }
 
 // dryRunDir returns the dry run's directory, absolute (kubeadm wants

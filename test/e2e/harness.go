@@ -33,6 +33,7 @@ type env struct {
 	runDir     string // this run's machines
 	machineadm string // the machineadm binary copied into machines
 	keep       bool   // MACHINEADM_E2E_KEEP=1: keep failed machines
+	demo       *demo  // `make demo` (demo.go): nil in other runs
 
 	mu       sync.Mutex
 	machines []*Machine
@@ -71,6 +72,13 @@ func setupEnv(ctx context.Context) (*env, error) {
 	}
 	if err := setupNetns(ctx); err != nil {
 		return nil, err
+	}
+	if e.demo, err = openDemo(); err != nil {
+		return nil, err
+	}
+	if e.demo == nil && demoUp() {
+		return nil, fmt.Errorf("a demo cluster of `make demo` is up (or being made, or left behind: %s exists), "+
+			"and this run's clean-up would remove its machines; `make demo-down` removes it", demoNetns)
 	}
 	work := getenv("MACHINEADM_E2E_WORK", "/var/tmp/machineadm-e2e")
 	if err := cleanStale(repo, work); err != nil {
@@ -165,6 +173,9 @@ type bootOptions struct {
 	prepare func(*Machine) error
 	// mayDegrade accepts machines whose boot ends degraded.
 	mayDegrade bool
+	// subdir puts the machines in this subdirectory of the run directory,
+	// so that a name can be booted again (the benchmark's samples).
+	subdir string
 }
 
 // bootMachinesWith is bootMachines with options.
@@ -176,7 +187,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 	var wg sync.WaitGroup
 	for i, s := range specs {
 		m, err := newMachine(ctx, e.baseRoot(), filepath.Join(e.repo, "hack/e2e/rootfs"),
-			filepath.Join(e.runDir, s.Name), s.Name, s.IP, hosts, t.Logf)
+			filepath.Join(e.runDir, opts.subdir, s.Name), s.Name, s.IP, hosts, t.Logf)
 		if err != nil {
 			t.Fatalf("machine %s: %v", s.Name, err)
 		}
@@ -192,6 +203,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 			}
 		}
 		m.MayDegrade = opts.mayDegrade
+		m.Detached = e.demo != nil
 		ms[i] = m
 		wg.Add(1)
 		go func(i int) {

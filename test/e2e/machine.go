@@ -51,7 +51,10 @@ type Machine struct {
 	// BindRO are host directories mounted read-only into the machine,
 	// "HOST:MACHINE" (systemd-nspawn --bind-ro).
 	BindRO []string
-	binds  []string // read-write bind mounts, "HOST:MACHINE"
+	// Detached machines outlive the test process: systemd-nspawn gets no
+	// parent-death signal (the demo keeps its cluster, demo.go).
+	Detached bool
+	binds    []string // read-write bind mounts, "HOST:MACHINE"
 
 	cmd     *exec.Cmd
 	cgroups []string      // the machine's own cgroups, one per hierarchy
@@ -202,6 +205,9 @@ func (m *Machine) Boot(ctx context.Context) error {
 	m.cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_LOCK=0", "MAE2E_CGROUPS="+strings.Join(m.cgroups, " "))
 	m.cmd.Stdout, m.cmd.Stderr = console, console
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if m.Detached {
+		m.cmd.SysProcAttr.Pdeathsig = 0
+	}
 	if err := m.cmd.Start(); err != nil {
 		console.Close()
 		return fmt.Errorf("start systemd-nspawn: %w", err)
@@ -283,6 +289,10 @@ func descendants(pid int) []int {
 type ExecResult struct {
 	Stdout, Stderr string
 	ExitCode       int
+	// MaxRSSKiB is the peak resident set of the command's process tree
+	// (the kernel's ru_maxrss of its waited-for processes: the VmHWM of the
+	// largest one), in KiB.
+	MaxRSSKiB int64
 }
 
 // Exec runs a command inside the machine (all of its namespaces, its root,
@@ -304,6 +314,9 @@ func (m *Machine) Exec(ctx context.Context, stdin []byte, args ...string) (ExecR
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res := ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.MaxRSSKiB = ru.Maxrss
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %s: %w: %s", m.Name, strings.Join(args, " "), err, strings.TrimSpace(tail(res.Stderr, 5)))
 	}

@@ -12,9 +12,9 @@ import (
 
 // TestMain first moves the test binary into a network namespace of its own
 // (runInOwnNetns), then creates the harness environment once, runs the
-// scenarios and always tears everything down: machines, cgroups, the
-// bridge and, unless a failed run is kept with MACHINEADM_E2E_KEEP=1, the
-// run directory.
+// scenarios and tears everything down: machines, cgroups, the bridge and,
+// unless a failed run is kept with MACHINEADM_E2E_KEEP=1, the run
+// directory. A successful demo run (demo.go) keeps its cluster instead.
 func TestMain(m *testing.M) {
 	if os.Getenv(inNetnsEnv) == "" {
 		os.Exit(runInOwnNetns())
@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 	}
 	theEnv = e
 	code := m.Run()
+	e.demo.close(code != 0)
+	if code == 0 && e.demo != nil {
+		// The demo's cluster stays up until `make demo-down`.
+		os.Exit(0)
+	}
 	if err := e.teardown(code != 0); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e teardown:", err)
 		if code == 0 {

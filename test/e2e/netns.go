@@ -21,7 +21,9 @@ import (
 // network is in the host's namespace, and a missing bridge cannot send the
 // machines' packets along the host's default route. The namespace
 // disappears with the last process in it, so no run leaves a bridge or a
-// veth behind.
+// veth behind. The demo (demo.go) runs in a named namespace instead
+// (MACHINEADM_E2E_NETNS, /run/netns/NAME, made by hack/e2e/demo.sh), which
+// stays, with the kept cluster's bridge, until `make demo-down`.
 const (
 	// inNetnsEnv marks the re-executed test binary.
 	inNetnsEnv = "MACHINEADM_E2E_IN_NETNS"
@@ -32,14 +34,18 @@ const (
 )
 
 // runInOwnNetns re-executes the test binary, with the same arguments, in a
-// new network namespace and returns its exit code. The child is killed if
-// this process dies.
+// new network namespace (or the one MACHINEADM_E2E_NETNS names) and
+// returns its exit code. The child is killed if this process dies.
 func runInOwnNetns() int {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: needs root (network namespace, systemd-nspawn, bridges, cgroups)")
 		return 1
 	}
+	// A named namespace (the demo's, netnsEnv) instead of a new one.
 	cmd := exec.Command("unshare", append([]string{"--net", "--", os.Args[0]}, os.Args[1:]...)...)
+	if ns := os.Getenv(netnsEnv); ns != "" {
+		cmd = exec.Command("nsenter", append([]string{"--net=" + ns, "--", os.Args[0]}, os.Args[1:]...)...)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), inNetnsEnv+"=1", hostNetnsEnv+"=/proc/"+strconv.Itoa(os.Getpid())+"/ns/net")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -48,7 +54,7 @@ func runInOwnNetns() int {
 		if errors.As(err, &ee) && ee.ExitCode() >= 0 {
 			return ee.ExitCode()
 		}
-		fmt.Fprintln(os.Stderr, "e2e: unshare --net:", err)
+		fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", cmd.Args[0], err)
 		return 1
 	}
 	return 0

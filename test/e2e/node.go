@@ -14,6 +14,7 @@ import (
 var (
 	cp1 = hostsEntry{IP: "10.213.0.11", Name: "cp1"}
 	cp2 = hostsEntry{IP: "10.213.0.12", Name: "cp2"}
+	cp3 = hostsEntry{IP: "10.213.0.13", Name: "cp3"} // TestCrash's own cluster
 	w1  = hostsEntry{IP: "10.213.0.21", Name: "w1"}
 	w2  = hostsEntry{IP: "10.213.0.22", Name: "w2"}
 	w3  = hostsEntry{IP: "10.213.0.23", Name: "w3"}
@@ -21,9 +22,10 @@ var (
 	w5  = hostsEntry{IP: "10.213.0.25", Name: "w5"}
 	w6  = hostsEntry{IP: "10.213.0.26", Name: "w6"}
 	w7  = hostsEntry{IP: "10.213.0.27", Name: "w7"}
+	w8  = hostsEntry{IP: "10.213.0.28", Name: "w8"} // joins cp3 (TestCrash)
 )
 
-func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, w1, w2, w3, w4, w5, w6, w7} }
+func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, cp3, w1, w2, w3, w4, w5, w6, w7, w8} }
 
 // imagesDir is where the image tarballs appear (read-only) in a machine.
 const imagesDir = "/var/lib/machineadm-e2e/images"
@@ -77,7 +79,7 @@ func (e *env) installNodeComponents(m *Machine, withoutAgent bool) error {
 	// The images this node preloads, imported at boot by the overlay's
 	// machineadm-e2e-import-images.service from the read-only tarballs.
 	names := nodeImages
-	if m.Name == cp1.Name || m.Name == cp2.Name {
+	if m.Name == cp1.Name || m.Name == cp2.Name || m.Name == cp3.Name {
 		names = append(slices.Clone(controlPlaneImages), nodeImages...)
 	}
 	if err := m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {

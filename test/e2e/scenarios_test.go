@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +49,7 @@ func TestScenarios(t *testing.T) {
 	if c == nil {
 		return // no cluster to build on
 	}
-	if os.Getenv("MACHINEADM_E2E_SCENARIOS") == "1" {
+	if os.Getenv("MACHINEADM_E2E_SCENARIOS") == "1" || e.demo != nil {
 		return
 	}
 	t.Run("3-wrong-ca-cert-hash", func(t *testing.T) {
@@ -83,9 +82,11 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.demo.step("Booting two machines, cp1 and w1: Debian, systemd, containerd, a private network")
 	start := time.Now()
 	ms := e.bootMachines(ctx, t, cp1, w1)
 	timing(t, "boot-cp1-w1", time.Since(start))
+	e.demo.done()
 	mcp1, mw1 := ms[0], ms[1]
 	if err := checkClosedNetwork(ctx); err != nil {
 		t.Errorf("closed network: %v", err)
@@ -100,12 +101,17 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 		t.Fatal(err)
 	}
 
+	e.demo.step("Creating the cluster: machineadm bootstrap on cp1 runs kubeadm init")
 	cpStart := mustBootstrap(ctx, t, mcp1, initPhases, true)
+	e.demo.done()
 	cs, err := adminClient(mcp1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.demo.step("Joining the worker: machineadm bootstrap on w1 runs kubeadm join")
 	wStart := mustBootstrap(ctx, t, mw1, workerJoinPhases, true)
+	e.demo.done()
+	e.demo.step("Checking the cluster: nodes Ready, kube-proxy, CoreDNS, a pod on w1 reaching cp1")
 
 	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name)
 	if err != nil {
@@ -153,8 +159,9 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	}
 	t.Logf("w1 probe pod:\n%s", strings.TrimSpace(out))
 	timing(t, "addons-and-service-network", time.Since(netStart))
-	if os.Getenv("MACHINEADM_E2E_PRINT_REPORTS") == "1" {
-		printReports(ctx, t, mcp1, mw1)
+	e.demo.done()
+	if err := e.demo.keep(mcp1, mcp1, mw1); err != nil {
+		t.Fatal(err)
 	}
 	// Reached only with a working cluster; later scenarios build on it even
 	// when a report check above failed.
@@ -310,20 +317,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n") + "\n"
-}
-
-// printReports shows each machine's outcome report as a person reads it,
-// with `machineadm report` run on the machine (`make demo`).
-func printReports(ctx context.Context, t *testing.T, ms ...*Machine) {
-	t.Helper()
-	for _, m := range ms {
-		res, err := m.Exec(ctx, nil, "machineadm", "report", reportPath)
-		out := res.Stdout
-		if err != nil {
-			raw, _ := m.ReadFile(reportPath)
-			out = fmt.Sprintf("(machineadm report failed: %v)\n%s\n", err, raw)
-		}
-		fmt.Printf("\n===== %s: machineadm report =====\n%s", m.Name, out)
-	}
-	fmt.Println()
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // Dir reads and writes machine paths confined to one root directory: every
@@ -30,13 +31,21 @@ func (d Dir) Path(p string) (string, error) {
 	return Resolve(root, p)
 }
 
-// ReadFile reads the machine path p under the root.
+// MaxDirFileSize bounds what Dir reads (1 MiB): the files phases keep
+// under a Dir (the run state, certificates and keys, kubeconfigs) are a
+// few KiB.
+const MaxDirFileSize = 1 << 20
+
+// ReadFile reads the machine path p under the root: a regular file of at
+// most MaxDirFileSize bytes (readlimit.File: a larger file is a
+// *readlimit.TooLargeError, a FIFO or device a *readlimit.NotRegularError,
+// and neither blocks nor reads without bound).
 func (d Dir) ReadFile(p string) ([]byte, error) {
 	hp, err := d.Path(p)
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(hp)
+	return readlimit.File(hp, MaxDirFileSize)
 }
 
 // WriteFile makes the machine path p under the root hold data with mode
@@ -48,7 +57,7 @@ func (d Dir) WriteFile(p string, data []byte, mode fs.FileMode) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if old, err := os.ReadFile(hp); err == nil && bytes.Equal(old, data) {
+	if old, err := readlimit.File(hp, MaxDirFileSize); err == nil && bytes.Equal(old, data) {
 		return false, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {

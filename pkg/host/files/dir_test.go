@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 func TestDirWriteFileConfinedAndIdempotent(t *testing.T) {
@@ -40,5 +43,29 @@ func TestDirWriteFileConfinedAndIdempotent(t *testing.T) {
 	}
 	if _, err := d.WriteFile("../x", []byte("b"), 0o600); !errors.Is(err, ErrEscapesRoot) {
 		t.Errorf("relative path: %v", err)
+	}
+}
+
+// TestDirReadFileBounded: Dir reads only regular files of at most
+// MaxDirFileSize bytes, and a FIFO at the path neither blocks nor is read.
+func TestDirReadFileBounded(t *testing.T) {
+	root := t.TempDir()
+	d := Dir{Root: root}
+	if err := os.WriteFile(filepath.Join(root, "big"), make([]byte, MaxDirFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ReadFile("/big"); !readlimit.IsTooLarge(err) {
+		t.Errorf("a file over MaxDirFileSize: %v, want a too-large error", err)
+	}
+	testfifo.Make(t, filepath.Join(root, "fifo"))
+	var nr *readlimit.NotRegularError
+	if _, err := d.ReadFile("/fifo"); !errors.As(err, &nr) {
+		t.Errorf("a FIFO: %v, want a not-regular error", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "ok"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := d.ReadFile("/ok"); err != nil || string(b) != "x" {
+		t.Errorf("a small file: %q, %v", b, err)
 	}
 }

@@ -141,7 +141,10 @@ func features(ctx context.Context, o Options) (host.Result, error) {
 			continue
 		}
 		state, err := FeatureState(out)
-		if err == nil {
+		if err != nil {
+			err = errclass.Errorf(errclass.HostPreparationFailed, "run `dism /Online /English /Get-FeatureInfo /FeatureName:"+f+"` as an administrator and check that it prints the feature's State",
+				"checking Windows feature %s: %w: %.200q", f, err, strings.TrimSpace(string(out))) // at most 200 runes of DISM's output
+		} else {
 			err = CheckFeature(f, state)
 		}
 		if err != nil {

@@ -205,3 +205,18 @@ func TestStepsWithFakes(t *testing.T) {
 		t.Errorf("feature missing: %v", err)
 	}
 }
+
+// silentDISM is a Runner whose dism.exe succeeds and prints nothing, as
+// wine's stub does.
+type silentDISM struct{}
+
+func (silentDISM) Run(context.Context, string, ...string) ([]byte, error) { return nil, nil }
+
+// TestFeaturesWithoutState: DISM output without a State line is a host
+// preparation failure with a hint, not an unclassified one.
+func TestFeaturesWithoutState(t *testing.T) {
+	_, err := features(context.Background(), Options{Runner: silentDISM{}})
+	if c, h := errclass.Of(err); c != errclass.HostPreparationFailed || !strings.Contains(h, "dism /Online /English /Get-FeatureInfo /FeatureName:Containers") {
+		t.Fatalf("class %s, hint %q: %v", c, h, err)
+	}
+}

@@ -1,0 +1,236 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/session"
+)
+
+// The first hour of a new user (issue 15): the commands of the README's
+// quick start, their failure paths, and what the console shows.
+
+func TestPKIHashTakesTheDirectoryAsArgument(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	code, initHash, errOut := run(t, "", "pki", "init", "--out", dir)
+	if code != ExitOK {
+		t.Fatalf("pki init: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{{dir}, {"--dir", dir}, {"--dir", dir + "/", dir}} {
+		code, out, errOut := run(t, "", append([]string{"pki", "hash"}, args...)...)
+		if code != ExitOK || out != initHash {
+			t.Errorf("pki hash %q: exit %d, %q (want %q) %s", args, code, out, initHash, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dir", t.TempDir(), dir}, "name different directories"},
+		{nil, "a directory is required"},
+		{[]string{dir, dir}, "at most one directory"},
+		{[]string{t.TempDir()}, "ca.crt"},
+	} {
+		code, out, errOut := run(t, "", append([]string{"pki", "hash"}, tc.args...)...)
+		if code != ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("pki hash %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestSecretsToFiles: token generate and pki certificate-key write the
+// secret to a 0600 file and nowhere else, never replace an existing file,
+// and print it when no file is given.
+func TestSecretsToFiles(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		grammar *regexp.Regexp
+	}{
+		{[]string{"token", "generate"}, regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}\n$`)},
+		{[]string{"pki", "certificate-key"}, regexp.MustCompile(`^[0-9a-f]{64}\n$`)},
+	} {
+		path := filepath.Join(t.TempDir(), "secrets", "s")
+		code, out, errOut := run(t, "", append(tc.args, "--out", path)...)
+		if code != ExitOK || out != "" {
+			t.Fatalf("%q --out: exit %d, stdout %q (want none), stderr %s", tc.args, code, out, errOut)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || !tc.grammar.Match(data) {
+			t.Fatalf("%q: file %q (%v)", tc.args, data, err)
+		}
+		if strings.Contains(errOut, strings.TrimSpace(string(data))) {
+			t.Errorf("%q: the secret is on stderr: %s", tc.args, errOut)
+		}
+		for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
+			if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+			}
+		}
+		code, _, errOut = run(t, "", append(tc.args, "--out", path)...)
+		if again, _ := os.ReadFile(path); code != ExitBadInput || string(again) != string(data) || !strings.Contains(errOut, "never overwritten") {
+			t.Errorf("%q over an existing file: exit %d, file changed %v: %s", tc.args, code, string(again) != string(data), errOut)
+		}
+		code, out, _ = run(t, "", tc.args...)
+		if code != ExitOK || !tc.grammar.MatchString(out) {
+			t.Errorf("%q: exit %d, stdout %q", tc.args, code, out)
+		}
+	}
+}
+
+// TestConfigValidateWarnsForMissingSecretFiles: a secret file or CA set
+// the spec names that is not there is a warning naming the field and the
+// path, and the spec stays valid (exit 0); once it is there, no warning.
+func TestConfigValidateWarnsForMissingSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	tok, pki := filepath.Join(dir, "token"), filepath.Join(dir, "pki")
+	doc := strings.Replace(cliWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1)
+	path := writeSpec(t, doc)
+	code, out, errOut := run(t, "", "config", "validate", "-f", path)
+	if code != ExitOK || !strings.Contains(out, "warning: spec.join.token.file: "+tok+" does not exist on this machine") || !strings.Contains(out, ": valid ") {
+		t.Errorf("missing token file: exit %d\n%s%s", code, out, errOut)
+	}
+	run(t, "", "token", "generate", "--out", tok)
+	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != ExitOK || strings.Contains(out, "warning") {
+		t.Errorf("token file present: exit %d\n%s", code, out)
+	}
+
+	cp, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpDoc := strings.NewReplacer("    # pki:\n", "    pki:\n", "    #   dir: /etc/machineadm/pki", "      dir: "+pki).Replace(string(cp))
+	code, out, _ = run(t, "", "config", "validate", "-f", writeSpec(t, cpDoc))
+	for _, want := range []string{
+		"warning: spec.controlPlane.pki.dir: " + pki + " holds no ca.crt",
+		"warning: spec.controlPlane.certificateKey.file: /etc/machineadm/secrets/certificate-key does not exist",
+		"warning: spec.controlPlane.bootstrapTokens[0].token.file: ",
+	} {
+		if code != ExitOK || !strings.Contains(out, want) {
+			t.Errorf("control plane: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+}
+
+// TestConfigDefaultsOfOwnSpec: -f shows the user's spec with its defaults
+// filled in and inline secrets redacted; -f with a flag that the spec
+// answers, or an invalid spec, is bad input.
+func TestConfigDefaultsOfOwnSpec(t *testing.T) {
+	const token = "abcdef.0123456789abcdef"
+	doc := strings.Replace(cliWorker, "{file: /etc/machineadm/secrets/bootstrap-token}", "{value: "+token+"}", 1)
+	path := writeSpec(t, doc)
+	code, out, errOut := run(t, "", "config", "defaults", "-f", path)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"apiServerEndpoint: cp.demo.example:6443", "criSocket: unix:///run/containerd/containerd.sock", "clusterName: kubernetes", "serviceSubnet: 10.96.0.0/12", "path: /var/lib/machineadm/report.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "0123456789abcdef") {
+		t.Errorf("the inline token is shown:\n%s%s", out, errOut)
+	}
+	if strings.Contains(out, "placeholder") || !strings.Contains(errOut, "warning: spec.join.token.value") {
+		t.Errorf("header or warnings wrong:\nstdout %s\nstderr %s", out, errOut)
+	}
+	// Without inline secrets, the output is a spec that validates.
+	_, fileOut, _ := run(t, "", "config", "defaults", "-f", writeSpec(t, cliWorker))
+	if code, vout, verr := run(t, fileOut, "config", "validate", "-f", "-"); code != ExitOK || !strings.Contains(vout, "valid") {
+		t.Errorf("output does not validate: %s%s", vout, verr)
+	}
+	if code, _, errOut := run(t, "", "config", "defaults", "-f", path, "--role", "Worker"); code != ExitBadInput || !strings.Contains(errOut, "--role cannot be used with -f") {
+		t.Errorf("-f with --role: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "config", "defaults", "-f", writeSpec(t, cliWorker+"  colour: blue\n")); code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+		t.Errorf("invalid spec: exit %d: %s", code, errOut)
+	}
+}
+
+// TestConfigDefaultsHeaderNamesItsPlaceholders: the header lists exactly
+// the placeholders the output holds; an init has no secret files or CA
+// hash to replace.
+func TestConfigDefaultsHeaderNamesItsPlaceholders(t *testing.T) {
+	_, initOut, _ := run(t, "", "config", "defaults")
+	if strings.Contains(initOut, "secrets/") || strings.Contains(initOut, "CA hash") || strings.Contains(initOut, "0000000000") {
+		t.Errorf("init defaults mention placeholders they do not contain:\n%s", initOut)
+	}
+	if !strings.Contains(initOut, "#   spec.kubernetes.controlPlaneEndpoint: "+session.PlaceholderEndpoint) {
+		t.Errorf("init header lacks the endpoint placeholder:\n%s", initOut)
+	}
+	_, joinOut, _ := run(t, "", "config", "defaults", "--role", "ControlPlane", "--action", "Join")
+	for _, want := range []string{"#   spec.join.token.file: /etc/machineadm/secrets/bootstrap-token", "#   spec.controlPlane.certificateKey.file: ", "#   spec.join.caCertHashes: the all-zero hash"} {
+		if !strings.Contains(joinOut, want) {
+			t.Errorf("join header lacks %q:\n%s", want, joinOut)
+		}
+	}
+}
+
+// TestConsoleForPeopleLogsElsewhere: a run prints no INFO log lines on
+// the console; its structured log is in the log file beside the report;
+// --log-level puts it on standard error; a bad level is bad input.
+func TestConsoleForPeopleLogsElsewhere(t *testing.T) {
+	root := t.TempDir()
+	spec := writePrepareSpec(t, `    sysctl: {net.ipv4.ip_forward: "1"}
+`)
+	code, out, errOut := prepareCLI(t, "prepare", "-f", spec, "--root", root)
+	if code != ExitOK {
+		t.Fatalf("prepare: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut+out, "level=INFO") || strings.Contains(errOut, "phase started") {
+		t.Errorf("structured log on the console:\nstdout %s\nstderr %s", out, errOut)
+	}
+	if !strings.Contains(out, "[prepare] sysctl: changed") {
+		t.Errorf("progress lines missing:\n%s", out)
+	}
+	logFile := filepath.Join(root, "var/lib/machineadm", session.LogFileName)
+	data, err := os.ReadFile(logFile)
+	if err != nil || !strings.Contains(string(data), `msg="phase started" phase=sysctl`) || !strings.Contains(string(data), "level=DEBUG") && !strings.Contains(string(data), "level=INFO") {
+		t.Errorf("log file %s: %v\n%s", logFile, err, data)
+	}
+	if fi, err := os.Stat(logFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("log file mode: %v %v", fi, err)
+	}
+
+	code, _, errOut = prepareCLI(t, "--log-level=info", "prepare", "-f", spec, "--root", t.TempDir())
+	if code != ExitOK || !strings.Contains(errOut, `level=INFO msg="phase started" phase=sysctl`) {
+		t.Errorf("--log-level=info: exit %d, stderr:\n%s", code, errOut)
+	}
+	code, _, errOut = prepareCLI(t, "--log-level=loud", "prepare", "-f", spec, "--root", t.TempDir())
+	if code != ExitBadInput || !strings.Contains(errOut, "--log-level must be one of debug, info, warn, error") {
+		t.Errorf("--log-level=loud: exit %d: %s", code, errOut)
+	}
+}
+
+// TestDryRunFailsOnMissingInputs: a dry run whose token file is missing
+// fails in inputs-check as the real run would: exit 1, the field named,
+// a Failed report, and it says so instead of "Succeeded".
+func TestDryRunFailsOnMissingInputs(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "missing-token")
+	spec := writeSpec(t, strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1))
+	dr := filepath.Join(t.TempDir(), "plan")
+	code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", dr)
+	if code != ExitFailed {
+		t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{"spec.join.token", tok, "PayloadUnavailable"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, "dry run: FAILED in phase inputs-check; a real run would fail there too") || strings.Contains(out, "Succeeded") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil || rep.Result != report.ResultFailed || rep.FailedPhase != "inputs-check" || rep.ErrorClass != report.ClassPayloadUnavailable {
+		t.Errorf("report: %+v %v", rep, err)
+	}
+}

@@ -1,0 +1,266 @@
+package kubeadm
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	tokenjws "k8s.io/cluster-bootstrap/token/jws"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	discoverytoken "k8s.io/kubernetes/cmd/kubeadm/app/discovery/token"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// Bounds of the cluster-info wait (WaitClusterInfo).
+const (
+	// DefaultClusterInfoInterval is the time between two requests for the
+	// cluster-info ConfigMap: 200 ms, against kubeadm's 5 s
+	// (constants.DiscoveryRetryInterval).
+	DefaultClusterInfoInterval = 200 * time.Millisecond
+	// DefaultClusterInfoTimeout bounds the whole wait: 60 s (the phase
+	// uses spec.join.timeout instead when it is shorter).
+	DefaultClusterInfoTimeout = 60 * time.Second
+	// clusterInfoRequestTimeout bounds one request.
+	clusterInfoRequestTimeout = 5 * time.Second
+)
+
+// ErrClusterInfoPending is wrapped by WaitClusterInfo's error when the
+// bound ran out before the cluster-info ConfigMap carried a signature for
+// the token (or before the endpoint answered at all). Nothing was refused:
+// kubeadm's own discovery may still succeed later.
+var ErrClusterInfoPending = errors.New("the cluster-info ConfigMap is not signed for the join token yet")
+
+// Hints of the refusals of WaitClusterInfo; the same advice as the
+// classification rules give for kubeadm's own discovery errors.
+const (
+	hintCAPin   = "The cluster CA does not match spec.join.caCertHashes: use the sha256 hash of the cluster CA's public key (`machineadm pki init` prints it; `kubeadm token create --print-join-command` shows it)."
+	hintToken   = "The bootstrap token does not match the cluster's signature for its ID: check spec.join.token (a token re-created with the same ID and another secret), or create a new one on a control-plane node."
+	hintNoToken = "The endpoint answered but is not set up for token discovery (no kubeconfig in the cluster-info ConfigMap in kube-public): check spec.join.apiServerEndpoint points at this cluster's API server."
+	hintTLS     = "The API server's serving certificate does not chain to the pinned cluster CA: check spec.join.apiServerEndpoint (a proxy or another cluster answers) and spec.join.caCertHashes."
+)
+
+// ClusterInfoWait says what WaitClusterInfo waits for: the cluster-info
+// ConfigMap (namespace kube-public) of the API server at Endpoint, signed
+// for Token's ID by the controller-manager's bootstrap signer, its
+// signature valid for Token, and the CA it names pinned by CACertHashes —
+// the checks of kubeadm's token discovery (cmd/kubeadm/app/discovery/token),
+// made with kubeadm's and cluster-bootstrap's own functions.
+type ClusterInfoWait struct {
+	// Endpoint is the API server's "host:port" (spec.join.apiServerEndpoint).
+	Endpoint string
+	// Token is the bootstrap token "[a-z0-9]{6}.[a-z0-9]{16}". Secret: it
+	// is never logged and never part of an error.
+	Token string
+	// CACertHashes are the "sha256:<hex>" pins of the cluster CA's public
+	// key (spec.join.caCertHashes); empty only with
+	// UnsafeSkipCAVerification.
+	CACertHashes []string
+	// UnsafeSkipCAVerification accepts any CA once the signature is valid,
+	// as kubeadm does with no pins.
+	UnsafeSkipCAVerification bool
+	// Interval is the time between requests; 0 means
+	// DefaultClusterInfoInterval.
+	Interval time.Duration
+	// Timeout bounds the wait; 0 means DefaultClusterInfoTimeout. At most
+	// Timeout/Interval+1 requests are made for the unverified read.
+	Timeout time.Duration
+}
+
+// ClusterInfoResult is what a wait did.
+type ClusterInfoResult struct {
+	// Attempts is how many requests the unverified read made.
+	Attempts int
+	// Waited is the wait's duration.
+	Waited time.Duration
+	// Pinned says whether the CA was checked against the pins and
+	// cluster-info read a second time over TLS verified with it.
+	Pinned bool
+}
+
+// WaitClusterInfo polls the cluster-info ConfigMap every w.Interval,
+// within w.Timeout, until it carries the JWS signature for the token's ID,
+// then verifies it as kubeadm's discovery does: the detached signature of
+// its kubeconfig with the token (cluster-bootstrap's jws), the CA in that
+// kubeconfig against the pins (kubeadm's pubkeypin), then a second read
+// over TLS verified with that CA must return the same kubeconfig. Once it
+// returns nil, kubeadm's discovery finds a signed cluster-info on its first
+// try instead of retrying every 5 s.
+//
+// Errors: an errclass.Error of class DiscoveryFailed when cluster-info is
+// refused (signature invalid, CA not pinned, server certificate not from
+// that CA, second read different, malformed token or pins); class Timeout
+// wrapping ErrClusterInfoPending when the bound ran out first; ctx's error
+// when ctx ends. No error contains the token.
+func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult, error) {
+	start := time.Now()
+	var res ClusterInfoResult
+	if w.Interval <= 0 {
+		w.Interval = DefaultClusterInfoInterval
+	}
+	if w.Timeout <= 0 {
+		w.Timeout = DefaultClusterInfoTimeout
+	}
+	token, err := bootstraptokenv1.NewBootstrapTokenString(w.Token)
+	if err != nil {
+		// kubeadm's error quotes the token: give only the field.
+		return res, errclass.Errorf(errclass.DiscoveryFailed, "", "spec.join.token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	pins := pubkeypin.NewSet()
+	if err := pins.Allow(w.CACertHashes...); err != nil {
+		return res, errclass.New(errclass.DiscoveryFailed, hintCAPin, fmt.Errorf("spec.join.caCertHashes: %w", err))
+	}
+	if pins.Empty() && !w.UnsafeSkipCAVerification {
+		return res, errclass.Errorf(errclass.DiscoveryFailed, hintCAPin, "spec.join.caCertHashes: empty without spec.join.unsafeSkipCAVerification")
+	}
+	deadline := start.Add(w.Timeout)
+	maxAttempts := int(w.Timeout/w.Interval) + 1
+
+	insecure, err := kubeconfigutil.ToClientSet(discoverytoken.BuildInsecureBootstrapKubeConfig(w.Endpoint))
+	if err != nil {
+		return res, errclass.New(errclass.DiscoveryFailed, "", fmt.Errorf("spec.join.apiServerEndpoint: %w", err))
+	}
+	sigKey := bootstrapapi.JWSSignatureKeyPrefix + token.ID
+	var cm *corev1.ConfigMap
+	var last error
+	for {
+		res.Attempts++
+		cm, last = getClusterInfo(ctx, insecure, deadline)
+		if last == nil {
+			if _, ok := cm.Data[sigKey]; ok {
+				break
+			}
+			last = errors.New("no signature for the token's ID yet")
+		}
+		if ctx.Err() != nil {
+			res.Waited = time.Since(start)
+			return res, ctx.Err()
+		}
+		if res.Attempts >= maxAttempts || time.Now().Add(w.Interval).After(deadline) {
+			res.Waited = time.Since(start)
+			return res, errclass.New(errclass.Timeout, "",
+				fmt.Errorf("%w after %d requests in %s (last: %v)", ErrClusterInfoPending, res.Attempts, res.Waited.Round(time.Millisecond), last))
+		}
+		if err := sleep(ctx, w.Interval); err != nil {
+			res.Waited = time.Since(start)
+			return res, err
+		}
+	}
+
+	kubeconfig, ok := cm.Data[bootstrapapi.KubeConfigKey]
+	if !ok || kubeconfig == "" {
+		res.Waited = time.Since(start)
+		return res, errclass.Errorf(errclass.DiscoveryFailed, hintNoToken, "the cluster-info ConfigMap at %s has no %q key", w.Endpoint, bootstrapapi.KubeConfigKey)
+	}
+	if !tokenjws.DetachedTokenIsValid(cm.Data[sigKey], kubeconfig, token.ID, token.Secret) {
+		res.Waited = time.Since(start)
+		return res, errclass.Errorf(errclass.DiscoveryFailed, hintToken, "the JWS signature of the cluster-info ConfigMap at %s does not verify with spec.join.token: this API server cannot be trusted", w.Endpoint)
+	}
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		res.Waited = time.Since(start)
+		return res, errclass.New(errclass.DiscoveryFailed, hintNoToken, fmt.Errorf("the kubeconfig in the cluster-info ConfigMap at %s: %w", w.Endpoint, err))
+	}
+	clusterName, cluster, err := kubeconfigutil.GetClusterFromKubeConfig(cfg)
+	if err != nil {
+		res.Waited = time.Since(start)
+		return res, errclass.New(errclass.DiscoveryFailed, hintNoToken, fmt.Errorf("the kubeconfig in the cluster-info ConfigMap at %s: %w", w.Endpoint, err))
+	}
+	if pins.Empty() {
+		res.Waited = time.Since(start)
+		return res, nil
+	}
+	cas, err := certutil.ParseCertsPEM(cluster.CertificateAuthorityData)
+	if err != nil {
+		res.Waited = time.Since(start)
+		return res, errclass.New(errclass.DiscoveryFailed, hintCAPin, fmt.Errorf("the cluster CA in the cluster-info ConfigMap at %s: %w", w.Endpoint, err))
+	}
+	if err := pins.CheckAny(cas); err != nil {
+		res.Waited = time.Since(start)
+		return res, errclass.New(errclass.DiscoveryFailed, hintCAPin, fmt.Errorf("the cluster CA in the cluster-info ConfigMap at %s is not pinned by spec.join.caCertHashes: %w", w.Endpoint, err))
+	}
+
+	// The CA is pinned: read again over TLS verified with it, as kubeadm
+	// does, so that the server proves it holds a key of that CA.
+	secure, err := kubeconfigutil.ToClientSet(secureBootstrapConfig(w.Endpoint, clusterName, cluster.CertificateAuthorityData))
+	if err != nil {
+		res.Waited = time.Since(start)
+		return res, errclass.New(errclass.DiscoveryFailed, "", err)
+	}
+	for {
+		cm, err = getClusterInfo(ctx, secure, deadline)
+		if err == nil {
+			break
+		}
+		res.Waited = time.Since(start)
+		if tlsVerification(err) {
+			return res, errclass.New(errclass.DiscoveryFailed, hintTLS, fmt.Errorf("reading cluster-info from %s over TLS verified with the pinned CA: %w", w.Endpoint, err))
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		if time.Now().Add(w.Interval).After(deadline) {
+			return res, errclass.New(errclass.Timeout, "", fmt.Errorf("%w: reading cluster-info from %s over TLS verified with the pinned CA: %w", ErrClusterInfoPending, w.Endpoint, err))
+		}
+		if err := sleep(ctx, w.Interval); err != nil {
+			return res, err
+		}
+	}
+	res.Waited = time.Since(start)
+	if !bytes.Equal([]byte(cm.Data[bootstrapapi.KubeConfigKey]), []byte(kubeconfig)) {
+		return res, errclass.Errorf(errclass.DiscoveryFailed, hintTLS, "the cluster-info ConfigMap read from %s over verified TLS differs from the one read before", w.Endpoint)
+	}
+	res.Pinned = true
+	return res, nil
+}
+
+// getClusterInfo reads the cluster-info ConfigMap once, the request
+// bounded by clusterInfoRequestTimeout and by deadline.
+func getClusterInfo(ctx context.Context, cs clientset.Interface, deadline time.Time) (*corev1.ConfigMap, error) {
+	rctx, cancel := context.WithTimeout(ctx, clusterInfoRequestTimeout)
+	defer cancel()
+	rctx, cancel2 := context.WithDeadline(rctx, deadline)
+	defer cancel2()
+	return cs.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(rctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+}
+
+// secureBootstrapConfig is kubeadm's kubeconfig for the second, verified
+// read (discovery/token's buildSecureBootstrapKubeConfig, unexported).
+func secureBootstrapConfig(endpoint, clusterName string, ca []byte) *clientcmdapi.Config {
+	return kubeconfigutil.CreateBasic("https://"+endpoint, clusterName, discoverytoken.BootstrapUser, ca)
+}
+
+// tlsVerification says whether err is a failed verification of the
+// server's certificate, which no retry changes.
+func tlsVerification(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

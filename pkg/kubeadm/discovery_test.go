@@ -1,0 +1,376 @@
+package kubeadm
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	tokenjws "k8s.io/cluster-bootstrap/token/jws"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	discoverytoken "k8s.io/kubernetes/cmd/kubeadm/app/discovery/token"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+const (
+	testTokenID     = "abcdef"
+	testTokenSecret = "0123456789abcdef"
+	testToken       = testTokenID + "." + testTokenSecret
+)
+
+// testCA is a CA key pair of the test's own making.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// serving returns a serving certificate for 127.0.0.1 signed by ca.
+func (ca *testCA) serving(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// clusterInfoServer is an API server's cluster-info endpoint on loopback
+// TLS: it answers the ConfigMap unsigned for the first unsignedFor
+// requests, then signed with secret (the token's secret unless changed).
+type clusterInfoServer struct {
+	srv         *httptest.Server
+	endpoint    string
+	mu          sync.Mutex
+	requests    int
+	unsignedFor int
+	secret      string
+	// kubeconfigs, when set, is served in turn (the last one repeated)
+	// instead of the one naming caPEM.
+	kubeconfigs []string
+	caPEM       []byte
+}
+
+// newClusterInfoServer serves with a certificate of serving, naming the CA
+// caPEM in its cluster-info.
+func newClusterInfoServer(t *testing.T, serving *testCA, caPEM []byte, unsignedFor int) *clusterInfoServer {
+	t.Helper()
+	s := &clusterInfoServer{unsignedFor: unsignedFor, secret: testTokenSecret, caPEM: caPEM}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	// A refused handshake (the impostor test) is expected, not news.
+	s.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{serving.serving(t)}}
+	s.srv.StartTLS()
+	t.Cleanup(s.srv.Close)
+	s.endpoint = s.srv.Listener.Addr().String()
+	return s
+}
+
+func (s *clusterInfoServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/api/v1/namespaces/kube-public/configmaps/cluster-info" {
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	n := s.requests
+	s.requests++
+	kc := ""
+	switch {
+	case len(s.kubeconfigs) > 0:
+		kc = s.kubeconfigs[min(n, len(s.kubeconfigs)-1)]
+	default:
+		kc = s.kubeconfigFor(s.caPEM)
+	}
+	signed := n >= s.unsignedFor
+	secret := s.secret
+	s.mu.Unlock()
+	cm := corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: bootstrapapi.ConfigMapClusterInfo, Namespace: metav1.NamespacePublic},
+		Data:       map[string]string{bootstrapapi.KubeConfigKey: kc},
+	}
+	if signed {
+		sig, err := tokenjws.ComputeDetachedSignature(kc, testTokenID, secret)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		cm.Data[bootstrapapi.JWSSignatureKeyPrefix+testTokenID] = sig
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&cm)
+}
+
+// kubeconfigFor is cluster-info's kubeconfig as kubeadm's bootstrap-token
+// phase writes it: one cluster named "" with the endpoint and the CA caPEM.
+func (s *clusterInfoServer) kubeconfigFor(caPEM []byte) string {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[""] = &clientcmdapi.Cluster{Server: "https://" + s.endpoint, CertificateAuthorityData: caPEM}
+	b, _ := clientcmd.Write(*cfg)
+	return string(b)
+}
+
+func (s *clusterInfoServer) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// checkRefused checks that err is a DiscoveryFailed refusal whose message
+// contains want and never the token's secret.
+func checkRefused(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("cluster-info accepted, want a refusal")
+	}
+	if c, hint := errclass.Of(err); c != errclass.DiscoveryFailed || hint == "" {
+		t.Errorf("class %s hint %q, want DiscoveryFailed with a hint; error: %v", c, hint, err)
+	}
+	if errors.Is(err, ErrClusterInfoPending) {
+		t.Errorf("refusal wraps ErrClusterInfoPending: %v", err)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if strings.Contains(err.Error(), testTokenSecret) {
+		t.Errorf("error contains the token's secret: %v", err)
+	}
+}
+
+func TestWaitClusterInfoUnsignedThenSigned(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 3)
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three unsigned answers, the signed one, then the verified read.
+	if res.Attempts != 4 || !res.Pinned || s.count() != 5 {
+		t.Errorf("attempts %d pinned %v requests %d, want 4 true 5", res.Attempts, res.Pinned, s.count())
+	}
+}
+
+func TestWaitClusterInfoWrongCAHash(t *testing.T) {
+	ca, other := newTestCA(t, "cluster-ca"), newTestCA(t, "other-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 0)
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(other.cert)},
+		Interval: 20 * time.Millisecond, Timeout: time.Minute,
+	})
+	checkRefused(t, err, "not pinned by spec.join.caCertHashes")
+	// Refused at once: no retries, and no read trusting the wrong CA.
+	if res.Attempts != 1 || res.Pinned || s.count() != 1 {
+		t.Errorf("attempts %d pinned %v requests %d, want 1 false 1", res.Attempts, res.Pinned, s.count())
+	}
+}
+
+func TestWaitClusterInfoBadSignature(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 0)
+	s.secret = "ffffffffffffffff" // the same token ID, another secret
+	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 20 * time.Millisecond, Timeout: time.Minute,
+	})
+	checkRefused(t, err, "does not verify with spec.join.token")
+}
+
+// The pinned CA is in cluster-info, but the server's certificate is from
+// another CA (someone replaying a signed cluster-info): the verified read
+// fails, and the wait refuses instead of retrying.
+func TestWaitClusterInfoServerNotFromPinnedCA(t *testing.T) {
+	ca, impostor := newTestCA(t, "cluster-ca"), newTestCA(t, "impostor-ca")
+	s := newClusterInfoServer(t, impostor, ca.pem, 0)
+	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 20 * time.Millisecond, Timeout: time.Minute,
+	})
+	checkRefused(t, err, "over TLS verified with the pinned CA")
+	if s.count() != 1 {
+		t.Errorf("%d requests reached the server, want 1 (the TLS handshake of the second fails)", s.count())
+	}
+}
+
+func TestWaitClusterInfoSecondReadDiffers(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 0)
+	first := s.kubeconfigFor(ca.pem)
+	s.kubeconfigs = []string{first, strings.Replace(first, "https://", "https://x.", 1)}
+	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 20 * time.Millisecond, Timeout: time.Minute,
+	})
+	checkRefused(t, err, "differs from the one read before")
+}
+
+func TestWaitClusterInfoUnsafeSkipCAVerification(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 1)
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, UnsafeSkipCAVerification: true,
+		Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.Pinned {
+		t.Errorf("attempts %d pinned %v, want 2 false", res.Attempts, res.Pinned)
+	}
+	// Without pins and without the unsafe flag nothing is fetched.
+	_, err = WaitClusterInfo(context.Background(), ClusterInfoWait{Endpoint: s.endpoint, Token: testToken})
+	checkRefused(t, err, "spec.join.caCertHashes")
+}
+
+// A cluster-info that is never signed: the wait ends within its bound, in
+// time and in requests, with ErrClusterInfoPending (class Timeout).
+func TestWaitClusterInfoTimeoutBounded(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 1<<30)
+	start := time.Now()
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 100 * time.Millisecond, Timeout: time.Second,
+	})
+	elapsed := time.Since(start)
+	if !errors.Is(err, ErrClusterInfoPending) {
+		t.Fatalf("err %v, want ErrClusterInfoPending", err)
+	}
+	if c, _ := errclass.Of(err); c != errclass.Timeout {
+		t.Errorf("class %s, want Timeout", c)
+	}
+	if res.Attempts < 2 || res.Attempts > 11 || s.count() != res.Attempts {
+		t.Errorf("attempts %d (server saw %d), want 2..11", res.Attempts, s.count())
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("wait bounded by 1s took %s", elapsed)
+	}
+	if strings.Contains(err.Error(), testTokenSecret) {
+		t.Errorf("error contains the token's secret: %v", err)
+	}
+}
+
+// An endpoint where nothing listens is retried within the bound too.
+func TestWaitClusterInfoUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := l.Addr().String()
+	l.Close()
+	ca := newTestCA(t, "cluster-ca")
+	_, err = WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 100 * time.Millisecond, Timeout: 500 * time.Millisecond,
+	})
+	if !errors.Is(err, ErrClusterInfoPending) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err %v, want ErrClusterInfoPending naming the refused connection", err)
+	}
+}
+
+func TestWaitClusterInfoCanceled(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 1<<30)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := WaitClusterInfo(ctx, ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 50 * time.Millisecond, Timeout: time.Minute,
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %v, want the context's error", err)
+	}
+}
+
+func TestWaitClusterInfoMalformedToken(t *testing.T) {
+	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{Endpoint: "127.0.0.1:1", Token: "NOT-A-TOKEN-secretpart", UnsafeSkipCAVerification: true})
+	if c, _ := errclass.Of(err); c != errclass.DiscoveryFailed || strings.Contains(err.Error(), "secretpart") {
+		t.Errorf("err %v (class %s), want DiscoveryFailed without the token", err, c)
+	}
+}
+
+// After the wait, kubeadm's own discovery (the function `kubeadm join`'s
+// preflight calls) accepts the same cluster-info on its first request,
+// without its 5 s retry: two requests, the unverified and the verified
+// read.
+func TestWaitClusterInfoThenKubeadmDiscoveryAtOnce(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 2)
+	pin := pubkeypin.Hash(ca.cert)
+	if _, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pin}, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.count()
+	cfg, err := discoverytoken.RetrieveValidatedConfigInfo(nil, &kubeadmapi.Discovery{BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{
+		Token: testToken, APIServerEndpoint: s.endpoint, CACertHashes: []string{pin},
+	}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.count() - before; n != 2 {
+		t.Errorf("kubeadm's discovery made %d requests, want 2 (signed at its first)", n)
+	}
+	if _, c, err := kubeconfigutil.GetClusterFromKubeConfig(cfg); err != nil || c.Server != "https://"+s.endpoint {
+		t.Errorf("kubeadm's discovery returned %+v %v", c, err)
+	}
+}

@@ -1,0 +1,148 @@
+package phases
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// The wait runs in every join, right before kubeadm's preflight, and in
+// no init.
+func TestWaitClusterInfoInJoinTreeOnly(t *testing.T) {
+	l, err := spec.Load([]byte(testspec.MinimalWorker), "worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := Bootstrap(l.Config).Leaves()
+	i := slices.Index(leaves, WaitClusterInfoName)
+	if i < 0 || i+1 >= len(leaves) || leaves[i-1] != "kubeadm-config" || leaves[i+1] != "preflight" {
+		t.Errorf("join leaves %v: want kubeadm-config, %s, preflight in a row", leaves, WaitClusterInfoName)
+	}
+	init := *l.Config
+	init.Spec.Action = machineadm.ActionInit
+	if slices.Contains(Bootstrap(&init).Names(), WaitClusterInfoName) {
+		t.Errorf("init tree has %s", WaitClusterInfoName)
+	}
+}
+
+// logData is workerData with the log kept in buf.
+func logData(t *testing.T, buf *bytes.Buffer) *Data {
+	d, _ := workerData(t)
+	d.Log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return d
+}
+
+func runWait(t *testing.T, d *Data) (Result, error) {
+	t.Helper()
+	if _, err := KubeadmConfigPhase().Run(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	return WaitClusterInfoPhase().Run(context.Background(), d)
+}
+
+// The phase hands the spec's discovery settings and the token read by
+// kubeadm-config to the wait, bounded by 60 s or spec.join.timeout, and
+// never logs the token.
+func TestWaitClusterInfoPhaseSettings(t *testing.T) {
+	for _, tc := range []struct {
+		timeout string
+		want    time.Duration
+	}{{"", kubeadm.DefaultClusterInfoTimeout}, {"5m", kubeadm.DefaultClusterInfoTimeout}, {"15s", 15 * time.Second}} {
+		var buf bytes.Buffer
+		d := logData(t, &buf)
+		d.Config.Spec.Join.Timeout = tc.timeout
+		var got kubeadm.ClusterInfoWait
+		d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+			got = w
+			return kubeadm.ClusterInfoResult{Attempts: 3, Waited: 400 * time.Millisecond, Pinned: true}, nil
+		}
+		res, err := runWait(t, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := d.Config.Spec.Join
+		if got.Endpoint != j.APIServerEndpoint || got.Token != "abcdef.0123456789abcdef" || !slices.Equal(got.CACertHashes, j.CACertHashes) ||
+			got.Interval != kubeadm.DefaultClusterInfoInterval || got.Timeout != tc.want {
+			t.Errorf("timeout %q: wait %+v", tc.timeout, got)
+		}
+		if !strings.Contains(res.Summary(), "CA pinned") || !strings.Contains(res.Summary(), "3 request(s)") || res.Changed {
+			t.Errorf("result %+v", res)
+		}
+		if strings.Contains(buf.String(), "0123456789abcdef") || strings.Contains(res.Summary(), "0123456789abcdef") {
+			t.Errorf("token logged:\n%s", buf.String())
+		}
+	}
+}
+
+// A refusal fails the phase with the wait's class; a wait that ran out
+// hands over to kubeadm (the phase succeeds, warning).
+func TestWaitClusterInfoPhaseOutcomes(t *testing.T) {
+	var buf bytes.Buffer
+	d := logData(t, &buf)
+	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+		return kubeadm.ClusterInfoResult{Attempts: 1}, errclass.New(errclass.DiscoveryFailed, "pin", errors.New("not pinned"))
+	}
+	if _, err := runWait(t, d); err == nil {
+		t.Error("refusal passed")
+	} else if c, _ := errclass.Of(err); c != errclass.DiscoveryFailed {
+		t.Errorf("class %s", c)
+	}
+	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+		return kubeadm.ClusterInfoResult{Attempts: 300}, errclass.New(errclass.Timeout, "", kubeadm.ErrClusterInfoPending)
+	}
+	res, err := runWait(t, d)
+	if err != nil || !strings.Contains(res.Summary(), "kubeadm's discovery continues") {
+		t.Errorf("pending: %+v %v", res, err)
+	}
+	if !strings.Contains(buf.String(), "level=WARN") {
+		t.Errorf("no warning logged:\n%s", buf.String())
+	}
+}
+
+// The real wait against a loopback port where nothing listens, bounded
+// by spec.join.timeout (1s): the phase hands over within the bound.
+func TestWaitClusterInfoPhaseRealWaitHandsOver(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := l.Addr().String()
+	l.Close()
+	var buf bytes.Buffer
+	d := logData(t, &buf)
+	d.Config.Spec.Join.APIServerEndpoint, d.Config.Spec.Join.Timeout = endpoint, "1s"
+	start := time.Now()
+	res, err := runWait(t, d)
+	if err != nil || !strings.Contains(res.Summary(), "not signed for the join token within 1s") {
+		t.Errorf("%+v %v", res, err)
+	}
+	if el := time.Since(start); el > 15*time.Second {
+		t.Errorf("a wait bounded by 1s took %s", el)
+	}
+}
+
+// A dry run contacts nothing.
+func TestWaitClusterInfoPhaseDryRun(t *testing.T) {
+	d, _ := workerData(t)
+	d.DryRun = true
+	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+		t.Error("dry run waited")
+		return kubeadm.ClusterInfoResult{}, nil
+	}
+	res, err := WaitClusterInfoPhase().Run(context.Background(), d)
+	if err != nil || !strings.HasPrefix(res.Summary(), "dry run: would wait up to 1m0s") {
+		t.Errorf("%+v %v", res, err)
+	}
+}

@@ -1,0 +1,120 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// benchReport is the benchmark's printout: per kind (init, join) the
+// medians of each tool (first-join: the worker joining right after the
+// init, against the 3 s target), the ratios machineadm/kubeadm — the median of the
+// per-sample ratios (sample i of both tools ran back to back) and the
+// ratio of the medians — each against its target, machineadm's time
+// outside kubeadm's phases with the medians of its own phases, and every
+// sample.
+func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "BENCH machineadm bootstrap vs plain kubeadm: %d samples each, same machines, images and kubeadm configuration\n", n)
+	for _, k := range []struct {
+		kind    string
+		samples map[string][]benchSample
+	}{{"init", inits}, {"first-join", firsts}, {"join", joins}} {
+		ka, ma := k.samples[toolKubeadm], k.samples[toolMachineadm]
+		wall := func(s benchSample) float64 { return s.wall.Seconds() }
+		rss := func(s benchSample) float64 { return float64(s.rssKiB) / 1024 }
+		fmt.Fprintf(&b, "BENCH %s  %-26s %12s %12s   %s\n", k.kind, "", toolKubeadm, toolMachineadm, "ratio: median of pairs / of medians")
+		line := func(name, unit string, f func(benchSample) float64, target float64, enforce bool) {
+			pr, mr := pairRatio(ka, ma, f), median(values(ma, f))/median(values(ka, f))
+			verdict := ""
+			if enforce {
+				verdict = fmt.Sprintf("   target <= %.2f: %s", target, metWord(pr <= target))
+			}
+			fmt.Fprintf(&b, "BENCH %s  %-26s %10.2f%-2s %10.2f%-2s   %.3f / %.3f%s\n", k.kind, name,
+				median(values(ka, f)), unit, median(values(ma, f)), unit, pr, mr, verdict)
+		}
+		line("start -> Node Ready", "s", wall, benchTargetWall, k.kind == "init")
+		if k.kind == "first-join" {
+			w := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.wall) })))
+			fmt.Fprintf(&b, "BENCH %s  machineadm start -> Node Ready median %.2fs   target <= 3s: %s\n", k.kind, w.Seconds(), metWord(w <= 3*time.Second))
+		}
+		line("peak RSS", "Mi", rss, benchTargetRSS, true)
+		out := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.outside) })))
+		fmt.Fprintf(&b, "BENCH %s  %-26s %12s %10dms   target <= %s: %s\n", k.kind, "outside kubeadm's phases", "-",
+			out.Milliseconds(), benchTargetOut, metWord(out <= benchTargetOut))
+		fmt.Fprintf(&b, "BENCH %s  machineadm's own phases (median): %s\n", k.kind, ownMedians(ma))
+		for i := range ka {
+			fmt.Fprintf(&b, "BENCH %s  sample %d: kubeadm wall %.2fs exec %.2fs rss %.1fMi | machineadm wall %.2fs exec %.2fs rss %.1fMi outside %dms\n",
+				k.kind, i, ka[i].wall.Seconds(), ka[i].exec.Seconds(), rss(ka[i]),
+				ma[i].wall.Seconds(), ma[i].exec.Seconds(), rss(ma[i]), ma[i].outside.Milliseconds())
+		}
+	}
+	return b.String()
+}
+
+func metWord(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func values(ss []benchSample, f func(benchSample) float64) []float64 {
+	var v []float64
+	for _, s := range ss {
+		v = append(v, f(s))
+	}
+	return v
+}
+
+// pairRatio is the median of machineadm/kubeadm over samples of the same
+// index.
+func pairRatio(ka, ma []benchSample, f func(benchSample) float64) float64 {
+	var r []float64
+	for i := range min(len(ka), len(ma)) {
+		r = append(r, f(ma[i])/f(ka[i]))
+	}
+	return median(r)
+}
+
+// median of v (the mean of the middle two for an even count); 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// ownMedians lists machineadm's own phases with their median durations,
+// longest first.
+func ownMedians(ss []benchSample) string {
+	by := map[string][]float64{}
+	for _, s := range ss {
+		for name, d := range s.own {
+			by[name] = append(by[name], float64(d))
+		}
+	}
+	type kv struct {
+		name string
+		d    time.Duration
+	}
+	var l []kv
+	for name, v := range by {
+		l = append(l, kv{name, time.Duration(median(v))})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].d > l[j].d || (l[i].d == l[j].d && l[i].name < l[j].name) })
+	var parts []string
+	for _, x := range l {
+		parts = append(parts, fmt.Sprintf("%s %dms", x.name, x.d.Milliseconds()))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,361 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+)
+
+// The phases TestCrash kills machineadm in (issue 14, item 5).
+var (
+	crashInitPhases = []string{"certs", "etcd", "kubelet-start", "wait-control-plane", "upload-certs", "bootstrap-token", "addon"}
+	crashJoinPhases = []string{"preflight", "kubelet-start", "kubelet-wait-bootstrap"}
+)
+
+// Bounds of one killed run.
+const (
+	crashWatchTimeout = 4 * time.Minute
+	crashPoll         = time.Millisecond
+	sentinelPath      = "/run/cluster-api/bootstrap-success.complete"
+	statePathOnHost   = "/var/lib/machineadm/state.json"
+)
+
+// TestCrash kills machineadm with SIGKILL in the middle of a phase and
+// runs `machineadm bootstrap` again, for each phase of crashInitPhases on
+// one control-plane machine (cp3, an Init) and then of crashJoinPhases on
+// one worker (w8) joining it.
+//
+// The kills are chained on each machine: the run after a kill in phase X
+// resumes in X, completes it and everything up to the next phase of the
+// list, where it is killed in turn; the last run is not killed and must
+// succeed. Each kill is timed by observing real progress, never by a hook:
+// machineadm rewrites its provisional report (docs/report.md, "Unfinished
+// runs") when a top-level phase starts, the test polls the file through
+// the machine's root every millisecond and kills the process as soon as
+// the report names X as the running phase. That the kill landed inside X
+// is then proved by the next run: its report's resumedFrom is X or one of
+// X's sub-phases (X had not completed). After every kill the report file
+// must not say Succeeded and the Cluster API sentinel must be absent.
+// At the end cp3 and w8 are Ready, the API answers, and both last reports
+// are Succeeded with the sentinel written.
+func TestCrash(t *testing.T) {
+	e := theEnv
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "crash-pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ms := e.bootMachines(ctx, t, cp3, w8)
+	timing(t, "crash-boot-cp3-w8", time.Since(start))
+	mcp, mw := ms[0], ms[1]
+	defer func() {
+		if t.Failed() && e.keep {
+			return // kept for MACHINEADM_E2E_KEEP; TestMain's teardown stops them
+		}
+		for _, m := range ms {
+			if err := e.stopMachine(m); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+
+	endpoint := cp3.IP + ":6443"
+	cpSpec := controlPlaneSpec(cp3, v1alpha1.ActionInit, "")
+	cpSpec.Spec.Kubernetes.ControlPlaneEndpoint = endpoint
+	wSpec := workerSpec(w8, secrets.caHash)
+	wSpec.Spec.Kubernetes.ControlPlaneEndpoint = endpoint
+	wSpec.Spec.Join.APIServerEndpoint = endpoint
+	if err := deliver(mcp, cpSpec, secrets); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(mw, wSpec, secrets); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("init", func(t *testing.T) {
+		crashChain(ctx, t, mcp, initPhases, crashInitPhases)
+	})
+	if t.Failed() {
+		return
+	}
+	cs, err := adminClient(mcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp3.Name); err != nil {
+		dumpDiagnostics(ctx, t, mcp)
+		t.Fatal(err)
+	}
+	if v, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("API server of cp3: %v", err)
+	} else {
+		t.Logf("cp3 Ready; API server answers: %s", v.GitVersion)
+	}
+	if err := waitStaticPodsRunning(ctx, cs, cp3.Name, podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, mcp)
+		t.Fatal(err)
+	}
+
+	t.Run("worker-join", func(t *testing.T) {
+		crashChain(ctx, t, mw, workerJoinPhases, crashJoinPhases)
+	})
+	if t.Failed() {
+		return
+	}
+	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp3.Name, w8.Name); err != nil {
+		dumpDiagnostics(ctx, t, mcp, mw)
+		t.Fatal(err)
+	}
+	t.Logf("w8 joined cp3's cluster and is Ready")
+}
+
+// crashChain kills a run in each of kills (top-level phases of all, in
+// their order), checks what each kill left, and runs bootstrap a last
+// time to success.
+func crashChain(ctx context.Context, t *testing.T, m *Machine, all, kills []string) {
+	for _, k := range kills {
+		if !slices.Contains(all, k) {
+			t.Fatalf("phase %q is not a phase of this workflow: %v", k, all)
+		}
+	}
+	var prev *crashRun
+	for i, phase := range kills {
+		run := killIn(ctx, t, m, all, phase, i)
+		if prev != nil {
+			checkResumedIn(t, m, run.report, prev.phase)
+			logRecovery(t, m, run.report, prev.phase)
+		}
+		checkNoSuccessClaim(ctx, t, m, run)
+		prev = run
+	}
+	// The last run is not killed: it resumes in the last killed phase and
+	// finishes.
+	start := time.Now()
+	res, dur := bootstrap(ctx, t, m)
+	timing(t, fmt.Sprintf("crash-%s-final-rerun", m.Name), dur)
+	r, err := readCrashReport(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || r.Result != "Succeeded" {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatalf("%s: the run after the kill in %s exited %d: %s", m.Name, prev.phase, res.ExitCode, r.summary())
+	}
+	for _, p := range r.Phases {
+		if p.Status == "Failed" {
+			t.Errorf("%s: final report Succeeded with phase %s Failed", m.Name, p.Name)
+		}
+	}
+	checkResumedIn(t, m, r, prev.phase)
+	logRecovery(t, m, r, prev.phase)
+	if res, _ := m.Exec(ctx, nil, "test", "-f", sentinelPath); res.ExitCode != 0 {
+		t.Errorf("%s: no success sentinel %s after the successful run", m.Name, sentinelPath)
+	}
+	t.Logf("%s: run %d (not killed) succeeded in %s, resumed at %s", m.Name, prev.n+1, time.Since(start).Round(100*time.Millisecond), r.ResumedFrom)
+}
+
+// crashRun is one run killed in phase.
+type crashRun struct {
+	phase  string         // the top-level phase it was killed in
+	report *crashReport   // the report file after the kill
+	state  phaseStateFile // the state file after the kill
+	n      int            // the run's number on its machine, from 1
+}
+
+// crashReport is outcomeReport with the fields only TestCrash reads.
+type crashReport struct {
+	outcomeReport
+	ResumedFrom string `json:"resumedFrom"`
+}
+
+// phaseStateFile is the part of machineadm's state file the test reads.
+type phaseStateFile struct {
+	Completed  []string `json:"completed"`
+	FinishedAt string   `json:"finishedAt"`
+}
+
+// killIn runs `machineadm bootstrap` in m and SIGKILLs it as soon as its
+// provisional report says that phase runs. It fails the test when the run
+// ends first, or when the report shows a later phase (the kill would not
+// be in phase).
+func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase string, i int) *crashRun {
+	t.Helper()
+	reportFile := filepath.Join(m.Root, reportPath)
+	var before uint64
+	if fi, err := os.Stat(reportFile); err == nil {
+		before = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	cmd, out := m.start(ctx, "machineadm", "bootstrap", "-f", machineSpecFile)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = os.WriteFile(filepath.Join(m.Dir, fmt.Sprintf("bootstrap-crash-%d.log", i)), out.Bytes(), 0o600)
+	}()
+	want := slices.Index(all, phase)
+	pid := 0
+	var seen string
+	deadline := time.Now().Add(crashWatchTimeout)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("%s: bootstrap ended (%v) before phase %s started (last running phase seen: %q); output tail:\n%s", m.Name, err, phase, seen, tail(out.String(), 40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: phase %s did not start within %s (last seen: %q, machineadm pid %d)", m.Name, phase, crashWatchTimeout, seen, pid)
+		}
+		if pid == 0 {
+			// machineadm itself, below sh, nsenter and env; its first
+			// report is written after it started.
+			if pid = findProcess(cmd.Process.Pid, "machineadm"); pid == 0 {
+				time.Sleep(crashPoll)
+				continue
+			}
+		}
+		fi, err := os.Stat(reportFile)
+		if err != nil || fi.Sys().(*syscall.Stat_t).Ino == before {
+			time.Sleep(crashPoll)
+			continue
+		}
+		before = fi.Sys().(*syscall.Stat_t).Ino
+		r, err := readCrashReport(m)
+		if err != nil || r.Result == "Succeeded" {
+			// Only the provisional report appears while the run goes on.
+			t.Fatalf("%s: report during the run: %v %+v", m.Name, err, r)
+		}
+		seen = r.FailedPhase
+		top, _, _ := strings.Cut(seen, "/")
+		if got := slices.Index(all, top); got >= want {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill %d: %v", pid, err)
+			}
+			after := time.Since(start)
+			<-exited
+			if got > want {
+				t.Fatalf("%s: the kill came too late: phase %s was already running, not %s", m.Name, seen, phase)
+			}
+			t.Logf("%s: run %d killed (SIGKILL, pid %d) %s after its start, with %s running", m.Name, i+1, pid, after.Round(time.Millisecond), seen)
+			timing(t, fmt.Sprintf("crash-%s-%s-killed-after", m.Name, phase), after)
+			break
+		}
+		time.Sleep(crashPoll)
+	}
+	// What the kill left behind.
+	r, err := readCrashReport(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st phaseStateFile
+	if b, err := m.ReadFile(statePathOnHost); err == nil {
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Errorf("%s: state file: %v", m.Name, err)
+		}
+	}
+	return &crashRun{phase: phase, report: r, state: st, n: i + 1}
+}
+
+// checkNoSuccessClaim: after a kill, the report is the provisional one
+// (Failed, Interrupted, naming the phase), the state file records no
+// finished run, and there is no Cluster API sentinel.
+func checkNoSuccessClaim(ctx context.Context, t *testing.T, m *Machine, run *crashRun) {
+	t.Helper()
+	r := run.report
+	top, _, _ := strings.Cut(r.FailedPhase, "/")
+	if r.Result == "Succeeded" || r.ErrorClass != "Interrupted" || top != run.phase || !strings.Contains(r.Error, "unfinished run") {
+		t.Errorf("%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s error=%q", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase, r.Error)
+	}
+	if run.state.FinishedAt != "" {
+		t.Errorf("%s: state file says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
+	}
+	res, _ := m.Exec(ctx, nil, "test", "-e", sentinelPath)
+	if res.ExitCode == 0 {
+		t.Errorf("%s: success sentinel %s present after the kill in %s", m.Name, sentinelPath, run.phase)
+	}
+	var done []string
+	for _, c := range run.state.Completed {
+		if c == run.phase || strings.HasPrefix(c, run.phase+"/") {
+			done = append(done, c)
+		}
+	}
+	t.Logf("%s: after the kill in %s: report %s/%s failedPhase=%s, %d leaves completed (in %s: %v), no sentinel", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase, len(run.state.Completed), run.phase, done)
+}
+
+// checkResumedIn: the run after a kill in phase resumed inside phase,
+// which proves that the kill left phase unfinished.
+func checkResumedIn(t *testing.T, m *Machine, r *crashReport, phase string) {
+	t.Helper()
+	if r.ResumedFrom != phase && !strings.HasPrefix(r.ResumedFrom, phase+"/") {
+		t.Errorf("%s: the run after the kill in %s resumed at %q, want %s or one of its sub-phases", m.Name, phase, r.ResumedFrom, phase)
+	}
+}
+
+// logRecovery logs how long the rerun spent in the phase it resumed in
+// (the report's entry for that top-level phase, once it finished).
+func logRecovery(t *testing.T, m *Machine, r *crashReport, phase string) {
+	t.Helper()
+	for _, p := range r.Phases {
+		if p.Name == phase && p.Status != "Failed" {
+			t.Logf("%s: rerun resumed at %s, finished %s (%s) in %dms", m.Name, r.ResumedFrom, phase, p.Status, p.DurationMs)
+			timing(t, fmt.Sprintf("crash-%s-%s-rerun-phase", m.Name, phase), time.Duration(p.DurationMs)*time.Millisecond)
+			return
+		}
+	}
+}
+
+// readCrashReport reads the report file of m with resumedFrom.
+func readCrashReport(m *Machine) (*crashReport, error) {
+	_, raw, err := readReport(m)
+	if err != nil {
+		return nil, err
+	}
+	var r crashReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// start prepares a command in the machine like Exec, without running it,
+// its output collected in the returned buffer.
+func (m *Machine) start(ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	full := append([]string{"-c", `for d in $MAE2E_CGROUPS; do echo $$ >"$d/cgroup.procs"; done; exec "$@"`, "sh",
+		"nsenter", "-t", strconv.Itoa(m.leader), "-a", "--", "/usr/bin/env", "-i",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8"}, args...)
+	cmd := exec.CommandContext(ctx, "/bin/sh", full...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "MAE2E_CGROUPS=" + strings.Join(m.cgroups, " ")}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, &out
+}
+
+// findProcess returns the host PID of the first process below pid whose
+// command name is comm, or 0.
+func findProcess(pid int, comm string) int {
+	for _, p := range descendants(pid) {
+		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); strings.TrimSpace(string(c)) == comm {
+			return p
+		}
+	}
+	return 0
+}

@@ -10,13 +10,7 @@ source "$(dirname "$0")/../e2e/lib.sh"
 
 BIN=$CACHE/bin
 mkdir -p "$BIN/.stamps"
-KMAJOR=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f1)
-KMINOR=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f2)
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$KMAJOR -X $pkg.gitMinor=$KMINOR"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$KUBE_LDFLAGS # lib.sh
 stamp="$KUBERNETES_VERSION $(go env GOVERSION) $(echo "$ldflags" | sha256sum | cut -c1-12) $(sha256sum "$REPO_ROOT/go.sum" | cut -c1-12)"
 if [ -x "$BIN/kubeadm" ] && stamp_ok "$BIN/.stamps/kubeadm" "$stamp"; then
   log "build kubeadm: cached"

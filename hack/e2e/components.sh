@@ -19,13 +19,6 @@ TOOLS=$REPO_ROOT/hack/e2e/tools
 mkdir -p "$BIN/.stamps" "$IMAGES"
 GOVERSION=$(go env GOVERSION)
 
-KMAJOR=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f1)
-KMINOR=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f2)
-KUBE_LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  KUBE_LDFLAGS+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$KMAJOR -X $pkg.gitMinor=$KMINOR"
-  KUBE_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
 
 # gobuild NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]: builds one static binary
 # unless its stamp says it is current.

@@ -58,3 +58,14 @@ apt_install() {
 DEMO_DIR=${MACHINEADM_DEMO_DIR:-/var/tmp/machineadm-demo}
 DEMO_NETNS=machineadm-demo
 DEMO_NETNS_PATH=/run/netns/$DEMO_NETNS
+
+# KUBE_LDFLAGS stamp a binary built from k8s.io/kubernetes (the e2e
+# components, the benchmark's kubeadm) with KUBERNETES_VERSION, as
+# Kubernetes' own build does, and strip it.
+KUBE_LDFLAGS="-s -w"
+for _pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  KUBE_LDFLAGS+=" -X $_pkg.gitVersion=$KUBERNETES_VERSION -X $_pkg.gitMajor=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f1)"
+  KUBE_LDFLAGS+=" -X $_pkg.gitMinor=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f2)"
+  KUBE_LDFLAGS+=" -X $_pkg.gitTreeState=clean -X $_pkg.buildDate=1970-01-01T00:00:00Z"
+done
+unset _pkg

@@ -204,7 +204,7 @@ func (f *fixture) setClusterStatus(infra, initialized bool) {
 // CA Secrets and certificate key exist.
 func (f *fixture) initialized() {
 	f.t.Helper()
-	_, err := ensureCAs(f.ctx, k8s, f.cluster, "")
+	_, err := ensureCAs(f.ctx, k8s, f.cluster, "", true)
 	f.must(err)
 	_, err = ensureCertificateKey(f.ctx, k8s, f.cluster, true)
 	f.must(err)

@@ -51,7 +51,7 @@ const (
 	// secretRetry is how often a config waiting for a Secret it refers
 	// to looks again (Secrets are read live, not watched).
 	secretRetry = 30 * time.Second
-	outcomePoll    = 20 * time.Second
+	outcomePoll = 20 * time.Second
 )
 
 // Reconciler reconciles MachineadmConfigs.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 	"sigs.k8s.io/yaml"
 )
 
@@ -146,6 +147,21 @@ func TestReportReceiverWiring(t *testing.T) {
 		!containsString(c.Args, fmt.Sprintf("--report-bind-address=:%d", ReportPort)) ||
 		!containsString(c.Args, "--report-url=$("+ReportURLVariable+")") {
 		t.Fatalf("container: ports %+v, env %v, args %v", c.Ports, env, c.Args)
+	}
+	// The kubelet expands $(VAR) in args from the container's env (its own
+	// expansion code): a defined, empty variable gives an explicitly empty
+	// --report-url=, which pkg/capi/manager reads as "receiver off"; a set
+	// one gives the URL.
+	for _, url := range []string{"", "http://192.0.2.10:30945"} {
+		env[ReportURLVariable] = url
+		mapping := expansion.MappingFuncFor(env)
+		var args []string
+		for _, a := range c.Args {
+			args = append(args, expansion.Expand(a, mapping))
+		}
+		if !containsString(args, "--report-url="+url) {
+			t.Fatalf("URL %q: the container runs with %v", url, args)
+		}
 	}
 }
 

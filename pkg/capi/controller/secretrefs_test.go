@@ -227,6 +227,7 @@ func TestExternalEtcd(t *testing.T) {
 	wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
 	ds := f.dataSecret("cp1")
 	f.noLeak(ds, key)
+	t.Logf("control-plane init data with an external etcd: %d bytes", len(ds.Data["value"]))
 	clear, _ := f.opened(ds.Data["value"])
 	if !contains(clear, "external:", "https://10.0.0.20:2379", "keyFile: "+defaultEtcdKeyFile) || strings.Contains(clear, "local:") {
 		t.Fatalf("clear spec:\n%s", clear)

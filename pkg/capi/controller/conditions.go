@@ -33,6 +33,7 @@ const (
 	ReasonWaitingForKubeconfig     = "WaitingForKubeconfig"
 	ReasonInvalidConfig            = "InvalidConfig"
 	ReasonMissingCA                = "MissingCertificateAuthority"
+	ReasonMissingSecret            = "MissingSecret"
 	ReasonSealerUnavailable        = "SealerUnavailable"
 	ReasonSealingFailed            = "SealingFailed"
 	ReasonRenderFailed             = "RenderFailed"

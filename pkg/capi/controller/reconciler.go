@@ -48,7 +48,10 @@ const (
 	// workload cluster before it lets the config go.
 	cleanupTimeout = 5 * time.Minute
 	lockRetry      = 10 * time.Second
-	outcomePoll    = 20 * time.Second
+	// secretRetry is how often a config waiting for a Secret it refers
+	// to looks again (Secrets are read live, not watched).
+	secretRetry = 30 * time.Second
+	outcomePoll = 20 * time.Second
 )
 
 // Reconciler reconciles MachineadmConfigs.

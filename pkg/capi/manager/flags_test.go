@@ -25,3 +25,33 @@ func TestReportFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An explicitly empty --report-url turns the receiver off whatever
+// --report-bind-address says (the generated Deployment always passes
+// both, the URL from a clusterctl variable that may be empty); an omitted
+// one is still a mistake.
+func TestReportURLExplicitlyEmptyTurnsReceiverOff(t *testing.T) {
+	for _, c := range []struct {
+		addr, url string
+		given     bool
+		want      string
+		err       string
+	}{
+		{addr: ":9445", url: "", given: true, want: ""},
+		{addr: "", url: "", given: true, want: ""},
+		{addr: ":9445", url: "", given: false, err: "set both or neither"},
+		{addr: ":9445", url: "http://machineadm-report.machineadm-system.svc:9445", given: true, want: ":9445"},
+		{addr: "", url: "", given: false, want: ""},
+	} {
+		got, err := reportFlags(c.addr, c.url, c.given)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v, want %q", c, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v: %q, %v; want %q", c, got, err, c.want)
+		}
+	}
+}

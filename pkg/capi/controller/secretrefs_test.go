@@ -3,7 +3,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -357,4 +360,129 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 		Mirrors: []bootstrapv1.Mirror{{URL: "https://m.example.com", ClientCertificateFrom: cert}}}}}
 	ok.Spec.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: cert})
 	f.must(k8s.Create(f.ctx, ok))
+}
+
+// tokenCount is the number of bootstrap tokens in the workload cluster.
+func (f *fixture) tokenCount() int {
+	f.t.Helper()
+	l, err := workload.CoreV1().Secrets("kube-system").List(f.ctx, metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"})
+	f.must(err)
+	return len(l.Items)
+}
+
+// TestTLSSecretsCheckedAsUsed: a TLS Secret is checked as kubeadm and
+// containerd will use it, before anything is made. A key that does not
+// match the certificate, two keys, a private key or other text in tls.crt
+// or ca.crt (which are not sealed: a registry's caCert and an external
+// etcd's certificate files are in the clear), a block that does not
+// decode, and a value too large for any user data are each MissingSecret
+// naming the Secret, the key and the field, never quoting the value; no
+// data Secret, token, init lock or CA is made. The first control plane
+// with an external etcd is the case where nothing else stops it.
+func TestTLSSecretsCheckedAsUsed(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "client")
+	_, otherKey := clientPair(t, "other")
+	ca, _ := clientPair(t, "ca")
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	undecodable := []byte("-----BEGIN CERTIFICATE-----\nnot base64: db-password=hunter2hunter2\n-----END CERTIFICATE-----\n")
+	cases := []struct {
+		name      string
+		data      map[string][]byte
+		key, want string
+	}{
+		{"key of another certificate", map[string][]byte{"tls.crt": crt, "tls.key": otherKey}, "tls.key", "is not the private key of the first certificate in tls.crt"},
+		{"two keys", map[string][]byte{"tls.crt": crt, "tls.key": cat(key, otherKey)}, "tls.key", "holds 2 private keys, want one"},
+		{"key in tls.crt", map[string][]byte{"tls.crt": cat(crt, key), "tls.key": key}, "tls.crt", `holds a PEM "EC PRIVATE KEY" block`},
+		{"text after the certificate", map[string][]byte{"tls.crt": cat(crt, []byte("db-password=hunter2hunter2\n")), "tls.key": key}, "tls.crt", "holds text outside its PEM blocks"},
+		{"text before the key", map[string][]byte{"tls.crt": crt, "tls.key": cat([]byte("note: rotate me\n"), key)}, "tls.key", "holds text outside its PEM blocks"},
+		{"undecodable block between certificates", map[string][]byte{"tls.crt": cat(crt, undecodable, ca), "tls.key": key}, "tls.crt", "holds text outside its PEM blocks, or a block that does not decode"},
+		{"certificate that does not parse", map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n"), "tls.key": key}, "tls.crt", "holds a certificate that does not parse"},
+		{"key in ca.crt", map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": cat(ca, otherKey)}, "ca.crt", `holds a PEM "EC PRIVATE KEY" block`},
+		{"value too large", map[string][]byte{"tls.crt": cat(crt, bytes.Repeat([]byte("\n"), MaxSecretValueBytes)), "tls.key": key}, "tls.crt", "more than the limit of 131072"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("etcd-client-%d", i)
+			f.secret(name, tc.data)
+			cp := fmt.Sprintf("cp%d", i)
+			f.machine(cp, true)
+			c := &bootstrapv1.MachineadmConfig{}
+			f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: cp}, c))
+			c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{
+				Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: name}}}}}
+			f.must(k8s.Update(f.ctx, c))
+			res, err := f.r.Reconcile(f.ctx, ctrlRequest{NamespacedName: client.ObjectKey{Namespace: f.ns, Name: cp}})
+			f.must(err)
+			if res.RequeueAfter != secretRetry {
+				t.Errorf("requeue after %v, want %v (the Secret is read again)", res.RequeueAfter, secretRetry)
+			}
+			f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: cp}, c))
+			got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+			if !contains(got.Message, "Secret "+f.ns+"/"+name+` key "`+tc.key+`" `, tc.want, "spec.controlPlane.etcd.external.clientCertificateFrom.secret") {
+				t.Fatalf("message %q, want the Secret, key %s, %q and the field", got.Message, tc.key, tc.want)
+			}
+			if found := leakcheck.Check([]byte(got.Message), leakcheck.Options{Known: [][]byte{key, otherKey, []byte("hunter2hunter2")}}); len(found) > 0 {
+				t.Fatalf("the condition message holds a secret: %v", found)
+			}
+			for _, o := range []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cp}}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: initLockName("c1")}}, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c1-ca"}}} {
+				if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o); !apierrors.IsNotFound(err) {
+					t.Fatalf("%s %s was made for a config whose Secret is unusable: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+				}
+			}
+		})
+	}
+	// The same check for a registry client certificate on a worker: no
+	// token is made.
+	f.initialized()
+	before := f.tokenCount()
+	f.secret("registry-client", map[string][]byte{"tls.crt": crt, "tls.key": otherKey})
+	_, w := f.machine("w1", false)
+	w.Spec.Host.Containerd = &bootstrapv1.Containerd{Registries: []bootstrapv1.Registry{{Host: "r.example.com",
+		Mirrors: []bootstrapv1.Mirror{{URL: "https://m.example.com", ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "registry-client"}}}}}}}
+	f.must(k8s.Update(f.ctx, w))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "registry-client", "is not the private key", "spec.host.containerd.registries[0].mirrors[0].clientCertificateFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens after the refusal, %d before", n, before)
+	}
+}
+
+// The etcd CA taken from <cluster>-etcd's tls.crt is checked the same way.
+func TestExternalEtcdCAChecked(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "kube-apiserver-etcd-client")
+	f.secret("c1-apiserver-etcd-client", map[string][]byte{"tls.crt": crt, "tls.key": key})
+	f.secret("c1-etcd", map[string][]byte{"tls.crt": append(append([]byte{}, crt...), key...)})
+	_, c := f.machine("cp1", true)
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, f.ns+`/c1-etcd key "tls.crt" holds a PEM "EC PRIVATE KEY" block`) {
+		t.Fatalf("message %q", got.Message)
+	}
+}
+
+// A file from a Secret that a later entry for the same path appends to
+// with a mode readable by others would end up world-readable on the
+// machine: refused with the field path, no data Secret.
+func TestSecretFileNotWidenedByAppend(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.secret("app", map[string][]byte{"key": []byte("db-password=hunter2hunter2")})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/app/env", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "app", Key: "key"}}},
+		{Path: "/etc/app/env", Content: "LOG=debug\n", Mode: "0644", Append: true},
+	}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !contains(got.Message, "spec.host.files[1].mode", "owner-only") || strings.Contains(got.Message, "hunter2") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a data Secret was written: %v", err)
+	}
 }

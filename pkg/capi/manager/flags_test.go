@@ -18,6 +18,12 @@ func TestReportFlagsRefused(t *testing.T) {
 		{[]string{"--report-bind-address=:9445", "--report-url=ftp://x"}, "--report-url"},
 		{[]string{"--report-bind-address=:9445", "--report-url=http://u:p@x"}, "--report-url"},
 		{[]string{"--report-bind-address=:9445", "--report-url=http://x/?token=1"}, "--report-url"},
+		// The controller appends /reports/…: after these the machines
+		// would post elsewhere, or every machine spec would be invalid.
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:9445/#ingress"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:9445/?"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:99999"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:0/base"}, "--report-url"},
 	} {
 		var stderr bytes.Buffer
 		if code := Main(c.args, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,11 +65,24 @@ func reportFlags(addr, u string, urlGiven bool) (string, error) {
 		return "", errors.New("--report-bind-address and --report-url: set both or neither")
 	}
 	if u != "" {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" {
-			return "", errors.New("--report-url: must be http(s)://HOST[:PORT][/PATH] without user information or query")
+		// The controller appends /reports/NAMESPACE/CONFIG/CAPABILITY:
+		// after a "?" or "#" that would be a query or fragment, which a
+		// machine does not post to (every report lost), and a port out of
+		// range would make every config's machine spec invalid.
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || strings.ContainsAny(u, "?#") || !validPort(p.Port()) {
+			return "", errors.New("--report-url: must be http(s)://HOST[:PORT][/PATH] without user information, query or fragment, PORT 1-65535")
 		}
 	}
 	return addr, nil
+}
+
+func validPort(s string) bool {
+	if s == "" {
+		return true
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // Main parses args, runs the manager until SIGTERM and returns the exit
@@ -81,7 +96,7 @@ func Main(args []string, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there. Default \"\": off")
-	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http://HOST:PORT, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
+	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -39,6 +39,7 @@ const (
 	ReasonRenderFailed             = "RenderFailed"
 	ReasonLeakRefused              = "SecretInTheClear"
 	ReasonDataSecretMissing        = "DataSecretMissing"
+	ReasonDataSecretNameTaken      = "DataSecretNameTaken"
 	ReasonWorkloadUnreachable      = "WorkloadClusterUnreachable"
 	ReasonInternalError            = "InternalError"
 	ReasonWaitingForNode           = "WaitingForNode"

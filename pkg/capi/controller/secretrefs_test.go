@@ -489,3 +489,44 @@ func TestSecretFileNotWidenedByAppend(t *testing.T) {
 		t.Fatalf("a data Secret was written: %v", err)
 	}
 }
+
+// A Secret that happens to have the config's name (here the one holding
+// the config's own file content, a natural name to give it) is not this
+// config's data Secret: it is never adopted as the Machine's bootstrap
+// data nor changed; the condition says so, and once it is gone the data
+// is written.
+func TestForeignSecretOfTheConfigsNameNotAdopted(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	for i, typ := range []corev1.SecretType{corev1.SecretTypeOpaque, ClusterSecretType} {
+		name := fmt.Sprintf("web-%d", i)
+		value := []byte("api-key=not-bootstrap-data-" + name)
+		own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Type: typ, Data: map[string][]byte{"api-key": value}}
+		f.must(k8s.Create(f.ctx, own))
+		_, c := f.machine(name, false)
+		c.Spec.Host.Files = []bootstrapv1.File{{Path: "/etc/web/api-key", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: name, Key: "api-key"}}}}
+		f.must(k8s.Update(f.ctx, c))
+		before := f.tokenCount()
+		c = f.reconcile(name)
+		got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonDataSecretNameTaken)
+		if !contains(got.Message, "Secret "+f.ns+"/"+name+" exists and is not this config's data Secret") || c.Status.DataSecretName != "" || ptrTrue(c.Status.Initialization.DataSecretCreated) {
+			t.Fatalf("%s: condition %q, status %+v", typ, got.Message, c.Status)
+		}
+		if after := f.dataSecret(name); string(after.Data["api-key"]) != string(value) || len(after.Data) != 1 || len(after.OwnerReferences) != 0 {
+			t.Fatalf("%s: the Secret was changed: %+v", typ, after)
+		}
+		if n := f.tokenCount(); n != before {
+			t.Fatalf("%s: %d tokens, %d before", typ, n, before)
+		}
+	}
+	// Renamed: the config's data is written.
+	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: f.ns}}))
+	f.secret("web-api", map[string][]byte{"api-key": []byte("api-key=not-bootstrap-data")})
+	c := &bootstrapv1.MachineadmConfig{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "web-0"}, c))
+	c.Spec.Host.Files[0].ContentFrom.Secret.Name = "web-api"
+	f.must(k8s.Update(f.ctx, c))
+	c = f.reconcile("web-0")
+	wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	f.noLeak(f.dataSecret("web-0"), []byte("api-key=not-bootstrap-data"))
+}

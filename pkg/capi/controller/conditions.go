@@ -38,6 +38,7 @@ const (
 	ReasonSealingFailed            = "SealingFailed"
 	ReasonRenderFailed             = "RenderFailed"
 	ReasonLeakRefused              = "SecretInTheClear"
+	ReasonDataTooLarge             = "DataTooLarge"
 	ReasonDataSecretMissing        = "DataSecretMissing"
 	ReasonDataSecretNameTaken      = "DataSecretNameTaken"
 	ReasonWorkloadUnreachable      = "WorkloadClusterUnreachable"

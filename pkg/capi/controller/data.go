@@ -32,6 +32,10 @@ import (
 // minKnownLen is the shortest secret value the leak check searches for.
 const minKnownLen = 8
 
+// maxDataBytes bounds the rendered bootstrap data: a Secret holds at most
+// 1 MiB (corev1.MaxSecretSize), less the format key and some room.
+const maxDataBytes = corev1.MaxSecretSize - 1024
+
 // Data Secret keys (bootstrap contract).
 const (
 	dataKey   = "value"
@@ -182,6 +186,11 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if n := len(data); n > maxDataBytes {
+		r.dropToken(ctx, wc, tokenID)
+		setData(cfg, metav1.ConditionFalse, ReasonDataTooLarge, fmt.Sprintf("the bootstrap data is %d bytes, more than a Secret holds (%d) and far more than any cloud's user data (16 to 64 KiB): make spec.host.files and the Secrets they read from smaller, or fetch large files with source.url", n, maxDataBytes))
+		return ctrl.Result{}, nil
 	}
 	ds := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{

@@ -103,6 +103,8 @@ type secretReader struct {
 	c     client.Client
 	ns    string
 	cache map[string]*corev1.Secret
+	// total is the size of the values read so far.
+	total int
 }
 
 func (r *secretReader) get(name, field string) (*corev1.Secret, error) {
@@ -129,17 +131,22 @@ func (r *secretReader) key(name, key, field string) ([]byte, error) {
 	if !ok {
 		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field}
 	}
-	if len(v) > MaxSecretValueBytes {
+	switch {
+	case len(v) > MaxSecretValueBytes:
 		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field,
 			Reason: fmt.Sprintf("is %d bytes, more than the limit of %d (bootstrap data is user data: 16 to 64 KiB on most clouds)", len(v), MaxSecretValueBytes)}
+	case r.total+len(v) > MaxSecretValueBytes:
+		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field,
+			Reason: fmt.Sprintf("brings the values read from Secrets to %d bytes, more than the limit of %d for all of them (bootstrap data is user data: 16 to 64 KiB on most clouds)", r.total+len(v), MaxSecretValueBytes)}
 	}
+	r.total += len(v)
 	return v, nil
 }
 
-// MaxSecretValueBytes bounds one value read from a Secret the config
-// refers to (128 KiB). A larger one is MissingSecret before anything is
-// made: no cloud takes such user data, and the sealed envelope would
-// refuse it.
+// MaxSecretValueBytes bounds the values read from the Secrets one config
+// refers to, each and all together (128 KiB). More is MissingSecret
+// before anything is made: no cloud takes such user data, and the data
+// Secret (at most 1 MiB) would not hold it sealed.
 const MaxSecretValueBytes = 128 << 10
 
 // tls reads tls.crt, tls.key and, when present, ca.crt of a Secret and
@@ -174,6 +181,9 @@ func (r *secretReader) tls(name, field string) (tlsValues, error) {
 	}
 	s, _ := r.get(name, field)
 	if ca, ok := s.Data[tlsCACrt]; ok && len(bytes.TrimSpace(ca)) > 0 {
+		if ca, err = r.key(name, tlsCACrt, field); err != nil {
+			return t, err
+		}
 		if reason := pemOnly(ca, "CERTIFICATE", "a PEM certificate"); reason != "" {
 			return t, bad(tlsCACrt, reason)
 		}

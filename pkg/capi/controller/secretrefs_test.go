@@ -5,6 +5,8 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -529,4 +531,58 @@ func TestForeignSecretOfTheConfigsNameNotAdopted(t *testing.T) {
 	c = f.reconcile("web-0")
 	wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
 	f.noLeak(f.dataSecret("web-0"), []byte("api-key=not-bootstrap-data"))
+}
+
+// The values read from Secrets are bounded all together, not only one by
+// one: refused before any token is made.
+func TestSecretValuesBoundedInTotal(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	half := bytes.Repeat([]byte("x"), MaxSecretValueBytes/2+1)
+	f.secret("a", map[string][]byte{"v": half})
+	f.secret("b", map[string][]byte{"v": half})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/a", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "a", Key: "v"}}},
+		{Path: "/etc/b", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "b", Key: "v"}}},
+	}
+	f.must(k8s.Update(f.ctx, c))
+	before := f.tokenCount()
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, f.ns+`/b key "v" brings the values read from Secrets to `, "more than the limit of 131072 for all of them", "spec.host.files[1].contentFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens, %d before", n, before)
+	}
+}
+
+// Bootstrap data larger than a Secret holds (here from inline files that
+// do not compress) is a condition, not an endless retry of a create the
+// API server refuses; its token is deleted.
+func TestDataTooLarge(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	_, c := f.machine("w1", false)
+	for i := range 18 {
+		raw := make([]byte, 48<<10)
+		_, _ = rand.Read(raw)
+		c.Spec.Host.Files = append(c.Spec.Host.Files, bootstrapv1.File{Path: fmt.Sprintf("/opt/blob%d", i), Encoding: "base64", Content: base64.StdEncoding.EncodeToString(raw)})
+	}
+	f.must(k8s.Update(f.ctx, c))
+	before := f.tokenCount()
+	res, err := f.r.Reconcile(f.ctx, ctrlRequest{NamespacedName: client.ObjectKey{Namespace: f.ns, Name: "w1"}})
+	if err != nil {
+		t.Fatalf("reconcile: %v (retried without end)", err)
+	}
+	_ = res
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(c), c))
+	got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonDataTooLarge)
+	t.Log(got.Message)
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens, %d before", n, before)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("data Secret: %v", err)
+	}
 }

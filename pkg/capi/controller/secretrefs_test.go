@@ -586,3 +586,21 @@ func TestDataTooLarge(t *testing.T) {
 		t.Fatalf("data Secret: %v", err)
 	}
 }
+
+// A config file on a path where the controller writes an external etcd's
+// file is refused naming the config's own field, not the controller's
+// entry after it.
+func TestExternalEtcdFilePathTaken(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "kube-apiserver-etcd-client")
+	f.secret("etcd-client", map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": crt})
+	_, c := f.machine("cp1", true)
+	c.Spec.Host.Files = []bootstrapv1.File{{Path: "/etc/motd", Content: "hello"}, {Path: defaultEtcdKeyFile, Content: "mine", Mode: "0600"}}
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{
+		Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "etcd-client"}}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !contains(got.Message, "spec.host.files[1].path", "spec.controlPlane.etcd.external.keyFile") {
+		t.Fatalf("message %q", got.Message)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -85,6 +86,10 @@ func validPort(s string) bool {
 	return err == nil && n >= 1 && n <= 65535
 }
 
+// maxLogVerbosity is the highest --zap-log-level verbosity accepted (7):
+// client-go logs HTTP bodies, Secrets included, from 8 on.
+const maxLogVerbosity = 7
+
 // Main parses args, runs the manager until SIGTERM and returns the exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
 func Main(args []string, stderr io.Writer) int {
@@ -110,6 +115,13 @@ func Main(args []string, stderr io.Writer) int {
 	if *showVersion {
 		fmt.Fprintln(stderr, "machineadm-controller", version.Version)
 		return 0
+	}
+	// client-go logs request and response bodies from verbosity 8 on:
+	// those of the Secrets this controller reads and writes hold CA keys
+	// and tokens.
+	if zapOpts.Level != nil && zapOpts.Level.Enabled(zapcore.Level(-maxLogVerbosity-1)) {
+		fmt.Fprintf(stderr, "--zap-log-level: at most %d: from %d on client-go logs request and response bodies, and the Secrets this controller handles carry CA keys and bootstrap tokens\n", maxLogVerbosity, maxLogVerbosity+1)
+		return 2
 	}
 	if *tokenTTL < time.Minute {
 		fmt.Fprintln(stderr, "--bootstrap-token-ttl: must be at least 1m")

@@ -76,14 +76,9 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		return ctrl.Result{}, err
 	}
 	if !initialized {
-		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !ok {
-			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
-			return ctrl.Result{RequeueAfter: lockRetry}, nil
-		}
+		// Init data, if this Machine gets the init lock; the lock is taken
+		// only once the spec is valid, so that a config in error never
+		// holds it.
 		p.action = mspec.ActionInit
 	}
 
@@ -115,6 +110,16 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
 		return r.configErr(cfg, err)
+	}
+	if p.action == mspec.ActionInit {
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
+			return ctrl.Result{RequeueAfter: lockRetry}, nil
+		}
 	}
 
 	// Secrets.

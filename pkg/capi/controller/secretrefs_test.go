@@ -604,3 +604,27 @@ func TestExternalEtcdFilePathTaken(t *testing.T) {
 		t.Fatalf("message %q", got.Message)
 	}
 }
+
+// A control-plane config in error never takes the init lock: another,
+// valid control-plane Machine initialises the cluster instead of waiting
+// for the broken one to be fixed.
+func TestInvalidFirstControlPlaneTakesNoInitLock(t *testing.T) {
+	f := newFixture(t)
+	f.secret("app", map[string][]byte{"key": []byte("db-password=hunter2hunter2")})
+	_, bad := f.machine("cp-bad", true)
+	bad.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/app/env", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "app", Key: "key"}}},
+		{Path: "/etc/app/env", Content: "LOG=debug\n", Mode: "0644", Append: true},
+	}
+	f.must(k8s.Update(f.ctx, bad))
+	wantCond(t, f.reconcile("cp-bad"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: initLockName("c1")}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the invalid config took the init lock: %v", err)
+	}
+	f.machine("cp-good", true)
+	wantCond(t, f.reconcile("cp-good"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	if a := f.dataSecret("cp-good").Annotations[ActionAnnotation]; a != "init" {
+		t.Fatalf("the valid control plane got %q data, want init", a)
+	}
+	wantCond(t, f.reconcile("cp-bad"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+}

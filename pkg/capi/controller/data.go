@@ -111,6 +111,13 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
 		return r.configErr(cfg, err)
 	}
+	// The recipients too, before the lock, the CAs or a token: sealing
+	// would refuse them only after those are made.
+	for i, rc := range cfg.Spec.Recipients {
+		if _, err := seal.ParseRecipient(rc); err != nil {
+			return r.configErr(cfg, fieldError(fmt.Sprintf("spec.recipients[%d]", i), err.Error()))
+		}
+	}
 	if p.action == mspec.ActionInit {
 		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
 		if err != nil {

@@ -628,3 +628,21 @@ func TestInvalidFirstControlPlaneTakesNoInitLock(t *testing.T) {
 	}
 	wantCond(t, f.reconcile("cp-bad"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
 }
+
+// A recipient that passes admission but does not parse is InvalidConfig
+// naming it, before the init lock, the CAs or a token exist.
+func TestBadRecipientTakesNoInitLock(t *testing.T) {
+	f := newFixture(t)
+	_, c := f.machine("cp1", true)
+	c.Spec.Recipients = []string{f.recip, "hpke:p384:not-a-key"}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.Contains(got.Message, "spec.recipients[1]") {
+		t.Fatalf("message %q", got.Message)
+	}
+	for _, o := range []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: initLockName("c1")}}, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c1-ca"}}} {
+		if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s was made for a config with a bad recipient: %v", o.GetName(), err)
+		}
+	}
+}

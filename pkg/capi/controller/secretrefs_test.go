@@ -322,6 +322,9 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 		"external etcd over http": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"http://10.0.0.20:2379"}})
 		}, "spec.controlPlane.etcd.external.endpoints[0]"},
+		"external etcd endpoint twice": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379", "https://10.0.0.20:2379"}})
+		}, "spec.controlPlane.etcd.external.endpoints[1]"},
 		"external etcd endpoints in one item": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379", "https://10.0.0.21:2379/,http://10.0.0.22:2379"}})
 		}, "spec.controlPlane.etcd.external.endpoints[1]"},

@@ -311,10 +311,12 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 		known = append(known, s.Data)
 	}
 	for _, v := range refKnown {
-		// A value this short matches ordinary text by chance; it is
-		// sealed like the rest but not searched for.
-		if len(bytes.TrimSpace(v)) >= minKnownLen {
-			known = append(known, v)
+		// Searched without the white space around it (a value from a
+		// file ends in a newline its leaked copy may lack). A value this
+		// short matches ordinary text by chance; it is sealed like the
+		// rest but not searched for.
+		if t := bytes.TrimSpace(v); len(t) >= minKnownLen {
+			known = append(known, t)
 		}
 	}
 	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {

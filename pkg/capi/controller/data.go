@@ -32,6 +32,10 @@ import (
 // minKnownLen is the shortest secret value the leak check searches for.
 const minKnownLen = 8
 
+// maxDataBytes bounds the rendered bootstrap data: a Secret holds at most
+// 1 MiB (corev1.MaxSecretSize), less the format key and some room.
+const maxDataBytes = corev1.MaxSecretSize - 1024
+
 // Data Secret keys (bootstrap contract).
 const (
 	dataKey   = "value"
@@ -72,14 +76,9 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		return ctrl.Result{}, err
 	}
 	if !initialized {
-		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if !ok {
-			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
-			return ctrl.Result{RequeueAfter: lockRetry}, nil
-		}
+		// Init data, if this Machine gets the init lock; the lock is taken
+		// only once the spec is valid, so that a config in error never
+		// holds it.
 		p.action = mspec.ActionInit
 	}
 
@@ -111,6 +110,23 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
 		return r.configErr(cfg, err)
+	}
+	// The recipients too, before the lock, the CAs or a token: sealing
+	// would refuse them only after those are made.
+	for i, rc := range cfg.Spec.Recipients {
+		if _, err := seal.ParseRecipient(rc); err != nil {
+			return r.configErr(cfg, fieldError(fmt.Sprintf("spec.recipients[%d]", i), err.Error()))
+		}
+	}
+	if p.action == mspec.ActionInit {
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
+			return ctrl.Result{RequeueAfter: lockRetry}, nil
+		}
 	}
 
 	// Secrets.
@@ -182,6 +198,11 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if n := len(data); n > maxDataBytes {
+		r.dropToken(ctx, wc, tokenID)
+		setData(cfg, metav1.ConditionFalse, ReasonDataTooLarge, fmt.Sprintf("the bootstrap data is %d bytes, more than a Secret holds (%d) and far more than any cloud's user data (16 to 64 KiB): make spec.host.files and the Secrets they read from smaller, or fetch large files with source.url", n, maxDataBytes))
+		return ctrl.Result{}, nil
 	}
 	ds := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -290,10 +311,12 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 		known = append(known, s.Data)
 	}
 	for _, v := range refKnown {
-		// A value this short matches ordinary text by chance; it is
-		// sealed like the rest but not searched for.
-		if len(bytes.TrimSpace(v)) >= minKnownLen {
-			known = append(known, v)
+		// Searched without the white space around it (a value from a
+		// file ends in a newline its leaked copy may lack). A value this
+		// short matches ordinary text by chance; it is sealed like the
+		// rest but not searched for.
+		if t := bytes.TrimSpace(v); len(t) >= minKnownLen {
+			known = append(known, t)
 		}
 	}
 	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {

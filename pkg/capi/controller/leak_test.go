@@ -71,6 +71,15 @@ func TestLeakCheckKnowsSecretValues(t *testing.T) {
 	if _, err := r.sealAndRender(context.Background(), cfg, m, cl, doc, secrets, nil); err != nil {
 		t.Fatalf("control: %v", err)
 	}
+	// A Secret value usually ends in a newline (kubectl create secret
+	// --from-file); the same secret leaking without it, inside other text,
+	// is found too.
+	withNewline := []byte("db-password=plain-looking-words\n")
+	r.Sealer = leakyFakeSealer{leak: []byte("DB=db-password=plain-looking-words;")}
+	_, err = r.sealAndRender(context.Background(), cfg, m, cl, doc, secrets, [][]byte{withNewline})
+	if !errors.As(err, &ce) || ce.reason != ReasonLeakRefused {
+		t.Fatalf("data with the Secret's value (without its newline) in the clear: %v, want %s", err, ReasonLeakRefused)
+	}
 }
 
 const agentSHAForTest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

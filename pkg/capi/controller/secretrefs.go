@@ -3,8 +3,12 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +103,8 @@ type secretReader struct {
 	c     client.Client
 	ns    string
 	cache map[string]*corev1.Secret
+	// total is the size of the values read so far.
+	total int
 }
 
 func (r *secretReader) get(name, field string) (*corev1.Secret, error) {
@@ -125,11 +131,30 @@ func (r *secretReader) key(name, key, field string) ([]byte, error) {
 	if !ok {
 		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field}
 	}
+	switch {
+	case len(v) > MaxSecretValueBytes:
+		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field,
+			Reason: fmt.Sprintf("is %d bytes, more than the limit of %d (bootstrap data is user data: 16 to 64 KiB on most clouds)", len(v), MaxSecretValueBytes)}
+	case r.total+len(v) > MaxSecretValueBytes:
+		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field,
+			Reason: fmt.Sprintf("brings the values read from Secrets to %d bytes, more than the limit of %d for all of them (bootstrap data is user data: 16 to 64 KiB on most clouds)", r.total+len(v), MaxSecretValueBytes)}
+	}
+	r.total += len(v)
 	return v, nil
 }
 
+// MaxSecretValueBytes bounds the values read from the Secrets one config
+// refers to, each and all together (128 KiB). More is MissingSecret
+// before anything is made: no cloud takes such user data, and the data
+// Secret (at most 1 MiB) would not hold it sealed.
+const MaxSecretValueBytes = 128 << 10
+
 // tls reads tls.crt, tls.key and, when present, ca.crt of a Secret and
-// checks that they are PEM of the right kind.
+// checks them as kubeadm and containerd will use them: tls.crt only
+// certificates, tls.key exactly one private key, the key that of the first
+// certificate, ca.crt only certificates, and nothing but white space
+// around the PEM blocks (whatever else a value holds would travel with the
+// certificates, which are not sealed). Reasons never quote the values.
 func (r *secretReader) tls(name, field string) (tlsValues, error) {
 	var t tlsValues
 	var err error
@@ -139,32 +164,80 @@ func (r *secretReader) tls(name, field string) (tlsValues, error) {
 	if t.key, err = r.key(name, tlsKey, field); err != nil {
 		return t, err
 	}
-	if !hasPEM(t.cert, "CERTIFICATE") {
-		return t, &MissingSecretError{Namespace: r.ns, Name: name, Key: tlsCrt, Field: field, Reason: "is not a PEM certificate"}
+	bad := func(key, reason string) error {
+		return &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field, Reason: reason}
 	}
-	if !hasPEM(t.key, "PRIVATE KEY") {
-		return t, &MissingSecretError{Namespace: r.ns, Name: name, Key: tlsKey, Field: field, Reason: "is not a PEM private key"}
+	if reason := pemOnly(t.cert, "CERTIFICATE", "a PEM certificate"); reason != "" {
+		return t, bad(tlsCrt, reason)
+	}
+	if reason := pemOnly(t.key, "PRIVATE KEY", "a PEM private key"); reason != "" {
+		return t, bad(tlsKey, reason)
+	}
+	if keys, _ := pemBlocks(t.key); len(keys) != 1 {
+		return t, bad(tlsKey, fmt.Sprintf("holds %d private keys, want one", len(keys)))
+	}
+	if _, err := tls.X509KeyPair(t.cert, t.key); err != nil {
+		return t, bad(tlsKey, "is not the private key of the first certificate in "+tlsCrt+" ("+err.Error()+")")
 	}
 	s, _ := r.get(name, field)
 	if ca, ok := s.Data[tlsCACrt]; ok && len(bytes.TrimSpace(ca)) > 0 {
-		if !hasPEM(ca, "CERTIFICATE") {
-			return t, &MissingSecretError{Namespace: r.ns, Name: name, Key: tlsCACrt, Field: field, Reason: "is not a PEM certificate"}
+		if ca, err = r.key(name, tlsCACrt, field); err != nil {
+			return t, err
+		}
+		if reason := pemOnly(ca, "CERTIFICATE", "a PEM certificate"); reason != "" {
+			return t, bad(tlsCACrt, reason)
 		}
 		t.ca = ca
 	}
 	return t, nil
 }
 
-// hasPEM reports whether data holds a PEM block whose type ends in kind
-// ("CERTIFICATE"; "PRIVATE KEY" matches "EC PRIVATE KEY" and "RSA PRIVATE
-// KEY" too).
-func hasPEM(data []byte, kind string) bool {
-	i := bytes.Index(data, []byte("-----BEGIN "))
-	if i < 0 {
-		return false
+// pemOnly says what is wrong with data as PEM blocks whose type ends in
+// kind ("CERTIFICATE"; "PRIVATE KEY" takes "EC PRIVATE KEY" and "RSA
+// PRIVATE KEY" too), certificates parsing as X.509, and nothing else but
+// white space; "" when nothing is. what names the expected content in the
+// reason.
+func pemOnly(data []byte, kind, what string) string {
+	blocks, whole := pemBlocks(data)
+	switch {
+	case !whole && (len(blocks) > 0 || bytes.Contains(data, []byte("-----BEGIN "))):
+		return "holds text outside its PEM blocks, or a block that does not decode"
+	case len(blocks) == 0:
+		return "is not " + what
 	}
-	line, _, _ := bytes.Cut(data[i+len("-----BEGIN "):], []byte("-----"))
-	return bytes.HasSuffix(line, []byte(kind))
+	for _, b := range blocks {
+		if !strings.HasSuffix(b.Type, kind) {
+			return fmt.Sprintf("holds a PEM %q block, want only %s blocks", b.Type, kind)
+		}
+		if kind == "CERTIFICATE" {
+			if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+				return "holds a certificate that does not parse (" + err.Error() + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// pemBlocks decodes the PEM blocks at the start of data, one after the
+// other; whole says whether they are all of it, with nothing but white
+// space around them. (pem.Decode alone skips any text before a block,
+// and a block that does not decode.)
+func pemBlocks(data []byte) (blocks []*pem.Block, whole bool) {
+	begin := []byte("-----BEGIN ")
+	for {
+		data = bytes.TrimLeft(data, " \t\r\n")
+		if len(data) == 0 {
+			return blocks, true
+		}
+		if !bytes.HasPrefix(data, begin) {
+			return blocks, false
+		}
+		b, rest := pem.Decode(data)
+		if b == nil || bytes.Count(data[:len(data)-len(rest)], begin) != 1 {
+			return blocks, false
+		}
+		blocks, data = append(blocks, b), rest
+	}
 }
 
 // readSecretRefs reads every Secret cfg refers to. A missing Secret or key
@@ -221,9 +294,13 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 		if t.ca == nil {
 			// Cluster API's convention: the etcd CA certificate is the
 			// tls.crt of <cluster>-etcd.
-			ca, err := r.key(secretName(cl.Name, etcdCASuffix), tlsCrt, "spec.controlPlane.etcd.external (the etcd CA: "+tlsCACrt+" of "+name+", else "+tlsCrt+" of this Secret)")
+			caName, caField := secretName(cl.Name, etcdCASuffix), "spec.controlPlane.etcd.external (the etcd CA: "+tlsCACrt+" of "+name+", else "+tlsCrt+" of this Secret)"
+			ca, err := r.key(caName, tlsCrt, caField)
 			if err != nil {
 				return nil, err
+			}
+			if reason := pemOnly(ca, "CERTIFICATE", "a PEM certificate"); reason != "" {
+				return nil, &MissingSecretError{Namespace: r.ns, Name: caName, Key: tlsCrt, Field: caField, Reason: reason}
 			}
 			t.ca = ca
 		}

@@ -3,7 +3,11 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +18,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -317,6 +322,12 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 		"external etcd over http": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"http://10.0.0.20:2379"}})
 		}, "spec.controlPlane.etcd.external.endpoints[0]"},
+		"external etcd endpoint twice": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379", "https://10.0.0.20:2379"}})
+		}, "spec.controlPlane.etcd.external.endpoints[1]"},
+		"external etcd endpoints in one item": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379", "https://10.0.0.21:2379/,http://10.0.0.22:2379"}})
+		}, "spec.controlPlane.etcd.external.endpoints[1]"},
 		"external etcd relative key file": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			s.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}, KeyFile: "etcd.key"})
 		}, "spec.controlPlane.etcd.external.keyFile"},
@@ -357,4 +368,284 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 		Mirrors: []bootstrapv1.Mirror{{URL: "https://m.example.com", ClientCertificateFrom: cert}}}}}
 	ok.Spec.ControlPlane = ext(bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: cert})
 	f.must(k8s.Create(f.ctx, ok))
+}
+
+// tokenCount is the number of bootstrap tokens in the workload cluster.
+func (f *fixture) tokenCount() int {
+	f.t.Helper()
+	l, err := workload.CoreV1().Secrets("kube-system").List(f.ctx, metav1.ListOptions{FieldSelector: "type=bootstrap.kubernetes.io/token"})
+	f.must(err)
+	return len(l.Items)
+}
+
+// TestTLSSecretsCheckedAsUsed: a TLS Secret is checked as kubeadm and
+// containerd will use it, before anything is made. A key that does not
+// match the certificate, two keys, a private key or other text in tls.crt
+// or ca.crt (which are not sealed: a registry's caCert and an external
+// etcd's certificate files are in the clear), a block that does not
+// decode, and a value too large for any user data are each MissingSecret
+// naming the Secret, the key and the field, never quoting the value; no
+// data Secret, token, init lock or CA is made. The first control plane
+// with an external etcd is the case where nothing else stops it.
+func TestTLSSecretsCheckedAsUsed(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "client")
+	_, otherKey := clientPair(t, "other")
+	ca, _ := clientPair(t, "ca")
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	undecodable := []byte("-----BEGIN CERTIFICATE-----\nnot base64: db-password=hunter2hunter2\n-----END CERTIFICATE-----\n")
+	cases := []struct {
+		name      string
+		data      map[string][]byte
+		key, want string
+	}{
+		{"key of another certificate", map[string][]byte{"tls.crt": crt, "tls.key": otherKey}, "tls.key", "is not the private key of the first certificate in tls.crt"},
+		{"two keys", map[string][]byte{"tls.crt": crt, "tls.key": cat(key, otherKey)}, "tls.key", "holds 2 private keys, want one"},
+		{"key in tls.crt", map[string][]byte{"tls.crt": cat(crt, key), "tls.key": key}, "tls.crt", `holds a PEM "EC PRIVATE KEY" block`},
+		{"text after the certificate", map[string][]byte{"tls.crt": cat(crt, []byte("db-password=hunter2hunter2\n")), "tls.key": key}, "tls.crt", "holds text outside its PEM blocks"},
+		{"text before the key", map[string][]byte{"tls.crt": crt, "tls.key": cat([]byte("note: rotate me\n"), key)}, "tls.key", "holds text outside its PEM blocks"},
+		{"undecodable block between certificates", map[string][]byte{"tls.crt": cat(crt, undecodable, ca), "tls.key": key}, "tls.crt", "holds text outside its PEM blocks, or a block that does not decode"},
+		{"certificate that does not parse", map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n"), "tls.key": key}, "tls.crt", "holds a certificate that does not parse"},
+		{"key in ca.crt", map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": cat(ca, otherKey)}, "ca.crt", `holds a PEM "EC PRIVATE KEY" block`},
+		{"value too large", map[string][]byte{"tls.crt": cat(crt, bytes.Repeat([]byte("\n"), MaxSecretValueBytes)), "tls.key": key}, "tls.crt", "more than the limit of 131072"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("etcd-client-%d", i)
+			f.secret(name, tc.data)
+			cp := fmt.Sprintf("cp%d", i)
+			f.machine(cp, true)
+			c := &bootstrapv1.MachineadmConfig{}
+			f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: cp}, c))
+			c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{
+				Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: name}}}}}
+			f.must(k8s.Update(f.ctx, c))
+			res, err := f.r.Reconcile(f.ctx, ctrlRequest{NamespacedName: client.ObjectKey{Namespace: f.ns, Name: cp}})
+			f.must(err)
+			if res.RequeueAfter != secretRetry {
+				t.Errorf("requeue after %v, want %v (the Secret is read again)", res.RequeueAfter, secretRetry)
+			}
+			f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: cp}, c))
+			got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+			if !contains(got.Message, "Secret "+f.ns+"/"+name+` key "`+tc.key+`" `, tc.want, "spec.controlPlane.etcd.external.clientCertificateFrom.secret") {
+				t.Fatalf("message %q, want the Secret, key %s, %q and the field", got.Message, tc.key, tc.want)
+			}
+			if found := leakcheck.Check([]byte(got.Message), leakcheck.Options{Known: [][]byte{key, otherKey, []byte("hunter2hunter2")}}); len(found) > 0 {
+				t.Fatalf("the condition message holds a secret: %v", found)
+			}
+			for _, o := range []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cp}}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: initLockName("c1")}}, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c1-ca"}}} {
+				if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o); !apierrors.IsNotFound(err) {
+					t.Fatalf("%s %s was made for a config whose Secret is unusable: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+				}
+			}
+		})
+	}
+	// The same check for a registry client certificate on a worker: no
+	// token is made.
+	f.initialized()
+	before := f.tokenCount()
+	f.secret("registry-client", map[string][]byte{"tls.crt": crt, "tls.key": otherKey})
+	_, w := f.machine("w1", false)
+	w.Spec.Host.Containerd = &bootstrapv1.Containerd{Registries: []bootstrapv1.Registry{{Host: "r.example.com",
+		Mirrors: []bootstrapv1.Mirror{{URL: "https://m.example.com", ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "registry-client"}}}}}}}
+	f.must(k8s.Update(f.ctx, w))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "registry-client", "is not the private key", "spec.host.containerd.registries[0].mirrors[0].clientCertificateFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens after the refusal, %d before", n, before)
+	}
+}
+
+// The etcd CA taken from <cluster>-etcd's tls.crt is checked the same way.
+func TestExternalEtcdCAChecked(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "kube-apiserver-etcd-client")
+	f.secret("c1-apiserver-etcd-client", map[string][]byte{"tls.crt": crt, "tls.key": key})
+	f.secret("c1-etcd", map[string][]byte{"tls.crt": append(append([]byte{}, crt...), key...)})
+	_, c := f.machine("cp1", true)
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, f.ns+`/c1-etcd key "tls.crt" holds a PEM "EC PRIVATE KEY" block`) {
+		t.Fatalf("message %q", got.Message)
+	}
+}
+
+// A file from a Secret that a later entry for the same path appends to
+// with a mode readable by others would end up world-readable on the
+// machine: refused with the field path, no data Secret.
+func TestSecretFileNotWidenedByAppend(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.secret("app", map[string][]byte{"key": []byte("db-password=hunter2hunter2")})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/app/env", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "app", Key: "key"}}},
+		{Path: "/etc/app/env", Content: "LOG=debug\n", Mode: "0644", Append: true},
+	}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !contains(got.Message, "spec.host.files[1].mode", "owner-only") || strings.Contains(got.Message, "hunter2") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a data Secret was written: %v", err)
+	}
+}
+
+// A Secret that happens to have the config's name (here the one holding
+// the config's own file content, a natural name to give it) is not this
+// config's data Secret: it is never adopted as the Machine's bootstrap
+// data nor changed; the condition says so, and once it is gone the data
+// is written.
+func TestForeignSecretOfTheConfigsNameNotAdopted(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	for i, typ := range []corev1.SecretType{corev1.SecretTypeOpaque, ClusterSecretType} {
+		name := fmt.Sprintf("web-%d", i)
+		value := []byte("api-key=not-bootstrap-data-" + name)
+		own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Type: typ, Data: map[string][]byte{"api-key": value}}
+		f.must(k8s.Create(f.ctx, own))
+		_, c := f.machine(name, false)
+		c.Spec.Host.Files = []bootstrapv1.File{{Path: "/etc/web/api-key", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: name, Key: "api-key"}}}}
+		f.must(k8s.Update(f.ctx, c))
+		before := f.tokenCount()
+		c = f.reconcile(name)
+		got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonDataSecretNameTaken)
+		if !contains(got.Message, "Secret "+f.ns+"/"+name+" exists and is not this config's data Secret") || c.Status.DataSecretName != "" || ptrTrue(c.Status.Initialization.DataSecretCreated) {
+			t.Fatalf("%s: condition %q, status %+v", typ, got.Message, c.Status)
+		}
+		if after := f.dataSecret(name); string(after.Data["api-key"]) != string(value) || len(after.Data) != 1 || len(after.OwnerReferences) != 0 {
+			t.Fatalf("%s: the Secret was changed: %+v", typ, after)
+		}
+		if n := f.tokenCount(); n != before {
+			t.Fatalf("%s: %d tokens, %d before", typ, n, before)
+		}
+	}
+	// Renamed: the config's data is written.
+	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: f.ns}}))
+	f.secret("web-api", map[string][]byte{"api-key": []byte("api-key=not-bootstrap-data")})
+	c := &bootstrapv1.MachineadmConfig{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "web-0"}, c))
+	c.Spec.Host.Files[0].ContentFrom.Secret.Name = "web-api"
+	f.must(k8s.Update(f.ctx, c))
+	c = f.reconcile("web-0")
+	wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	f.noLeak(f.dataSecret("web-0"), []byte("api-key=not-bootstrap-data"))
+}
+
+// The values read from Secrets are bounded all together, not only one by
+// one: refused before any token is made.
+func TestSecretValuesBoundedInTotal(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	half := bytes.Repeat([]byte("x"), MaxSecretValueBytes/2+1)
+	f.secret("a", map[string][]byte{"v": half})
+	f.secret("b", map[string][]byte{"v": half})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/a", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "a", Key: "v"}}},
+		{Path: "/etc/b", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "b", Key: "v"}}},
+	}
+	f.must(k8s.Update(f.ctx, c))
+	before := f.tokenCount()
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, f.ns+`/b key "v" brings the values read from Secrets to `, "more than the limit of 131072 for all of them", "spec.host.files[1].contentFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens, %d before", n, before)
+	}
+}
+
+// Bootstrap data larger than a Secret holds (here from inline files that
+// do not compress) is a condition, not an endless retry of a create the
+// API server refuses; its token is deleted.
+func TestDataTooLarge(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	_, c := f.machine("w1", false)
+	for i := range 18 {
+		raw := make([]byte, 48<<10)
+		_, _ = rand.Read(raw)
+		c.Spec.Host.Files = append(c.Spec.Host.Files, bootstrapv1.File{Path: fmt.Sprintf("/opt/blob%d", i), Encoding: "base64", Content: base64.StdEncoding.EncodeToString(raw)})
+	}
+	f.must(k8s.Update(f.ctx, c))
+	before := f.tokenCount()
+	res, err := f.r.Reconcile(f.ctx, ctrlRequest{NamespacedName: client.ObjectKey{Namespace: f.ns, Name: "w1"}})
+	if err != nil {
+		t.Fatalf("reconcile: %v (retried without end)", err)
+	}
+	_ = res
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(c), c))
+	got := wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionFalse, ReasonDataTooLarge)
+	t.Log(got.Message)
+	if n := f.tokenCount(); n != before {
+		t.Fatalf("%d tokens, %d before", n, before)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("data Secret: %v", err)
+	}
+}
+
+// A config file on a path where the controller writes an external etcd's
+// file is refused naming the config's own field, not the controller's
+// entry after it.
+func TestExternalEtcdFilePathTaken(t *testing.T) {
+	f := newFixture(t)
+	crt, key := clientPair(t, "kube-apiserver-etcd-client")
+	f.secret("etcd-client", map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": crt})
+	_, c := f.machine("cp1", true)
+	c.Spec.Host.Files = []bootstrapv1.File{{Path: "/etc/motd", Content: "hello"}, {Path: defaultEtcdKeyFile, Content: "mine", Mode: "0600"}}
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{
+		Endpoints: []string{"https://10.0.0.20:2379"}, ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "etcd-client"}}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !contains(got.Message, "spec.host.files[1].path", "spec.controlPlane.etcd.external.keyFile") {
+		t.Fatalf("message %q", got.Message)
+	}
+}
+
+// A control-plane config in error never takes the init lock: another,
+// valid control-plane Machine initialises the cluster instead of waiting
+// for the broken one to be fixed.
+func TestInvalidFirstControlPlaneTakesNoInitLock(t *testing.T) {
+	f := newFixture(t)
+	f.secret("app", map[string][]byte{"key": []byte("db-password=hunter2hunter2")})
+	_, bad := f.machine("cp-bad", true)
+	bad.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/app/env", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "app", Key: "key"}}},
+		{Path: "/etc/app/env", Content: "LOG=debug\n", Mode: "0644", Append: true},
+	}
+	f.must(k8s.Update(f.ctx, bad))
+	wantCond(t, f.reconcile("cp-bad"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: initLockName("c1")}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the invalid config took the init lock: %v", err)
+	}
+	f.machine("cp-good", true)
+	wantCond(t, f.reconcile("cp-good"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	if a := f.dataSecret("cp-good").Annotations[ActionAnnotation]; a != "init" {
+		t.Fatalf("the valid control plane got %q data, want init", a)
+	}
+	wantCond(t, f.reconcile("cp-bad"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+}
+
+// A recipient that passes admission but does not parse is InvalidConfig
+// naming it, before the init lock, the CAs or a token exist.
+func TestBadRecipientTakesNoInitLock(t *testing.T) {
+	f := newFixture(t)
+	_, c := f.machine("cp1", true)
+	c.Spec.Recipients = []string{f.recip, "hpke:p384:not-a-key"}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.Contains(got.Message, "spec.recipients[1]") {
+		t.Fatalf("message %q", got.Message)
+	}
+	for _, o := range []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: initLockName("c1")}}, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c1-ca"}}} {
+		if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o); !apierrors.IsNotFound(err) {
+			t.Fatalf("%s was made for a config with a bad recipient: %v", o.GetName(), err)
+		}
+	}
 }

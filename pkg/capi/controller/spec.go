@@ -98,6 +98,16 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 			return nil, fmt.Errorf("spec.controlPlane.etcd.external: the client certificate was not read")
 		}
 		ext, files := externalEtcdSpec(x, refs.etcd)
+		// The etcd files come after the config's own: a config file on one
+		// of their paths would be reported as a duplicate of an entry the
+		// config does not have.
+		for i, f := range cfg.Spec.Host.Files {
+			for _, e := range []struct{ path, field string }{{ext.CAFile, "caFile"}, {ext.CertFile, "certFile"}, {ext.KeyFile, "keyFile"}} {
+				if f.Path == e.path {
+					return nil, fieldError(fmt.Sprintf("spec.host.files[%d].path", i), fmt.Sprintf("%q is spec.controlPlane.etcd.external.%s, where the controller writes the external etcd's file", f.Path, e.field))
+				}
+			}
+		}
 		sp.ControlPlane.Etcd = mspec.Etcd{External: ext}
 		sp.Host.Files = append(sp.Host.Files, files...)
 	}

@@ -18,6 +18,16 @@ func TestReportFlagsRefused(t *testing.T) {
 		{[]string{"--report-bind-address=:9445", "--report-url=ftp://x"}, "--report-url"},
 		{[]string{"--report-bind-address=:9445", "--report-url=http://u:p@x"}, "--report-url"},
 		{[]string{"--report-bind-address=:9445", "--report-url=http://x/?token=1"}, "--report-url"},
+		// The controller appends /reports/…: after these the machines
+		// would post elsewhere, or every machine spec would be invalid.
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:9445/#ingress"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:9445/?"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:99999"}, "--report-url"},
+		{[]string{"--report-bind-address=:9445", "--report-url=http://x:0/base"}, "--report-url"},
+		// client-go would log the bodies of the Secrets it reads and
+		// writes (CA keys, tokens).
+		{[]string{"--zap-log-level=8"}, "--zap-log-level: at most 7"},
+		{[]string{"--zap-log-level=10"}, "--zap-log-level: at most 7"},
 	} {
 		var stderr bytes.Buffer
 		if code := Main(c.args, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {

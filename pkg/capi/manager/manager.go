@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -63,12 +66,29 @@ func reportFlags(addr, u string, urlGiven bool) (string, error) {
 		return "", errors.New("--report-bind-address and --report-url: set both or neither")
 	}
 	if u != "" {
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || p.RawQuery != "" {
-			return "", errors.New("--report-url: must be http(s)://HOST[:PORT][/PATH] without user information or query")
+		// The controller appends /reports/NAMESPACE/CONFIG/CAPABILITY:
+		// after a "?" or "#" that would be a query or fragment, which a
+		// machine does not post to (every report lost), and a port out of
+		// range would make every config's machine spec invalid.
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || strings.ContainsAny(u, "?#") || !validPort(p.Port()) {
+			return "", errors.New("--report-url: must be http(s)://HOST[:PORT][/PATH] without user information, query or fragment, PORT 1-65535")
 		}
 	}
 	return addr, nil
 }
+
+func validPort(s string) bool {
+	if s == "" {
+		return true
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// maxLogVerbosity is the highest --zap-log-level verbosity accepted (7):
+// client-go logs HTTP bodies, Secrets included, from 8 on.
+const maxLogVerbosity = 7
 
 // Main parses args, runs the manager until SIGTERM and returns the exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
@@ -81,7 +101,7 @@ func Main(args []string, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there. Default \"\": off")
-	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http://HOST:PORT, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
+	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -95,6 +115,13 @@ func Main(args []string, stderr io.Writer) int {
 	if *showVersion {
 		fmt.Fprintln(stderr, "machineadm-controller", version.Version)
 		return 0
+	}
+	// client-go logs request and response bodies from verbosity 8 on:
+	// those of the Secrets this controller reads and writes hold CA keys
+	// and tokens.
+	if zapOpts.Level != nil && zapOpts.Level.Enabled(zapcore.Level(-maxLogVerbosity-1)) {
+		fmt.Fprintf(stderr, "--zap-log-level: at most %d: from %d on client-go logs request and response bodies, and the Secrets this controller handles carry CA keys and bootstrap tokens\n", maxLogVerbosity, maxLogVerbosity+1)
+		return 2
 	}
 	if *tokenTTL < time.Minute {
 		fmt.Fprintln(stderr, "--bootstrap-token-ttl: must be at least 1m")

@@ -98,11 +98,13 @@ type Etcd struct {
 // +kubebuilder:validation:XValidation:rule="[self.caFile, self.certFile, self.keyFile].all(p, [self.caFile, self.certFile, self.keyFile].exists_one(q, q == p))",message="caFile, certFile and keyFile must be three different paths"
 type ExternalEtcd struct {
 	// Endpoints are the etcd client URLs, for example
-	// "https://10.0.0.10:2379". Required; https only.
+	// "https://10.0.0.10:2379", one per etcd member (no commas:
+	// kube-apiserver's --etcd-servers joins them with commas). Required;
+	// https only.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=2048
-	// +kubebuilder:validation:items:Pattern=`^https://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:items:Pattern=`^https://[^/@\s,]+(/[^\s,]*)?$`
 	// +listType=set
 	Endpoints []string `json:"endpoints"`
 	// ClientCertificateFrom names the Secret with the API server's etcd

@@ -56,9 +56,10 @@ const kubeletJournalLines = 30
 // by the kubeadm runner from kubeadm's error and output.
 func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 	return Phase{
-		Name:  name,
-		Short: row.Short,
-		Class: row.Class,
+		Name:    name,
+		Short:   row.Short,
+		Class:   row.Class,
+		Durable: row.RefusesRerun,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if done, msg := kubeletBootstrappedEarlier(d, row); done {
 				return Result{Message: msg}, nil

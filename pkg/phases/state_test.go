@@ -2,6 +2,8 @@ package phases
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
@@ -172,6 +175,47 @@ func TestKubeadmPreflightIsDurable(t *testing.T) {
 		}
 		if !reflect.DeepEqual(durable, []string{"preflight"}) {
 			t.Errorf("%s: durable leaves %v, want [preflight]", cfg, durable)
+		}
+	}
+}
+
+// benchLeaves is the number of leaves of a control-plane init.
+const benchLeaves = 31
+
+// BenchmarkStateJournal records a control-plane init's leaves the way
+// the workflow does: one appended line each, preflight's fsynced, then the
+// durable end of the run.
+func BenchmarkStateJournal(b *testing.B) {
+	for b.Loop() {
+		d := &Data{SpecDigest: "sha256:aa", WorkDir: b.TempDir()}
+		st := &state{}
+		for i := range benchLeaves {
+			if err := st.markPhase(d, fmt.Sprintf("phase/leaf-%02d", i), i == 3); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := st.markDone(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStateRewriteEachLeaf is the scheme the journal replaced: the
+// whole state rewritten after each leaf through a temporary file, fsync,
+// rename and directory fsync.
+func BenchmarkStateRewriteEachLeaf(b *testing.B) {
+	for b.Loop() {
+		dir := b.TempDir()
+		var l legacyState
+		for i := range benchLeaves + 1 {
+			l.Completed = append(l.Completed, fmt.Sprintf("phase/leaf-%02d", i))
+			data, err := json.MarshalIndent(l, "", "  ")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := atomicfile.WriteFile(filepath.Join(dir, legacyStateFile), data, 0o600); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
-	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 

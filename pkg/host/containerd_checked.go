@@ -29,8 +29,8 @@ const containerdCheckedPath = "/var/lib/machineadm/containerd-checked.json"
 // commands, and any change of the config or of containerd is checked
 // again with containerd's own configuration types. The record is a cache:
 // losing it only repeats the check; it is written by the step's apply
-// after the files (never in a dry run, never by a check alone, which
-// changes nothing).
+// after the files (never in a dry run or for an offline root, never by a
+// check alone, which changes nothing).
 type containerdChecked struct {
 	rec checkedRecord
 	// loaded is the record as read, to write only a changed one.

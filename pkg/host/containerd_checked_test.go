@@ -139,3 +139,19 @@ func TestContainerdCheckNotRepeated(t *testing.T) {
 		t.Errorf("a refusal changed the record:\n%s\n%s", before, after)
 	}
 }
+
+// An offline root (an image being built) gets no record.
+func TestContainerdCheckOfflineRecordsNothing(t *testing.T) {
+	h := newTestHost(t)
+	installContainerd(t, h.root, "containerd v1")
+	c := &countingContainerd{}
+	env := c.env(h)
+	env.Offline, env.Services = true, nil
+	runAll(t, h.fullSpec(t, nil), env)
+	if c.verifies != 1 {
+		t.Errorf("%d verify calls, want 1", c.verifies)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, containerdCheckedPath)); err == nil {
+		t.Error("an offline run recorded the containerd check")
+	}
+}

@@ -42,10 +42,16 @@ type Writer struct {
 	Root string
 	// Kubeconfig is the kubeconfig used. Default DefaultKubeconfig.
 	Kubeconfig string
-	// Retry bounds the attempts (defaults: 3 attempts, 30s in all, 10s
-	// each).
+	// Retry bounds the attempts; the zero value is DefaultRetry.
 	Retry report.RetryPolicy
 }
+
+// DefaultRetry is the writer's retry policy: 6 attempts, 250 ms after the
+// first failed one and doubling (7.75 s of waits at most), 30 s in all,
+// 10 s each. A join's Node registers a moment after the kubelet's TLS
+// bootstrap, so the first answer is often 404: a short first wait keeps
+// the run from idling a whole second for it.
+var DefaultRetry = report.RetryPolicy{Attempts: 6, Backoff: 250 * time.Millisecond, Total: report.DefaultTotal, PerAttempt: report.DefaultPerAttempt}
 
 // Name is "node-annotation".
 func (w *Writer) Name() string { return "node-annotation" }
@@ -98,7 +104,11 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 	if err != nil {
 		return err
 	}
-	return w.Retry.Do(ctx, func(ctx context.Context) error {
+	retry := w.Retry
+	if retry == (report.RetryPolicy{}) {
+		retry = DefaultRetry
+	}
+	return retry.Do(ctx, func(ctx context.Context) error {
 		_, err := client.Nodes().Patch(ctx, r.Machine.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "machineadm"})
 		var status apierrors.APIStatus
 		switch {

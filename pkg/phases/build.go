@@ -13,8 +13,7 @@ import (
 // init (action Init) or join (action Join) phase tree as far as it applies
 // to the spec, then the host steps that must follow kubeadm (static-pods).
 // A join waits for a signed cluster-info (wait-cluster-info) right before
-// kubeadm's preflight; an init signs cluster-info for its bootstrap tokens
-// (sign-cluster-info) right after kubeadm's bootstrap-token.
+// kubeadm's preflight.
 func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	before, after := HostGroup(cfg)
 	w := &Workflow{Command: "bootstrap", State: true, Phases: []Phase{InputsCheck()}}
@@ -23,11 +22,7 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	if cfg.Spec.Action == machineadm.ActionJoin {
 		w.Phases = append(w.Phases, WaitClusterInfoPhase())
 	}
-	kp := KubeadmPhases(cfg)
-	if cfg.Spec.Action == machineadm.ActionInit {
-		kp = withSignClusterInfo(kp)
-	}
-	w.Phases = append(w.Phases, kp...)
+	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
 	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }
 	return w

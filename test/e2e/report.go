@@ -55,7 +55,7 @@ func readReport(m *Machine) (*outcomeReport, []byte, error) {
 // summary is a one-line view of the report for test output.
 func (r *outcomeReport) summary() string {
 	if r.Result == "Succeeded" {
-		return fmt.Sprintf("result=Succeeded phases=%d duration=%s", len(r.Phases), r.EndTime.Sub(r.StartTime).Round(time.Second))
+		return fmt.Sprintf("result=Succeeded phases=%d duration=%s%s", len(r.Phases), r.EndTime.Sub(r.StartTime).Round(time.Second), r.slowLeaves())
 	}
 	return fmt.Sprintf("result=%s errorClass=%s failedPhase=%s hint=%q error=%q\nlog tail:\n  %s",
 		r.Result, r.ErrorClass, r.FailedPhase, r.Hint, r.Error, strings.Join(r.LogTail, "\n  "))
@@ -105,4 +105,32 @@ func tablePhases(role machineadm.Role, action machineadm.Action) []string {
 		names = append(names, p.Name)
 	}
 	return names
+}
+
+// slowLeafMs is the shortest leaf phase duration summary names.
+const slowLeafMs = 200
+
+// slowLeaves names the report's leaf phases that took slowLeafMs or more,
+// in run order with their durations (" slow: preflight 1.20s, ..."): where
+// a bootstrap's time went.
+func (r *outcomeReport) slowLeaves() string {
+	var out []string
+	parent := map[string]bool{}
+	for _, p := range r.Phases {
+		if i := strings.LastIndexByte(p.Name, '/'); i > 0 {
+			parent[p.Name[:i]] = true
+		}
+	}
+	for _, p := range r.Phases {
+		if parent[p.Name] {
+			continue // a parent spans its children
+		}
+		if p.DurationMs >= slowLeafMs {
+			out = append(out, fmt.Sprintf("%s %.2fs", p.Name, float64(p.DurationMs)/1000))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " slow: " + strings.Join(out, ", ")
 }

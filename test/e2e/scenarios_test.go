@@ -108,8 +108,15 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpEnd := time.Now()
 	e.demo.step("Joining the worker: machineadm bootstrap on w1 runs kubeadm join")
 	wStart := mustBootstrap(ctx, t, mw1, workerJoinPhases, true)
+	// Where the first worker's time goes: both the bootstrap signer and the
+	// approval of the kubelet's CSR wait for the controller-manager, which
+	// becomes leader and then builds its controllers after cp1's init.
+	if l, err := cs.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "kube-controller-manager", metav1.GetOptions{}); err == nil && l.Spec.AcquireTime != nil {
+		timing(t, "kube-controller-manager-leader-after-cp1-bootstrap-end", l.Spec.AcquireTime.Sub(cpEnd))
+	}
 	e.demo.done()
 	e.demo.step("Checking the cluster: nodes Ready, kube-proxy, CoreDNS, a pod on w1 reaching cp1")
 

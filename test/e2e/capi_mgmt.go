@@ -44,7 +44,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -78,7 +80,8 @@ type managementCluster struct {
 	cfg *rest.Config // cp1's admin.conf, no client timeout (watches)
 	c   client.Client
 	cs  *kubernetes.Clientset
-	dir string // logs (0700)
+	dir string   // logs (0700)
+	log *os.File // dir/nspawn-provider.log
 }
 
 // Where the management cluster's pieces come from and what they are
@@ -169,8 +172,19 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	if err := os.MkdirAll(mc.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// controller-runtime's log (the test's clients and the nspawn
+	// provider's manager) and the provider's own lines.
+	logFile, err := os.OpenFile(filepath.Join(mc.dir, "nspawn-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.log = logFile
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
 	// Registered before the boot, so a failed boot is cleaned up too.
-	t.Cleanup(func() { mc.stop(t, e) })
+	t.Cleanup(func() {
+		mc.stop(t, e)
+		logFile.Close()
+	})
 
 	// cp1 and its cluster, as scenario 1 makes them; the controllers'
 	// images preloaded besides the control plane's.
@@ -183,6 +197,9 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	images = append(images, capiImageName, localImagesDir+"/"+filepath.Base(e.controllerImage()))
 	ms := e.bootMachinesWith(ctx, t, bootOptions{prepare: func(m *Machine) error {
 		m.BindRO = append(m.BindRO, filepath.Dir(e.controllerImage())+":"+localImagesDir)
+		if err := m.WriteFile("/etc/systemd/network/10-host0.network", []byte(managementNetworkdConfig()), 0o644); err != nil {
+			return err
+		}
 		return m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(images, "\n")+"\n"), 0o644)
 	}}, cp1)
 	mc.m = ms[0]
@@ -265,6 +282,18 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 		t.Fatal(err)
 	}
 	return mc
+}
+
+// managementNetworkdConfig is cp1's network in the Cluster API e2e: the
+// scenarios' (networkdConfig) plus a default route through the harness
+// bridge address, as the workload machines have (capiNetworkdConfig).
+// Host-network pods, the controllers, reach the API server at the
+// kubernetes Service's ClusterIP: kube-proxy's rules rewrite it to cp1's
+// address only after the kernel found a route for it, and without one
+// connect fails at once ("network is unreachable"). The harness's
+// namespace routes nothing further, so the network stays closed.
+func managementNetworkdConfig() string {
+	return strings.Replace(networkdConfig(cp1.IP, allHosts()), "[Network]\n", "[Network]\nGateway="+bridgeIP+"\n", 1)
 }
 
 // imageRef reads the reference a docker-archive tarball (e2e-images)

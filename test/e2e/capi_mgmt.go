@@ -793,16 +793,23 @@ func (mc *managementCluster) waitControllers(ctx context.Context, timeout time.D
 }
 
 // waitWebhooks waits until cp1's API server gets answers from Cluster
-// API's webhooks: a server-side dry run of a Cluster goes through its
-// defaulting and validating webhooks, and succeeds or is denied by them;
-// a webhook that cannot be called fails the request with "failed calling
-// webhook".
+// API's webhooks: a server-side dry run of the test's Cluster goes
+// through its defaulting and validating webhooks, and succeeds or is
+// denied by them; a webhook that cannot be called fails the request with
+// "failed calling webhook".
 func (mc *managementCluster) waitWebhooks(ctx context.Context, timeout time.Duration) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		probe := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "e2e-webhook-probe", Namespace: capiNS}}
-		last = mc.c.Create(ctx, probe, client.DryRunAll)
-		return last == nil || strings.Contains(last.Error(), "denied the request"), nil
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		err := mc.c.Create(actx, capiClusterObject(), client.DryRunAll)
+		if err == nil || strings.Contains(err.Error(), "denied the request") {
+			return true, nil
+		}
+		if actx.Err() == nil || last == nil {
+			last = err
+		}
+		return false, nil
 	})
 	if err != nil {
 		return fmt.Errorf("Cluster API's webhooks not answering within %s (last: %v): %w", timeout, last, err)
@@ -873,6 +880,10 @@ func (mc *managementCluster) dumpLogs(t *testing.T) {
 	for _, ctl := range capiControllers {
 		t.Logf("%s log (last 40 lines):\n%s", ctl.name, strings.TrimSpace(mc.controllerLog(context.Background(), ctl, 40)))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := mc.cs.CoreV1().Pods("kube-system").GetLogs("kube-apiserver-"+cp1.Name, &corev1.PodLogOptions{TailLines: ptrTo(int64(20))}).DoRaw(ctx)
+	t.Logf("management kube-apiserver log (last 20 lines, %v):\n%s", err, strings.TrimSpace(string(b)))
 }
 
 // stop saves the controllers' logs in dir (kept with a failed run's

@@ -92,16 +92,7 @@ func TestClusterAPI(t *testing.T) {
 	}
 	created := time.Now()
 	create(
-		&clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: capiCluster, Namespace: capiNS},
-			Spec: clusterv1.ClusterSpec{
-				ClusterNetwork: clusterv1.ClusterNetwork{
-					Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podSubnet}},
-					Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
-				},
-				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraGroup, Kind: "NspawnCluster", Name: capiCluster},
-			},
-		},
+		capiClusterObject(),
 		infraObject("NspawnCluster", capiCluster, nil),
 		&bootstrapv1.MachineadmConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: capiCP, Namespace: capiNS},
@@ -212,6 +203,21 @@ func TestClusterAPI(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// capiClusterObject is the test's Cluster: no control-plane provider, the
+// nspawn provider's NspawnCluster as infrastructure.
+func capiClusterObject() *clusterv1.Cluster {
+	return &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: capiCluster, Namespace: capiNS},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{podSubnet}},
+				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+			},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infraGroup, Kind: "NspawnCluster", Name: capiCluster},
+		},
+	}
+}
 
 // capiKeygen makes an hpke identity with machineadm keygen and returns its
 // file and recipient.

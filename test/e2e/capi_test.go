@@ -179,6 +179,11 @@ func TestClusterAPI(t *testing.T) {
 	if err := w.waitBootstrapFailed(ctx, capiBad, "VerificationFailed", 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if cfg, err := w.configOf(ctx, capiBad); err == nil {
+		if c := meta(cfg, "BootstrapSucceeded"); c != nil {
+			t.Logf("MachineadmConfig %s: BootstrapSucceeded=%s reason=%s message=%q (through the report receiver on %s)", capiBad, c.Status, c.Reason, c.Message, capiReportAddr)
+		}
+	}
 	bad := &clusterv1.Machine{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiBad}, bad); err != nil {
 		t.Fatal(err)

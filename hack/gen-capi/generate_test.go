@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
+	"sigs.k8s.io/yaml"
 )
 
 // TestManifestsCurrent regenerates the manifests with the pinned
@@ -53,4 +58,118 @@ func TestManifestsCurrent(t *testing.T) {
 	if n := bytes.Count(b, []byte(ContractLabel+": "+ContractValue)); n != 2 {
 		t.Fatalf("bootstrap-components.yaml: %d CRDs carry %s: %s, want 2", n, ContractLabel, ContractValue)
 	}
+}
+
+// TestReportReceiverWiring checks the Deployment and Service that carry
+// the report receiver: the Service selects the controller's pods and
+// targets the container's named port, the container binds that port and
+// takes --report-url from the environment, and the clusterctl variables
+// have defaults clusterctl accepts (a variable whose default text is
+// empty counts as missing there) that, substituted, leave the URL empty
+// (receiver off) and the Service a ClusterIP.
+func TestReportReceiverWiring(t *testing.T) {
+	var b bytes.Buffer
+	for _, d := range []map[string]any{deployment(), reportService()} {
+		y, err := yaml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	// clusterctl's rule: ${VAR:=DEFAULT} with VAR unset becomes DEFAULT;
+	// an empty DEFAULT is an error.
+	vars := regexp.MustCompile(`\$\{([A-Z0-9_]+):=([^}]*)\}`)
+	found := map[string]string{}
+	defaulted := vars.ReplaceAllStringFunc(b.String(), func(m string) string {
+		s := vars.FindStringSubmatch(m)
+		found[s[1]] = s[2]
+		return s[2]
+	})
+	for _, v := range []string{ReportURLVariable, ReportServiceTypeVariable} {
+		if d, ok := found[v]; !ok || d == "" {
+			t.Fatalf("variable %s: default %q (found %v); clusterctl needs a non-empty default text", v, d, found)
+		}
+	}
+	docs := strings.Split(defaulted, "---\n")[1:]
+	var svc struct {
+		Spec struct {
+			Type     string
+			Selector map[string]string
+			Ports    []struct {
+				Port       int
+				TargetPort string `json:"targetPort"`
+			}
+		}
+	}
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Metadata struct{ Labels map[string]string }
+				Spec     struct {
+					Containers []struct {
+						Args  []string
+						Env   []struct{ Name, Value string }
+						Ports []struct {
+							Name          string
+							ContainerPort int `json:"containerPort"`
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(docs[0]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(docs[1]), &svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Type != "ClusterIP" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != ReportPort {
+		t.Fatalf("Service: %+v", svc.Spec)
+	}
+	for k, v := range svc.Spec.Selector {
+		if dep.Spec.Template.Metadata.Labels[k] != v {
+			t.Fatalf("the Service selects %s=%s, the pods are labelled %v", k, v, dep.Spec.Template.Metadata.Labels)
+		}
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	port := false
+	for _, p := range c.Ports {
+		port = port || (p.Name == svc.Spec.Ports[0].TargetPort && p.ContainerPort == ReportPort)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	v, defined := env[ReportURLVariable]
+	if !port || !defined || v != "" ||
+		!containsString(c.Args, fmt.Sprintf("--report-bind-address=:%d", ReportPort)) ||
+		!containsString(c.Args, "--report-url=$("+ReportURLVariable+")") {
+		t.Fatalf("container: ports %+v, env %v, args %v", c.Ports, env, c.Args)
+	}
+	// The kubelet expands $(VAR) in args from the container's env (its own
+	// expansion code): a defined, empty variable gives an explicitly empty
+	// --report-url=, which pkg/capi/manager reads as "receiver off"; a set
+	// one gives the URL.
+	for _, url := range []string{"", "http://192.0.2.10:30945"} {
+		env[ReportURLVariable] = url
+		mapping := expansion.MappingFuncFor(env)
+		var args []string
+		for _, a := range c.Args {
+			args = append(args, expansion.Expand(a, mapping))
+		}
+		if !containsString(args, "--report-url="+url) {
+			t.Fatalf("URL %q: the container runs with %v", url, args)
+		}
+	}
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -34,19 +34,23 @@ type containerdPlan struct {
 	proxy       []byte // nil: no drop-in
 	proxyMode   uint32 // 0600 when a proxy URL carries credentials
 	proxySecret bool
+	// checked is what the check learnt about the installed containerd,
+	// recorded by apply (see containerdChecked).
+	checked *containerdChecked
 }
 
 // containerdChecker picks the config schema version (from the spec, else
 // from `containerd --version`, else 2 with a warning) and renders every
-// file.
+// file, checking config.toml with the installed containerd's loader unless
+// that very binary accepted the same bytes before (containerdChecked).
 func containerdChecker(c *machineadm.Containerd) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		if c == nil {
 			return &containerdPlan{}, nil
 		}
-		p := &containerdPlan{enabled: true, configFile: c.ConfigFile, version: c.ConfigVersion}
+		p := &containerdPlan{enabled: true, configFile: c.ConfigFile, version: c.ConfigVersion, checked: loadChecked(env)}
 		if p.version == 0 {
-			p.version = detectConfigVersion(ctx, env)
+			p.version = detectConfigVersion(ctx, env, p.checked)
 		}
 		var err error
 		if p.config, err = containerd.Render(c, p.version); err != nil {
@@ -56,7 +60,7 @@ func containerdChecker(c *machineadm.Containerd) checker {
 			}
 			return nil, hostErr(hintContainerd, "spec.host.containerd: %w", err)
 		}
-		if err := verifyContainerdConfig(ctx, env, c, p.version, p.config); err != nil {
+		if err := verifyContainerdConfig(ctx, env, c, p.version, p.config, p.checked); err != nil {
 			return nil, err
 		}
 		if p.hosts, err = containerd.HostsFiles(c.Registries); err != nil {
@@ -74,20 +78,29 @@ const hintPatch = "fix spec.host.containerd.configPatch: containerd must be able
 
 // verifyContainerdConfig runs the installed containerd's own loader on the
 // rendered config.toml (containerd.VerifyConfig, or env.ContainerdVerify)
-// when its schema version is the one rendered. A refusal is bad input
-// (InvalidSpec), named after configPatch when there is one; a missing or
-// other containerd is only logged.
-func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Containerd, version int, config []byte) error {
+// when its schema version is the one rendered, unless ck says that the
+// same binary accepted the same bytes before: the check proves nothing new
+// then, and `containerd config dump` costs 0.1–0.2 s. A refusal is bad
+// input (InvalidSpec), named after configPatch when there is one; a
+// missing or other containerd is only logged. An accepted config is noted
+// in ck (ck.accepted) for apply to record.
+func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Containerd, version int, config []byte, ck *containerdChecked) error {
+	digest := configDigest(config)
+	if ck.verified(digest) {
+		env.log().Info("config.toml accepted earlier by this containerd's loader; not checked again", "binary", ck.bin.Path, "config", digest)
+		ck.accepted = digest
+		return nil
+	}
 	verify := env.ContainerdVerify
 	if verify == nil {
 		verify = func(ctx context.Context, root string, config []byte) error {
-			out, err := containerd.DetectVersion(ctx, root)
+			out, err := ck.version(ctx, env)
 			if err != nil {
 				return err
 			}
 			if v, err := containerd.ConfigVersionFor(out); err != nil || v != version {
 				env.log().Info("installed containerd reads another config version; config.toml not checked with it", "configVersion", version)
-				return nil
+				return errNotChecked
 			}
 			return containerd.VerifyConfig(ctx, root, config)
 		}
@@ -96,6 +109,9 @@ func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Contain
 	var ce *containerd.ConfigError
 	switch {
 	case err == nil:
+		ck.accepted = digest
+		return nil
+	case errors.Is(err, errNotChecked):
 		return nil
 	case errors.As(err, &ce):
 		what := "spec.host.containerd"
@@ -112,12 +128,12 @@ func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Contain
 	}
 }
 
-func detectConfigVersion(ctx context.Context, env *Env) int {
-	detect := env.ContainerdVersion
-	if detect == nil {
-		detect = containerd.DetectVersion
-	}
-	out, err := detect(ctx, env.root())
+// errNotChecked: the installed containerd reads another config version,
+// so config.toml was not checked with it.
+var errNotChecked = errors.New("config.toml not checked")
+
+func detectConfigVersion(ctx context.Context, env *Env, ck *containerdChecked) int {
+	out, err := ck.version(ctx, env)
 	if err != nil {
 		if errors.Is(err, containerd.ErrNotInstalled) {
 			env.log().Warn("containerd not found under the root; writing config version 2 (containerd 1.x); set spec.host.containerd.configVersion to choose", "root", env.root())
@@ -185,6 +201,11 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 	}
 	if _, err := rec.file(proxyDesired, "spec.host.containerd.proxy"); err != nil {
 		return err
+	}
+	if !env.DryRun && !env.Offline {
+		// Offline (an image being built) the binary's identity changes when
+		// the image is written out: a record would never match.
+		p.checked.record(env)
 	}
 	if !needRestart {
 		return nil

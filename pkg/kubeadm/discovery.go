@@ -18,6 +18,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	tokenjws "k8s.io/cluster-bootstrap/token/jws"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	discoverytoken "k8s.io/kubernetes/cmd/kubeadm/app/discovery/token"
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
@@ -31,9 +32,18 @@ const (
 	// cluster-info ConfigMap: 200 ms, against kubeadm's 5 s
 	// (constants.DiscoveryRetryInterval).
 	DefaultClusterInfoInterval = 200 * time.Millisecond
-	// DefaultClusterInfoTimeout bounds the whole wait: 60 s (the phase
-	// uses spec.join.timeout instead when it is shorter).
+	// DefaultClusterInfoTimeout bounds the whole wait when the caller
+	// gives no bound: 60 s (the wait-cluster-info phase gives
+	// spec.join.timeout).
 	DefaultClusterInfoTimeout = 60 * time.Second
+	// DefaultClusterInfoFastFor is how long the wait asks every Interval;
+	// after it, it asks every ClusterInfoSlowInterval, so that a long
+	// bound (spec.join.timeout defaults to 5 m) never asks more often than
+	// every 200 ms for long.
+	DefaultClusterInfoFastFor = 60 * time.Second
+	// ClusterInfoSlowInterval is the interval after FastFor: kubeadm's
+	// own discovery retry interval (constants.DiscoveryRetryInterval, 5 s).
+	ClusterInfoSlowInterval = kubeadmconstants.DiscoveryRetryInterval
 	// clusterInfoRequestTimeout bounds one request.
 	clusterInfoRequestTimeout = 5 * time.Second
 )
@@ -76,8 +86,27 @@ type ClusterInfoWait struct {
 	// DefaultClusterInfoInterval.
 	Interval time.Duration
 	// Timeout bounds the wait; 0 means DefaultClusterInfoTimeout. At most
-	// Timeout/Interval+1 requests are made for the unverified read.
+	// FastFor/Interval + (Timeout-FastFor)/ClusterInfoSlowInterval + 1
+	// requests are made for the unverified read (Timeout/Interval+1 when
+	// Timeout is at most FastFor).
 	Timeout time.Duration
+	// FastFor is how long the wait asks every Interval before it slows
+	// down to ClusterInfoSlowInterval; 0 means DefaultClusterInfoFastFor.
+	FastFor time.Duration
+}
+
+// interval is the wait's interval after it has waited for waited.
+func (w ClusterInfoWait) interval(waited time.Duration) time.Duration {
+	if waited < w.FastFor {
+		return w.Interval
+	}
+	return max(w.Interval, ClusterInfoSlowInterval)
+}
+
+// maxAttempts bounds the unverified reads (see Timeout).
+func (w ClusterInfoWait) maxAttempts() int {
+	fast := min(w.Timeout, w.FastFor)
+	return int(fast/w.Interval) + int((w.Timeout-fast)/max(w.Interval, ClusterInfoSlowInterval)) + 1
 }
 
 // ClusterInfoResult is what a wait did.
@@ -91,8 +120,8 @@ type ClusterInfoResult struct {
 	Pinned bool
 }
 
-// WaitClusterInfo polls the cluster-info ConfigMap every w.Interval,
-// within w.Timeout, until it carries the JWS signature for the token's ID,
+// WaitClusterInfo polls the cluster-info ConfigMap every w.Interval (every
+// ClusterInfoSlowInterval after w.FastFor), within w.Timeout, until it carries the JWS signature for the token's ID,
 // then verifies it as kubeadm's discovery does: the detached signature of
 // its kubeconfig with the token (cluster-bootstrap's jws), the CA in that
 // kubeconfig against the pins (kubeadm's pubkeypin), then a second read
@@ -114,6 +143,9 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 	if w.Timeout <= 0 {
 		w.Timeout = DefaultClusterInfoTimeout
 	}
+	if w.FastFor <= 0 {
+		w.FastFor = DefaultClusterInfoFastFor
+	}
 	token, err := bootstraptokenv1.NewBootstrapTokenString(w.Token)
 	if err != nil {
 		// kubeadm's error quotes the token: give only the field.
@@ -127,7 +159,7 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		return res, errclass.Errorf(errclass.DiscoveryFailed, hintCAPin, "spec.join.caCertHashes: empty without spec.join.unsafeSkipCAVerification")
 	}
 	deadline := start.Add(w.Timeout)
-	maxAttempts := int(w.Timeout/w.Interval) + 1
+	maxAttempts := w.maxAttempts()
 
 	insecure, err := kubeconfigutil.ToClientSet(discoverytoken.BuildInsecureBootstrapKubeConfig(w.Endpoint))
 	if err != nil {
@@ -149,12 +181,13 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 			res.Waited = time.Since(start)
 			return res, ctx.Err()
 		}
-		if res.Attempts >= maxAttempts || time.Now().Add(w.Interval).After(deadline) {
+		iv := w.interval(time.Since(start))
+		if res.Attempts >= maxAttempts || time.Now().Add(iv).After(deadline) {
 			res.Waited = time.Since(start)
 			return res, errclass.New(errclass.Timeout, "",
 				fmt.Errorf("%w after %d requests in %s (last: %v)", ErrClusterInfoPending, res.Attempts, res.Waited.Round(time.Millisecond), last))
 		}
-		if err := sleep(ctx, w.Interval); err != nil {
+		if err := sleep(ctx, iv); err != nil {
 			res.Waited = time.Since(start)
 			return res, err
 		}
@@ -212,10 +245,11 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		if time.Now().Add(w.Interval).After(deadline) {
+		iv := w.interval(time.Since(start))
+		if time.Now().Add(iv).After(deadline) {
 			return res, errclass.New(errclass.Timeout, "", fmt.Errorf("%w: reading cluster-info from %s over TLS verified with the pinned CA: %w", ErrClusterInfoPending, w.Endpoint, err))
 		}
-		if err := sleep(ctx, w.Interval); err != nil {
+		if err := sleep(ctx, iv); err != nil {
 			return res, err
 		}
 	}

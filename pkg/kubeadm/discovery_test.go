@@ -374,3 +374,22 @@ func TestWaitClusterInfoThenKubeadmDiscoveryAtOnce(t *testing.T) {
 		t.Errorf("kubeadm's discovery returned %+v %v", c, err)
 	}
 }
+
+// The wait asks every Interval for FastFor, then at kubeadm's own 5 s,
+// and its request count bound follows that schedule.
+func TestClusterInfoWaitSchedule(t *testing.T) {
+	w := ClusterInfoWait{Interval: 100 * time.Millisecond, FastFor: time.Second, Timeout: 11 * time.Second}
+	if got := w.interval(500 * time.Millisecond); got != w.Interval {
+		t.Errorf("interval within FastFor: %s", got)
+	}
+	if got := w.interval(1500 * time.Millisecond); got != ClusterInfoSlowInterval || ClusterInfoSlowInterval != 5*time.Second {
+		t.Errorf("interval after FastFor: %s (slow interval %s, want kubeadm's 5s)", got, ClusterInfoSlowInterval)
+	}
+	if got := w.maxAttempts(); got != 10+2+1 {
+		t.Errorf("max attempts %d, want 13 (10 fast, 2 slow, 1)", got)
+	}
+	w.Timeout = 500 * time.Millisecond
+	if got := w.maxAttempts(); got != 6 {
+		t.Errorf("max attempts within FastFor %d, want 6", got)
+	}
+}

@@ -39,6 +39,13 @@ type Phase struct {
 	// Never marks a phase of kubeadm's tree that machineadm never runs:
 	// it is always in --skip-phases and never in a workflow.
 	Never bool
+	// RefusesRerun marks a phase that cannot run again once the phases
+	// after it ran: kubeadm's preflight refuses the static pod manifests,
+	// the etcd data directory, kubelet.conf and the ports they create. A
+	// runner that resumes after a crash must never lose the record that it
+	// completed (machineadm's state file makes that record durable); every
+	// other phase converges when run again.
+	RefusesRerun bool
 	// Systemd replaces the phase when spec.controlPlane.runtime is Systemd
 	// (systemd_run.go: units instead of static pods); nil: kubeadm runs it
 	// in both runtimes.
@@ -77,7 +84,7 @@ func controlPlaneLocalEtcd(cfg *machineadm.MachineBootstrapConfig) bool {
 // shortcuts and are not listed. TestPhaseTablesMatchKubeadm compares this
 // table with the tree of the compiled-in kubeadm command.
 var initTable = []Phase{
-	{Name: "preflight", Short: "Run kubeadm's pre-flight checks", Class: errclass.PreflightFailed},
+	{Name: "preflight", Short: "Run kubeadm's pre-flight checks", Class: errclass.PreflightFailed, RefusesRerun: true},
 	{Name: "certs", Short: "Create the certificates (signed by the given CAs)", Class: errclass.HostPreparationFailed},
 	{Name: "certs/ca", Short: "Use or create the cluster CA"},
 	{Name: "certs/apiserver", Short: "Create the API server serving certificate"},
@@ -124,7 +131,7 @@ var initTable = []Phase{
 // joinTable is kubeadm join's phase tree (cmd/kubeadm/app/cmd/join.go and
 // phases/join of kubeadm v1.37), as initTable.
 var joinTable = []Phase{
-	{Name: "preflight", Short: "Run kubeadm's pre-flight checks and discover the cluster", Class: errclass.PreflightFailed},
+	{Name: "preflight", Short: "Run kubeadm's pre-flight checks and discover the cluster", Class: errclass.PreflightFailed, RefusesRerun: true},
 	{Name: "control-plane-prepare", Short: "Prepare this machine to serve a control plane", Class: errclass.HostPreparationFailed, RunIf: controlPlaneJoin},
 	{Name: "control-plane-prepare/download-certs", Short: "Download the shared certificates from the kubeadm-certs Secret", Class: errclass.PayloadUnavailable},
 	{Name: "control-plane-prepare/certs", Short: "Create this member's certificates"},

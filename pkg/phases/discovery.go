@@ -20,20 +20,22 @@ const WaitClusterInfoName = "wait-cluster-info"
 // exactly as kubeadm's discovery does (kubeadm.WaitClusterInfo). kubeadm
 // retries discovery every 5 s; a worker joining right after init, before
 // the controller-manager's bootstrap signer has signed cluster-info for
-// the new token, lost up to 10 s there. This wait asks every 200 ms.
+// the new token, lost up to 10 s there. This wait asks every 200 ms for
+// the first minute, then every 5 s as kubeadm does.
 //
-// It is bounded by kubeadm.DefaultClusterInfoTimeout (60 s) or
-// spec.join.timeout when that is shorter. When the bound runs out first the
-// phase only warns and kubeadm's own discovery takes over, within
-// spec.join.timeout as before: the wait shortens a join and never fails
-// one kubeadm would complete. A cluster-info that fails verification (the
-// signature, the CA pin, the server's certificate) fails the phase at once
-// as DiscoveryFailed. A dry run plans without contacting the endpoint
+// It is the join's discovery wait, bounded once by spec.join.timeout:
+// kubeadm's own discovery waits for the same signed, verifiable
+// cluster-info with the same bound, so when this wait runs out the phase
+// fails (class Timeout) instead of handing over to kubeadm for another
+// spec.join.timeout. Once it succeeded, kubeadm's discovery finds the
+// signature on its first request. A cluster-info that fails verification
+// (the signature, the CA pin, the server's certificate) fails the phase at
+// once as DiscoveryFailed. A dry run plans without contacting the endpoint
 // (kubeadm's dry run discovers nothing either). The token is never logged.
 func WaitClusterInfoPhase() Phase {
 	return Phase{
 		Name:  WaitClusterInfoName,
-		Short: "Wait for the cluster-info ConfigMap signed for the join token, CA pinned (every 200ms, at most 60s)",
+		Short: "Wait for the cluster-info ConfigMap signed for the join token, CA pinned (every 200ms, within spec.join.timeout)",
 		Class: errclass.DiscoveryFailed,
 		Check: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
@@ -43,10 +45,7 @@ func WaitClusterInfoPhase() Phase {
 			}
 			w := kubeadm.ClusterInfoWait{
 				Endpoint: j.APIServerEndpoint, CACertHashes: j.CACertHashes, UnsafeSkipCAVerification: j.UnsafeSkipCAVerification,
-				Interval: kubeadm.DefaultClusterInfoInterval, Timeout: kubeadm.DefaultClusterInfoTimeout,
-			}
-			if t, err := time.ParseDuration(j.Timeout); err == nil && t > 0 && t < w.Timeout {
-				w.Timeout = t
+				Interval: kubeadm.DefaultClusterInfoInterval, Timeout: joinTimeout(j.Timeout), FastFor: kubeadm.DefaultClusterInfoFastFor,
 			}
 			if d.DryRun {
 				return Result{Message: fmt.Sprintf("dry run: would wait up to %s for the cluster-info ConfigMap at %s signed for the join token", w.Timeout, w.Endpoint)}, nil
@@ -71,11 +70,25 @@ func WaitClusterInfoPhase() Phase {
 				return Result{Message: fmt.Sprintf("cluster-info at %s signed for the join token, %s, after %d request(s) in %s",
 					w.Endpoint, how, res.Attempts, res.Waited.Round(time.Millisecond))}, nil
 			case errors.Is(err, kubeadm.ErrClusterInfoPending) && ctx.Err() == nil:
-				d.log().Warn("cluster-info not signed within the bound; kubeadm's discovery takes over", "endpoint", w.Endpoint, "requests", res.Attempts, "waited", res.Waited, "error", err)
-				return Result{Message: fmt.Sprintf("cluster-info at %s not signed for the join token within %s (%d requests); kubeadm's discovery continues within spec.join.timeout",
-					w.Endpoint, w.Timeout, res.Attempts)}, nil
+				// kubeadm's discovery would wait for the same thing, as long:
+				// the join's discovery is over.
+				return Result{}, errclass.New(errclass.Timeout, hintDiscoveryTimeout,
+					fmt.Errorf("spec.join.timeout (%s): discovery at %s: %w", w.Timeout, w.Endpoint, err))
 			}
 			return Result{}, err
 		},
 	}
+}
+
+// hintDiscoveryTimeout is the hint of a join whose discovery ran out of
+// spec.join.timeout.
+const hintDiscoveryTimeout = "No signed cluster-info within spec.join.timeout: check that spec.join.apiServerEndpoint is reachable from this machine and serves this cluster, that the bootstrap token exists and has not expired (the controller-manager signs cluster-info for it), or raise spec.join.timeout."
+
+// joinTimeout is spec.join.timeout (validated, defaulted to 5m), or
+// kubeadm.DefaultClusterInfoTimeout when it does not parse.
+func joinTimeout(s string) time.Duration {
+	if t, err := time.ParseDuration(s); err == nil && t > 0 {
+		return t
+	}
+	return kubeadm.DefaultClusterInfoTimeout
 }

@@ -56,9 +56,10 @@ const kubeletJournalLines = 30
 // by the kubeadm runner from kubeadm's error and output.
 func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 	return Phase{
-		Name:  name,
-		Short: row.Short,
-		Class: row.Class,
+		Name:    name,
+		Short:   row.Short,
+		Class:   row.Class,
+		Durable: row.RefusesRerun,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if done, msg := kubeletBootstrappedEarlier(d, row); done {
 				return Result{Message: msg}, nil
@@ -69,6 +70,10 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 				if st, _, err = prepareKubeadm(d); err != nil {
 					return Result{}, err
 				}
+			}
+			repaired, err := repairInterruptedCerts(d, row)
+			if err != nil {
+				return Result{Changed: len(repaired) > 0, Changes: repaired}, err
 			}
 			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput}
 			if cp := d.Config.Spec.ControlPlane; cp != nil {
@@ -86,15 +91,15 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 					return lines
 				}
 			}
-			err := d.runKubeadm()(ctx, r, row)
+			err = d.runKubeadm()(ctx, r, row)
 			for _, w := range r.Warnings {
 				d.log().Warn("kubeadm "+name+": "+w, "phase", name)
 			}
 			if err != nil {
-				return Result{}, err
+				return Result{Changed: len(repaired) > 0, Changes: repaired}, err
 			}
 			if !d.DryRun {
-				return Result{Changed: true}, nil
+				return Result{Changed: true, Changes: repaired}, nil
 			}
 			plan := append(dryRunNotes(d, name), r.Plan...)
 			return Result{Changed: len(plan) > 0, Changes: plan}, nil

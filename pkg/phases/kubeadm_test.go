@@ -184,7 +184,7 @@ func TestResumedJoinSkipsKubeletStartAfterBootstrap(t *testing.T) {
 			}
 			if tc.completed != nil {
 				st := &state{SpecDigest: d.SpecDigest, Completed: tc.completed}
-				if err := st.save(d); err != nil {
+				if err := writeState(filepath.Join(d.WorkDir, stateFile), st, false); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -20,9 +20,10 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 		return kubeadmPhase(name, row)
 	}
 	return Phase{
-		Name:  name,
-		Short: row.Short + " (Systemd runtime: systemd units instead)",
-		Class: row.Class,
+		Name:    name,
+		Short:   row.Short + " (Systemd runtime: systemd units instead)",
+		Class:   row.Class,
+		Durable: row.RefusesRerun,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			st := d.kubeadm
 			if st == nil {

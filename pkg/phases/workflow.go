@@ -9,8 +9,9 @@
 // parent runs its children). A parent's report entry spans its children
 // and a failure names the leaf. Each phase declares the error class of its
 // failures where it is defined, so a failure is classified once, when it
-// happens. A state file makes a re-run after success a no-op and a re-run
-// after a crash resume at the first leaf that did not finish.
+// happens. A state file (a journal in the work directory, see state) makes
+// a re-run after success a no-op and a re-run after a crash resume at the
+// first leaf that did not finish.
 package phases
 
 import (
@@ -81,6 +82,12 @@ type Phase struct {
 	// host-check): it never changes the host and is not counted in the
 	// "N of M phases changed" line.
 	Check bool
+	// Durable makes the state file's record of this leaf survive a power
+	// loss (fsync) before the next leaf starts. Set it on a leaf that
+	// cannot run again once later leaves changed the host (kubeadm's
+	// preflight, which refuses the files and ports they create); losing
+	// any other leaf's record only reruns it. See state.
+	Durable bool
 	// Run performs a leaf phase. Parents have no Run.
 	Run func(ctx context.Context, d *Data) (Result, error)
 	// Phases are the sub-phases, in order.
@@ -396,7 +403,7 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	if !r.state {
 		return status, nil
 	}
-	if err := r.st.markPhase(d, n.Name); err != nil {
+	if err := r.st.markPhase(d, n.Name, n.Phase.Durable); err != nil {
 		d.log().Warn("could not record phase in the state file", "error", err)
 	}
 	return status, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func checkShell(t *testing.T, out, spec []byte, agentURL string, inline bool) {
 		if got := shellWord(t, string(m[1])); got != agentURL {
 			t.Fatalf("sh stub downloads %q, want %q", got, agentURL)
 		}
-	} else if !strings.HasPrefix(agentURL, "file:") {
+	} else if !isFileURL(agentURL) {
 		t.Fatalf("no agent download in the sh stub:\n%s", out)
 	}
 	if !inline {
@@ -161,7 +162,7 @@ func checkFuzzCloudConfig(t *testing.T, out, spec []byte, agentURL string, gzipp
 		t.Fatalf("cloud-config is not YAML of the expected shape: %v", err)
 	}
 	// With the agent in the image there is no stub: runcmd runs it.
-	inImage := strings.HasPrefix(agentURL, "file:")
+	inImage := isFileURL(agentURL)
 	if want := 2; inImage {
 		want = 1
 		if len(cc.WriteFiles) != want || len(cc.RunCmd) != 1 || !strings.Contains(strings.Join(cc.RunCmd[0], " "), " bootstrap -f "+LinuxSpecPath) {
@@ -208,7 +209,7 @@ func FuzzRenderIgnition(f *testing.F) {
 		if got := ignitionFile(t, out, LinuxSpecPath); !bytes.Equal(got, spec) {
 			t.Fatalf("Ignition spec file is not byte-exact")
 		}
-		if !strings.HasPrefix(agentURL, "file:") {
+		if !isFileURL(agentURL) {
 			if src := findFile(t, cfg, IgnitionAgentPath).Contents.Source; src == nil || *src != agentURL {
 				t.Fatalf("agent source %v, want %q", src, agentURL)
 			}
@@ -247,7 +248,9 @@ func checkPowerShell(t *testing.T, out, spec []byte, agentURL string) {
 	if m == nil {
 		t.Fatalf("no AgentUrl parameter")
 	}
-	if got := psWord(t, string(m[1])); got != agentURL && !strings.HasPrefix(agentURL, "file:") {
+	// A file URL becomes a local path (its scheme in any case: url.Parse
+	// lower-cases it), any other URL is downloaded as given.
+	if got := psWord(t, string(m[1])); got != agentURL && !isFileURL(agentURL) {
 		t.Fatalf("PowerShell stub downloads %q, want %q", got, agentURL)
 	}
 	if got := powershellSpec(t, out); !bytes.Equal(got, spec) {
@@ -285,4 +288,10 @@ func FuzzRenderUnattend(f *testing.F) {
 		}
 		checkPowerShell(t, gunzip(t, gz), spec, agentURL)
 	})
+}
+
+// isFileURL says whether raw parses as a file URL, the scheme in any case.
+func isFileURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "file"
 }

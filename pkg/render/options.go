@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -245,6 +246,13 @@ func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 		}
 		if !strings.HasPrefix(u.Path, "/") {
 			return nil, optErr(flag, "file URL %q needs an absolute path", raw)
+		}
+		// The path names the agent binary itself: a directory ("/", a
+		// trailing slash) or a path with "." or ".." segments or doubled
+		// slashes would run something else than what the URL seems to say.
+		// Found by FuzzRenderPowerShell ("fiLe:/").
+		if strings.HasSuffix(u.Path, "/") || path.Clean(u.Path) != u.Path {
+			return nil, optErr(flag, "file URL %q must name the agent file by a clean absolute path (no trailing slash, no . or .. segments)", raw)
 		}
 	case allowFile:
 		return nil, optErr(flag, "%q: scheme must be http, https or file", raw)

@@ -20,7 +20,8 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // FileWriter writes the report as JSON to Root+Path, atomically
 // (package atomicfile: a temporary file in the same directory, fsync,
 // rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
-// report (PreviousPath: report.json → report.previous.json), unless it is
+// report (PreviousPath: report.json → report.previous.json; atomically, not
+// fsynced: after a power loss it may be older), unless it is
 // not a regular file of at most MaxReportSize bytes (a FIFO or device at
 // the path is replaced, never read). Missing directories are created
 // with mode 0700.
@@ -28,8 +29,9 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // As a ProgressWriter it keeps a provisional report at the path while the
 // run goes on: the first one (durable, fsynced) keeps the report it
 // replaces as the previous report; updates replace it without an fsync
-// (atomicfile.WriteFileUnsynced); the final report replaces it without
-// keeping it, so report.previous.json stays the last run's report.
+// (atomicfile.WriteFileUnsynced; the Recorder writes them in the
+// background); the final report replaces it without keeping it, so
+// report.previous.json stays the last run's report.
 type FileWriter struct {
 	// Root is prepended to Path: "/" (or "") on a host, a test directory
 	// in tests.
@@ -95,7 +97,10 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	switch {
 	case errors.As(err, &notRegular) || readlimit.IsTooLarge(err):
 	case err == nil:
-		if err := atomicfile.WriteFile(HostPath(w.Root, PreviousPath(path)), old, 0o600); err != nil {
+		// History, not a claim: without an fsync (the new report's own,
+		// below, follows in the same directory), which saves one of the
+		// run's few durable writes.
+		if err := atomicfile.WriteFileUnsynced(HostPath(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):

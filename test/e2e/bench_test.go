@@ -56,6 +56,14 @@ type benchSample struct {
 	outside time.Duration
 	// own are the report's durations of machineadm's own phases.
 	own map[string]time.Duration
+	// span is the report's endTime - startTime: from the run's record
+	// starting (after the spec was read and checked) to the final
+	// report's writers starting.
+	span time.Duration
+	// versionExec is a `machineadm version` run in the same machine right
+	// after the sample: process start and exit of the binary and the
+	// harness's own exec (sh, nsenter, env), which exec includes too.
+	versionExec time.Duration
 }
 
 // TestBench is `make bench-e2e` (hack/bench): plain kubeadm, built from the
@@ -287,6 +295,12 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 			t.Fatalf("%s: %v\n%s", m.Name, err, raw)
 		}
 		s.outside, s.own = outsideKubeadm(spec, r, s.exec)
+		s.span = r.EndTime.Sub(r.StartTime)
+		vstart := time.Now()
+		if res, err := m.Exec(ctx, nil, "machineadm", "version"); err != nil {
+			t.Fatalf("%s: machineadm version: %v\n%s", m.Name, err, res.Stderr)
+		}
+		s.versionExec = time.Since(vstart)
 		var ph []string
 		for _, p := range r.Phases {
 			ph = append(ph, fmt.Sprintf("%s=%dms", p.Name, p.DurationMs))

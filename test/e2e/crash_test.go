@@ -31,7 +31,7 @@ const (
 	crashWatchTimeout = 4 * time.Minute
 	crashPoll         = time.Millisecond
 	sentinelPath      = "/run/cluster-api/bootstrap-success.complete"
-	statePathOnHost   = "/var/lib/machineadm/state.json"
+	statePathOnHost   = "/var/lib/machineadm/state.jsonl"
 )
 
 // TestCrash kills machineadm with SIGKILL in the middle of a phase and
@@ -186,8 +186,40 @@ type crashReport struct {
 
 // phaseStateFile is the part of machineadm's state file the test reads.
 type phaseStateFile struct {
-	Completed  []string `json:"completed"`
-	FinishedAt string   `json:"finishedAt"`
+	Completed  []string
+	FinishedAt string
+}
+
+// parseStateJournal reads machineadm's state journal (JSON Lines: a
+// header naming the spec, then one record per completed leaf and one when
+// the run finished). After a SIGKILL every line must be whole: records
+// are written with one write each.
+func parseStateJournal(b []byte) (phaseStateFile, error) {
+	var st phaseStateFile
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return st, fmt.Errorf("the state journal does not end with a whole line: %q", tail(string(b), 1))
+	}
+	for i, l := range lines {
+		var r struct {
+			SpecDigest string `json:"specDigest"`
+			Completed  string `json:"completed"`
+			FinishedAt string `json:"finishedAt"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			return st, fmt.Errorf("state journal line %d: %w", i+1, err)
+		}
+		if (i == 0) != (r.SpecDigest != "") {
+			return st, fmt.Errorf("state journal line %d: %q: the header must be the first line, and only it", i+1, l)
+		}
+		if r.Completed != "" {
+			st.Completed = append(st.Completed, r.Completed)
+		}
+		if r.FinishedAt != "" {
+			st.FinishedAt = r.FinishedAt
+		}
+	}
+	return st, nil
 }
 
 // killIn runs `machineadm bootstrap` in m and SIGKILLs it as soon as its
@@ -267,7 +299,7 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 	}
 	var st phaseStateFile
 	if b, err := m.ReadFile(statePathOnHost); err == nil {
-		if err := json.Unmarshal(b, &st); err != nil {
+		if st, err = parseStateJournal(b); err != nil {
 			t.Errorf("%s: state file: %v", m.Name, err)
 		}
 	}

@@ -72,7 +72,9 @@ func ensureCertificateKey(ctx context.Context, c client.Client, cl *clusterv1.Cl
 // token so it expires with it. kubeadm's own copy is owned by a 2-hour
 // token; re-uploading keeps later control-plane joins working after that.
 // The RBAC that lets joining nodes read it is created by kubeadm init.
-func uploadKubeadmCerts(ctx context.Context, wc kubernetes.Interface, key string, cas []SecretFile, tokenID string) error {
+// extra are further entries by their kubeadm-certs name (an external
+// etcd's client certificate, externalEtcdCerts).
+func uploadKubeadmCerts(ctx context.Context, wc kubernetes.Interface, key string, cas []SecretFile, extra map[string][]byte, tokenID string) error {
 	k, err := hex.DecodeString(key)
 	if err != nil {
 		return err
@@ -93,6 +95,13 @@ func uploadKubeadmCerts(ctx context.Context, wc kubernetes.Interface, key string
 		}
 		name := strings.ReplaceAll(strings.TrimPrefix(f.Path, pkiDir+"/"), "/", "-")
 		data[name] = gcm.Seal(nonce, nonce, f.Data, nil)
+	}
+	for name, v := range extra {
+		nonce := make([]byte, gcm.NonceSize())
+		if _, err := rand.Read(nonce); err != nil {
+			return err
+		}
+		data[name] = gcm.Seal(nonce, nonce, v, nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,13 @@ import (
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
+// minKnownLen is the shortest secret value the leak check searches for.
+const minKnownLen = 8
+
+// maxDataBytes bounds the rendered bootstrap data: a Secret holds at most
+// 1 MiB (corev1.MaxSecretSize), less the format key and some room.
+const maxDataBytes = corev1.MaxSecretSize - 1024
+
 // Data Secret keys (bootstrap contract).
 const (
 	dataKey   = "value"
@@ -52,19 +60,25 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
 	initialized := controlPlaneInitialized(cl)
 	p := plan{controlPlane: isCP, action: mspec.ActionJoin}
-	switch {
-	case !initialized && !isCP:
+	if !initialized && !isCP {
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInit, "workers join once the control plane is initialised")
 		return ctrl.Result{}, nil
-	case !initialized:
-		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
-		if err != nil {
-			return ctrl.Result{}, err
+	}
+	// The Secrets the config refers to, before the init lock: a config
+	// waiting for one is not given the lock.
+	refs, err := readSecretRefs(ctx, r.Client, cfg, cl, isCP)
+	if err != nil {
+		var missing *MissingSecretError
+		if errors.As(err, &missing) {
+			setData(cfg, metav1.ConditionFalse, ReasonMissingSecret, err.Error())
+			return ctrl.Result{RequeueAfter: secretRetry}, nil
 		}
-		if !ok {
-			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
-			return ctrl.Result{RequeueAfter: lockRetry}, nil
-		}
+		return ctrl.Result{}, err
+	}
+	if !initialized {
+		// Init data, if this Machine gets the init lock; the lock is taken
+		// only once the spec is valid, so that a config in error never
+		// holds it.
 		p.action = mspec.ActionInit
 	}
 
@@ -77,7 +91,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 		j = joinInfo{endpoint: net.JoinHostPort(cl.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(cl.Spec.ControlPlaneEndpoint.Port))), caCertHash: hash}
 	}
-	s, err := buildSpec(cfg, m, cl, p, j)
+	s, err := buildSpec(cfg, m, cl, p, j, refs)
 	if err != nil {
 		return r.configErr(cfg, err)
 	}
@@ -96,6 +110,23 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if _, err := spec.Load(doc, "MachineadmConfig "+cfg.Name); err != nil {
 		return r.configErr(cfg, err)
+	}
+	// The recipients too, before the lock, the CAs or a token: sealing
+	// would refuse them only after those are made.
+	for i, rc := range cfg.Spec.Recipients {
+		if _, err := seal.ParseRecipient(rc); err != nil {
+			return r.configErr(cfg, fieldError(fmt.Sprintf("spec.recipients[%d]", i), err.Error()))
+		}
+	}
+	if p.action == mspec.ActionInit {
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !ok {
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
+			return ctrl.Result{RequeueAfter: lockRetry}, nil
+		}
 	}
 
 	// Secrets.
@@ -119,10 +150,13 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if p.controlPlane {
 		var cas []SecretFile
+		// An external etcd has its own CA: the stacked etcd's CA
+		// (<cluster>-etcd with its key) is neither made nor sent.
+		withEtcdCA := refs.etcd == nil
 		if p.action == mspec.ActionInit {
-			cas, err = ensureCAs(ctx, r.Client, cl, alg)
+			cas, err = ensureCAs(ctx, r.Client, cl, alg, withEtcdCA)
 		} else {
-			cas, err = readCAs(ctx, r.Client, cl)
+			cas, err = readCAs(ctx, r.Client, cl, withEtcdCA)
 		}
 		if err != nil {
 			return r.secretErr(cfg, err)
@@ -141,7 +175,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			if tokenID, err = r.addToken(ctx, wc, m, &secrets); err != nil {
 				return r.secretErr(cfg, err)
 			}
-			if err := uploadKubeadmCerts(ctx, wc, key, cas, tokenID); err != nil {
+			if err := uploadKubeadmCerts(ctx, wc, key, cas, externalEtcdCerts(refs.etcd), tokenID); err != nil {
 				r.dropToken(ctx, wc, tokenID)
 				return r.secretErr(cfg, err)
 			}
@@ -155,7 +189,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 	}
 
-	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets)
+	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets, refs.known)
 	if err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		var ce *condErr
@@ -164,6 +198,11 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if n := len(data); n > maxDataBytes {
+		r.dropToken(ctx, wc, tokenID)
+		setData(cfg, metav1.ConditionFalse, ReasonDataTooLarge, fmt.Sprintf("the bootstrap data is %d bytes, more than a Secret holds (%d) and far more than any cloud's user data (16 to 64 KiB): make spec.host.files and the Secrets they read from smaller, or fetch large files with source.url", n, maxDataBytes))
+		return ctrl.Result{}, nil
 	}
 	ds := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -227,7 +266,11 @@ type condErr struct {
 
 func (e *condErr) Error() string { return e.err.Error() }
 
-func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile) ([]byte, error) {
+// sealAndRender seals doc with secrets, renders it and refuses the result
+// when the leak check finds a PEM private key, one of the secrets or one
+// of refKnown (the secret values read from the Secrets the config refers
+// to) in the clear.
+func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) ([]byte, error) {
 	sealed, err := r.Sealer.Seal(ctx, SealRequest{
 		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
 	})
@@ -266,6 +309,15 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 			continue // certificates and public keys are not secret
 		}
 		known = append(known, s.Data)
+	}
+	for _, v := range refKnown {
+		// Searched without the white space around it (a value from a
+		// file ends in a newline its leaked copy may lack). A value this
+		// short matches ordinary text by chance; it is sealed like the
+		// rest but not searched for.
+		if t := bytes.TrimSpace(v); len(t) >= minKnownLen {
+			known = append(known, t)
+		}
 	}
 	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {
 		return nil, &condErr{ReasonLeakRefused, fmt.Errorf("refusing bootstrap data with a secret in the clear: %v", f)}

@@ -204,7 +204,7 @@ func (f *fixture) setClusterStatus(infra, initialized bool) {
 // CA Secrets and certificate key exist.
 func (f *fixture) initialized() {
 	f.t.Helper()
-	_, err := ensureCAs(f.ctx, k8s, f.cluster, "")
+	_, err := ensureCAs(f.ctx, k8s, f.cluster, "", true)
 	f.must(err)
 	_, err = ensureCertificateKey(f.ctx, k8s, f.cluster, true)
 	f.must(err)
@@ -299,6 +299,21 @@ func wantCond(t testing.TB, c *bootstrapv1.MachineadmConfig, typ string, status 
 // it with the fixture's identity and returns the clear spec and the items.
 func (f *fixture) opened(data []byte) (string, map[string][]byte) {
 	f.t.Helper()
+	clear, env, err := seal.Split(f.specFile(data))
+	f.must(err)
+	if env == nil {
+		f.t.Fatalf("the spec in the bootstrap data carries no SealedSecrets document")
+	}
+	e, err := seal.Parse(env)
+	f.must(err)
+	o, err := seal.Open(e, seal.Expect{ClusterName: "c1", MachineName: "any-host"}, f.identity)
+	f.must(err)
+	return string(clear), o.Items
+}
+
+// specFile extracts the sealed spec file from cloud-config bootstrap data.
+func (f *fixture) specFile(data []byte) []byte {
+	f.t.Helper()
 	var cc struct {
 		WriteFiles []struct{ Path, Encoding, Content string } `yaml:"write_files"`
 	}
@@ -313,19 +328,10 @@ func (f *fixture) opened(data []byte) (string, map[string][]byte) {
 		f.must(err)
 		file, err := io.ReadAll(zr)
 		f.must(err)
-		clear, env, err := seal.Split(file)
-		f.must(err)
-		if env == nil {
-			f.t.Fatalf("the spec in the bootstrap data carries no SealedSecrets document")
-		}
-		e, err := seal.Parse(env)
-		f.must(err)
-		o, err := seal.Open(e, seal.Expect{ClusterName: "c1", MachineName: "any-host"}, f.identity)
-		f.must(err)
-		return string(clear), o.Items
+		return file
 	}
 	f.t.Fatalf("no %s in the bootstrap data", render.LinuxSpecPath)
-	return "", nil
+	return nil
 }
 
 // noLeak fails when the data Secret holds a secret in the clear, by shape

@@ -145,7 +145,7 @@ func TestControlPlaneInit(t *testing.T) {
 func TestExistingCAsAreUsed(t *testing.T) {
 	f := newFixture(t)
 	// Another Cluster API component made the CA set.
-	_, err := ensureCAs(f.ctx, k8s, f.cluster, "ECDSA-P384")
+	_, err := ensureCAs(f.ctx, k8s, f.cluster, "ECDSA-P384", true)
 	f.must(err)
 	ca := &corev1.Secret{}
 	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "c1-ca"}, ca))

@@ -25,7 +25,7 @@ import (
 // is.
 func TestManagerWatches(t *testing.T) {
 	f := newFixture(t)
-	_, err := ensureCAs(f.ctx, k8s, f.cluster, "")
+	_, err := ensureCAs(f.ctx, k8s, f.cluster, "", true)
 	f.must(err)
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
 		Scheme:  testScheme,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,10 +38,37 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 	if r.Result == "" {
 		return nil, fmt.Errorf("annotation %s has no result", nodeannotation.Annotation)
 	}
+	// The annotation comes from the node or from whoever holds the report
+	// capability (it travels in the user data in the clear): bounded so
+	// that the status and its condition always fit (a condition message
+	// holds at most 32 KiB).
 	return &bootstrapv1.BootstrapOutcome{
-		Result: r.Result, FailedPhase: r.FailedPhase, ErrorClass: r.ErrorClass, Hint: r.Hint,
-		DurationMs: r.DurationMs, MachineadmVersion: r.Machineadm,
+		Result: clip(r.Result, maxOutcomeField), FailedPhase: clip(r.FailedPhase, maxOutcomeField), ErrorClass: clip(r.ErrorClass, maxOutcomeField),
+		Hint: clip(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: clip(r.Machineadm, maxOutcomeField),
 	}, nil
+}
+
+// Bounds of a reported outcome's fields, in bytes.
+const (
+	maxOutcomeField = 256
+	maxHintBytes    = 2048
+)
+
+// reasonRE is what the API server takes as a condition reason
+// (metav1.Condition).
+var reasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// clip cuts s to at most n bytes, at a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // applyOutcome sets status.outcome and BootstrapSucceeded from o.
@@ -50,8 +79,10 @@ func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOut
 			fmt.Sprintf("bootstrapped in %dms by machineadm %s", o.DurationMs, o.MachineadmVersion))
 		return
 	}
+	// The class is the reason when the API server takes it as one; it is
+	// in the message either way.
 	reason := o.ErrorClass
-	if reason == "" {
+	if !reasonRE.MatchString(reason) {
 		reason = "Failed"
 	}
 	var msg []string

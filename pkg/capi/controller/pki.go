@@ -66,19 +66,24 @@ func secretName(cluster, suffix string) string { return cluster + "-" + suffix }
 // standard Secrets and creating the missing ones (owned by the Cluster, so
 // deleting a Machine's config never takes them along). Secrets another
 // component made are used as they are.
-func ensureCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string) ([]SecretFile, error) {
-	return caFiles(ctx, c, cl, alg, true)
+// withEtcdCA false leaves out the etcd CA (<cluster>-etcd): a cluster with
+// an external etcd needs none of its own.
+func ensureCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string, withEtcdCA bool) ([]SecretFile, error) {
+	return caFiles(ctx, c, cl, alg, true, withEtcdCA)
 }
 
 // readCAs is ensureCAs that never creates: a missing Secret is a
 // *MissingCAError (after init).
-func readCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster) ([]SecretFile, error) {
-	return caFiles(ctx, c, cl, "", false)
+func readCAs(ctx context.Context, c client.Client, cl *clusterv1.Cluster, withEtcdCA bool) ([]SecretFile, error) {
+	return caFiles(ctx, c, cl, "", false, withEtcdCA)
 }
 
-func caFiles(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string, create bool) ([]SecretFile, error) {
+func caFiles(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg string, create, withEtcdCA bool) ([]SecretFile, error) {
 	var out []SecretFile
 	for _, ca := range caSet {
+		if ca.suffix == etcdCASuffix && !withEtcdCA {
+			continue
+		}
 		s, err := getOrCreateCA(ctx, c, cl, ca, alg, create)
 		if err != nil {
 			return nil, err

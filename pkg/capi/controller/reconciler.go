@@ -48,7 +48,10 @@ const (
 	// workload cluster before it lets the config go.
 	cleanupTimeout = 5 * time.Minute
 	lockRetry      = 10 * time.Second
-	outcomePoll    = 20 * time.Second
+	// secretRetry is how often a config waiting for a Secret it refers
+	// to looks again (Secrets are read live, not watched).
+	secretRetry = 30 * time.Second
+	outcomePoll = 20 * time.Second
 )
 
 // Reconciler reconciles MachineadmConfigs.
@@ -134,6 +137,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ds := &corev1.Secret{}
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}, ds)
 	if err == nil {
+		if !isDataSecretOf(ds, cfg) {
+			// Someone else's Secret of the same name (an application's, one
+			// the config refers to): never handed to the Machine as its
+			// bootstrap data, never overwritten.
+			setData(cfg, metav1.ConditionFalse, ReasonDataSecretNameTaken, "Secret "+cfg.Namespace+"/"+cfg.Name+" exists and is not this config's data Secret (it is not of type "+string(ClusterSecretType)+" controlled by MachineadmConfig "+cfg.Name+"); rename or delete it, or give the config another name")
+			return ctrl.Result{RequeueAfter: secretRetry}, nil
+		}
 		r.adopt(cfg, ds)
 		return r.reconcileAfterData(ctx, cfg, m, cl)
 	}
@@ -141,6 +151,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	return r.reconcileData(ctx, cfg, m, cl)
+}
+
+// isDataSecretOf reports whether ds is a data Secret written for cfg: of
+// Cluster API's Secret type, with a controller reference to a
+// MachineadmConfig of cfg's name. The UID is not compared: clusterctl
+// move gives the moved config a new one (and rewrites the reference).
+func isDataSecretOf(ds *corev1.Secret, cfg *bootstrapv1.MachineadmConfig) bool {
+	o := metav1.GetControllerOf(ds)
+	if ds.Type != ClusterSecretType || o == nil || o.Kind != "MachineadmConfig" || o.Name != cfg.Name {
+		return false
+	}
+	g, err := schemaGroup(o.APIVersion)
+	return err == nil && g == bootstrapv1.GroupVersion.Group
 }
 
 func (r *Reconciler) adopt(cfg *bootstrapv1.MachineadmConfig, ds *corev1.Secret) {

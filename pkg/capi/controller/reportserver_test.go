@@ -108,3 +108,43 @@ func TestOutcomeFromReport(t *testing.T) {
 		t.Fatal("a success counted as a reported failure")
 	}
 }
+
+// The capability travels in the user data in the clear, so whoever can
+// read that (a pod asking the cloud's metadata service, say) can post a
+// report. A hostile one, with an error class that is no condition reason
+// and a hint longer than a condition message may be, must not wedge the
+// config: every later status update would fail and the reconcile retry
+// without end.
+func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewServer(&ReportServer{Client: k8s})
+	defer srv.Close()
+	f.r.ReportURL = srv.URL
+	f.initialized()
+	f.machine("w1", false)
+	f.reconcile("w1")
+	clear, _ := f.opened(f.dataSecret("w1").Data["value"])
+	m := regexp.MustCompile(`url: (` + regexp.QuoteMeta(srv.URL) + `/reports/\S+)`).FindStringSubmatch(clear)
+	if m == nil {
+		t.Fatalf("no report URL:\n%s", clear)
+	}
+	hint := strings.Repeat("h", 40000)
+	body := `{"result":"Failed","failedPhase":"` + strings.Repeat("p", 300) + `","errorClass":"Not a reason; see <script>","hint":"` + hint + `","machine":{"action":"Join","machineadmVersion":"` + strings.Repeat("v", 300) + `"}}`
+	resp, err := http.Post(m[1], "application/json", strings.NewReader(body))
+	f.must(err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("POST: %d", resp.StatusCode)
+	}
+	c := f.reconcile("w1") // fails the test when the status patch is refused
+	if resp.StatusCode == http.StatusBadRequest {
+		return
+	}
+	got := wantCond(t, c, BootstrapSucceededCondition, metav1.ConditionFalse, "")
+	if got.Reason != "Failed" || len(got.Message) > 4096 || !strings.Contains(got.Message, "Not a reason") {
+		t.Fatalf("condition reason %q, message of %d bytes", got.Reason, len(got.Message))
+	}
+	if o := c.Status.Outcome; o == nil || len(o.Hint) > 4096 || len(o.ErrorClass) > 256 {
+		t.Fatalf("status.outcome not bounded: %+v", o)
+	}
+}

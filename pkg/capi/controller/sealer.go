@@ -13,8 +13,12 @@ type SecretFile struct {
 
 // SealRequest is what the controller asks a Sealer to seal.
 type SealRequest struct {
-	// Spec is the machine spec document (YAML). Its secrets are referenced
-	// by file path only; their values are in Secrets.
+	// Spec is the machine spec document (YAML). The controller's own
+	// secrets (token, certificate key, CA set) are referenced by file
+	// path, their values in Secrets; the values taken from the Secrets
+	// the config refers to are inline (owner-only file contents, registry
+	// and mirror client keys with their certificates), where sealing finds
+	// them as it finds any inline secret. Both kinds must be sealed.
 	Spec []byte
 	// Secrets are the values of the files the spec refers to.
 	Secrets []SecretFile

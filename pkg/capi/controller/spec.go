@@ -37,9 +37,12 @@ type joinInfo struct {
 }
 
 // buildSpec assembles the machine spec for one Machine from its
-// MachineadmConfig, the Machine and the Cluster. Secrets are referenced by
-// path; the caller supplies their values to the Sealer.
-func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clusterv1.Cluster, p plan, j joinInfo) (*mspec.MachineBootstrapConfig, error) {
+// MachineadmConfig, the Machine and the Cluster. The controller's own
+// secrets (token, certificate key, CA set) are referenced by path and the
+// caller supplies their values to the Sealer; the values of the Secrets
+// the config refers to (refs, from readSecretRefs) go in inline, where the
+// Sealer seals them too.
+func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clusterv1.Cluster, p plan, j joinInfo, refs *refValues) (*mspec.MachineBootstrapConfig, error) {
 	s := &mspec.MachineBootstrapConfig{
 		APIVersion: mspec.APIVersion,
 		Kind:       mspec.Kind,
@@ -86,8 +89,27 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if err := strictCopy("spec.node", cfg.Spec.Node, &sp.Node); err != nil {
 		return nil, err
 	}
-	if err := strictCopy("spec.host", cfg.Spec.Host, &sp.Host); err != nil {
+	if err := strictCopy("spec.host", stripRefs(cfg.Spec.Host), &sp.Host); err != nil {
 		return nil, err
+	}
+	applyRefs(refs, &sp.Host)
+	if x := externalEtcd(cfg); p.controlPlane && x != nil {
+		if refs == nil || refs.etcd == nil {
+			return nil, fmt.Errorf("spec.controlPlane.etcd.external: the client certificate was not read")
+		}
+		ext, files := externalEtcdSpec(x, refs.etcd)
+		// The etcd files come after the config's own: a config file on one
+		// of their paths would be reported as a duplicate of an entry the
+		// config does not have.
+		for i, f := range cfg.Spec.Host.Files {
+			for _, e := range []struct{ path, field string }{{ext.CAFile, "caFile"}, {ext.CertFile, "certFile"}, {ext.KeyFile, "keyFile"}} {
+				if f.Path == e.path {
+					return nil, fieldError(fmt.Sprintf("spec.host.files[%d].path", i), fmt.Sprintf("%q is spec.controlPlane.etcd.external.%s, where the controller writes the external etcd's file", f.Path, e.field))
+				}
+			}
+		}
+		sp.ControlPlane.Etcd = mspec.Etcd{External: ext}
+		sp.Host.Files = append(sp.Host.Files, files...)
 	}
 	if err := strictCopy("spec.report", cfg.Spec.Report, &sp.Report); err != nil {
 		return nil, err
@@ -111,9 +133,15 @@ func controlPlane(in *bootstrapv1.ControlPlaneSpec, c *clusterv1.Cluster) (*mspe
 		{"spec.controlPlane.apiServer", in.APIServer, &out.APIServer},
 		{"spec.controlPlane.controllerManager", in.ControllerManager, &out.ControllerManager},
 		{"spec.controlPlane.scheduler", in.Scheduler, &out.Scheduler},
-		{"spec.controlPlane.etcd", in.Etcd, &out.Etcd},
 	} {
 		if err := strictCopy(x.path, x.from, x.to); err != nil {
+			return nil, err
+		}
+	}
+	// The external etcd (which has Secret references) is set by buildSpec.
+	if in.Etcd != nil && in.Etcd.Local != nil {
+		out.Etcd.Local = &mspec.LocalEtcd{}
+		if err := strictCopy("spec.controlPlane.etcd.local", in.Etcd.Local, out.Etcd.Local); err != nil {
 			return nil, err
 		}
 	}

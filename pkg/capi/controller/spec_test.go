@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -14,6 +16,8 @@ import (
 
 	mspec "github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
+	"github.com/machineadm/machineadm/pkg/seal"
 )
 
 // fill sets every field of v (a pointer) to a non-zero value.
@@ -62,9 +66,13 @@ func TestEveryFieldReachesTheMachineSpec(t *testing.T) {
 	fill(reflect.ValueOf(&cfg.Spec.Kubernetes).Elem())
 	cfg.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
 	fill(reflect.ValueOf(cfg.Spec.ControlPlane).Elem())
+	// Secret references have no counterpart: TestSecretRefsAreSealed
+	// covers them.
+	cfg.Spec.Host = stripRefs(cfg.Spec.Host)
+	cfg.Spec.ControlPlane.Etcd.External = nil
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: clusterv1.MachineSpec{Version: "v1.37.2"}}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "h", Port: 1}}}
-	s, err := buildSpec(&cfg, m, cl, plan{controlPlane: true, action: mspec.ActionInit}, joinInfo{})
+	s, err := buildSpec(&cfg, m, cl, plan{controlPlane: true, action: mspec.ActionInit}, joinInfo{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +100,7 @@ func TestWorkerSpecHasNoControlPlane(t *testing.T) {
 	cfg.Spec.Kubernetes.ImageRepository = "registry.example.com"
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: clusterv1.MachineSpec{Version: "v1.37.2"}}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "fd00::1", Port: 6443}}}
-	s, err := buildSpec(cfg, m, cl, plan{action: mspec.ActionJoin}, joinInfo{endpoint: "[fd00::1]:6443", caCertHash: "sha256:ab"})
+	s, err := buildSpec(cfg, m, cl, plan{action: mspec.ActionJoin}, joinInfo{endpoint: "[fd00::1]:6443", caCertHash: "sha256:ab"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +108,7 @@ func TestWorkerSpecHasNoControlPlane(t *testing.T) {
 		t.Fatalf("worker spec: %+v", s.Spec)
 	}
 	cfg.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
-	if _, err := buildSpec(cfg, m, cl, plan{action: mspec.ActionJoin}, joinInfo{}); err == nil || !strings.Contains(err.Error(), "spec.controlPlane") {
+	if _, err := buildSpec(cfg, m, cl, plan{action: mspec.ActionJoin}, joinInfo{}, nil); err == nil || !strings.Contains(err.Error(), "spec.controlPlane") {
 		t.Fatalf("a worker with controlPlane settings: %v", err)
 	}
 }
@@ -118,5 +126,104 @@ func TestControlPlaneInitializedSignals(t *testing.T) {
 	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: "x"})
 	if !controlPlaneInitialized(cl) {
 		t.Fatal("the ControlPlaneInitialized condition ignored")
+	}
+}
+
+// TestSecretRefsAreSealed builds a control-plane init spec whose file,
+// registry and mirror client keys and external etcd come from Secret
+// values, seals it with the real SpecSealer and checks that every secret
+// value left the clear spec for the envelope, that certificates stayed
+// readable where the machine spec wants them, and that the external etcd
+// points at the files that carry them.
+func TestSecretRefsAreSealed(t *testing.T) {
+	crt, key, err := newCA(caSpec{commonName: "client"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdCA, _, err := newCA(caSpec{commonName: "etcd-ca"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretFile := []byte("password=correct-horse-battery\n")
+	cfg := &bootstrapv1.MachineadmConfig{}
+	cfg.Spec.Recipients = []string{"x"}
+	cfg.Spec.Host.Files = []bootstrapv1.File{
+		{Path: "/etc/app/plain.conf", Content: "plain"},
+		{Path: "/etc/app/secret.conf", ContentFrom: &bootstrapv1.FileSource{Secret: bootstrapv1.SecretKeyReference{Name: "app", Key: "conf"}}},
+	}
+	cfg.Spec.Host.Containerd = &bootstrapv1.Containerd{Registries: []bootstrapv1.Registry{{
+		Host:                  "registry.example.com",
+		ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "reg"}},
+		Mirrors: []bootstrapv1.Mirror{{
+			URL:                   "https://mirror.example.com",
+			ClientCertificateFrom: &bootstrapv1.CertificateSource{Secret: bootstrapv1.TLSSecretReference{Name: "reg"}},
+		}},
+	}}}
+	cfg.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}}}}
+	refs := &refValues{
+		files:      map[int][]byte{1: secretFile},
+		registries: map[int]tlsValues{0: {cert: crt, key: key, ca: etcdCA}},
+		mirrors:    map[[2]int]tlsValues{{0, 0}: {cert: crt, key: key}},
+		etcd:       &tlsValues{cert: crt, key: key, ca: etcdCA},
+	}
+	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: clusterv1.MachineSpec{Version: "v1.37.2"}}
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "10.0.0.10", Port: 6443}}}
+	s, err := buildSpec(cfg, m, cl, plan{controlPlane: true, action: mspec.ActionInit}, joinInfo{}, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := s.Spec.ControlPlane.Etcd.External
+	if x == nil || x.KeyFile != defaultEtcdKeyFile || x.CertFile != defaultEtcdCertFile || x.CAFile != defaultEtcdCAFile || x.Endpoints[0] != "https://10.0.0.20:2379" || s.Spec.ControlPlane.Etcd.Local != nil {
+		t.Fatalf("external etcd: %+v", s.Spec.ControlPlane.Etcd)
+	}
+	if got := s.Spec.Host.Files[1]; got.Mode != defaultSecretFileMode || got.Encoding != "base64" {
+		t.Fatalf("file from a Secret: %+v", got)
+	}
+	if reg := s.Spec.Host.Containerd.Registries[0]; reg.ClientKey != string(key) || reg.CACert != string(etcdCA) || reg.Mirrors[0].ClientKey != string(key) || reg.Mirrors[0].CACert != "" {
+		t.Fatalf("registry client certificate: %+v", reg)
+	}
+	doc, err := specYAML(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := SpecSealer{TempDir: t.TempDir()}.Seal(context.Background(), SealRequest{
+		Spec: doc, Recipients: []string{id.Recipient()},
+		Secrets: []SecretFile{{Path: certificateKeyPath, Data: []byte(strings.Repeat("ab", 32))}, {Path: pkiDir + "/ca.crt", Data: crt}, {Path: pkiDir + "/ca.key", Data: key}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear, env, err := seal.Split(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := leakcheck.Check(clear, leakcheck.Options{Known: [][]byte{secretFile, key}}); len(f) > 0 {
+		t.Fatalf("the clear spec holds secrets: %v\n%s", f, clear)
+	}
+	if !strings.Contains(string(clear), "-----BEGIN CERTIFICATE-----") || !strings.Contains(string(clear), defaultEtcdKeyFile) {
+		t.Fatalf("the external etcd's certificate files are not in the clear spec:\n%s", clear)
+	}
+	e, err := seal.Parse(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := seal.Open(e, seal.Expect{ClusterName: "c", MachineName: "any"}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for item, want := range map[string][]byte{
+		"spec.host.files[1].content":                               secretFile,
+		"spec.host.files[4].content":                               key, // the etcd key, after the two files, the CA and the cert
+		"spec.host.containerd.registries[0].clientKey":             key,
+		"spec.host.containerd.registries[0].mirrors[0].clientKey":  key,
+		"spec.host.containerd.registries[0].mirrors[0].clientCert": crt,
+	} {
+		if got, ok := o.Items[item]; !ok || !bytes.Equal(got, want) {
+			t.Errorf("sealed item %s: %q, want the Secret's value", item, got)
+		}
 	}
 }

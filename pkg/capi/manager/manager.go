@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -49,6 +52,44 @@ func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
+// reportFlags checks the report receiver's flags and returns the address
+// to serve it on, "" for off. Both are set, or neither; an explicitly
+// empty --report-url (urlGiven, url "") turns it off whatever addr says,
+// so that a manifest can always pass --report-url=$(VAR) and leave VAR
+// empty. The URL must be http(s)://HOST[:PORT][/PATH] without user
+// information or query.
+func reportFlags(addr, u string, urlGiven bool) (string, error) {
+	if urlGiven && u == "" {
+		return "", nil
+	}
+	if (addr == "") != (u == "") {
+		return "", errors.New("--report-bind-address and --report-url: set both or neither")
+	}
+	if u != "" {
+		// The controller appends /reports/NAMESPACE/CONFIG/CAPABILITY:
+		// after a "?" or "#" that would be a query or fragment, which a
+		// machine does not post to (every report lost), and a port out of
+		// range would make every config's machine spec invalid.
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil || strings.ContainsAny(u, "?#") || !validPort(p.Port()) {
+			return "", errors.New("--report-url: must be http(s)://HOST[:PORT][/PATH] without user information, query or fragment, PORT 1-65535")
+		}
+	}
+	return addr, nil
+}
+
+func validPort(s string) bool {
+	if s == "" {
+		return true
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// maxLogVerbosity is the highest --zap-log-level verbosity accepted (7):
+// client-go logs HTTP bodies, Secrets included, from 8 on.
+const maxLogVerbosity = 7
+
 // Main parses args, runs the manager until SIGTERM and returns the exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
 func Main(args []string, stderr io.Writer) int {
@@ -60,11 +101,12 @@ func Main(args []string, stderr io.Writer) int {
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there. Default \"\": off")
-	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http://HOST:PORT, through a Service or load balancer); required with it")
+	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -74,19 +116,22 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "machineadm-controller", version.Version)
 		return 0
 	}
+	// client-go logs request and response bodies from verbosity 8 on:
+	// those of the Secrets this controller reads and writes hold CA keys
+	// and tokens.
+	if zapOpts.Level != nil && zapOpts.Level.Enabled(zapcore.Level(-maxLogVerbosity-1)) {
+		fmt.Fprintf(stderr, "--zap-log-level: at most %d: from %d on client-go logs request and response bodies, and the Secrets this controller handles carry CA keys and bootstrap tokens\n", maxLogVerbosity, maxLogVerbosity+1)
+		return 2
+	}
 	if *tokenTTL < time.Minute {
 		fmt.Fprintln(stderr, "--bootstrap-token-ttl: must be at least 1m")
 		return 2
 	}
-	if (*reportAddr == "") != (*reportURLFlag == "") {
-		fmt.Fprintln(stderr, "--report-bind-address and --report-url: set both or neither")
+	urlGiven := false
+	fs.Visit(func(f *flag.Flag) { urlGiven = urlGiven || f.Name == "report-url" })
+	if *reportAddr, err = reportFlags(*reportAddr, *reportURLFlag, urlGiven); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
-	}
-	if *reportURLFlag != "" {
-		if u, err := url.Parse(*reportURLFlag); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			fmt.Fprintln(stderr, "--report-url: must be http(s)://HOST[:PORT][/PATH] without user information or query")
-			return 2
-		}
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
@@ -126,7 +171,11 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	_ = mgr.AddHealthzCheck("healthz", healthz.Ping)
 	_ = mgr.AddReadyzCheck("readyz", healthz.Ping)
-	log.Info("starting", "version", version.Version, "sealer", "sealspec")
+	receiver := "off"
+	if *reportAddr != "" {
+		receiver = *reportAddr
+	}
+	log.Info("starting", "version", version.Version, "sealer", "sealspec", "reportReceiver", receiver)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		return 1

@@ -3,6 +3,7 @@ package domainjoin
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -34,12 +35,21 @@ const (
 	dcIP        = "10.231.77.10"
 	testDomain  = "corp.example.test"
 	testRealm   = "CORP.EXAMPLE.TEST"
-	adminPass   = "Adm1n-J0in-Secr3t!"
-	wrongPass   = "Wr0ng-Pa55-Never-Seen"
 	sambaWait   = 90 * time.Second
 	nodeName    = "node1"
 	dcName      = "dc1"
 	principalOK = "host/NODE1@" + testRealm
+)
+
+// The domain's administrator password and the wrong one are new in every
+// test process: the /proc scanner looks for them in every process on the
+// machine, and another run of this test beside this one (samba-tool
+// provision takes the password on its command line) must not look like a
+// leak of ours. The fixed prefixes meet AD's complexity rule (upper, lower,
+// digit, symbol).
+var (
+	adminPass = "Adm1n-" + rand.Text()
+	wrongPass = "Wr0ng-" + rand.Text()
 )
 
 func TestJoinRealSambaDC(t *testing.T) {

@@ -42,10 +42,25 @@ type Writer struct {
 	Root string
 	// Kubeconfig is the kubeconfig used. Default DefaultKubeconfig.
 	Kubeconfig string
-	// Retry bounds the attempts (defaults: 3 attempts, 30s in all, 10s
-	// each).
+	// Retry bounds the attempts; the zero value is DefaultRetry.
 	Retry report.RetryPolicy
 }
+
+// DefaultRetry is the writer's retry policy for failed requests: 6
+// attempts, 250 ms after the first failed one and doubling, 30 s in all,
+// 10 s each.
+var DefaultRetry = report.RetryPolicy{Attempts: 6, Backoff: 250 * time.Millisecond, Total: report.DefaultTotal, PerAttempt: report.DefaultPerAttempt}
+
+// Waiting for the Node to register: a join's Node registers a moment
+// after the kubelet's TLS bootstrap, the run's last kubeadm phase, so the
+// first answer is often 404. Within one attempt the writer asks again
+// every RegistrationPoll, at most RegistrationPolls times (5 s), before
+// the attempt fails and Retry takes over: the run ends within 100 ms of
+// the registration instead of idling through a backoff.
+const (
+	RegistrationPoll  = 100 * time.Millisecond
+	RegistrationPolls = 50
+)
 
 // Name is "node-annotation".
 func (w *Writer) Name() string { return "node-annotation" }
@@ -98,8 +113,18 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 	if err != nil {
 		return err
 	}
-	return w.Retry.Do(ctx, func(ctx context.Context) error {
-		_, err := client.Nodes().Patch(ctx, r.Machine.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "machineadm"})
+	retry := w.Retry
+	if retry == (report.RetryPolicy{}) {
+		retry = DefaultRetry
+	}
+	return retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		for n := 1; ; n++ {
+			_, err = client.Nodes().Patch(ctx, r.Machine.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "machineadm"})
+			if !apierrors.IsNotFound(err) || n >= RegistrationPolls || !sleep(ctx, RegistrationPoll) {
+				break
+			}
+		}
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
@@ -111,4 +136,16 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 		}
 		return err
 	})
+}
+
+// sleep waits d, or less when ctx ends first (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

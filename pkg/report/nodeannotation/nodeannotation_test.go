@@ -140,3 +140,20 @@ func TestWriterSkipsAndFails(t *testing.T) {
 		t.Errorf("missing kubeconfig: %v", err)
 	}
 }
+
+// A Node that registers late is asked for again within one attempt, every
+// RegistrationPoll, not after a backoff.
+func TestWriterWaitsForRegistration(t *testing.T) {
+	srv, got, mu := apiServer(t, 404, 404, 404)
+	root := t.TempDir()
+	kubeconfig(t, root, srv)
+	w := &Writer{Root: root, Retry: report.RetryPolicy{Attempts: 1, Backoff: time.Hour}}
+	if err := w.Write(t.Context(), succeeded()); err != nil {
+		t.Fatalf("one attempt polling for the Node: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(*got) != 4 {
+		t.Errorf("want 3 polls answered 404 and the patch, got %d requests", len(*got))
+	}
+}

@@ -299,6 +299,7 @@ func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) 
 	for i := range h.Files {
 		validateFile(r, &h.Files[i], seen, p.Child("files").Index(i))
 	}
+	validateSharedPaths(r, h.Files, p.Child("files"))
 	if h.Containerd != nil {
 		validateContainerd(r, h.Containerd, p.Child("containerd"))
 	}
@@ -310,6 +311,46 @@ func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) 
 		sp := sp
 		validateStaticPod(r, &sp, names, p.Child("staticPods").Index(i))
 	}
+}
+
+// validateSharedPaths checks the entries that name one path (a file
+// written and then appended to): the host keeps the last entry's mode,
+// owner and group for the whole file. Once an entry is owner-only (its
+// content is a secret, sealed as such), a later entry for the path must
+// be owner-only too and keep its owner and group; otherwise the secret
+// would end up in a file readable by others or owned by another user.
+// Narrowing (a readable file appended to by an owner-only entry) is fine.
+// The later entry's field is reported, naming the owner-only one.
+func validateSharedPaths(r *Result, files []machineadm.File, p *field.Path) {
+	secret := map[string]int{}
+	for i := range files {
+		f := &files[i]
+		j, ok := secret[f.Path]
+		if !ok {
+			if machineadm.OwnerOnly(f.Mode) {
+				secret[f.Path] = i
+			}
+			continue
+		}
+		g := &files[j]
+		const why = ": it holds the owner-only (secret) content of %s, and the host keeps the last entry's mode, owner and group for the whole file"
+		if !machineadm.OwnerOnly(f.Mode) {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("mode"), f.Mode, fmt.Sprintf("must be owner-only like %s (%q)"+why, p.Index(j).Child("mode"), g.Mode, p.Index(j))))
+		}
+		if orZero(f.Owner) != orZero(g.Owner) {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("owner"), f.Owner, fmt.Sprintf("must equal %s (%q)"+why, p.Index(j).Child("owner"), g.Owner, p.Index(j))))
+		}
+		if orZero(f.Group) != orZero(g.Group) {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("group"), f.Group, fmt.Sprintf("must equal %s (%q)"+why, p.Index(j).Child("group"), g.Group, p.Index(j))))
+		}
+	}
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
 }
 
 func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {

@@ -16,6 +16,23 @@ func TestValidateHostPrep(t *testing.T) {
 		{name: "sysctl value with newline", base: worker, mutate: func(c *spec) { c.Spec.Host.Sysctl["net.ipv4.ip_forward"] = "1\nkernel.x = 2" }, want: []fe{{"spec.host.sysctl[net.ipv4.ip_forward]", inv}}},
 		{name: "sysctl value empty", base: worker, mutate: func(c *spec) { c.Spec.Host.Sysctl["net.ipv4.ip_forward"] = " " }, want: []fe{{"spec.host.sysctl[net.ipv4.ip_forward]", req}}},
 		{name: "sysctl value with spaces ok", base: worker, mutate: func(c *spec) { c.Spec.Host.Sysctl["net.ipv4.ip_local_port_range"] = "20000 60999" }},
+		// A secret (owner-only) file appended to by a later entry that
+		// makes it readable by others, or gives it to another owner: the
+		// host keeps the last entry's mode and owner for the whole file.
+		{name: "append widens an owner-only file", base: worker, mutate: func(c *spec) {
+			c.Spec.Host.Files = []machineadm.File{
+				{Path: "/etc/app/key", Content: "secret", Mode: "0600", Owner: "0", Group: "0"},
+				{Path: "/etc/app/key", Content: "more", Mode: "0644", Owner: "0", Group: "0", Append: true},
+				{Path: "/etc/app/key", Content: "again", Mode: "600", Owner: "1000", Group: "0", Append: true},
+			}
+		}, want: []fe{{"spec.host.files[1].mode", inv}, {"spec.host.files[2].owner", inv}}},
+		{name: "a readable file appended to by an owner-only entry ok", base: worker, mutate: func(c *spec) {
+			c.Spec.Host.Files = []machineadm.File{
+				{Path: "/etc/app/conf", Content: "public\n", Mode: "0644", Owner: "0", Group: "0"},
+				{Path: "/etc/app/conf", Content: "secret\n", Mode: "0600", Owner: "0", Group: "0", Append: true},
+				{Path: "/etc/app/conf", Content: "more\n", Mode: "400", Owner: "0", Group: "0", Append: true},
+			}
+		}},
 		{name: "file is the root", base: worker, mutate: func(c *spec) { c.Spec.Host.Files[0].Path = "/" }, want: []fe{{"spec.host.files[0].path", inv}}},
 		{name: "encoding with source", base: worker, mutate: func(c *spec) {
 			f := &c.Spec.Host.Files[1]

@@ -242,6 +242,12 @@ func validateEtcd(r *Result, e *machineadm.Etcd, p *field.Path) {
 			schemes = []string{"https"}
 		}
 		for i, u := range x.Endpoints {
+			if strings.Contains(u, ",") {
+				// kube-apiserver's --etcd-servers joins the endpoints
+				// with commas: this one would be several, unchecked.
+				r.Errors = append(r.Errors, field.Invalid(ep.Child("endpoints").Index(i), u, "must be one URL without commas: give each etcd member as its own endpoint"))
+				continue
+			}
 			validateURL(r, u, schemes, ep.Child("endpoints").Index(i))
 		}
 		validateAbsPath(r, x.CAFile, !withTLS, ep.Child("caFile"))

@@ -140,6 +140,12 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "external etcd endpoint not URL", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379", "192.0.2.2:2379", "https:///x"}}}
 		}), want: []fe{{p + "etcd.external.endpoints[1]", inv}, {p + "etcd.external.endpoints[2]", inv}}},
+		// kube-apiserver's --etcd-servers is the endpoints joined by
+		// commas: one with a comma in it is several, and its second half
+		// escapes the https-only rule.
+		{name: "external etcd endpoint with a comma", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://192.0.2.1:2379/,http://192.0.2.2:2379", "https://a,b:2379"}, CAFile: "/e/ca.crt", CertFile: "/e/c.crt", KeyFile: "/e/c.key"}}
+		}), want: []fe{{p + "etcd.external.endpoints[0]", inv}, {p + "etcd.external.endpoints[1]", inv}}},
 		{name: "external etcd TLS files come as a set", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://192.0.2.1:2379"}, CertFile: "/etc/etcd/client.crt"}}
 		}), want: []fe{{p + "etcd.external.caFile", req}, {p + "etcd.external.keyFile", req}}},

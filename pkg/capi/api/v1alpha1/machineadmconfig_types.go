@@ -37,7 +37,8 @@ type MachineadmConfigSpec struct {
 	Agent AgentSource `json:"agent"`
 
 	// Recipients are the sealing recipients: every secret in the bootstrap
-	// data (CA keys, bootstrap token, certificate key) is sealed so that
+	// data (CA keys, bootstrap token, certificate key, and the values the
+	// config takes from Secrets: file contents, client keys) is sealed so that
 	// any one of them, and nobody else, can open it. Each is a recipient
 	// string as `machineadm keygen` prints it: "hpke:<suite>:<key>",
 	// "tpm2:…" or "age1…".

@@ -64,7 +64,8 @@ type ControlPlaneSpec struct {
 	// Scheduler holds kube-scheduler settings.
 	// +optional
 	Scheduler Component `json:"scheduler,omitempty,omitzero"`
-	// Etcd holds the local etcd member's settings.
+	// Etcd holds the local etcd member's settings, or the external etcd
+	// cluster.
 	// +optional
 	Etcd *Etcd `json:"etcd,omitempty"`
 	// EncryptionAlgorithm is the key type of certificates kubeadm and the
@@ -74,12 +75,86 @@ type ControlPlaneSpec struct {
 	EncryptionAlgorithm string `json:"encryptionAlgorithm,omitempty"`
 }
 
-// Etcd holds etcd settings. Only a local (stacked) etcd is supported by the
-// provider.
+// Etcd holds etcd settings: a local (stacked) etcd member, the default, or
+// an external etcd cluster. Local and External are mutually exclusive.
+// +kubebuilder:validation:XValidation:rule="!(has(self.local) && has(self.external))",message="local and external are mutually exclusive",fieldPath=".external"
 type Etcd struct {
 	// Local holds the local etcd member's settings.
 	// +optional
 	Local *LocalEtcd `json:"local,omitempty"`
+	// External points the API servers at an existing etcd cluster
+	// (kubeadm ExternalEtcd, machine spec field
+	// spec.controlPlane.etcd.external). Its client certificate and key
+	// come from a Secret and are sealed.
+	// +optional
+	External *ExternalEtcd `json:"external,omitempty"`
+}
+
+// ExternalEtcd is an existing etcd cluster reached over TLS with a client
+// certificate. The controller reads the certificate, key and CA from
+// Secrets in the config's namespace and writes them on the machine as
+// host files at CAFile, CertFile and KeyFile (the key readable by root
+// only and sealed); it neither creates nor sends an etcd CA of its own.
+// +kubebuilder:validation:XValidation:rule="[self.caFile, self.certFile, self.keyFile].all(p, [self.caFile, self.certFile, self.keyFile].exists_one(q, q == p))",message="caFile, certFile and keyFile must be three different paths"
+type ExternalEtcd struct {
+	// Endpoints are the etcd client URLs, for example
+	// "https://10.0.0.10:2379", one per etcd member (no commas:
+	// kube-apiserver's --etcd-servers joins them with commas). Required;
+	// https only.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=2048
+	// +kubebuilder:validation:items:Pattern=`^https://[^/@\s,]+(/[^\s,]*)?$`
+	// +listType=set
+	Endpoints []string `json:"endpoints"`
+	// ClientCertificateFrom names the Secret with the API server's etcd
+	// client certificate (key "tls.crt"), its private key ("tls.key")
+	// and, optionally, the etcd CA ("ca.crt"). Default: Cluster API's
+	// "<cluster>-apiserver-etcd-client". Without "ca.crt" the CA is the
+	// "tls.crt" of Cluster API's "<cluster>-etcd" Secret, which must
+	// exist then (the controller never creates it for an external etcd).
+	// +optional
+	ClientCertificateFrom *CertificateSource `json:"clientCertificateFrom,omitempty"`
+	// CAFile is where the etcd CA certificate is written on the machine.
+	// Default "/etc/kubernetes/pki/etcd/ca.crt".
+	// +optional
+	// +kubebuilder:default="/etc/kubernetes/pki/etcd/ca.crt"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	CAFile string `json:"caFile,omitempty"`
+	// CertFile is where the client certificate is written. Default
+	// "/etc/kubernetes/pki/apiserver-etcd-client.crt".
+	// +optional
+	// +kubebuilder:default="/etc/kubernetes/pki/apiserver-etcd-client.crt"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	CertFile string `json:"certFile,omitempty"`
+	// KeyFile is where the client key is written (mode 0600). Default
+	// "/etc/kubernetes/pki/apiserver-etcd-client.key".
+	// +optional
+	// +kubebuilder:default="/etc/kubernetes/pki/apiserver-etcd-client.key"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	KeyFile string `json:"keyFile,omitempty"`
+}
+
+// CertificateSource says where a TLS client certificate and its key come
+// from.
+type CertificateSource struct {
+	// Secret is a Secret in the config's namespace with keys "tls.crt"
+	// (PEM certificate) and "tls.key" (PEM private key), and optionally
+	// "ca.crt" (PEM CA bundle) — the shape of a kubernetes.io/tls Secret
+	// as cert-manager writes it.
+	Secret TLSSecretReference `json:"secret"`
+}
+
+// TLSSecretReference names a Secret in the config's namespace.
+type TLSSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // LocalEtcd holds the local etcd member's settings.
@@ -191,9 +266,12 @@ type HostSpec struct {
 	StaticPods []StaticPod `json:"staticPods,omitempty"`
 }
 
-// File is one file written on the host.
+// File is one file written on the host. At most one of Content, Source
+// and ContentFrom is set.
 // +kubebuilder:validation:XValidation:rule="!(has(self.content) && has(self.source))",message="content and source are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="!has(self.source) || !has(self.encoding)",message="encoding applies to content only",fieldPath=".encoding"
+// +kubebuilder:validation:XValidation:rule="!has(self.contentFrom) || !(has(self.content) || has(self.source))",message="contentFrom excludes content and source",fieldPath=".contentFrom"
+// +kubebuilder:validation:XValidation:rule="!(has(self.source) || has(self.contentFrom)) || !has(self.encoding)",message="encoding applies to content only",fieldPath=".encoding"
+// +kubebuilder:validation:XValidation:rule="!has(self.contentFrom) || !has(self.mode) || self.mode.endsWith('00')",message="a file whose content comes from a Secret must be readable by its owner only (for example 0600, the default): only such files are sealed",fieldPath=".mode"
 type File struct {
 	// Path is the absolute path.
 	// +kubebuilder:validation:MinLength=2
@@ -211,7 +289,14 @@ type File struct {
 	// Source fetches the content from a URL, verified by digest.
 	// +optional
 	Source *RemoteSource `json:"source,omitempty"`
-	// Mode is the octal permission string. Default "0644".
+	// ContentFrom takes the content from a key of a Secret in the config's
+	// namespace (KubeadmConfigSpec files[].contentFrom). The value is
+	// sealed to the config's recipients; the file's mode must be
+	// owner-only and defaults to "0600".
+	// +optional
+	ContentFrom *FileSource `json:"contentFrom,omitempty"`
+	// Mode is the octal permission string. Default "0644" ("0600" with
+	// ContentFrom).
 	// +optional
 	// +kubebuilder:validation:Pattern=`^0?[0-7]{3}$`
 	Mode string `json:"mode,omitempty"`
@@ -226,6 +311,27 @@ type File struct {
 	// Append appends Content to an existing file.
 	// +optional
 	Append bool `json:"append,omitempty"`
+}
+
+// FileSource is where a file's content comes from.
+type FileSource struct {
+	// Secret is a key of a Secret in the config's namespace.
+	Secret SecretKeyReference `json:"secret"`
+}
+
+// SecretKeyReference is one key of a Secret in the config's namespace
+// (KubeadmConfigSpec SecretFileSource).
+type SecretKeyReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// Key in the Secret's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
 }
 
 // RemoteSource is content fetched at boot and verified by digest.
@@ -263,8 +369,9 @@ type Containerd struct {
 	// (restrict_oom_score_adj).
 	// +optional
 	RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj,omitempty"`
-	// Registries configure registry hosts (hosts.toml). Client keys are not
-	// supported here: they would travel in the bootstrap data.
+	// Registries configure registry hosts (hosts.toml). Client
+	// certificates and keys come from Secrets (clientCertificateFrom) and
+	// are sealed; they are never given inline.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Registries []Registry `json:"registries,omitempty"`
@@ -299,12 +406,19 @@ type Registry struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Mirrors []Mirror `json:"mirrors,omitempty"`
-	// CACert is a PEM CA bundle trusted for Server.
+	// CACert is a PEM CA bundle trusted for Server. Default: the "ca.crt"
+	// of ClientCertificateFrom's Secret, when it has one.
 	// +optional
 	CACert string `json:"caCert,omitempty"`
 	// SkipVerify disables TLS verification for Server.
 	// +optional
 	SkipVerify bool `json:"skipVerify,omitempty"`
+	// ClientCertificateFrom names the Secret with the client certificate
+	// presented to Server (mutual TLS): keys "tls.crt" and "tls.key",
+	// optionally "ca.crt". Machine spec fields clientCert and clientKey;
+	// the key is sealed.
+	// +optional
+	ClientCertificateFrom *CertificateSource `json:"clientCertificateFrom,omitempty"`
 }
 
 // Mirror is a registry mirror.
@@ -316,9 +430,15 @@ type Mirror struct {
 	// +optional
 	// +kubebuilder:validation:items:Enum=pull;resolve;push
 	Capabilities []string `json:"capabilities,omitempty"`
-	// CACert is a PEM CA bundle trusted for this mirror.
+	// CACert is a PEM CA bundle trusted for this mirror. Default: the
+	// "ca.crt" of ClientCertificateFrom's Secret, when it has one.
 	// +optional
 	CACert string `json:"caCert,omitempty"`
+	// ClientCertificateFrom names the Secret with the client certificate
+	// presented to this mirror: keys "tls.crt" and "tls.key", optionally
+	// "ca.crt". The key is sealed.
+	// +optional
+	ClientCertificateFrom *CertificateSource `json:"clientCertificateFrom,omitempty"`
 	// SkipVerify disables TLS verification for this mirror.
 	// +optional
 	SkipVerify bool `json:"skipVerify,omitempty"`

@@ -243,7 +243,7 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	if err != nil {
 		t.Fatal(err)
 	}
-	core, err := readManifests(coreComponents)
+	core, err := readManifests(coreComponents, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,9 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := readManifests(bootstrapComponents)
+	// The report receiver's base URL, as a user gives it to clusterctl
+	// init: cp1's address, where the receiver listens on the host network.
+	boot, err := readManifests(bootstrapComponents, map[string]string{"MACHINEADM_REPORT_URL": "http://" + capiReportAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +264,7 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	if added != "" {
 		t.Logf("contrib/cluster-api/bootstrap-components.yaml: %s", added)
 	}
-	infra, err := readManifests(filepath.Join(e.repo, "test/e2e/testdata/capi"))
+	infra, err := readManifests(filepath.Join(e.repo, "test/e2e/testdata/capi"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,9 +332,9 @@ var clusterctlVariable = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:=([^}
 
 // readManifests reads the Kubernetes objects of a multi-document YAML
 // file, or of every .yaml file of a directory, resolving clusterctl's
-// variables to their defaults as `clusterctl init` does when none is set;
-// a variable without a default is an error.
-func readManifests(path string) ([]*unstructured.Unstructured, error) {
+// variables as `clusterctl init` does: the value in vars, else the
+// default; a variable with neither is an error.
+func readManifests(path string, vars map[string]string) ([]*unstructured.Unstructured, error) {
 	files := []string{path}
 	if st, err := os.Stat(path); err != nil {
 		return nil, err
@@ -351,6 +353,9 @@ func readManifests(path string) ([]*unstructured.Unstructured, error) {
 		var unset []string
 		b = clusterctlVariable.ReplaceAllFunc(b, func(v []byte) []byte {
 			m := clusterctlVariable.FindSubmatch(v)
+			if val, ok := vars[string(m[1])]; ok {
+				return []byte(val)
+			}
 			if len(m[2]) == 0 {
 				unset = append(unset, string(m[1]))
 				return v
@@ -499,9 +504,13 @@ func loopbackWebhook(cc *admissionregistrationv1.WebhookClientConfig, ca []byte)
 }
 
 // machineadmComponents takes contrib/cluster-api/bootstrap-components.yaml
-// as committed and changes only what this management cluster needs: the
-// Deployment runs `make image-controller`'s image on the host network of
-// cp1, with the report receiver on cp1's address (flags set or replaced).
+// as committed (its variables resolved, MACHINEADM_REPORT_URL set) and
+// changes only what this management cluster needs: the Deployment runs
+// `make image-controller`'s image on the host network of cp1. Its report
+// receiver (--report-bind-address) must listen on capiReportPort: on the
+// host network that is cp1's address, where the workload machines post
+// (they are outside the management cluster and its Service network, as a
+// NodePort or LoadBalancer Service would serve them elsewhere).
 // When the components grant Cluster API's core manager no access to
 // MachineadmConfigs (an aggregated ClusterRole, label
 // cluster.x-k8s.io/aggregate-to-manager, as the bootstrap contract asks),
@@ -521,8 +530,9 @@ func machineadmComponents(objs []*unstructured.Unstructured, image string) (out 
 				return nil, "", err
 			}
 			c.Image = image
-			c.Args = setArg(c.Args, "--report-bind-address", capiReportAddr)
-			c.Args = setArg(c.Args, "--report-url", "http://"+capiReportAddr)
+			if bind := argValue(c.Args, "--report-bind-address"); !strings.HasSuffix(bind, fmt.Sprintf(":%d", capiReportPort)) {
+				return nil, "", fmt.Errorf("Deployment machineadm-controller: --report-bind-address %q, want port %d", bind, capiReportPort)
+			}
 			onManagementNode(&d.Spec.Template.Spec)
 			if err := convertBack(d, u); err != nil {
 				return nil, "", err
@@ -615,6 +625,20 @@ func setArg(args []string, flag, value string) []string {
 		out = append(out, args[i])
 	}
 	return append(out, flag+"="+value)
+}
+
+// argValue is the value of flag (--name=value or --name value) in args,
+// or "".
+func argValue(args []string, flag string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 func convert(u *unstructured.Unstructured, into any) error {

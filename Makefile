@@ -123,8 +123,9 @@ e2e-prepare:
 
 # e2e refuses to start while a demo cluster is up (or being made, or left
 # behind): its clean-up would remove the demo's machines. `make demo-down`
-# first.
-e2e: e2e-no-demo build build-controller e2e-prepare
+# first. TestClusterAPI runs machineadm-controller from image-controller's
+# image in its management cluster.
+e2e: e2e-no-demo build image-controller e2e-prepare
 	hack/e2e/run.sh
 
 e2e-no-demo:
@@ -134,7 +135,7 @@ e2e-no-demo:
 # "P passed, F failed"; SOAK_DEMO=1 runs `make demo` and `make demo-down`
 # before each run.
 N ?= 10
-e2e-soak: e2e-no-demo build build-controller e2e-prepare
+e2e-soak: e2e-no-demo build image-controller e2e-prepare
 	hack/e2e/soak.sh $(N)
 
 # bench-e2e (hack/bench): plain kubeadm (built from the same

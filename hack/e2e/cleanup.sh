@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Removes whatever an e2e run left behind when its test binary could not
 # clean up (killed, timed out): systemd-nspawn machines started from the
-# e2e work directory, their overlay mounts and cgroups, the Cluster API
-# e2e's management kube-apiserver and etcd, and the bridge.
+# e2e work directory, their overlay mounts and cgroups, and the bridge.
+# (The Cluster API e2e's management cluster is a machine like the others:
+# cp1, with its controllers as pods.)
 # The test cleans up after itself; this is the safety net. Idempotent.
 source "$(dirname "$0")/lib.sh"
 
@@ -20,20 +21,6 @@ for try in 1 2 3 4 5; do
   log "cleanup: killing $(echo "$pids" | wc -w) leftover machine processes"
   kill -KILL $pids 2>/dev/null || true
   sleep 1
-done
-# The Cluster API e2e's management cluster (kube-apiserver and etcd from
-# $CACHE/bin, started by envtest, which does not tie them to the test
-# binary) outlives a killed test binary, and with it the harness's network
-# namespace and the e2e lock's open file. Kill those running outside this,
-# the host's, network namespace; `make test`'s envtest servers run in the
-# host's and are left alone.
-hostns=$(readlink /proc/self/ns/net)
-for p in /proc/[0-9]*; do
-  exe=$(readlink "$p/exe" 2>/dev/null) || continue
-  case "$exe" in "$CACHE/bin/kube-apiserver" | "$CACHE/bin/etcd") ;; *) continue ;; esac
-  [ "$(readlink "$p/ns/net" 2>/dev/null)" != "$hostns" ] || continue
-  log "cleanup: killing leftover management-cluster process ${p#/proc/} (${exe##*/})"
-  kill -KILL "${p#/proc/}" 2>/dev/null || true
 done
 for pidfile in "$WORK"/*/*/nspawn.pid; do
   [ -f "$pidfile" ] || continue

@@ -6,10 +6,10 @@
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
 # CoreDNS (module hack/e2e/tools/coredns), crictl (module
 # hack/e2e/tools/crictl), kubectl for the host (module
-# hack/e2e/tools/kubectl), and Cluster API's core manager with its CRDs
-# and webhook manifests (module hack/e2e/tools/capi, for the Cluster API
-# e2e's management cluster). images.sh builds the images
-# made of them. Each artefact has a stamp file; a matching stamp skips its
+# hack/e2e/tools/kubectl), and Cluster API's core manager with its core
+# components rendered by kustomize (module hack/e2e/tools/capi, for the
+# Cluster API e2e's management cluster). images.sh builds the images made
+# of them. Each artefact has a stamp file; a matching stamp skips its
 # build.
 source "$(dirname "$0")/lib.sh"
 
@@ -59,23 +59,9 @@ gobuild crictl "$CRI_TOOLS_VERSION" "$TOOLS/crictl" sigs.k8s.io/cri-tools/cmd/cr
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION"
 # Cluster API's core manager (Cluster, Machine, MachineSet,
 # MachineDeployment, ... controllers) for TestClusterAPI's management
-# cluster, and the manifests it needs there: its CRDs and the webhook
-# configurations, copied from the same module version.
+# cluster (images.sh makes its image).
 CAPI_VERSION=$(cd "$TOOLS/capi" && go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)
 gobuild capi-manager "$CAPI_VERSION" "$TOOLS/capi" sigs.k8s.io/cluster-api/core
-capi_stamp="$CAPI_VERSION $(sha256sum "$TOOLS/capi/go.sum" | cut -c1-12)"
-if [ -d "$CACHE/capi/crd" ] && stamp_ok "$CACHE/capi/.stamp" "$capi_stamp"; then
-  log "Cluster API manifests: cached"
-else
-  capi_dir=$(cd "$TOOLS/capi" && go mod download -json sigs.k8s.io/cluster-api | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  rm -rf "$CACHE/capi.tmp" && mkdir -p "$CACHE/capi.tmp/crd" "$CACHE/capi.tmp/webhook"
-  cp "$capi_dir"/core/config/crd/bases/*.yaml "$CACHE/capi.tmp/crd/"
-  cp "$capi_dir"/core/config/webhook/manifests.yaml "$CACHE/capi.tmp/webhook/"
-  chmod -R u+w "$CACHE/capi.tmp"
-  rm -rf "$CACHE/capi" && mv "$CACHE/capi.tmp" "$CACHE/capi"
-  echo "$capi_stamp" >"$CACHE/capi/.stamp"
-  log "Cluster API manifests $CAPI_VERSION: $(ls "$CACHE/capi/crd" | wc -l) CRDs"
-fi
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
@@ -84,3 +70,22 @@ done
 # demo-kubectl` use it. Its own module (hack/e2e/tools/kubectl), so its
 # dependencies leave the components' go.sum, and their stamps, alone.
 gobuild kubectl "$KUBERNETES_VERSION" "$TOOLS/kubectl" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"
+# Cluster API's core components as its release renders them: the same
+# module version's core/config/default through kustomize (kubectl
+# kustomize, above): namespace capi-system, RBAC, the manager's
+# Deployment, the webhook Service, the CRDs with their conversion
+# webhooks, the webhook configurations, and cert-manager's Certificate and
+# Issuer (TestClusterAPI replaces those by a serving certificate of its
+# own). clusterctl's variables (${NAME:=default}) stay for the test to
+# resolve, as clusterctl init would.
+capi_stamp="$CAPI_VERSION kustomize $(cat "$BIN/.stamps/kubectl")"
+if [ -f "$CACHE/capi/core-components.yaml" ] && stamp_ok "$CACHE/capi/.stamp" "$capi_stamp"; then
+  log "Cluster API core components: cached"
+else
+  capi_dir=$(cd "$TOOLS/capi" && go mod download -json sigs.k8s.io/cluster-api | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$CACHE/capi" && mkdir -p "$CACHE/capi"
+  "$BIN/kubectl" kustomize "$capi_dir/core/config/default" >"$CACHE/capi/core-components.yaml.tmp"
+  mv "$CACHE/capi/core-components.yaml.tmp" "$CACHE/capi/core-components.yaml"
+  echo "$capi_stamp" >"$CACHE/capi/.stamp"
+  log "Cluster API core components $CAPI_VERSION: $(grep -c '^kind: CustomResourceDefinition' "$CACHE/capi/core-components.yaml") CRDs"
+fi

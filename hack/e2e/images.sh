@@ -2,8 +2,9 @@
 # Builds, cached in $CACHE/images, the container images the e2e machines
 # import instead of pulling, as docker-archive tarballs (e2e-images):
 #   - kube-apiserver, kube-controller-manager, kube-scheduler, etcd, pause
-#     CoreDNS and the scenarios' netcheck probe: one static binary on an
-#     empty base;
+#     CoreDNS, the scenarios' netcheck probe and Cluster API's core manager
+#     (cluster-api-controller, for TestClusterAPI's management cluster):
+#     one static binary on an empty base;
 #   - kube-proxy: the binary over a layer with the iptables and conntrack
 #     commands, their xtables extensions and shared libraries, staged from
 #     the Debian packages of the e2e root filesystem (rootfs.sh). This is
@@ -106,6 +107,10 @@ image "$IMAGE_REPOSITORY/pause:$PAUSE_IMAGE_TAG" pause:/pause
 image "$IMAGE_REPOSITORY/coredns:$COREDNS_VERSION" coredns:/coredns
 # The scenarios' network probe (hack/e2e/tools/cmd/netcheck).
 image "$IMAGE_REPOSITORY/netcheck:v1" netcheck:/netcheck
+# Cluster API's core manager, at /manager as its Deployment runs it
+# (core/config/manager), under the name of Cluster API's own image.
+CAPI_VERSION=$(cd "$REPO_ROOT/hack/e2e/tools/capi" && go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)
+image "$IMAGE_REPOSITORY/cluster-api-controller:$CAPI_VERSION" capi-manager:/manager
 stage_iptables "$CACHE/stage/iptables-root"
 # kubeadm's kube-proxy DaemonSet runs /usr/local/bin/kube-proxy.
 image "$IMAGE_REPOSITORY/kube-proxy:$KUBERNETES_VERSION" kube-proxy "$CACHE/stage/iptables-root"

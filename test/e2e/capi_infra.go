@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -102,12 +100,8 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(mc.dir, "nspawn-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
-	ctrl.SetLogger(logger)
+	logFile := mc.log
+	logger := ctrl.Log.WithName("nspawn-provider")
 	mgr, err := ctrl.NewManager(mc.cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -142,7 +136,6 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 		cancel()
 		<-done
 		p.stopAll(t)
-		logFile.Close()
 	})
 	return p
 }

@@ -14,6 +14,8 @@
 //	MACHINEADM_E2E_WORK   per-run machine directories (default /var/tmp/machineadm-e2e)
 //	MACHINEADM_E2E_KEEP   "1" keeps machines of a failed test for inspection
 //	MACHINEADM_BIN        the machineadm binary (default ../../bin/machineadm)
+//	MACHINEADM_CONTROLLER_IMAGE  machineadm-controller's image tarball for TestClusterAPI
+//	                      (default ../../bin/images/machineadm-controller.tar, make image-controller)
 //	MACHINEADM_E2E_NETNS  a network namespace file to run in instead of a new one
 //	MACHINEADM_E2E_DEMO_DIR  `make demo` (demo.go): scenario 1, narrated, cluster kept
 //

@@ -94,7 +94,7 @@ func generate(controllerGen, root, out string) error {
 		return err
 	}
 	labels(role)[ProviderLabel] = ProviderValue
-	rbac := []map[string]any{serviceAccount(), role, clusterRoleBinding(), leaderRole(), leaderRoleBinding()}
+	rbac := []map[string]any{serviceAccount(), role, clusterRoleBinding(), leaderRole(), leaderRoleBinding(), coreManagerRole()}
 	if err := writeDocs(filepath.Join(out, "rbac.yaml"), rbac...); err != nil {
 		return err
 	}
@@ -190,6 +190,33 @@ func clusterRoleBinding() map[string]any {
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(Name, ""),
 		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": Name},
 		"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": Name, "namespace": Namespace}},
+	}
+}
+
+// AggregateToManagerLabel is the label Cluster API's core manager
+// aggregates ClusterRoles by (its capi-aggregated-manager-role): a
+// provider whose API group is outside *.cluster.x-k8s.io ships a
+// ClusterRole with it so that the core controllers may read, own, clone
+// (MachineSets create configs from templates) and delete its objects.
+const AggregateToManagerLabel = "cluster.x-k8s.io/aggregate-to-manager"
+
+// coreManagerRole grants Cluster API's core manager, through aggregation,
+// what it does with MachineadmConfigs and MachineadmConfigTemplates. The
+// verbs are those the core manager was seen to need in the e2e
+// (TestClusterAPI: owner references and status reads by the Machine
+// controller, configs cloned from templates and deleted by MachineSets).
+func coreManagerRole() map[string]any {
+	m := meta(Name+"-capi-aggregated", "")
+	m["labels"].(map[string]any)[AggregateToManagerLabel] = "true"
+	return map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": m,
+		"rules": []any{
+			map[string]any{
+				"apiGroups": []any{"bootstrap.machineadm.io"},
+				"resources": []any{"machineadmconfigs", "machineadmconfigs/status", "machineadmconfigtemplates"},
+				"verbs":     []any{"create", "delete", "get", "list", "patch", "update", "watch"},
+			},
+		},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,4 +173,45 @@ func containsString(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestCoreManagerRole: the committed bootstrap-components.yaml carries a
+// ClusterRole that Cluster API's core manager aggregates (the label) and
+// that covers MachineadmConfigs and their templates with the verbs the
+// core controllers use.
+func TestCoreManagerRole(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "contrib", "cluster-api", "bootstrap-components.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var r struct {
+			Kind     string
+			Metadata struct{ Labels map[string]string }
+			Rules    []struct{ APIGroups, Resources, Verbs []string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil || r.Kind != "ClusterRole" || r.Metadata.Labels[AggregateToManagerLabel] != "true" {
+			continue
+		}
+		for _, rule := range r.Rules {
+			if !slices.Contains(rule.APIGroups, "bootstrap.machineadm.io") {
+				continue
+			}
+			for _, res := range []string{"machineadmconfigs", "machineadmconfigtemplates"} {
+				if !slices.Contains(rule.Resources, res) {
+					t.Errorf("aggregated role lacks %s", res)
+				}
+			}
+			for _, v := range []string{"get", "list", "watch", "create", "patch", "delete"} {
+				if !slices.Contains(rule.Verbs, v) {
+					t.Errorf("aggregated role lacks verb %s", v)
+				}
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("bootstrap-components.yaml has no ClusterRole labelled %s for bootstrap.machineadm.io", AggregateToManagerLabel)
+	}
 }

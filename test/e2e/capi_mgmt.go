@@ -257,12 +257,9 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, added, err := machineadmComponents(boot, controllerRef)
+	boot, err = machineadmComponents(boot, controllerRef)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if added != "" {
-		t.Logf("contrib/cluster-api/bootstrap-components.yaml: %s", added)
 	}
 	infra, err := readManifests(filepath.Join(e.repo, "test/e2e/testdata/capi"), nil)
 	if err != nil {
@@ -511,11 +508,11 @@ func loopbackWebhook(cc *admissionregistrationv1.WebhookClientConfig, ca []byte)
 // host network that is cp1's address, where the workload machines post
 // (they are outside the management cluster and its Service network, as a
 // NodePort or LoadBalancer Service would serve them elsewhere).
-// When the components grant Cluster API's core manager no access to
-// MachineadmConfigs (an aggregated ClusterRole, label
-// cluster.x-k8s.io/aggregate-to-manager, as the bootstrap contract asks),
-// one is added and added says so.
-func machineadmComponents(objs []*unstructured.Unstructured, image string) (out []*unstructured.Unstructured, added string, err error) {
+// The components must grant Cluster API's core manager access to
+// MachineadmConfigs with an aggregated ClusterRole (label
+// cluster.x-k8s.io/aggregate-to-manager): without it clusterctl init would
+// give a core manager that cannot read them, so its absence is an error.
+func machineadmComponents(objs []*unstructured.Unstructured, image string) (out []*unstructured.Unstructured, err error) {
 	deployments := 0
 	aggregated := false
 	for _, u := range objs {
@@ -523,25 +520,25 @@ func machineadmComponents(objs []*unstructured.Unstructured, image string) (out 
 		case gvk.Kind == "Deployment" && u.GetName() == "machineadm-controller":
 			d := &appsv1.Deployment{}
 			if err := convert(u, d); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			c, err := managerContainer(d)
 			if err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			c.Image = image
 			if bind := argValue(c.Args, "--report-bind-address"); !strings.HasSuffix(bind, fmt.Sprintf(":%d", capiReportPort)) {
-				return nil, "", fmt.Errorf("Deployment machineadm-controller: --report-bind-address %q, want port %d", bind, capiReportPort)
+				return nil, fmt.Errorf("Deployment machineadm-controller: --report-bind-address %q, want port %d", bind, capiReportPort)
 			}
 			onManagementNode(&d.Spec.Template.Spec)
 			if err := convertBack(d, u); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			deployments++
 		case gvk.Kind == "ClusterRole" && u.GetLabels()[capiAggregateLabel] == "true":
 			r := &rbacv1.ClusterRole{}
 			if err := convert(u, r); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			for _, rule := range r.Rules {
 				if slices.Contains(rule.APIGroups, bootstrapv1.GroupVersion.Group) && slices.Contains(rule.Verbs, "get") {
@@ -552,28 +549,13 @@ func machineadmComponents(objs []*unstructured.Unstructured, image string) (out 
 		out = append(out, u)
 	}
 	if deployments != 1 {
-		return nil, "", fmt.Errorf("bootstrap components: %d Deployments machineadm-controller, want 1", deployments)
+		return nil, fmt.Errorf("bootstrap components: %d Deployments machineadm-controller, want 1", deployments)
 	}
 	if !aggregated {
-		role := &rbacv1.ClusterRole{
-			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: "machineadm-e2e-capi-manager-bootstrap",
-				Labels: map[string]string{capiAggregateLabel: "true"}},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{bootstrapv1.GroupVersion.Group},
-				Resources: []string{"machineadmconfigs", "machineadmconfigs/status", "machineadmconfigtemplates"},
-				Verbs:     []string{"create", "delete", "get", "list", "patch", "update", "watch"},
-			}},
-		}
-		u := &unstructured.Unstructured{}
-		if err := convertBack(role, u); err != nil {
-			return nil, "", err
-		}
-		out = append(out, u)
-		added = "no ClusterRole labelled " + capiAggregateLabel + " grants Cluster API's core manager access to " +
-			bootstrapv1.GroupVersion.Group + "; the test adds " + role.Name
+		return nil, fmt.Errorf("bootstrap components: no ClusterRole labelled %s grants Cluster API's core manager access to %s (clusterctl init would leave the core manager unable to read MachineadmConfigs)",
+			capiAggregateLabel, bootstrapv1.GroupVersion.Group)
 	}
-	return out, added, nil
+	return out, nil
 }
 
 // capiAggregateLabel marks the ClusterRoles Cluster API's core manager's

@@ -21,10 +21,8 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // the old or the new content, never a partial one, but after a power loss
 // the file may hold an earlier version. For frequent updates of a file
 // whose durable version is written with WriteFile (the outcome report's
-// progress updates). It is cheaper, not free: an fsync costs milliseconds,
-// and a rename over an existing file on ext4 still about 2 ms (ext4 starts
-// writing the new file's data then, its auto_da_alloc), so callers on a hot
-// path write in the background.
+// progress updates); an fsync costs milliseconds, the rename alone well
+// under one.
 func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
 	return write(path, data, perm, nil, false)
 }

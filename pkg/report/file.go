@@ -29,9 +29,8 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // As a ProgressWriter it keeps a provisional report at the path while the
 // run goes on: the first one (durable, fsynced) keeps the report it
 // replaces as the previous report; updates replace it without an fsync
-// (atomicfile.WriteFileUnsynced; the Recorder writes them in the
-// background); the final report replaces it without keeping it, so
-// report.previous.json stays the last run's report.
+// (atomicfile.WriteFileUnsynced); the final report replaces it without
+// keeping it, so report.previous.json stays the last run's report.
 type FileWriter struct {
 	// Root is prepended to Path: "/" (or "") on a host, a test directory
 	// in tests.

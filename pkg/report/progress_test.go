@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,19 +69,16 @@ func TestBeginLeavesATrueRecordOfAnUnfinishedRun(t *testing.T) {
 	rec.PhaseStarted("preflight")
 	rec.PhaseFinished("preflight", PhaseSucceeded, "")
 	rec.PhaseStarted("certs")
-	rec.flushProgress()
 	r = readReportFile(t, reportFile)
 	if r.FailedPhase != "certs" || len(r.Phases) != 2 || r.Phases[0].Status != PhaseSucceeded || r.Phases[1].Status != PhaseFailed {
 		t.Errorf("provisional report in certs: phase %q phases %+v", r.FailedPhase, r.Phases)
 	}
 	rec.PhaseStarted("certs/ca")
-	rec.flushProgress()
 	if r2 := readReportFile(t, reportFile); r2.FailedPhase != "certs" {
 		t.Errorf("a sub-phase rewrote the provisional report: failedPhase %q", r2.FailedPhase)
 	}
 	// Where the run resumed is in the provisional report at once.
 	rec.Resumed("certs/ca")
-	rec.flushProgress()
 	if r2 := readReportFile(t, reportFile); r2.ResumedFrom != "certs/ca" || r2.FailedPhase != "certs/ca" {
 		t.Errorf("after Resumed: resumedFrom %q failedPhase %q", r2.ResumedFrom, r2.FailedPhase)
 	}
@@ -122,7 +118,6 @@ func TestBeginLeavesATrueRecordOfAnUnfinishedRun(t *testing.T) {
 	// Progress after the end changes nothing.
 	rec.PhaseStarted("late")
 	rec.Resumed("late")
-	rec.flushProgress()
 	if r2 := readReportFile(t, reportFile); r2.Result != ResultSucceeded || r2.ResumedFrom != "certs/ca" {
 		t.Errorf("progress after Finish rewrote the report: %s %q", r2.Result, r2.ResumedFrom)
 	}
@@ -139,7 +134,6 @@ func TestProvisionalReportRedactedAndReplacedByInterrupted(t *testing.T) {
 	}
 	rec.AppendOutput("joining with abcdef.0123456789abcdef")
 	rec.PhaseStarted("kubelet-start")
-	rec.flushProgress()
 	raw, err := os.ReadFile(filepath.Join(root, DefaultPath))
 	if err != nil {
 		t.Fatal(err)
@@ -195,65 +189,5 @@ func BenchmarkProgressUpdate(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// gatedProgress is a ProgressWriter whose updates (after the first) wait
-// for release; it records what it got, in order.
-type gatedProgress struct {
-	release chan struct{}
-	mu      sync.Mutex
-	got     []string // "first", "progress:<failedPhase>", "final"
-}
-
-func (g *gatedProgress) Name() string { return "gated" }
-func (g *gatedProgress) Write(_ context.Context, r *BootstrapReport) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.got = append(g.got, "final")
-	return nil
-}
-func (g *gatedProgress) WriteProgress(p *BootstrapReport, first bool) error {
-	if first {
-		g.mu.Lock()
-		g.got = append(g.got, "first")
-		g.mu.Unlock()
-		return nil
-	}
-	<-g.release
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.got = append(g.got, "progress:"+p.FailedPhase)
-	return nil
-}
-
-// A phase never waits for the provisional report's update: PhaseStarted
-// returns while the writer is stuck; updates asked meanwhile coalesce
-// into one with the latest state; the final report comes after them.
-func TestProgressUpdatesDoNotBlockPhases(t *testing.T) {
-	g := &gatedProgress{release: make(chan struct{})}
-	rec := NewRecorder(Meta{Command: "bootstrap"}, []Writer{g}, nil, nil)
-	if err := rec.Begin(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"preflight", "certs", "kubeconfig"} {
-		rec.PhaseStarted(name) // would hang here if it waited for the writer
-		rec.PhaseFinished(name, PhaseSucceeded, "")
-	}
-	rec.PhaseStarted("etcd")
-	close(g.release)
-	rec.flushProgress()
-	rec.PhaseFinished("etcd", PhaseSucceeded, "")
-	if err := rec.Finish(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	// 4 updates asked, at most 2 written: one in flight, one pending.
-	if n := len(g.got); n < 3 || n > 4 || g.got[0] != "first" || g.got[n-1] != "final" {
-		t.Fatalf("writes %v: want first, one or two updates, final", g.got)
-	}
-	if last := g.got[len(g.got)-2]; last != "progress:etcd" {
-		t.Errorf("writes %v: the last update is %q, want the latest state (etcd running)", g.got, last)
 	}
 }

@@ -54,11 +54,6 @@ type Recorder struct {
 	// ProgressWriters. pmu serialises their writes with the final one.
 	progress bool
 	pmu      sync.Mutex
-	// kick asks progressLoop for an update (buffered: requests made while
-	// one is written coalesce into one more); flush asks it to finish the
-	// pending one (flushProgress).
-	kick  chan struct{}
-	flush chan chan struct{}
 
 	finishing bool
 	done      chan struct{}
@@ -85,8 +80,6 @@ func NewRecorder(meta Meta, writers []Writer, red *redact.Redactor, now func() t
 		tail:    ring{max: DefaultTailLines},
 		stream:  red.NewStream(),
 		done:    make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		flush:   make(chan chan struct{}),
 	}
 	r.rep = BootstrapReport{APIVersion: APIVersion, Kind: Kind, Machine: meta.Machine, Command: meta.Command, StartTime: r.now(), Phases: []Phase{}}
 	return r
@@ -103,8 +96,7 @@ func (r *Recorder) Plan(names ...string) {
 
 // PhaseStarted records that phase name started now. After Begin, a
 // top-level phase (a name without "/") starting updates the provisional
-// report, in the background (progressLoop): the phase does not wait for
-// the file.
+// report.
 func (r *Recorder) PhaseStarted(name string) {
 	r.mu.Lock()
 	if r.finishing {
@@ -119,13 +111,12 @@ func (r *Recorder) PhaseStarted(name string) {
 		return
 	}
 	r.mu.Unlock()
-	r.kickProgress()
+	_ = r.writeProgress(false)
 }
 
 // Resumed records that the run resumed at phase name, skipping the phases
 // an earlier unfinished run of the same spec completed (ResumedFrom; the
-// first call counts), and updates the provisional report after Begin (in
-// the background, as PhaseStarted).
+// first call counts), and updates the provisional report after Begin.
 func (r *Recorder) Resumed(name string) {
 	r.mu.Lock()
 	if r.finishing || r.rep.ResumedFrom != "" {
@@ -136,7 +127,7 @@ func (r *Recorder) Resumed(name string) {
 	progress := r.progress
 	r.mu.Unlock()
 	if progress {
-		r.kickProgress()
+		_ = r.writeProgress(false)
 	}
 }
 
@@ -149,14 +140,6 @@ func (r *Recorder) Resumed(name string) {
 // Interrupted, Recover) replaces it. It returns the ProgressWriters'
 // errors joined; a failing one does not stop the run. Call it once, before
 // the first phase; without it no provisional report is written.
-//
-// The first provisional report is written before Begin returns (the host
-// must not change while an earlier success is still claimed); the updates
-// are written by a goroutine, so that a phase never waits for them (a
-// rename over the report costs about 2 ms on ext4, some 20 of them per
-// run): each update is written a moment after the phase started, the
-// latest state when several are asked while one is written, and always
-// before the final report.
 func (r *Recorder) Begin() error {
 	r.mu.Lock()
 	if r.finishing || r.progress {
@@ -165,54 +148,7 @@ func (r *Recorder) Begin() error {
 	}
 	r.progress = true
 	r.mu.Unlock()
-	err := r.writeProgress(true)
-	go r.progressLoop()
-	return err
-}
-
-// progressLoop writes the provisional report on each kick until the
-// final report was written.
-func (r *Recorder) progressLoop() {
-	for {
-		select {
-		case <-r.kick:
-			_ = r.writeProgress(false)
-		case ack := <-r.flush:
-			select {
-			case <-r.kick:
-				_ = r.writeProgress(false)
-			default:
-			}
-			close(ack)
-		case <-r.done:
-			return
-		}
-	}
-}
-
-// kickProgress asks progressLoop for an update, never blocking.
-func (r *Recorder) kickProgress() {
-	select {
-	case r.kick <- struct{}{}:
-	default: // one is pending; it will write the latest state
-	}
-}
-
-// flushProgress returns once the updates asked before it are written (or
-// the final report is). For tests.
-func (r *Recorder) flushProgress() {
-	r.mu.Lock()
-	progress := r.progress
-	r.mu.Unlock()
-	if !progress {
-		return
-	}
-	ack := make(chan struct{})
-	select {
-	case r.flush <- ack:
-		<-ack
-	case <-r.done:
-	}
+	return r.writeProgress(true)
 }
 
 // unfinishedHint is the provisional report's hint.

@@ -1,0 +1,117 @@
+//go:build !windows
+
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
+)
+
+// TestContainerdRecordSymlinkNotFollowed: a symbolic link in the record's
+// place, to a file of the machine (here the root's /etc/passwd), is
+// neither trusted nor written through: the check runs, and the record
+// replaces the link while the file it named keeps its bytes.
+func TestContainerdRecordSymlinkNotFollowed(t *testing.T) {
+	h := newTestHost(t)
+	installContainerd(t, h.root, "containerd v1")
+	cfg := h.fullSpec(t, nil)
+
+	// A record the installed binary would match, held by the target.
+	c := &countingContainerd{}
+	runAll(t, cfg, c.env(h))
+	record := filepath.Join(h.root, containerdCheckedPath)
+	good, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(h.root, "etc/passwd")
+	before, _ := os.ReadFile(victim)
+	for name, target := range map[string]string{"machine file": "/etc/passwd", "a valid record elsewhere": "/etc/record.json"} {
+		if err := os.WriteFile(filepath.Join(h.root, "etc/record.json"), good, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(record)
+		if err := os.Symlink(target, record); err != nil {
+			t.Fatal(err)
+		}
+		*c = countingContainerd{}
+		runAll(t, cfg, c.env(h))
+		if c.verifies != 1 {
+			t.Errorf("%s: %d verify calls, want 1 (a linked record is not the record)", name, c.verifies)
+		}
+		if after, _ := os.ReadFile(victim); !bytes.Equal(after, before) {
+			t.Fatalf("%s: the record was written through the link into /etc/passwd:\n%s", name, after)
+		}
+		if fi, err := os.Lstat(record); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: the record is %v, %v; want a regular file in the link's place", name, fi, err)
+		}
+	}
+}
+
+// TestContainerdRecordBadFiles: a malformed, huge, truncated, FIFO or
+// device record, or one naming another binary or a digest never checked
+// by this binary, never skips the check, never blocks, and is replaced.
+func TestContainerdRecordBadFiles(t *testing.T) {
+	h := newTestHost(t)
+	installContainerd(t, h.root, "containerd v1")
+	cfg := h.fullSpec(t, nil)
+	c := &countingContainerd{}
+	runAll(t, cfg, c.env(h))
+	record := filepath.Join(h.root, containerdCheckedPath)
+	good, _ := os.ReadFile(record)
+	var rec checkedRecord
+	if err := json.Unmarshal(good, &rec); err != nil {
+		t.Fatal(err)
+	}
+	forge := func(mut func(*checkedRecord)) []byte {
+		r := rec
+		mut(&r)
+		b, _ := json.Marshal(r)
+		return b
+	}
+	huge := append(bytes.Repeat([]byte(" "), 64<<10), good...)
+	cases := map[string]func(string){
+		"malformed": func(p string) { os.WriteFile(p, []byte("{\"binary\": "), 0o600) },
+		"huge":      func(p string) { os.WriteFile(p, huge, 0o600) },
+		"empty":     func(p string) { os.WriteFile(p, nil, 0o600) },
+		"fifo":      func(p string) { testfifo.Make(t, p) },
+		"directory": func(p string) { os.Mkdir(p, 0o700) },
+		"dev/zero":  func(p string) { os.Symlink("/dev/zero", p) },
+		"other ID": func(p string) {
+			os.WriteFile(p, forge(func(r *checkedRecord) { r.ID = strings.Replace(r.ID, "ino=", "ino=1", 1) }), 0o600)
+		},
+		"other path": func(p string) {
+			os.WriteFile(p, forge(func(r *checkedRecord) { r.Binary = "/usr/local/bin/containerd" }), 0o600)
+		},
+		"other digest": func(p string) {
+			os.WriteFile(p, forge(func(r *checkedRecord) { r.Verified = "sha256:" + strings.Repeat("0", 64) }), 0o600)
+		},
+		"no ID": func(p string) { os.WriteFile(p, forge(func(r *checkedRecord) { r.ID = "" }), 0o600) },
+	}
+	for name, plant := range cases {
+		os.RemoveAll(record)
+		plant(record)
+		*c = countingContainerd{}
+		res := Check(t.Context(), c.env(h), Steps(cfg))
+		if res != nil {
+			t.Fatalf("%s: check: %v", name, res)
+		}
+		if c.verifies != 1 {
+			t.Errorf("%s: %d verify calls, want 1", name, c.verifies)
+		}
+	}
+	// The directory case aside, an apply leaves a good record again.
+	os.RemoveAll(record)
+	testfifo.Make(t, record)
+	*c = countingContainerd{}
+	runAll(t, cfg, c.env(h))
+	if fi, err := os.Lstat(record); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("a FIFO record was not replaced: %v %v", fi, err)
+	}
+}

@@ -23,18 +23,20 @@ const containerdCheckedPath = "/var/lib/machineadm/containerd-checked.json"
 // hundred bytes).
 const maxCheckedRecordSize = 64 << 10
 
-// checkedRecordPath is the host path of containerdCheckedPath under root:
-// its directory resolved as the machine sees it (files.Resolve), its last
-// component not. The record is machineadm's own file, so a symbolic link
-// in its place is not followed: the loader ignores anything but a regular
-// file there, and a new record replaces the link instead of writing
-// through it into the file it names (/etc/passwd, say).
-func checkedRecordPath(root string) (string, error) {
-	dir, err := files.Resolve(root, filepath.Dir(containerdCheckedPath))
+// ownFilePath is the host path of p, one of machineadm's own files
+// (containerdCheckedPath, restartPending), under root: its directory
+// resolved as the machine sees it (files.Resolve), its last component
+// not. A symbolic link in the file's place is thus the file itself, never
+// the file it names: the record loader ignores it and a new record
+// replaces it; the restart marker's reader refuses it (files.ReadState).
+// Following it would write a record into, or remove as a marker, a file
+// such as /etc/passwd.
+func ownFilePath(root, p string) (string, error) {
+	dir, err := files.Resolve(root, filepath.Dir(p))
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, filepath.Base(containerdCheckedPath)), nil
+	return filepath.Join(dir, filepath.Base(p)), nil
 }
 
 // containerdChecked is what the containerd step knows about the installed
@@ -83,7 +85,7 @@ func loadChecked(env *Env) *containerdChecked {
 		return ck
 	}
 	ck.bin = bin
-	hp, err := checkedRecordPath(env.root())
+	hp, err := ownFilePath(env.root(), containerdCheckedPath)
 	if err != nil {
 		return ck
 	}
@@ -138,7 +140,7 @@ func (c *containerdChecked) record(env *Env) {
 	if c.rec == c.loaded {
 		return
 	}
-	hp, err := checkedRecordPath(env.root())
+	hp, err := ownFilePath(env.root(), containerdCheckedPath)
 	if err == nil {
 		var data []byte
 		if data, err = json.MarshalIndent(c.rec, "", "  "); err == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testfifo"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // TestContainerdRecordSymlinkNotFollowed: a symbolic link in the record's
@@ -113,5 +114,32 @@ func TestContainerdRecordBadFiles(t *testing.T) {
 	runAll(t, cfg, c.env(h))
 	if fi, err := os.Lstat(record); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("a FIFO record was not replaced: %v %v", fi, err)
+	}
+}
+
+// TestContainerdRestartMarkerLinkNotFollowed: a symbolic link in the
+// restart marker's place, to a file of the machine, is refused with a
+// classified error before anything is written; it is neither read as a
+// pending restart nor removed through (which would delete /etc/passwd).
+func TestContainerdRestartMarkerLinkNotFollowed(t *testing.T) {
+	h := newTestHost(t)
+	cfg := h.fullSpec(t, nil)
+	marker := filepath.Join(h.root, restartPending)
+	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", marker); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(h.root, "etc/passwd"))
+	_, err := stepNamed(t, Steps(cfg), StepContainerd).Apply(t.Context(), h.env(nil))
+	if class, _ := errclass.Of(err); class != errclass.HostPreparationFailed || !strings.Contains(err.Error(), restartPending) {
+		t.Errorf("error %v, class %s; want HostPreparationFailed naming %s", err, class, restartPending)
+	}
+	if after, err := os.ReadFile(filepath.Join(h.root, "etc/passwd")); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("/etc/passwd after the run: %q, %v", after, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "etc/containerd/config.toml")); err == nil {
+		t.Error("config.toml written although the marker could not be read")
 	}
 }

@@ -161,7 +161,7 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 	if !p.enabled {
 		return nil
 	}
-	pendingPath, err := files.Resolve(env.root(), restartPending)
+	pendingPath, err := ownFilePath(env.root(), restartPending)
 	if err != nil {
 		return hostErr(hintWrite, "%s: %w", restartPending, err)
 	}

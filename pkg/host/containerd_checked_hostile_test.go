@@ -143,3 +143,33 @@ func TestContainerdRestartMarkerLinkNotFollowed(t *testing.T) {
 		t.Error("config.toml written although the marker could not be read")
 	}
 }
+
+// TestContainerdCheckWithImportsRepeated: a config.toml that imports
+// other files (configPatch sets imports) is checked on every run: what
+// containerd's loader makes of it depends on files the record does not
+// cover, which may change while config.toml and the binary do not.
+func TestContainerdCheckWithImportsRepeated(t *testing.T) {
+	h := newTestHost(t)
+	installContainerd(t, h.root, "containerd v1")
+	cfg := h.fullSpec(t, func(d string) string {
+		return strings.Replace(d, "      restrictOOMScoreAdj: true\n", "      restrictOOMScoreAdj: true\n      configPatch: |\n        imports = [\"/etc/containerd/conf.d/*.toml\"]\n", 1)
+	})
+	c := &countingContainerd{}
+	for run := range 2 {
+		c.verifies = 0
+		runAll(t, cfg, c.env(h))
+		if c.verifies != 1 {
+			t.Errorf("run %d: %d verify calls, want 1", run+1, c.verifies)
+		}
+	}
+	config, _ := os.ReadFile(filepath.Join(h.root, "etc/containerd/config.toml"))
+	if !strings.Contains(string(config), "imports") {
+		t.Fatalf("config.toml has no imports:\n%s", config)
+	}
+	var rec checkedRecord
+	if b, err := os.ReadFile(filepath.Join(h.root, containerdCheckedPath)); err == nil {
+		if json.Unmarshal(b, &rec) == nil && rec.Verified == configDigest(config) {
+			t.Errorf("a config.toml with imports recorded as verified: %s", b)
+		}
+	}
+}

@@ -162,3 +162,37 @@ func TestStateDirectoryInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestStateOnlyRunKeepsJournal: `bootstrap phase NAME` (RunOptions.Only)
+// neither consults nor completes the state, as its help says: it records
+// no leaf (a later full run would skip it: a preflight run alone days
+// earlier would stand for the bootstrap's), and run with another spec it
+// does not replace a finished journal (whose loss would rerun preflight
+// on a bootstrapped host).
+func TestStateOnlyRunKeepsJournal(t *testing.T) {
+	d := testData(t)
+	runs := map[string]int{}
+	fail := false
+	if _, err := fakeWorkflow(&fail, runs).Run(context.Background(), d, &recordObs{}, RunOptions{Only: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(d.WorkDir, stateFile)); err == nil {
+		t.Errorf("a run of one phase wrote the state file: %q", readJournal(t, d))
+	}
+	runs = map[string]int{}
+	if _, err := fakeWorkflow(&fail, runs).Run(context.Background(), d, &recordObs{}, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if runs["a"] != 1 || runs["b"] != 1 || runs["c"] != 1 {
+		t.Errorf("full run after a run of b alone: runs %v, want every leaf", runs)
+	}
+	before := readJournal(t, d)
+	other := testData(t)
+	other.WorkDir, other.SpecDigest = d.WorkDir, "sha256:bb"
+	if _, err := fakeWorkflow(&fail, map[string]int{}).Run(context.Background(), other, &recordObs{}, RunOptions{Only: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := readJournal(t, d); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("a run of one phase of another spec changed the journal:\n%q\nwas\n%q", after, before)
+	}
+}

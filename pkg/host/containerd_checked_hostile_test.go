@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/internal/testfifo"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -171,5 +172,39 @@ func TestContainerdCheckWithImportsRepeated(t *testing.T) {
 		if json.Unmarshal(b, &rec) == nil && rec.Verified == configDigest(config) {
 			t.Errorf("a config.toml with imports recorded as verified: %s", b)
 		}
+	}
+}
+
+// TestContainerdRecordInPlaceReplacement: a binary rewritten in place
+// (same inode), to the same size, its modification time set back, is
+// another binary to the record: its change time moved, which no
+// utimes(2) can set back; the check runs again.
+func TestContainerdRecordInPlaceReplacement(t *testing.T) {
+	h := newTestHost(t)
+	installContainerd(t, h.root, "containerd v1")
+	cfg := h.fullSpec(t, nil)
+	c := &countingContainerd{}
+	runAll(t, cfg, c.env(h))
+	bin := filepath.Join(h.root, "usr/bin/containerd")
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Past the kernel's coarse timestamp tick, so that the rewrite's
+	// change time differs from the install's.
+	time.Sleep(50 * time.Millisecond)
+	if err := os.WriteFile(bin, []byte("containerd v2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(bin, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(bin); !os.SameFile(fi, after) || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("not an in-place rewrite of the same size and mtime: %v %v", fi, after)
+	}
+	*c = countingContainerd{}
+	runAll(t, cfg, c.env(h))
+	if c.verifies != 1 || c.versions != 1 {
+		t.Errorf("in-place replacement: %d version, %d verify calls; want 1 and 1", c.versions, c.verifies)
 	}
 }

@@ -19,6 +19,26 @@ import (
 // version line and a digest).
 const containerdCheckedPath = "/var/lib/machineadm/containerd-checked.json"
 
+// maxCheckedRecordSize bounds reading the record (64 KiB; it holds a few
+// hundred bytes).
+const maxCheckedRecordSize = 64 << 10
+
+// ownFilePath is the host path of p, one of machineadm's own files
+// (containerdCheckedPath, restartPending), under root: its directory
+// resolved as the machine sees it (files.Resolve), its last component
+// not. A symbolic link in the file's place is thus the file itself, never
+// the file it names: the record loader ignores it and a new record
+// replaces it; the restart marker's reader refuses it (files.ReadState).
+// Following it would write a record into, or remove as a marker, a file
+// such as /etc/passwd.
+func ownFilePath(root, p string) (string, error) {
+	dir, err := files.Resolve(root, filepath.Dir(p))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(p)), nil
+}
+
 // containerdChecked is what the containerd step knows about the installed
 // containerd binary: its `containerd --version` output and the digest of
 // the last config.toml its own loader (`containerd config dump`) accepted,
@@ -55,7 +75,9 @@ type checkedRecord struct {
 }
 
 // loadChecked reads the record for the containerd installed under env's
-// root; a record of another binary, a missing or unreadable one, is empty.
+// root; a record of another binary, a missing or unreadable one, one that
+// is not a regular file (a symbolic link, a FIFO) or is larger than
+// maxCheckedRecordSize, is empty.
 func loadChecked(env *Env) *containerdChecked {
 	ck := &containerdChecked{}
 	bin, err := containerd.FindInstalled(env.root())
@@ -63,11 +85,14 @@ func loadChecked(env *Env) *containerdChecked {
 		return ck
 	}
 	ck.bin = bin
-	hp, err := files.Resolve(env.root(), containerdCheckedPath)
+	hp, err := ownFilePath(env.root(), containerdCheckedPath)
 	if err != nil {
 		return ck
 	}
-	data, err := readlimit.File(hp, 64<<10)
+	if fi, err := os.Lstat(hp); err != nil || !fi.Mode().IsRegular() {
+		return ck
+	}
+	data, err := readlimit.File(hp, maxCheckedRecordSize)
 	if err != nil {
 		return ck
 	}
@@ -115,7 +140,7 @@ func (c *containerdChecked) record(env *Env) {
 	if c.rec == c.loaded {
 		return
 	}
-	hp, err := files.Resolve(env.root(), containerdCheckedPath)
+	hp, err := ownFilePath(env.root(), containerdCheckedPath)
 	if err == nil {
 		var data []byte
 		if data, err = json.MarshalIndent(c.rec, "", "  "); err == nil {

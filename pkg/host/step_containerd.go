@@ -80,13 +80,18 @@ const hintPatch = "fix spec.host.containerd.configPatch: containerd must be able
 // rendered config.toml (containerd.VerifyConfig, or env.ContainerdVerify)
 // when its schema version is the one rendered, unless ck says that the
 // same binary accepted the same bytes before: the check proves nothing new
-// then, and `containerd config dump` costs 0.1–0.2 s. A refusal is bad
+// then, and `containerd config dump` costs 0.1–0.2 s. A config.toml that
+// imports other files (containerd.Imports) is neither skipped nor
+// recorded: those files can change while config.toml does not. A refusal is bad
 // input (InvalidSpec), named after configPatch when there is one; a
 // missing or other containerd is only logged. An accepted config is noted
 // in ck (ck.accepted) for apply to record.
 func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Containerd, version int, config []byte, ck *containerdChecked) error {
 	digest := configDigest(config)
-	if ck.verified(digest) {
+	// A config that imports other files is checked every time: the
+	// record covers only config.toml's bytes and the binary.
+	cacheable := !containerd.Imports(config)
+	if cacheable && ck.verified(digest) {
 		env.log().Info("config.toml accepted earlier by this containerd's loader; not checked again", "binary", ck.bin.Path, "config", digest)
 		ck.accepted = digest
 		return nil
@@ -109,7 +114,9 @@ func verifyContainerdConfig(ctx context.Context, env *Env, c *machineadm.Contain
 	var ce *containerd.ConfigError
 	switch {
 	case err == nil:
-		ck.accepted = digest
+		if cacheable {
+			ck.accepted = digest
+		}
 		return nil
 	case errors.Is(err, errNotChecked):
 		return nil
@@ -161,7 +168,7 @@ func (p *containerdPlan) apply(ctx context.Context, env *Env, rec *recorder) err
 	if !p.enabled {
 		return nil
 	}
-	pendingPath, err := files.Resolve(env.root(), restartPending)
+	pendingPath, err := ownFilePath(env.root(), restartPending)
 	if err != nil {
 		return hostErr(hintWrite, "%s: %w", restartPending, err)
 	}

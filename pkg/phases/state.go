@@ -75,23 +75,32 @@ type legacyState struct {
 	FinishedAt string   `json:"finishedAt,omitempty"`
 }
 
-// loadState reads the state file; a missing or unreadable file is an empty
-// state. Dry runs never use state.
+// loadState reads the state file; a missing one is an empty state, and
+// so is an unreadable one, with a warning: a link, a FIFO or device, a
+// directory, a file of more than maxStateSize (readState). The legacy
+// file is read only when there is no journal at all: beside an unreadable
+// journal it may be older than the journal was. Dry runs never use state.
 func loadState(d *Data) *state {
 	if d.DryRun {
 		return &state{}
 	}
-	if hp, err := d.work().Path("/" + stateFile); err == nil {
-		if data, err := readlimit.File(hp, maxStateSize); err == nil {
-			return parseState(data)
-		}
-	}
-	hp, err := d.work().Path("/" + legacyStateFile)
+	dir, err := d.work().Path("/")
 	if err != nil {
 		return &state{}
 	}
-	data, err := readlimit.File(hp, maxStateSize)
+	data, err := readState(filepath.Join(dir, stateFile))
+	if err == nil {
+		return parseState(data)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		d.log().Warn("the state file cannot be read; the run starts from its first phase", "path", filepath.Join(dir, stateFile), "error", err)
+		return &state{}
+	}
+	data, err = readState(filepath.Join(dir, legacyStateFile))
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.log().Warn("the state file cannot be read; the run starts from its first phase", "path", filepath.Join(dir, legacyStateFile), "error", err)
+		}
 		return &state{}
 	}
 	var l legacyState
@@ -99,6 +108,26 @@ func loadState(d *Data) *state {
 		return &state{}
 	}
 	return &state{SpecDigest: l.SpecDigest, Completed: l.Completed, FinishedAt: l.FinishedAt}
+}
+
+// errStateLink is a symbolic link in a state file's place.
+var errStateLink = errors.New("a symbolic link, not followed")
+
+// readState reads the state file at path, which must be a regular file of
+// at most maxStateSize bytes (readlimit.File), not a link: the state files
+// are machineadm's own, and a link in their place could name another
+// file of the work directory (the kubeadm configuration, the containerd
+// check record), which a rewrite would replace and a migration remove.
+// A rewrite replaces the link itself (save).
+func readState(path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, errStateLink
+	}
+	return readlimit.File(path, maxStateSize)
 }
 
 // parseState reads a journal: the header, then every complete, valid
@@ -178,17 +207,18 @@ func (s *state) save(d *Data, rec stateRecord, durable bool) error {
 	if d.DryRun {
 		return nil
 	}
-	hp, err := d.work().Path("/" + stateFile)
+	dir, err := d.work().Path("/")
 	if err != nil {
 		return err
 	}
+	hp := filepath.Join(dir, stateFile)
 	if s.journal {
 		if err := appendRecord(hp, rec, durable); err == nil {
 			return nil
 		}
 		// Rewritten below, so that a failed append leaves no doubt.
 	}
-	if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if err := writeState(hp, s, durable); err != nil {
@@ -196,10 +226,9 @@ func (s *state) save(d *Data, rec stateRecord, durable bool) error {
 	}
 	s.journal = true
 	// The legacy file would only mislead a reader now.
-	if lp, err := d.work().Path("/" + legacyStateFile); err == nil {
-		if err := os.Remove(lp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			d.log().Debug("could not remove the legacy state file", "path", lp, "error", err)
-		}
+	lp := filepath.Join(dir, legacyStateFile)
+	if err := os.Remove(lp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		d.log().Debug("could not remove the legacy state file", "path", lp, "error", err)
 	}
 	return nil
 }

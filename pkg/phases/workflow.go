@@ -103,7 +103,8 @@ type Workflow struct {
 	Phases []Phase
 	// State keeps a state file in the work directory: a run after
 	// success is a no-op, a run after a crash resumes (bootstrap). Without
-	// it every run checks the host afresh (prepare).
+	// it every run checks the host afresh (prepare). A run with
+	// RunOptions.Only (`bootstrap phase NAME`) neither reads nor writes it.
 	State bool
 	// Absent, when set, says why name, which is not in the tree, is
 	// missing (a kubeadm phase that machineadm never runs, or whose
@@ -270,11 +271,16 @@ func (o RunOptions) selected(name string) bool {
 // its error, which carries its class (errclass.Error): the phase's own
 // when the error had none. A run whose state file shows the same spec
 // already bootstrapped reports every phase Unchanged and returns nil; a
-// run after an interrupted one skips the leaves that completed.
+// run after an interrupted one skips the leaves that completed. A run of
+// one phase (opts.Only) keeps no state.
 func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptions) (string, error) {
 	d.opts = opts
+	// A run of one phase (Only) neither consults nor completes the state:
+	// a leaf it recorded would be skipped by a later full run, and its
+	// spec, another, would replace a finished journal.
+	useState := w.State && opts.Only == ""
 	st := &state{}
-	if w.State {
+	if useState {
 		st = loadState(d)
 	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
@@ -283,7 +289,7 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 		return "", nil
 	}
-	r := &runner{d: d, obs: obs, opts: opts, st: st, state: w.State}
+	r := &runner{d: d, obs: obs, opts: opts, st: st, state: useState}
 	nodes := w.Nodes()
 	for i := 0; i < len(nodes); {
 		_, next, err := r.node(ctx, nodes, i)
@@ -292,7 +298,7 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 		i = next
 	}
-	if opts.Only == "" && w.State {
+	if useState {
 		if err := st.markDone(d); err != nil {
 			d.log().Warn("could not record success in the state file", "error", err)
 		}

@@ -236,3 +236,17 @@ func DeepMerge(base, patch map[string]any) {
 		base[k] = pv
 	}
 }
+
+// Imports says whether a rendered config.toml names other files in its
+// top-level imports (set through configPatch): containerd's loader then
+// reads those too, so what it makes of config is not a function of
+// config's bytes alone. A config that does not decode imports nothing.
+func Imports(config []byte) bool {
+	var top struct {
+		Imports []string `toml:"imports"`
+	}
+	if toml.Unmarshal(config, &top) != nil {
+		return false
+	}
+	return len(top.Imports) > 0
+}

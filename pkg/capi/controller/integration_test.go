@@ -425,12 +425,39 @@ func TestClusterctlMoveAdoption(t *testing.T) {
 	}
 }
 
+// admissionCase is one invalid MachineadmConfig: edit breaks a valid spec,
+// and the API server's refusal must name path.
+type admissionCase struct {
+	edit func(*bootstrapv1.MachineadmConfigSpec)
+	path string
+}
+
+// refusedWithPath creates, for each case, a config from f's valid spec
+// edited by the case, and fails unless the API server refuses it as
+// Invalid with an error naming the case's field path.
+func refusedWithPath(t *testing.T, f *fixture, cases map[string]admissionCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &bootstrapv1.MachineadmConfig{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: f.ns}, Spec: f.spec()}
+			tc.edit(&c.Spec)
+			err := k8s.Create(f.ctx, c)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want Invalid, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.path) {
+				t.Fatalf("error does not name %s: %v", tc.path, err)
+			}
+			if testing.Verbose() {
+				t.Log(err)
+			}
+		})
+	}
+}
+
 func TestInvalidConfigsRefusedWithFieldPath(t *testing.T) {
 	f := newFixture(t)
-	cases := map[string]struct {
-		edit func(*bootstrapv1.MachineadmConfigSpec)
-		path string
-	}{
+	cases := map[string]admissionCase{
 		"http agent without digest":         {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.SHA256 = "" }, "spec.agent.sha256"},
 		"agent url with credentials":        {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.URL = "https://u:p@x.invalid/m" }, "spec.agent.url"},
 		"no recipients":                     {func(s *bootstrapv1.MachineadmConfigSpec) { s.Recipients = nil }, "spec.recipients"},
@@ -454,22 +481,7 @@ func TestInvalidConfigsRefusedWithFieldPath(t *testing.T) {
 			s.Host.Files = []bootstrapv1.File{{Path: "/etc/x", Mode: "999"}}
 		}, "spec.host.files[0].mode"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := &bootstrapv1.MachineadmConfig{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: f.ns}, Spec: f.spec()}
-			tc.edit(&c.Spec)
-			err := k8s.Create(f.ctx, c)
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.path) {
-				t.Fatalf("error does not name %s: %v", tc.path, err)
-			}
-			if testing.Verbose() {
-				t.Log(err)
-			}
-		})
-	}
+	refusedWithPath(t, f, cases)
 	// The template carries the same validation.
 	tpl := &bootstrapv1.MachineadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: f.ns},
 		Spec: bootstrapv1.MachineadmConfigTemplateSpec{Template: bootstrapv1.MachineadmConfigTemplateResource{Spec: f.spec()}}}

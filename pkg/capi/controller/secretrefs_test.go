@@ -290,10 +290,7 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 	ext := func(x bootstrapv1.ExternalEtcd) *bootstrapv1.ControlPlaneSpec {
 		return &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{External: &x}}
 	}
-	cases := map[string]struct {
-		edit func(*bootstrapv1.MachineadmConfigSpec)
-		path string
-	}{
+	cases := map[string]admissionCase{
 		"contentFrom and content": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			s.Host.Files = []bootstrapv1.File{{Path: "/etc/x", Content: "x", ContentFrom: from}}
 		}, "spec.host.files[0].contentFrom"},
@@ -338,22 +335,7 @@ func TestSecretReferencesRefusedWithFieldPath(t *testing.T) {
 			s.ControlPlane = &bootstrapv1.ControlPlaneSpec{Etcd: &bootstrapv1.Etcd{Local: &bootstrapv1.LocalEtcd{}, External: &bootstrapv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.20:2379"}}}}
 		}, "spec.controlPlane.etcd.external"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := &bootstrapv1.MachineadmConfig{ObjectMeta: metav1.ObjectMeta{GenerateName: "bad-", Namespace: f.ns}, Spec: f.spec()}
-			tc.edit(&c.Spec)
-			err := k8s.Create(f.ctx, c)
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want Invalid, got %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.path) {
-				t.Fatalf("error does not name %s: %v", tc.path, err)
-			}
-			if testing.Verbose() {
-				t.Log(err)
-			}
-		})
-	}
+	refusedWithPath(t, f, cases)
 	// The template carries the same validation.
 	tpl := &bootstrapv1.MachineadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: f.ns},
 		Spec: bootstrapv1.MachineadmConfigTemplateSpec{Template: bootstrapv1.MachineadmConfigTemplateResource{Spec: f.spec()}}}

@@ -115,6 +115,13 @@ type ClusterInfoResult struct {
 	Attempts int
 	// Waited is the wait's duration.
 	Waited time.Duration
+	// Unsigned is the time from the first request to the start of the one
+	// that found the signature: the time the cluster still had to sign
+	// cluster-info for the token (its controller-manager's bootstrap
+	// signer), as this wait saw it, at most one interval late. 0 when the
+	// first request found the signature; on an error, the time until the
+	// wait gave up.
+	Unsigned time.Duration
 	// Pinned says whether the CA was checked against the pins and
 	// cluster-info read a second time over TLS verified with it.
 	Pinned bool
@@ -168,27 +175,36 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 	sigKey := bootstrapapi.JWSSignatureKeyPrefix + token.ID
 	var cm *corev1.ConfigMap
 	var last error
+	firstAsked := time.Now()
 	for {
 		res.Attempts++
+		var asked time.Duration
+		if res.Attempts > 1 {
+			asked = time.Since(firstAsked)
+		}
 		cm, last = getClusterInfo(ctx, insecure, deadline)
 		if last == nil {
 			if _, ok := cm.Data[sigKey]; ok {
+				res.Unsigned = asked
 				break
 			}
 			last = errors.New("no signature for the token's ID yet")
 		}
 		if ctx.Err() != nil {
 			res.Waited = time.Since(start)
+			res.Unsigned = res.Waited
 			return res, ctx.Err()
 		}
 		iv := w.interval(time.Since(start))
 		if res.Attempts >= maxAttempts || time.Now().Add(iv).After(deadline) {
 			res.Waited = time.Since(start)
+			res.Unsigned = res.Waited
 			return res, errclass.New(errclass.Timeout, "",
 				fmt.Errorf("%w after %d requests in %s (last: %v)", ErrClusterInfoPending, res.Attempts, res.Waited.Round(time.Millisecond), last))
 		}
 		if err := sleep(ctx, iv); err != nil {
 			res.Waited = time.Since(start)
+			res.Unsigned = res.Waited
 			return res, err
 		}
 	}

@@ -207,6 +207,29 @@ func TestWaitClusterInfoUnsignedThenSigned(t *testing.T) {
 	if res.Attempts != 4 || !res.Pinned || s.count() != 5 {
 		t.Errorf("attempts %d pinned %v requests %d, want 4 true 5", res.Attempts, res.Pinned, s.count())
 	}
+	// The signed answer came after three unsigned ones and three sleeps
+	// of the interval: at least that long unsigned, never more than the
+	// whole wait.
+	if res.Unsigned < 3*20*time.Millisecond || res.Unsigned > res.Waited {
+		t.Errorf("unsigned for %s of %s, want at least 60ms and at most the wait", res.Unsigned, res.Waited)
+	}
+}
+
+// A cluster-info signed already: the first request finds it, nothing of
+// the wait was spent waiting for the signer.
+func TestWaitClusterInfoSignedAtOnce(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	s := newClusterInfoServer(t, ca, ca.pem, 0)
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 1 || res.Unsigned != 0 || !res.Pinned || s.count() != 2 {
+		t.Errorf("attempts %d unsigned %s pinned %v requests %d, want 1 0s true 2", res.Attempts, res.Unsigned, res.Pinned, s.count())
+	}
 }
 
 func TestWaitClusterInfoWrongCAHash(t *testing.T) {
@@ -302,6 +325,9 @@ func TestWaitClusterInfoTimeoutBounded(t *testing.T) {
 	}
 	if elapsed > 10*time.Second {
 		t.Errorf("wait bounded by 1s took %s", elapsed)
+	}
+	if res.Unsigned != res.Waited {
+		t.Errorf("unsigned %s of a wait of %s that never saw a signature", res.Unsigned, res.Waited)
 	}
 	if strings.Contains(err.Error(), testTokenSecret) {
 		t.Errorf("error contains the token's secret: %v", err)

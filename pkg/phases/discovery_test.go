@@ -66,7 +66,7 @@ func TestWaitClusterInfoPhaseSettings(t *testing.T) {
 		var got kubeadm.ClusterInfoWait
 		d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
 			got = w
-			return kubeadm.ClusterInfoResult{Attempts: 3, Waited: 400 * time.Millisecond, Pinned: true}, nil
+			return kubeadm.ClusterInfoResult{Attempts: 3, Waited: 400 * time.Millisecond, Unsigned: 380 * time.Millisecond, Pinned: true}, nil
 		}
 		res, err := runWait(t, d)
 		if err != nil {
@@ -77,7 +77,8 @@ func TestWaitClusterInfoPhaseSettings(t *testing.T) {
 			got.Interval != kubeadm.DefaultClusterInfoInterval || got.Timeout != tc.want || got.FastFor != kubeadm.DefaultClusterInfoFastFor {
 			t.Errorf("timeout %q: wait %+v", tc.timeout, got)
 		}
-		if !strings.Contains(res.Summary(), "CA pinned") || !strings.Contains(res.Summary(), "3 request(s)") || res.Changed {
+		if !strings.Contains(res.Summary(), "CA pinned") || !strings.Contains(res.Summary(), "3 request(s)") ||
+			!strings.Contains(res.Summary(), "(380ms "+UnsignedMessage+")") || res.Changed {
 			t.Errorf("result %+v", res)
 		}
 		if strings.Contains(buf.String(), "0123456789abcdef") || strings.Contains(res.Summary(), "0123456789abcdef") {

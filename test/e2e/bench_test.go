@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/phases"
 )
 
 // The two tools the benchmark compares.
@@ -64,6 +66,22 @@ type benchSample struct {
 	// after the sample: process start and exit of the binary and the
 	// harness's own exec (sh, nsenter, env), which exec includes too.
 	versionExec time.Duration
+	// unsigned is, for a machineadm join, the part of its wait-cluster-info
+	// phase before the request that found cluster-info signed for the
+	// token (from the phase's message): the cluster's time, not
+	// machineadm's.
+	unsigned time.Duration
+	// started is when the command started; readyAt when the Node was seen
+	// Ready.
+	started, readyAt time.Time
+	// fromInit is, for a first join, from the init's start to this
+	// worker's Node Ready: the cluster's time to its first working
+	// worker with this tool.
+	fromInit time.Duration
+	// afterInitReady is, for a first join, from cp1's Node Ready to this
+	// worker's command start: how long after the cluster was up the tool
+	// let the worker begin (the init command's exit).
+	afterInitReady time.Duration
 }
 
 // TestBench is `make bench-e2e` (hack/bench): plain kubeadm, built from the
@@ -186,6 +204,7 @@ func (b *bench) initSample(ctx context.Context, tool string, i int) (benchSample
 	s := b.run(ctx, m, spec, tool, cmd, client)
 	t.Logf("BENCH sample init %s #%d: wall %s exec %s rss %d KiB outside %s", tool, i, s.wall, s.exec, s.rssKiB, s.outside)
 	first := b.join(ctx, w, wspec, tool, client)
+	first.fromInit, first.afterInitReady = first.readyAt.Sub(s.started), first.started.Sub(s.readyAt)
 	t.Logf("BENCH sample first-join %s #%d: wall %s exec %s rss %d KiB outside %s own %v", tool, i, first.wall, first.exec, first.rssKiB, first.outside, first.own)
 	cs, err := client()
 	if err != nil {
@@ -272,7 +291,7 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 	defer cancel()
 	start := time.Now()
 	res, err := m.Exec(bctx, nil, cmd...)
-	s := benchSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB}
+	s := benchSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB, started: start}
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench.log"), []byte(b.redact(res.Stdout+res.Stderr)), 0o600)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
@@ -280,7 +299,7 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 	}
 	select {
 	case at := <-ready:
-		s.wall = at.Sub(start)
+		s.wall, s.readyAt = at.Sub(start), at
 	case <-pctx.Done():
 		dumpDiagnostics(ctx, t, m)
 		t.Fatalf("%s %s: node not Ready within %s", m.Name, tool, bootstrapTimeout+readyTimeout)
@@ -296,6 +315,9 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		}
 		s.outside, s.own = outsideKubeadm(spec, r, s.exec)
 		s.span = r.EndTime.Sub(r.StartTime)
+		if s.unsigned, err = unsignedWait(r); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
 		vstart := time.Now()
 		if res, err := m.Exec(ctx, nil, "machineadm", "version"); err != nil {
 			t.Fatalf("%s: machineadm version: %v\n%s", m.Name, err, res.Stderr)
@@ -340,6 +362,28 @@ func outsideKubeadm(spec *machineadm.MachineBootstrapConfig, r *outcomeReport, e
 		}
 	}
 	return exec - inside, own
+}
+
+// unsignedRE finds, in the wait-cluster-info phase's message, the time
+// before the signature was there (phases.UnsignedMessage).
+var unsignedRE = regexp.MustCompile(`\((\S+) ` + regexp.QuoteMeta(phases.UnsignedMessage) + `\)`)
+
+// unsignedWait is the time a join's wait-cluster-info phase spent before
+// cluster-info was signed for its token; 0 for a report without the phase
+// (an init). A phase whose message lacks it is an error: the phase's
+// message and this benchmark disagree.
+func unsignedWait(r *outcomeReport) (time.Duration, error) {
+	for _, p := range r.Phases {
+		if p.Name != phases.WaitClusterInfoName {
+			continue
+		}
+		m := unsignedRE.FindStringSubmatch(p.Message)
+		if m == nil {
+			return 0, fmt.Errorf("%s's message %q does not say how long before the signature was there", p.Name, p.Message)
+		}
+		return time.ParseDuration(m[1])
+	}
+	return 0, nil
 }
 
 // pollNodeReady sends the first time it sees the Node name Ready.

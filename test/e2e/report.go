@@ -34,6 +34,7 @@ type reportPhase struct {
 	Name       string `json:"name"`
 	Status     string `json:"status"`
 	DurationMs int64  `json:"durationMs"`
+	Message    string `json:"message"`
 }
 
 // readReport reads the outcome report a machine wrote.

@@ -307,7 +307,7 @@ func validateNode(r *Result, n *machineadm.Node, p *field.Path) {
 		}
 	}
 	validateArgs(r, n.Kubelet.ExtraArgs, p.Child("kubelet", "extraArgs"))
-	validateKubeletConfig(r, n.Kubelet.Config, p.Child("kubelet", "config"))
+	validateKubeletConfig(r, n.Kubelet.Config, n.Kubelet.ExtraArgs, p.Child("kubelet", "config"))
 }
 
 func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {

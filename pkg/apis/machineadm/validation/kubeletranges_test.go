@@ -132,8 +132,8 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "shutdownGracePeriodCriticalPods equal to the period", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 30s}`},
 	{name: "shutdownGracePeriodCriticalPods above the period", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 31s}`, want: []string{"shutdownGracePeriodCriticalPods"}},
 	{name: "shutdownGracePeriodCriticalPods 500ms", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 500ms}`, want: []string{"shutdownGracePeriodCriticalPods"}},
-	{name: "shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 30s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false}}`, want: []string{"shutdownGracePeriod"}},
-	{name: "shutdownGracePeriod 0s without its gate", cfg: `{shutdownGracePeriod: 0s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false}}`},
+	{name: "shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 30s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`, want: []string{"shutdownGracePeriod"}},
+	{name: "shutdownGracePeriod 0s without its gate", cfg: `{shutdownGracePeriod: 0s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`},
 	{name: "shutdownGracePeriodByPodPriority alone", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`},
 	{name: "shutdownGracePeriodByPodPriority with shutdownGracePeriod", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`, want: []string{"shutdownGracePeriodByPodPriority"}},
 

@@ -168,7 +168,7 @@ var kubeletRangeCases = []kubeletRangeCase{
 
 	{name: "several at once", cfg: `{maxPods: -1, healthzPort: 70000, oomScoreAdj: 5000, containerLogMaxFiles: 1, cpuCFSQuotaPeriod: 2s, eventBurst: -1, registryPullQPS: -1, kubeAPIQPS: -1}`,
 		want: []string{"containerLogMaxFiles", "cpuCFSQuotaPeriod", "eventBurst", "healthzPort", "kubeAPIQPS", "maxPods", "oomScoreAdj", "registryPullQPS"}},
-	{name: "the e2e's settings", cfg: `{failCgroupV1: false, maxPods: 50, shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 10s, imageGCHighThresholdPercent: 90, imageGCLowThresholdPercent: 70}`},
+	{name: "typical settings", cfg: `{failCgroupV1: false, maxPods: 50, shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 10s, imageGCHighThresholdPercent: 90, imageGCLowThresholdPercent: 70}`},
 }
 
 // kubeletUserNamespaceCases hold the Linux-only rule (validation_linux.go).

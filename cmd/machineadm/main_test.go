@@ -465,7 +465,7 @@ func TestKubeletRangesRefusedBeforeAnyChange(t *testing.T) {
 	fields := []string{
 		"spec.node.kubelet.config.maxPods: Invalid value: -1: must be 0 or more",
 		`spec.node.kubelet.config.cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`,
-		"spec.node.kubelet.config.imageGCLowThresholdPercent: Invalid value: 90: must be less than imageGCHighThresholdPercent (85, the kubelet's default)",
+		"spec.node.kubelet.config.imageGCLowThresholdPercent: Invalid value: 90: must be less than imageGCHighThresholdPercent (85, the kubelet's default; a join starts from the cluster's kubelet-config ConfigMap",
 	}
 	requireFields := func(what, out string, code int) {
 		t.Helper()

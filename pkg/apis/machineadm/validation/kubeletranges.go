@@ -65,7 +65,8 @@ var kubeletGateDefaults = map[string]bool{
 // changes. set is the configuration as written, kc the same decoded into
 // kubelet.config.k8s.io/v1beta1, args spec.node.kubelet.extraArgs (its
 // --feature-gates flags win over featureGates, as on the kubelet's command
-// line) and p the path of the configuration. Errors are field.Invalid at
+// line), join whether the spec's action is Join, and p the path of the
+// configuration. Errors are field.Invalid at
 // p.<jsonField> (nested fields by their JSON path) with the accepted range.
 //
 // Source: the range and cross-field checks of the kubelet's
@@ -78,7 +79,9 @@ var kubeletGateDefaults = map[string]bool{
 // the kubelet's defaults, which pass, and a zero that the kubelet's
 // v1beta1 defaulting replaces by its default is accepted as the kubelet
 // accepts it. A cross-field rule with one side set is checked against the
-// default of the other.
+// kubelet's default of the other. On a join, kubeadm's base is the
+// cluster's kubelet-config ConfigMap rather than the defaults, so such an
+// error says to give the other side in the spec when the cluster sets it.
 //
 // Checked (names are the JSON fields; "0 = default" marks a zero the
 // kubelet replaces by its default):
@@ -118,8 +121,8 @@ var kubeletGateDefaults = map[string]bool{
 // Not checked here: the kubelet's rules that are not about numbers (names,
 // policies, feature-gate names and their locks), and those that depend on
 // the machine rather than the spec (cgroup v1).
-func validateKubeletRanges(r *Result, set map[string]any, kc *kubeletv1beta1.KubeletConfiguration, args []machineadm.Arg, p *field.Path) {
-	c := kubeletRangeChecker{r: r, set: set, kc: kc, gates: kubeletFlagGates(args), p: p}
+func validateKubeletRanges(r *Result, set map[string]any, kc *kubeletv1beta1.KubeletConfiguration, args []machineadm.Arg, join bool, p *field.Path) {
+	c := kubeletRangeChecker{r: r, set: set, kc: kc, gates: kubeletFlagGates(args), join: join, p: p}
 
 	c.atLeast("eventBurst", int64(kc.EventBurst), 0, fmt.Sprintf("must be 0 or more (0 stands for the kubelet's default, %d)", kubeletDefaultEventBurst))
 	c.atLeast("registryBurst", int64(kc.RegistryBurst), 0, fmt.Sprintf("must be 0 or more (0 stands for the kubelet's default, %d)", kubeletDefaultRegistryBurst))
@@ -188,6 +191,7 @@ type kubeletRangeChecker struct {
 	set   map[string]any
 	kc    *kubeletv1beta1.KubeletConfiguration
 	gates map[string]bool // from --feature-gates flags
+	join  bool            // spec.action Join
 	p     *field.Path
 }
 
@@ -259,6 +263,11 @@ func (c *kubeletRangeChecker) gateOff(name string) string {
 func (c *kubeletRangeChecker) setOrDefault(name string, v any) string {
 	if c.isSet(name) {
 		return fmt.Sprintf("%s (%v)", name, v)
+	}
+	if c.join {
+		// kubeadm join patches the cluster's kubelet-config, not the
+		// kubelet's defaults.
+		return fmt.Sprintf("%s (%v, the kubelet's default; a join starts from the cluster's kubelet-config ConfigMap: if that sets %s, give the same value here)", name, v, name)
 	}
 	return fmt.Sprintf("%s (%v, the kubelet's default)", name, v)
 }

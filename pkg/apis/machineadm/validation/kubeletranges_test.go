@@ -21,6 +21,7 @@ type kubeletRangeCase struct {
 	name  string
 	cfg   string
 	flags []string
+	join  bool
 	want  []string
 }
 
@@ -196,7 +197,7 @@ func kubeletRangeErrors(t *testing.T, tc kubeletRangeCase) field.ErrorList {
 		args = append(args, machineadm.Arg{Name: "feature-gates", Value: f})
 	}
 	var r Result
-	validateKubeletConfig(&r, cfg, args, field.NewPath("spec", "node", "kubelet", "config"))
+	validateKubeletConfig(&r, cfg, args, tc.join, field.NewPath("spec", "node", "kubelet", "config"))
 	return r.Errors
 }
 
@@ -236,17 +237,24 @@ func TestKubeletRanges(t *testing.T) {
 // TestKubeletRangeMessages: the messages give the range, and a cross-field
 // message says whether the other side is the kubelet's default.
 func TestKubeletRangeMessages(t *testing.T) {
-	for _, tc := range []struct{ cfg, want string }{
-		{`{healthzPort: 70000}`, `spec.node.kubelet.config.healthzPort: Invalid value: 70000: must be between 1 and 65535, or 0 to turn the healthz endpoint off`},
-		{`{imageGCHighThresholdPercent: 150}`, `spec.node.kubelet.config.imageGCHighThresholdPercent: Invalid value: 150: must be between 0 and 100`},
-		{`{cpuCFSQuotaPeriod: 2s}`, `spec.node.kubelet.config.cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`},
-		{`{imageGCLowThresholdPercent: 90}`, `must be less than imageGCHighThresholdPercent (85, the kubelet's default)`},
-		{`{imageGCLowThresholdPercent: 60, imageGCHighThresholdPercent: 50}`, `must be less than imageGCHighThresholdPercent (50)`},
-		{`{shutdownGracePeriodCriticalPods: 10s}`, `must not be more than shutdownGracePeriod (0s, the kubelet's default)`},
-		{`{maxPods: -1}`, `must be 0 or more (0 stands for the kubelet's default, 110)`},
-		{`{cpuCFSQuotaPeriod: 50ms, featureGates: {CustomCPUCFSQuotaPeriod: false}}`, `while the CustomCPUCFSQuotaPeriod feature gate is off (featureGates)`},
+	for _, tc := range []struct {
+		cfg, want string
+		flags     []string
+		join      bool
+	}{
+		{`{healthzPort: 70000}`, `spec.node.kubelet.config.healthzPort: Invalid value: 70000: must be between 1 and 65535, or 0 to turn the healthz endpoint off`, nil, false},
+		{`{imageGCHighThresholdPercent: 150}`, `spec.node.kubelet.config.imageGCHighThresholdPercent: Invalid value: 150: must be between 0 and 100`, nil, false},
+		{`{cpuCFSQuotaPeriod: 2s}`, `spec.node.kubelet.config.cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`, nil, false},
+		{`{imageGCLowThresholdPercent: 90}`, `must be less than imageGCHighThresholdPercent (85, the kubelet's default)`, nil, false},
+		{`{imageGCLowThresholdPercent: 60, imageGCHighThresholdPercent: 50}`, `must be less than imageGCHighThresholdPercent (50)`, nil, false},
+		{`{shutdownGracePeriodCriticalPods: 10s}`, `must not be more than shutdownGracePeriod (0s, the kubelet's default)`, nil, false},
+		{`{maxPods: -1}`, `must be 0 or more (0 stands for the kubelet's default, 110)`, nil, false},
+		{`{cpuCFSQuotaPeriod: 50ms, featureGates: {CustomCPUCFSQuotaPeriod: false}}`, `while the CustomCPUCFSQuotaPeriod feature gate is off (featureGates)`, nil, false},
+		{`{cpuCFSQuotaPeriod: 50ms}`, `while the CustomCPUCFSQuotaPeriod feature gate is off (--feature-gates in extraArgs)`, []string{"CustomCPUCFSQuotaPeriod=false"}, false},
+		// A join's base is the cluster's kubelet-config: say how to pin the other side.
+		{`{imageGCLowThresholdPercent: 90}`, `imageGCHighThresholdPercent (85, the kubelet's default; a join starts from the cluster's kubelet-config ConfigMap: if that sets imageGCHighThresholdPercent, give the same value here)`, nil, true},
 	} {
-		errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: tc.cfg})
+		errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: tc.cfg, flags: tc.flags, join: tc.join})
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
 			t.Errorf("%s: got %v, want one error with %q", tc.cfg, errs.ToAggregate(), tc.want)
 		}

@@ -443,3 +443,67 @@ func tablePhases(t *testing.T, path string) []string {
 	}
 	return names
 }
+
+// TestKubeletRangesRefusedBeforeAnyChange: a kubelet value the kubelet
+// would refuse when it starts (validation.validateKubeletRanges) is bad
+// input: config validate, bootstrap and prepare --root exit 2 naming
+// spec.node.kubelet.config.<field>, before the work dir or the root is
+// touched; only the report is written.
+func TestKubeletRangesRefusedBeforeAnyChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	tmp := t.TempDir()
+	raw, _ := os.ReadFile("../../docs/examples/worker.yaml")
+	bad := strings.Replace(string(raw), "        failCgroupV1: false\n",
+		"        failCgroupV1: false\n        maxPods: -1\n        cpuCFSQuotaPeriod: 2s\n        imageGCLowThresholdPercent: 90\n", 1)
+	if bad == string(raw) {
+		t.Fatal("docs/examples/worker.yaml has no kubelet config to extend")
+	}
+	badPath := filepath.Join(tmp, "bad-kubelet.yaml")
+	os.WriteFile(badPath, []byte(bad), 0o600)
+	fields := []string{
+		"spec.node.kubelet.config.maxPods: Invalid value: -1: must be 0 or more",
+		`spec.node.kubelet.config.cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`,
+		"spec.node.kubelet.config.imageGCLowThresholdPercent: Invalid value: 90: must be less than imageGCHighThresholdPercent (85, the kubelet's default; a join starts from the cluster's kubelet-config ConfigMap",
+	}
+	requireFields := func(what, out string, code int) {
+		t.Helper()
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2:\n%s", what, code, out)
+		}
+		for _, f := range fields {
+			if !strings.Contains(out, f) {
+				t.Errorf("%s: output lacks %q:\n%s", what, f, out)
+			}
+		}
+	}
+	out, code := machineadm(t, "config", "validate", "-f", badPath)
+	requireFields("config validate", out, code)
+
+	rr, work := t.TempDir(), filepath.Join(tmp, "work")
+	out, code = machineadm(t, "bootstrap", "-f", badPath, "--report-root", rr, "--work-dir", work)
+	requireFields("bootstrap", out, code)
+	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	if !strings.Contains(rep.Error, "spec.node.kubelet.config.maxPods") {
+		t.Errorf("report error %q does not name spec.node.kubelet.config.maxPods", rep.Error)
+	}
+	if _, err := os.Stat(work); err == nil {
+		t.Error("bootstrap created its work dir for a kubelet config the kubelet refuses")
+	}
+
+	root := t.TempDir()
+	out, code = machineadm(t, "prepare", "-f", badPath, "--root", root)
+	requireFields("prepare --root", out, code)
+	var written []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			written = append(written, rel)
+		}
+		return nil
+	})
+	if len(written) > 0 && !slices.Equal(written, []string{"var/lib/machineadm/report.json"}) {
+		t.Errorf("prepare --root wrote %q for an invalid spec, want at most its report", written)
+	}
+}

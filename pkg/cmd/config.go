@@ -24,7 +24,10 @@ func newConfigValidateCommand(o *options) *cobra.Command {
 		Use:   "validate -f SPEC",
 		Short: "Check a machine spec; print every problem with its field path",
 		Long: `Decodes the spec strictly (unknown, duplicate and mistyped fields are errors),
-applies defaults and validates it, then has the embedded kubeadm validate the
+applies defaults and validates it — the numbers and durations of
+spec.node.kubelet.config included, against the ranges the kubelet accepts
+when it starts (maxPods -1, healthzPort 70000 or cpuCFSQuotaPeriod 2s are
+errors at their field) — then has the embedded kubeadm validate the
 configuration derived from it (with placeholder secrets), so that what
 kubeadm would refuse — a Kubernetes version it cannot deploy, an unknown
 feature gate — is found here. Every error is printed, one per line as

@@ -361,9 +361,14 @@ type Kubelet struct {
 	// nodeRegistration.kubeletExtraArgs.
 	ExtraArgs []Arg `json:"extraArgs,omitempty"`
 	// Config is a partial KubeletConfiguration (kubelet.config.k8s.io/v1beta1)
-	// merged over kubeadm's defaults with a strategic merge patch, for
-	// example {"failCgroupV1": false, "maxPods": 50}. Field names are the
-	// KubeletConfiguration's; unknown names are errors.
+	// merged over kubeadm's defaults with a JSON merge patch, for example
+	// {"failCgroupV1": false, "maxPods": 50}. Field names are the
+	// KubeletConfiguration's; unknown names and wrong types are errors.
+	// Numbers and durations must be in the range the kubelet accepts
+	// (for example maxPods not negative, healthzPort 0–65535,
+	// cpuCFSQuotaPeriod 1ms–1s, imageGCLowThresholdPercent below
+	// imageGCHighThresholdPercent, whose default is 85): the kubelet's own
+	// range checks, with its defaults for the fields left out.
 	Config map[string]any `json:"config,omitempty"`
 }
 

@@ -206,8 +206,11 @@ func validateLabels(r *Result, labels map[string]string, p *field.Path) {
 
 // validateKubeletConfig decodes the partial KubeletConfiguration strictly
 // so that misspelled or mistyped kubelet fields are reported by path, for
-// example spec.node.kubelet.config.maxPod.
-func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
+// example spec.node.kubelet.config.maxPod, then checks its numbers and
+// durations against the kubelet's ranges (validateKubeletRanges; args are
+// spec.node.kubelet.extraArgs, for their --feature-gates; join is true
+// for spec.action Join).
+func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg, join bool, p *field.Path) {
 	if len(cfg) == 0 {
 		return
 	}
@@ -252,6 +255,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, p *field.Path) {
 			r.Errors = append(r.Errors, field.Invalid(fp, field.OmitValueType{}, "not a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) field"))
 		}
 	}
+	validateKubeletRanges(r, cfg, &kc, args, join, p)
 }
 
 var (

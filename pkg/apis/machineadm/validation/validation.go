@@ -107,7 +107,7 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	if s.Join != nil {
 		validateJoin(&r, s.Join, p.Child("join"))
 	}
-	validateNode(&r, &s.Node, p.Child("node"))
+	validateNode(&r, &s.Node, s.Action == machineadm.ActionJoin, p.Child("node"))
 	validateHost(&r, s, p.Child("host"))
 	validateHostPrep(&r, s, p.Child("host"))
 	if s.Host.DomainJoin != nil {
@@ -277,7 +277,7 @@ func validateJoin(r *Result, j *machineadm.Join, p *field.Path) {
 	validateDuration(r, j.Timeout, false, p.Child("timeout"))
 }
 
-func validateNode(r *Result, n *machineadm.Node, p *field.Path) {
+func validateNode(r *Result, n *machineadm.Node, join bool, p *field.Path) {
 	if n.Name != "" {
 		if msg := dns1123Subdomain(n.Name); msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("name"), n.Name, msg))
@@ -307,7 +307,7 @@ func validateNode(r *Result, n *machineadm.Node, p *field.Path) {
 		}
 	}
 	validateArgs(r, n.Kubelet.ExtraArgs, p.Child("kubelet", "extraArgs"))
-	validateKubeletConfig(r, n.Kubelet.Config, p.Child("kubelet", "config"))
+	validateKubeletConfig(r, n.Kubelet.Config, n.Kubelet.ExtraArgs, join, p.Child("kubelet", "config"))
 }
 
 func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {

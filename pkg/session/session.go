@@ -1,11 +1,12 @@
 // Package session is one run of a machineadm workflow (bootstrap,
-// prepare, and later commands that change a host): it reads the spec
-// source, builds the redactor from the spec's secrets, records the run in
-// the outcome report through its writers (with the dry-run policy: a dry
-// run reports into its own directory, never to the console, sentinel or
-// URL), watches SIGTERM/SIGINT, classifies failures that happen outside a
-// phase, runs the workflow of pkg/phases with a console observer, and maps
-// errors to exit codes. pkg/cmd only parses flags and calls Run.
+// prepare, and later commands that change a host): it holds the run lock
+// (one real run at a time on a host, lock.go), reads the spec source,
+// builds the redactor from the spec's secrets, records the run in the
+// outcome report through its writers (with the dry-run policy: a dry run
+// reports into its own directory, never to the console, sentinel or URL),
+// watches SIGTERM/SIGINT, classifies failures that happen outside a phase,
+// runs the workflow of pkg/phases with a console observer, and maps errors
+// to exit codes. pkg/cmd only parses flags and calls Run.
 package session
 
 import (

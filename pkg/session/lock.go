@@ -47,8 +47,14 @@ const (
 	lockInfoWait  = 50 * time.Millisecond
 )
 
-// errLockLink is a symbolic link (or a reparse point) at the lock's path.
-var errLockLink = errors.New("a symbolic link, not followed")
+// errNotOwnLock marks what is at the lock's path and is not a lock file
+// machineadm would have made: a symbolic link, a directory, a FIFO, a
+// file with more than one link. errLockLink is the symbolic link (or a
+// Windows reparse point).
+var (
+	errNotOwnLock = errors.New("not machineadm's lock file")
+	errLockLink   = fmt.Errorf("%w: a symbolic link, not followed", errNotOwnLock)
+)
 
 // LockInfo is what a run lock's file says about its holder.
 type LockInfo struct {
@@ -170,7 +176,10 @@ func acquireLock(dir string, create bool, info LockInfo) (*runLock, error) {
 		if !create && errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("run lock %s: %w; remove it and run again", path, err)
+		if errors.Is(err, errNotOwnLock) {
+			return nil, fmt.Errorf("run lock %s: %w; remove it and run again", path, err)
+		}
+		return nil, fmt.Errorf("run lock %s: %w", path, err)
 	}
 	held, err := tryLock(f)
 	if err != nil {

@@ -36,11 +36,11 @@ func openLockFile(path string, create bool) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("not a regular file (mode %#o)", st.Mode&unix.S_IFMT)
+		return nil, fmt.Errorf("%w: not a regular file (mode %#o)", errNotOwnLock, st.Mode&unix.S_IFMT)
 	}
 	if st.Nlink != 1 {
 		_ = unix.Close(fd)
-		return nil, fmt.Errorf("a file with %d hard links, not machineadm's own", st.Nlink)
+		return nil, fmt.Errorf("%w: a file with %d hard links", errNotOwnLock, st.Nlink)
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		_ = unix.Close(fd)

@@ -397,7 +397,7 @@ func TestLockRefusesLinks(t *testing.T) {
 				if kind == "hardlink" {
 					want = "hard links"
 				}
-				if ExitCode(err) != ExitFailed || !strings.Contains(fmt.Sprint(err), want) || !strings.Contains(fmt.Sprint(err), filepath.Join(work, LockFileName)) {
+				if ExitCode(err) != ExitFailed || !strings.Contains(fmt.Sprint(err), want) || !strings.Contains(fmt.Sprint(err), "remove it and run again") || !strings.Contains(fmt.Sprint(err), filepath.Join(work, LockFileName)) {
 					t.Errorf("%s: exit %d: %v\nwant exit 1 naming the lock file and %q", o.Command, ExitCode(err), err, want)
 				}
 				if out != "" {

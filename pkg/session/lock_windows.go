@@ -45,10 +45,10 @@ func openLockFile(path string, create bool) (*os.File, error) {
 		return nil, errLockLink
 	case fi.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0:
 		_ = windows.CloseHandle(h)
-		return nil, errors.New("a directory, not a file")
+		return nil, fmt.Errorf("%w: a directory", errNotOwnLock)
 	case fi.NumberOfLinks > 1:
 		_ = windows.CloseHandle(h)
-		return nil, fmt.Errorf("a file with %d hard links, not machineadm's own", fi.NumberOfLinks)
+		return nil, fmt.Errorf("%w: a file with %d hard links", errNotOwnLock, fi.NumberOfLinks)
 	}
 	return os.NewFile(uintptr(h), path), nil
 }

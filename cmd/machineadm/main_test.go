@@ -256,13 +256,13 @@ func TestExitCodes(t *testing.T) {
 	raw, _ := os.ReadFile("../../docs/examples/worker.yaml")
 	os.WriteFile(bad, append(raw, []byte("  colour: blue\n")...), 0o600)
 	reportRoot := t.TempDir()
-	out, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", reportRoot)
+	out, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", reportRoot, "--work-dir", filepath.Join(tmp, "work"))
 	if code != 2 || !strings.Contains(out, "spec.colour") {
 		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
 	}
 	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
 	reportRoot = t.TempDir()
-	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase", "--report-root", reportRoot)
+	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase", "--report-root", reportRoot, "--work-dir", filepath.Join(tmp, "work"))
 	if !strings.Contains(out, "no-such-phase") {
 		t.Errorf("unknown phase not named:\n%s", out)
 	}
@@ -279,7 +279,7 @@ func TestExitCodes(t *testing.T) {
 	// class PayloadUnavailable and exit code 1; a dry run fails the same
 	// way (TestDryRunFailsOnMissingInputs in pkg/cmd).
 	reportRoot = t.TempDir()
-	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml", "--report-root", reportRoot)
+	out, code = machineadm(t, "bootstrap", "phase", "kubeadm-config", "-f", "../../docs/examples/worker.yaml", "--report-root", reportRoot, "--work-dir", filepath.Join(tmp, "work"))
 	if code != 1 || !strings.Contains(out, "PayloadUnavailable") {
 		t.Errorf("missing token file: exit %d, output:\n%s", code, out)
 	}
@@ -357,7 +357,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	}
 
 	rr = t.TempDir()
-	if out, code = machineadm(t, "bootstrap", "-f", filepath.Join(tmp, "missing.yaml"), "--report-root", rr); code != 2 {
+	if out, code = machineadm(t, "bootstrap", "-f", filepath.Join(tmp, "missing.yaml"), "--report-root", rr, "--work-dir", filepath.Join(tmp, "w3")); code != 2 {
 		t.Errorf("missing spec: exit %d:\n%s", code, out)
 	}
 	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)

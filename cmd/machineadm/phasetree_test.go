@@ -191,10 +191,11 @@ func TestTypoKeepsTheLastReport(t *testing.T) {
 		t.Skip("needs root for unshare --net")
 	}
 	rr := t.TempDir()
+	work := filepath.Join(t.TempDir(), "work")
 	// A recorded run: an invalid spec is recorded (exit 2) like any run.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec: {role: Nope}\n"), 0o600)
-	if _, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", rr); code != 2 {
+	if _, code := machineadm(t, "bootstrap", "-f", bad, "--report-root", rr, "--work-dir", work); code != 2 {
 		t.Fatalf("invalid spec: exit %d", code)
 	}
 	path := filepath.Join(rr, "var/lib/machineadm/report.json")
@@ -203,7 +204,7 @@ func TestTypoKeepsTheLastReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		out, code := machineadm(t, "bootstrap", "phase", "no-such-phase", "-f", "../../docs/examples/worker.yaml", "--report-root", rr)
+		out, code := machineadm(t, "bootstrap", "phase", "no-such-phase", "-f", "../../docs/examples/worker.yaml", "--report-root", rr, "--work-dir", work)
 		if code != 2 || !strings.Contains(out, "no-such-phase") {
 			t.Fatalf("typo: exit %d:\n%s", code, out)
 		}

@@ -99,6 +99,7 @@ if ($SpecGzipBase64) {
 # Setup does it when this runs in its specialize pass), the task runs
 # bootstrap again, which resumes after the join, and the task removes
 # itself once bootstrap succeeds. At most 3 reboots are made.
+# Exit code 3: another run holds machineadm's lock; the report is its own.
 $resume = Join-Path $specDir 'resume.ps1'
 $body = @'
 param([switch]$NoReboot)
@@ -109,6 +110,7 @@ $Count = Join-Path (Split-Path -Parent $Spec) 'reboots'
 Write-Host "machineadm-stub: running $Agent bootstrap -f $Spec"
 & $Agent bootstrap -f $Spec
 $code = $LASTEXITCODE
+if ($code -eq 3) { Write-Host 'machineadm-stub: another machineadm run is in progress (exit 3)'; exit $code }
 if ($code -eq 0) {
 	Unregister-ScheduledTask -TaskName 'machineadm-bootstrap' -Confirm:$false -ErrorAction SilentlyContinue
 	exit 0

@@ -77,8 +77,14 @@ the same inputs as a real run: a missing secret file or CA set fails it in
 inputs-check, naming the field, with exit code 1. A join's dry run contacts
 no cluster (kubeadm uses a stand-in cluster-info).
 
+One run at a time: a real run (not --dry-run) holds the lock
+/var/lib/machineadm/lock (in --work-dir) while it runs; a second bootstrap or
+prepare meanwhile does nothing, writes nothing and exits 3, naming the
+holder's process ID and command.
+
 Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec
-or usage (nothing was changed).`,
+or usage (nothing was changed), 3 busy: another machineadm run holds the lock
+(nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return session.Run(cmd.Context(), f.options(o, cmd, ""))
@@ -98,7 +104,12 @@ func newBootstrapPhaseCommand(o *options) *cobra.Command {
 sub-phases indented under their parents. With NAME (a full name such as
 control-plane/apiserver, or a parent such as certs), runs just that phase and
 its sub-phases; kubeadm phases prepare the kubeadm configuration first. The
-state file is neither consulted nor completed.`,
+state file is neither consulted nor completed. It takes the same lock as
+bootstrap.
+
+Exit codes: 0 success, 1 the phase failed (see the report), 2 invalid spec or
+usage (nothing was changed), 3 busy: another machineadm run holds the lock
+(nothing was done).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("at most one phase name, got %q", args)

@@ -46,8 +46,13 @@ value set, no service restarted). --dry-run prints the plan, with a unified
 diff per file (contents of files that are not world-readable are hidden),
 and changes nothing.
 
+A real run holds the lock /var/lib/machineadm/lock (under --root DIR for an
+image) while it runs; a second prepare or bootstrap meanwhile does nothing,
+writes nothing and exits 3. A dry run takes no lock.
+
 Exit codes: 0 success, 1 a phase failed (its class and hint are printed),
-2 invalid spec or usage (nothing was changed).`,
+2 invalid spec or usage (nothing was changed), 3 busy: another machineadm
+run holds the lock (nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := checkRoot(f.root)

@@ -236,9 +236,10 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", s, errOut)
 		}
 	}
-	// The run started, so it kept its log beside the report; nothing else.
-	if got := listFiles(t, root); !slices.Equal(got, []string{"/payload", "/var/lib/machineadm/" + session.LogFileName}) {
-		t.Errorf("files written besides the payload and the run's log: %v", got)
+	// The run started, so it kept its log beside the report, and its run
+	// lock (empty once released); nothing else.
+	if got := listFiles(t, root); !slices.Equal(got, []string{"/payload", "/var/lib/machineadm/" + session.LockFileName, "/var/lib/machineadm/" + session.LogFileName}) {
+		t.Errorf("files written besides the payload, the run's lock and its log: %v", got)
 	}
 	requireFailedReport(t, root, report.ClassVerificationFailed)
 }

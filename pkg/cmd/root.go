@@ -1,6 +1,7 @@
 // Package cmd builds machineadm's command tree (cobra) and maps errors to
 // exit codes: 0 success, 1 the bootstrap (or another action) ran and
-// failed, 2 bad input (usage or an invalid spec) with nothing changed.
+// failed, 2 bad input (usage or an invalid spec) with nothing changed, 3
+// another bootstrap or prepare holds the run lock, nothing done.
 package cmd
 
 import (
@@ -21,6 +22,7 @@ const (
 	ExitOK       = session.ExitOK
 	ExitFailed   = session.ExitFailed
 	ExitBadInput = session.ExitBadInput
+	ExitBusy     = session.ExitBusy
 )
 
 // UsageError marks bad command-line usage; it maps to exit code 2.
@@ -59,7 +61,8 @@ log file of bootstrap and prepare (` + session.LogFileName + ` beside the outcom
 report, with kubeadm's full output), or to standard error with --log-level.
 
 Exit codes: 0 success; 1 the run failed (see the report); 2 bad input
-(usage or an invalid spec) and nothing on the host was changed.`,
+(usage or an invalid spec) and nothing on the host was changed; 3 (bootstrap,
+prepare) another machineadm run holds the lock on this host, nothing was done.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -18,6 +18,9 @@ const (
 	ExitFailed = 1
 	// ExitBadInput means bad usage or an invalid spec; nothing was changed.
 	ExitBadInput = 2
+	// ExitBusy means another machineadm run holds the run lock of the same
+	// work directory (*BusyError); nothing was done and nothing written.
+	ExitBusy = 3
 )
 
 // UsageError marks bad command-line usage; it maps to exit code 2.
@@ -32,15 +35,18 @@ func Usagef(format string, args ...any) error {
 }
 
 // ExitCode maps an error returned by a command to the process exit code:
-// nil is 0, a *UsageError, an invalid spec (spec.IsInvalidSpec) or a run
-// that failed with class InvalidSpec (found by a check before any change)
-// is 2, anything else 1.
+// nil is 0, a *BusyError 3, a *UsageError, an invalid spec
+// (spec.IsInvalidSpec) or a run that failed with class InvalidSpec (found
+// by a check before any change) is 2, anything else 1.
 func ExitCode(err error) int {
 	var ue *UsageError
 	var rf *RunFailedError
+	var be *BusyError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &be):
+		return ExitBusy
 	case errors.As(err, &ue), spec.IsInvalidSpec(err):
 		return ExitBadInput
 	case errors.As(err, &rf) && rf.Class == errclass.InvalidSpec:

@@ -1,11 +1,12 @@
 // Package session is one run of a machineadm workflow (bootstrap,
-// prepare, and later commands that change a host): it reads the spec
-// source, builds the redactor from the spec's secrets, records the run in
-// the outcome report through its writers (with the dry-run policy: a dry
-// run reports into its own directory, never to the console, sentinel or
-// URL), watches SIGTERM/SIGINT, classifies failures that happen outside a
-// phase, runs the workflow of pkg/phases with a console observer, and maps
-// errors to exit codes. pkg/cmd only parses flags and calls Run.
+// prepare, and later commands that change a host): it holds the run lock
+// (one real run at a time on a host, lock.go), reads the spec source,
+// builds the redactor from the spec's secrets, records the run in the
+// outcome report through its writers (with the dry-run policy: a dry run
+// reports into its own directory, never to the console, sentinel or URL),
+// watches SIGTERM/SIGINT, classifies failures that happen outside a phase,
+// runs the workflow of pkg/phases with a console observer, and maps errors
+// to exit codes. pkg/cmd only parses flags and calls Run.
 package session
 
 import (
@@ -95,6 +96,14 @@ func Workflow(command Command, cfg *machineadm.MachineBootstrapConfig) *phases.W
 // InvalidSpec and returned for exit code 2, with nothing changed; a failed
 // phase returns a *RunFailedError (exit code 1) after the report was
 // written.
+//
+// A real run holds the run lock of its work directory (LockFileName) from
+// before it records anything until it returns; when another run holds it,
+// Run returns a *BusyError (exit code 3) having done and written nothing.
+// A lock that cannot be taken (a symbolic link at its path, an unwritable
+// directory) is an error (exit code 1), also with nothing written. A dry
+// run takes no lock. Usage errors found before the spec is read (no -f,
+// --dry-run-dir without --dry-run) are returned before the lock.
 func Run(ctx context.Context, o Options) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -144,22 +153,35 @@ func Run(ctx context.Context, o Options) (err error) {
 			_, loadErr = kubeadm.CheckSpec(cfg, o.SpecFile)
 		}
 	}
+	var w *phases.Workflow
+	badInput := loadErr
+	if badInput == nil {
+		w = Workflow(o.Command, cfg)
+		badInput = checkPhaseNames(w, o)
+	}
+	// The run lock, before anything is recorded (lock.go). A run with bad
+	// input creates no lock file: it changes nothing but its report.
+	if !o.DryRun {
+		dir, err := lockDir(o, workDir)
+		if err != nil {
+			return fmt.Errorf("run lock: %w", err)
+		}
+		lock, err := acquireLock(dir, badInput == nil, LockInfo{PID: os.Getpid(), Command: lockCommand(o)})
+		if err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 	rec := startRecord(o, cfg, reportRoot)
 	defer func() { rec.footer(o, cfg, workDir, err) }()
 	if loadErr != nil {
 		return rec.invalid(loadErr)
 	}
-	for _, w := range l.Warnings {
-		rec.log.Warn("spec warning", "field", w.Field, "message", w.Message)
+	for _, warn := range l.Warnings {
+		rec.log.Warn("spec warning", "field", warn.Field, "message", warn.Message)
 	}
-	w := Workflow(o.Command, cfg)
-	if err := w.CheckNames(o.Skip); err != nil {
-		return rec.invalid(&UsageError{Err: fmt.Errorf("--skip-phases: %w", err)})
-	}
-	if o.Only != "" {
-		if err := w.CheckNames([]string{o.Only}); err != nil {
-			return rec.invalid(&UsageError{Err: err})
-		}
+	if badInput != nil {
+		return rec.invalid(badInput)
 	}
 	if o.Command == Bootstrap && !o.DryRun {
 		if err := version.CheckStamped(); err != nil {
@@ -186,6 +208,20 @@ func Run(ctx context.Context, o Options) (err error) {
 	d.KubeadmOutput, outputDone = rec.kubeadmOutput()
 	defer outputDone()
 	return rec.workflow(ctx, w, d, phases.RunOptions{Skip: o.Skip, Only: o.Only})
+}
+
+// checkPhaseNames checks the phase names of --skip-phases and of
+// `bootstrap phase NAME` against w: an unknown one is a *UsageError.
+func checkPhaseNames(w *phases.Workflow, o Options) error {
+	if err := w.CheckNames(o.Skip); err != nil {
+		return &UsageError{Err: fmt.Errorf("--skip-phases: %w", err)}
+	}
+	if o.Only != "" {
+		if err := w.CheckNames([]string{o.Only}); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+	return nil
 }
 
 // hostEnv is where the host steps run: the machine's root, its service

@@ -235,11 +235,16 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 	var kc kubeletv1beta1.KubeletConfiguration
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &kc)
 	if err != nil {
-		if m := kubeletTypeRE.FindStringSubmatch(err.Error()); m != nil {
-			r.Errors = append(r.Errors, field.TypeInvalid(DottedPath(p, m[2]), field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
-			return
+		// The decoder stops at the first problem, and names no path for
+		// a value its type cannot read (a duration, a quantity): find
+		// each one.
+		for _, pr := range kubeletDecodeProblems(cfg, p, err) {
+			if m := kubeletTypeRE.FindStringSubmatch(pr.err.Error()); m != nil {
+				r.Errors = append(r.Errors, field.TypeInvalid(pr.path, field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
+			} else {
+				r.Errors = append(r.Errors, field.Invalid(pr.path, field.OmitValueType{}, kubeletValueFormat(pr.t)+": "+pr.err.Error()))
+			}
 		}
-		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "not a KubeletConfiguration: "+err.Error()))
 		return
 	}
 	for _, e := range strictErrs {

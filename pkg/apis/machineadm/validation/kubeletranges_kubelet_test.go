@@ -54,6 +54,25 @@ var (
 // kubelet's command adds).
 func kubeletValidate(t *testing.T, tc kubeletRangeCase) []error {
 	t.Helper()
+	kc, err := kubeletLoad(t, tc)
+	if err != nil {
+		t.Fatalf("the kubelet cannot load %s: %v", tc.cfg, err)
+	}
+	verr := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultMutableFeatureGate.DeepCopy())
+	if verr == nil {
+		return nil
+	}
+	var agg utilerrors.Aggregate
+	if errors.As(verr, &agg) {
+		return agg.Errors()
+	}
+	return []error{verr}
+}
+
+// kubeletLoad decodes the case as the kubelet loads its --config (see
+// kubeletValidate) and returns the configuration or the loader's error.
+func kubeletLoad(t *testing.T, tc kubeletRangeCase) (kc *kubeletconfig.KubeletConfiguration, err error) {
+	t.Helper()
 	kubeletOnce.Do(func() {
 		// The kubelet's gate logs a warning for each GA gate a case sets.
 		klog.LogToStderr(false)
@@ -102,27 +121,12 @@ func kubeletValidate(t *testing.T, tc kubeletRangeCase) []error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kc *kubeletconfig.KubeletConfiguration
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("the kubelet's defaulting refuses %s: %v", tc.cfg, r)
-			}
-		}()
-		kc, err = kubeletcodec.DecodeKubeletConfiguration(context.Background(), kubeletCodecs, data)
+	defer func() {
+		if r := recover(); r != nil {
+			kc, err = nil, fmt.Errorf("the kubelet's defaulting refuses it: %v", r)
+		}
 	}()
-	if err != nil {
-		t.Fatalf("the kubelet cannot load %s: %v", tc.cfg, err)
-	}
-	verr := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultMutableFeatureGate.DeepCopy())
-	if verr == nil {
-		return nil
-	}
-	var agg utilerrors.Aggregate
-	if errors.As(verr, &agg) {
-		return agg.Errors()
-	}
-	return []error{verr}
+	return kubeletcodec.DecodeKubeletConfiguration(context.Background(), kubeletCodecs, data)
 }
 
 func kubeletFlagGatesOf(v string) map[string]bool {
@@ -289,5 +293,17 @@ func TestAgentDoesNotLinkTheKubeletValidation(t *testing.T) {
 				t.Errorf("%s: cmd/machineadm links %s; check the kubelet's ranges in pkg/apis/machineadm/validation instead", platform, p)
 			}
 		}
+	}
+}
+
+// TestKubeletUnreadableValuesMatchTheKubelet: the kubelet cannot load
+// any of the configurations machineadm reports as unreadable.
+func TestKubeletUnreadableValuesMatchTheKubelet(t *testing.T) {
+	for _, tc := range kubeletUnreadableCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := kubeletLoad(t, tc); err == nil {
+				t.Errorf("%s: the kubelet loads it, machineadm refuses %q", tc.cfg, tc.want)
+			}
+		})
 	}
 }

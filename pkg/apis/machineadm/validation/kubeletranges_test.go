@@ -292,3 +292,42 @@ func TestKubeletFlagGates(t *testing.T) {
 		t.Error("no flags: want no gates")
 	}
 }
+
+// kubeletUnreadableCases are values the kubelet's decoder refuses: each
+// must be reported at its own path (the decoder names none for a
+// duration or a quantity it cannot read, and stops at the first problem).
+// TestKubeletUnreadableValuesMatchTheKubelet has the kubelet load each.
+var kubeletUnreadableCases = []kubeletRangeCase{
+	{name: "duration overflow", cfg: `{imageMaximumGCAge: 1h1000000000h}`, want: []string{"imageMaximumGCAge"}},
+	{name: "duration with a space", cfg: `{imageMinimumGCAge: "5 min"}`, want: []string{"imageMinimumGCAge"}},
+	{name: "three at once", cfg: `{imageMinimumGCAge: "5 min", logging: {flushFrequency: x}, maxPods: many}`, want: []string{"imageMinimumGCAge", "logging.flushFrequency", "maxPods"}},
+	{name: "nested duration in days", cfg: `{crashLoopBackOff: {maxContainerRestartPeriod: 1d}}`, want: []string{"crashLoopBackOff.maxContainerRestartPeriod"}},
+	{name: "quantity in a list", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}, {numaNode: 1, limits: {memory: lots}}]}`, want: []string{"reservedMemory[1].limits[memory]"}},
+	{name: "number in a map of strings", cfg: `{kubeReserved: {cpu: -1}, evictionHard: {memory.available: 100Mi}}`, want: []string{"kubeReserved[cpu]"}},
+	{name: "string in a list element", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 1, shutdownGracePeriodSeconds: 10}, {priority: x}]}`, want: []string{"shutdownGracePeriodByPodPriority[1].priority"}},
+}
+
+// TestKubeletUnreadableValues: every value the decoder refuses is an
+// error at its own field, with what the field must look like.
+func TestKubeletUnreadableValues(t *testing.T) {
+	for _, tc := range kubeletUnreadableCases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := kubeletRangeErrors(t, tc)
+			var got []string
+			for _, e := range errs {
+				rel, ok := strings.CutPrefix(e.Field, kubeletConfigTestPath+".")
+				if !ok || e.Detail == "" {
+					t.Errorf("error %v: want one below %s with a message", e, kubeletConfigTestPath)
+				}
+				got = append(got, rel)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: errors at %q, want %q\n%v", tc.cfg, got, tc.want, errs.ToAggregate())
+			}
+		})
+	}
+	errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: `{imageMaximumGCAge: 1h1000000000h}`})
+	if want := `must be a duration such as 30s`; len(errs) != 1 || !strings.Contains(errs[0].Detail, want) {
+		t.Errorf("unreadable duration: %v, want a message with %q", errs.ToAggregate(), want)
+	}
+}

@@ -145,3 +145,45 @@ func kubeletValueFormat(t reflect.Type) string {
 	}
 	return "must be a value the kubelet can read"
 }
+
+// kubeletUnknownNullFields returns the paths of the null members of cfg
+// that name no KubeletConfiguration field (at any depth: a struct's
+// unknown member; map keys are free). The strict decoder never sees them,
+// as the configuration is decoded without its null members.
+func kubeletUnknownNullFields(p *field.Path, cfg map[string]any) []*field.Path {
+	var out []*field.Path
+	var walk func(p *field.Path, t reflect.Type, v any)
+	walk = func(p *field.Path, t reflect.Type, v any) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
+			return
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			m, _ := v.(map[string]any)
+			for _, k := range sortedKeys(m) {
+				ft, ok := jsonFieldType(t, k)
+				switch {
+				case !ok && m[k] == nil:
+					out = append(out, p.Child(k))
+				case ok:
+					walk(p.Child(k), ft, m[k])
+				}
+			}
+		case reflect.Map:
+			m, _ := v.(map[string]any)
+			for _, k := range sortedKeys(m) {
+				walk(p.Key(k), t.Elem(), m[k])
+			}
+		case reflect.Slice:
+			l, _ := v.([]any)
+			for i, e := range l {
+				walk(p.Index(i), t.Elem(), e)
+			}
+		}
+	}
+	walk(p, reflect.TypeFor[kubeletv1beta1.KubeletConfiguration](), cfg)
+	return out
+}

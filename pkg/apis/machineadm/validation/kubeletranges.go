@@ -63,7 +63,8 @@ var kubeletGateDefaults = map[string]bool{
 // kubelet accepts, so that a value the kubelet would refuse when it starts
 // (after kubeadm and the host phases ran) is bad input before anything
 // changes. set is the configuration as written, kc the same decoded into
-// kubelet.config.k8s.io/v1beta1, args spec.node.kubelet.extraArgs (its
+// kubelet.config.k8s.io/v1beta1 without its null members (the merge patch
+// removes those fields), args spec.node.kubelet.extraArgs (its
 // --feature-gates flags win over featureGates, as on the kubelet's command
 // line), join whether the spec's action is Join, and p the path of the
 // configuration. Errors are field.Invalid at

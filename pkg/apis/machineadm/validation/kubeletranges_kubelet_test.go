@@ -21,6 +21,7 @@ import (
 	"sync"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,7 +46,8 @@ var (
 )
 
 // kubeletValidate builds the configuration the kubelet would load from
-// the case (the kubelet's v1beta1 defaults with the case's fields, its
+// the case (the case applied as a JSON merge patch as kubeadm applies
+// it, then the kubelet's v1beta1 defaults, its
 // --feature-gates flags over featureGates as on the kubelet's command
 // line), decoded and converted to the internal type with the kubelet's
 // scheme as it loads --config, and returns what the kubelet's
@@ -90,6 +92,22 @@ func kubeletLoad(t *testing.T, tc kubeletRangeCase) (kc *kubeletconfig.KubeletCo
 		if err := yaml.Unmarshal([]byte(tc.cfg), &cfg); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// kubeadm applies spec.node.kubelet.config as a JSON merge patch, with
+	// this library, over its defaults (no number the checks read but
+	// healthzPort, whose default is the kubelet's): over an empty document
+	// here.
+	patch, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := jsonpatch.MergePatch([]byte("{}"), patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = map[string]any{}
+	if err := json.Unmarshal(merged, &cfg); err != nil {
+		t.Fatal(err)
 	}
 	gates := kubeletFlagGates(nil)
 	for _, f := range tc.flags {

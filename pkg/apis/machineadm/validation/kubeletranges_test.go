@@ -167,6 +167,13 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "reservedMemory zero", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 0}}]}`, want: []string{"reservedMemory[0].limits[memory]"}},
 	{name: "reservedMemory 1Gi", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]}`},
 
+	// kubeadm applies the configuration as a JSON merge patch: a null
+	// member removes the field, which then has the kubelet's default.
+	{name: "a null gate is the gate's default", cfg: `{featureGates: {MemoryQoS: null}, memoryThrottlingFactor: 0.5}`},
+	{name: "a null gate beside one turned off", cfg: `{featureGates: {MemoryQoS: false, CustomCPUCFSQuotaPeriod: null}, memoryThrottlingFactor: 0.5, cpuCFSQuotaPeriod: 50ms}`, want: []string{"memoryThrottlingFactor"}},
+	{name: "null fields are the defaults", cfg: `{maxPods: null, imageGCHighThresholdPercent: null, imageGCLowThresholdPercent: 84, shutdownGracePeriod: null, logging: {flushFrequency: null}}`},
+	{name: "a null reservedMemory limit is no limit", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: null, hugepages-2Mi: 0}}]}`, want: []string{"reservedMemory[0].limits[hugepages-2Mi]"}},
+
 	{name: "several at once", cfg: `{maxPods: -1, healthzPort: 70000, oomScoreAdj: 5000, containerLogMaxFiles: 1, cpuCFSQuotaPeriod: 2s, eventBurst: -1, registryPullQPS: -1, kubeAPIQPS: -1}`,
 		want: []string{"containerLogMaxFiles", "cpuCFSQuotaPeriod", "eventBurst", "healthzPort", "kubeAPIQPS", "maxPods", "oomScoreAdj", "registryPullQPS"}},
 	{name: "typical settings", cfg: `{failCgroupV1: false, maxPods: 50, shutdownGracePeriod: 30s, shutdownGracePeriodCriticalPods: 10s, imageGCHighThresholdPercent: 90, imageGCLowThresholdPercent: 70}`},
@@ -276,6 +283,16 @@ func TestKubeletRangesAfterStrictDecoding(t *testing.T) {
 	}
 	if !slices.Equal(paths, []string{kubeletConfigTestPath + ".maxPod", kubeletConfigTestPath + ".maxPods"}) {
 		t.Errorf("unknown maxPod and maxPods -1: %v", errs.ToAggregate())
+	}
+	// A null member is left out of the decoding (the merge patch removes
+	// the field), but a misspelled one is still reported.
+	errs = kubeletRangeErrors(t, kubeletRangeCase{cfg: `{maxPod: null, logging: {formatt: null, format: null}, reservedMemory: [{numaNod: null}], evictionHard: {memory.available: null}, maxPods: -1}`})
+	paths = nil
+	for _, e := range errs {
+		paths = append(paths, e.Field)
+	}
+	if want := []string{kubeletConfigTestPath + ".logging.formatt", kubeletConfigTestPath + ".maxPod", kubeletConfigTestPath + ".reservedMemory[0].numaNod", kubeletConfigTestPath + ".maxPods"}; !slices.Equal(paths, want) {
+		t.Errorf("null members: errors at %q, want %q: %v", paths, want, errs.ToAggregate())
 	}
 }
 

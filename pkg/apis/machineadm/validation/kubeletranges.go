@@ -103,9 +103,9 @@ var kubeletGateDefaults = map[string]bool{
 //     negative and, when above 0, above imageMinimumGCAge;
 //   - with the GracefulNodeShutdown gate, shutdownGracePeriod and
 //     shutdownGracePeriodCriticalPods 0 or at least 1s, the second not
-//     above the first; without it, neither above 0; with
-//     GracefulNodeShutdownBasedOnPodPriority, shutdownGracePeriodByPodPriority
-//     not together with either;
+//     above the first; without it, neither above 0;
+//     shutdownGracePeriodByPodPriority only with
+//     GracefulNodeShutdownBasedOnPodPriority, and not together with either;
 //   - crashLoopBackOff.maxContainerRestartPeriod 1s–300s (in whole
 //     milliseconds) with the KubeletCrashLoopBackOffMax gate, else unset;
 //   - memoryThrottlingFactor above 0 and at most 1, and without the
@@ -390,8 +390,13 @@ func (c *kubeletRangeChecker) shutdownGracePeriods() {
 			}
 		}
 	}
-	if len(kc.ShutdownGracePeriodByPodPriority) > 0 && c.gate("GracefulNodeShutdownBasedOnPodPriority") && (grace > 0 || critical > 0) {
-		c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set together with shutdownGracePeriod or shutdownGracePeriodCriticalPods: give the periods per priority here, or those two, not both")
+	if len(kc.ShutdownGracePeriodByPodPriority) > 0 {
+		switch {
+		case !c.gate("GracefulNodeShutdownBasedOnPodPriority"):
+			c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set while "+c.gateOff("GracefulNodeShutdownBasedOnPodPriority"))
+		case grace > 0 || critical > 0:
+			c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set together with shutdownGracePeriod or shutdownGracePeriodCriticalPods: give the periods per priority here, or those two, not both")
+		}
 	}
 }
 

@@ -136,6 +136,9 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 30s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`, want: []string{"shutdownGracePeriod"}},
 	{name: "shutdownGracePeriod 0s without its gate", cfg: `{shutdownGracePeriod: 0s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`},
 	{name: "shutdownGracePeriodByPodPriority alone", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`},
+	{name: "shutdownGracePeriodByPodPriority without its gate", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}], featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}}`, want: []string{"shutdownGracePeriodByPodPriority"}},
+	{name: "shutdownGracePeriodByPodPriority and shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 10s, shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`, flags: []string{"GracefulNodeShutdownBasedOnPodPriority=false"}, want: []string{"shutdownGracePeriodByPodPriority"}},
+	{name: "shutdownGracePeriodByPodPriority empty without its gate", cfg: `{shutdownGracePeriodByPodPriority: [], featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}}`},
 	{name: "shutdownGracePeriodByPodPriority with shutdownGracePeriod", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`, want: []string{"shutdownGracePeriodByPodPriority"}},
 
 	{name: "maxContainerRestartPeriod 1s", cfg: `{crashLoopBackOff: {maxContainerRestartPeriod: 1s}}`},

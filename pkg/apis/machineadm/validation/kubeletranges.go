@@ -2,8 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,7 +115,7 @@ var kubeletGateDefaults = map[string]bool{
 //   - logging.flushFrequency above 0 (0 = default), logging.verbosity and
 //     logging.vmodule[].verbosity at most 2147483647;
 //   - tracing.samplingRatePerMillion 0–1000000;
-//   - reservedMemory[].limits not zero;
+//   - reservedMemory[].limits not zero, each resource once per numaNode;
 //   - on Linux, userNamespaces.idsPerPod a multiple of 65536 from 65536
 //     to 4294967295.
 //
@@ -174,13 +176,7 @@ func validateKubeletRanges(r *Result, set map[string]any, kc *kubeletv1beta1.Kub
 	if t := kc.Tracing; t != nil && t.SamplingRatePerMillion != nil {
 		c.between("tracing.samplingRatePerMillion", int64(*t.SamplingRatePerMillion), 0, kubeletMaxSamplingRatePerMillion, "must be between 0 and 1000000")
 	}
-	for i, rm := range kc.ReservedMemory {
-		for name, q := range rm.Limits {
-			if q.IsZero() {
-				r.Errors = append(r.Errors, field.Invalid(p.Child("reservedMemory").Index(i).Child("limits").Key(string(name)), q.String(), "must not be zero: leave the resource out to reserve none"))
-			}
-		}
-	}
+	c.reservedMemory()
 	if runtime.GOOS == "linux" {
 		c.userNamespaces()
 	}
@@ -441,6 +437,29 @@ func (c *kubeletRangeChecker) logging() {
 	for i, m := range l.VModule {
 		if m.Verbosity > math.MaxInt32 {
 			c.r.Errors = append(c.r.Errors, field.Invalid(c.p.Child("logging", "vmodule").Index(i).Child("verbosity"), uint32(m.Verbosity), fmt.Sprintf("must be at most %d", math.MaxInt32)))
+		}
+	}
+}
+
+func (c *kubeletRangeChecker) reservedMemory() {
+	type numaResource struct {
+		node     int32
+		resource string
+	}
+	first := map[numaResource]int{}
+	for i, rm := range c.kc.ReservedMemory {
+		for _, rn := range slices.Sorted(maps.Keys(rm.Limits)) {
+			name := string(rn)
+			lp := c.p.Child("reservedMemory").Index(i).Child("limits").Key(name)
+			if q := rm.Limits[rn]; q.IsZero() {
+				c.r.Errors = append(c.r.Errors, field.Invalid(lp, q.String(), "must not be zero: leave the resource out to reserve none"))
+			}
+			k := numaResource{rm.NumaNode, name}
+			if j, dup := first[k]; dup {
+				c.r.Errors = append(c.r.Errors, field.Invalid(lp, field.OmitValueType{}, fmt.Sprintf("must be given once per NUMA node: reservedMemory[%d] reserves %s on NUMA node %d already", j, name, rm.NumaNode)))
+				continue
+			}
+			first[k] = i
 		}
 	}
 }

@@ -169,6 +169,8 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "tracing.samplingRatePerMillion -1", cfg: `{tracing: {samplingRatePerMillion: -1}}`, want: []string{"tracing.samplingRatePerMillion"}},
 	{name: "reservedMemory zero", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 0}}]}`, want: []string{"reservedMemory[0].limits[memory]"}},
 	{name: "reservedMemory 1Gi", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]}`},
+	{name: "reservedMemory twice on a NUMA node", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi, hugepages-2Mi: 2Mi}}, {numaNode: 1, limits: {memory: 1Gi}}, {numaNode: 0, limits: {memory: 2Gi}}]}`, want: []string{"reservedMemory[2].limits[memory]"}},
+	{name: "reservedMemory each resource once per NUMA node", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}, {numaNode: 0, limits: {hugepages-1Gi: 1Gi}}, {numaNode: 1, limits: {memory: 1Gi}}]}`},
 
 	// kubeadm applies the configuration as a JSON merge patch: a null
 	// member removes the field, which then has the kubelet's default.

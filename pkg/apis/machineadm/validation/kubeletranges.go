@@ -481,9 +481,43 @@ func (c *kubeletRangeChecker) userNamespaces() {
 	}
 }
 
+// validateKubeletFlagGates refuses a --feature-gates value in the
+// kubelet's extraArgs (at p, spec.node.kubelet.extraArgs) that the
+// kubelet's flag parser refuses, which would stop the kubelet at start
+// after the host phases ran: each comma-separated entry must be
+// Name=Value with a Value strconv.ParseBool reads (true, false, 1, 0, t,
+// f, TRUE, False, ...), spaces around either side allowed; empty entries
+// are skipped, a blank one is not. Errors are field.Invalid at
+// p[i].value naming the entry (at most 80 characters of it, quoted).
+//
+// Source: k8s.io/component-base/cli/flag MapStringBool.Set, the parser
+// of the kubelet's --feature-gates. Gate names are not checked here.
+func validateKubeletFlagGates(r *Result, args []machineadm.Arg, p *field.Path) {
+	for i, a := range args {
+		if a.Name != "feature-gates" {
+			continue
+		}
+		for _, kv := range strings.Split(a.Value, ",") {
+			if kv == "" {
+				continue
+			}
+			var problem string
+			if _, v, ok := strings.Cut(kv, "="); !ok {
+				problem = "has no '='"
+			} else if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+				problem = "has no true or false after '='"
+			}
+			if problem != "" {
+				r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{}, fmt.Sprintf("must be comma-separated Name=true or Name=false pairs (the kubelet's --feature-gates): entry %.80q %s", kv, problem)))
+			}
+		}
+	}
+}
+
 // kubeletFlagGates reads the --feature-gates flags of the kubelet's
 // extraArgs ("Name=true,Other=false"; later flags win). Entries the
-// kubelet would refuse are left out: only the gates read.
+// kubelet would refuse (validateKubeletFlagGates reports them) are left
+// out: only the gates read.
 func kubeletFlagGates(args []machineadm.Arg) map[string]bool {
 	var out map[string]bool
 	for _, a := range args {

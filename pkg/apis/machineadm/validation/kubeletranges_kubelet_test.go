@@ -26,6 +26,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -323,5 +324,17 @@ func TestKubeletUnreadableValuesMatchTheKubelet(t *testing.T) {
 				t.Errorf("%s: the kubelet loads it, machineadm refuses %q", tc.cfg, tc.want)
 			}
 		})
+	}
+}
+
+// TestKubeletFlagGateFormatMatchesTheKubelet: the kubelet's own parser
+// of --feature-gates reads exactly the values machineadm accepts.
+func TestKubeletFlagGateFormatMatchesTheKubelet(t *testing.T) {
+	for _, tc := range kubeletFlagGateValues {
+		gates := map[string]bool{}
+		err := cliflag.NewMapStringBool(&gates).Set(tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("--feature-gates=%q: the kubelet's parser says %v, the case says ok=%v", tc.value, err, tc.ok)
+		}
 	}
 }

@@ -353,3 +353,48 @@ func TestKubeletUnreadableValues(t *testing.T) {
 		t.Errorf("unreadable duration: %v, want a message with %q", errs.ToAggregate(), want)
 	}
 }
+
+// kubeletFlagGateValues are --feature-gates values for the kubelet's
+// extraArgs, and whether the kubelet's flag parser reads them.
+// TestKubeletFlagGateFormatMatchesTheKubelet runs its parser on each.
+var kubeletFlagGateValues = []struct {
+	value string
+	ok    bool
+}{
+	{"MemoryQoS=false", true},
+	{"MemoryQoS=false,CustomCPUCFSQuotaPeriod=true", true},
+	{" MemoryQoS = false , Other=1", true},
+	{"MemoryQoS=FALSE,B=t,C=F,D=0", true},
+	{"", true},
+	{",MemoryQoS=false,,", true},
+	{"MemoryQoS", false},
+	{"MemoryQoS=no", false},
+	{"MemoryQoS=", false},
+	{"MemoryQoS=false=true", false},
+	{"MemoryQoS=false, ", false},
+	{"MemoryQoS=false;Other=true", false},
+}
+
+// TestKubeletFlagGateFormat: a --feature-gates value the kubelet cannot
+// parse is an error at its extraArgs entry, naming the bad part.
+func TestKubeletFlagGateFormat(t *testing.T) {
+	p := field.NewPath("spec", "node", "kubelet", "extraArgs")
+	for _, tc := range kubeletFlagGateValues {
+		var r Result
+		validateKubeletFlagGates(&r, []machineadm.Arg{{Name: "v", Value: "2"}, {Name: "feature-gates", Value: tc.value}}, p)
+		if tc.ok {
+			if len(r.Errors) > 0 {
+				t.Errorf("--feature-gates=%q: %v, want no error", tc.value, r.Errors.ToAggregate())
+			}
+			continue
+		}
+		if len(r.Errors) != 1 || r.Errors[0].Field != "spec.node.kubelet.extraArgs[1].value" || !strings.Contains(r.Errors[0].Detail, "Name=true or Name=false") {
+			t.Errorf("--feature-gates=%q: %v, want one error at spec.node.kubelet.extraArgs[1].value", tc.value, r.Errors.ToAggregate())
+		}
+	}
+	var r Result
+	validateKubeletFlagGates(&r, []machineadm.Arg{{Name: "feature-gates", Value: strings.Repeat("x", 1<<20)}}, p)
+	if len(r.Errors) != 1 || len(r.Errors[0].Error()) > 400 {
+		t.Errorf("a 1 MiB entry: want one error of at most 400 bytes, got %d errors, the first %.200q", len(r.Errors), r.Errors.ToAggregate())
+	}
+}

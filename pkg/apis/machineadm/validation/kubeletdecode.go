@@ -42,6 +42,7 @@ var (
 	durationType        = reflect.TypeFor[metav1.Duration]()
 	logDurationType     = reflect.TypeFor[logsapi.TimeOrMetaDuration]()
 	quantityType        = reflect.TypeFor[resource.Quantity]()
+	quantityValueType   = reflect.TypeFor[resource.QuantityValue]()
 )
 
 // narrowKubeletDecode returns the problems below v (of Go type t, at p):
@@ -140,7 +141,7 @@ func kubeletValueFormat(t reflect.Type) string {
 		return "must be a duration such as 30s, 5m or 1h30m (units ns, us, ms, s, m, h; at most about 290 years)"
 	case logDurationType:
 		return "must be a duration such as 5s or 1m, or a number of nanoseconds"
-	case quantityType:
+	case quantityType, quantityValueType:
 		return "must be a quantity such as 100Mi, 1Gi or 500M"
 	}
 	return "must be a value the kubelet can read"

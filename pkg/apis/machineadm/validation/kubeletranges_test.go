@@ -348,9 +348,16 @@ func TestKubeletUnreadableValues(t *testing.T) {
 			}
 		})
 	}
-	errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: `{imageMaximumGCAge: 1h1000000000h}`})
-	if want := `must be a duration such as 30s`; len(errs) != 1 || !strings.Contains(errs[0].Detail, want) {
-		t.Errorf("unreadable duration: %v, want a message with %q", errs.ToAggregate(), want)
+	for cfg, want := range map[string]string{
+		`{imageMaximumGCAge: 1h1000000000h}`:                        `must be a duration such as 30s`,
+		`{logging: {flushFrequency: 1y}}`:                           `must be a duration such as 5s or 1m, or a number of nanoseconds`,
+		`{reservedMemory: [{numaNode: 0, limits: {memory: lots}}]}`: `must be a quantity such as 100Mi`,
+		`{logging: {options: {json: {infoBufferSize: {a: 1}}}}}`:    `must be a quantity such as 100Mi`,
+	} {
+		errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: cfg})
+		if len(errs) != 1 || !strings.Contains(errs[0].Detail, want) {
+			t.Errorf("%s: %v, want one error with %q", cfg, errs.ToAggregate(), want)
+		}
 	}
 }
 

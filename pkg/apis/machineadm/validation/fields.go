@@ -227,7 +227,14 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 			r.Errors = append(r.Errors, field.Invalid(p.Child("staticPodPath"), sp, msg))
 		}
 	}
-	jsonData, err := json.Marshal(cfg)
+	// kubeadm applies the configuration as a JSON merge patch, in which
+	// a null member removes the field: the kubelet then sees its default
+	// (shutdownGracePeriod: null is 0s, featureGates: {MemoryQoS: null}
+	// leaves the gate on, a null reservedMemory limit is no limit), not
+	// what null decodes into (an unreadable duration, false, zero). So the
+	// configuration is decoded without them.
+	patched, _ := withoutMergePatchNulls(cfg).(map[string]any)
+	jsonData, err := json.Marshal(patched)
 	if err != nil {
 		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, err.Error()))
 		return
@@ -235,13 +242,19 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 	var kc kubeletv1beta1.KubeletConfiguration
 	strictErrs, err := sigsjson.UnmarshalStrict(jsonData, &kc)
 	if err != nil {
-		if m := kubeletTypeRE.FindStringSubmatch(err.Error()); m != nil {
-			r.Errors = append(r.Errors, field.TypeInvalid(DottedPath(p, m[2]), field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
-			return
+		// The decoder stops at the first problem, and names no path for
+		// a value its type cannot read (a duration, a quantity): find
+		// each one.
+		for _, pr := range kubeletDecodeProblems(patched, p, err) {
+			if m := kubeletTypeRE.FindStringSubmatch(pr.err.Error()); m != nil {
+				r.Errors = append(r.Errors, field.TypeInvalid(pr.path, field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
+			} else {
+				r.Errors = append(r.Errors, field.Invalid(pr.path, field.OmitValueType{}, kubeletValueFormat(pr.t)+": "+pr.err.Error()))
+			}
 		}
-		r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "not a KubeletConfiguration: "+err.Error()))
 		return
 	}
+	const notAField = "not a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) field"
 	for _, e := range strictErrs {
 		m := kubeletStrictRE.FindStringSubmatch(e.Error())
 		if m == nil {
@@ -252,10 +265,40 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 		if m[1] == "duplicate" {
 			r.Errors = append(r.Errors, field.Duplicate(fp, field.OmitValueType{}))
 		} else {
-			r.Errors = append(r.Errors, field.Invalid(fp, field.OmitValueType{}, "not a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) field"))
+			r.Errors = append(r.Errors, field.Invalid(fp, field.OmitValueType{}, notAField))
 		}
 	}
+	// A misspelled field set to null removes nothing; it is still a
+	// misspelling.
+	for _, fp := range kubeletUnknownNullFields(p, cfg) {
+		r.Errors = append(r.Errors, field.Invalid(fp, field.OmitValueType{}, notAField))
+	}
 	validateKubeletRanges(r, cfg, &kc, args, join, p)
+}
+
+// withoutMergePatchNulls returns v without the null members of its
+// objects, at any depth and inside lists too, which is what kubeadm's JSON
+// merge patch (gopkg.in/evanphx/json-patch.v4 MergePatch) leaves of them:
+// a null member removes the field, and the library drops the null members
+// of the objects a patch adds, lists' included. A null list element stays.
+func withoutMergePatchNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if e != nil {
+				out[k] = withoutMergePatchNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutMergePatchNulls(e)
+		}
+		return out
+	}
+	return v
 }
 
 var (

@@ -41,6 +41,9 @@ func TestValidateNode(t *testing.T) {
 			n.Taints = &[]machineadm.Taint{{Key: "example.com/t", Effect: "NoSchedule"}, {Key: "example.com/t", Effect: "NoExecute"}, {Key: "example.com/t", Value: "x", Effect: "NoSchedule"}}
 		}), want: []fe{{p + "taints[2]", dup}}},
 		{name: "kubelet extraArgs", base: worker, mutate: n(func(n *machineadm.Node) { n.Kubelet.ExtraArgs = []machineadm.Arg{{Name: "--v"}} }), want: []fe{{p + "kubelet.extraArgs[0].name", inv}}},
+		{name: "kubelet --feature-gates the kubelet cannot parse", base: worker, mutate: n(func(n *machineadm.Node) {
+			n.Kubelet.ExtraArgs = []machineadm.Arg{{Name: "feature-gates", Value: "MemoryQoS=false"}, {Name: "feature-gates", Value: "MemoryQoS"}}
+		}), want: []fe{{p + "kubelet.extraArgs[1].value", inv}}},
 		{name: "kubelet config apiVersion and kind", base: worker, mutate: n(func(n *machineadm.Node) {
 			n.Kubelet.Config = map[string]any{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
 		}), want: []fe{{p + "kubelet.config.apiVersion", forb}, {p + "kubelet.config.kind", forb}}},

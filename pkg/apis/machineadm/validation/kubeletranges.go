@@ -2,8 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +65,8 @@ var kubeletGateDefaults = map[string]bool{
 // kubelet accepts, so that a value the kubelet would refuse when it starts
 // (after kubeadm and the host phases ran) is bad input before anything
 // changes. set is the configuration as written, kc the same decoded into
-// kubelet.config.k8s.io/v1beta1, args spec.node.kubelet.extraArgs (its
+// kubelet.config.k8s.io/v1beta1 without its null members (the merge patch
+// removes those fields), args spec.node.kubelet.extraArgs (its
 // --feature-gates flags win over featureGates, as on the kubelet's command
 // line), join whether the spec's action is Join, and p the path of the
 // configuration. Errors are field.Invalid at
@@ -102,9 +105,9 @@ var kubeletGateDefaults = map[string]bool{
 //     negative and, when above 0, above imageMinimumGCAge;
 //   - with the GracefulNodeShutdown gate, shutdownGracePeriod and
 //     shutdownGracePeriodCriticalPods 0 or at least 1s, the second not
-//     above the first; without it, neither above 0; with
-//     GracefulNodeShutdownBasedOnPodPriority, shutdownGracePeriodByPodPriority
-//     not together with either;
+//     above the first; without it, neither above 0;
+//     shutdownGracePeriodByPodPriority only with
+//     GracefulNodeShutdownBasedOnPodPriority, and not together with either;
 //   - crashLoopBackOff.maxContainerRestartPeriod 1s–300s (in whole
 //     milliseconds) with the KubeletCrashLoopBackOffMax gate, else unset;
 //   - memoryThrottlingFactor above 0 and at most 1, and without the
@@ -112,7 +115,7 @@ var kubeletGateDefaults = map[string]bool{
 //   - logging.flushFrequency above 0 (0 = default), logging.verbosity and
 //     logging.vmodule[].verbosity at most 2147483647;
 //   - tracing.samplingRatePerMillion 0–1000000;
-//   - reservedMemory[].limits not zero;
+//   - reservedMemory[].limits not zero, each resource once per numaNode;
 //   - on Linux, userNamespaces.idsPerPod a multiple of 65536 from 65536
 //     to 4294967295.
 //
@@ -173,13 +176,7 @@ func validateKubeletRanges(r *Result, set map[string]any, kc *kubeletv1beta1.Kub
 	if t := kc.Tracing; t != nil && t.SamplingRatePerMillion != nil {
 		c.between("tracing.samplingRatePerMillion", int64(*t.SamplingRatePerMillion), 0, kubeletMaxSamplingRatePerMillion, "must be between 0 and 1000000")
 	}
-	for i, rm := range kc.ReservedMemory {
-		for name, q := range rm.Limits {
-			if q.IsZero() {
-				r.Errors = append(r.Errors, field.Invalid(p.Child("reservedMemory").Index(i).Child("limits").Key(string(name)), q.String(), "must not be zero: leave the resource out to reserve none"))
-			}
-		}
-	}
+	c.reservedMemory()
 	if runtime.GOOS == "linux" {
 		c.userNamespaces()
 	}
@@ -389,8 +386,13 @@ func (c *kubeletRangeChecker) shutdownGracePeriods() {
 			}
 		}
 	}
-	if len(kc.ShutdownGracePeriodByPodPriority) > 0 && c.gate("GracefulNodeShutdownBasedOnPodPriority") && (grace > 0 || critical > 0) {
-		c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set together with shutdownGracePeriod or shutdownGracePeriodCriticalPods: give the periods per priority here, or those two, not both")
+	if len(kc.ShutdownGracePeriodByPodPriority) > 0 {
+		switch {
+		case !c.gate("GracefulNodeShutdownBasedOnPodPriority"):
+			c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set while "+c.gateOff("GracefulNodeShutdownBasedOnPodPriority"))
+		case grace > 0 || critical > 0:
+			c.bad("shutdownGracePeriodByPodPriority", field.OmitValueType{}, "must not be set together with shutdownGracePeriod or shutdownGracePeriodCriticalPods: give the periods per priority here, or those two, not both")
+		}
 	}
 }
 
@@ -439,6 +441,29 @@ func (c *kubeletRangeChecker) logging() {
 	}
 }
 
+func (c *kubeletRangeChecker) reservedMemory() {
+	type numaResource struct {
+		node     int32
+		resource string
+	}
+	first := map[numaResource]int{}
+	for i, rm := range c.kc.ReservedMemory {
+		for _, rn := range slices.Sorted(maps.Keys(rm.Limits)) {
+			name := string(rn)
+			lp := c.p.Child("reservedMemory").Index(i).Child("limits").Key(name)
+			if q := rm.Limits[rn]; q.IsZero() {
+				c.r.Errors = append(c.r.Errors, field.Invalid(lp, q.String(), "must not be zero: leave the resource out to reserve none"))
+			}
+			k := numaResource{rm.NumaNode, name}
+			if j, dup := first[k]; dup {
+				c.r.Errors = append(c.r.Errors, field.Invalid(lp, field.OmitValueType{}, fmt.Sprintf("must be given once per NUMA node: reservedMemory[%d] reserves %s on NUMA node %d already", j, name, rm.NumaNode)))
+				continue
+			}
+			first[k] = i
+		}
+	}
+}
+
 func (c *kubeletRangeChecker) userNamespaces() {
 	u := c.kc.UserNamespaces
 	if u == nil || u.IDsPerPod == nil {
@@ -456,9 +481,43 @@ func (c *kubeletRangeChecker) userNamespaces() {
 	}
 }
 
+// validateKubeletFlagGates refuses a --feature-gates value in the
+// kubelet's extraArgs (at p, spec.node.kubelet.extraArgs) that the
+// kubelet's flag parser refuses, which would stop the kubelet at start
+// after the host phases ran: each comma-separated entry must be
+// Name=Value with a Value strconv.ParseBool reads (true, false, 1, 0, t,
+// f, TRUE, False, ...), spaces around either side allowed; empty entries
+// are skipped, a blank one is not. Errors are field.Invalid at
+// p[i].value naming the entry (at most 80 characters of it, quoted).
+//
+// Source: k8s.io/component-base/cli/flag MapStringBool.Set, the parser
+// of the kubelet's --feature-gates. Gate names are not checked here.
+func validateKubeletFlagGates(r *Result, args []machineadm.Arg, p *field.Path) {
+	for i, a := range args {
+		if a.Name != "feature-gates" {
+			continue
+		}
+		for _, kv := range strings.Split(a.Value, ",") {
+			if kv == "" {
+				continue
+			}
+			var problem string
+			if _, v, ok := strings.Cut(kv, "="); !ok {
+				problem = "has no '='"
+			} else if _, err := strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+				problem = "has no true or false after '='"
+			}
+			if problem != "" {
+				r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{}, fmt.Sprintf("must be comma-separated Name=true or Name=false pairs (the kubelet's --feature-gates): entry %.80q %s", kv, problem)))
+			}
+		}
+	}
+}
+
 // kubeletFlagGates reads the --feature-gates flags of the kubelet's
 // extraArgs ("Name=true,Other=false"; later flags win). Entries the
-// kubelet would refuse are left out: only the gates read.
+// kubelet would refuse (validateKubeletFlagGates reports them) are left
+// out: only the gates read.
 func kubeletFlagGates(args []machineadm.Arg) map[string]bool {
 	var out map[string]bool
 	for _, a := range args {

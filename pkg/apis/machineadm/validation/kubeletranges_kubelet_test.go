@@ -21,10 +21,12 @@ import (
 	"sync"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -45,7 +47,8 @@ var (
 )
 
 // kubeletValidate builds the configuration the kubelet would load from
-// the case (the kubelet's v1beta1 defaults with the case's fields, its
+// the case (the case applied as a JSON merge patch as kubeadm applies
+// it, then the kubelet's v1beta1 defaults, its
 // --feature-gates flags over featureGates as on the kubelet's command
 // line), decoded and converted to the internal type with the kubelet's
 // scheme as it loads --config, and returns what the kubelet's
@@ -53,6 +56,25 @@ var (
 // feature gate (Kubernetes' gates and component-base logging's, which the
 // kubelet's command adds).
 func kubeletValidate(t *testing.T, tc kubeletRangeCase) []error {
+	t.Helper()
+	kc, err := kubeletLoad(t, tc)
+	if err != nil {
+		t.Fatalf("the kubelet cannot load %s: %v", tc.cfg, err)
+	}
+	verr := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultMutableFeatureGate.DeepCopy())
+	if verr == nil {
+		return nil
+	}
+	var agg utilerrors.Aggregate
+	if errors.As(verr, &agg) {
+		return agg.Errors()
+	}
+	return []error{verr}
+}
+
+// kubeletLoad decodes the case as the kubelet loads its --config (see
+// kubeletValidate) and returns the configuration or the loader's error.
+func kubeletLoad(t *testing.T, tc kubeletRangeCase) (kc *kubeletconfig.KubeletConfiguration, err error) {
 	t.Helper()
 	kubeletOnce.Do(func() {
 		// The kubelet's gate logs a warning for each GA gate a case sets.
@@ -71,6 +93,22 @@ func kubeletValidate(t *testing.T, tc kubeletRangeCase) []error {
 		if err := yaml.Unmarshal([]byte(tc.cfg), &cfg); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// kubeadm applies spec.node.kubelet.config as a JSON merge patch, with
+	// this library, over its defaults (no number the checks read but
+	// healthzPort, whose default is the kubelet's): over an empty document
+	// here.
+	patch, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := jsonpatch.MergePatch([]byte("{}"), patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = map[string]any{}
+	if err := json.Unmarshal(merged, &cfg); err != nil {
+		t.Fatal(err)
 	}
 	gates := kubeletFlagGates(nil)
 	for _, f := range tc.flags {
@@ -102,27 +140,12 @@ func kubeletValidate(t *testing.T, tc kubeletRangeCase) []error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kc *kubeletconfig.KubeletConfiguration
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("the kubelet's defaulting refuses %s: %v", tc.cfg, r)
-			}
-		}()
-		kc, err = kubeletcodec.DecodeKubeletConfiguration(context.Background(), kubeletCodecs, data)
+	defer func() {
+		if r := recover(); r != nil {
+			kc, err = nil, fmt.Errorf("the kubelet's defaulting refuses it: %v", r)
+		}
 	}()
-	if err != nil {
-		t.Fatalf("the kubelet cannot load %s: %v", tc.cfg, err)
-	}
-	verr := kubeletvalidation.ValidateKubeletConfiguration(kc, utilfeature.DefaultMutableFeatureGate.DeepCopy())
-	if verr == nil {
-		return nil
-	}
-	var agg utilerrors.Aggregate
-	if errors.As(verr, &agg) {
-		return agg.Errors()
-	}
-	return []error{verr}
+	return kubeletcodec.DecodeKubeletConfiguration(context.Background(), kubeletCodecs, data)
 }
 
 func kubeletFlagGatesOf(v string) map[string]bool {
@@ -288,6 +311,30 @@ func TestAgentDoesNotLinkTheKubeletValidation(t *testing.T) {
 			if slices.Contains(deps, p) {
 				t.Errorf("%s: cmd/machineadm links %s; check the kubelet's ranges in pkg/apis/machineadm/validation instead", platform, p)
 			}
+		}
+	}
+}
+
+// TestKubeletUnreadableValuesMatchTheKubelet: the kubelet cannot load
+// any of the configurations machineadm reports as unreadable.
+func TestKubeletUnreadableValuesMatchTheKubelet(t *testing.T) {
+	for _, tc := range kubeletUnreadableCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := kubeletLoad(t, tc); err == nil {
+				t.Errorf("%s: the kubelet loads it, machineadm refuses %q", tc.cfg, tc.want)
+			}
+		})
+	}
+}
+
+// TestKubeletFlagGateFormatMatchesTheKubelet: the kubelet's own parser
+// of --feature-gates reads exactly the values machineadm accepts.
+func TestKubeletFlagGateFormatMatchesTheKubelet(t *testing.T) {
+	for _, tc := range kubeletFlagGateValues {
+		gates := map[string]bool{}
+		err := cliflag.NewMapStringBool(&gates).Set(tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("--feature-gates=%q: the kubelet's parser says %v, the case says ok=%v", tc.value, err, tc.ok)
 		}
 	}
 }

@@ -136,6 +136,9 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 30s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`, want: []string{"shutdownGracePeriod"}},
 	{name: "shutdownGracePeriod 0s without its gate", cfg: `{shutdownGracePeriod: 0s, featureGates: {GracefulNodeShutdown: false, GracefulNodeShutdownBasedOnPodPriority: false, WindowsGracefulNodeShutdown: false}}`},
 	{name: "shutdownGracePeriodByPodPriority alone", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`},
+	{name: "shutdownGracePeriodByPodPriority without its gate", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}], featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}}`, want: []string{"shutdownGracePeriodByPodPriority"}},
+	{name: "shutdownGracePeriodByPodPriority and shutdownGracePeriod without its gate", cfg: `{shutdownGracePeriod: 10s, shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`, flags: []string{"GracefulNodeShutdownBasedOnPodPriority=false"}, want: []string{"shutdownGracePeriodByPodPriority"}},
+	{name: "shutdownGracePeriodByPodPriority empty without its gate", cfg: `{shutdownGracePeriodByPodPriority: [], featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}}`},
 	{name: "shutdownGracePeriodByPodPriority with shutdownGracePeriod", cfg: `{shutdownGracePeriod: 30s, shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]}`, want: []string{"shutdownGracePeriodByPodPriority"}},
 
 	{name: "maxContainerRestartPeriod 1s", cfg: `{crashLoopBackOff: {maxContainerRestartPeriod: 1s}}`},
@@ -166,6 +169,15 @@ var kubeletRangeCases = []kubeletRangeCase{
 	{name: "tracing.samplingRatePerMillion -1", cfg: `{tracing: {samplingRatePerMillion: -1}}`, want: []string{"tracing.samplingRatePerMillion"}},
 	{name: "reservedMemory zero", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 0}}]}`, want: []string{"reservedMemory[0].limits[memory]"}},
 	{name: "reservedMemory 1Gi", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]}`},
+	{name: "reservedMemory twice on a NUMA node", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi, hugepages-2Mi: 2Mi}}, {numaNode: 1, limits: {memory: 1Gi}}, {numaNode: 0, limits: {memory: 2Gi}}]}`, want: []string{"reservedMemory[2].limits[memory]"}},
+	{name: "reservedMemory each resource once per NUMA node", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}, {numaNode: 0, limits: {hugepages-1Gi: 1Gi}}, {numaNode: 1, limits: {memory: 1Gi}}]}`},
+
+	// kubeadm applies the configuration as a JSON merge patch: a null
+	// member removes the field, which then has the kubelet's default.
+	{name: "a null gate is the gate's default", cfg: `{featureGates: {MemoryQoS: null}, memoryThrottlingFactor: 0.5}`},
+	{name: "a null gate beside one turned off", cfg: `{featureGates: {MemoryQoS: false, CustomCPUCFSQuotaPeriod: null}, memoryThrottlingFactor: 0.5, cpuCFSQuotaPeriod: 50ms}`, want: []string{"memoryThrottlingFactor"}},
+	{name: "null fields are the defaults", cfg: `{maxPods: null, imageGCHighThresholdPercent: null, imageGCLowThresholdPercent: 84, shutdownGracePeriod: null, logging: {flushFrequency: null}}`},
+	{name: "a null reservedMemory limit is no limit", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: null, hugepages-2Mi: 0}}]}`, want: []string{"reservedMemory[0].limits[hugepages-2Mi]"}},
 
 	{name: "several at once", cfg: `{maxPods: -1, healthzPort: 70000, oomScoreAdj: 5000, containerLogMaxFiles: 1, cpuCFSQuotaPeriod: 2s, eventBurst: -1, registryPullQPS: -1, kubeAPIQPS: -1}`,
 		want: []string{"containerLogMaxFiles", "cpuCFSQuotaPeriod", "eventBurst", "healthzPort", "kubeAPIQPS", "maxPods", "oomScoreAdj", "registryPullQPS"}},
@@ -277,6 +289,16 @@ func TestKubeletRangesAfterStrictDecoding(t *testing.T) {
 	if !slices.Equal(paths, []string{kubeletConfigTestPath + ".maxPod", kubeletConfigTestPath + ".maxPods"}) {
 		t.Errorf("unknown maxPod and maxPods -1: %v", errs.ToAggregate())
 	}
+	// A null member is left out of the decoding (the merge patch removes
+	// the field), but a misspelled one is still reported.
+	errs = kubeletRangeErrors(t, kubeletRangeCase{cfg: `{maxPod: null, logging: {formatt: null, format: null}, reservedMemory: [{numaNod: null}], evictionHard: {memory.available: null}, maxPods: -1}`})
+	paths = nil
+	for _, e := range errs {
+		paths = append(paths, e.Field)
+	}
+	if want := []string{kubeletConfigTestPath + ".logging.formatt", kubeletConfigTestPath + ".maxPod", kubeletConfigTestPath + ".reservedMemory[0].numaNod", kubeletConfigTestPath + ".maxPods"}; !slices.Equal(paths, want) {
+		t.Errorf("null members: errors at %q, want %q: %v", paths, want, errs.ToAggregate())
+	}
 }
 
 func TestKubeletFlagGates(t *testing.T) {
@@ -290,5 +312,96 @@ func TestKubeletFlagGates(t *testing.T) {
 	}
 	if kubeletFlagGates(nil) != nil {
 		t.Error("no flags: want no gates")
+	}
+}
+
+// kubeletUnreadableCases are values the kubelet's decoder refuses: each
+// must be reported at its own path (the decoder names none for a
+// duration or a quantity it cannot read, and stops at the first problem).
+// TestKubeletUnreadableValuesMatchTheKubelet has the kubelet load each.
+var kubeletUnreadableCases = []kubeletRangeCase{
+	{name: "duration overflow", cfg: `{imageMaximumGCAge: 1h1000000000h}`, want: []string{"imageMaximumGCAge"}},
+	{name: "duration with a space", cfg: `{imageMinimumGCAge: "5 min"}`, want: []string{"imageMinimumGCAge"}},
+	{name: "three at once", cfg: `{imageMinimumGCAge: "5 min", logging: {flushFrequency: x}, maxPods: many}`, want: []string{"imageMinimumGCAge", "logging.flushFrequency", "maxPods"}},
+	{name: "nested duration in days", cfg: `{crashLoopBackOff: {maxContainerRestartPeriod: 1d}}`, want: []string{"crashLoopBackOff.maxContainerRestartPeriod"}},
+	{name: "quantity in a list", cfg: `{reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}, {numaNode: 1, limits: {memory: lots}}]}`, want: []string{"reservedMemory[1].limits[memory]"}},
+	{name: "number in a map of strings", cfg: `{kubeReserved: {cpu: -1}, evictionHard: {memory.available: 100Mi}}`, want: []string{"kubeReserved[cpu]"}},
+	{name: "string in a list element", cfg: `{shutdownGracePeriodByPodPriority: [{priority: 1, shutdownGracePeriodSeconds: 10}, {priority: x}]}`, want: []string{"shutdownGracePeriodByPodPriority[1].priority"}},
+}
+
+// TestKubeletUnreadableValues: every value the decoder refuses is an
+// error at its own field, with what the field must look like.
+func TestKubeletUnreadableValues(t *testing.T) {
+	for _, tc := range kubeletUnreadableCases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := kubeletRangeErrors(t, tc)
+			var got []string
+			for _, e := range errs {
+				rel, ok := strings.CutPrefix(e.Field, kubeletConfigTestPath+".")
+				if !ok || e.Detail == "" {
+					t.Errorf("error %v: want one below %s with a message", e, kubeletConfigTestPath)
+				}
+				got = append(got, rel)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: errors at %q, want %q\n%v", tc.cfg, got, tc.want, errs.ToAggregate())
+			}
+		})
+	}
+	for cfg, want := range map[string]string{
+		`{imageMaximumGCAge: 1h1000000000h}`:                        `must be a duration such as 30s`,
+		`{logging: {flushFrequency: 1y}}`:                           `must be a duration such as 5s or 1m, or a number of nanoseconds`,
+		`{reservedMemory: [{numaNode: 0, limits: {memory: lots}}]}`: `must be a quantity such as 100Mi`,
+		`{logging: {options: {json: {infoBufferSize: {a: 1}}}}}`:    `must be a quantity such as 100Mi`,
+	} {
+		errs := kubeletRangeErrors(t, kubeletRangeCase{cfg: cfg})
+		if len(errs) != 1 || !strings.Contains(errs[0].Detail, want) {
+			t.Errorf("%s: %v, want one error with %q", cfg, errs.ToAggregate(), want)
+		}
+	}
+}
+
+// kubeletFlagGateValues are --feature-gates values for the kubelet's
+// extraArgs, and whether the kubelet's flag parser reads them.
+// TestKubeletFlagGateFormatMatchesTheKubelet runs its parser on each.
+var kubeletFlagGateValues = []struct {
+	value string
+	ok    bool
+}{
+	{"MemoryQoS=false", true},
+	{"MemoryQoS=false,CustomCPUCFSQuotaPeriod=true", true},
+	{" MemoryQoS = false , Other=1", true},
+	{"MemoryQoS=FALSE,B=t,C=F,D=0", true},
+	{"", true},
+	{",MemoryQoS=false,,", true},
+	{"MemoryQoS", false},
+	{"MemoryQoS=no", false},
+	{"MemoryQoS=", false},
+	{"MemoryQoS=false=true", false},
+	{"MemoryQoS=false, ", false},
+	{"MemoryQoS=false;Other=true", false},
+}
+
+// TestKubeletFlagGateFormat: a --feature-gates value the kubelet cannot
+// parse is an error at its extraArgs entry, naming the bad part.
+func TestKubeletFlagGateFormat(t *testing.T) {
+	p := field.NewPath("spec", "node", "kubelet", "extraArgs")
+	for _, tc := range kubeletFlagGateValues {
+		var r Result
+		validateKubeletFlagGates(&r, []machineadm.Arg{{Name: "v", Value: "2"}, {Name: "feature-gates", Value: tc.value}}, p)
+		if tc.ok {
+			if len(r.Errors) > 0 {
+				t.Errorf("--feature-gates=%q: %v, want no error", tc.value, r.Errors.ToAggregate())
+			}
+			continue
+		}
+		if len(r.Errors) != 1 || r.Errors[0].Field != "spec.node.kubelet.extraArgs[1].value" || !strings.Contains(r.Errors[0].Detail, "Name=true or Name=false") {
+			t.Errorf("--feature-gates=%q: %v, want one error at spec.node.kubelet.extraArgs[1].value", tc.value, r.Errors.ToAggregate())
+		}
+	}
+	var r Result
+	validateKubeletFlagGates(&r, []machineadm.Arg{{Name: "feature-gates", Value: strings.Repeat("x", 1<<20)}}, p)
+	if len(r.Errors) != 1 || len(r.Errors[0].Error()) > 400 {
+		t.Errorf("a 1 MiB entry: want one error of at most 400 bytes, got %d errors, the first %.200q", len(r.Errors), r.Errors.ToAggregate())
 	}
 }

@@ -307,6 +307,7 @@ func validateNode(r *Result, n *machineadm.Node, join bool, p *field.Path) {
 		}
 	}
 	validateArgs(r, n.Kubelet.ExtraArgs, p.Child("kubelet", "extraArgs"))
+	validateKubeletFlagGates(r, n.Kubelet.ExtraArgs, p.Child("kubelet", "extraArgs"))
 	validateKubeletConfig(r, n.Kubelet.Config, n.Kubelet.ExtraArgs, join, p.Child("kubelet", "config"))
 }
 

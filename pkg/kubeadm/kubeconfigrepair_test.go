@@ -1,9 +1,9 @@
 package kubeadm
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/tls"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,4 +300,3 @@ current-context: x
 		}
 	}
 }
-

@@ -146,3 +146,8 @@ func kubeconfigDamage(data []byte) string {
 	}
 	return ""
 }
+
+// KubeconfigDir is where kubeadm writes its kubeconfig files, a machine
+// path: kubeadm's constants.KubernetesDir, /etc/kubernetes (machineadm
+// never passes --kubeconfig-dir).
+func KubeconfigDir() string { return kubeadmconstants.KubernetesDir }

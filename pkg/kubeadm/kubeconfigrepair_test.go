@@ -87,6 +87,7 @@ func TestKubeconfigLeafConvergesAfterKill(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error()+out, tc.kubeadm) {
 				t.Fatalf("kubeadm's rerun: err %v\n%s\nwant %q", err, out, tc.kubeadm)
 			}
+			t.Logf("kubeadm's rerun before the repair: %v", err)
 			removed, err := RepairInterruptedKubeconfigs(dir, pki, "kubeconfig/admin")
 			if err != nil || len(removed) != 1 || removed[0].File != "admin.conf" || !strings.HasPrefix(removed[0].Reason, tc.reason) {
 				t.Fatalf("repair: %+v %v, want admin.conf: %s", removed, err, tc.reason)

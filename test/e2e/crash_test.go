@@ -129,6 +129,10 @@ const (
 // kill with a leave function is followed by a change to what it left (for
 // kubeconfig: the kubeconfig kubeadm was writing, emptied) and a check of
 // the next run's report (that it repaired it).
+// A kill that came after its phase had ended (the report already named a
+// later phase) proves nothing about that phase: the machine's chain starts
+// again on a freshly booted machine, logged, at most crashAttempts chains
+// in all; a machineadm that never runs the phase fails every chain.
 // At the end cp3 and w8 are Ready, the API answers, and both last reports
 // are Succeeded with the sentinel written.
 func TestCrash(t *testing.T) {

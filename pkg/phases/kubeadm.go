@@ -72,6 +72,11 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 				}
 			}
 			repaired, err := repairInterruptedCerts(d, row)
+			if err == nil {
+				var more []string
+				more, err = repairInterruptedKubeconfigs(d, row)
+				repaired = append(repaired, more...)
+			}
 			if err != nil {
 				return Result{Changed: len(repaired) > 0, Changes: repaired}, err
 			}

@@ -69,7 +69,9 @@ if (-not $AgentUrl) {
 	Write-Log "$AgentPath is already the verified agent"
 } else {
 	New-Item -ItemType Directory -Force -Path (Split-Path -Parent $AgentPath) | Out-Null
-	$download = "$AgentPath.download"
+	# A file of this process's own ($PID): a second stub started at the
+	# same time never writes into the download this one checks and moves.
+	$download = "$AgentPath.download.$PID"
 	Get-Download $AgentUrl $download
 	Assert-Sha256 $download $AgentSha256 'agent' -Remove
 	Move-Item -Force -LiteralPath $download -Destination $AgentPath
@@ -79,17 +81,18 @@ New-Item -ItemType Directory -Force -Path $specDir | Out-Null
 # Only SYSTEM (S-1-5-18) and Administrators (S-1-5-32-544) may read the spec.
 & icacls.exe $specDir /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F' | Out-Null
 if ($LASTEXITCODE -ne 0) { throw "icacls $specDir failed with exit code $LASTEXITCODE" }
+$specTmp = "$SpecPath.tmp.$PID"
 if ($SpecGzipBase64) {
 	$gz = [Convert]::FromBase64String($SpecGzipBase64)
 	$in = New-Object IO.Compression.GZipStream((New-Object IO.MemoryStream(, $gz)), [IO.Compression.CompressionMode]::Decompress)
-	$out = [IO.File]::Create("$SpecPath.tmp")
+	$out = [IO.File]::Create($specTmp)
 	try { $in.CopyTo($out) } finally { $out.Close(); $in.Close() }
-	Move-Item -Force -LiteralPath "$SpecPath.tmp" -Destination $SpecPath
+	Move-Item -Force -LiteralPath $specTmp -Destination $SpecPath
 } elseif ($PayloadUrl) {
 	if (-not $PayloadSha256) { throw 'PayloadSha256 is required with PayloadUrl' }
-	Get-Download $PayloadUrl "$SpecPath.tmp"
-	Assert-Sha256 "$SpecPath.tmp" $PayloadSha256 'machine spec' -Remove
-	Move-Item -Force -LiteralPath "$SpecPath.tmp" -Destination $SpecPath
+	Get-Download $PayloadUrl $specTmp
+	Assert-Sha256 $specTmp $PayloadSha256 'machine spec' -Remove
+	Move-Item -Force -LiteralPath $specTmp -Destination $SpecPath
 } elseif (-not (Test-Path -LiteralPath $SpecPath -PathType Leaf)) {
 	throw "${SpecPath}: no machine spec"
 }

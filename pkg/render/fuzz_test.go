@@ -87,7 +87,7 @@ func shellWord(t *testing.T, w string) string {
 }
 
 var shGetAgent = regexp.MustCompile(`(?m)^\tget ('.*') "\$t"$`)
-var shSpec = regexp.MustCompile(`(?s)<<'MACHINEADM_SPEC' \| gzip -dc >"\$SPEC\.tmp"\n(.*?)\nMACHINEADM_SPEC\n`)
+var shSpec = regexp.MustCompile(`(?s)<<'MACHINEADM_SPEC' \| gzip -dc >"\$w"\n(.*?)\nMACHINEADM_SPEC\n`)
 
 // checkShell checks the sh stub's agent URL word and inline spec.
 func checkShell(t *testing.T, out, spec []byte, agentURL string, inline bool) {

@@ -11,7 +11,12 @@ package render
 //     signature does not match;
 //   - installs the agent at LinuxAgentPath (0755, root) and writes the spec
 //     at LinuxSpecPath (0600), then execs `machineadm bootstrap -f SPEC`,
-//     whose exit code becomes the script's.
+//     whose exit code becomes the script's;
+//   - downloads the agent and writes the spec into files named after its
+//     own process ID, renamed into place once verified (removed on a
+//     failure), so that two stubs started at once (the double start the
+//     run lock answers with exit 3) never write into the file the other
+//     checks, renames or runs.
 //
 // MACHINEADM_PREFIX moves the install paths under another root (tests).
 func renderShell(r *resolved, spec []byte) ([]byte, error) {

@@ -28,7 +28,7 @@ func TestShellStubRunsVerifiedAgent(t *testing.T) {
 	if got, _ := os.ReadFile(installed); string(got) != string(agent) {
 		t.Error("the installed agent differs from the served one")
 	}
-	noFile(t, installed+".download")
+	noTemp(t, installed)
 	// The stub runs under umask 077, yet the directories it creates for
 	// the agent must let everyone reach it (a kubelet plugin, an operator
 	// without root running "machineadm version").
@@ -59,7 +59,7 @@ func TestShellStubWrongDigestRunsNothing(t *testing.T) {
 		t.Error("the agent ran although its digest did not match")
 	}
 	noFile(t, filepath.Join(r.root, LinuxAgentPath))
-	noFile(t, filepath.Join(r.root, LinuxAgentPath+".download"))
+	noTemp(t, filepath.Join(r.root, LinuxAgentPath))
 	noFile(t, filepath.Join(r.root, LinuxSpecPath))
 	wantStderr(t, r, "agent: SHA-256 digest is "+sha256Hex([]byte(testAgentScript)), "expected "+sha256Hex([]byte("another build")))
 }
@@ -208,7 +208,7 @@ func TestShellStubPayload(t *testing.T) {
 	}
 	wantStderr(t, r, "machine spec: SHA-256 digest is")
 	noFile(t, filepath.Join(r.root, LinuxSpecPath))
-	noFile(t, filepath.Join(r.root, LinuxSpecPath+".tmp"))
+	noTemp(t, filepath.Join(r.root, LinuxSpecPath))
 }
 
 func TestShellStubAgentInImage(t *testing.T) {

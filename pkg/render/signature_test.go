@@ -85,7 +85,7 @@ func TestShellStubSignature(t *testing.T) {
 			}
 			r := runStub(t, render("/agent.sig"))
 			checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
-			noFile(t, filepath.Join(r.root, LinuxAgentPath+".download.sig"))
+			noTemp(t, filepath.Join(r.root, LinuxAgentPath))
 
 			for _, bad := range []string{"/wrong.sig", "/foreign.sig"} {
 				r := runStub(t, render(bad))
@@ -94,6 +94,7 @@ func TestShellStubSignature(t *testing.T) {
 				}
 				wantStderr(t, r, "signature does not verify")
 				noFile(t, filepath.Join(r.root, LinuxAgentPath))
+				noTemp(t, filepath.Join(r.root, LinuxAgentPath))
 			}
 		})
 	}

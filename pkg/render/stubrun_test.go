@@ -176,6 +176,20 @@ func noFile(t *testing.T, path string) {
 	}
 }
 
+// noTemp asserts that no temporary file of a stub (the agent's download,
+// its signature files, the spec before its rename: named after base with
+// a suffix) is left beside base.
+func noTemp(t *testing.T, base string) {
+	t.Helper()
+	left, err := filepath.Glob(base + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		t.Errorf("%s left behind", p)
+	}
+}
+
 func wantStderr(t *testing.T, r *stubRun, parts ...string) {
 	t.Helper()
 	for _, p := range parts {

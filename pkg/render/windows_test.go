@@ -119,11 +119,15 @@ func TestPowerShellStructure(t *testing.T) {
 	// download is moved into place, and that happens before the agent runs.
 	psOrder(t, script,
 		"function Get-Sha256", "Get-FileHash -Algorithm SHA256",
+		// Temporary files are this process's own: a second stub
+		// started at once never writes into them.
+		"$download = \"$AgentPath.download.$PID\"",
 		"Get-Download $AgentUrl $download",
 		"Assert-Sha256 $download $AgentSha256 'agent' -Remove",
 		"Move-Item -Force -LiteralPath $download -Destination $AgentPath",
 		"icacls.exe $specDir /inheritance:r",
-		"[IO.File]::Create(\"$SpecPath.tmp\")",
+		"$specTmp = \"$SpecPath.tmp.$PID\"",
+		"[IO.File]::Create($specTmp)",
 		// bootstrap runs from resume.ps1, which the startup task runs
 		// again after the reboot a domain join needs.
 		"& $Agent bootstrap -f $Spec",

@@ -26,7 +26,9 @@ const lockOpenTries = 3
 // process keeps the lock after machineadm exits; the opened file must be
 // the one looked at (same device and inode: a swap in between is looked at
 // again, at most lockOpenTries times), a regular file with one link (a
-// hard link would make the lock's content rewrite another file).
+// hard link would make the lock's content rewrite another file), owned by
+// this process's user or by root (another user's file is one that user
+// could hold the lock on, or write the holder's lines of).
 func openLockFile(path string, create bool) (*os.File, error) {
 	for try := 1; ; try++ {
 		f, err := openLockFileOnce(path, create)
@@ -87,7 +89,7 @@ func openLockFileOnce(path string, create bool) (*os.File, error) {
 }
 
 // ownLockFile checks what lstat or fstat says of the lock's path: a
-// regular file of one link.
+// regular file of one link, owned by this process's user or by root.
 func ownLockFile(st *unix.Stat_t) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -106,6 +108,9 @@ func ownLockFile(st *unix.Stat_t) error {
 	}
 	if st.Nlink != 1 {
 		return fmt.Errorf("%w: a file with %d hard links", errNotOwnLock, st.Nlink)
+	}
+	if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
+		return fmt.Errorf("%w: owned by another user (uid %d)", errNotOwnLock, st.Uid)
 	}
 	return nil
 }

@@ -432,3 +432,49 @@ func TestBadInputCreatesNoLock(t *testing.T) {
 		t.Errorf("an unknown phase name created the lock file (%v)", err)
 	}
 }
+
+// A lock file owned by another user (here nobody's, mode 0000) is refused,
+// exit 1, and left as it is: that user could hold the flock on it for as
+// long as it likes, so that every run ends busy, and write the holder's
+// lines the busy message prints; before, a run took it and made it 0600,
+// its owner's to read and write. Root's file is taken (root can do all
+// that anyway), and so is the run's own user's.
+func TestLockRefusesAnotherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	root := t.TempDir()
+	work := seedEvidence(t, root)
+	path := filepath.Join(work, LockFileName)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	if err := os.Chown(path, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, root)
+	spec := lockSpec(t, "    - {path: /etc/motd, content: hello}\n")
+	for _, o := range []Options{
+		{Command: Prepare, SpecFile: spec, Root: root},
+		{Command: Bootstrap, SpecFile: bootstrapSpec(t), ReportRoot: root, WorkDir: work},
+	} {
+		out, err := runSession(o)
+		if ExitCode(err) != ExitFailed || !strings.Contains(fmt.Sprint(err), "owned by another user (uid 65534)") || !strings.Contains(fmt.Sprint(err), path) {
+			t.Errorf("%s: exit %d: %v\nwant exit 1 naming the lock file and its owner", o.Command, ExitCode(err), err)
+		}
+		if out != "" {
+			t.Errorf("%s: console output:\n%s", o.Command, out)
+		}
+		sameTree(t, string(o.Command), root, before)
+	}
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runSession(Options{Command: Prepare, SpecFile: spec, Root: root}); err != nil {
+		t.Fatalf("prepare with root's lock file: %v", err)
+	}
+}

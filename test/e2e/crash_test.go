@@ -359,6 +359,17 @@ func parseStateJournal(b []byte) (phaseStateFile, error) {
 	return st, nil
 }
 
+// reportStamp identifies one version of the report file.
+type reportStamp struct {
+	ino, size    int64
+	ctime, mtime syscall.Timespec
+}
+
+func stampOf(fi os.FileInfo) reportStamp {
+	st := fi.Sys().(*syscall.Stat_t)
+	return reportStamp{ino: int64(st.Ino), size: st.Size, ctime: st.Ctim, mtime: st.Mtim}
+}
+
 // killIn runs `machineadm bootstrap` in m and SIGKILLs it as soon as its
 // provisional report says that phase runs — for a run that resumes an
 // earlier killed one, once the report also says where it resumed: a run
@@ -384,9 +395,14 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 		runtime.UnlockOSThread()
 	}()
 	reportFile := filepath.Join(m.Root, reportPath)
-	var before uint64
+	// A report rewrite is a new file renamed over the old one; its inode
+	// number alone does not tell them apart, since the file system may
+	// give the new file the number just freed (seen on the machines'
+	// overlayfs: whole phases went unseen). The inode with its change and
+	// modification times (ns) and size does.
+	var before reportStamp
 	if fi, err := os.Stat(reportFile); err == nil {
-		before = fi.Sys().(*syscall.Stat_t).Ino
+		before = stampOf(fi)
 	}
 	cmd, out := m.start(ctx, "machineadm", "bootstrap", "-f", machineSpecFile)
 	start := time.Now()
@@ -421,11 +437,11 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 			}
 		}
 		fi, err := os.Stat(reportFile)
-		if err != nil || fi.Sys().(*syscall.Stat_t).Ino == before {
+		if err != nil || stampOf(fi) == before {
 			time.Sleep(crashPoll)
 			continue
 		}
-		before = fi.Sys().(*syscall.Stat_t).Ino
+		before = stampOf(fi)
 		r, err := readCrashReport(m)
 		if err != nil || r.Result == "Succeeded" {
 			// Only the provisional report appears while the run goes on.

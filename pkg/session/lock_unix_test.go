@@ -367,6 +367,32 @@ func TestLockFileWhileARunHoldsIt(t *testing.T) {
 	}
 }
 
+// refusedLockPath runs prepare on root and bootstrap (its report under
+// root, its work directory work) and checks that each exits 1 with every
+// one of want in its error, prints nothing, and leaves root as it was.
+func refusedLockPath(t *testing.T, root, work string, want ...string) {
+	t.Helper()
+	before := snapshot(t, root)
+	spec := lockSpec(t, "    - {path: /etc/motd, content: hello}\n")
+	for _, o := range []Options{
+		{Command: Prepare, SpecFile: spec, Root: root},
+		{Command: Bootstrap, SpecFile: bootstrapSpec(t), ReportRoot: root, WorkDir: work},
+	} {
+		out, err := runSession(o)
+		ok := ExitCode(err) == ExitFailed
+		for _, w := range want {
+			ok = ok && strings.Contains(fmt.Sprint(err), w)
+		}
+		if !ok {
+			t.Errorf("%s: exit %d: %v\nwant exit 1 saying %q", o.Command, ExitCode(err), err, want)
+		}
+		if out != "" {
+			t.Errorf("%s: console output:\n%s", o.Command, out)
+		}
+		sameTree(t, string(o.Command), root, before)
+	}
+}
+
 // A symbolic link at the lock's path is refused, never followed: the file
 // it names keeps its content, the run writes nothing and says why; a hard
 // link to another file is refused the same way.
@@ -386,25 +412,11 @@ func TestLockRefusesLinks(t *testing.T) {
 			if err := link(target, filepath.Join(work, LockFileName)); err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, root)
-			spec := lockSpec(t, "    - {path: /etc/motd, content: hello}\n")
-			for _, o := range []Options{
-				{Command: Prepare, SpecFile: spec, Root: root},
-				{Command: Bootstrap, SpecFile: bootstrapSpec(t), ReportRoot: root, WorkDir: work},
-			} {
-				out, err := runSession(o)
-				want := "a symbolic link, not followed"
-				if kind == "hardlink" {
-					want = "hard links"
-				}
-				if ExitCode(err) != ExitFailed || !strings.Contains(fmt.Sprint(err), want) || !strings.Contains(fmt.Sprint(err), "remove it and run again") || !strings.Contains(fmt.Sprint(err), filepath.Join(work, LockFileName)) {
-					t.Errorf("%s: exit %d: %v\nwant exit 1 naming the lock file and %q", o.Command, ExitCode(err), err, want)
-				}
-				if out != "" {
-					t.Errorf("%s: console output:\n%s", o.Command, out)
-				}
-				sameTree(t, string(o.Command), root, before)
+			want := "a symbolic link, not followed"
+			if kind == "hardlink" {
+				want = "hard links"
 			}
+			refusedLockPath(t, root, work, want, "remove it and run again", filepath.Join(work, LockFileName))
 			if b, _ := os.ReadFile(target); string(b) != "do not truncate\n" {
 				t.Errorf("the link's target was written: %q", b)
 			}
@@ -456,24 +468,11 @@ func TestLockRefusesAnotherUsersFile(t *testing.T) {
 	if err := os.Chmod(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, root)
-	spec := lockSpec(t, "    - {path: /etc/motd, content: hello}\n")
-	for _, o := range []Options{
-		{Command: Prepare, SpecFile: spec, Root: root},
-		{Command: Bootstrap, SpecFile: bootstrapSpec(t), ReportRoot: root, WorkDir: work},
-	} {
-		out, err := runSession(o)
-		if ExitCode(err) != ExitFailed || !strings.Contains(fmt.Sprint(err), "owned by another user (uid 65534)") || !strings.Contains(fmt.Sprint(err), path) {
-			t.Errorf("%s: exit %d: %v\nwant exit 1 naming the lock file and its owner", o.Command, ExitCode(err), err)
-		}
-		if out != "" {
-			t.Errorf("%s: console output:\n%s", o.Command, out)
-		}
-		sameTree(t, string(o.Command), root, before)
-	}
+	refusedLockPath(t, root, work, "owned by another user (uid 65534)", path)
 	if err := os.Chown(path, 0, 0); err != nil {
 		t.Fatal(err)
 	}
+	spec := lockSpec(t, "    - {path: /etc/motd, content: hello}\n")
 	if _, err := runSession(Options{Command: Prepare, SpecFile: spec, Root: root}); err != nil {
 		t.Fatalf("prepare with root's lock file: %v", err)
 	}

@@ -52,13 +52,35 @@ func kubeletSettings(node hostsEntry) machineadm.Kubelet {
 		// The machines have no default route, so the kubelet cannot pick its
 		// address by itself.
 		ExtraArgs: []machineadm.Arg{{Name: "node-ip", Value: node.IP}},
-		Config: map[string]any{
-			"failCgroupV1": false,
-			"cgroupDriver": cgroupDriver,
-			// The resolver configuration of pods with dnsPolicy Default,
-			// CoreDNS's among them (see upstreamResolvConf).
-			"resolvConf": upstreamResolvConfPath,
+		Config:    kubeletConfig(),
+	}
+}
+
+// kubeletConfig is the e2e machines' spec.node.kubelet.config, also the
+// Cluster API test's MachineadmConfig's.
+func kubeletConfig() map[string]any {
+	return map[string]any{
+		"failCgroupV1": false,
+		"cgroupDriver": cgroupDriver,
+		// The resolver configuration of pods with dnsPolicy Default,
+		// CoreDNS's among them (see upstreamResolvConf).
+		"resolvConf": upstreamResolvConfPath,
+		// The machines' root filesystems are directories on the host's
+		// disk, so the kubelet's disk figures are the host's: with the
+		// defaults (imagefs.available<15%, image GC above 85% used) a
+		// build host with 15% free tainted the nodes with disk
+		// pressure, evicted pods and deleted the imported images,
+		// which are never pulled back (soak run at 18:10 UTC,
+		// 2026-12-01). The e2e's nodes are not what fills that disk.
+		"evictionHard": map[string]any{
+			"memory.available":   "100Mi",
+			"nodefs.available":   "1%",
+			"nodefs.inodesFree":  "1%",
+			"imagefs.available":  "1%",
+			"imagefs.inodesFree": "1%",
 		},
+		"imageGCHighThresholdPercent": 100,
+		"imageGCLowThresholdPercent":  99,
 	}
 }
 

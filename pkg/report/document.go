@@ -139,7 +139,7 @@ func Decode(data []byte) (*BootstrapReport, error) {
 	dec.DisallowUnknownFields()
 	var r BootstrapReport
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("not a BootstrapReport document: %w", err)
+		return nil, fmt.Errorf("not a BootstrapReport document: %w", boundedError{err})
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("not a BootstrapReport document: data after the JSON object")
@@ -180,6 +180,26 @@ const maxQuoted = 64
 
 // quoteShort quotes s (%q), cut to maxQuoted bytes with its length when
 // longer: a report read back may hold anything.
+// maxDecodeError bounds the text of a decoding error, in bytes.
+const maxDecodeError = 512
+
+// boundedError is a decoding error whose text is cut to maxDecodeError
+// bytes (valid UTF-8, saying how long it was); errors.Is and errors.As
+// still reach the error. encoding/json quotes in its error a value it
+// cannot parse, a timestamp for one, whole: a report of megabytes made an
+// error of megabytes (found by FuzzReadReport in a long run).
+type boundedError struct{ err error }
+
+func (e boundedError) Error() string {
+	s := e.err.Error()
+	if len(s) <= maxDecodeError {
+		return s
+	}
+	return fmt.Sprintf("%s…(%d bytes)", strings.ToValidUTF8(s[:maxDecodeError], ""), len(s))
+}
+
+func (e boundedError) Unwrap() error { return e.err }
+
 func quoteShort(s string) string {
 	if len(s) <= maxQuoted {
 		return fmt.Sprintf("%q", s)

@@ -256,7 +256,7 @@ func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrap
 		Kubernetes: bootstrapv1.KubernetesSpec{ImageRepository: imageRepository},
 		Node: bootstrapv1.NodeSpec{
 			IgnorePreflightErrors: ignoredPreflight,
-			Kubelet: bootstrapv1.Kubelet{Config: raw(kubeletConfig())},
+			Kubelet:               bootstrapv1.Kubelet{Config: raw(kubeletConfig())},
 		},
 		Host: bootstrapv1.HostSpec{
 			Sysctl: map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"},

@@ -408,7 +408,10 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 	if fi, err := os.Stat(reportFile); err == nil {
 		before = stampOf(fi)
 	}
-	cmd, out := m.start(ctx, "machineadm", "bootstrap", "-f", machineSpecFile)
+	// machineadm at nice 19, the watch at nice -20 (below): on a loaded
+	// machine machineadm's phases then widen instead of the watch falling
+	// behind them; on an idle one neither waits for the other.
+	cmd, out := m.start(ctx, "nice", "-n", "19", "machineadm", "bootstrap", "-f", machineSpecFile)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -477,6 +480,12 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 	r, err := readCrashReport(m)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if top, _, _ := strings.Cut(r.FailedPhase, "/"); slices.Index(all, top) > want {
+		// The signal was on its way while the phase ended: the last report
+		// before the process died names a later phase.
+		t.Logf("%s: run %d: the kill came too late: it was sent in %s, and the run had reached %s when it died", m.Name, i+1, phase, r.FailedPhase)
+		return &crashRun{phase: phase, n: i + 1, late: true}
 	}
 	var st phaseStateFile
 	if b, err := m.ReadFile(statePathOnHost); err == nil {

@@ -150,23 +150,7 @@ const lockTestToken = "abcdef.0123456789abcdef"
 // files, for prepare.
 func lockSpec(t *testing.T, files string) string {
 	t.Helper()
-	doc := `apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: Worker
-  kubernetes: {version: v1.37.2}
-  join:
-    apiServerEndpoint: cp.example.internal:6443
-    token: {value: ` + lockTestToken + `}
-    caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
-  host:
-    files:
-` + files
-	p := filepath.Join(t.TempDir(), "spec.yaml")
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeWorkerSpec(t, "{value: "+lockTestToken+"}", "  host:\n    files:\n"+files)
 }
 
 // bootstrapSpec writes a worker spec for the bootstrap cases whose token
@@ -175,6 +159,14 @@ spec:
 // instead of bootstrapping the test's host.
 func bootstrapSpec(t *testing.T) string {
 	t.Helper()
+	return writeWorkerSpec(t, "{file: "+filepath.Join(t.TempDir(), "missing-token")+"}", "")
+}
+
+// writeWorkerSpec writes a worker join spec with token (a secret source
+// in flow style) and the spec lines rest after spec.join, and returns its
+// path.
+func writeWorkerSpec(t *testing.T, token, rest string) string {
+	t.Helper()
 	doc := `apiVersion: machineadm.io/v1alpha1
 kind: MachineBootstrapConfig
 spec:
@@ -182,9 +174,9 @@ spec:
   kubernetes: {version: v1.37.2}
   join:
     apiServerEndpoint: cp.example.internal:6443
-    token: {file: ` + filepath.Join(t.TempDir(), "missing-token") + `}
+    token: ` + token + `
     caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
-`
+` + rest
 	p := filepath.Join(t.TempDir(), "spec.yaml")
 	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)

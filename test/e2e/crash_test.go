@@ -6,11 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,12 +25,15 @@ import (
 )
 
 // The kills of TestCrash, in the phases of issue 14, item 5, and kubeadm's
-// kubeconfig phase, followed by what a kill in the middle of kubeadm's
-// write of a kubeconfig leaves.
+// kubeconfig phase. Each is placed at an open of the run (killIn): by
+// default its first open of the phase's own work; in certs at the write of
+// the fourth leaf's journal record (three leaves recorded, the fourth's
+// certificate written but not recorded); in kubeconfig at kubeadm's open of
+// the second kubeconfig it writes, which the kernel has just created empty.
 var (
 	crashInitKills = []crashKill{
-		{phase: "certs"},
-		{phase: "kubeconfig", leave: emptyResumedKubeconfig},
+		{phase: "certs", at: killPoint{match: isStateJournal, skip: 3, what: "the fourth leaf's journal record"}},
+		{phase: "kubeconfig", at: killPoint{match: isKubeconfigFile, skip: 1, what: "kubeadm's write of its second kubeconfig"}, leave: cutKubeconfig},
 		{phase: "etcd"},
 		{phase: "kubelet-start"},
 		{phase: "wait-control-plane"},
@@ -41,26 +44,62 @@ var (
 	crashJoinKills = []crashKill{{phase: "preflight"}, {phase: "kubelet-start"}, {phase: "kubelet-wait-bootstrap"}}
 )
 
-// crashKill is one kill of a chain: in the top-level phase phase. leave,
-// when set, then changes what the kill left on the machine, and returns a
-// check of the next run's report.
+// crashKill is one kill of a chain: in the top-level phase phase, at the
+// open at selects (the zero value: phaseWork's first). leave, when set,
+// then checks what the kill left on the machine, and returns a check of
+// the next run's report.
 type crashKill struct {
 	phase string
+	at    killPoint
 	leave func(t *testing.T, m *Machine, all []string, run *crashRun) func(t *testing.T, r *crashReport)
 }
 
-// emptyResumedKubeconfig empties the kubeconfig file of the kubeconfig
-// leaf the next run resumes in (the first one the state file does not
-// list as completed), the way a kill in the middle of kubeadm's write of
-// it leaves it: kubeadm writes a kubeconfig with one plain os.WriteFile
-// (client-go clientcmd.WriteToFile), which truncates the file and then
-// writes it, so a kill between the two leaves it empty. The test's kill is
-// timed by the report, not by kubeadm's write, and cannot land between
-// those two calls reliably: the test empties the file itself, after the
-// kill. The returned check says the next run removed it before kubeadm
-// ran that leaf again (pkg/phases repairInterruptedKubeconfigs: the
-// leaf's report message is its first change line) and completed the leaf.
-func emptyResumedKubeconfig(t *testing.T, m *Machine, all []string, run *crashRun) func(t *testing.T, r *crashReport) {
+// killPoint selects the open of machineadm, once its report names the
+// phase, at which it is killed: the one after skip opens that match
+// (paths in the machine's view). The zero value is phaseWork with skip 0.
+type killPoint struct {
+	match func(path string) bool
+	skip  int
+	what  string
+}
+
+func (k killPoint) orDefault() killPoint {
+	if k.match == nil {
+		return killPoint{match: phaseWork, what: "its first open for the phase's work"}
+	}
+	return k
+}
+
+// phaseWork matches the opens of a phase's work: a file outside
+// machineadm's own inputs (/etc/machineadm) and bookkeeping
+// (/var/lib/machineadm: kubeadm's configuration file, read again by every
+// kubeadm leaf before it works, reports, patches), or the state journal,
+// whose record ends every leaf: a phase cannot complete without one.
+func phaseWork(path string) bool {
+	own := strings.HasPrefix(path, "/etc/machineadm/") || strings.HasPrefix(path, "/var/lib/machineadm/")
+	return !own || isStateJournal(path)
+}
+
+// isStateJournal matches the state journal's appends (a rewrite goes
+// through a temporary file, pkg/atomicfile).
+func isStateJournal(path string) bool {
+	return path == statePathOnHost || strings.HasPrefix(path, filepath.Join(filepath.Dir(statePathOnHost), "."+filepath.Base(statePathOnHost)+".tmp-"))
+}
+
+// isKubeconfigFile matches kubeadm's kubeconfig files in /etc/kubernetes.
+func isKubeconfigFile(path string) bool {
+	return filepath.Dir(path) == "/etc/kubernetes" && strings.HasSuffix(path, ".conf")
+}
+
+// cutKubeconfig checks what the kill at kubeadm's open of a kubeconfig
+// left: that kubeconfig, of the leaf the next run resumes in (the first
+// one the state file does not list as completed), empty. kubeadm writes a
+// kubeconfig with one plain os.WriteFile (client-go clientcmd.WriteToFile):
+// the open creates the file, the process dies there, nothing is written.
+// The returned check says the next run removed it before kubeadm ran that
+// leaf again (pkg/phases repairInterruptedKubeconfigs: the leaf's report
+// message is its first change line) and completed the leaf.
+func cutKubeconfig(t *testing.T, m *Machine, all []string, run *crashRun) func(t *testing.T, r *crashReport) {
 	t.Helper()
 	leaf := ""
 	for _, p := range all {
@@ -70,18 +109,20 @@ func emptyResumedKubeconfig(t *testing.T, m *Machine, all []string, run *crashRu
 		}
 	}
 	if leaf == "" {
-		// The five kubeconfig leaves take 10-30 ms together; a kill that
-		// came after the last of them leaves nothing to cut short. The
-		// repair's unit tests (pkg/kubeadm, pkg/phases) run it on every
-		// case; here it is exercised when the kill lands before the end.
-		t.Logf("%s: every leaf of %s completed before the kill: nothing left to empty, the kubeconfig repair is not exercised in this run", m.Name, run.phase)
+		t.Errorf("%s: every leaf of %s completed before the kill in it (state: %v)", m.Name, run.phase, run.state.Completed)
 		return nil
 	}
 	file := "/etc/kubernetes/" + strings.TrimPrefix(leaf, run.phase+"/") + ".conf"
-	if err := m.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
+	if run.killedAt != file {
+		t.Errorf("%s: the kill in %s was at %s, want %s, the kubeconfig of %s where the next run resumes", m.Name, run.phase, run.killedAt, file, leaf)
+		return nil
 	}
-	t.Logf("%s: emptied %s, the kubeconfig of %s, where the next run resumes (what a kill in the middle of kubeadm's write leaves)", m.Name, file, leaf)
+	b, err := m.ReadFile(file)
+	if err != nil || len(b) != 0 {
+		t.Errorf("%s: after the kill at kubeadm's open of %s: %d bytes, %v; want an empty file", m.Name, file, len(b), err)
+		return nil
+	}
+	t.Logf("%s: the kill left %s empty, the kubeconfig of %s, where the next run resumes", m.Name, file, leaf)
 	return func(t *testing.T, r *crashReport) {
 		t.Helper()
 		want := "removed " + file + ": empty (0 bytes), left by an interrupted earlier run of this phase"
@@ -90,26 +131,24 @@ func emptyResumedKubeconfig(t *testing.T, m *Machine, all []string, run *crashRu
 				continue
 			}
 			if p.Status != "Succeeded" || !strings.HasPrefix(p.Message, want) {
-				t.Errorf("%s: the run after %s was emptied: %s %s %q, want Succeeded with %q", m.Name, file, leaf, p.Status, p.Message, want)
+				t.Errorf("%s: the run after the kill that left %s empty: %s %s %q, want Succeeded with %q", m.Name, file, leaf, p.Status, p.Message, want)
 			} else {
 				t.Logf("%s: the next run repaired it: %s: %s", m.Name, leaf, p.Message)
 			}
 			return
 		}
-		t.Errorf("%s: the run after %s was emptied has no report entry for %s", m.Name, file, leaf)
+		t.Errorf("%s: the run after the kill that left %s empty has no report entry for %s", m.Name, file, leaf)
 	}
 }
 
 // Bounds of one killed run.
 const (
 	// crashAttempts bounds the chains of one machine: a chain whose kill
-	// came after its phase had ended (a phase of a few milliseconds, such
-	// as etcd, on a loaded machine) proves nothing about that phase, so
+	// came after its phase had ended proves nothing about that phase, so
 	// the chain starts again on a freshly booted machine, at most this
 	// many times in all.
 	crashAttempts     = 3
 	crashWatchTimeout = 4 * time.Minute
-	crashPoll         = time.Millisecond
 	sentinelPath      = "/run/cluster-api/bootstrap-success.complete"
 	statePathOnHost   = "/var/lib/machineadm/state.jsonl"
 )
@@ -122,21 +161,23 @@ const (
 // The kills are chained on each machine: the run after a kill in phase X
 // resumes in X, completes it and everything up to the next phase of the
 // list, where it is killed in turn; the last run is not killed and must
-// succeed. Each kill is timed by observing real progress, never by a hook:
-// machineadm rewrites its provisional report (docs/report.md, "Unfinished
-// runs") when a top-level phase starts, the test polls the file through
-// the machine's root every millisecond and kills the process as soon as
-// the report names X as the running phase. That the kill landed inside X
-// is then proved by the next run: its report's resumedFrom is X or one of
-// X's sub-phases (X had not completed). After every kill the report file
-// must not say Succeeded and the Cluster API sentinel must be absent. A
-// kill with a leave function is followed by a change to what it left (for
-// kubeconfig: the kubeconfig kubeadm was writing, emptied) and a check of
-// the next run's report (that it repaired it).
+// succeed. Each kill is placed by real progress, never by a hook in
+// machineadm: machineadm rewrites its provisional report (docs/report.md,
+// "Unfinished runs") when a top-level phase starts, and while it runs the
+// test holds each of its file opens on the machine's root (fanotify,
+// killIn) until it has read the latest report; at the first open after
+// the report named X the process is killed where it stands. That the kill
+// landed inside X is then proved by the next run: its report's resumedFrom
+// is X or one of X's sub-phases (X had not completed). After every kill
+// the report file must not say Succeeded and the Cluster API sentinel must
+// be absent. A kill with a leave function is followed by a change to what
+// it left (for kubeconfig: the kubeconfig kubeadm was writing, emptied)
+// and a check of the next run's report (that it repaired it).
 // A kill that came after its phase had ended (the report already named a
-// later phase) proves nothing about that phase: the machine's chain starts
-// again on a freshly booted machine, logged, at most crashAttempts chains
-// in all; a machineadm that never runs the phase fails every chain.
+// later phase: a guard, not expected with the held opens) proves nothing
+// about that phase: the machine's chain starts again on a freshly booted
+// machine, logged, at most crashAttempts chains in all; a machineadm that
+// never runs the phase fails every chain.
 // At the end cp3 and w8 are Ready, the API answers, and both last reports
 // are Succeeded with the sentinel written.
 func TestCrash(t *testing.T) {
@@ -262,7 +303,7 @@ func crashChain(ctx context.Context, t *testing.T, m *Machine, all []string, kil
 	var prev *crashRun
 	var check func(t *testing.T, r *crashReport) // of what the previous kill's leave changed
 	for i, k := range kills {
-		run := killIn(ctx, t, m, all, k.phase, i, prev != nil)
+		run := killIn(ctx, t, m, all, k.phase, k.at.orDefault(), i, prev != nil)
 		if run.late {
 			return true
 		}
@@ -317,6 +358,9 @@ type crashRun struct {
 	state  phaseStateFile // the state file after the kill
 	n      int            // the run's number on its machine, from 1
 	late   bool           // the kill came when a later phase was running
+	// killedAt is the path (the machine's view) whose open the kill
+	// stopped.
+	killedAt string
 }
 
 // crashReport is outcomeReport with the fields only TestCrash reads.
@@ -363,57 +407,45 @@ func parseStateJournal(b []byte) (phaseStateFile, error) {
 	return st, nil
 }
 
-// reportStamp identifies one version of the report file.
-type reportStamp struct {
-	ino, size    int64
-	ctime, mtime syscall.Timespec
-}
-
-func stampOf(fi os.FileInfo) reportStamp {
-	st := fi.Sys().(*syscall.Stat_t)
-	return reportStamp{ino: int64(st.Ino), size: st.Size, ctime: st.Ctim, mtime: st.Mtim}
-}
-
-// killIn runs `machineadm bootstrap` in m and SIGKILLs it as soon as its
-// provisional report says that phase runs — for a run that resumes an
-// earlier killed one, once the report also says where it resumed: a run
-// killed again in the phase it resumes in rewrites its report when that
-// top-level phase starts and again, with resumedFrom, when it reaches the
-// first leaf not completed. It fails the test when the run ends first.
-// When the report already shows a later phase, the run is killed all the
-// same and returned with late set: the kill was not in phase.
+// killIn runs `machineadm bootstrap` in m and SIGKILLs it inside phase:
+// at its first open of a file on the machine's root file system after its
+// provisional report named phase as running — for a run that resumes an
+// earlier killed one, once the report also says where it resumed (such a
+// run rewrites its report when the top-level phase starts and again, with
+// resumedFrom, when it reaches the first leaf not completed). It fails the
+// test when the run ends first.
 //
-// The watch runs on its own OS thread at nice -20 (best effort; the test
-// runs as root), so that on a loaded machine it gets the CPU as soon as
-// its poll interval ends: the kill must land inside phases of a few
-// milliseconds.
-func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase string, i int, resumes bool) *crashRun {
+// The kill is placed, not raced: an open gate (openGate, fanotify) holds
+// every open on the machine's root while the test decides, so machineadm
+// is stopped in the kernel at that open when the signal is sent, however
+// loaded the machine is. The report versions are read through the files
+// the gate hands over for machineadm's opens of its report's temporary
+// files (pkg/atomicfile: a new file renamed over the report), which hold
+// each version's content once machineadm has gone on to its next open.
+// Every leaf of a phase ends with an open of the state journal, so the
+// phase cannot complete unseen. When the report already names a later
+// phase (not expected with the gate; kept as a guard) the run is killed
+// all the same and returned with late set: the kill was not in phase.
+func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase string, at killPoint, i int, resumes bool) *crashRun {
 	t.Helper()
-	runtime.LockOSThread()
-	tid := unix.Gettid()
-	if err := unix.Setpriority(unix.PRIO_PROCESS, tid, -20); err != nil {
-		t.Logf("watch thread priority: %v (the watch runs at normal priority)", err)
+	gate, err := newOpenGate(m.Root)
+	if err != nil {
+		t.Fatalf("%s: %v", m.Name, err)
 	}
-	defer func() {
-		_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 0)
-		runtime.UnlockOSThread()
+	watched := make(chan crashVerdict, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchGate(gate, slices.Index(all, phase), all, at, resumes, watched)
 	}()
-	reportFile := filepath.Join(m.Root, reportPath)
-	// A report rewrite is a new file renamed over the old one; its inode
-	// number alone does not tell them apart, since the file system may
-	// give the new file the number just freed (seen on the machines'
-	// overlayfs: whole phases went unseen). The inode with its change and
-	// modification times (ns) and size does.
-	var before reportStamp
-	if fi, err := os.Stat(reportFile); err == nil {
-		before = stampOf(fi)
+	closeGate := func() {
+		_ = gate.Close()
+		<-done
 	}
-	// machineadm at nice 19, the watch at nice -20 (below): on a loaded
-	// machine machineadm's phases then widen instead of the watch falling
-	// behind them; on an idle one neither waits for the other.
-	cmd, out := m.start(ctx, "nice", "-n", "19", "machineadm", "bootstrap", "-f", machineSpecFile)
+	cmd, out := m.start(ctx, "machineadm", "bootstrap", "-f", machineSpecFile)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		closeGate()
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
@@ -421,69 +453,46 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 	defer func() {
 		_ = os.WriteFile(filepath.Join(m.Dir, fmt.Sprintf("bootstrap-crash-%d.log", i)), out.Bytes(), 0o600)
 	}()
-	want := slices.Index(all, phase)
-	late := false
-	pid := 0
-	var seen string
-	deadline := time.Now().Add(crashWatchTimeout)
-	for {
+	timeout := time.NewTimer(crashWatchTimeout)
+	defer timeout.Stop()
+	var v crashVerdict
+	var after time.Duration
+	select {
+	case err := <-exited:
+		// The kill's own exit can be seen first: watchGate sends its
+		// verdict right after the kill.
+		after = time.Since(start)
 		select {
-		case err := <-exited:
-			t.Fatalf("%s: bootstrap ended (%v) before phase %s started (last running phase seen: %q); output tail:\n%s", m.Name, err, phase, seen, tail(out.String(), 40))
-		default:
+		case v = <-watched:
+		case <-time.After(5 * time.Second):
+			closeGate()
+			t.Fatalf("%s: bootstrap ended (%v) before phase %s started; output tail:\n%s", m.Name, err, phase, tail(out.String(), 40))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: phase %s did not start within %s (last seen: %q, machineadm pid %d)", m.Name, phase, crashWatchTimeout, seen, pid)
-		}
-		if pid == 0 {
-			// machineadm itself, below sh, nsenter and env; its first
-			// report is written after it started.
-			if pid = findProcess(cmd.Process.Pid, "machineadm"); pid == 0 {
-				time.Sleep(crashPoll)
-				continue
-			}
-		}
-		fi, err := os.Stat(reportFile)
-		if err != nil || stampOf(fi) == before {
-			time.Sleep(crashPoll)
-			continue
-		}
-		before = stampOf(fi)
-		r, err := readCrashReport(m)
-		if err != nil || r.Result == "Succeeded" {
-			// Only the provisional report appears while the run goes on.
-			t.Fatalf("%s: report during the run: %v %+v", m.Name, err, r)
-		}
-		seen = r.FailedPhase
-		top, _, _ := strings.Cut(seen, "/")
-		if got := slices.Index(all, top); got > want || (got == want && (!resumes || r.ResumedFrom != "")) {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatalf("kill %d: %v", pid, err)
-			}
-			after := time.Since(start)
-			<-exited
-			if got > want {
-				t.Logf("%s: run %d: the kill came too late (%s after its start): phase %s was already running, not %s", m.Name, i+1, after.Round(time.Millisecond), seen, phase)
-				late = true
-				break
-			}
-			t.Logf("%s: run %d killed (SIGKILL, pid %d) %s after its start, with %s running", m.Name, i+1, pid, after.Round(time.Millisecond), seen)
-			timing(t, fmt.Sprintf("crash-%s-%s-killed-after", m.Name, phase), after)
-			break
-		}
-		time.Sleep(crashPoll)
+	case <-timeout.C:
+		closeGate()
+		t.Fatalf("%s: phase %s did not start within %s", m.Name, phase, crashWatchTimeout)
+	case v = <-watched:
+		after = time.Since(start)
+		<-exited
 	}
-	if late {
+	closeGate()
+	if v.err != nil {
+		t.Fatalf("%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
+	}
+	if v.late {
+		t.Logf("%s: run %d: the kill came too late (%s after its start): phase %s was already running, not %s", m.Name, i+1, after.Round(time.Millisecond), v.seen, phase)
 		return &crashRun{phase: phase, n: i + 1, late: true}
 	}
+	t.Logf("%s: run %d killed (SIGKILL, pid %d) %s after its start, with %s running, at its open of %s (%s)", m.Name, i+1, v.pid, after.Round(time.Millisecond), v.seen, v.at, at.what)
+	timing(t, fmt.Sprintf("crash-%s-%s-killed-after", m.Name, phase), after)
 	// What the kill left behind.
 	r, err := readCrashReport(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if top, _, _ := strings.Cut(r.FailedPhase, "/"); slices.Index(all, top) > want {
-		// The signal was on its way while the phase ended: the last report
-		// before the process died names a later phase.
+	if top, _, _ := strings.Cut(r.FailedPhase, "/"); slices.Index(all, top) > slices.Index(all, phase) {
+		// Another of machineadm's threads wrote a later report while the
+		// signal was on its way: also not expected with the gate.
 		t.Logf("%s: run %d: the kill came too late: it was sent in %s, and the run had reached %s when it died", m.Name, i+1, phase, r.FailedPhase)
 		return &crashRun{phase: phase, n: i + 1, late: true}
 	}
@@ -493,7 +502,124 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 			t.Errorf("%s: state file: %v", m.Name, err)
 		}
 	}
-	return &crashRun{phase: phase, report: r, state: st, n: i + 1}
+	return &crashRun{phase: phase, report: r, state: st, n: i + 1, killedAt: v.at}
+}
+
+// crashVerdict is what watchGate decided: machineadm (pid) was killed at
+// its open of at, its last report naming seen as running; late when seen
+// is a phase after the one wanted. err when the watch failed first.
+type crashVerdict struct {
+	pid      int
+	seen, at string
+	late     bool
+	err      error
+}
+
+// reportTemp tells machineadm's opens of its report's temporary files
+// (atomicfile's ".report.json.tmp-*" beside reportPath) from its others,
+// by the path the gate gives (the machine's own view of it).
+func reportTemp(path string) bool {
+	return strings.HasSuffix(filepath.Dir(path), filepath.Dir(reportPath)) && strings.HasPrefix(filepath.Base(path), "."+filepath.Base(reportPath)+".tmp-")
+}
+
+// watchGate answers the gate's opens until it is closed. Opens by other
+// processes are allowed at once; machineadm's are allowed until its latest
+// report version names the top-level phase all[want] (with resumedFrom
+// set, when resumes) or a later one. That open is denied after machineadm
+// is sent SIGKILL, and the verdict sent on watched (once).
+func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, watched chan<- crashVerdict) {
+	buf := make([]byte, 64*unix.FAN_EVENT_METADATA_LEN)
+	run := 0   // machineadm's PID
+	held := -1 // the gate's file of machineadm's latest report version
+	defer func() {
+		if held >= 0 {
+			unix.Close(held)
+		}
+	}()
+	decided := false
+	verdict := func(v crashVerdict) {
+		if !decided {
+			decided = true
+			watched <- v
+		}
+	}
+	for {
+		opens, err := g.next(buf)
+		if errors.Is(err, os.ErrClosed) {
+			return
+		}
+		if err != nil {
+			verdict(crashVerdict{err: err})
+		}
+		for _, o := range opens {
+			// machineadm is the first process seen under that name: it
+			// opens files first as nsenter and env (the same PID before
+			// each exec), and later children it forks carry its name
+			// until their own exec (of /usr/bin/kubelet, say).
+			if run == 0 && commOf(o.pid) == "machineadm" {
+				run = o.pid
+			}
+			ma := o.pid == run
+			if !ma || decided {
+				_ = g.decide(o, true)
+				continue
+			}
+			// The version held was complete before this open: machineadm
+			// writes and renames a report before it goes on.
+			if r := heldReport(held); r != nil {
+				top, _, _ := strings.Cut(r.FailedPhase, "/")
+				got := slices.Index(all, top)
+				in := got == want && (!resumes || r.ResumedFrom != "")
+				if in && at.match(o.path) && at.skip > 0 {
+					at.skip--
+					in = false
+				}
+				if got > want || (in && at.match(o.path)) {
+					kerr := syscall.Kill(o.pid, syscall.SIGKILL)
+					_ = g.decide(o, false)
+					if kerr != nil {
+						verdict(crashVerdict{err: fmt.Errorf("kill %d: %w", o.pid, kerr)})
+						continue
+					}
+					verdict(crashVerdict{pid: o.pid, seen: r.FailedPhase, at: o.path, late: got > want})
+					continue
+				}
+			}
+			if reportTemp(o.path) {
+				if held >= 0 {
+					unix.Close(held)
+				}
+				// The gate's file is released by decide: keep a copy.
+				if held, err = unix.Dup(int(o.fd)); err != nil {
+					held = -1
+					_ = g.decide(o, true)
+					verdict(crashVerdict{err: fmt.Errorf("dup: %w", err)})
+					continue
+				}
+			}
+			_ = g.decide(o, true)
+		}
+	}
+}
+
+// heldReport reads the report version of fd (a file the gate handed over:
+// reading it opens nothing, so it cannot wait at the gate itself), nil
+// when there is none or it does not parse (machineadm had not finished
+// writing it: not expected, see watchGate).
+func heldReport(fd int) *crashReport {
+	if fd < 0 {
+		return nil
+	}
+	b := make([]byte, 1<<20)
+	n, err := unix.Pread(fd, b, 0)
+	if err != nil || n == 0 || n == len(b) {
+		return nil
+	}
+	var r crashReport
+	if json.Unmarshal(b[:n], &r) != nil {
+		return nil
+	}
+	return &r
 }
 
 // checkNoSuccessClaim: after a kill, the report is the provisional one
@@ -569,15 +695,4 @@ func (m *Machine) start(ctx context.Context, args ...string) (*exec.Cmd, *bytes.
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
 	return cmd, &out
-}
-
-// findProcess returns the host PID of the first process below pid whose
-// command name is comm, or 0.
-func findProcess(pid int, comm string) int {
-	for _, p := range descendants(pid) {
-		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); strings.TrimSpace(string(c)) == comm {
-			return p
-		}
-	}
-	return 0
 }

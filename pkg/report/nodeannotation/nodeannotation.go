@@ -37,9 +37,13 @@ const DefaultKubeconfig = "/etc/kubernetes/kubelet.conf"
 // Writer patches the Annotation on the Node named in the report
 // (Machine.NodeName) after a successful run; a failed run, or a report
 // without a node name (`prepare`), writes nothing. The node may register a
-// moment after the kubelet's TLS bootstrap, so a missing Node (404) is
+// moment after the kubelet's TLS bootstrap: a missing Node (404) is
+// watched for within the attempt and patched once it is there (see
+// DefaultRegistrationTimeout), and a Node still missing after that is
 // retried like a network error, within Retry's bounds; other 4xx answers
-// are final.
+// are final (*report.Permanent). The client is the kubelet's: its
+// kubeconfig's credentials, user agent "machineadm", field manager
+// "machineadm".
 type Writer struct {
 	// Root is prepended to Kubeconfig. Files the kubeconfig itself names
 	// (the kubelet's client certificate) are read as written.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/redact"
@@ -40,6 +42,9 @@ type Recorder struct {
 	writers []Writer
 	red     *redact.Redactor
 	now     func() time.Time
+	// log receives each final writer's duration at debug level (SetLogger;
+	// nil: none).
+	log atomic.Pointer[slog.Logger]
 
 	mu      sync.Mutex
 	rep     BootstrapReport
@@ -84,6 +89,13 @@ func NewRecorder(meta Meta, writers []Writer, red *redact.Redactor, now func() t
 	r.rep = BootstrapReport{APIVersion: APIVersion, Kind: Kind, Machine: meta.Machine, Command: meta.Command, StartTime: r.now(), Phases: []Phase{}}
 	return r
 }
+
+// SetLogger makes the final report's writers log, at debug level, how
+// long each took and its error ("outcome report: writer done"), so a run's
+// log file shows where its time after the last phase went. l may be nil
+// (no log, the default). Safe to call at any time; the write in progress
+// uses the logger set when it started.
+func (r *Recorder) SetLogger(l *slog.Logger) { r.log.Store(l) }
 
 // Plan declares the phases the run intends to run, in order. Planned
 // phases that never start are reported as Skipped ("not reached" after a
@@ -360,7 +372,7 @@ func (r *Recorder) finishLocked(ctx context.Context) error {
 
 	// A provisional report being written is written before the final one.
 	r.pmu.Lock()
-	err := runWriters(ctx, r.writers, &final)
+	err := runWriters(ctx, r.writers, &final, r.log.Load())
 	r.pmu.Unlock()
 	r.final, r.finishErr = final, err
 	close(r.done)

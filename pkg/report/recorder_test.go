@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +197,37 @@ func TestRecorderWritersIndependent(t *testing.T) {
 		t.Errorf("second Finish must return the first result, got %v", err2)
 	}
 	good.only(t)
+}
+
+// With a logger set, each final writer's duration and error are logged
+// at debug level; without one nothing is.
+func TestRecorderLogsWriters(t *testing.T) {
+	var buf bytes.Buffer
+	bad := &memWriter{name: "bad", err: errors.New("disk full")}
+	good := &memWriter{name: "good"}
+	rec := NewRecorder(testMeta(), []Writer{bad, good}, nil, nil)
+	rec.SetLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	_ = rec.Finish(t.Context())
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want a line per writer, got %q", buf.String())
+	}
+	for _, want := range []string{"writer=bad", "writer=good", "disk full"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log %q lacks %q", buf.String(), want)
+		}
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "level=DEBUG") || !strings.Contains(l, "outcome report: writer done") || !strings.Contains(l, "took=") {
+			t.Errorf("line %q: want a debug line with the writer's duration", l)
+		}
+	}
+	// Without a logger (the default) the writers still run.
+	quiet := &memWriter{name: "quiet"}
+	if err := NewRecorder(testMeta(), []Writer{quiet}, nil, nil).Finish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	quiet.only(t)
 }
 
 // gateWriter blocks in Write until released, telling when it entered.

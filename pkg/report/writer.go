@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -44,8 +45,9 @@ func (e *WriterError) Unwrap() error { return e.Err }
 
 // runWriters runs every writer concurrently and joins their errors in
 // writer order. A writer that panics is reported as failed; it does not
-// stop the others.
-func runWriters(ctx context.Context, writers []Writer, r *BootstrapReport) error {
+// stop the others. With log set each writer's duration is logged at debug
+// level when it returns.
+func runWriters(ctx context.Context, writers []Writer, r *BootstrapReport, log *slog.Logger) error {
 	errs := make([]error, len(writers))
 	var wg sync.WaitGroup
 	for i, w := range writers {
@@ -64,8 +66,13 @@ func runWriters(ctx context.Context, writers []Writer, r *BootstrapReport) error
 			c := *r
 			c.Phases = append(make([]Phase, 0, len(r.Phases)), r.Phases...)
 			c.LogTail = append([]string(nil), r.LogTail...)
-			if err := w.Write(ctx, &c); err != nil {
+			start := time.Now()
+			err := w.Write(ctx, &c)
+			if err != nil {
 				errs[i] = &WriterError{Writer: w.Name(), Err: err}
+			}
+			if log != nil {
+				log.Debug("outcome report: writer done", "writer", w.Name(), "took", time.Since(start).Round(time.Microsecond), "error", err)
 			}
 		}()
 	}

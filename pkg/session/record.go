@@ -85,6 +85,15 @@ func startRecord(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoot s
 		handlers = append(handlers, slog.NewTextHandler(r.logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	r.log = slog.New(red.NewHandler(handlers))
+	// The final writers' durations and the Node annotation's wait for the
+	// Node go to the log file (debug level): where a run's time after its
+	// last phase went.
+	r.rec.SetLogger(r.log)
+	for _, w := range opts.Extra {
+		if nw, ok := w.(*nodeannotation.Writer); ok {
+			nw.Log = r.log
+		}
+	}
 	r.stopSig = r.rec.WatchSignals(signalReportTimeout, func() { os.Exit(ExitFailed) })
 	return r
 }

@@ -1,6 +1,9 @@
 package session
 
 import (
+	"io"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -54,6 +57,32 @@ func TestReportSettings(t *testing.T) {
 		}
 		if c.o.DryRun && (settings.Console == nil || *settings.Console) {
 			t.Errorf("%s: a dry run writes to the console", c.name)
+		}
+	}
+}
+
+// The run's log file shows each final report writer's duration, the Node
+// annotation's included (debug level): where a run's time after its last
+// phase went.
+func TestFinishLogsWriters(t *testing.T) {
+	root := t.TempDir()
+	cfg := &machineadm.MachineBootstrapConfig{}
+	cfg.Spec.Action = machineadm.ActionJoin
+	cfg.Spec.Node.Name = "w1"
+	no := false
+	cfg.Spec.Report.Console = &no
+	cfg.Spec.Report.Sentinel = "-"
+	r := startRecord(Options{Command: Bootstrap, LogFile: true, Out: io.Discard}, cfg, root)
+	r.logFile.open()
+	r.finish()
+	data, err := os.ReadFile(r.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	for _, want := range []string{`msg="outcome report: writer done" writer=file`, `msg="outcome report: writer done" writer=node-annotation`, "loading kubeconfig"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log file lacks %q:\n%s", want, log)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -68,9 +69,10 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 			if k.kind == "first-join" {
 				extra += fmt.Sprintf("; init start -> worker Ready kubeadm %.2fs machineadm %.2fs", ka[i].fromInit.Seconds(), ma[i].fromInit.Seconds())
 			}
-			fmt.Fprintf(&b, "BENCH %s  sample %d: kubeadm wall %.2fs exec %.2fs rss %.1fMi | machineadm wall %.2fs exec %.2fs rss %.1fMi outside %dms (before+after the report span %dms, version exec %dms%s)\n",
+			fmt.Fprintf(&b, "BENCH %s  sample %d: kubeadm wall %.2fs exec %.2fs rss %.1fMi | machineadm wall %.2fs exec %.2fs rss %.1fMi outside %dms (before+after the report span %dms, Node wait %dms, writers %s, version exec %dms%s)\n",
 				k.kind, i, ka[i].wall.Seconds(), ka[i].exec.Seconds(), rss(ka[i]),
-				ma[i].wall.Seconds(), ma[i].exec.Seconds(), rss(ma[i]), ma[i].outside.Milliseconds(), (ma[i].exec - ma[i].span).Milliseconds(), ma[i].versionExec.Milliseconds(), extra)
+				ma[i].wall.Seconds(), ma[i].exec.Seconds(), rss(ma[i]), ma[i].outside.Milliseconds(), (ma[i].exec - ma[i].span).Milliseconds(),
+				ma[i].nodeWait.Milliseconds(), writerTimes(ma[i].writers), ma[i].versionExec.Milliseconds(), extra)
 		}
 	}
 	return b.String()
@@ -118,8 +120,10 @@ func median(v []float64) float64 {
 // inside the report's span its own phases and the time between phases
 // (state records, console, provisional reports), and before and after the
 // span (process start and exit, reading and checking the spec, the final
-// report's writers, the harness's exec), with a `machineadm version` exec
-// for scale.
+// report's writers, the harness's exec), with the final writers' medians
+// (they run concurrently: the slowest is what the run waits for), the Node
+// annotation's wait for the kubelet to register its Node, and a
+// `machineadm version` exec for scale.
 func outsideBreakdown(ss []benchSample) string {
 	med := func(f func(s benchSample) time.Duration) time.Duration {
 		return time.Duration(median(values(ss, func(s benchSample) float64 { return float64(f(s)) })))
@@ -132,9 +136,27 @@ func outsideBreakdown(ss []benchSample) string {
 		return d
 	}
 	inSpan := func(s benchSample) time.Duration { return s.outside - (s.exec - s.span) }
-	return fmt.Sprintf("in the report's span %dms (own phases %dms, between phases %dms); before and after the span %dms (a `machineadm version` exec: %dms)",
+	writer := func(name string) func(s benchSample) time.Duration {
+		return func(s benchSample) time.Duration { return s.writers[name] }
+	}
+	return fmt.Sprintf("in the report's span %dms (own phases %dms, between phases %dms); before and after the span %dms (the final writers, concurrent: node-annotation %dms, of which waiting for the kubelet to register its Node %dms, file %dms; a `machineadm version` exec: %dms)",
 		med(inSpan).Milliseconds(), med(ownSum).Milliseconds(), med(func(s benchSample) time.Duration { return inSpan(s) - ownSum(s) }).Milliseconds(),
-		med(func(s benchSample) time.Duration { return s.exec - s.span }).Milliseconds(), med(func(s benchSample) time.Duration { return s.versionExec }).Milliseconds())
+		med(func(s benchSample) time.Duration { return s.exec - s.span }).Milliseconds(),
+		med(writer("node-annotation")).Milliseconds(), med(func(s benchSample) time.Duration { return s.nodeWait }).Milliseconds(), med(writer("file")).Milliseconds(),
+		med(func(s benchSample) time.Duration { return s.versionExec }).Milliseconds())
+}
+
+// writerTimes lists the final writers' durations, longest first.
+func writerTimes(ws map[string]time.Duration) string {
+	names := slices.Collect(maps.Keys(ws))
+	sort.Slice(names, func(i, j int) bool {
+		return ws[names[i]] > ws[names[j]] || (ws[names[i]] == ws[names[j]] && names[i] < names[j])
+	})
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %dms", n, ws[n].Milliseconds()))
+	}
+	return strings.Join(parts, " ")
 }
 
 // ownMedians lists machineadm's own phases with their median durations,

@@ -22,6 +22,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/phases"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // The two tools the benchmark compares.
@@ -71,6 +72,14 @@ type benchSample struct {
 	// token (from the phase's message): the cluster's time, not
 	// machineadm's.
 	unsigned time.Duration
+	// nodeWait is how long the final report's Node annotation writer
+	// waited for the kubelet to register its Node (the writer's debug line
+	// in the run's log file; 0 when the Node was there): after the report
+	// span, part of outside, and the kubelet's time, not machineadm's work.
+	nodeWait time.Duration
+	// writers are the final report's writers' durations by name (their
+	// debug lines in the log file); they run concurrently.
+	writers map[string]time.Duration
 	// started is when the command started; readyAt when the Node was seen
 	// Ready.
 	started, readyAt time.Time
@@ -318,6 +327,9 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		if s.unsigned, err = unsignedWait(r); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
+		if s.nodeWait, s.writers, err = finalWriters(m); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
 		vstart := time.Now()
 		if res, err := m.Exec(ctx, nil, "machineadm", "version"); err != nil {
 			t.Fatalf("%s: machineadm version: %v\n%s", m.Name, err, res.Stderr)
@@ -330,6 +342,47 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		t.Logf("%s %s phases: %s", m.Name, tool, strings.Join(ph, " "))
 	}
 	return s
+}
+
+// The final writers' debug lines in the run's log file (pkg/report's
+// runWriters, pkg/report/nodeannotation's Writer).
+var (
+	writerDoneRE = regexp.MustCompile(`msg="outcome report: writer done" writer=(\S+) took=(\S+)`)
+	nodeWaitRE   = regexp.MustCompile(`msg="node-annotation: waited for the Node to register" .*waited=(\S+)`)
+)
+
+// finalWriters reads, from the log file beside m's report, the last run's
+// final writers' durations and the Node annotation writer's wait for the
+// Node (0 without one). A fresh machine's log holds its prepare and its
+// bootstrap; prepare has no Node annotation writer, and for the others
+// the bootstrap's lines come last.
+func finalWriters(m *Machine) (time.Duration, map[string]time.Duration, error) {
+	path := filepath.Join(filepath.Dir(reportPath), session.LogFileName)
+	raw, err := m.ReadFile(path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("log file: %w", err)
+	}
+	writers := map[string]time.Duration{}
+	var wait time.Duration
+	for _, l := range strings.Split(string(raw), "\n") {
+		if w := writerDoneRE.FindStringSubmatch(l); w != nil {
+			d, err := time.ParseDuration(w[2])
+			if err != nil {
+				return 0, nil, fmt.Errorf("%s: %q: %w", path, l, err)
+			}
+			writers[w[1]] = d
+		} else if w := nodeWaitRE.FindStringSubmatch(l); w != nil {
+			d, err := time.ParseDuration(w[1])
+			if err != nil {
+				return 0, nil, fmt.Errorf("%s: %q: %w", path, l, err)
+			}
+			wait += d // one line per attempt that waited
+		}
+	}
+	if _, ok := writers["node-annotation"]; !ok {
+		return 0, nil, fmt.Errorf("%s has no line of the node-annotation writer's end", path)
+	}
+	return wait, writers, nil
 }
 
 // outsideKubeadm is exec minus the durations of kubeadm's leaf phases in

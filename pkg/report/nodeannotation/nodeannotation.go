@@ -10,11 +10,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -33,9 +37,13 @@ const DefaultKubeconfig = "/etc/kubernetes/kubelet.conf"
 // Writer patches the Annotation on the Node named in the report
 // (Machine.NodeName) after a successful run; a failed run, or a report
 // without a node name (`prepare`), writes nothing. The node may register a
-// moment after the kubelet's TLS bootstrap, so a missing Node (404) is
+// moment after the kubelet's TLS bootstrap: a missing Node (404) is
+// watched for within the attempt and patched once it is there (see
+// DefaultRegistrationTimeout), and a Node still missing after that is
 // retried like a network error, within Retry's bounds; other 4xx answers
-// are final.
+// are final (*report.Permanent). The client is the kubelet's: its
+// kubeconfig's credentials, user agent "machineadm", field manager
+// "machineadm".
 type Writer struct {
 	// Root is prepended to Kubeconfig. Files the kubeconfig itself names
 	// (the kubelet's client certificate) are read as written.
@@ -44,6 +52,13 @@ type Writer struct {
 	Kubeconfig string
 	// Retry bounds the attempts; the zero value is DefaultRetry.
 	Retry report.RetryPolicy
+	// RegistrationTimeout bounds, within one attempt, the wait for a Node
+	// that is not registered yet. Default DefaultRegistrationTimeout; the
+	// attempt's own bound (Retry.PerAttempt) applies too.
+	RegistrationTimeout time.Duration
+	// Log receives, at debug level, how long the writer waited for the
+	// Node to register and how (watch or poll). Nil: no log.
+	Log *slog.Logger
 }
 
 // DefaultRetry is the writer's retry policy for failed requests: 6
@@ -53,13 +68,22 @@ var DefaultRetry = report.RetryPolicy{Attempts: 6, Backoff: 250 * time.Milliseco
 
 // Waiting for the Node to register: a join's Node registers a moment
 // after the kubelet's TLS bootstrap, the run's last kubeadm phase, so the
-// first answer is often 404. Within one attempt the writer asks again
-// every RegistrationPoll, at most RegistrationPolls times (5 s), before
-// the attempt fails and Retry takes over: the run ends within 100 ms of
-// the registration instead of idling through a backoff.
+// first patch is often answered 404. Within one attempt the writer then
+// watches for the Node (a list and a watch of the nodes with the field
+// selector metadata.name=NAME, which the Node authorizer grants a kubelet
+// for its own Node, as the kubelet's own informer does) and patches as
+// soon as it is there, so the run ends within a round trip of the
+// registration. DefaultRegistrationTimeout bounds the wait in one attempt
+// (Writer.RegistrationTimeout) and RegistrationWatches the watches it
+// opens (a watch the server ends is opened again from a new list); after
+// either, the attempt fails with the
+// 404 and Retry takes over. A server that refuses the list or the watch
+// (an authorizer without the Node rules) is asked with the patch itself
+// every RegistrationPoll instead, within the same bound.
 const (
-	RegistrationPoll  = 100 * time.Millisecond
-	RegistrationPolls = 50
+	DefaultRegistrationTimeout = 5 * time.Second
+	RegistrationWatches        = 5
+	RegistrationPoll           = 100 * time.Millisecond
 )
 
 // Name is "node-annotation".
@@ -118,24 +142,149 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 		retry = DefaultRetry
 	}
 	return retry.Do(ctx, func(ctx context.Context) error {
-		var err error
-		for n := 1; ; n++ {
-			_, err = client.Nodes().Patch(ctx, r.Machine.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "machineadm"})
-			if !apierrors.IsNotFound(err) || n >= RegistrationPolls || !sleep(ctx, RegistrationPoll) {
-				break
+		return classify(w.attempt(ctx, client, r.Machine.NodeName, patch))
+	})
+}
+
+// attempt patches the Node name; when it is not registered yet it waits
+// for it (waitRegistered) and patches again. It returns the last patch's
+// error, or the wait's when that is not the Node's absence (ctx ended).
+func (w *Writer) attempt(ctx context.Context, client corev1client.NodesGetter, name string, patch []byte) error {
+	err := patchNode(ctx, client, name, patch)
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	start := time.Now()
+	timeout := w.RegistrationTimeout
+	if timeout <= 0 {
+		timeout = DefaultRegistrationTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	how, werr := waitRegistered(wctx, client, name, patch)
+	if how == "poll" {
+		// The poll's patches are the wait: its last answer is the result.
+		err = werr
+	} else if werr == nil {
+		err = patchNode(ctx, client, name, patch)
+	} else if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	// Else the wait timed out or ran out of watches: err stays the 404.
+	if w.Log != nil {
+		w.Log.Debug("node-annotation: waited for the Node to register", "node", name, "by", how, "waited", time.Since(start).Round(time.Millisecond), "error", err)
+	}
+	return err
+}
+
+// patchNode sets the annotation on the Node name.
+func patchNode(ctx context.Context, client corev1client.NodesGetter, name string, patch []byte) error {
+	_, err := client.Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "machineadm"})
+	return err
+}
+
+// classify marks an attempt's error for Retry: nil stays nil; a missing
+// Node, throttling, timeouts and 5xx are retried; another 4xx answer is
+// *report.Permanent; anything else (network errors) is retried.
+func classify(err error) error {
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err), apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err):
+		return err
+	case errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500:
+		return &report.Permanent{Err: err}
+	}
+	return err
+}
+
+// waitRegistered waits until the Node name exists, within ctx, by a list
+// and watch of that one Node ("watch"); at most RegistrationWatches
+// watches are opened. When the server refuses the list or the watch, or
+// answers it with an error, it polls with the patch itself instead
+// ("poll") every RegistrationPoll, and returns the last patch's error
+// (nil: the patch is done). The watch returns nil once the Node is there,
+// ctx's error when ctx ends, and an error naming the watches when they ran
+// out.
+func waitRegistered(ctx context.Context, client corev1client.NodesGetter, name string, patch []byte) (string, error) {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	for range RegistrationWatches {
+		list, err := client.Nodes().List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if ctx.Err() != nil {
+			return "watch", ctx.Err()
+		}
+		if err != nil {
+			return "poll", poll(ctx, client, name, patch)
+		}
+		if len(list.Items) > 0 {
+			return "watch", nil
+		}
+		wi, err := client.Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion})
+		if ctx.Err() != nil {
+			return "watch", ctx.Err()
+		}
+		if err != nil {
+			return "poll", poll(ctx, client, name, patch)
+		}
+		found, evErr := watchFor(ctx, wi, name)
+		wi.Stop()
+		switch {
+		case found:
+			return "watch", nil
+		case ctx.Err() != nil:
+			return "watch", ctx.Err()
+		case evErr != nil && !apierrors.IsResourceExpired(evErr) && !apierrors.IsGone(evErr):
+			return "poll", poll(ctx, client, name, patch)
+		}
+		// The server ended the watch (its timeout, a restart) or the list's
+		// resource version expired: list again.
+	}
+	return "watch", fmt.Errorf("node %s not registered after %d watches", name, RegistrationWatches)
+}
+
+// watchFor reads wi until an event shows the Node name (found), an error
+// event (its error: an expired resource version, a refused watch), the
+// watch's end or ctx's.
+func watchFor(ctx context.Context, wi watch.Interface, name string) (found bool, evErr error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				return false, apierrors.FromObject(ev.Object)
+			case watch.Added, watch.Modified:
+				if n, ok := ev.Object.(*corev1.Node); ok && n.Name == name {
+					return true, nil
+				}
 			}
 		}
-		var status apierrors.APIStatus
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsNotFound(err), apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err):
-			return err
-		case errors.As(err, &status) && status.Status().Code >= 400 && status.Status().Code < 500:
-			return &report.Permanent{Err: err}
+	}
+}
+
+// poll patches the Node name every RegistrationPoll while the answer is
+// 404, until ctx ends; it returns the last patch's error (the last 404
+// when ctx cut a patch short).
+func poll(ctx context.Context, client corev1client.NodesGetter, name string, patch []byte) error {
+	var notFound error
+	for {
+		err := patchNode(ctx, client, name, patch)
+		if ctx.Err() != nil && notFound != nil {
+			return notFound
 		}
-		return err
-	})
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		notFound = err
+		if !sleep(ctx, RegistrationPoll) {
+			return err
+		}
+	}
 }
 
 // sleep waits d, or less when ctx ends first (false).

@@ -73,27 +73,6 @@ func succeeded() *report.BootstrapReport {
 		StartTime: start, EndTime: start.Add(83 * time.Second), Phases: make([]report.Phase, 7)}
 }
 
-func TestWriterPatchesNode(t *testing.T) {
-	srv, got, mu := apiServer(t, 404) // the Node registers a moment late
-	root := t.TempDir()
-	kubeconfig(t, root, srv)
-	w := &Writer{Root: root, Retry: report.RetryPolicy{Attempts: 3, Backoff: 10 * time.Millisecond}}
-	if err := w.Write(t.Context(), succeeded()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(*got) != 2 {
-		t.Fatalf("want a retry after 404, got %d requests", len(*got))
-	}
-	r := (*got)[1]
-	wantBody := `{"metadata":{"annotations":{"machineadm.io/bootstrap-report":"{\"result\":\"Succeeded\",\"command\":\"bootstrap\",\"action\":\"Join\",\"endTime\":\"2026-03-14T09:01:23Z\",\"durationMs\":83000,\"phases\":7,\"machineadmVersion\":\"v0.1.0\"}"}}}`
-	if r.Method != http.MethodPatch || r.Path != "/api/v1/nodes/w1" || r.Query != "fieldManager=machineadm" ||
-		r.ContentType != "application/merge-patch+json" || r.Auth != "Bearer node-credential" || string(r.Body) != wantBody {
-		t.Errorf("request:\n%s %s?%s\nContent-Type: %s\nAuthorization: %s\n%s\nwant body\n%s", r.Method, r.Path, r.Query, r.ContentType, r.Auth, r.Body, wantBody)
-	}
-}
-
 func TestWriterSkipsAndFails(t *testing.T) {
 	srv, got, mu := apiServer(t, 403)
 	root := t.TempDir()
@@ -138,22 +117,5 @@ func TestWriterSkipsAndFails(t *testing.T) {
 
 	if err := (&Writer{Root: t.TempDir()}).Write(t.Context(), succeeded()); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
-	}
-}
-
-// A Node that registers late is asked for again within one attempt, every
-// RegistrationPoll, not after a backoff.
-func TestWriterWaitsForRegistration(t *testing.T) {
-	srv, got, mu := apiServer(t, 404, 404, 404)
-	root := t.TempDir()
-	kubeconfig(t, root, srv)
-	w := &Writer{Root: root, Retry: report.RetryPolicy{Attempts: 1, Backoff: time.Hour}}
-	if err := w.Write(t.Context(), succeeded()); err != nil {
-		t.Fatalf("one attempt polling for the Node: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(*got) != 4 {
-		t.Errorf("want 3 polls answered 404 and the patch, got %d requests", len(*got))
 	}
 }

@@ -50,14 +50,18 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 		fmt.Fprintf(&b, "BENCH %s  %-26s %12s %10dms   target <= %s: %s\n", k.kind, "outside kubeadm's phases", "-",
 			out.Milliseconds(), benchTargetOut, metWord(out <= benchTargetOut))
 		if k.kind != "init" {
-			// A join's wait-cluster-info asks until cluster-info is signed
-			// for the token: the time before the signature was there is the
-			// cluster's (a plain kubeadm join waits for it too, inside its
-			// preflight), the rest is machineadm's.
+			// Two waits of a join are the cluster's, not machineadm's
+			// work: wait-cluster-info asks until cluster-info is signed for
+			// the token (a plain kubeadm join waits for it too, inside its
+			// preflight), and the Node annotation, which the Cluster API
+			// provider reads, waits for the kubelet to register its Node
+			// after TLS bootstrap (plain kubeadm exits without it). The
+			// target line above counts both; this one splits them out.
 			uns := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.unsigned) })))
-			own := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.outside - s.unsigned) })))
-			fmt.Fprintf(&b, "BENCH %s  of which waiting for the cluster's signer (wait-cluster-info before the signature was there) %dms; the rest, machineadm's own, %dms (<= %s: %s)\n",
-				k.kind, uns.Milliseconds(), own.Milliseconds(), benchTargetOut, metWord(own <= benchTargetOut))
+			reg := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.nodeWait) })))
+			own := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.outside - s.unsigned - s.nodeWait) })))
+			fmt.Fprintf(&b, "BENCH %s  of which waiting for the cluster's signer (wait-cluster-info before the signature was there) %dms, for the kubelet to register its Node (the Node annotation) %dms; the rest, machineadm's own, %dms (<= %s: %s)\n",
+				k.kind, uns.Milliseconds(), reg.Milliseconds(), own.Milliseconds(), benchTargetOut, metWord(own <= benchTargetOut))
 		}
 		fmt.Fprintf(&b, "BENCH %s  machineadm's own phases (median): %s\n", k.kind, ownMedians(ma))
 		fmt.Fprintf(&b, "BENCH %s  outside kubeadm's phases, where (medians): %s\n", k.kind, outsideBreakdown(ma))

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/report"
 )
 
 // The kills of TestCrash, in the phases of issue 14, item 5, and kubeadm's
@@ -473,6 +474,14 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 		t.Fatalf("%s: phase %s did not start within %s", m.Name, phase, crashWatchTimeout)
 	case v = <-watched:
 		after = time.Since(start)
+		if v.err != nil {
+			// The watch failed, machineadm was not killed, and an open
+			// the watch could not answer may hold it: closing the gate
+			// answers every open still waiting, instead of waiting here
+			// for an exit that may never come.
+			closeGate()
+			t.Fatalf("%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
+		}
 		<-exited
 	}
 	closeGate()
@@ -604,13 +613,19 @@ func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, 
 
 // heldReport reads the report version of fd (a file the gate handed over:
 // reading it opens nothing, so it cannot wait at the gate itself), nil
-// when there is none or it does not parse (machineadm had not finished
-// writing it: not expected, see watchGate).
+// when there is none, it is larger than a report can be
+// (report.MaxReportSize) or it does not parse (machineadm had not finished
+// writing it: not expected, see watchGate). It is read at every open of
+// machineadm: its size comes from the file, not a fixed buffer.
 func heldReport(fd int) *crashReport {
 	if fd < 0 {
 		return nil
 	}
-	b := make([]byte, 1<<20)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Size <= 0 || st.Size > report.MaxReportSize {
+		return nil
+	}
+	b := make([]byte, st.Size+1)
 	n, err := unix.Pread(fd, b, 0)
 	if err != nil || n == 0 || n == len(b) {
 		return nil

@@ -51,31 +51,40 @@ func newOpenGate(path string) (*openGate, error) {
 }
 
 // next returns the opens waiting at the gate, in the order the kernel
-// queued them (at least one). Each must be answered with decide.
+// queued them (at least one, unless err is set). Each must be answered
+// with decide. With an error (an overflow or a malformed event) it still
+// returns every open the read gave that it could parse, so that the
+// caller answers them and releases their files: an open read and not
+// answered waits until the gate is closed.
 func (g *openGate) next(buf []byte) ([]gateOpen, error) {
 	n, err := g.f.Read(buf)
 	if err != nil {
 		return nil, err
 	}
 	var out []gateOpen
+	var bad error
 	for off := 0; off+int(unix.FAN_EVENT_METADATA_LEN) <= n; {
 		m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[off]))
 		if m.Event_len < unix.FAN_EVENT_METADATA_LEN || off+int(m.Event_len) > n {
-			return out, fmt.Errorf("fanotify: malformed event at %d of %d bytes", off, n)
-		}
-		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
-			return out, fmt.Errorf("fanotify: metadata version %d, want %d", m.Vers, unix.FANOTIFY_METADATA_VERSION)
+			// The events after it cannot be found.
+			return out, errors.Join(bad, fmt.Errorf("fanotify: malformed event at %d of %d bytes", off, n))
 		}
 		off += int(m.Event_len)
+		if m.Vers != unix.FANOTIFY_METADATA_VERSION {
+			bad = errors.Join(bad, fmt.Errorf("fanotify: metadata version %d, want %d", m.Vers, unix.FANOTIFY_METADATA_VERSION))
+		}
 		if m.Fd < 0 {
-			// FAN_NOFD: a queue overflow. Permission events cannot
-			// overflow (their openers wait), so this is not expected.
-			return out, errors.New("fanotify: event queue overflow")
+			// FAN_NOFD: a queue overflow, which the kernel answers by
+			// allowing the open it could not queue: an open went by
+			// unseen. Not expected (the queue holds 16384 events, and
+			// permission events wait for their answer).
+			bad = errors.Join(bad, errors.New("fanotify: event queue overflow"))
+			continue
 		}
 		p, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", m.Fd))
 		out = append(out, gateOpen{pid: int(m.Pid), path: p, fd: m.Fd})
 	}
-	return out, nil
+	return out, bad
 }
 
 // decide answers one open, allowing it or not, and releases its file.

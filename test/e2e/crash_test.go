@@ -538,8 +538,9 @@ func reportTemp(path string) bool {
 // is sent SIGKILL, and the verdict sent on watched (once).
 func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, watched chan<- crashVerdict) {
 	buf := make([]byte, 64*unix.FAN_EVENT_METADATA_LEN)
-	run := 0   // machineadm's PID
-	held := -1 // the gate's file of machineadm's latest report version
+	run := 0               // machineadm's PID
+	held := -1             // the gate's file of machineadm's latest report version
+	var heldR *crashReport // its content, once parsed: a version never changes after its rename
 	defer func() {
 		if held >= 0 {
 			unix.Close(held)
@@ -575,7 +576,10 @@ func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, 
 			}
 			// The version held was complete before this open: machineadm
 			// writes and renames a report before it goes on.
-			if r := heldReport(held); r != nil {
+			if heldR == nil {
+				heldR = heldReport(held)
+			}
+			if r := heldR; r != nil {
 				top, _, _ := strings.Cut(r.FailedPhase, "/")
 				got := slices.Index(all, top)
 				in := got == want && (!resumes || r.ResumedFrom != "")
@@ -598,6 +602,7 @@ func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, 
 				if held >= 0 {
 					unix.Close(held)
 				}
+				heldR = nil
 				// The gate's file is released by decide: keep a copy.
 				if held, err = unix.Dup(int(o.fd)); err != nil {
 					held = -1

@@ -526,12 +526,12 @@ func watchGate(g *openGate, want int, all []string, at killPoint, resumes bool, 
 			if r := heldR; r != nil {
 				top, _, _ := strings.Cut(r.FailedPhase, "/")
 				got := slices.Index(all, top)
-				in := got == want && (!resumes || r.ResumedFrom != "")
-				if in && at.match(o.path) && at.skip > 0 {
+				hit := got == want && (!resumes || r.ResumedFrom != "") && at.match(o.path)
+				if hit && at.skip > 0 {
 					at.skip--
-					in = false
+					hit = false
 				}
-				if got > want || (in && at.match(o.path)) {
+				if got > want || hit {
 					kerr := syscall.Kill(o.pid, syscall.SIGKILL)
 					_ = g.decide(o, false)
 					if kerr != nil {

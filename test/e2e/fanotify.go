@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -100,9 +99,3 @@ func (g *openGate) decide(o gateOpen, allow bool) error {
 
 // Close releases the mark; opens still waiting are allowed.
 func (g *openGate) Close() error { return g.f.Close() }
-
-// commOf is the command name of a host PID, "" when it is gone.
-func commOf(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
-}

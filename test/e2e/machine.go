@@ -256,12 +256,18 @@ func (m *Machine) findLeader(ctx context.Context) (int, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		for _, pid := range descendants(m.cmd.Process.Pid) {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
+			if commOf(pid) == "systemd" {
 				return pid, nil
 			}
 		}
 	}
 	return 0, fmt.Errorf("machine %s: no systemd after %s", m.Name, leaderTimeout)
+}
+
+// commOf is the command name of a host PID, "" when it is gone.
+func commOf(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
 }
 
 // descendants lists the PIDs below pid, breadth first.

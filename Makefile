@@ -94,16 +94,20 @@ vet:
 
 # Fuzzing (hack/fuzz.sh): every FuzzXxx target under pkg/ in turn.
 # fuzz-short gives each FUZZTIME_SHORT seconds (CI); fuzz gives each
-# FUZZTIME seconds, FUZZ=REGEX picks targets by package or name.
+# FUZZTIME seconds, FUZZ=REGEX picks targets by package or name. Both
+# first check the script's reading of a failed run (hack/fuzz_test.sh).
+# fuzz-short starts from the committed seeds; fuzz keeps Go's corpus cache.
 FUZZTIME_SHORT ?= 20
 FUZZTIME       ?= 600
 FUZZ           ?= .
 
 fuzz-short:
+	hack/fuzz_test.sh
 	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME_SHORT)
 
 fuzz:
-	FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME) '$(FUZZ)'
+	hack/fuzz_test.sh
+	FUZZ_CACHE=go FUZZ_LDFLAGS="$(TEST_LDFLAGS)" hack/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 schema:
 	$(GO) run ./hack/gen-schema

@@ -3,9 +3,9 @@
 # hack/testdata/fuzzlogs: only a bare "context deadline exceeded" with no
 # failing input (Go 1.26's coordinator race, go.dev/issue/75804) is the
 # race; a crash, a hung worker, a failing seed and a deadline line beside a
-# test's own message all fail. crash, hang and seed are logs of real
-# go1.26.8 runs of throwaway targets; race is the output testing prints for
-# the coordinator's error, as in the CI run where it happened.
+# test's own message all fail. All are logs of real go1.26.8 runs: crash,
+# hang and seed of throwaway targets, race of FuzzConfigPatch in a local
+# .ci/run (race-and-error is race with a test message added).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=(race:race crash:failed hang:failed seed:failed race-and-error:failed)

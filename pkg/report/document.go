@@ -125,7 +125,8 @@ type Phase struct {
 	// StartTime is when the phase started (RFC 3339, UTC); for a phase that
 	// never started, when it was recorded as skipped.
 	StartTime time.Time `json:"startTime"`
-	// DurationMs is how long the phase ran, in milliseconds.
+	// DurationMs is how long the phase ran, in milliseconds, rounded to the
+	// nearest (a phase of less than 0.5 ms reads 0).
 	DurationMs int64 `json:"durationMs"`
 	// Message says what the phase did, why it was skipped, or why it
 	// failed. Optional.

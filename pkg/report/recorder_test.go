@@ -411,3 +411,24 @@ func TestFinishWaitsRespectsContext(t *testing.T) {
 		t.Errorf("a second Finish bounded by its context must give up: %v", err)
 	}
 }
+
+// A phase's durationMs is rounded to the nearest millisecond, not
+// truncated: 31 phases of 1.6 ms each must add up to about 50 ms, not 31.
+func TestRecorderDurationRounded(t *testing.T) {
+	for _, tc := range []struct {
+		step time.Duration
+		want int64
+	}{{1600 * time.Microsecond, 2}, {1400 * time.Microsecond, 1}, {400 * time.Microsecond, 0}, {1500 * time.Microsecond, 2}} {
+		clock := &fakeClock{t: t0, step: tc.step}
+		w := &memWriter{name: "mem"}
+		rec := NewRecorder(testMeta(), []Writer{w}, nil, clock.now)
+		rec.PhaseStarted("preflight")
+		rec.PhaseFinished("preflight", PhaseSucceeded, "")
+		if err := rec.Finish(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.only(t).Phases[0].DurationMs; got != tc.want {
+			t.Errorf("a phase of %s: durationMs %d, want %d", tc.step, got, tc.want)
+		}
+	}
+}

@@ -413,7 +413,7 @@ func TestFinishWaitsRespectsContext(t *testing.T) {
 }
 
 // A phase's durationMs is rounded to the nearest millisecond, not
-// truncated: 31 phases of 1.6 ms each must add up to about 50 ms, not 31.
+// truncated (31 phases of 1.6 ms each then read 62 ms in all, not 31).
 func TestRecorderDurationRounded(t *testing.T) {
 	for _, tc := range []struct {
 		step time.Duration

@@ -32,24 +32,41 @@
 # fails the run, and so does a target that never got past the baseline
 # (0 executions). hack/fuzz_test.sh checks the classification on real logs.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 # deadline_race LOG: true when the only failure LOG reports is the
-# coordinator's bare "context deadline exceeded" at the deadline and no
-# failing input was written.
+# coordinator's bare "context deadline exceeded" at the deadline: the log is
+# the engine's progress lines ("fuzz: ...", "warning: ..."), then exactly
+# one "--- FAIL:" block closed by "FAIL" and holding only that line, then
+# go test's "exit status N" and "FAIL<TAB>package" lines; nothing else.
+# A failing input is never the race: one being minimized when the deadline
+# came is written without the "Failing input written to" line, hence no
+# "minimizing" line either (and fuzz.sh also compares testdata/fuzz).
 deadline_race() {
-  grep -q 'Failing input written to' "$1" && return 1
-  # the lines between the first "--- FAIL:" line and the closing "FAIL".
-  local body
-  body=$(awk '/^--- FAIL: /{on=1; next} on && /^FAIL$/{exit} on{sub(/^[ \t]+/, ""); if ($0 != "") print}' "$1")
-  [ "$body" = "context deadline exceeded" ]
+  [ -f "$1" ] || return 1
+  grep -qE 'Failing input written to|minimizing' "$1" && return 1
+  awk '
+    state == 0 && /^--- FAIL: / { state = 1; next }
+    state == 0 && (/^fuzz: / || /^warning: / || /^[ \t]*$/) { next }
+    state == 1 && /^FAIL$/ { state = 2; next }
+    state == 1 { sub(/^[ \t]+/, ""); sub(/[ \t\r]+$/, ""); if ($0 == "") next
+                 if ($0 == "context deadline exceeded" && !seen) { seen = 1; next } }
+    state == 2 && (/^exit status [0-9]+$/ || /^FAIL\t/ || /^[ \t]*$/) { next }
+    { bad = 1; exit }
+    END { exit !(state == 2 && seen && !bad) }
+  ' "$1"
 }
 
-# "--classify LOG" prints race or failed for one log (hack/fuzz_test.sh).
+# "--classify LOG" prints race or failed for one log (hack/fuzz_test.sh);
+# LOG is read from the caller's directory.
 if [ "${1:-}" = --classify ]; then
+  [ $# -eq 2 ] && [ -f "$2" ] || { echo "usage: hack/fuzz.sh --classify LOG (a readable file)" >&2; exit 2; }
   if deadline_race "$2"; then echo race; else echo failed; fi
   exit 0
 fi
+
+# FUZZ_LOG relative to the caller's directory, then work from the repo root.
+if [ -n "${FUZZ_LOG:-}" ]; then FUZZ_LOG=$(realpath -m -- "$FUZZ_LOG"); fi
+cd "$(dirname "$0")/.."
 
 secs=${1:-20}
 only=${2:-.}
@@ -62,10 +79,20 @@ case ${FUZZ_CACHE:-fresh} in
   fresh)
     cachedir=$(mktemp -d)
     trap 'rm -rf "$cachedir"' EXIT
+    # an interrupt ends the whole run (and so runs the EXIT trap), not only
+    # the target that was running.
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
     cacheargs=(-args "-test.fuzzcachedir=$cachedir") ;;
   go) ;;
   *) echo "FUZZ_CACHE must be fresh or go, got ${FUZZ_CACHE}" >&2; exit 2 ;;
 esac
+
+# inputs DIR: how many files a target's testdata/fuzz directory holds (0
+# without one); Go writes a failing input there.
+inputs() {
+  if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi
+}
 
 # package directory and target name of every fuzz target, sorted.
 mapfile -t targets < <(grep -rHoE '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' --include='*_test.go' pkg \
@@ -78,12 +105,14 @@ for t in "${targets[@]}"; do
   pkg=${t% *} name=${t#* }
   log="$logdir/$name.log"
   rc=0
+  seeds_before=$(inputs "$pkg/testdata/fuzz/$name")
   CGO_ENABLED=0 go test -trimpath -ldflags "${FUZZ_LDFLAGS:-}" -run '^$' -fuzz "^$name\$" -fuzztime "${secs}s" \
     -fuzzminimizetime "$minimize" -parallel "$parallel" "./$pkg" "${cacheargs[@]}" >"$log" 2>&1 || rc=$?
   execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
   total=$((total + execs))
   result=ok
-  if [ $rc -ne 0 ] && deadline_race "$log"; then
+  seeds_after=$(inputs "$pkg/testdata/fuzz/$name")
+  if [ $rc -ne 0 ] && [ "$seeds_after" -eq "$seeds_before" ] && deadline_race "$log"; then
     # Go's deadline race (above): the run found nothing; replay the corpus.
     if CGO_ENABLED=0 go test -trimpath -ldflags "${FUZZ_LDFLAGS:-}" -run "^$name\$" "./$pkg" >>"$log" 2>&1; then
       rc=0 result="ok (Go's deadline race at the end, go.dev/issue/75804; corpus replayed)"

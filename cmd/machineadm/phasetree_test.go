@@ -37,7 +37,8 @@ func TestBootstrapSkipOneSubPhase(t *testing.T) {
 		}
 	}
 	// A parent's entry covers its children (durations are whole
-	// milliseconds, cut down: each end may read up to 1 ms early).
+	// milliseconds, rounded: the parent's end may read up to 0.5 ms early
+	// and the child's up to 0.5 ms late).
 	parent, child := status["certs"], status["certs/sa"]
 	if parent.StartTime.After(status["certs/ca"].StartTime) || parent.StartTime.Add(msDur(parent.DurationMs+1)).Before(child.StartTime.Add(msDur(child.DurationMs))) {
 		t.Errorf("certs [%v +%dms] does not span certs/sa [%v +%dms]", parent.StartTime, parent.DurationMs, child.StartTime, child.DurationMs)

@@ -74,15 +74,15 @@ parallel=${FUZZ_PARALLEL:-1}
 minimize=${FUZZ_MINIMIZE:-100x}
 logdir=${FUZZ_LOG:-$(mktemp -d)}
 mkdir -p "$logdir"
+# an interrupt ends the whole run (and so runs the EXIT trap), not only
+# the target that was running.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 cacheargs=()
 case ${FUZZ_CACHE:-fresh} in
   fresh)
     cachedir=$(mktemp -d)
     trap 'rm -rf "$cachedir"' EXIT
-    # an interrupt ends the whole run (and so runs the EXIT trap), not only
-    # the target that was running.
-    trap 'exit 130' INT
-    trap 'exit 143' TERM
     cacheargs=(-args "-test.fuzzcachedir=$cachedir") ;;
   go) ;;
   *) echo "FUZZ_CACHE must be fresh or go, got ${FUZZ_CACHE}" >&2; exit 2 ;;

@@ -1,19 +1,19 @@
 package kubeadm
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	tokenjws "k8s.io/cluster-bootstrap/token/jws"
@@ -122,23 +122,28 @@ type ClusterInfoResult struct {
 	// first request found the signature; on an error, the time until the
 	// wait gave up.
 	Unsigned time.Duration
-	// Pinned says whether the CA was checked against the pins and
-	// cluster-info read a second time over TLS verified with it.
+	// Pinned says whether the CA was checked against the pins and the
+	// certificate the server presented verified with it.
 	Pinned bool
 }
 
 // WaitClusterInfo polls the cluster-info ConfigMap every w.Interval (every
-// ClusterInfoSlowInterval after w.FastFor), within w.Timeout, until it carries the JWS signature for the token's ID,
-// then verifies it as kubeadm's discovery does: the detached signature of
-// its kubeconfig with the token (cluster-bootstrap's jws), the CA in that
-// kubeconfig against the pins (kubeadm's pubkeypin), then a second read
-// over TLS verified with that CA must return the same kubeconfig. Once it
-// returns nil, kubeadm's discovery finds a signed cluster-info on its first
-// try instead of retrying every 5 s.
+// ClusterInfoSlowInterval after w.FastFor), within w.Timeout, until it
+// carries the JWS signature for the token's ID, then verifies it as
+// kubeadm's discovery does: the detached signature of its kubeconfig with
+// the token (cluster-bootstrap's jws), the CA in that kubeconfig against
+// the pins (kubeadm's pubkeypin), then the server's identity with that CA.
+// kubeadm proves the last with a second read over TLS verified with the
+// CA; this wait verifies, against the CA, the certificate chain the server
+// presented in the TLS handshake of the answer it read (crypto/x509, as
+// crypto/tls verifies: chain, validity, server authentication, the
+// endpoint's host), which proves the same without a second connection.
+// Once it returns nil, kubeadm's discovery finds a signed cluster-info on
+// its first try instead of retrying every 5 s.
 //
 // Errors: an errclass.Error of class DiscoveryFailed when cluster-info is
 // refused (signature invalid, CA not pinned, server certificate not from
-// that CA, second read different, malformed token or pins); class Timeout
+// that CA or not for the endpoint, malformed token or pins); class Timeout
 // wrapping ErrClusterInfoPending when the bound ran out first; ctx's error
 // when ctx ends. No error contains the token.
 func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult, error) {
@@ -168,7 +173,16 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 	deadline := start.Add(w.Timeout)
 	maxAttempts := w.maxAttempts()
 
-	insecure, err := kubeconfigutil.ToClientSet(discoverytoken.BuildInsecureBootstrapKubeConfig(w.Endpoint))
+	// kubeadm's insecure bootstrap kubeconfig, made a client as kubeadm's
+	// kubeconfigutil.ToClientSet does (its 10 s timeout), whose transport
+	// also records the chain the server presents (peerCapture).
+	insecureCfg, err := clientcmd.NewDefaultClientConfig(*discoverytoken.BuildInsecureBootstrapKubeConfig(w.Endpoint), &clientcmd.ConfigOverrides{Timeout: "10s"}).ClientConfig()
+	if err != nil {
+		return res, errclass.New(errclass.DiscoveryFailed, "", fmt.Errorf("spec.join.apiServerEndpoint: %w", err))
+	}
+	peers := &peerCapture{}
+	insecureCfg.Wrap(peers.wrap)
+	insecure, err := clientset.NewForConfig(insecureCfg)
 	if err != nil {
 		return res, errclass.New(errclass.DiscoveryFailed, "", fmt.Errorf("spec.join.apiServerEndpoint: %w", err))
 	}
@@ -223,7 +237,7 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		res.Waited = time.Since(start)
 		return res, errclass.New(errclass.DiscoveryFailed, hintNoToken, fmt.Errorf("the kubeconfig in the cluster-info ConfigMap at %s: %w", w.Endpoint, err))
 	}
-	clusterName, cluster, err := kubeconfigutil.GetClusterFromKubeConfig(cfg)
+	_, cluster, err := kubeconfigutil.GetClusterFromKubeConfig(cfg)
 	if err != nil {
 		res.Waited = time.Since(start)
 		return res, errclass.New(errclass.DiscoveryFailed, hintNoToken, fmt.Errorf("the kubeconfig in the cluster-info ConfigMap at %s: %w", w.Endpoint, err))
@@ -242,39 +256,78 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		return res, errclass.New(errclass.DiscoveryFailed, hintCAPin, fmt.Errorf("the cluster CA in the cluster-info ConfigMap at %s is not pinned by spec.join.caCertHashes: %w", w.Endpoint, err))
 	}
 
-	// The CA is pinned: read again over TLS verified with it, as kubeadm
-	// does, so that the server proves it holds a key of that CA.
-	secure, err := kubeconfigutil.ToClientSet(secureBootstrapConfig(w.Endpoint, clusterName, cluster.CertificateAuthorityData))
-	if err != nil {
-		res.Waited = time.Since(start)
-		return res, errclass.New(errclass.DiscoveryFailed, "", err)
-	}
-	for {
-		cm, err = getClusterInfo(ctx, secure, deadline)
-		if err == nil {
-			break
-		}
-		res.Waited = time.Since(start)
-		if tlsVerification(err) {
-			return res, errclass.New(errclass.DiscoveryFailed, hintTLS, fmt.Errorf("reading cluster-info from %s over TLS verified with the pinned CA: %w", w.Endpoint, err))
-		}
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		iv := w.interval(time.Since(start))
-		if time.Now().Add(iv).After(deadline) {
-			return res, errclass.New(errclass.Timeout, "", fmt.Errorf("%w: reading cluster-info from %s over TLS verified with the pinned CA: %w", ErrClusterInfoPending, w.Endpoint, err))
-		}
-		if err := sleep(ctx, iv); err != nil {
-			return res, err
-		}
-	}
+	// The CA is pinned. kubeadm reads cluster-info a second time over TLS
+	// verified with it, so that the server proves it holds a key that CA
+	// certified. The answer read above came over a TLS connection whose
+	// handshake already proved the server holds the key of the certificate
+	// it presented: verifying that certificate against the pinned CA, as
+	// the second handshake would, proves the same without a second
+	// connection. kubeadm's own discovery, next, still makes both reads.
+	peer := peers.last()
 	res.Waited = time.Since(start)
-	if !bytes.Equal([]byte(cm.Data[bootstrapapi.KubeConfigKey]), []byte(kubeconfig)) {
-		return res, errclass.Errorf(errclass.DiscoveryFailed, hintTLS, "the cluster-info ConfigMap read from %s over verified TLS differs from the one read before", w.Endpoint)
+	if err := verifyServer(peer, w.Endpoint, cas); err != nil {
+		return res, errclass.New(errclass.DiscoveryFailed, hintTLS, fmt.Errorf("the certificate of the API server at %s, verified with the pinned CA: %w", w.Endpoint, err))
 	}
 	res.Pinned = true
 	return res, nil
+}
+
+// peerCapture records the certificate chain the server presented with
+// each answer of the unverified reads (the connection's TLS state); last
+// is the chain of the latest answer, the one that found the signature.
+type peerCapture struct {
+	mu    sync.Mutex
+	chain []*x509.Certificate
+}
+
+func (p *peerCapture) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp != nil {
+			p.mu.Lock()
+			p.chain = nil
+			if resp.TLS != nil {
+				p.chain = resp.TLS.PeerCertificates
+			}
+			p.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (p *peerCapture) last() []*x509.Certificate {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chain
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// verifyServer verifies the serving certificate chain (leaf first) the
+// server at endpoint ("host:port") presented as crypto/tls verifies a
+// handshake against the roots cas: chained to one of cas, valid now, for
+// server authentication, naming the endpoint's host (a DNS name or an IP
+// address).
+func verifyServer(chain []*x509.Certificate, endpoint string, cas []*x509.Certificate) error {
+	if len(chain) == 0 {
+		return errors.New("the server presented no certificate")
+	}
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		host = endpoint
+	}
+	roots := x509.NewCertPool()
+	for _, c := range cas {
+		roots.AddCert(c)
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err = chain[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	return err
 }
 
 // getClusterInfo reads the cluster-info ConfigMap once, the request
@@ -285,22 +338,6 @@ func getClusterInfo(ctx context.Context, cs clientset.Interface, deadline time.T
 	rctx, cancel2 := context.WithDeadline(rctx, deadline)
 	defer cancel2()
 	return cs.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(rctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
-}
-
-// secureBootstrapConfig is kubeadm's kubeconfig for the second, verified
-// read (discovery/token's buildSecureBootstrapKubeConfig, unexported).
-func secureBootstrapConfig(endpoint, clusterName string, ca []byte) *clientcmdapi.Config {
-	return kubeconfigutil.CreateBasic("https://"+endpoint, clusterName, discoverytoken.BootstrapUser, ca)
-}
-
-// tlsVerification says whether err is a failed verification of the
-// server's certificate, which no retry changes.
-func tlsVerification(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var ua x509.UnknownAuthorityError
-	var hn x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }
 
 // sleep waits d or until ctx ends.

@@ -49,7 +49,7 @@ type testCA struct {
 	pem  []byte
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -72,7 +72,36 @@ func newTestCA(t *testing.T, name string) *testCA {
 }
 
 // serving returns a serving certificate for 127.0.0.1 signed by ca.
-func (ca *testCA) serving(t *testing.T) tls.Certificate {
+func (ca *testCA) serving(t testing.TB) tls.Certificate {
+	t.Helper()
+	return ca.servingWith(t, nil)
+}
+
+// intermediate returns a CA certified by ca.
+func (ca *testCA) intermediate(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// servingWith is serving with the template changed by mod (nil: as is).
+func (ca *testCA) servingWith(t testing.TB, mod func(*x509.Certificate)) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -83,6 +112,9 @@ func (ca *testCA) serving(t *testing.T) tls.Certificate {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	if mod != nil {
+		mod(tmpl)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -109,7 +141,7 @@ type clusterInfoServer struct {
 
 // newClusterInfoServer serves with a certificate of serving, naming the CA
 // caPEM in its cluster-info.
-func newClusterInfoServer(t *testing.T, serving *testCA, caPEM []byte, unsignedFor int) *clusterInfoServer {
+func newClusterInfoServer(t testing.TB, serving *testCA, caPEM []byte, unsignedFor int) *clusterInfoServer {
 	t.Helper()
 	s := &clusterInfoServer{unsignedFor: unsignedFor, secret: testTokenSecret, caPEM: caPEM}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
@@ -203,9 +235,10 @@ func TestWaitClusterInfoUnsignedThenSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Three unsigned answers, the signed one, then the verified read.
-	if res.Attempts != 4 || !res.Pinned || s.count() != 5 {
-		t.Errorf("attempts %d pinned %v requests %d, want 4 true 5", res.Attempts, res.Pinned, s.count())
+	// Three unsigned answers, then the signed one, whose server
+	// certificate is verified with the pinned CA: no second read.
+	if res.Attempts != 4 || !res.Pinned || s.count() != 4 {
+		t.Errorf("attempts %d pinned %v requests %d, want 4 true 4", res.Attempts, res.Pinned, s.count())
 	}
 	// The signed answer came after three unsigned ones and three sleeps
 	// of the interval: at least that long unsigned, never more than the
@@ -227,8 +260,8 @@ func TestWaitClusterInfoSignedAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Attempts != 1 || res.Unsigned != 0 || !res.Pinned || s.count() != 2 {
-		t.Errorf("attempts %d unsigned %s pinned %v requests %d, want 1 0s true 2", res.Attempts, res.Unsigned, res.Pinned, s.count())
+	if res.Attempts != 1 || res.Unsigned != 0 || !res.Pinned || s.count() != 1 {
+		t.Errorf("attempts %d unsigned %s pinned %v requests %d, want 1 0s true 1", res.Attempts, res.Unsigned, res.Pinned, s.count())
 	}
 }
 
@@ -258,31 +291,69 @@ func TestWaitClusterInfoBadSignature(t *testing.T) {
 }
 
 // The pinned CA is in cluster-info, but the server's certificate is from
-// another CA (someone replaying a signed cluster-info): the verified read
-// fails, and the wait refuses instead of retrying.
+// another CA (someone replaying a signed cluster-info): the certificate the
+// server presented does not verify with the pinned CA, and the wait
+// refuses at once instead of retrying.
 func TestWaitClusterInfoServerNotFromPinnedCA(t *testing.T) {
 	ca, impostor := newTestCA(t, "cluster-ca"), newTestCA(t, "impostor-ca")
 	s := newClusterInfoServer(t, impostor, ca.pem, 0)
-	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+	res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
 		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
 		Interval: 20 * time.Millisecond, Timeout: time.Minute,
 	})
-	checkRefused(t, err, "over TLS verified with the pinned CA")
-	if s.count() != 1 {
-		t.Errorf("%d requests reached the server, want 1 (the TLS handshake of the second fails)", s.count())
+	checkRefused(t, err, "verified with the pinned CA: x509: certificate signed by unknown authority")
+	if res.Pinned || s.count() != 1 {
+		t.Errorf("pinned %v, %d requests reached the server, want false 1", res.Pinned, s.count())
 	}
 }
 
-func TestWaitClusterInfoSecondReadDiffers(t *testing.T) {
+// The server's certificate is from the pinned CA but names another host
+// than the endpoint (it is issued for 127.0.0.1; the wait asks
+// localhost): refused, as a TLS client verifying with that CA would.
+func TestWaitClusterInfoServerCertificateForAnotherHost(t *testing.T) {
 	ca := newTestCA(t, "cluster-ca")
 	s := newClusterInfoServer(t, ca, ca.pem, 0)
-	first := s.kubeconfigFor(ca.pem)
-	s.kubeconfigs = []string{first, strings.Replace(first, "https://", "https://x.", 1)}
-	_, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
-		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+	_, port, err := net.SplitHostPort(s.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: net.JoinHostPort("localhost", port), Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
 		Interval: 20 * time.Millisecond, Timeout: time.Minute,
 	})
-	checkRefused(t, err, "differs from the one read before")
+	checkRefused(t, err, "certificate is not valid for any names, but wanted to match localhost")
+}
+
+// verifyServer accepts a chain through an intermediate CA that the server
+// presents (the pinned CA is the root), and refuses a chain that is
+// expired or not for server authentication, or none at all.
+func TestVerifyServer(t *testing.T) {
+	root := newTestCA(t, "root-ca")
+	inter := root.intermediate(t, "intermediate-ca")
+	leaf := func(issuer *testCA, mod func(*x509.Certificate)) *x509.Certificate {
+		c, err := x509.ParseCertificate(issuer.servingWith(t, mod).Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if err := verifyServer([]*x509.Certificate{leaf(inter, nil), inter.cert}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err != nil {
+		t.Errorf("chain through an intermediate: %v", err)
+	}
+	if err := verifyServer([]*x509.Certificate{leaf(inter, nil)}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil {
+		t.Error("a leaf without its intermediate verified")
+	}
+	expired := leaf(root, func(c *x509.Certificate) { c.NotAfter = time.Now().Add(-time.Minute) })
+	if err := verifyServer([]*x509.Certificate{expired}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("expired serving certificate: %v", err)
+	}
+	client := leaf(root, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth} })
+	if err := verifyServer([]*x509.Certificate{client}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil {
+		t.Error("a client certificate verified as the server's")
+	}
+	if err := verifyServer(nil, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil {
+		t.Error("no chain verified")
+	}
 }
 
 func TestWaitClusterInfoUnsafeSkipCAVerification(t *testing.T) {
@@ -375,8 +446,8 @@ func TestWaitClusterInfoMalformedToken(t *testing.T) {
 
 // After the wait, kubeadm's own discovery (the function `kubeadm join`'s
 // preflight calls) accepts the same cluster-info on its first request,
-// without its 5 s retry: two requests, the unverified and the verified
-// read.
+// without its 5 s retry: its own two requests, the unverified and the
+// verified read.
 func TestWaitClusterInfoThenKubeadmDiscoveryAtOnce(t *testing.T) {
 	ca := newTestCA(t, "cluster-ca")
 	s := newClusterInfoServer(t, ca, ca.pem, 2)
@@ -417,5 +488,19 @@ func TestClusterInfoWaitSchedule(t *testing.T) {
 	w.Timeout = 500 * time.Millisecond
 	if got := w.maxAttempts(); got != 6 {
 		t.Errorf("max attempts within FastFor %d, want 6", got)
+	}
+}
+
+// BenchmarkWaitClusterInfoSigned is a join's wait when cluster-info is
+// signed already (every join but one right after init): one request, the
+// signature and pin checks, the server's certificate verified.
+func BenchmarkWaitClusterInfoSigned(b *testing.B) {
+	ca := newTestCA(b, "cluster-ca")
+	s := newClusterInfoServer(b, ca, ca.pem, 0)
+	w := ClusterInfoWait{Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)}, Timeout: 30 * time.Second}
+	for b.Loop() {
+		if _, err := WaitClusterInfo(context.Background(), w); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func WaitClusterInfoPhase() Phase {
 			res, err := d.waitClusterInfo()(ctx, w)
 			switch {
 			case err == nil:
-				how := "CA pinned, verified over TLS"
+				how := "CA pinned, the server's certificate verified with it"
 				if !res.Pinned {
 					how = "CA not pinned (spec.join.unsafeSkipCAVerification)"
 				}

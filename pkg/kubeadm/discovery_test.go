@@ -137,17 +137,27 @@ type clusterInfoServer struct {
 	// instead of the one naming caPEM.
 	kubeconfigs []string
 	caPEM       []byte
+	// protos are the requests' HTTP major versions.
+	protos []int
 }
 
 // newClusterInfoServer serves with a certificate of serving, naming the CA
 // caPEM in its cluster-info.
 func newClusterInfoServer(t testing.TB, serving *testCA, caPEM []byte, unsignedFor int) *clusterInfoServer {
 	t.Helper()
+	return newClusterInfoServerProto(t, serving, caPEM, unsignedFor, false)
+}
+
+// newClusterInfoServerProto is newClusterInfoServer speaking HTTP/2 (as
+// kube-apiserver does) when h2, else HTTP/1.1.
+func newClusterInfoServerProto(t testing.TB, serving *testCA, caPEM []byte, unsignedFor int, h2 bool) *clusterInfoServer {
+	t.Helper()
 	s := &clusterInfoServer{unsignedFor: unsignedFor, secret: testTokenSecret, caPEM: caPEM}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// A refused handshake (the impostor test) is expected, not news.
 	s.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{serving.serving(t)}}
+	s.srv.EnableHTTP2 = h2
 	s.srv.StartTLS()
 	t.Cleanup(s.srv.Close)
 	s.endpoint = s.srv.Listener.Addr().String()
@@ -162,6 +172,7 @@ func (s *clusterInfoServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	n := s.requests
 	s.requests++
+	s.protos = append(s.protos, r.ProtoMajor)
 	kc := ""
 	switch {
 	case len(s.kubeconfigs) > 0:
@@ -304,6 +315,35 @@ func TestWaitClusterInfoServerNotFromPinnedCA(t *testing.T) {
 	checkRefused(t, err, "verified with the pinned CA: x509: certificate signed by unknown authority")
 	if res.Pinned || s.count() != 1 {
 		t.Errorf("pinned %v, %d requests reached the server, want false 1", res.Pinned, s.count())
+	}
+}
+
+// Over HTTP/2, as kube-apiserver answers, the chain of the answer's
+// connection is verified too: a pinned server is accepted with one
+// request, an impostor refused.
+func TestWaitClusterInfoHTTP2(t *testing.T) {
+	ca, impostor := newTestCA(t, "cluster-ca"), newTestCA(t, "impostor-ca")
+	for _, tc := range []struct {
+		name    string
+		serving *testCA
+	}{{"pinned", ca}, {"impostor", impostor}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newClusterInfoServerProto(t, tc.serving, ca.pem, 1, true)
+			res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+				Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+				Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+			})
+			if tc.serving == impostor {
+				checkRefused(t, err, "x509: certificate signed by unknown authority")
+			} else if err != nil || !res.Pinned || res.Attempts != 2 {
+				t.Errorf("attempts %d pinned %v err %v, want 2 true nil", res.Attempts, res.Pinned, err)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if len(s.protos) != 2 || s.protos[0] != 2 || s.protos[1] != 2 {
+				t.Errorf("requests' HTTP versions %v, want [2 2]", s.protos)
+			}
+		})
 	}
 }
 

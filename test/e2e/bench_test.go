@@ -67,6 +67,15 @@ type benchSample struct {
 	// after the sample: process start and exit of the binary and the
 	// harness's own exec (sh, nsenter, env), which exec includes too.
 	versionExec time.Duration
+	// trueExec is a `true` run the same way right after: the harness's
+	// own exec alone (sh joining the machine's cgroups, nsenter, env),
+	// which exec includes and which is not machineadm's.
+	trueExec time.Duration
+	// kubeadmVersionExec is a `kubeadm version` of the plain kubeadm
+	// binary run the same way: the harness's exec and plain kubeadm's own
+	// process start and exit, which a plain kubeadm run pays as well,
+	// outside any of its phases.
+	kubeadmVersionExec time.Duration
 	// unsigned is, for a machineadm join, the part of its wait-cluster-info
 	// phase before the request that found cluster-info signed for the
 	// token (from the phase's message): the cluster's time, not
@@ -330,11 +339,20 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		if s.nodeWait, s.writers, err = finalWriters(m); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
-		vstart := time.Now()
-		if res, err := m.Exec(ctx, nil, "machineadm", "version"); err != nil {
-			t.Fatalf("%s: machineadm version: %v\n%s", m.Name, err, res.Stderr)
+		for _, x := range []struct {
+			d    *time.Duration
+			args []string
+		}{
+			{&s.versionExec, []string{"machineadm", "version"}},
+			{&s.trueExec, []string{"true"}},
+			{&s.kubeadmVersionExec, []string{machineKubeadm, "version"}},
+		} {
+			xstart := time.Now()
+			if res, err := m.Exec(ctx, nil, x.args...); err != nil {
+				t.Fatalf("%s: %s: %v\n%s", m.Name, strings.Join(x.args, " "), err, res.Stderr)
+			}
+			*x.d = time.Since(xstart)
 		}
-		s.versionExec = time.Since(vstart)
 		var ph []string
 		for _, p := range r.Phases {
 			ph = append(ph, fmt.Sprintf("%s=%dms", p.Name, p.DurationMs))

@@ -88,10 +88,10 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 			if k.kind == "first-join" {
 				extra += fmt.Sprintf("; init start -> worker Ready kubeadm %.2fs machineadm %.2fs", ka[i].fromInit.Seconds(), ma[i].fromInit.Seconds())
 			}
-			fmt.Fprintf(&b, "BENCH %s  sample %d: kubeadm wall %.2fs exec %.2fs rss %.1fMi | machineadm wall %.2fs exec %.2fs rss %.1fMi outside %dms (before+after the report span %dms, Node wait %dms, writers %s, version exec %dms, true exec %dms, kubeadm version exec %dms%s)\n",
+			fmt.Fprintf(&b, "BENCH %s  sample %d: kubeadm wall %.2fs exec %.2fs rss %.1fMi | machineadm wall %.2fs exec %.2fs rss %.1fMi outside %dms (before+after the report span %dms: before %dms, after %dms; Node wait %dms, writers %s, version exec %dms, true exec %dms, kubeadm version exec %dms%s)\n",
 				k.kind, i, ka[i].wall.Seconds(), ka[i].exec.Seconds(), rss(ka[i]),
 				ma[i].wall.Seconds(), ma[i].exec.Seconds(), rss(ma[i]), ma[i].outside.Milliseconds(), (ma[i].exec - ma[i].span).Milliseconds(),
-				ma[i].nodeWait.Milliseconds(), writerTimes(ma[i].writers), ma[i].versionExec.Milliseconds(), ma[i].trueExec.Milliseconds(), ma[i].kubeadmVersionExec.Milliseconds(), extra)
+				ma[i].beforeSpan.Milliseconds(), (ma[i].exec - ma[i].span - ma[i].beforeSpan).Milliseconds(), ma[i].nodeWait.Milliseconds(), writerTimes(ma[i].writers), ma[i].versionExec.Milliseconds(), ma[i].trueExec.Milliseconds(), ma[i].kubeadmVersionExec.Milliseconds(), extra)
 		}
 	}
 	return b.String()
@@ -158,9 +158,10 @@ func outsideBreakdown(ss []benchSample) string {
 	writer := func(name string) func(s benchSample) time.Duration {
 		return func(s benchSample) time.Duration { return s.writers[name] }
 	}
-	return fmt.Sprintf("in the report's span %dms (own phases %dms, between phases %dms); before and after the span %dms (the final writers, concurrent: node-annotation %dms, of which waiting for the kubelet to register its Node %dms, file %dms; a `machineadm version` exec: %dms)",
+	return fmt.Sprintf("in the report's span %dms (own phases %dms, between phases %dms); before and after the span %dms (before %dms, after %dms; the final writers, concurrent: node-annotation %dms, of which waiting for the kubelet to register its Node %dms, file %dms; a `machineadm version` exec: %dms)",
 		med(inSpan).Milliseconds(), med(ownSum).Milliseconds(), med(func(s benchSample) time.Duration { return inSpan(s) - ownSum(s) }).Milliseconds(),
 		med(func(s benchSample) time.Duration { return s.exec - s.span }).Milliseconds(),
+		med(func(s benchSample) time.Duration { return s.beforeSpan }).Milliseconds(), med(func(s benchSample) time.Duration { return s.exec - s.span - s.beforeSpan }).Milliseconds(),
 		med(writer("node-annotation")).Milliseconds(), med(func(s benchSample) time.Duration { return s.nodeWait }).Milliseconds(), med(writer("file")).Milliseconds(),
 		med(func(s benchSample) time.Duration { return s.versionExec }).Milliseconds())
 }

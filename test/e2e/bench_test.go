@@ -63,6 +63,12 @@ type benchSample struct {
 	// starting (after the spec was read and checked) to the final
 	// report's writers starting.
 	span time.Duration
+	// beforeSpan is from the command's start (here, before the harness's
+	// exec) to the report's startTime: the harness's exec, process start,
+	// reading and checking the spec, the run lock. exec - span - beforeSpan
+	// is after the span: the final writers, then the log file's close and
+	// process exit.
+	beforeSpan time.Duration
 	// versionExec is a `machineadm version` run in the same machine right
 	// after the sample: process start and exit of the binary and the
 	// harness's own exec (sh, nsenter, env), which exec includes too.
@@ -333,6 +339,9 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		}
 		s.outside, s.own = outsideKubeadm(spec, r, s.exec)
 		s.span = r.EndTime.Sub(r.StartTime)
+		// The machines share the host's clock: the report's startTime
+		// against the command's start here.
+		s.beforeSpan = r.StartTime.Sub(start)
 		if s.unsigned, err = unsignedWait(r); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}

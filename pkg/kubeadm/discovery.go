@@ -134,16 +134,18 @@ type ClusterInfoResult struct {
 // the token (cluster-bootstrap's jws), the CA in that kubeconfig against
 // the pins (kubeadm's pubkeypin), then the server's identity with that CA.
 // kubeadm proves the last with a second read over TLS verified with the
-// CA; this wait verifies, against the CA, the certificate chain the server
-// presented in the TLS handshake of the answer it read (crypto/x509, as
-// crypto/tls verifies: chain, validity, server authentication, the
-// endpoint's host), which proves the same without a second connection.
+// CA; this wait verifies, against the CA, the certificate chain each
+// server presented on the connection of each answer of the read that found
+// the signature — the endpoint's, and any redirect's — each for the host
+// it asked (crypto/x509, as crypto/tls verifies: chain, validity, server
+// authentication, host; an answer over plain HTTP is refused), which
+// proves the same without a second connection.
 // Once it returns nil, kubeadm's discovery finds a signed cluster-info on
 // its first try instead of retrying every 5 s.
 //
 // Errors: an errclass.Error of class DiscoveryFailed when cluster-info is
-// refused (signature invalid, CA not pinned, server certificate not from
-// that CA or not for the endpoint, malformed token or pins); class Timeout
+// refused (signature invalid, CA not pinned, a server certificate not from
+// that CA or not for the host asked, malformed token or pins); class Timeout
 // wrapping ErrClusterInfoPending when the bound ran out first; ctx's error
 // when ctx ends. No error contains the token.
 func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult, error) {
@@ -196,6 +198,7 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		if res.Attempts > 1 {
 			asked = time.Since(firstAsked)
 		}
+		peers.reset()
 		cm, last = getClusterInfo(ctx, insecure, deadline)
 		if last == nil {
 			if _, ok := cm.Data[sigKey]; ok {
@@ -258,25 +261,54 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 
 	// The CA is pinned. kubeadm reads cluster-info a second time over TLS
 	// verified with it, so that the server proves it holds a key that CA
-	// certified. The answer read above came over a TLS connection whose
-	// handshake already proved the server holds the key of the certificate
-	// it presented: verifying that certificate against the pinned CA, as
-	// the second handshake would, proves the same without a second
-	// connection. kubeadm's own discovery, next, still makes both reads.
-	peer := peers.last()
+	// certified. The answer read above came over TLS connections whose
+	// handshakes already proved each server holds the key of the
+	// certificate it presented: verifying those certificates against the
+	// pinned CA, each for the host asked (the endpoint, and the host of
+	// each redirect client-go followed, as the second read's verifying
+	// client would), proves the same without a second connection.
+	// kubeadm's own discovery, next, still makes both reads.
 	res.Waited = time.Since(start)
-	if err := verifyServer(peer, w.Endpoint, cas); err != nil {
-		return res, errclass.New(errclass.DiscoveryFailed, hintTLS, fmt.Errorf("the certificate of the API server at %s, verified with the pinned CA: %w", w.Endpoint, err))
+	if err := verifyAnswers(peers.answer(), w.Endpoint, cas); err != nil {
+		return res, errclass.New(errclass.DiscoveryFailed, hintTLS, err)
 	}
 	res.Pinned = true
 	return res, nil
 }
 
-// peerCapture records the certificate chain the server presented with
-// each answer of the unverified reads (the connection's TLS state); last
-// is the chain of the latest answer, the one that found the signature.
+// verifyAnswers verifies with verifyServer each answer of the read that
+// delivered cluster-info (hops, in order), each for the host it asked;
+// none at all is refused as an answer without a certificate.
+func verifyAnswers(hops []peerHop, endpoint string, cas []*x509.Certificate) error {
+	if len(hops) == 0 {
+		hops = []peerHop{{host: endpoint}}
+	}
+	for _, h := range hops {
+		if err := verifyServer(h.chain, h.host, cas); err != nil {
+			at := "the API server at " + endpoint
+			if h.host != endpoint {
+				at = fmt.Sprintf("the server at %s (where the API server at %s redirected)", h.host, endpoint)
+			}
+			return fmt.Errorf("the certificate of %s, verified with the pinned CA: %w", at, err)
+		}
+	}
+	return nil
+}
+
+// peerCapture records, for each answer of one read of the unverified
+// reads (reset before each), the host asked and the certificate chain the
+// server presented on the connection that answered (nil over plain HTTP):
+// the endpoint's answer, then one per redirect or retry client-go
+// followed; the last delivered the ConfigMap.
 type peerCapture struct {
-	mu    sync.Mutex
+	mu   sync.Mutex
+	hops []peerHop
+}
+
+// peerHop is one answer: the host asked ("host[:port]", the request URL's)
+// and the server's chain, leaf first.
+type peerHop struct {
+	host  string
 	chain []*x509.Certificate
 }
 
@@ -284,21 +316,29 @@ func (p *peerCapture) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err == nil && resp != nil {
-			p.mu.Lock()
-			p.chain = nil
+			h := peerHop{host: req.URL.Host}
 			if resp.TLS != nil {
-				p.chain = resp.TLS.PeerCertificates
+				h.chain = resp.TLS.PeerCertificates
 			}
+			p.mu.Lock()
+			p.hops = append(p.hops, h)
 			p.mu.Unlock()
 		}
 		return resp, err
 	})
 }
 
-func (p *peerCapture) last() []*x509.Certificate {
+func (p *peerCapture) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.chain
+	p.hops = nil
+}
+
+// answer is the answers since the last reset, in order.
+func (p *peerCapture) answer() []peerHop {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]peerHop(nil), p.hops...)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -306,10 +346,10 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // verifyServer verifies the serving certificate chain (leaf first) the
-// server at endpoint ("host:port") presented as crypto/tls verifies a
-// handshake against the roots cas: chained to one of cas, valid now, for
-// server authentication, naming the endpoint's host (a DNS name or an IP
-// address).
+// server at endpoint ("host:port", or "host" alone) presented as
+// crypto/tls verifies a handshake against the roots cas: chained to one of
+// cas, valid now, for server authentication, naming the endpoint's host (a
+// DNS name or an IP address).
 func verifyServer(chain []*x509.Certificate, endpoint string, cas []*x509.Certificate) error {
 	if len(chain) == 0 {
 		return errors.New("the server presented no certificate")

@@ -236,6 +236,27 @@ func checkRefused(t *testing.T, err error, want string) {
 	}
 }
 
+// checkRefusedTLS is checkRefused for a server certificate the pinned CA
+// does not vouch for: the hint is the TLS one.
+func checkRefusedTLS(t *testing.T, err error, want string) {
+	t.Helper()
+	checkRefused(t, err, want)
+	if _, hint := errclass.Of(err); hint != hintTLS {
+		t.Errorf("hint %q, want the server certificate's (hintTLS)", hint)
+	}
+}
+
+// newTLSServer is a loopback TLS server (HTTP/1.1) with cfg answering with h.
+func newTLSServer(t *testing.T, cfg *tls.Config, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.TLS = cfg
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func TestWaitClusterInfoUnsignedThenSigned(t *testing.T) {
 	ca := newTestCA(t, "cluster-ca")
 	s := newClusterInfoServer(t, ca, ca.pem, 3)
@@ -312,7 +333,7 @@ func TestWaitClusterInfoServerNotFromPinnedCA(t *testing.T) {
 		Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
 		Interval: 20 * time.Millisecond, Timeout: time.Minute,
 	})
-	checkRefused(t, err, "verified with the pinned CA: x509: certificate signed by unknown authority")
+	checkRefusedTLS(t, err, "verified with the pinned CA: x509: certificate signed by unknown authority")
 	if res.Pinned || s.count() != 1 {
 		t.Errorf("pinned %v, %d requests reached the server, want false 1", res.Pinned, s.count())
 	}
@@ -334,7 +355,7 @@ func TestWaitClusterInfoHTTP2(t *testing.T) {
 				Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
 			})
 			if tc.serving == impostor {
-				checkRefused(t, err, "x509: certificate signed by unknown authority")
+				checkRefusedTLS(t, err, "x509: certificate signed by unknown authority")
 			} else if err != nil || !res.Pinned || res.Attempts != 2 {
 				t.Errorf("attempts %d pinned %v err %v, want 2 true nil", res.Attempts, res.Pinned, err)
 			}
@@ -361,7 +382,7 @@ func TestWaitClusterInfoServerCertificateForAnotherHost(t *testing.T) {
 		Endpoint: net.JoinHostPort("localhost", port), Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
 		Interval: 20 * time.Millisecond, Timeout: time.Minute,
 	})
-	checkRefused(t, err, "certificate is not valid for any names, but wanted to match localhost")
+	checkRefusedTLS(t, err, "certificate is not valid for any names, but wanted to match localhost")
 }
 
 // verifyServer accepts a chain through an intermediate CA that the server
@@ -393,6 +414,20 @@ func TestVerifyServer(t *testing.T) {
 	}
 	if err := verifyServer(nil, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil {
 		t.Error("no chain verified")
+	}
+	// What the server presents is never trusted as a root: an impostor
+	// sending its own CA, and the pinned one, after its leaf is refused.
+	impostor := newTestCA(t, "impostor-ca")
+	if err := verifyServer([]*x509.Certificate{leaf(impostor, nil), impostor.cert, root.cert}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil {
+		t.Error("a chain to the CA the server sent verified")
+	}
+	// The answers of one read: all verified; none at all is refused.
+	good := peerHop{host: "127.0.0.1:6443", chain: []*x509.Certificate{leaf(root, nil)}}
+	if err := verifyAnswers([]peerHop{good, good}, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err != nil {
+		t.Errorf("two verified answers: %v", err)
+	}
+	if err := verifyAnswers(nil, "127.0.0.1:6443", []*x509.Certificate{root.cert}); err == nil || !strings.Contains(err.Error(), "no certificate") {
+		t.Errorf("no answer: %v", err)
 	}
 }
 
@@ -542,5 +577,125 @@ func BenchmarkWaitClusterInfoSigned(b *testing.B) {
 		if _, err := WaitClusterInfo(context.Background(), w); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Every answer of the read that found the signature is verified, each for
+// the host asked: a redirect client-go follows (as kubeadm's reads do)
+// neither hides an impostor at the endpoint behind the real API server nor
+// lets another server, or plain HTTP, answer for it. A redirect between
+// servers the pinned CA certified, each for its own name, is accepted, as
+// kubeadm accepts it.
+func TestWaitClusterInfoRedirect(t *testing.T) {
+	ca, impostor := newTestCA(t, "cluster-ca"), newTestCA(t, "impostor-ca")
+	pin := pubkeypin.Hash(ca.cert)
+	// The real API server, certified for "localhost" only.
+	real := newClusterInfoServer(t, ca, ca.pem, 0)
+	localhost := newTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.servingWith(t, func(c *x509.Certificate) {
+		c.IPAddresses, c.DNSNames = nil, []string{"localhost"}
+	})}}, real.serve)
+	_, localPort, err := net.SplitHostPort(localhost.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := httptest.NewServer(http.HandlerFunc(real.serve))
+	t.Cleanup(plain.Close)
+	redirector := func(serving *testCA, to string) string {
+		srv := newTLSServer(t, &tls.Config{Certificates: []tls.Certificate{serving.serving(t)}}, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, to+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		})
+		return srv.Listener.Addr().String()
+	}
+	wait := func(endpoint string) (ClusterInfoResult, error) {
+		return WaitClusterInfo(context.Background(), ClusterInfoWait{
+			Endpoint: endpoint, Token: testToken, CACertHashes: []string{pin}, Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+		})
+	}
+	kubeadmDiscovery := func(endpoint string) error {
+		_, err := discoverytoken.RetrieveValidatedConfigInfo(nil, &kubeadmapi.Discovery{BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{
+			Token: testToken, APIServerEndpoint: endpoint, CACertHashes: []string{pin},
+		}}, time.Second)
+		return err
+	}
+
+	t.Run("impostor endpoint to the real server", func(t *testing.T) {
+		ep := redirector(impostor, real.srv.URL)
+		res, err := wait(ep)
+		checkRefusedTLS(t, err, "the certificate of the API server at "+ep+", verified with the pinned CA: x509: certificate signed by unknown authority")
+		if res.Pinned {
+			t.Error("pinned")
+		}
+		if err := kubeadmDiscovery(ep); err == nil {
+			t.Error("kubeadm's discovery accepted the impostor endpoint: the wait should not refuse it")
+		}
+	})
+	t.Run("real endpoint to a server of another CA", func(t *testing.T) {
+		other := newTLSServer(t, &tls.Config{Certificates: []tls.Certificate{impostor.serving(t)}}, real.serve)
+		_, err := wait(redirector(ca, other.URL))
+		checkRefusedTLS(t, err, "the certificate of the server at "+other.Listener.Addr().String()+" (where the API server at ")
+	})
+	t.Run("real endpoint to plain HTTP", func(t *testing.T) {
+		_, err := wait(redirector(ca, plain.URL))
+		checkRefusedTLS(t, err, "the server presented no certificate")
+	})
+	t.Run("real endpoint to a real server under another name", func(t *testing.T) {
+		ep := redirector(ca, "https://localhost:"+localPort)
+		res, err := wait(ep)
+		if err != nil || !res.Pinned {
+			t.Errorf("pinned %v err %v, want accepted", res.Pinned, err)
+		}
+		if err := kubeadmDiscovery(ep); err != nil {
+			t.Errorf("kubeadm's discovery refused what the wait accepted: %v", err)
+		}
+	})
+}
+
+// The chain verified is the one of the connection that delivered the
+// signed answer, not of an earlier one: a server whose certificate changes
+// per connection (each answer closes it) is refused when the signed
+// answer came from an impostor after pinned unsigned ones, and accepted in
+// the reverse order.
+func TestWaitClusterInfoCertificatePerConnection(t *testing.T) {
+	ca, impostor := newTestCA(t, "cluster-ca"), newTestCA(t, "impostor-ca")
+	pinned, other := ca.serving(t), impostor.serving(t)
+	for _, tc := range []struct {
+		name         string
+		first, later tls.Certificate
+		ok           bool
+	}{{"pinned then impostor", pinned, other, false}, {"impostor then pinned", other, pinned, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &clusterInfoServer{unsignedFor: 2, secret: testTokenSecret, caPEM: ca.pem}
+			var mu sync.Mutex
+			conns := 0
+			srv := newTLSServer(t, &tls.Config{Certificates: []tls.Certificate{tc.first}, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				conns++
+				if conns <= 2 {
+					return &tls.Config{Certificates: []tls.Certificate{tc.first}}, nil
+				}
+				return &tls.Config{Certificates: []tls.Certificate{tc.later}}, nil
+			}}, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Connection", "close")
+				s.serve(w, r)
+			})
+			s.endpoint = srv.Listener.Addr().String()
+			res, err := WaitClusterInfo(context.Background(), ClusterInfoWait{
+				Endpoint: s.endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+				Interval: 20 * time.Millisecond, Timeout: 30 * time.Second,
+			})
+			if tc.ok {
+				if err != nil || !res.Pinned {
+					t.Errorf("pinned %v err %v, want accepted", res.Pinned, err)
+				}
+			} else {
+				checkRefusedTLS(t, err, "x509: certificate signed by unknown authority")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Attempts != 3 || conns != 3 {
+				t.Errorf("%d requests over %d connections, want 3 over 3", res.Attempts, conns)
+			}
+		})
 	}
 }

@@ -49,7 +49,15 @@ type testCA struct {
 	pem  []byte
 }
 
+// newTestCA returns a self-signed CA.
 func newTestCA(t testing.TB, name string) *testCA {
+	t.Helper()
+	return makeCA(t, name, nil)
+}
+
+// makeCA returns a CA certified by parent, or self-signed when parent is
+// nil.
+func makeCA(t testing.TB, name string, parent *testCA) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -60,7 +68,12 @@ func newTestCA(t testing.TB, name string) *testCA {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	issuer, signer := tmpl, key
+	if parent != nil {
+		tmpl.SerialNumber = big.NewInt(3)
+		issuer, signer = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, &key.PublicKey, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,24 +93,7 @@ func (ca *testCA) serving(t testing.TB) tls.Certificate {
 // intermediate returns a CA certified by ca.
 func (ca *testCA) intermediate(t *testing.T, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return makeCA(t, name, ca)
 }
 
 // servingWith is serving with the template changed by mod (nil: as is).

@@ -40,13 +40,13 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 		}
 		line("start -> Node Ready", "s", wall, benchTargetWall, k.kind == "init")
 		if k.kind == "first-join" {
-			w := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.wall) })))
+			w := medianDuration(ma, func(s benchSample) time.Duration { return s.wall })
 			fmt.Fprintf(&b, "BENCH %s  machineadm start -> Node Ready median %.2fs   target <= 3s: %s\n", k.kind, w.Seconds(), metWord(w <= 3*time.Second))
 			line("init start -> worker Ready", "s", func(s benchSample) float64 { return s.fromInit.Seconds() }, 0, false)
 			line("worker start - cp1 Ready", "s", func(s benchSample) float64 { return s.afterInitReady.Seconds() }, 0, false)
 		}
 		line("peak RSS", "Mi", rss, benchTargetRSS, true)
-		out := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.outside) })))
+		out := medianDuration(ma, func(s benchSample) time.Duration { return s.outside })
 		fmt.Fprintf(&b, "BENCH %s  %-26s %12s %10dms   target <= %s: %s\n", k.kind, "outside kubeadm's phases", "-",
 			out.Milliseconds(), benchTargetOut, metWord(out <= benchTargetOut))
 		if k.kind != "init" {
@@ -57,9 +57,9 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 			// provider reads, waits for the kubelet to register its Node
 			// after TLS bootstrap (plain kubeadm exits without it). The
 			// target line above counts both; this one splits them out.
-			uns := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.unsigned) })))
-			reg := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.nodeWait) })))
-			own := time.Duration(median(values(ma, func(s benchSample) float64 { return float64(s.outside - s.unsigned - s.nodeWait) })))
+			uns := medianDuration(ma, func(s benchSample) time.Duration { return s.unsigned })
+			reg := medianDuration(ma, func(s benchSample) time.Duration { return s.nodeWait })
+			own := medianDuration(ma, benchSample.ownTime)
 			fmt.Fprintf(&b, "BENCH %s  of which waiting for the cluster's signer (wait-cluster-info before the signature was there) %dms, for the kubelet to register its Node (the Node annotation) %dms; the rest, machineadm's own, %dms (<= %s: %s)\n",
 				k.kind, uns.Milliseconds(), reg.Milliseconds(), own.Milliseconds(), benchTargetOut, metWord(own <= benchTargetOut))
 		}
@@ -69,12 +69,9 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 		// binary (the process start and exit a plain kubeadm run pays as
 		// well, outside any of its phases). Splits for reading: the target
 		// lines above count all of it.
-		own := func(s benchSample) time.Duration { return s.outside - s.unsigned - s.nodeWait }
-		med := func(f func(s benchSample) time.Duration) time.Duration {
-			return time.Duration(median(values(ma, func(s benchSample) float64 { return float64(f(s)) })))
-		}
-		netHarness := med(func(s benchSample) time.Duration { return own(s) - s.trueExec })
-		beyond := med(func(s benchSample) time.Duration { return own(s) - s.kubeadmVersionExec })
+		med := func(f func(s benchSample) time.Duration) time.Duration { return medianDuration(ma, f) }
+		netHarness := med(func(s benchSample) time.Duration { return s.ownTime() - s.trueExec })
+		beyond := med(func(s benchSample) time.Duration { return s.ownTime() - s.kubeadmVersionExec })
 		fmt.Fprintf(&b, "BENCH %s  machineadm's own less the harness's exec (a `true` exec, median %dms): %dms (<= %s: %s); less plain kubeadm's process start and exit too (a `kubeadm version` exec, median %dms): %dms (<= %s: %s)\n",
 			k.kind, med(func(s benchSample) time.Duration { return s.trueExec }).Milliseconds(), netHarness.Milliseconds(), benchTargetOut, metWord(netHarness <= benchTargetOut),
 			med(func(s benchSample) time.Duration { return s.kubeadmVersionExec }).Milliseconds(), beyond.Milliseconds(), benchTargetOut, metWord(beyond <= benchTargetOut))
@@ -96,6 +93,16 @@ func benchReport(n int, inits, firsts, joins map[string][]benchSample) string {
 	}
 	return b.String()
 }
+
+// medianDuration is the median of f over ss.
+func medianDuration(ss []benchSample, f func(benchSample) time.Duration) time.Duration {
+	return time.Duration(median(values(ss, func(s benchSample) float64 { return float64(f(s)) })))
+}
+
+// ownTime is machineadm's own share of the time outside kubeadm's
+// phases: all of it less the cluster's waits (the signer's, for a join's
+// wait-cluster-info, and the kubelet's registration of its Node).
+func (s benchSample) ownTime() time.Duration { return s.outside - s.unsigned - s.nodeWait }
 
 func metWord(ok bool) string {
 	if ok {
@@ -144,9 +151,7 @@ func median(v []float64) float64 {
 // annotation's wait for the kubelet to register its Node, and a
 // `machineadm version` exec for scale.
 func outsideBreakdown(ss []benchSample) string {
-	med := func(f func(s benchSample) time.Duration) time.Duration {
-		return time.Duration(median(values(ss, func(s benchSample) float64 { return float64(f(s)) })))
-	}
+	med := func(f func(s benchSample) time.Duration) time.Duration { return medianDuration(ss, f) }
 	ownSum := func(s benchSample) time.Duration {
 		var d time.Duration
 		for _, v := range s.own {

@@ -2,11 +2,11 @@ package cmd
 
 import (
 	"fmt"
-
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -77,6 +77,18 @@ gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
 				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
+			}
+			// Bad flags are usage errors (exit 2), found before any secret
+			// is read or any KMS is called.
+			for i, r := range recipients {
+				if _, err := seal.ParseRecipient(r); err != nil {
+					return usagef("--recipient #%d: %v", i+1, err)
+				}
+			}
+			if machine != "" {
+				if err := seal.CheckName(machine); err != nil {
+					return usagef("--machine-name: %v", err)
+				}
 			}
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {

@@ -74,3 +74,53 @@ func TestUnsealCheckBadInputExit2(t *testing.T) {
 		}
 	}
 }
+
+// Secrets given where seal and unseal expect a recipient or a path are
+// refused as bad input (exit 2 for flags, before anything is read or
+// written) and never echoed.
+func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	const token = "abcdef.0123456789abcdef"
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte(token+"\n"), 0o600)
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	raw, _ := os.ReadFile(id)
+	var line string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "MACHINEADM-HPKE-SECRET-KEY:") {
+			line = l
+		}
+	}
+	key := line[strings.LastIndex(line, ":")+1:]
+	sealed := filepath.Join(dir, "sealed.yaml")
+	for name, args := range map[string][]string{
+		"identity as recipient": {"--recipient", line, "--machine-name", "*"},
+		"token as recipient":    {"--recipient", token, "--machine-name", "*"},
+		"bad machine name":      {"--recipient", rcpt, "--machine-name", "w 1"},
+	} {
+		code, out, errOut := run(t, "", append([]string{"seal", "-f", specFile, "--root", dir, "-o", sealed}, args...)...)
+		if code != ExitBadInput {
+			t.Errorf("seal with %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		}
+		if strings.Contains(out+errOut, key[:8]) || strings.Contains(out+errOut, "0123456789") {
+			t.Errorf("seal with %s echoed the secret:\n%s%s", name, out, errOut)
+		}
+		if _, err := os.Stat(sealed); err == nil {
+			t.Fatalf("seal with %s wrote %s", name, sealed)
+		}
+	}
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "-o", sealed, "--recipient", rcpt, "--machine-name", "*"); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", line)
+	if code == ExitOK || strings.Contains(out+errOut, key[:8]) || !strings.Contains(errOut, "identity line") {
+		t.Errorf("unseal --check --identity <identity line>: exit %d\n%s%s", code, out, errOut)
+	}
+}

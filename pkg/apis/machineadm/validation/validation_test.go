@@ -124,6 +124,10 @@ func TestValidateControlPlane(t *testing.T) {
 			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "Bind"}}
 			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: ""}}
 		}), want: []fe{{p + "apiServer.extraArgs[1].name", inv}, {p + "controllerManager.extraArgs[0].name", inv}, {p + "scheduler.extraArgs[0].name", inv}}},
+		{name: "extraArgs value with a line break", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.APIServer.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "1\nExecStartPre=/bin/sh -c secret-x1"}}
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "name", Value: "a\x1b]0;t\x07"}}
+		}), want: []fe{{p + "apiServer.extraArgs[0].value", inv}, {p + "scheduler.extraArgs[0].value", inv}}, secret: "secret-x1"},
 		{name: "certSAN not DNS", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.APIServer.CertSANs = append(cp.APIServer.CertSANs, "bad_san") }), want: []fe{{p + "apiServer.certSANs[3]", inv}}},
 		{name: "etcd local and external", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd.External = &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379"}}

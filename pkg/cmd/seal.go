@@ -1,12 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -78,23 +78,19 @@ gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 			if file == "" || out == "" || len(recipients) == 0 {
 				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
-			// Bad flags are usage errors (exit 2), found before any secret
-			// is read or any KMS is called.
-			for i, r := range recipients {
-				if _, err := seal.ParseRecipient(r); err != nil {
-					return usagef("--recipient #%d: %v", i+1, err)
-				}
-			}
-			if machine != "" {
-				if err := seal.CheckName(machine); err != nil {
-					return usagef("--machine-name: %v", err)
-				}
-			}
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
 			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			// A bad --recipient or --machine-name is a usage error (exit
+			// 2), found before any secret is read or any KMS is called.
+			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
+				if oe.Option == "MachineName" {
+					return usagef("--machine-name: %v", oe.Err)
+				}
+				return usagef("--recipient%s: %v", strings.TrimPrefix(oe.Option, "Recipients"), oe.Err)
+			}
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,20 @@ type SealOptions struct {
 	Root string
 }
 
+// OptionError refuses a SealOptions field: a recipient string that does
+// not parse, a machine name the envelope cannot hold. SealSpec returns it
+// before any secret is read or any recipient (a KMS) is called; the
+// command line maps it to a usage error.
+type OptionError struct {
+	// Option names the field, "Recipients[1]" or "MachineName".
+	Option string
+	// Err is the cause; it never quotes a secret.
+	Err error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // Sealed is the result of SealSpec.
 type Sealed struct {
 	// File is the self-contained multi-document file: the clear spec, a
@@ -52,8 +66,9 @@ type Sealed struct {
 // mode is owner-only), seals them to opts.Recipients and rewrites the spec
 // as the package comment describes, keeping the document's comments and
 // order. The spec must be valid (a *spec.InvalidSpecError otherwise) and
-// the rewritten spec is loaded again to prove it still is. A secret file
-// that cannot be read is an error naming its field.
+// the rewritten spec is loaded again to prove it still is. A bad recipient
+// or machine name is an *OptionError, returned before anything is read. A
+// secret file that cannot be read is an error naming its field.
 func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if _, sealed, err := seal.Split(data); err != nil {
 		return nil, err
@@ -72,11 +87,14 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if b.MachineName == "" {
 		return nil, errors.New("the spec names no node (spec.node.name): give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")
 	}
+	if err := seal.CheckName(b.MachineName); err != nil {
+		return nil, &OptionError{Option: "MachineName", Err: err}
+	}
 	var recipients []seal.Recipient
-	for _, s := range opts.Recipients {
+	for i, s := range opts.Recipients {
 		r, err := seal.ParseRecipient(s)
 		if err != nil {
-			return nil, err
+			return nil, &OptionError{Option: fmt.Sprintf("Recipients[%d]", i), Err: err}
 		}
 		recipients = append(recipients, r)
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -352,5 +353,34 @@ spec:
 		if loaded.Config.Spec.Join.Token.Value != "" || loaded.Config.Spec.Host.Files[0].Content != "" {
 			t.Errorf("%s: the spec was changed", c.name)
 		}
+	}
+}
+
+// A recipient that does not parse or a machine name the envelope cannot
+// hold is an *OptionError, found before any secret file is read: here the
+// root holds none, and the error is still the option's.
+func TestSealSpecRefusesOptionsBeforeReadingSecrets(t *testing.T) {
+	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for name, opts := range map[string]SealOptions{
+		"bad recipient":    {Recipients: []string{id.Recipient(), "nosuch:key"}, Root: empty},
+		"bad machine name": {Recipients: []string{id.Recipient()}, MachineName: "w 1", Root: empty},
+	} {
+		_, err := SealSpec(example(t, "worker.yaml"), opts)
+		var oe *OptionError
+		if !errors.As(err, &oe) {
+			t.Errorf("%s: %v, want an *OptionError", name, err)
+			continue
+		}
+		if want := map[string]string{"bad recipient": "Recipients[1]", "bad machine name": "MachineName"}[name]; oe.Option != want {
+			t.Errorf("%s: option %q, want %q", name, oe.Option, want)
+		}
+	}
+	// With good options the missing secret file is what fails.
+	if _, err := SealSpec(example(t, "worker.yaml"), SealOptions{Recipients: []string{id.Recipient()}, Root: empty}); err == nil || !strings.Contains(err.Error(), "spec.join.token.file") {
+		t.Errorf("missing token file: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,8 +36,12 @@ On the machine the identity is read from /etc/machineadm/identity (mode
 			if out == "" {
 				return usagef("--out FILE is required")
 			}
-			if _, ok := sealspec.KeygenTypes[typ]; !ok {
+			suites, ok := sealspec.KeygenTypes[typ]
+			if !ok {
 				return usagef("--type must be hpke, age or tpm2, got %q", typ)
+			}
+			if suite != "" && !slices.Contains(suites, suite) {
+				return usagef("--suite for --type %s must be one of %s, got %q", typ, strings.Join(suites, ", "), suite)
 			}
 			r, err := sealspec.Keygen(typ, suite, out)
 			if err != nil {

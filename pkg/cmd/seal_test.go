@@ -35,6 +35,12 @@ func TestKeygenSealUnsealCheck(t *testing.T) {
 	if _, _, code := run("keygen", "--type", "rsa", "--out", filepath.Join(dir, "x")); code != 2 {
 		t.Errorf("keygen --type rsa: exit %d", code)
 	}
+	if _, _, code := run("keygen", "--type", "hpke", "--suite", "x25519", "--out", filepath.Join(dir, "x")); code != 2 {
+		t.Errorf("keygen --type hpke --suite x25519: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("keygen with a bad --type or --suite wrote its --out file")
+	}
 	sealed := filepath.Join(dir, "sealed.yaml")
 	if _, errOut, code := run("seal", "-f", specFile, "--recipient", strings.TrimSpace(rcpt), "--machine-name", "*", "--root", dir, "-o", sealed); code != 0 {
 		t.Fatalf("seal: %d %s", code, errOut)

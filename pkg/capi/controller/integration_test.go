@@ -559,3 +559,19 @@ func containsString(l []string, s string) bool {
 	}
 	return false
 }
+
+// An agent URL the CRD's pattern admits but render refuses (a control
+// character) is InvalidConfig naming the config's field, spec.agent.url,
+// not render's command-line flag, and the message holds no raw control
+// character.
+func TestAgentURLRefusedByRenderNamesField(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	_, c := f.machine("w1", false)
+	c.Spec.Agent.URL = "file:///usr/local/bin/machineadm\x1b]0;owned\x07"
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.HasPrefix(got.Message, "spec.agent.url: ") || strings.Contains(got.Message, "--agent-url") || strings.ContainsAny(got.Message, "\x1b\x07") {
+		t.Fatalf("message %q, want it to name spec.agent.url, escaped", got.Message)
+	}
+}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -69,7 +70,8 @@ values, the CA set in spec.controlPlane.pki.dir, registry client keys, the
 content of files whose mode is owner-only) and writes SEALED: the spec,
 still valid and readable, with those secrets taken out, followed by a
 SealedSecrets document that carries them encrypted to the recipients (any
-one of them opens it). SEALED can go into user data as it is.
+one of them opens it). SEALED can go into user data as it is, unless the
+spec has a URL with credentials (below).
 
 The envelope is bound to the cluster name and to the machine name
 (spec.node.name, or --machine-name; '*' makes a template for any machine
@@ -77,7 +79,11 @@ that holds the key). Recipient strings come from machineadm keygen:
 hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
 (kms_aws, kms_gcp, kms_azure, kms_vault or kms_all): aws-kms:arn:aws:kms:...,
 gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
-(docs/sealed-secrets.md).`,
+(docs/sealed-secrets.md).
+
+URLs with credentials (user:password@) are not sealed: each is a warning,
+SEALED keeps it in the clear and is then written with mode 0600 (else 0644),
+and machineadm render refuses it without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
@@ -99,10 +105,17 @@ gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 			if err != nil {
 				return err
 			}
+			// What is not sealed stays readable in SEALED: say so, and keep
+			// such a file to its owner.
+			mode := os.FileMode(0o644)
+			for _, p := range sealed.InClear {
+				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s (written 0600), and machineadm render refuses it without --insecure-inline-secrets\n", p, out)
+				mode = 0o600
+			}
 			if out == "-" {
 				_, err = o.out.Write(sealed.File)
 			} else {
-				err = session.WriteOutput(out, sealed.File, 0o644)
+				err = session.WriteOutput(out, sealed.File, mode)
 			}
 			if err != nil {
 				return err

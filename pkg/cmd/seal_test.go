@@ -130,3 +130,44 @@ func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
 		t.Errorf("unseal --check --identity <identity line>: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A URL with credentials is not sealed: seal says so for each, naming the
+// field, and writes the file that still holds it owner-only (0600, not
+// 0644), so the password is not left world-readable.
+func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	for name, tc := range map[string]struct {
+		spec string
+		mode os.FileMode
+		warn bool
+	}{
+		"proxy password": {testspec.MinimalWorker + "  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n", 0o600, true},
+		"no credentials": {testspec.MinimalWorker, 0o644, false},
+	} {
+		specFile := filepath.Join(dir, "w.yaml")
+		os.WriteFile(specFile, []byte(tc.spec), 0o644)
+		sealed := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".sealed.yaml")
+		code, out, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+		if code != 0 {
+			t.Fatalf("%s: seal: %d %s", name, code, errOut)
+		}
+		if got := strings.Contains(errOut, "warning: spec.host.containerd.proxy.httpsProxy: a URL with credentials is not sealed"); got != tc.warn {
+			t.Errorf("%s: warning %v, want %v:\n%s", name, got, tc.warn, errOut)
+		}
+		if strings.Contains(out+errOut, "S3cretPassw0rd") {
+			t.Errorf("%s: seal printed the password", name)
+		}
+		fi, err := os.Stat(sealed)
+		if err != nil || fi.Mode().Perm() != tc.mode {
+			t.Errorf("%s: %s mode %v (%v), want %v", name, sealed, fi.Mode().Perm(), err, tc.mode)
+		}
+	}
+}

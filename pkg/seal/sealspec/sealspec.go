@@ -58,6 +58,12 @@ type Sealed struct {
 	Items []string
 	// Binding is what the envelope is bound to.
 	Binding seal.Binding
+	// InClear are the secret fields SealSpec does not seal and File still
+	// holds in the clear, sorted: URLs with credentials
+	// (machineadm.SecretKindURLCredentials). render refuses such a file
+	// without --insecure-inline-secrets; `machineadm seal` warns about each
+	// and writes the file owner-only.
+	InClear []string
 }
 
 // SealSpec reads every secret the spec in data references (SecretSource
@@ -128,7 +134,13 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	for p := range items {
 		paths = append(paths, p)
 	}
-	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b}, nil
+	var inClear []string
+	for _, f := range machineadm.SecretFields(cfg) {
+		if f.Kind == machineadm.SecretKindURLCredentials {
+			inClear = append(inClear, f.Path)
+		}
+	}
+	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b, InClear: sortStrings(inClear)}, nil
 }
 
 // edit changes the document at a field path: set a SecretSource file

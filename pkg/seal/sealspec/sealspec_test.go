@@ -384,3 +384,35 @@ func TestSealSpecRefusesOptionsBeforeReadingSecrets(t *testing.T) {
 		t.Errorf("missing token file: %v", err)
 	}
 }
+
+// A token or certificate-key file that does not hold what the machine's
+// inputs-check accepts is refused when sealing, naming the field and never
+// quoting the content; what the machine accepts (upper-case hex in a
+// certificate key, a trailing newline) is sealed.
+func TestSealSpecChecksSecretFilesAsTheMachineDoes(t *testing.T) {
+	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(root string) SealOptions { return SealOptions{Recipients: []string{id.Recipient()}, Root: root} }
+	for name, tc := range map[string]struct {
+		file, content, spec, want string
+	}{
+		"token garbage":     {"bootstrap-token", "SECRET-not-a-token-42\n", "worker.yaml", "spec.join.token.file"},
+		"token empty":       {"bootstrap-token", "\n\n", "worker.yaml", "is empty"},
+		"certificate key":   {"certificate-key", "SECRET-short-key\n", "control-plane-join.yaml", "spec.controlPlane.certificateKey.file"},
+		"upper-case hex ok": {"certificate-key", strings.ToUpper(certKey) + "\n", "control-plane-join.yaml", ""},
+	} {
+		root := machineRoot(t, false)
+		os.WriteFile(filepath.Join(root, "etc/machineadm/secrets", tc.file), []byte(tc.content), 0o600)
+		_, err := SealSpec(example(t, tc.spec), opts(root))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "SECRET"):
+			t.Errorf("%s: the error quotes the file: %v", name, err)
+		}
+	}
+}

@@ -3,12 +3,10 @@ package seal
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/printable"
 )
 
 // ErrNoIdentity means no identity given to Open matched any recipient
@@ -105,42 +103,12 @@ func (e *ParseError) Classified() *errclass.Error {
 
 // add records a problem. Paths carry map keys from the document (item
 // paths) and details may carry a decoder's message: both are escaped
-// (escapeControl) so that no control character of the input, such as a
+// (printable.Escape) so that no control character of the input, such as a
 // terminal escape sequence, reaches a console or a report raw.
 func (e *ParseError) add(path, format string, args ...any) {
-	e.Errors = append(e.Errors, FieldError{Path: escapeControl(path, false), Detail: escapeControl(fmt.Sprintf(format, args...), true)})
+	e.Errors = append(e.Errors, FieldError{Path: printable.Escape(path, false), Detail: printable.Escape(fmt.Sprintf(format, args...), true)})
 }
 
-// escapeControl replaces every control character (C0, DEL, C1), every
-// other non-printable rune and every invalid UTF-8 byte of s with its Go
-// escape (\x1b, \u200b); with keepNewlines, line breaks stay.
-func escapeControl(s string, keepNewlines bool) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) && !(keepNewlines && r == '\n') {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case keepNewlines && r == '\n', unicode.IsPrint(r):
-			b.WriteString(s[:n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
 
 func (e *ParseError) orNil() error {
 	if len(e.Errors) == 0 {

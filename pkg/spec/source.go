@@ -3,13 +3,11 @@ package spec
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
@@ -83,8 +81,8 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		// control characters, so that no terminal escape sequence reaches
 		// a console, a report or a Cluster API condition raw. Values are
 		// quoted by field.Error already.
-		c.Field = truncate(escapeControl(c.Field, false), maxFieldPath)
-		c.Detail = truncate(escapeControl(c.Detail, true), maxDetail)
+		c.Field = truncate(printable.Escape(c.Field, false), maxFieldPath)
+		c.Detail = truncate(printable.Escape(c.Detail, true), maxDetail)
 		switch v := c.BadValue.(type) {
 		case string:
 			c.BadValue = truncate(v, MaxQuotedValue)
@@ -95,43 +93,9 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		}
 		out = append(out, &c)
 	}
-	return &InvalidSpecError{Source: truncate(escapeControl(source, false), maxFieldPath), Errors: out}
+	return &InvalidSpecError{Source: truncate(printable.Escape(source, false), maxFieldPath), Errors: out}
 }
 
-// escapeControl replaces every control character (C0, DEL, C1), every
-// other non-printable rune and every invalid UTF-8 byte of s with its Go
-// escape (\x1b, \u009b); with keepNewlines, line breaks stay.
-func escapeControl(s string, keepNewlines bool) string {
-	keep := func(r rune, n int) bool {
-		return (r != utf8.RuneError || n != 1) && (unicode.IsPrint(r) || keepNewlines && r == '\n')
-	}
-	clean := true
-	for i, r := range s {
-		_, n := utf8.DecodeRuneInString(s[i:])
-		if !keep(r, n) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case keep(r, n):
-			b.WriteString(s[:n])
-		case r == utf8.RuneError:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
 
 // truncateSlack is how much longer than its limit a string may stay
 // uncut: room for the "…(N bytes)" marker, so that cutting twice (when an

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
 )
 
@@ -39,12 +40,15 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 		return nil, fmt.Errorf("annotation %s has no result", nodeannotation.Annotation)
 	}
 	// The annotation comes from the node or from whoever holds the report
-	// capability (it travels in the user data in the clear): bounded so
+	// capability (it travels in the user data in the clear): its control
+	// characters are escaped, so that no terminal escape sequence reaches
+	// kubectl describe or clusterctl describe raw, and it is bounded so
 	// that the status and its condition always fit (a condition message
 	// holds at most 32 KiB).
+	field := func(v string, n int) string { return clip(printable.Escape(v, false), n) }
 	return &bootstrapv1.BootstrapOutcome{
-		Result: clip(r.Result, maxOutcomeField), FailedPhase: clip(r.FailedPhase, maxOutcomeField), ErrorClass: clip(r.ErrorClass, maxOutcomeField),
-		Hint: clip(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: clip(r.Machineadm, maxOutcomeField),
+		Result: field(r.Result, maxOutcomeField), FailedPhase: field(r.FailedPhase, maxOutcomeField), ErrorClass: field(r.ErrorClass, maxOutcomeField),
+		Hint: field(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: field(r.Machineadm, maxOutcomeField),
 	}, nil
 }
 

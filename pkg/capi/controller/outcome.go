@@ -45,12 +45,15 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 	// kubectl describe or clusterctl describe raw, and it is bounded so
 	// that the status and its condition always fit (a condition message
 	// holds at most 32 KiB).
-	field := func(v string, n int) string { return clip(printable.Escape(v, false), n) }
 	return &bootstrapv1.BootstrapOutcome{
-		Result: field(r.Result, maxOutcomeField), FailedPhase: field(r.FailedPhase, maxOutcomeField), ErrorClass: field(r.ErrorClass, maxOutcomeField),
-		Hint: field(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: field(r.Machineadm, maxOutcomeField),
+		Result: outcomeField(r.Result, maxOutcomeField), FailedPhase: outcomeField(r.FailedPhase, maxOutcomeField), ErrorClass: outcomeField(r.ErrorClass, maxOutcomeField),
+		Hint: outcomeField(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: outcomeField(r.Machineadm, maxOutcomeField),
 	}, nil
 }
+
+// outcomeField is a reported field as the status shows it: control
+// characters escaped, then cut to at most n bytes.
+func outcomeField(v string, n int) string { return clip(printable.Escape(v, false), n) }
 
 // Bounds of a reported outcome's fields, in bytes.
 const (

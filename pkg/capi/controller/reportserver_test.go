@@ -128,7 +128,7 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no report URL:\n%s", clear)
 	}
-	hint := strings.Repeat("h", 40000)
+	hint := strings.Repeat("h", 300<<10) // more than an object's annotations may hold
 	body := `{"result":"Failed","failedPhase":"` + strings.Repeat("p", 300) + `","errorClass":"Not a reason; see <script>\u001b]0;owned\u0007","hint":"\u001b[2J\r` + hint + `","machine":{"action":"Join","machineadmVersion":"` + strings.Repeat("v", 300) + `"}}`
 	resp, err := http.Post(m[1], "application/json", strings.NewReader(body))
 	f.must(err)
@@ -139,6 +139,9 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 	c := f.reconcile("w1") // fails the test when the status patch is refused
 	if resp.StatusCode == http.StatusBadRequest {
 		return
+	}
+	if n := len(c.Annotations[ReportedOutcomeAnnotation]); n > 4096 {
+		t.Fatalf("the recorded outcome annotation is %d bytes", n)
 	}
 	got := wantCond(t, c, BootstrapSucceededCondition, metav1.ConditionFalse, "")
 	if got.Reason != "Failed" || len(got.Message) > 4096 || !strings.Contains(got.Message, "Not a reason") {

@@ -171,3 +171,36 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 		}
 	}
 }
+
+// A spec seal cannot take — already sealed, or without a node name and no
+// --machine-name — is bad input: exit 2, nothing written.
+func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	for name, args := range map[string][]string{
+		"already sealed":  {"-f", sealed, "--machine-name", "w1"},
+		"no machine name": {"-f", specFile},
+	} {
+		out := filepath.Join(dir, "again.yaml")
+		code, _, errOut := run(t, "", append([]string{"seal", "--root", dir, "--recipient", rcpt, "-o", out}, args...)...)
+		if code != ExitBadInput {
+			t.Errorf("seal of a spec %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("seal of a spec %s wrote %s", name, out)
+		}
+	}
+}

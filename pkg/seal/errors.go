@@ -109,7 +109,6 @@ func (e *ParseError) add(path, format string, args ...any) {
 	e.Errors = append(e.Errors, FieldError{Path: printable.Escape(path, false), Detail: printable.Escape(fmt.Sprintf(format, args...), true)})
 }
 
-
 func (e *ParseError) orNil() error {
 	if len(e.Errors) == 0 {
 		return nil

@@ -96,7 +96,6 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 	return &InvalidSpecError{Source: truncate(printable.Escape(source, false), maxFieldPath), Errors: out}
 }
 
-
 // truncateSlack is how much longer than its limit a string may stay
 // uncut: room for the "…(N bytes)" marker, so that cutting twice (when an
 // error is printed again) changes nothing.

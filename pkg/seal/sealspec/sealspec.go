@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -74,15 +75,16 @@ type Sealed struct {
 // mirror client keys with their certificates, the content of files whose
 // mode is owner-only), seals them to opts.Recipients and rewrites the spec
 // as the package comment describes, keeping the document's comments and
-// order. The spec must be valid (a *spec.InvalidSpecError otherwise) and
+// order. The spec must be valid and not sealed already, and hold a secret
+// (a *spec.InvalidSpecError otherwise), and
 // the rewritten spec is loaded again to prove it still is. A bad recipient
 // or machine name is an *OptionError, returned before anything is read. A
 // secret file that cannot be read is an error naming its field.
 func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if _, sealed, err := seal.Split(data); err != nil {
-		return nil, err
+		return nil, invalidSpec(err.Error())
 	} else if sealed != nil {
-		return nil, errors.New("the spec is already sealed (it holds a SealedSecrets document)")
+		return nil, invalidSpec("the spec is already sealed (it holds a SealedSecrets document)")
 	}
 	loaded, err := spec.Load(data, "spec")
 	if err != nil {
@@ -94,7 +96,7 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		b.MachineName = cfg.Spec.Node.Name
 	}
 	if b.MachineName == "" {
-		return nil, errors.New("the spec names no node (spec.node.name): give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")
+		return nil, &OptionError{Option: "MachineName", Err: errors.New("required: the spec names no node (spec.node.name); give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")}
 	}
 	if err := seal.CheckName(b.MachineName); err != nil {
 		return nil, &OptionError{Option: "MachineName", Err: err}
@@ -116,7 +118,7 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return nil, errors.New("the spec references no secret: nothing to seal")
+		return nil, invalidSpec("the spec references no secret: nothing to seal")
 	}
 	env, err := seal.Seal(b, items, recipients...)
 	if err != nil {
@@ -144,6 +146,13 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		}
 	}
 	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b, InClear: sortStrings(inClear)}, nil
+}
+
+// invalidSpec is a whole-document problem of the spec given to SealSpec
+// as a *spec.InvalidSpecError (bad input: exit code 2 on the command line).
+func invalidSpec(msg string) error {
+	return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{
+		&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: msg}}}
 }
 
 // edit changes the document at a field path: set a SecretSource file

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
-
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,8 +37,12 @@ On the machine the identity is read from /etc/machineadm/identity (mode
 			if out == "" {
 				return usagef("--out FILE is required")
 			}
-			if _, ok := sealspec.KeygenTypes[typ]; !ok {
+			suites, ok := sealspec.KeygenTypes[typ]
+			if !ok {
 				return usagef("--type must be hpke, age or tpm2, got %q", typ)
+			}
+			if suite != "" && !slices.Contains(suites, suite) {
+				return usagef("--suite for --type %s must be one of %s, got %q", typ, strings.Join(suites, ", "), suite)
 			}
 			r, err := sealspec.Keygen(typ, suite, out)
 			if err != nil {
@@ -64,7 +70,8 @@ values, the CA set in spec.controlPlane.pki.dir, registry client keys, the
 content of files whose mode is owner-only) and writes SEALED: the spec,
 still valid and readable, with those secrets taken out, followed by a
 SealedSecrets document that carries them encrypted to the recipients (any
-one of them opens it). SEALED can go into user data as it is.
+one of them opens it). SEALED can go into user data as it is, unless the
+spec has a URL with credentials (below).
 
 The envelope is bound to the cluster name and to the machine name
 (spec.node.name, or --machine-name; '*' makes a template for any machine
@@ -72,7 +79,11 @@ that holds the key). Recipient strings come from machineadm keygen:
 hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
 (kms_aws, kms_gcp, kms_azure, kms_vault or kms_all): aws-kms:arn:aws:kms:...,
 gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
-(docs/sealed-secrets.md).`,
+(docs/sealed-secrets.md).
+
+URLs with credentials (user:password@) are not sealed: each is a warning,
+SEALED keeps it in the clear and is then written with mode 0600 (else 0644),
+and machineadm render refuses it without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
@@ -83,13 +94,28 @@ gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 				return err
 			}
 			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			// A bad --recipient or --machine-name is a usage error (exit
+			// 2), found before any secret is read or any KMS is called.
+			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
+				if oe.Option == "MachineName" {
+					return usagef("--machine-name: %v", oe.Err)
+				}
+				return usagef("--recipient%s: %v", strings.TrimPrefix(oe.Option, "Recipients"), oe.Err)
+			}
 			if err != nil {
 				return err
+			}
+			// What is not sealed stays readable in SEALED: say so, and keep
+			// such a file to its owner.
+			mode := os.FileMode(0o644)
+			for _, p := range sealed.InClear {
+				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s (written 0600), and machineadm render refuses it without --insecure-inline-secrets\n", p, out)
+				mode = 0o600
 			}
 			if out == "-" {
 				_, err = o.out.Write(sealed.File)
 			} else {
-				err = session.WriteOutput(out, sealed.File, 0o644)
+				err = session.WriteOutput(out, sealed.File, mode)
 			}
 			if err != nil {
 				return err

@@ -35,6 +35,12 @@ func TestKeygenSealUnsealCheck(t *testing.T) {
 	if _, _, code := run("keygen", "--type", "rsa", "--out", filepath.Join(dir, "x")); code != 2 {
 		t.Errorf("keygen --type rsa: exit %d", code)
 	}
+	if _, _, code := run("keygen", "--type", "hpke", "--suite", "x25519", "--out", filepath.Join(dir, "x")); code != 2 {
+		t.Errorf("keygen --type hpke --suite x25519: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("keygen with a bad --type or --suite wrote its --out file")
+	}
 	sealed := filepath.Join(dir, "sealed.yaml")
 	if _, errOut, code := run("seal", "-f", specFile, "--recipient", strings.TrimSpace(rcpt), "--machine-name", "*", "--root", dir, "-o", sealed); code != 0 {
 		t.Fatalf("seal: %d %s", code, errOut)
@@ -71,6 +77,130 @@ func TestUnsealCheckBadInputExit2(t *testing.T) {
 		code, out, errOut := run(t, in, "unseal", "--check", "-f", "-", "--identity", id)
 		if code != ExitBadInput || !strings.Contains(errOut, "Error: ") {
 			t.Errorf("unseal --check of a %s: exit %d, want %d\nstdout %s\nstderr %s", name, code, ExitBadInput, out, errOut)
+		}
+	}
+}
+
+// Secrets given where seal and unseal expect a recipient or a path are
+// refused as bad input (exit 2 for flags, before anything is read or
+// written) and never echoed.
+func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	const token = "abcdef.0123456789abcdef"
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte(token+"\n"), 0o600)
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	raw, _ := os.ReadFile(id)
+	var line string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "MACHINEADM-HPKE-SECRET-KEY:") {
+			line = l
+		}
+	}
+	key := line[strings.LastIndex(line, ":")+1:]
+	sealed := filepath.Join(dir, "sealed.yaml")
+	for name, args := range map[string][]string{
+		"identity as recipient": {"--recipient", line, "--machine-name", "*"},
+		"token as recipient":    {"--recipient", token, "--machine-name", "*"},
+		"bad machine name":      {"--recipient", rcpt, "--machine-name", "w 1"},
+	} {
+		code, out, errOut := run(t, "", append([]string{"seal", "-f", specFile, "--root", dir, "-o", sealed}, args...)...)
+		if code != ExitBadInput {
+			t.Errorf("seal with %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		}
+		if strings.Contains(out+errOut, key[:8]) || strings.Contains(out+errOut, "0123456789") {
+			t.Errorf("seal with %s echoed the secret:\n%s%s", name, out, errOut)
+		}
+		if _, err := os.Stat(sealed); err == nil {
+			t.Fatalf("seal with %s wrote %s", name, sealed)
+		}
+	}
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "-o", sealed, "--recipient", rcpt, "--machine-name", "*"); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", line)
+	if code == ExitOK || strings.Contains(out+errOut, key[:8]) || !strings.Contains(errOut, "identity line") {
+		t.Errorf("unseal --check --identity <identity line>: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A URL with credentials is not sealed: seal says so for each, naming the
+// field, and writes the file that still holds it owner-only (0600, not
+// 0644), so the password is not left world-readable.
+func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	for name, tc := range map[string]struct {
+		spec string
+		mode os.FileMode
+		warn bool
+	}{
+		"proxy password": {testspec.MinimalWorker + "  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n", 0o600, true},
+		"no credentials": {testspec.MinimalWorker, 0o644, false},
+	} {
+		specFile := filepath.Join(dir, "w.yaml")
+		os.WriteFile(specFile, []byte(tc.spec), 0o644)
+		sealed := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".sealed.yaml")
+		code, out, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+		if code != 0 {
+			t.Fatalf("%s: seal: %d %s", name, code, errOut)
+		}
+		if got := strings.Contains(errOut, "warning: spec.host.containerd.proxy.httpsProxy: a URL with credentials is not sealed"); got != tc.warn {
+			t.Errorf("%s: warning %v, want %v:\n%s", name, got, tc.warn, errOut)
+		}
+		if strings.Contains(out+errOut, "S3cretPassw0rd") {
+			t.Errorf("%s: seal printed the password", name)
+		}
+		fi, err := os.Stat(sealed)
+		if err != nil || fi.Mode().Perm() != tc.mode {
+			t.Errorf("%s: %s mode %v (%v), want %v", name, sealed, fi.Mode().Perm(), err, tc.mode)
+		}
+	}
+}
+
+// A spec seal cannot take — already sealed, or without a node name and no
+// --machine-name — is bad input: exit 2, nothing written.
+func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
+	id := filepath.Join(dir, "identity")
+	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	rcpt = strings.TrimSpace(rcpt)
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	for name, args := range map[string][]string{
+		"already sealed":  {"-f", sealed, "--machine-name", "w1"},
+		"no machine name": {"-f", specFile},
+	} {
+		out := filepath.Join(dir, "again.yaml")
+		code, _, errOut := run(t, "", append([]string{"seal", "--root", dir, "--recipient", rcpt, "-o", out}, args...)...)
+		if code != ExitBadInput {
+			t.Errorf("seal of a spec %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("seal of a spec %s wrote %s", name, out)
 		}
 	}
 }

@@ -230,14 +230,24 @@ func (e *Envelope) check(pe *ParseError) {
 }
 
 func checkName(pe *ParseError, path, v string) {
+	if err := CheckName(v); err != nil {
+		pe.add(path, "%s", err)
+	}
+}
+
+// CheckName checks a cluster name, machine name, key ID or suite as an
+// envelope holds it: required, at most MaxNameBytes, printable ASCII
+// without white space. The error never quotes v.
+func CheckName(v string) error {
 	switch {
 	case v == "":
-		pe.add(path, "required")
+		return errors.New("required")
 	case len(v) > MaxNameBytes:
-		pe.add(path, "longer than %d bytes", MaxNameBytes)
+		return fmt.Errorf("longer than %d bytes", MaxNameBytes)
 	case !nameRE.MatchString(v):
-		pe.add(path, "must be printable ASCII without spaces")
+		return errors.New("must be printable ASCII without spaces")
 	}
+	return nil
 }
 
 // checkBase64 decodes v, bounded by max decoded bytes.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/printable"
 )
 
 // ErrNoIdentity means no identity given to Open matched any recipient
@@ -100,8 +101,12 @@ func (e *ParseError) Classified() *errclass.Error {
 	return errclass.New(errclass.InvalidSpec, "Reseal the spec with `machineadm seal`; the SealedSecrets document was changed or truncated.", e)
 }
 
+// add records a problem. Paths carry map keys from the document (item
+// paths) and details may carry a decoder's message: both are escaped
+// (printable.Escape) so that no control character of the input, such as a
+// terminal escape sequence, reaches a console or a report raw.
 func (e *ParseError) add(path, format string, args ...any) {
-	e.Errors = append(e.Errors, FieldError{Path: path, Detail: fmt.Sprintf(format, args...)})
+	e.Errors = append(e.Errors, FieldError{Path: printable.Escape(path, false), Detail: printable.Escape(fmt.Sprintf(format, args...), true)})
 }
 
 func (e *ParseError) orNil() error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -47,8 +48,16 @@ func identityErr(path string, err error) error {
 // regular file (symbolic links are not followed), of mode exactly 0600,
 // owned by root or by the user running machineadm (on the machine that is
 // root), and at most MaxIdentityFileBytes; anything else is refused with an
-// *IdentityFileError, line numbers but never content in its message.
+// *IdentityFileError, line numbers but never content in its message. A path
+// that is itself an identity line (LooksLikeIdentity) is refused without
+// being quoted.
 func LoadIdentityFile(path string) ([]Identity, error) {
+	if LooksLikeIdentity(path) || LooksLikeIdentity(filepath.Base(path)) {
+		// An identity line given as the path (--identity "$(cat identity)"),
+		// maybe joined to a root directory, is the secret itself: never
+		// echo it.
+		return nil, identityErr("<redacted>", errors.New("the path given is an identity line (a secret key), not a file name: give the path of the file that holds it"))
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, identityErr(path, err)

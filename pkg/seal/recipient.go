@@ -4,7 +4,9 @@ import (
 	"crypto/fips140"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -122,7 +124,17 @@ func allowed(t *RecipientType) error {
 func ParseRecipient(s string) (Recipient, error) {
 	t := matchPrefix(s, func(t *RecipientType) []string { return t.RecipientPrefixes })
 	if t == nil {
-		return nil, fmt.Errorf("unknown recipient %q: want one of the types %s", shorten(s), strings.Join(Types(), ", "))
+		// The string is never quoted: what is given where a recipient
+		// belongs may be a secret (an identity line, a token) pasted by
+		// mistake, and a recipient has no secret to diagnose from.
+		if LooksLikeIdentity(s) {
+			return nil, errors.New("this is an identity (a secret key), not a recipient string: give the recipient that machineadm keygen printed (the \"# recipient:\" line of the identity file)")
+		}
+		if typ, _, ok := strings.Cut(s, ":"); ok && typeNameRE.MatchString(typ) {
+			// A type name is no secret: say which one this binary lacks.
+			return nil, fmt.Errorf("recipient type %q is not in this binary (it has %s; the cloud KMS types need a binary built with their tag, docs/sealed-secrets.md)", typ, strings.Join(Types(), ", "))
+		}
+		return nil, fmt.Errorf("not a recipient string of a known type: it starts with none of %s", strings.Join(recipientPrefixes(), ", "))
 	}
 	if err := allowed(t); err != nil {
 		return nil, err
@@ -169,11 +181,27 @@ func matchPrefix(s string, prefixes func(*RecipientType) []string) *RecipientTyp
 	return best
 }
 
-func shorten(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+// LooksLikeIdentity reports whether s (trimmed) starts like an identity
+// line of a registered type ("AGE-SECRET-KEY-", "MACHINEADM-HPKE-SECRET-KEY:",
+// ...): text that must not be echoed where a path or a recipient string is
+// expected, since it may be a secret key given there by mistake.
+func LooksLikeIdentity(s string) bool {
+	return matchPrefix(strings.TrimSpace(s), func(t *RecipientType) []string { return t.IdentityPrefixes }) != nil
+}
+
+// typeNameRE is what a recipient type name looks like ("aws-kms").
+var typeNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// recipientPrefixes returns the registered recipient prefixes, sorted.
+func recipientPrefixes() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var ps []string
+	for _, t := range registry {
+		ps = append(ps, t.RecipientPrefixes...)
 	}
-	return s
+	slices.Sort(ps)
+	return ps
 }
 
 // KeyIDOf returns the key ID of a key-pair recipient: the first 8 bytes of

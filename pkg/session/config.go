@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -30,7 +32,9 @@ const LatestAPIVersion = machineadm.LatestAPIVersion
 // validates it, then has the embedded kubeadm validate the configuration
 // derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
 // files are not read; each one that does not exist on this machine is a
-// warning (MissingSecretFiles). Warnings are returned, not logged.
+// warning (MissingSecretFiles), unless the sealed file's envelope carries
+// that secret. A sealed file whose spec has no place for an item is an
+// invalid spec (CheckSealedPlaces). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := ReadSpec(in, path)
 	if err != nil {
@@ -46,7 +50,15 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
 		return nil, err
 	}
-	l.Warnings = append(l.Warnings, MissingSecretFiles(l.Config, "/")...)
+	// A secret the file's envelope carries is not read from its file:
+	// that file need not exist anywhere.
+	_, sealed, _ := SplitSealed(data, path) // checked by loadSpecDoc
+	items, _ := sealedItemPaths(sealed)
+	for _, w := range MissingSecretFiles(l.Config, "/") {
+		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
+			l.Warnings = append(l.Warnings, w)
+		}
+	}
 	return l, nil
 }
 

@@ -146,6 +146,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if loadErr == nil {
 		l, loadErr = spec.Load(specDoc, o.SpecFile)
 	}
+	if loadErr == nil {
+		loadErr = CheckSealedPlaces(l.Config, sealed, o.SpecFile)
+	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {
 		cfg = l.Config

@@ -8,8 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -99,9 +102,52 @@ func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 // loadSpecDoc loads the spec document of data (a sealed file's envelope is
 // left closed).
 func loadSpecDoc(data []byte, path string) (*spec.Loaded, error) {
-	specDoc, _, err := SplitSealed(data, path)
+	specDoc, sealed, err := SplitSealed(data, path)
 	if err != nil {
 		return nil, err
 	}
-	return spec.Load(specDoc, path)
+	l, err := spec.Load(specDoc, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSealedPlaces(l.Config, sealed, path); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// CheckSealedPlaces refuses a sealed file whose spec has no place for one
+// of its envelope's items (sealspec.CheckPlaces: a field the spec lost, a
+// sealed file content whose mode was widened beyond owner-only) as an
+// invalid spec (exit code 2) naming the items, before any phase: the item
+// paths are in the clear, so no key is needed to see it. sealed is the
+// envelope document SplitSealed returned (nil: nothing to check).
+func CheckSealedPlaces(cfg *machineadm.MachineBootstrapConfig, sealed []byte, path string) error {
+	paths, err := sealedItemPaths(sealed)
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	if err := sealspec.CheckPlaces(cfg, paths); err != nil {
+		_, hint := errclass.Of(err)
+		return &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
+			&field.Error{Type: field.ErrorTypeInvalid, Field: seal.Kind + ".items", BadValue: field.OmitValueType{}, Detail: err.Error() + " (" + hint + ")"}}}
+	}
+	return nil
+}
+
+// sealedItemPaths returns the item paths of an envelope document, nil for
+// none.
+func sealedItemPaths(sealed []byte) ([]string, error) {
+	if sealed == nil {
+		return nil, nil
+	}
+	env, err := seal.Parse(sealed)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(env.Items))
+	for p := range env.Items {
+		paths = append(paths, p)
+	}
+	return paths, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
@@ -75,8 +76,13 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 			break
 		}
 		c := *e
-		c.Field = truncate(c.Field, maxFieldPath)
-		c.Detail = truncate(c.Detail, maxDetail)
+		// A path carries map keys from the input (labels[KEY],
+		// sysctl[KEY]) and a detail may repeat input: escape their
+		// control characters, so that no terminal escape sequence reaches
+		// a console, a report or a Cluster API condition raw. Values are
+		// quoted by field.Error already.
+		c.Field = truncate(printable.Escape(c.Field, false), maxFieldPath)
+		c.Detail = truncate(printable.Escape(c.Detail, true), maxDetail)
 		switch v := c.BadValue.(type) {
 		case string:
 			c.BadValue = truncate(v, MaxQuotedValue)
@@ -87,7 +93,7 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		}
 		out = append(out, &c)
 	}
-	return &InvalidSpecError{Source: truncate(source, maxFieldPath), Errors: out}
+	return &InvalidSpecError{Source: truncate(printable.Escape(source, false), maxFieldPath), Errors: out}
 }
 
 // truncateSlack is how much longer than its limit a string may stay

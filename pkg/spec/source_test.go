@@ -97,3 +97,25 @@ func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
 		t.Error("Error() changed the error list")
 	}
 }
+
+// TestControlCharactersInFieldPathsEscaped: a map key is part of a field
+// path (spec.node.labels[KEY]); one holding a terminal escape sequence
+// comes out of InvalidSpecError escaped, as values are, never raw.
+func TestControlCharactersInFieldPathsEscaped(t *testing.T) {
+	doc := testspec.MinimalWorker + "  node:\n    labels:\n      \"ex\\e]0;owned\\a/pool\": a\n      \"kubernetes.io/\\e[2J\\u009b\": b\n  host:\n    sysctl: {\"net.\\e[31m\": \"1\"}\n"
+	_, err := Load([]byte(doc), "t\x1b[1m.yaml")
+	if err == nil {
+		t.Fatal("Load accepted label keys with control characters")
+	}
+	msg := err.Error()
+	if i := strings.IndexFunc(msg, func(r rune) bool { return r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) }); i >= 0 {
+		t.Errorf("raw control character at %d:\n%q", i, msg)
+	}
+	if !strings.Contains(msg, `spec.node.labels[ex\x1b]0;owned\a/pool]`) {
+		t.Errorf("the label's path is not named, escaped:\n%s", msg)
+	}
+	// Escaping twice (the error printed again) changes nothing.
+	if again := newInvalid("x", err.(*InvalidSpecError).Errors).Error(); strings.Count(again, `\\x1b`) > 0 {
+		t.Errorf("escaped twice:\n%s", again)
+	}
+}

@@ -299,6 +299,11 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	if err != nil {
 		var oe *render.OptionError
 		if errors.As(err, &oe) {
+			// Name the config's field, not the command-line flag render
+			// names it by.
+			if f, ok := renderOptionFields[oe.Flag]; ok {
+				return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("%s: %s", f, oe.Msg)}
+			}
 			return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
 		}
 		return nil, &condErr{ReasonRenderFailed, err}
@@ -323,6 +328,16 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 		return nil, &condErr{ReasonLeakRefused, fmt.Errorf("refusing bootstrap data with a secret in the clear: %v", f)}
 	}
 	return out, nil
+}
+
+// renderOptionFields maps the render options the controller sets from a
+// MachineadmConfig (by their command-line flag, as render.OptionError
+// names them) to the config's field paths.
+var renderOptionFields = map[string]string{
+	"--agent-url":        "spec.agent.url",
+	"--agent-sha256":     "spec.agent.sha256",
+	"--format":           "spec.format",
+	"--ignition-version": "spec.ignitionVersion",
 }
 
 // configErr reports an invalid config; it is not retried until it changes.

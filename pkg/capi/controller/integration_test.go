@@ -458,8 +458,15 @@ func refusedWithPath(t *testing.T, f *fixture, cases map[string]admissionCase) {
 func TestInvalidConfigsRefusedWithFieldPath(t *testing.T) {
 	f := newFixture(t)
 	cases := map[string]admissionCase{
-		"http agent without digest":         {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.SHA256 = "" }, "spec.agent.sha256"},
-		"agent url with credentials":        {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.URL = "https://u:p@x.invalid/m" }, "spec.agent.url"},
+		"http agent without digest":  {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.SHA256 = "" }, "spec.agent.sha256"},
+		"agent url with credentials": {func(s *bootstrapv1.MachineadmConfigSpec) { s.Agent.URL = "https://u:p@x.invalid/m" }, "spec.agent.url"},
+		"agent url with a control character": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.Agent.URL = "file:///usr/local/bin/machineadm\x1b]0;owned\x07"
+		}, "spec.agent.url"},
+		"recipient with a control character": {func(s *bootstrapv1.MachineadmConfigSpec) { s.Recipients = []string{"age1\x1b[2J"} }, "spec.recipients[0]"},
+		"file source url with a NUL": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.Host.Files = []bootstrapv1.File{{Path: "/etc/x", Source: &bootstrapv1.RemoteSource{URL: "https://x.invalid/f\x00", SHA256: agentSHA}}}
+		}, "spec.host.files[0].source.url"},
 		"no recipients":                     {func(s *bootstrapv1.MachineadmConfigSpec) { s.Recipients = nil }, "spec.recipients"},
 		"bad recipient":                     {func(s *bootstrapv1.MachineadmConfigSpec) { s.Recipients = []string{"rsa:xyz"} }, "spec.recipients[0]"},
 		"bad format":                        {func(s *bootstrapv1.MachineadmConfigSpec) { s.Format = "shell" }, "spec.format"},
@@ -558,4 +565,20 @@ func containsString(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// An agent URL the CRD's pattern admits but render refuses (for Ignition,
+// a file path a systemd unit cannot take as it is) is InvalidConfig naming
+// the config's field, spec.agent.url, not render's command-line flag.
+func TestAgentURLRefusedByRenderNamesField(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	_, c := f.machine("w1", false)
+	c.Spec.Format = bootstrapv1.FormatIgnition
+	c.Spec.Agent.URL = "file:///usr/local/bin/machine$adm"
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.HasPrefix(got.Message, "spec.agent.url: ") || strings.Contains(got.Message, "--agent-url") {
+		t.Fatalf("message %q, want it to name spec.agent.url", got.Message)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
 )
 
@@ -39,14 +40,20 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 		return nil, fmt.Errorf("annotation %s has no result", nodeannotation.Annotation)
 	}
 	// The annotation comes from the node or from whoever holds the report
-	// capability (it travels in the user data in the clear): bounded so
+	// capability (it travels in the user data in the clear): its control
+	// characters are escaped, so that no terminal escape sequence reaches
+	// kubectl describe or clusterctl describe raw, and it is bounded so
 	// that the status and its condition always fit (a condition message
 	// holds at most 32 KiB).
 	return &bootstrapv1.BootstrapOutcome{
-		Result: clip(r.Result, maxOutcomeField), FailedPhase: clip(r.FailedPhase, maxOutcomeField), ErrorClass: clip(r.ErrorClass, maxOutcomeField),
-		Hint: clip(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: clip(r.Machineadm, maxOutcomeField),
+		Result: outcomeField(r.Result, maxOutcomeField), FailedPhase: outcomeField(r.FailedPhase, maxOutcomeField), ErrorClass: outcomeField(r.ErrorClass, maxOutcomeField),
+		Hint: outcomeField(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: outcomeField(r.Machineadm, maxOutcomeField),
 	}, nil
 }
+
+// outcomeField is a reported field as the status shows it: control
+// characters escaped, then cut to at most n bytes.
+func outcomeField(v string, n int) string { return clip(printable.Escape(v, false), n) }
 
 // Bounds of a reported outcome's fields, in bytes.
 const (

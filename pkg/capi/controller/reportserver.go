@@ -173,9 +173,15 @@ func outcomeFromReport(body []byte) (string, error) {
 	if !r.StartTime.IsZero() && r.EndTime.After(r.StartTime) {
 		ms = r.EndTime.Sub(r.StartTime).Milliseconds()
 	}
+	// Bounded and escaped as the status will show it, already here: the
+	// value goes into an annotation (256 KiB for all of an object's) and
+	// into the log line below, and the poster is anyone who read the
+	// user data.
 	b, err := json.Marshal(nodeReport{
-		Result: r.Result, Action: r.Machine.Action, DurationMs: ms, Machineadm: r.Machine.Machineadm,
-		FailedPhase: r.FailedPhase, ErrorClass: r.ErrorClass, Hint: r.Hint,
+		Result: r.Result, Action: outcomeField(r.Machine.Action, maxOutcomeField), DurationMs: ms,
+		Machineadm:  outcomeField(r.Machine.Machineadm, maxOutcomeField),
+		FailedPhase: outcomeField(r.FailedPhase, maxOutcomeField), ErrorClass: outcomeField(r.ErrorClass, maxOutcomeField),
+		Hint: outcomeField(r.Hint, maxHintBytes),
 	})
 	return string(b), err
 }

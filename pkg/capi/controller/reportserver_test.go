@@ -128,8 +128,8 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no report URL:\n%s", clear)
 	}
-	hint := strings.Repeat("h", 40000)
-	body := `{"result":"Failed","failedPhase":"` + strings.Repeat("p", 300) + `","errorClass":"Not a reason; see <script>","hint":"` + hint + `","machine":{"action":"Join","machineadmVersion":"` + strings.Repeat("v", 300) + `"}}`
+	hint := strings.Repeat("h", 300<<10) // more than an object's annotations may hold
+	body := `{"result":"Failed","failedPhase":"` + strings.Repeat("p", 300) + `","errorClass":"Not a reason; see <script>\u001b]0;owned\u0007","hint":"\u001b[2J\r` + hint + `","machine":{"action":"Join","machineadmVersion":"` + strings.Repeat("v", 300) + `"}}`
 	resp, err := http.Post(m[1], "application/json", strings.NewReader(body))
 	f.must(err)
 	resp.Body.Close()
@@ -140,11 +140,18 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 	if resp.StatusCode == http.StatusBadRequest {
 		return
 	}
+	if n := len(c.Annotations[ReportedOutcomeAnnotation]); n > 4096 {
+		t.Fatalf("the recorded outcome annotation is %d bytes", n)
+	}
 	got := wantCond(t, c, BootstrapSucceededCondition, metav1.ConditionFalse, "")
 	if got.Reason != "Failed" || len(got.Message) > 4096 || !strings.Contains(got.Message, "Not a reason") {
 		t.Fatalf("condition reason %q, message of %d bytes", got.Reason, len(got.Message))
 	}
 	if o := c.Status.Outcome; o == nil || len(o.Hint) > 4096 || len(o.ErrorClass) > 256 {
 		t.Fatalf("status.outcome not bounded: %+v", o)
+	}
+	// Escaped: no terminal escape sequence reaches kubectl describe raw.
+	if o := c.Status.Outcome; strings.ContainsAny(got.Message+o.ErrorClass+o.Hint, "\x1b\x07\r") || !strings.Contains(o.ErrorClass, `\x1b]0;owned\a`) {
+		t.Fatalf("control characters reached the status raw: message %q, outcome %q / %q", got.Message[:80], o.ErrorClass, o.Hint[:40])
 	}
 }

@@ -2,6 +2,7 @@ package sealspec
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,8 +11,11 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -35,6 +39,20 @@ type SealOptions struct {
 	Root string
 }
 
+// OptionError refuses a SealOptions field: a recipient string that does
+// not parse, a machine name the envelope cannot hold. SealSpec returns it
+// before any secret is read or any recipient (a KMS) is called; the
+// command line maps it to a usage error.
+type OptionError struct {
+	// Option names the field, "Recipients[1]" or "MachineName".
+	Option string
+	// Err is the cause; it never quotes a secret.
+	Err error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // Sealed is the result of SealSpec.
 type Sealed struct {
 	// File is the self-contained multi-document file: the clear spec, a
@@ -44,6 +62,12 @@ type Sealed struct {
 	Items []string
 	// Binding is what the envelope is bound to.
 	Binding seal.Binding
+	// InClear are the secret fields SealSpec does not seal and File still
+	// holds in the clear, sorted: URLs with credentials
+	// (machineadm.SecretKindURLCredentials). render refuses such a file
+	// without --insecure-inline-secrets; `machineadm seal` warns about each
+	// and writes the file owner-only.
+	InClear []string
 }
 
 // SealSpec reads every secret the spec in data references (SecretSource
@@ -51,14 +75,16 @@ type Sealed struct {
 // mirror client keys with their certificates, the content of files whose
 // mode is owner-only), seals them to opts.Recipients and rewrites the spec
 // as the package comment describes, keeping the document's comments and
-// order. The spec must be valid (a *spec.InvalidSpecError otherwise) and
-// the rewritten spec is loaded again to prove it still is. A secret file
-// that cannot be read is an error naming its field.
+// order. The spec must be valid and not sealed already, and hold a secret
+// (a *spec.InvalidSpecError otherwise), and
+// the rewritten spec is loaded again to prove it still is. A bad recipient
+// or machine name is an *OptionError, returned before anything is read. A
+// secret file that cannot be read is an error naming its field.
 func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if _, sealed, err := seal.Split(data); err != nil {
-		return nil, err
+		return nil, invalidSpec(err.Error())
 	} else if sealed != nil {
-		return nil, errors.New("the spec is already sealed (it holds a SealedSecrets document)")
+		return nil, invalidSpec("the spec is already sealed (it holds a SealedSecrets document)")
 	}
 	loaded, err := spec.Load(data, "spec")
 	if err != nil {
@@ -70,13 +96,16 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		b.MachineName = cfg.Spec.Node.Name
 	}
 	if b.MachineName == "" {
-		return nil, errors.New("the spec names no node (spec.node.name): give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")
+		return nil, &OptionError{Option: "MachineName", Err: errors.New("required: the spec names no node (spec.node.name); give --machine-name NAME, or --machine-name '*' for a template that opens on any machine holding the key")}
+	}
+	if err := seal.CheckName(b.MachineName); err != nil {
+		return nil, &OptionError{Option: "MachineName", Err: err}
 	}
 	var recipients []seal.Recipient
-	for _, s := range opts.Recipients {
+	for i, s := range opts.Recipients {
 		r, err := seal.ParseRecipient(s)
 		if err != nil {
-			return nil, err
+			return nil, &OptionError{Option: fmt.Sprintf("Recipients[%d]", i), Err: err}
 		}
 		recipients = append(recipients, r)
 	}
@@ -89,7 +118,7 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return nil, errors.New("the spec references no secret: nothing to seal")
+		return nil, invalidSpec("the spec references no secret: nothing to seal")
 	}
 	env, err := seal.Seal(b, items, recipients...)
 	if err != nil {
@@ -110,7 +139,20 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	for p := range items {
 		paths = append(paths, p)
 	}
-	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b}, nil
+	var inClear []string
+	for _, f := range machineadm.SecretFields(cfg) {
+		if f.Kind == machineadm.SecretKindURLCredentials {
+			inClear = append(inClear, f.Path)
+		}
+	}
+	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b, InClear: sortStrings(inClear)}, nil
+}
+
+// invalidSpec is a whole-document problem of the spec given to SealSpec
+// as a *spec.InvalidSpecError (bad input: exit code 2 on the command line).
+func invalidSpec(msg string) error {
+	return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{
+		&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: msg}}}
 }
 
 // edit changes the document at a field path: set a SecretSource file
@@ -138,7 +180,15 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s.file: %w", f.Path, err)
 				}
-				items[f.Path] = []byte(strings.TrimSpace(string(v)))
+				t := strings.TrimSpace(string(v))
+				// The file's content is checked as the machine checks it in
+				// inputs-check (kubeadm.CheckInputs), so that a wrong file
+				// is found here, not at boot. Its content is never quoted.
+				if msg := secretShapeProblem(f.Format, t); msg != "" {
+					return nil, nil, errclass.New(errclass.PayloadUnavailable, "Write the secret alone into the file that field names.",
+						fmt.Errorf("%s.file: %s %s", f.Path, f.Source.File, msg))
+				}
+				items[f.Path] = []byte(t)
 			}
 		case machineadm.SecretKindPEMKey:
 			items[f.Path] = []byte(*f.Value)
@@ -170,6 +220,23 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 		}
 	}
 	return items, edits, nil
+}
+
+// secretShapeProblem says what is wrong with a secret read from a file
+// for a SecretSource of format, or "": empty, or not the shape the machine
+// accepts (a bootstrap token, a certificate key of 32 bytes in hex).
+func secretShapeProblem(format, v string) string {
+	switch {
+	case v == "":
+		return "is empty"
+	case format == machineadm.SecretFormatBootstrapToken && !bootstraputil.IsValidBootstrapToken(v):
+		return "does not hold a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
+	case format == machineadm.SecretFormatCertificateKey:
+		if b, err := hex.DecodeString(v); err != nil || len(b) != 32 {
+			return "does not hold a certificate key: 64 hex characters (a 32-byte AES key)"
+		}
+	}
+	return ""
 }
 
 // readCADir reads the files of the CA set in dir (those of PKIFiles that

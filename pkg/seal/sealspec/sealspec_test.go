@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,6 +352,67 @@ spec:
 		}
 		if loaded.Config.Spec.Join.Token.Value != "" || loaded.Config.Spec.Host.Files[0].Content != "" {
 			t.Errorf("%s: the spec was changed", c.name)
+		}
+	}
+}
+
+// A recipient that does not parse or a machine name the envelope cannot
+// hold is an *OptionError, found before any secret file is read: here the
+// root holds none, and the error is still the option's.
+func TestSealSpecRefusesOptionsBeforeReadingSecrets(t *testing.T) {
+	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	for name, opts := range map[string]SealOptions{
+		"bad recipient":    {Recipients: []string{id.Recipient(), "nosuch:key"}, Root: empty},
+		"bad machine name": {Recipients: []string{id.Recipient()}, MachineName: "w 1", Root: empty},
+	} {
+		_, err := SealSpec(example(t, "worker.yaml"), opts)
+		var oe *OptionError
+		if !errors.As(err, &oe) {
+			t.Errorf("%s: %v, want an *OptionError", name, err)
+			continue
+		}
+		if want := map[string]string{"bad recipient": "Recipients[1]", "bad machine name": "MachineName"}[name]; oe.Option != want {
+			t.Errorf("%s: option %q, want %q", name, oe.Option, want)
+		}
+	}
+	// With good options the missing secret file is what fails.
+	if _, err := SealSpec(example(t, "worker.yaml"), SealOptions{Recipients: []string{id.Recipient()}, Root: empty}); err == nil || !strings.Contains(err.Error(), "spec.join.token.file") {
+		t.Errorf("missing token file: %v", err)
+	}
+}
+
+// A token or certificate-key file that does not hold what the machine's
+// inputs-check accepts is refused when sealing, naming the field and never
+// quoting the content; what the machine accepts (upper-case hex in a
+// certificate key, a trailing newline) is sealed.
+func TestSealSpecChecksSecretFilesAsTheMachineDoes(t *testing.T) {
+	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(root string) SealOptions { return SealOptions{Recipients: []string{id.Recipient()}, Root: root} }
+	for name, tc := range map[string]struct {
+		file, content, spec, want string
+	}{
+		"token garbage":     {"bootstrap-token", "SECRET-not-a-token-42\n", "worker.yaml", "spec.join.token.file"},
+		"token empty":       {"bootstrap-token", "\n\n", "worker.yaml", "is empty"},
+		"certificate key":   {"certificate-key", "SECRET-short-key\n", "control-plane-join.yaml", "spec.controlPlane.certificateKey.file"},
+		"upper-case hex ok": {"certificate-key", strings.ToUpper(certKey) + "\n", "control-plane-join.yaml", ""},
+	} {
+		root := machineRoot(t, false)
+		os.WriteFile(filepath.Join(root, "etc/machineadm/secrets", tc.file), []byte(tc.content), 0o600)
+		_, err := SealSpec(example(t, tc.spec), opts(root))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), "SECRET"):
+			t.Errorf("%s: the error quotes the file: %v", name, err)
 		}
 	}
 }

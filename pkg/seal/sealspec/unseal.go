@@ -81,6 +81,49 @@ func Unseal(cfg *machineadm.MachineBootstrapConfig, sealed []byte, opts UnsealOp
 // has no such place in cfg: a field cfg does not have, or a file whose
 // clear mode was widened (the secret would be readable by others).
 func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unsealed, error) {
+	places, text := slots(cfg)
+	paths := make([]string, 0, len(opened.Items))
+	for p := range opened.Items {
+		paths = append(paths, p)
+	}
+	if err := checkPlaces(places, text, paths); err != nil {
+		return nil, err
+	}
+	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
+	if v, ok := opened.Items[PKIDirItem]; ok {
+		files, err := decodeBundle(v)
+		if err != nil {
+			return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", PKIDirItem, err))
+		}
+		u.PKIFiles = files
+	}
+	for p, v := range opened.Items {
+		u.Items = append(u.Items, p)
+		if set := places[p]; set != nil {
+			set(v)
+		}
+	}
+	slices.Sort(u.Items)
+	return u, nil
+}
+
+// CheckPlaces says, without opening anything, whether every item path of
+// a SealedSecrets envelope has its place in cfg, as Apply checks it when
+// the machine opens the envelope: a field cfg has, and for a file's
+// content an owner-only mode. The item paths are in the clear in the
+// envelope, so `config validate`, render and bootstrap refuse such a file
+// when they read it. Its errors are Apply's (class InvalidSpec).
+func CheckPlaces(cfg *machineadm.MachineBootstrapConfig, itemPaths []string) error {
+	places, text := slots(cfg)
+	return checkPlaces(places, text, itemPaths)
+}
+
+// slots maps each place of cfg that takes a sealed item
+// (machineadm.SecretSlots) to the function that puts the item there (nil
+// for the CA set, which is returned rather than put into cfg); text lists
+// the free-text places, true for a file's content whose mode is not
+// owner-only.
+func slots(cfg *machineadm.MachineBootstrapConfig) (map[string]func([]byte), map[string]bool) {
 	places := map[string]func([]byte){}
 	text := map[string]bool{}
 	for _, f := range machineadm.SecretSlots(cfg) {
@@ -102,8 +145,14 @@ func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unseal
 			}
 		}
 	}
+	return places, text
+}
+
+// checkPlaces refuses item paths without a place: a file content whose
+// mode was widened, or a field the spec does not have.
+func checkPlaces(places map[string]func([]byte), text map[string]bool, paths []string) error {
 	var unknown, widened []string
-	for p := range opened.Items {
+	for _, p := range paths {
 		if _, ok := places[p]; !ok {
 			if text[p] {
 				widened = append(widened, p)
@@ -114,30 +163,15 @@ func Apply(cfg *machineadm.MachineBootstrapConfig, opened *seal.Opened) (*Unseal
 	}
 	if len(widened) > 0 {
 		slices.Sort(widened)
-		return nil, errclass.New(errclass.InvalidSpec, "Give the file an owner-only mode such as \"0600\", as it was sealed.",
+		return errclass.New(errclass.InvalidSpec, "Give the file an owner-only mode such as \"0600\", as it was sealed.",
 			fmt.Errorf("sealed secrets: %s: the file's mode gives group or others access; sealed content goes only to an owner-only file", strings.Join(widened, ", ")))
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, errclass.New(errclass.InvalidSpec, "Reseal the spec: the envelope was sealed for a spec with other fields.",
+		return errclass.New(errclass.InvalidSpec, "Reseal the spec: the envelope was sealed for a spec with other fields.",
 			fmt.Errorf("sealed secrets: item(s) %s have no place in this spec", strings.Join(unknown, ", ")))
 	}
-	u := &Unsealed{By: opened.By, PKIFiles: map[string][]byte{}}
-	if v, ok := opened.Items[PKIDirItem]; ok {
-		files, err := decodeBundle(v)
-		if err != nil {
-			return nil, errclass.New(errclass.VerificationFailed, "Reseal the spec with `machineadm seal`.", fmt.Errorf("sealed secrets: %s: %w", PKIDirItem, err))
-		}
-		u.PKIFiles = files
-	}
-	for p, v := range opened.Items {
-		u.Items = append(u.Items, p)
-		if set := places[p]; set != nil {
-			set(v)
-		}
-	}
-	slices.Sort(u.Items)
-	return u, nil
+	return nil
 }
 
 func sortStrings(s []string) []string {

@@ -40,6 +40,14 @@ func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
 		if !argNameRE.MatchString(a.Name) {
 			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("name"), a.Name, "must be a flag name without leading dashes, for example audit-log-maxage"))
 		}
+		// A flag value lands in a command line: a static pod's command, a
+		// systemd unit's ExecStart= (a line break there would start a new
+		// unit directive), kubeadm-flags.env. The value is not quoted: a
+		// flag may carry a credential.
+		if j := strings.IndexFunc(a.Value, isControlByte); j >= 0 {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{},
+				fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", a.Value[j], j)))
+		}
 	}
 }
 

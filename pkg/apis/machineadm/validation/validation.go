@@ -339,7 +339,12 @@ func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, sh
 	case s.Value == "" && s.File == "":
 		r.Errors = append(r.Errors, field.Required(p, "value or file"))
 	case s.File != "":
-		validateAbsPath(r, s.File, false, p.Child("file"))
+		// A bad path is not echoed either: what is given where a secret's
+		// file belongs is often the secret itself, pasted by mistake
+		// (file: abcdef.0123456789abcdef).
+		if msg := pathProblem(s.File, true); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("file"), "<redacted>", msg))
+		}
 	case !re.MatchString(s.Value):
 		// The value itself is secret: never echo it.
 		r.Errors = append(r.Errors, field.Invalid(p.Child("value"), "<redacted>", "must be "+shape))

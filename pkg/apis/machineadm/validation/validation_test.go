@@ -124,6 +124,10 @@ func TestValidateControlPlane(t *testing.T) {
 			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "Bind"}}
 			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: ""}}
 		}), want: []fe{{p + "apiServer.extraArgs[1].name", inv}, {p + "controllerManager.extraArgs[0].name", inv}, {p + "scheduler.extraArgs[0].name", inv}}},
+		{name: "extraArgs value with a line break", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.APIServer.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "1\nExecStartPre=/bin/sh -c secret-x1"}}
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "name", Value: "a\x1b]0;t\x07"}}
+		}), want: []fe{{p + "apiServer.extraArgs[0].value", inv}, {p + "scheduler.extraArgs[0].value", inv}}, secret: "secret-x1"},
 		{name: "certSAN not DNS", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.APIServer.CertSANs = append(cp.APIServer.CertSANs, "bad_san") }), want: []fe{{p + "apiServer.certSANs[3]", inv}}},
 		{name: "etcd local and external", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd.External = &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379"}}
@@ -168,6 +172,9 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "certificateKey file relative", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.CertificateKey = &machineadm.SecretSource{File: "certificate-key"}
 		}), want: []fe{{p + "certificateKey.file", inv}}},
+		{name: "certificateKey given as the file is not echoed", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.CertificateKey = &machineadm.SecretSource{File: validCertKey}
+		}), want: []fe{{p + "certificateKey.file", inv}}, secret: validCertKey},
 		{name: "certificateKey inline warns", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey = &machineadm.SecretSource{Value: validCertKey} }), warn: []string{p + "certificateKey.value"}, secret: validCertKey},
 		{name: "control-plane Join needs certificateKey or pki.dir", base: cpJoin, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey = nil }), want: []fe{{p + "certificateKey", req}}},
 		{name: "control-plane Join with pki.dir ok", base: cpJoin, mutate: cp(func(cp *machineadm.ControlPlane) { cp.CertificateKey, cp.PKI.Dir = nil, "/etc/machineadm/pki" })},
@@ -228,6 +235,8 @@ func TestValidateJoin(t *testing.T) {
 		{name: "endpoint empty port", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "cp.example:" }), want: []fe{{p + "apiServerEndpoint", inv}}},
 		{name: "endpoint IPv6", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "[2001:db8::1]:6443" })},
 		{name: "token missing", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{} }), want: []fe{{p + "token", req}}},
+		{name: "token given as the file is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{File: validToken} }), want: []fe{{p + "token.file", inv}}, secret: validToken},
+		{name: "token given as the file after a slash is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{File: "/" + validToken + "/"} }), want: []fe{{p + "token.file", inv}}, secret: validToken},
 		{name: "token malformed is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: "abcdef.short"} }), want: []fe{{p + "token.value", inv}}, secret: "abcdef.short"},
 		{name: "token inline warns", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: validToken} }), warn: []string{p + "token.value"}, secret: validToken},
 		{name: "caCertHashes missing", base: worker, mutate: j(func(j *machineadm.Join) { j.CACertHashes = nil }), want: []fe{{p + "caCertHashes", req}}},

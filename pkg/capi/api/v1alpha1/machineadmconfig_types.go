@@ -47,7 +47,7 @@ type MachineadmConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=4096
-	// +kubebuilder:validation:items:Pattern=`^(hpke:|tpm2:|age1)[^\s]+$`
+	// +kubebuilder:validation:items:Pattern=`^(hpke:|tpm2:|age1)[^\s\x00-\x1f\x7f]+$`
 	// +listType=set
 	Recipients []string `json:"recipients"`
 
@@ -84,7 +84,7 @@ type AgentSource struct {
 	// URL of an agent already in the machine image.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s]+(/[^\s]*)?|file:///[^\s]*)$`
+	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?|file:///[^\s\x00-\x1f\x7f]*)$`
 	URL string `json:"url"`
 	// SHA256 is the agent's hex SHA-256 digest (64 lower-case hex
 	// digits). Required for http(s) URLs.

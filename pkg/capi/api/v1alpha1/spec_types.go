@@ -104,7 +104,7 @@ type ExternalEtcd struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=2048
-	// +kubebuilder:validation:items:Pattern=`^https://[^/@\s,]+(/[^\s,]*)?$`
+	// +kubebuilder:validation:items:Pattern=`^https://[^/@\s,\x00-\x1f\x7f]+(/[^\s,\x00-\x1f\x7f]*)?$`
 	// +listType=set
 	Endpoints []string `json:"endpoints"`
 	// ClientCertificateFrom names the Secret with the API server's etcd
@@ -338,7 +338,7 @@ type SecretKeyReference struct {
 type RemoteSource struct {
 	// URL is an http, https or file URL without credentials.
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s]+(/[^\s]*)?|file:///[^\s]*)$`
+	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?|file:///[^\s\x00-\x1f\x7f]*)$`
 	URL string `json:"url"`
 	// SHA256 is the content's hex SHA-256 digest.
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
@@ -400,7 +400,7 @@ type Registry struct {
 	Host string `json:"host"`
 	// Server overrides the upstream URL.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?$`
 	Server string `json:"server,omitempty"`
 	// Mirrors are tried in order before Server.
 	// +optional
@@ -424,7 +424,7 @@ type Registry struct {
 // Mirror is a registry mirror.
 type Mirror struct {
 	// URL of the mirror.
-	// +kubebuilder:validation:Pattern=`^https?://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?$`
 	URL string `json:"url"`
 	// Capabilities are "pull", "resolve" and/or "push".
 	// +optional
@@ -452,11 +452,11 @@ type Mirror struct {
 type Proxy struct {
 	// HTTPProxy is the HTTP_PROXY value.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^(https?|socks5)://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^(https?|socks5)://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?$`
 	HTTPProxy string `json:"httpProxy,omitempty"`
 	// HTTPSProxy is the HTTPS_PROXY value.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^(https?|socks5)://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^(https?|socks5)://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?$`
 	HTTPSProxy string `json:"httpsProxy,omitempty"`
 	// NoProxy is the NO_PROXY value (comma-separated).
 	// +optional
@@ -510,6 +510,6 @@ type ReportSpec struct {
 	Sentinel string `json:"sentinel,omitempty"`
 	// URL receives the JSON report by HTTP(S) POST; no credentials.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^https?://[^/@\s]+(/[^\s]*)?$`
+	// +kubebuilder:validation:Pattern=`^https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?$`
 	URL string `json:"url,omitempty"`
 }

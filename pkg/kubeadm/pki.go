@@ -15,8 +15,9 @@ import (
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/machineadm/machineadm/pkg/readlimit"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -102,14 +103,42 @@ func initPKI(dir, keyType string) (string, error) {
 	return pubkeypin.Hash(rootCert), nil
 }
 
-// CACertHash returns the "sha256:<hex>" hash of the SubjectPublicKeyInfo of
-// the CA certificate in dir/ca.crt, as joining nodes pin it.
-func CACertHash(dir string) (string, error) {
-	cert, err := pkiutil.TryLoadCertFromDisk(dir, "ca")
+// MaxCAFileSize bounds each file of a CA set that machineadm reads (1
+// MiB): a CA certificate, key or service-account key is a few KiB, so a
+// larger file is not one.
+const MaxCAFileSize = 1 << 20
+
+// readCAFile reads one file of a CA set through readlimit.File: a regular
+// file of at most MaxCAFileSize bytes. A FIFO, device or directory at the
+// path is refused without blocking and a larger file without being read
+// whole, so that a misplaced path can neither hang a run nor exhaust its
+// memory.
+func readCAFile(path string) ([]byte, error) {
+	data, err := readlimit.File(path, MaxCAFileSize)
 	if err != nil {
-		return "", err
+		var nr *readlimit.NotRegularError
+		if errors.As(err, &nr) || readlimit.IsTooLarge(err) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
 	}
-	return pubkeypin.Hash(cert), nil
+	return data, nil
+}
+
+// CACertHash returns the "sha256:<hex>" hash of the SubjectPublicKeyInfo of
+// the CA certificate in dir/ca.crt (the first certificate of the file), as
+// joining nodes pin it. ca.crt is read with readCAFile's bounds.
+func CACertHash(dir string) (string, error) {
+	path := filepath.Join(dir, "ca.crt")
+	data, err := readCAFile(path)
+	if err != nil {
+		return "", fmt.Errorf("couldn't load the certificate file: %w", err)
+	}
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		return "", fmt.Errorf("couldn't load the certificate file %s: %w", path, err)
+	}
+	return pubkeypin.Hash(certs[0]), nil
 }
 
 // GenerateToken returns a new random bootstrap token
@@ -126,12 +155,12 @@ func GenerateCertificateKey() (string, error) {
 	return copycerts.CreateCertificateKey()
 }
 
-// CheckCA reads the CA set in dir (kubeadm's layout, CASet) and checks it
-// with CheckCASet.
+// CheckCA reads the CA set in dir (kubeadm's layout, CASet), each file
+// with readCAFile's bounds, and checks it with CheckCASet.
 func CheckCA(dir string) error {
 	files := map[string][]byte{}
 	for _, name := range CASet {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := readCAFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

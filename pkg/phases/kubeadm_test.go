@@ -295,3 +295,48 @@ func (o *resultObs) PhaseFinished(name string, s Status, res Result, _ error) {
 	}
 	o.results[name], o.status[name] = res, s
 }
+
+// TestDryRunStartsFromTheHostAlone: a dry run's kubeadm-config phase
+// removes what an earlier dry run left in the directory (kubeadm's files,
+// the staged certificates, the patches, the kubeadm configuration of
+// either action), which kubeadm would otherwise take as present and plan
+// as "unchanged"; the reports and the log stay. A real run removes
+// nothing from its work directory.
+func TestDryRunStartsFromTheHostAlone(t *testing.T) {
+	stale := []string{"kubeadm/bootstrap-kubelet.conf", "kubeadm/etcd/ca.crt", "pki/apiserver.crt", "pki/ca.crt", "patches/kubeletconfiguration+merge.json", "kubeadm-init.yaml"}
+	kept := []string{"var/lib/machineadm/report.json", "var/lib/machineadm/machineadm.log", ".machineadm-dry-run"}
+	for _, dryRun := range []bool{true, false} {
+		d, _ := workerData(t)
+		d.DryRun = dryRun
+		d.RunKubeadm = func(context.Context, *kubeadm.Runner, kubeadm.Phase) error { return nil }
+		for _, f := range append(append([]string{}, stale...), kept...) {
+			p := filepath.Join(d.WorkDir, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("from an earlier run"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := KubeadmConfigPhase().Run(context.Background(), d); err != nil {
+			t.Fatalf("dry run %v: %v", dryRun, err)
+		}
+		for _, f := range stale {
+			_, err := os.Stat(filepath.Join(d.WorkDir, f))
+			if dryRun && err == nil {
+				t.Errorf("dry run: %s from an earlier dry run is still there", f)
+			}
+			if !dryRun && err != nil {
+				t.Errorf("real run: %s was removed (%v)", f, err)
+			}
+		}
+		for _, f := range kept {
+			if b, err := os.ReadFile(filepath.Join(d.WorkDir, f)); err != nil || string(b) != "from an earlier run" {
+				t.Errorf("dry run %v: %s changed (%v)", dryRun, f, err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(d.WorkDir, "kubeadm-join.yaml")); err != nil || !strings.Contains(string(b), "JoinConfiguration") {
+			t.Errorf("dry run %v: this run's kubeadm-join.yaml: %v", dryRun, err)
+		}
+	}
+}

@@ -50,7 +50,7 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.errOut, "wrote the cluster CA set to %s (%s)\n", out, keyType)
+			fmt.Fprintf(o.errOut, "wrote the cluster CA set to %s (%s)\n", shown(out), keyType)
 			fmt.Fprintln(o.out, hash)
 			return nil
 		},
@@ -169,6 +169,6 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 	if err := session.WriteOutput(out, []byte(v+"\n"), 0o600); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, out)
+	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, shown(out))
 	return nil
 }

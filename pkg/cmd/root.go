@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -102,7 +103,9 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 		if isCobraUsage(err) {
 			err = &UsageError{Err: err}
 		}
-		fmt.Fprintf(errOut, "Error: %v\n", err)
+		// An error may quote the command line, a path or a file's content:
+		// shown to a person, never raw (report.TerminalSafe).
+		fmt.Fprintf(errOut, "Error: %s\n", report.TerminalSafe(err.Error()))
 		var ue *UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -121,6 +124,14 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// shown is s (a path, a name from the command line) as one line for a
+// person: report.TerminalSafe's escapes for control characters, and a line
+// feed as \n too, so that it can neither act on the terminal nor begin a
+// line of its own (in `config defaults`, a line of the YAML it prints).
+func shown(s string) string {
+	return report.TerminalSafe(strings.ReplaceAll(s, "\n", `\n`))
 }
 
 // noArgs rejects positional arguments with a usage error.

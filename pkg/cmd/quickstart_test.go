@@ -291,3 +291,29 @@ func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
 		t.Errorf("a symbolic link as the marker: exit %d: %s", code, errOut)
 	}
 }
+
+// TestSecretAndPKIOutBadInput: an --out given empty (an unset shell
+// variable) is refused rather than printing the secret on standard
+// output, and pki init --out naming a file is a usage error (exit 2)
+// naming the flag, with nothing written.
+func TestSecretAndPKIOutBadInput(t *testing.T) {
+	for _, args := range [][]string{{"token", "generate", "--out", ""}, {"pki", "certificate-key", "--out="}} {
+		code, out, errOut := run(t, "", args...)
+		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out is empty") {
+			t.Errorf("%q: exit %d, stdout %q (want nothing), stderr %s", args, code, out, errOut)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{file: "regular file", "/dev/null": "device"} {
+		code, out, errOut := run(t, "", "pki", "init", "--out", path)
+		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it names a "+kind+")") {
+			t.Errorf("pki init --out %s: exit %d, stdout %q, stderr %s", path, code, out, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "x" {
+		t.Error("pki init changed the file named by --out")
+	}
+}

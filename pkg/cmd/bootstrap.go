@@ -74,8 +74,9 @@ host paths), the API objects it would create (by kind and name). kubeadm's
 files go to --dry-run-dir: DIR/kubeadm, with the certificates in DIR/pki,
 where the manifests and kubeconfig files it writes point. DIR is new, empty,
 or an earlier dry run's (marked by DIR/.machineadm-dry-run), whose files
-are replaced, so a repeated dry run plans the same; a directory with other
-files is refused (exit 2) with nothing written. A dry run reads
+are replaced, so a repeated dry run plans the same ('bootstrap phase NAME
+--dry-run' builds on them instead); a directory with other files is refused
+(exit 2) with nothing written. A dry run reads
 the same inputs as a real run: a missing secret file or CA set fails it in
 inputs-check, naming the field, with exit code 1. A join's dry run contacts
 no cluster (kubeadm uses a stand-in cluster-info).

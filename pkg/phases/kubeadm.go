@@ -181,8 +181,15 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 
 	changed := false
 	if d.DryRun {
-		if err := clearDryRunOutputs(d.WorkDir); err != nil {
-			return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+		// A whole dry run starts afresh. One phase (`bootstrap phase NAME
+		// --dry-run`) builds on what an earlier dry run into the directory
+		// planned, as the real command builds on the host's earlier
+		// phases: kubeadm's dry run reads kubeconfigs and certificates
+		// only from there.
+		if d.opts.Only == "" {
+			if err := clearDryRunOutputs(d.WorkDir); err != nil {
+				return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+			}
 		}
 		st.dryRunDir = filepath.Join(d.WorkDir, "kubeadm")
 		if err := d.work().MkdirAll("/kubeadm", 0o700); err != nil {
@@ -242,8 +249,8 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml"}
 
 // clearDryRunOutputs removes what an earlier dry run in dir left there
-// (dryRunOutputs; the reports and the log stay). A dry run plans from the
-// host alone: kubeadm takes a certificate, kubeconfig or CA it finds in
+// (dryRunOutputs; the reports and the log stay). A dry run of the whole
+// workflow plans from the host alone: kubeadm takes a certificate, kubeconfig or CA it finds in
 // its directories as present, so left over from an earlier dry run it
 // would make the plan claim "unchanged" for files a real run writes, or
 // fail on a CA set since replaced ("exists with other content"). The

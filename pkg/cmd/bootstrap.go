@@ -82,7 +82,7 @@ inputs-check, naming the field, with exit code 1. A join's dry run contacts
 no cluster (kubeadm uses a stand-in cluster-info).
 
 One run at a time: a real run (not --dry-run) holds the lock
-/var/lib/machineadm/lock (in --work-dir) while it runs; a second bootstrap or
+/var/lib/machineadm/lock while it runs; a second bootstrap or
 prepare meanwhile does nothing, writes nothing and exits 3, naming the
 holder's process ID and command.
 

@@ -9,16 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/readlimit"
 	"github.com/machineadm/machineadm/pkg/render"
 	"github.com/machineadm/machineadm/pkg/session"
 )
-
-// maxPublicKeyFileSize bounds the --agent-public-key file (64 KiB): a PEM
-// public key is at most a few KiB (RSA-4096 about 800 bytes), and the file
-// is read through readlimit.File, so that a FIFO or device given by
-// mistake neither blocks render nor fills its memory.
-const maxPublicKeyFileSize = 64 << 10
 
 // renderFlags are the flags of `machineadm render`.
 type renderFlags struct {
@@ -122,7 +115,7 @@ func runRender(o *options, f *renderFlags) error {
 		Gzip:               f.gzip,
 	}
 	if f.publicKeyFile != "" {
-		if opts.Agent.PublicKey, err = readlimit.File(f.publicKeyFile, maxPublicKeyFileSize); err != nil {
+		if opts.Agent.PublicKey, err = render.ReadPublicKeyFile(f.publicKeyFile); err != nil {
 			return usagef("--agent-public-key: %v", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/internal/testfifo"
+	"github.com/machineadm/machineadm/pkg/render"
 )
 
 const (
@@ -158,7 +159,7 @@ func TestRenderPublicKeyFileIsReadBounded(t *testing.T) {
 	dir := t.TempDir()
 	fifo, large := filepath.Join(dir, "fifo.pem"), filepath.Join(dir, "large.pem")
 	testfifo.Make(t, fifo)
-	if err := os.WriteFile(large, make([]byte, maxPublicKeyFileSize+1), 0o600); err != nil {
+	if err := os.WriteFile(large, make([]byte, render.MaxPublicKeyFileSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]string{fifo: "not a regular file (a FIFO)", large: "more than the 65536 allowed"} {

@@ -32,8 +32,8 @@ control-plane node of one cluster shares, in kubeadm's layout:
   DIR/sa.key, sa.pub                     service-account key pair
 
 Keys are ECDSA P-256 unless --key-type says otherwise; private keys are 0600
-and DIR 0700 (created when missing; a file at DIR is refused, exit 2).
-Existing CA files are never overwritten. Point
+and DIR 0700. DIR is new or empty: a DIR holding files (CA files or any
+other) or a file at DIR is refused with exit 2 and nothing changed. Point
 spec.controlPlane.pki.dir at a copy of DIR delivered by a secure channel, and
 put the printed hash in spec.join.caCertHashes of joining nodes.`,
 		Args: noArgs,
@@ -48,7 +48,7 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 				return usagef("--out %s: not a directory (it names a %s)", shown(out), fileKind(fi.Mode()))
 			}
 			hash, err := kubeadm.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
-			if errors.Is(err, kubeadm.ErrPKIExists) {
+			if errors.Is(err, kubeadm.ErrPKIExists) || errors.Is(err, kubeadm.ErrPKIDirInUse) {
 				return &UsageError{Err: err} // nothing was changed
 			}
 			if err != nil {

@@ -316,4 +316,10 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != "x" {
 		t.Error("pki init changed the file named by --out")
 	}
+	// A directory with other files in it: exit 2, left as it was.
+	inUse := filepath.Dir(file)
+	code, out, errOut := run(t, "", "pki", "init", "--out", inUse)
+	if entries, _ := os.ReadDir(inUse); code != ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
+		t.Errorf("pki init --out %s (in use): exit %d, stdout %q, %d entries, stderr %s", inUse, code, out, len(entries), errOut)
+	}
 }

@@ -41,12 +41,20 @@ var KeyTypes = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA
 // files; it never overwrites them.
 var ErrPKIExists = errors.New("CA files already exist")
 
+// ErrPKIDirInUse is returned by InitPKI when the directory exists and
+// holds other files: it writes a CA set only into a new or empty
+// directory, since it makes the directory 0700 (`pki init --out /etc`
+// would have locked every other user out of /etc, and --out / out of the
+// whole file system).
+var ErrPKIDirInUse = errors.New("holds other files; pki init writes the CA set into a new or empty directory")
+
 // InitPKI creates the shared cluster CA set in dir with kubeadm's own
 // certificate code: the cluster CA ("kubernetes"), the front-proxy CA, the
 // etcd CA and the service-account key pair, with keys of keyType
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
 // 0700. It returns the CA cert hash that joining nodes pin. It fails with
-// ErrPKIExists rather than overwrite existing CA files.
+// ErrPKIExists rather than overwrite existing CA files, and with
+// ErrPKIDirInUse, changing nothing, when dir exists and is not empty.
 //
 // kubeadm's progress lines ("[certs] Generating …") go to progress (nil
 // discards them), never to standard output, so that standard output holds
@@ -75,6 +83,13 @@ func initPKI(dir, keyType string) (string, error) {
 	for _, f := range CASet {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return "", fmt.Errorf("%s: %w; use another directory", filepath.Join(dir, f), ErrPKIExists)
+		}
+	}
+	if d, err := os.Open(dir); err == nil {
+		names, _ := d.Readdirnames(1)
+		d.Close()
+		if len(names) > 0 {
+			return "", fmt.Errorf("%s %w (%s)", dir, ErrPKIDirInUse, names[0])
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {

@@ -159,3 +159,34 @@ func TestCAFilesAreReadBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestInitPKIRefusesADirectoryInUse: a directory that holds other files is
+// left as it is — not made 0700, no etcd/ created, no CA written — since
+// `pki init --out /etc` (or /) would lock other users out of it; an
+// empty one is used and made 0700.
+func TestInitPKIRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "motd"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitPKI(dir, "", nil); !errors.Is(err, ErrPKIDirInUse) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("InitPKI into a directory in use: %v, want ErrPKIDirInUse naming it", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 || len(entries) != 1 {
+		t.Errorf("the refused directory changed: mode %v, %d entries", fi.Mode().Perm(), len(entries))
+	}
+	empty := t.TempDir()
+	if err := os.Chmod(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitPKI(empty, "", nil); err != nil {
+		t.Fatalf("InitPKI into an empty directory: %v", err)
+	}
+	if fi, _ := os.Stat(empty); fi.Mode().Perm() != 0o700 {
+		t.Errorf("empty directory mode %v after InitPKI, want 0700", fi.Mode().Perm())
+	}
+}

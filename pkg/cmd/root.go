@@ -90,6 +90,7 @@ prepare) another machineadm run holds the lock on this host, nothing was done.`,
 		newKubeletServiceCommand(o),
 		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
+	strictHelp(root)
 	return root
 }
 
@@ -132,6 +133,28 @@ func isCobraUsage(err error) bool {
 // line of its own (in `config defaults`, a line of the YAML it prints).
 func shown(s string) string {
 	return report.TerminalSafe(strings.ReplaceAll(s, "\n", `\n`))
+}
+
+// strictHelp makes cobra's help command refuse an unknown topic with a
+// usage error (exit 2): cobra prints "Unknown help topic" and exits 0, so
+// a script's 'machineadm help bootstarp' would pass. Known topics and the
+// help command's shell completion stay cobra's own.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run = nil
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if target, rest, err := c.Root().Find(args); target == nil || err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q; 'machineadm --help' lists the commands", strings.Join(args, " "))
+			}
+			show(c, args)
+			return nil
+		}
+	}
 }
 
 // noArgs rejects positional arguments with a usage error.

@@ -195,6 +195,28 @@ func TestBootstrapDryRunInit(t *testing.T) {
 	if len(tok) < 23 || strings.Contains(out, strings.TrimSpace(string(tok))[7:]) {
 		t.Error("output contains the bootstrap token's secret")
 	}
+
+	// The same dry run again into the same directory plans the same host
+	// changes: what the first one staged there is not taken as present
+	// (it made certs/apiserver and the rest "unchanged").
+	again, code := machineadm(t, "bootstrap", "-f", specPath, "--dry-run", "--dry-run-dir", drDir)
+	if code != 0 {
+		t.Fatalf("second bootstrap --dry-run into %s: exit %d:\n%s", drDir, code, again)
+	}
+	if first, second := planLines(out), planLines(again); !slices.Equal(first, second) || len(first) < 20 {
+		t.Errorf("the second dry run plans other changes:\nfirst %q\nsecond %q", first, second)
+	}
+}
+
+// planLines are a dry run's "would write" lines, in order.
+func planLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  would write ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
 
 // TestBootstrapDryRunJoins plans the worker and control-plane-join

@@ -25,7 +25,7 @@ type bootstrapFlags struct {
 func (f *bootstrapFlags) bind(c *cobra.Command, withSkip bool) {
 	c.Flags().StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "change nothing: print a plan (each phase and what it would change); kubeadm runs in its dry-run mode and writes its files to --dry-run-dir; failing inputs fail the dry run (exit 1) as they would fail the real run")
-	c.Flags().StringVar(&f.dryRunDir, "dry-run-dir", "", "directory for a dry run's files (default: a new temporary directory, printed at the end)")
+	c.Flags().StringVar(&f.dryRunDir, "dry-run-dir", "", "directory for a dry run's files: a new or empty directory, or an earlier dry run's, whose plan it replaces (default: a new temporary directory, printed at the end)")
 	if withSkip {
 		c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by full name: a parent (addon) skips its sub-phases (addon/coredns, addon/kube-proxy); list them with 'machineadm bootstrap phase -f SPEC'")
 	}
@@ -72,13 +72,17 @@ log tail, and with -v to the console as well.
 change — host files and settings, the files kubeadm would write (by their
 host paths), the API objects it would create (by kind and name). kubeadm's
 files go to --dry-run-dir: DIR/kubeadm, with the certificates in DIR/pki,
-where the manifests and kubeconfig files it writes point. A dry run reads
+where the manifests and kubeconfig files it writes point. DIR is new, empty,
+or an earlier dry run's (marked by DIR/.machineadm-dry-run), whose files
+are replaced, so a repeated dry run plans the same ('bootstrap phase NAME
+--dry-run' builds on them instead); a directory with other files is refused
+(exit 2) with nothing written. A dry run reads
 the same inputs as a real run: a missing secret file or CA set fails it in
 inputs-check, naming the field, with exit code 1. A join's dry run contacts
 no cluster (kubeadm uses a stand-in cluster-info).
 
 One run at a time: a real run (not --dry-run) holds the lock
-/var/lib/machineadm/lock (in --work-dir) while it runs; a second bootstrap or
+/var/lib/machineadm/lock while it runs; a second bootstrap or
 prepare meanwhile does nothing, writes nothing and exits 3, naming the
 holder's process ID and command.
 

@@ -47,9 +47,9 @@ an error.`,
 				return err
 			}
 			for _, w := range l.Warnings {
-				fmt.Fprintf(o.out, "warning: %s\n", w)
+				fmt.Fprintf(o.out, "warning: %s\n", shown(w.String()))
 			}
-			fmt.Fprintf(o.out, "%s: valid %s %s (role %s, action %s)\n", file, l.APIVersion, l.Config.Kind, l.Config.Spec.Role, l.Config.Spec.Action)
+			fmt.Fprintf(o.out, "%s: valid %s %s (role %s, action %s)\n", shown(file), l.APIVersion, l.Config.Kind, l.Config.Spec.Role, l.Config.Spec.Action)
 			return nil
 		},
 	}
@@ -92,9 +92,9 @@ defaults (machineadm then owns config.toml).`,
 					return err
 				}
 				for _, w := range l.Warnings {
-					fmt.Fprintf(o.errOut, "warning: %s\n", w)
+					fmt.Fprintf(o.errOut, "warning: %s\n", shown(w.String()))
 				}
-				fmt.Fprintf(o.out, "# machineadm config defaults -f %s\n# Your spec with every default filled in (inline secrets redacted).\n", file)
+				fmt.Fprintf(o.out, "# machineadm config defaults -f %s\n# Your spec with every default filled in (inline secrets redacted).\n", shown(file))
 				_, err = o.out.Write(out)
 				return err
 			}

@@ -247,3 +247,49 @@ func TestUsageErrorsExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLineTextIsNeverShownRaw: paths and names from the command
+// line reach a person escaped — in errors (Execute), in the success lines
+// of config validate, token generate, pki certificate-key and pki init,
+// and in the header of config defaults — so that an escape sequence, a C1
+// control or a bidirectional override in a file name never acts on the
+// terminal, and a line feed in one never starts a line of its own (in
+// config defaults, a line of the YAML it prints).
+func TestCommandLineTextIsNeverShownRaw(t *testing.T) {
+	const evil = "\x1b]0;pwned\a\x1b[2J\u009b31m\u202e\nkind: Evil"
+	dir := filepath.Join(t.TempDir(), evil)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte(cliWorker), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Errors keep their line breaks (a spec's errors are one a line); a
+	// success line is one line.
+	raw := func(s string, ok bool) bool {
+		return strings.ContainsAny(s, "\x1b\a\u009b\u202e") || ok && strings.Contains(s, "\nkind: Evil")
+	}
+	for _, args := range [][]string{
+		{"config", "validate", "-f", spec},
+		{"config", "validate", "-f", spec + ".missing"},
+		{"config", "defaults", "-f", spec},
+		{"render", "-f", spec + ".missing", "--format", "shell"},
+		{"token", "generate", "--out", filepath.Join(dir, "token")},
+		{"token", "generate", "--out", filepath.Join(dir, "token")}, // exists: an error naming it
+		{"pki", "certificate-key", "--out", filepath.Join(dir, "key")},
+		{"pki", "init", "--out", filepath.Join(dir, "pki")},
+		{"pki", "hash", dir},
+		{"report", spec + ".missing"},
+		{"bootstrap", "phase", "-f", spec + ".missing"},
+		{evil},
+	} {
+		code, out, errOut := run(t, "", args...)
+		if raw(out, code == ExitOK) || raw(errOut, code == ExitOK) {
+			t.Errorf("%q: exit %d, raw control characters\nstdout %q\nstderr %q", args, code, out, errOut)
+		}
+		if !strings.Contains(out+errOut, `\x1b]0;pwned`) || !strings.Contains(out+errOut, `\u009b31m\u202e`) {
+			t.Errorf("%q: the name is not shown escaped\nstdout %q\nstderr %q", args, out, errOut)
+		}
+	}
+}

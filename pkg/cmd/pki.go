@@ -32,7 +32,8 @@ control-plane node of one cluster shares, in kubeadm's layout:
   DIR/sa.key, sa.pub                     service-account key pair
 
 Keys are ECDSA P-256 unless --key-type says otherwise; private keys are 0600
-and DIR 0700. Existing CA files are never overwritten. Point
+and DIR 0700. DIR is new or empty: a DIR holding files (CA files or any
+other) or a file at DIR is refused with exit 2 and nothing changed. Point
 spec.controlPlane.pki.dir at a copy of DIR delivered by a secure channel, and
 put the printed hash in spec.join.caCertHashes of joining nodes.`,
 		Args: noArgs,
@@ -43,14 +44,17 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if !slices.Contains(kubeadm.KeyTypes, keyType) {
 				return usagef("--key-type must be one of %v, got %q", kubeadm.KeyTypes, keyType)
 			}
+			if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+				return usagef("--out %s: not a directory (it names a %s)", shown(out), fileKind(fi.Mode()))
+			}
 			hash, err := kubeadm.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
-			if errors.Is(err, kubeadm.ErrPKIExists) {
+			if errors.Is(err, kubeadm.ErrPKIExists) || errors.Is(err, kubeadm.ErrPKIDirInUse) {
 				return &UsageError{Err: err} // nothing was changed
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.errOut, "wrote the cluster CA set to %s (%s)\n", out, keyType)
+			fmt.Fprintf(o.errOut, "wrote the cluster CA set to %s (%s)\n", shown(out), keyType)
 			fmt.Fprintln(o.out, hash)
 			return nil
 		},
@@ -96,9 +100,13 @@ kubeadm-certs Secret and with which joining control planes download them.
 With --out FILE it is written to FILE (mode 0600, its directory created
 0700; an existing FILE is never overwritten) and nothing is printed on
 standard output: point spec.controlPlane.certificateKey.file at the path
-the file will have on the machine. Without --out it is printed.`,
+the file will have on the machine. Without --out it is printed; an empty
+--out (an unset shell variable) is refused rather than printing it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outGiven(cmd); err != nil {
+				return err
+			}
 			return emitSecret(o, keyOut, "certificate key", kubeadm.GenerateCertificateKey)
 		},
 	}
@@ -122,15 +130,43 @@ it is written to FILE (mode 0600, its directory created 0700; an existing
 FILE is never overwritten) and nothing is printed on standard output: point
 spec.controlPlane.bootstrapTokens[].token.file (first control plane) and
 spec.join.token.file (joining nodes) at the path the file will have on the
-machine. Without --out it is printed.`,
+machine. Without --out it is printed; an empty --out (an unset shell
+variable) is refused rather than printing it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outGiven(cmd); err != nil {
+				return err
+			}
 			return emitSecret(o, out, "bootstrap token", kubeadm.GenerateToken)
 		},
 	}
 	gen.Flags().StringVar(&out, "out", "", "file to write the token to (mode 0600) instead of standard output")
 	c.AddCommand(gen)
 	return c
+}
+
+// outGiven refuses an --out given empty (--out "$UNSET"): the secret would
+// be printed on standard output, where the user asked for a file.
+func outGiven(cmd *cobra.Command) error {
+	if f := cmd.Flags().Lookup("out"); f != nil && f.Changed && f.Value.String() == "" {
+		return usagef("--out is empty: name the file to write the secret to, or leave --out out to print it")
+	}
+	return nil
+}
+
+// fileKind names the type of a file mode for a message.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "file that is not a directory"
 }
 
 // dirArg is the directory given as the only argument or with --dir; both
@@ -169,6 +205,6 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 	if err := session.WriteOutput(out, []byte(v+"\n"), 0o600); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, out)
+	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, shown(out))
 	return nil
 }

@@ -234,3 +234,92 @@ func TestDryRunFailsOnMissingInputs(t *testing.T) {
 		t.Errorf("report: %+v %v", rep, err)
 	}
 }
+
+// TestDryRunDirMustBeADryRunsOwn: --dry-run-dir names a new directory, an
+// empty one or an earlier dry run's (it holds session.DryRunMarker); a
+// directory holding other files is refused with exit 2 and nothing
+// written into it, so that a dry run never writes (and its kubeadm-config
+// phase never removes) files among someone else's: a user's own pki
+// directory, or /etc/kubernetes.
+func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "missing-token") // stops in inputs-check
+	spec := writeSpec(t, strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1))
+	marker := func(dir string) bool {
+		fi, err := os.Stat(filepath.Join(dir, session.DryRunMarker))
+		return err == nil && fi.Mode().IsRegular()
+	}
+
+	foreign := t.TempDir()
+	own := filepath.Join(foreign, "pki", "ca.key")
+	if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, []byte("the user's own key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", foreign)
+	if code != ExitBadInput || !strings.Contains(errOut, "--dry-run-dir: "+foreign+" holds files but no earlier dry run") {
+		t.Errorf("a directory with other files: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(foreign); len(entries) != 1 || marker(foreign) {
+		t.Errorf("the refused directory was written to: %v", entries)
+	}
+
+	for _, tc := range []struct {
+		name string
+		dir  string
+	}{
+		{"missing", filepath.Join(t.TempDir(), "plan")},
+		{"empty", t.TempDir()},
+	} {
+		for i := range 2 { // the second run finds its own marker
+			code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", tc.dir)
+			if code != ExitFailed || !strings.Contains(out, "dry run: FAILED in phase inputs-check") {
+				t.Errorf("%s directory, run %d: exit %d (want 1, inputs-check)\nstdout %s\nstderr %s", tc.name, i+1, code, out, errOut)
+			}
+			if !marker(tc.dir) {
+				t.Errorf("%s directory, run %d: no %s", tc.name, i+1, session.DryRunMarker)
+			}
+		}
+	}
+	// A marker that is not a regular file does not make a directory a dry run's.
+	linked := t.TempDir()
+	if err := os.Symlink(own, filepath.Join(linked, session.DryRunMarker)); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", linked); code != ExitBadInput {
+		t.Errorf("a symbolic link as the marker: exit %d: %s", code, errOut)
+	}
+}
+
+// TestSecretAndPKIOutBadInput: an --out given empty (an unset shell
+// variable) is refused rather than printing the secret on standard
+// output, and pki init --out naming a file is a usage error (exit 2)
+// naming the flag, with nothing written.
+func TestSecretAndPKIOutBadInput(t *testing.T) {
+	for _, args := range [][]string{{"token", "generate", "--out", ""}, {"pki", "certificate-key", "--out="}} {
+		code, out, errOut := run(t, "", args...)
+		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out is empty") {
+			t.Errorf("%q: exit %d, stdout %q (want nothing), stderr %s", args, code, out, errOut)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{file: "regular file", "/dev/null": "device"} {
+		code, out, errOut := run(t, "", "pki", "init", "--out", path)
+		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it names a "+kind+")") {
+			t.Errorf("pki init --out %s: exit %d, stdout %q, stderr %s", path, code, out, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "x" {
+		t.Error("pki init changed the file named by --out")
+	}
+	// A directory with other files in it: exit 2, left as it was.
+	inUse := filepath.Dir(file)
+	code, out, errOut := run(t, "", "pki", "init", "--out", inUse)
+	if entries, _ := os.ReadDir(inUse); code != ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
+		t.Errorf("pki init --out %s (in use): exit %d, stdout %q, %d entries, stderr %s", inUse, code, out, len(entries), errOut)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -116,7 +115,7 @@ func runRender(o *options, f *renderFlags) error {
 		Gzip:               f.gzip,
 	}
 	if f.publicKeyFile != "" {
-		if opts.Agent.PublicKey, err = os.ReadFile(f.publicKeyFile); err != nil {
+		if opts.Agent.PublicKey, err = render.ReadPublicKeyFile(f.publicKeyFile); err != nil {
 			return usagef("--agent-public-key: %v", err)
 		}
 	}

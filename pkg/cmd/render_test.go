@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
+	"github.com/machineadm/machineadm/pkg/render"
 )
 
 const (
@@ -145,5 +149,48 @@ func TestRenderCommandBadInput(t *testing.T) {
 	// --insecure-inline-secrets renders it anyway.
 	if code, _, errOut := renderCLI(t, "", append([]string{"-f", inline, "--format", "cloud-config", "--insecure-inline-secrets"}, agent...)...); code != 0 {
 		t.Errorf("--insecure-inline-secrets: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestRenderPublicKeyFileIsReadBounded: --agent-public-key naming a FIFO
+// or a file far larger than any public key is refused at once (exit 2,
+// nothing written) instead of blocking render or reading it whole.
+func TestRenderPublicKeyFileIsReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo, large := filepath.Join(dir, "fifo.pem"), filepath.Join(dir, "large.pem")
+	testfifo.Make(t, fifo)
+	if err := os.WriteFile(large, make([]byte, render.MaxPublicKeyFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: "not a regular file (a FIFO)", large: "more than the 65536 allowed"} {
+		dst := filepath.Join(dir, "user-data")
+		done := make(chan struct{})
+		var code int
+		var errOut string
+		go func() {
+			defer close(done)
+			code, _, errOut = renderCLI(t, "", "-f", exampleSpec(t, "worker"), "--format", "shell", "-o", dst,
+				"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum,
+				"--agent-signature-url", renderAgentURL+".sig", "--agent-public-key", path)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("render blocked on --agent-public-key %s", path)
+		}
+		if _, err := os.Stat(dst); code != ExitBadInput || !strings.Contains(errOut, "--agent-public-key: ") || !strings.Contains(errOut, want) || err == nil {
+			t.Errorf("--agent-public-key %s: exit %d, output written %v: %s", path, code, err == nil, errOut)
+		}
+	}
+}
+
+// TestRenderOutputIntoMissingDirectory: -o in a directory that does not
+// exist fails (exit 1) with an error that names the output path once.
+func TestRenderOutputIntoMissingDirectory(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "missing", "user-data")
+	code, out, errOut := renderCLI(t, "", "-f", exampleSpec(t, "worker"), "--format", "shell", "-o", dst,
+		"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum)
+	if code != ExitFailed || out != "" || strings.Count(errOut, dst) != 1 || !strings.Contains(errOut, "writing "+dst+": ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming %s once", code, out, errOut, dst)
 	}
 }

@@ -25,6 +25,7 @@ described in docs/report.md.
 Text that a terminal would interpret (escape sequences, other control
 characters, bidirectional overrides, invalid UTF-8) is shown escaped, as
 \x1b or \u202e: a report file may hold whatever kubeadm or a log printed.
+--output json writes them as JSON escapes (\u001b, \u009b, \u202e).
 
 PATH defaults to ` + report.DefaultPath + ` (spec.report.path's
 default); --previous shows the report the last one replaced.
@@ -64,7 +65,9 @@ missing, unreadable, too large or not a valid report.`,
 				if err != nil {
 					return err
 				}
-				_, err = o.out.Write(data)
+				// JSON escapes C0 controls itself, not DEL, C1 or bidi
+				// controls: those are escaped the JSON way too.
+				_, err = o.out.Write(report.TerminalSafeJSON(data))
 				return err
 			}
 			opt := report.OneScreen("")

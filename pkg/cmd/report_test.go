@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,9 +188,16 @@ func TestReportCommandEscapesControlCharacters(t *testing.T) {
 			t.Errorf("%v: output does not show the escaped text:\n%s", args, out)
 		}
 	}
-	// --output json is a document for programs: JSON escapes the controls.
-	if _, out, _ := run(t, "", "report", "-o", "json", path); strings.Contains(out, "\x1b") {
-		t.Error("json output holds a raw ESC")
+	// --output json is the document, with every control escaped the JSON
+	// way: C0 by the encoder, DEL, C1 and bidi controls (which JSON leaves
+	// raw) by report.TerminalSafeJSON; it decodes to the same report.
+	code, out, errOut := run(t, "", "report", "-o", "json", path)
+	if code != ExitOK || rawControl(out) {
+		t.Errorf("json output: exit %d, raw control characters:\n%q\n%s", code, out, errOut)
+	}
+	back, err := report.Decode([]byte(out))
+	if err != nil || back.Error != r.Error || back.Machine.Hostname != r.Machine.Hostname || !slices.Equal(back.LogTail, r.LogTail) {
+		t.Errorf("json output does not decode to the report (%v): error %q, want %q", err, back.Error, r.Error)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -89,6 +90,7 @@ prepare) another machineadm run holds the lock on this host, nothing was done.`,
 		newKubeletServiceCommand(o),
 		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
+	strictHelp(root)
 	return root
 }
 
@@ -102,7 +104,9 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 		if isCobraUsage(err) {
 			err = &UsageError{Err: err}
 		}
-		fmt.Fprintf(errOut, "Error: %v\n", err)
+		// An error may quote the command line, a path or a file's content:
+		// shown to a person, never raw (report.TerminalSafe).
+		fmt.Fprintf(errOut, "Error: %s\n", report.TerminalSafe(err.Error()))
 		var ue *UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -121,6 +125,36 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// shown is s (a path, a name from the command line) as one line for a
+// person: report.TerminalSafe's escapes for control characters, and a line
+// feed as \n too, so that it can neither act on the terminal nor begin a
+// line of its own (in `config defaults`, a line of the YAML it prints).
+func shown(s string) string {
+	return report.TerminalSafe(strings.ReplaceAll(s, "\n", `\n`))
+}
+
+// strictHelp makes cobra's help command refuse an unknown topic with a
+// usage error (exit 2): cobra prints "Unknown help topic" and exits 0, so
+// a script's 'machineadm help bootstarp' would pass. Known topics and the
+// help command's shell completion stay cobra's own.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run = nil
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if target, rest, err := c.Root().Find(args); target == nil || err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q; 'machineadm --help' lists the commands", strings.Join(args, " "))
+			}
+			show(c, args)
+			return nil
+		}
+	}
 }
 
 // noArgs rejects positional arguments with a usage error.

@@ -48,7 +48,7 @@ On the machine the identity is read from /etc/machineadm/identity (mode
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(o.errOut, "wrote a %s identity to %s (keep it secret)\n", typ, out)
+			fmt.Fprintf(o.errOut, "wrote a %s identity to %s (keep it secret)\n", typ, shown(out))
 			fmt.Fprintln(o.out, r)
 			return nil
 		},

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime"
 	"strings"
@@ -43,5 +44,23 @@ func TestVersionText(t *testing.T) {
 	v := version.Get()
 	if code != ExitOK || !strings.HasPrefix(out, "machineadm "+v.Machineadm) || !strings.Contains(out, "kubernetes (embedded kubeadm) "+v.Kubernetes) {
 		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestHelpUnknownTopicIsUsageError: 'machineadm help TOPIC' shows a known
+// command's help (exit 0) and refuses an unknown topic with exit 2, where
+// cobra's own help command printed "Unknown help topic" and exited 0.
+func TestHelpUnknownTopicIsUsageError(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "render"}, {"help", "bootstrap", "phase"}} {
+		var out, errOut bytes.Buffer
+		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != ExitOK || out.Len() == 0 {
+			t.Errorf("%q: exit %d, %d bytes of help, stderr %s", args, code, out.Len(), errOut.String())
+		}
+	}
+	for _, args := range [][]string{{"help", "bootstarp"}, {"help", "bootstrap", "bogus"}} {
+		var out, errOut bytes.Buffer
+		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != ExitBadInput || !strings.Contains(errOut.String(), "unknown help topic") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2", args, code, out.String(), errOut.String())
+		}
 	}
 }

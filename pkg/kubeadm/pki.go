@@ -15,8 +15,9 @@ import (
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/machineadm/machineadm/pkg/readlimit"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -40,12 +41,20 @@ var KeyTypes = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA
 // files; it never overwrites them.
 var ErrPKIExists = errors.New("CA files already exist")
 
+// ErrPKIDirInUse is returned by InitPKI when the directory exists and
+// holds other files: it writes a CA set only into a new or empty
+// directory, since it makes the directory 0700 (`pki init --out /etc`
+// would have locked every other user out of /etc, and --out / out of the
+// whole file system).
+var ErrPKIDirInUse = errors.New("holds other files; pki init writes the CA set into a new or empty directory")
+
 // InitPKI creates the shared cluster CA set in dir with kubeadm's own
 // certificate code: the cluster CA ("kubernetes"), the front-proxy CA, the
 // etcd CA and the service-account key pair, with keys of keyType
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
 // 0700. It returns the CA cert hash that joining nodes pin. It fails with
-// ErrPKIExists rather than overwrite existing CA files.
+// ErrPKIExists rather than overwrite existing CA files, and with
+// ErrPKIDirInUse, changing nothing, when dir exists and is not empty.
 //
 // kubeadm's progress lines ("[certs] Generating …") go to progress (nil
 // discards them), never to standard output, so that standard output holds
@@ -76,6 +85,13 @@ func initPKI(dir, keyType string) (string, error) {
 			return "", fmt.Errorf("%s: %w; use another directory", filepath.Join(dir, f), ErrPKIExists)
 		}
 	}
+	if d, err := os.Open(dir); err == nil {
+		names, _ := d.Readdirnames(1)
+		d.Close()
+		if len(names) > 0 {
+			return "", fmt.Errorf("%s %w (%s)", dir, ErrPKIDirInUse, names[0])
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
 		return "", err
 	}
@@ -102,14 +118,42 @@ func initPKI(dir, keyType string) (string, error) {
 	return pubkeypin.Hash(rootCert), nil
 }
 
-// CACertHash returns the "sha256:<hex>" hash of the SubjectPublicKeyInfo of
-// the CA certificate in dir/ca.crt, as joining nodes pin it.
-func CACertHash(dir string) (string, error) {
-	cert, err := pkiutil.TryLoadCertFromDisk(dir, "ca")
+// MaxCAFileSize bounds each file of a CA set that machineadm reads (1
+// MiB): a CA certificate, key or service-account key is a few KiB, so a
+// larger file is not one.
+const MaxCAFileSize = 1 << 20
+
+// readCAFile reads one file of a CA set through readlimit.File: a regular
+// file of at most MaxCAFileSize bytes. A FIFO, device or directory at the
+// path is refused without blocking and a larger file without being read
+// whole, so that a misplaced path can neither hang a run nor exhaust its
+// memory.
+func readCAFile(path string) ([]byte, error) {
+	data, err := readlimit.File(path, MaxCAFileSize)
 	if err != nil {
-		return "", err
+		var nr *readlimit.NotRegularError
+		if errors.As(err, &nr) || readlimit.IsTooLarge(err) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
 	}
-	return pubkeypin.Hash(cert), nil
+	return data, nil
+}
+
+// CACertHash returns the "sha256:<hex>" hash of the SubjectPublicKeyInfo of
+// the CA certificate in dir/ca.crt (the first certificate of the file), as
+// joining nodes pin it. ca.crt is read with readCAFile's bounds.
+func CACertHash(dir string) (string, error) {
+	path := filepath.Join(dir, "ca.crt")
+	data, err := readCAFile(path)
+	if err != nil {
+		return "", fmt.Errorf("couldn't load the certificate file: %w", err)
+	}
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		return "", fmt.Errorf("couldn't load the certificate file %s: %w", path, err)
+	}
+	return pubkeypin.Hash(certs[0]), nil
 }
 
 // GenerateToken returns a new random bootstrap token
@@ -126,12 +170,12 @@ func GenerateCertificateKey() (string, error) {
 	return copycerts.CreateCertificateKey()
 }
 
-// CheckCA reads the CA set in dir (kubeadm's layout, CASet) and checks it
-// with CheckCASet.
+// CheckCA reads the CA set in dir (kubeadm's layout, CASet), each file
+// with readCAFile's bounds, and checks it with CheckCASet.
 func CheckCA(dir string) error {
 	files := map[string][]byte{}
 	for _, name := range CASet {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := readCAFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -9,7 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
 )
 
 func TestInitPKI(t *testing.T) {
@@ -101,4 +105,88 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestCAFilesAreReadBounded: CACertHash (`pki hash`) and CheckCA (the
+// bootstrap's inputs-check) refuse a FIFO in the CA set at once instead of
+// waiting for a writer forever, and a file over MaxCAFileSize without
+// reading it whole; each error names the file.
+func TestCAFilesAreReadBounded(t *testing.T) {
+	// within runs f in the background and fails the test when it blocks.
+	within := func(t *testing.T, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("reading the CA set blocked")
+			return nil
+		}
+	}
+	for _, name := range []string{"ca.crt", "ca.key", "sa.pub", "etcd/ca.crt"} {
+		for _, kind := range []string{"fifo", "large"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "pki")
+				if _, err := InitPKI(dir, "", nil); err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(dir, name)
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				want := "not a regular file (a FIFO)"
+				if kind == "fifo" {
+					testfifo.Make(t, p)
+				} else {
+					want = "more than the 1048576 allowed"
+					if err := os.WriteFile(p, make([]byte, MaxCAFileSize+1), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				checks := map[string]func() error{"CheckCA": func() error { return CheckCA(dir) }}
+				if name == "ca.crt" { // the only file the hash reads
+					checks["CACertHash"] = func() error { _, err := CACertHash(dir); return err }
+				}
+				for fn, f := range checks {
+					err := within(t, f)
+					if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+						t.Errorf("%s: error %v, want %q naming %s", fn, err, want, p)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInitPKIRefusesADirectoryInUse: a directory that holds other files is
+// left as it is — not made 0700, no etcd/ created, no CA written — since
+// `pki init --out /etc` (or /) would lock other users out of it; an
+// empty one is used and made 0700.
+func TestInitPKIRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "motd"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitPKI(dir, "", nil); !errors.Is(err, ErrPKIDirInUse) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("InitPKI into a directory in use: %v, want ErrPKIDirInUse naming it", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 || len(entries) != 1 {
+		t.Errorf("the refused directory changed: mode %v, %d entries", fi.Mode().Perm(), len(entries))
+	}
+	empty := t.TempDir()
+	if err := os.Chmod(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitPKI(empty, "", nil); err != nil {
+		t.Fatalf("InitPKI into an empty directory: %v", err)
+	}
+	if fi, _ := os.Stat(empty); fi.Mode().Perm() != 0o700 {
+		t.Errorf("empty directory mode %v after InitPKI, want 0700", fi.Mode().Perm())
+	}
 }

@@ -181,6 +181,16 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 
 	changed := false
 	if d.DryRun {
+		// A whole dry run starts afresh. One phase (`bootstrap phase NAME
+		// --dry-run`) builds on what an earlier dry run into the directory
+		// planned, as the real command builds on the host's earlier
+		// phases: kubeadm's dry run reads kubeconfigs and certificates
+		// only from there.
+		if d.opts.Only == "" {
+			if err := clearDryRunOutputs(d.WorkDir); err != nil {
+				return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+			}
+		}
 		st.dryRunDir = filepath.Join(d.WorkDir, "kubeadm")
 		if err := d.work().MkdirAll("/kubeadm", 0o700); err != nil {
 			return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
@@ -230,6 +240,29 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 	}
 	d.kubeadm = st
 	return st, changed || c, nil
+}
+
+// dryRunOutputs are what the kubeadm phases of a dry run write in its
+// directory (Data.WorkDir): kubeadm's dry-run files, the staged
+// certificates (certificatesDir), the kubelet patch and the kubeadm
+// configuration of either action.
+var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml"}
+
+// clearDryRunOutputs removes what an earlier dry run in dir left there
+// (dryRunOutputs; the reports and the log stay). A dry run of the whole
+// workflow plans from the host alone: kubeadm takes a certificate, kubeconfig or CA it finds in
+// its directories as present, so left over from an earlier dry run it
+// would make the plan claim "unchanged" for files a real run writes, or
+// fail on a CA set since replaced ("exists with other content"). The
+// session lets a dry run use only a new, empty or earlier dry run's
+// directory (session.DryRunMarker).
+func clearDryRunOutputs(dir string) error {
+	for _, name := range dryRunOutputs {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hostPathOrRoot is the host path of the machine path p under the run's

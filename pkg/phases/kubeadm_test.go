@@ -295,3 +295,55 @@ func (o *resultObs) PhaseFinished(name string, s Status, res Result, _ error) {
 	}
 	o.results[name], o.status[name] = res, s
 }
+
+// TestDryRunStartsFromTheHostAlone: a dry run's kubeadm-config phase
+// removes what an earlier dry run left in the directory (kubeadm's files,
+// the staged certificates, the patches, the kubeadm configuration of
+// either action), which kubeadm would otherwise take as present and plan
+// as "unchanged"; the reports and the log stay. A real run removes
+// nothing from its work directory, and neither does a dry run of one
+// phase (`bootstrap phase NAME --dry-run`), which builds on the earlier
+// dry run's files as the real one builds on the host.
+func TestDryRunStartsFromTheHostAlone(t *testing.T) {
+	stale := []string{"kubeadm/bootstrap-kubelet.conf", "kubeadm/etcd/ca.crt", "pki/apiserver.crt", "pki/ca.crt", "patches/kubeletconfiguration+merge.json", "kubeadm-init.yaml"}
+	kept := []string{"var/lib/machineadm/report.json", "var/lib/machineadm/machineadm.log", ".machineadm-dry-run"}
+	for _, tc := range []struct {
+		name   string
+		dryRun bool
+		only   string
+	}{{"dry run", true, ""}, {"real run", false, ""}, {"dry run of one phase", true, "kubelet-start"}} {
+		dryRun := tc.dryRun && tc.only == "" // whether the stale files go
+		d, _ := workerData(t)
+		d.DryRun, d.opts.Only = tc.dryRun, tc.only
+		d.RunKubeadm = func(context.Context, *kubeadm.Runner, kubeadm.Phase) error { return nil }
+		for _, f := range append(append([]string{}, stale...), kept...) {
+			p := filepath.Join(d.WorkDir, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("from an earlier run"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := KubeadmConfigPhase().Run(context.Background(), d); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, f := range stale {
+			_, err := os.Stat(filepath.Join(d.WorkDir, f))
+			if dryRun && err == nil {
+				t.Errorf("%s: %s from an earlier dry run is still there", tc.name, f)
+			}
+			if !dryRun && err != nil {
+				t.Errorf("%s: %s was removed (%v)", tc.name, f, err)
+			}
+		}
+		for _, f := range kept {
+			if b, err := os.ReadFile(filepath.Join(d.WorkDir, f)); err != nil || string(b) != "from an earlier run" {
+				t.Errorf("%s: %s changed (%v)", tc.name, f, err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(d.WorkDir, "kubeadm-join.yaml")); err != nil || !strings.Contains(string(b), "JoinConfiguration") {
+			t.Errorf("%s: this run's kubeadm-join.yaml: %v", tc.name, err)
+		}
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // Format names an OS bootstrapper's input format.
@@ -88,8 +90,21 @@ type AgentSource struct {
 	// PublicKey. Linux formats only.
 	SignatureURL string
 	// PublicKey is the PEM public key (ECDSA or RSA) that SignatureURL's
-	// signature must verify with.
+	// signature must verify with (ReadPublicKeyFile reads it from a file).
 	PublicKey []byte
+}
+
+// MaxPublicKeyFileSize bounds the file ReadPublicKeyFile reads (64 KiB):
+// a PEM public key is at most a few KiB (RSA-4096 about 800 bytes).
+const MaxPublicKeyFileSize = 64 << 10
+
+// ReadPublicKeyFile reads AgentSource.PublicKey from path (`render
+// --agent-public-key`) through readlimit.File: a regular file of at most
+// MaxPublicKeyFileSize bytes, so that a FIFO or device given by mistake is
+// refused at once (*readlimit.NotRegularError) instead of blocking, and a
+// large file (*readlimit.TooLargeError) is not read whole.
+func ReadPublicKeyFile(path string) ([]byte, error) {
+	return readlimit.File(path, MaxPublicKeyFileSize)
 }
 
 // PayloadSource is a URL the stub fetches the spec from.

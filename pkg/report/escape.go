@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
@@ -89,4 +90,29 @@ func safeCopy(dst, src reflect.Value) {
 	default:
 		dst.Set(src)
 	}
+}
+
+// TerminalSafeJSON returns the JSON text data (as Marshal writes it) with
+// every rune TerminalSafe escapes that JSON leaves as it is — DEL, the C1
+// controls U+0080-U+009F and the bidirectional controls — written as a
+// JSON \uXXXX escape instead, so that `machineadm report -o json` shows a
+// terminal nothing it would act on. Such runes can stand only inside JSON
+// strings (the document's structure is ASCII), where the escape means the
+// same rune: the result decodes to the same document. C0 controls are
+// escaped by the JSON encoder already.
+func TerminalSafeJSON(data []byte) []byte {
+	if bytes.IndexFunc(data, unsafeRune) < 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data)+32)
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if unsafeRune(r) && r >= 0x20 {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, data[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +73,35 @@ func TestWritersEscape(t *testing.T) {
 	}
 	if r.Machine.SpecName != "evil\x1b]0;owned\x07\u202etxt.exe" {
 		t.Errorf("Summary changed the report: %q", r.Machine.SpecName)
+	}
+}
+
+// TestTerminalSafeJSON: DEL, the C1 controls and the bidirectional
+// controls, which encoding/json leaves raw, become \uXXXX escapes; other
+// text (é, 日本, the document's own line breaks) stays; the result
+// decodes to the same document.
+func TestTerminalSafeJSON(t *testing.T) {
+	r := &BootstrapReport{Error: "a\x7fb\u0080c\u009bd\u202ee\u2066f\u061cg é 日本 \x1b[2J", LogTail: []string{"\u200f", "plain"}}
+	data, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe := TerminalSafeJSON(data)
+	for _, raw := range []string{"\x7f", "\u0080", "\u009b", "\u202e", "\u2066", "\u061c", "\u200f", "\x1b"} {
+		if strings.Contains(string(safe), raw) {
+			t.Errorf("%q is still raw in %s", raw, safe)
+		}
+	}
+	for _, kept := range []string{"é 日本", `\u007f`, `\u009b`, `\u202e`, "\n  \"error\""} {
+		if !strings.Contains(string(safe), kept) {
+			t.Errorf("%q missing from %s", kept, safe)
+		}
+	}
+	var back BootstrapReport
+	if err := json.Unmarshal(safe, &back); err != nil || back.Error != r.Error || !reflect.DeepEqual(back.LogTail, r.LogTail) {
+		t.Errorf("decodes to %+v (%v), want %+v", back, err, r)
+	}
+	if plain := []byte(`{"a": "é"}`); string(TerminalSafeJSON(plain)) != string(plain) {
+		t.Error("JSON without such runes changed")
 	}
 }

@@ -245,10 +245,8 @@ func defaultKubernetesVersion() string {
 func Version() version.Info { return version.Get() }
 
 // WriteOutput writes a command's output file atomically with mode (0600
-// for anything that may hold a secret), replacing an existing file.
+// for anything that may hold a secret), replacing an existing file. Its
+// errors are atomicfile's, which name path ("writing PATH: ...").
 func WriteOutput(path string, data []byte, mode fs.FileMode) error {
-	if err := atomicfile.WriteFile(path, data, mode); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, mode)
 }

@@ -279,18 +279,64 @@ func (r *record) footer(o Options, cfg *machineadm.MachineBootstrapConfig, workD
 	}
 }
 
+// DryRunMarker is the file that marks a directory as a dry run's: every
+// dry run writes it first into its directory. A --dry-run-dir that already
+// holds files is used only when it has one, so that a dry run never writes
+// among (or, in its kubeadm-config phase, replaces) files that are not an
+// earlier dry run's: a user's own pki directory, or /etc/kubernetes.
+const DryRunMarker = ".machineadm-dry-run"
+
 // dryRunDir returns the dry run's directory, absolute (kubeadm wants
 // absolute paths): a new temporary directory when dir is "", else dir,
-// created when missing.
+// created (0700) when missing. An existing dir must be empty or an
+// earlier dry run's (it holds DryRunMarker); anything else is an error,
+// with nothing written. The directory it returns holds DryRunMarker.
 func dryRunDir(dir string, c Command) (string, error) {
 	if dir == "" {
-		return os.MkdirTemp("", "machineadm-"+string(c)+"-dryrun-")
+		tmp, err := os.MkdirTemp("", "machineadm-"+string(c)+"-dryrun-")
+		if err != nil {
+			return "", err
+		}
+		return tmp, markDryRunDir(tmp)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	return abs, os.MkdirAll(abs, 0o700)
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", err
+	}
+	if fi, err := os.Lstat(filepath.Join(abs, DryRunMarker)); err == nil && fi.Mode().IsRegular() {
+		return abs, nil
+	}
+	empty, err := emptyDir(abs)
+	if err != nil {
+		return "", err
+	}
+	if !empty {
+		return "", fmt.Errorf("%s holds files but no earlier dry run (no %s in it): name a new or empty directory", abs, DryRunMarker)
+	}
+	return abs, markDryRunDir(abs)
+}
+
+// markDryRunDir writes DryRunMarker into dir.
+func markDryRunDir(dir string) error {
+	return os.WriteFile(filepath.Join(dir, DryRunMarker), []byte("a directory of machineadm's dry runs: each one replaces what the previous one wrote here\n"), 0o600)
+}
+
+// emptyDir reports whether the directory dir has no entries (reading one
+// name at most).
+func emptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return len(names) == 0, err
 }
 
 // criReadyTimeout bounds the wait for containerd's CRI after a restart.

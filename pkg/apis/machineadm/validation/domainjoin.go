@@ -61,6 +61,6 @@ func validateDomainJoin(r *Result, dj *machineadm.DomainJoin, p *field.Path) {
 		validateSecret(r, b, blobRE, "the base64 text written by djoin /provision", p.Child("offlineJoinBlob"))
 	}
 	if l := dj.Linux; l != nil {
-		validateAbsPath(r, l.Keytab, false, p.Child("linux", "keytab"))
+		validateAbsFilePath(r, l.Keytab, false, p.Child("linux", "keytab"))
 	}
 }

@@ -46,6 +46,7 @@ func TestValidateDomainJoin(t *testing.T) {
 			d.Credentials.Password = machineadm.SecretSource{Value: "Sup3r-Secret!"}
 		}), warn: []string{p + "credentials.password.value"}, secret: "Sup3r-Secret!"},
 		{name: "relative keytab", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "krb5.keytab" }), want: []fe{{p + "linux.keytab", inv}}},
+		{name: "keytab the root directory", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "/" }), want: []fe{{p + "linux.keytab", inv}}},
 		{name: "domain controller with a path", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.DomainController = `CORP\dc1` }), want: []fe{{p + "domainController", inv}}},
 	})
 }

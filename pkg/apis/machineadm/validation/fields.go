@@ -159,6 +159,21 @@ func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
 	}
 }
 
+// validateAbsFilePath is validateAbsPath for a path that names a file
+// (a report, a sentinel, a configuration file, a binary, a key): the root
+// directory, "/" (or a Windows volume's root), is refused too. Accepted, it
+// failed only on the host: a report at "/" was lost with a warning while
+// the run went on.
+func validateAbsFilePath(r *Result, v string, optional bool, p *field.Path) {
+	n := len(r.Errors)
+	validateAbsPath(r, v, optional, p)
+	if len(r.Errors) == n && v != "" {
+		if _, rest := splitVolume(v); rest == "/" {
+			r.Errors = append(r.Errors, field.Invalid(p, v, "must name a file, not the root directory"))
+		}
+	}
+}
+
 // pathProblem says what is wrong with a machine path, or "": a control
 // character (a byte below 0x20, such as NUL, tab or newline, or DEL 0x7f,
 // which would split or corrupt the unit files, flags and logs the path
@@ -409,7 +424,7 @@ func orZero(s string) string {
 }
 
 func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {
-	validateAbsPath(r, f.Path, false, p.Child("path"))
+	validateAbsFilePath(r, f.Path, false, p.Child("path"))
 	if f.Path != "" && seen[f.Path] && !f.Append {
 		r.Errors = append(r.Errors, field.Duplicate(p.Child("path"), f.Path))
 	}
@@ -459,7 +474,7 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 	if c.ConfigVersion != 0 && c.ConfigVersion != 2 && c.ConfigVersion != 3 {
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("configVersion"), strconv.Itoa(c.ConfigVersion), []string{"2", "3"}))
 	}
-	validateAbsPath(r, c.ConfigFile, false, p.Child("configFile"))
+	validateAbsFilePath(r, c.ConfigFile, false, p.Child("configFile"))
 	if !contains([]string{"systemd", "cgroupfs"}, c.CgroupDriver) {
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("cgroupDriver"), c.CgroupDriver, []string{"systemd", "cgroupfs"}))
 	}

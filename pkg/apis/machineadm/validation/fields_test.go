@@ -77,6 +77,7 @@ func TestValidateFiles(t *testing.T) {
 	src := &machineadm.RemoteSource{URL: "https://files.example/x", SHA256: "8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"}
 	runCases(t, []vcase{
 		{name: "path relative", base: worker, mutate: f(func(fs []machineadm.File) { fs[0].Path = "etc/x" }), want: []fe{{p + "[0].path", inv}}},
+		{name: "path the root directory", base: worker, mutate: f(func(fs []machineadm.File) { fs[0].Path = "/" }), want: []fe{{p + "[0].path", inv}}},
 		{name: "private key readable by others warns", base: worker, mutate: f(func(fs []machineadm.File) {
 			fs[0].Content, fs[0].Encoding, fs[0].Mode = "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n", "", "0644"
 		}), warn: []string{p + "[0].mode"}},
@@ -122,6 +123,7 @@ func TestValidateHost(t *testing.T) {
 		{name: "containerd scalars", base: worker, mutate: cd(func(c *machineadm.Containerd) {
 			c.ConfigVersion, c.ConfigFile, c.CgroupDriver = 1, "config.toml", "none"
 		}), want: []fe{{p + "configVersion", nsup}, {p + "configFile", inv}, {p + "cgroupDriver", nsup}}},
+		{name: "containerd config file the root directory", base: worker, mutate: cd(func(c *machineadm.Containerd) { c.ConfigFile = "/" }), want: []fe{{p + "configFile", inv}}},
 		{name: "registry hosts", base: worker, mutate: cd(func(c *machineadm.Containerd) {
 			c.Registries = append(c.Registries, machineadm.Registry{}, machineadm.Registry{Host: "docker.io"}, machineadm.Registry{Host: "bad host"}, machineadm.Registry{Host: "registry.example:5000", Server: "ftp://registry.example"})
 		}), want: []fe{{p + "registries[1].host", req}, {p + "registries[2].host", dup}, {p + "registries[3].host", inv}, {p + "registries[4].server", inv}}},
@@ -167,6 +169,9 @@ func TestValidateReport(t *testing.T) {
 		{name: "url scheme", base: worker, mutate: r(func(r *machineadm.Report) { r.URL = "ftp://reports.example/x" }), want: []fe{{"spec.report.url", inv}}},
 		{name: "url without host", base: worker, mutate: r(func(r *machineadm.Report) { r.URL = "https:///reports" }), want: []fe{{"spec.report.url", inv}}},
 		{name: "url ok", base: worker, mutate: r(func(r *machineadm.Report) { r.URL = "https://reports.example/machines" })},
+		// A report or sentinel at "/" cannot be written: the run went on
+		// and its report was lost with a warning.
+		{name: "path and sentinel the root directory", base: worker, mutate: r(func(r *machineadm.Report) { r.Path, r.Sentinel = "/", "/" }), want: []fe{{"spec.report.path", inv}, {"spec.report.sentinel", inv}}},
 	})
 }
 

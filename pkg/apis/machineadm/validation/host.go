@@ -48,9 +48,6 @@ func validateHostPrep(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 	}
 	for i, f := range h.Files {
 		fp := p.Child("files").Index(i)
-		if f.Path == "/" {
-			r.Errors = append(r.Errors, field.Invalid(fp.Child("path"), f.Path, "must name a file, not the root directory"))
-		}
 		if f.Source != nil && f.Encoding != "" {
 			r.Errors = append(r.Errors, field.Forbidden(fp.Child("encoding"), "encoding applies to content; a source is used as fetched"))
 		}

@@ -55,7 +55,7 @@ func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 // it, that entry must not append and its mode must let the owner execute
 // it.
 func validateBinary(r *Result, s *machineadm.MachineBootstrapSpec, path string, p *field.Path) {
-	validateAbsPath(r, path, false, p)
+	validateAbsFilePath(r, path, false, p)
 	for i, f := range s.Host.Files {
 		if f.Path != path {
 			continue

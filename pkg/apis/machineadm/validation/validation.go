@@ -250,9 +250,9 @@ func validateEtcd(r *Result, e *machineadm.Etcd, p *field.Path) {
 			}
 			validateURL(r, u, schemes, ep.Child("endpoints").Index(i))
 		}
-		validateAbsPath(r, x.CAFile, !withTLS, ep.Child("caFile"))
-		validateAbsPath(r, x.CertFile, !withTLS, ep.Child("certFile"))
-		validateAbsPath(r, x.KeyFile, !withTLS, ep.Child("keyFile"))
+		validateAbsFilePath(r, x.CAFile, !withTLS, ep.Child("caFile"))
+		validateAbsFilePath(r, x.CertFile, !withTLS, ep.Child("certFile"))
+		validateAbsFilePath(r, x.KeyFile, !withTLS, ep.Child("keyFile"))
 	}
 }
 
@@ -312,9 +312,9 @@ func validateNode(r *Result, n *machineadm.Node, join bool, p *field.Path) {
 }
 
 func validateReport(r *Result, rep *machineadm.Report, p *field.Path) {
-	validateAbsPath(r, rep.Path, false, p.Child("path"))
+	validateAbsFilePath(r, rep.Path, false, p.Child("path"))
 	if rep.Sentinel != "-" {
-		validateAbsPath(r, rep.Sentinel, false, p.Child("sentinel"))
+		validateAbsFilePath(r, rep.Sentinel, false, p.Child("sentinel"))
 	}
 	if rep.URL != "" {
 		validateURL(r, rep.URL, []string{"http", "https"}, p.Child("url"))

@@ -156,6 +156,9 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "external etcd TLS needs https", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"http://192.0.2.1:2379"}, CAFile: "/e/ca.crt", CertFile: "/e/c.crt", KeyFile: "relative.key"}}
 		}), want: []fe{{p + "etcd.external.endpoints[0]", inv}, {p + "etcd.external.keyFile", inv}}},
+		{name: "external etcd files the root directory", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://192.0.2.1:2379"}, CAFile: "/", CertFile: "/", KeyFile: "/"}}
+		}), want: []fe{{p + "etcd.external.caFile", inv}, {p + "etcd.external.certFile", inv}, {p + "etcd.external.keyFile", inv}}},
 		{name: "pki paths", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.PKI.Dir = "/etc/machineadm/../pki"
 			cp.PKI.CertificatesDir = "/etc/kubernetes/pki/"

@@ -44,10 +44,10 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if !slices.Contains(kubeadm.KeyTypes, keyType) {
 				return usagef("--key-type must be one of %v, got %q", kubeadm.KeyTypes, keyType)
 			}
-			if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
-				return usagef("--out %s: not a directory (it names a %s)", shown(out), fileKind(fi.Mode()))
-			}
 			hash, err := kubeadm.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
+			if errors.Is(err, kubeadm.ErrPKINotDir) {
+				return usagef("--out %v", err) // nothing was changed
+			}
 			if errors.Is(err, kubeadm.ErrPKIExists) || errors.Is(err, kubeadm.ErrPKIDirInUse) {
 				return &UsageError{Err: err} // nothing was changed
 			}
@@ -152,21 +152,6 @@ func outGiven(cmd *cobra.Command) error {
 		return usagef("--out is empty: name the file to write the secret to, or leave --out out to print it")
 	}
 	return nil
-}
-
-// fileKind names the type of a file mode for a message.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m&os.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "file that is not a directory"
 }
 
 // dirArg is the directory given as the only argument or with --dir; both

@@ -307,9 +307,9 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for path, kind := range map[string]string{file: "regular file", "/dev/null": "device"} {
+	for path, kind := range map[string]string{file: "a regular file", "/dev/null": "a character device"} {
 		code, out, errOut := run(t, "", "pki", "init", "--out", path)
-		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it names a "+kind+")") {
+		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it is "+kind+")") {
 			t.Errorf("pki init --out %s: exit %d, stdout %q, stderr %s", path, code, out, errOut)
 		}
 	}

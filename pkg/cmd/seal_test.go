@@ -63,6 +63,26 @@ func TestKeygenSealUnsealCheck(t *testing.T) {
 	}
 }
 
+// sealRoot makes a root for seal: its etc/machineadm/secrets/bootstrap-token
+// holds token (0600), and an identity made by keygen is at DIR/identity.
+// It returns the root, the identity's path and its recipient line.
+func sealRoot(t *testing.T, token string) (dir, id, rcpt string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id = filepath.Join(dir, "identity")
+	code, out, errOut := run(t, "", "keygen", "--out", id)
+	if code != 0 {
+		t.Fatalf("keygen: %d %s", code, errOut)
+	}
+	return dir, id, strings.TrimSpace(out)
+}
+
 // unseal --check of a file that is not a sealed spec, or whose envelope is
 // malformed, is bad input (exit 2), not an identity that fails to open it
 // (exit 1).
@@ -85,18 +105,10 @@ func TestUnsealCheckBadInputExit2(t *testing.T) {
 // refused as bad input (exit 2 for flags, before anything is read or
 // written) and never echoed.
 func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
 	const token = "abcdef.0123456789abcdef"
-	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte(token+"\n"), 0o600)
+	dir, id, rcpt := sealRoot(t, token)
 	specFile := filepath.Join(dir, "w.yaml")
 	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
-	id := filepath.Join(dir, "identity")
-	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
-	if code != 0 {
-		t.Fatalf("keygen: %d %s", code, errOut)
-	}
-	rcpt = strings.TrimSpace(rcpt)
 	raw, _ := os.ReadFile(id)
 	var line string
 	for _, l := range strings.Split(string(raw), "\n") {
@@ -135,15 +147,7 @@ func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
 // field, and writes the file that still holds it owner-only (0600, not
 // 0644), so the password is not left world-readable.
 func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
-	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
-	id := filepath.Join(dir, "identity")
-	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
-	if code != 0 {
-		t.Fatalf("keygen: %d %s", code, errOut)
-	}
-	rcpt = strings.TrimSpace(rcpt)
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
 	for name, tc := range map[string]struct {
 		spec string
 		mode os.FileMode
@@ -175,15 +179,7 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 // A spec seal cannot take — already sealed, or without a node name and no
 // --machine-name — is bad input: exit 2, nothing written.
 func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "etc/machineadm/secrets"), 0o700)
-	os.WriteFile(filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token"), []byte("abcdef.0123456789abcdef\n"), 0o600)
-	id := filepath.Join(dir, "identity")
-	code, rcpt, errOut := run(t, "", "keygen", "--out", id)
-	if code != 0 {
-		t.Fatalf("keygen: %d %s", code, errOut)
-	}
-	rcpt = strings.TrimSpace(rcpt)
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
 	specFile := filepath.Join(dir, "w.yaml")
 	os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644)
 	sealed := filepath.Join(dir, "w.sealed.yaml")

@@ -48,13 +48,19 @@ var ErrPKIExists = errors.New("CA files already exist")
 // whole file system).
 var ErrPKIDirInUse = errors.New("holds other files; pki init writes the CA set into a new or empty directory")
 
+// ErrPKINotDir is returned by InitPKI, changing nothing, when its
+// directory names a file that is not a directory (a regular file, a FIFO,
+// a device).
+var ErrPKINotDir = errors.New("not a directory")
+
 // InitPKI creates the shared cluster CA set in dir with kubeadm's own
 // certificate code: the cluster CA ("kubernetes"), the front-proxy CA, the
 // etcd CA and the service-account key pair, with keys of keyType
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
 // 0700. It returns the CA cert hash that joining nodes pin. It fails with
-// ErrPKIExists rather than overwrite existing CA files, and with
-// ErrPKIDirInUse, changing nothing, when dir exists and is not empty.
+// ErrPKIExists rather than overwrite existing CA files, with
+// ErrPKIDirInUse, changing nothing, when dir exists and is not empty, and
+// with ErrPKINotDir when dir names a file that is not a directory.
 //
 // kubeadm's progress lines ("[certs] Generating …") go to progress (nil
 // discards them), never to standard output, so that standard output holds
@@ -84,6 +90,9 @@ func initPKI(dir, keyType string) (string, error) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return "", fmt.Errorf("%s: %w; use another directory", filepath.Join(dir, f), ErrPKIExists)
 		}
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return "", fmt.Errorf("%s: %w (it is %s)", dir, ErrPKINotDir, readlimit.Describe(fi.Mode()))
 	}
 	if d, err := os.Open(dir); err == nil {
 		names, _ := d.Readdirnames(1)

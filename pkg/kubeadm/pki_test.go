@@ -189,4 +189,16 @@ func TestInitPKIRefusesADirectoryInUse(t *testing.T) {
 	if fi, _ := os.Stat(empty); fi.Mode().Perm() != 0o700 {
 		t.Errorf("empty directory mode %v after InitPKI, want 0700", fi.Mode().Perm())
 	}
+	// A file where the directory should be: ErrPKINotDir naming its type,
+	// the file left as it was.
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitPKI(file, "", nil); !errors.Is(err, ErrPKINotDir) || !strings.Contains(err.Error(), file+": not a directory (it is a regular file)") {
+		t.Fatalf("InitPKI onto a regular file: %v, want ErrPKINotDir naming it", err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "x" {
+		t.Error("InitPKI changed the file it was pointed at")
+	}
 }

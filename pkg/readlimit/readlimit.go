@@ -37,12 +37,17 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("not a regular file (%s)", describe(e.Mode))
+	return fmt.Sprintf("not a regular file (%s)", Describe(e.Mode))
 }
 
-// describe names a file type for people.
-func describe(m fs.FileMode) string {
+// Describe names the type of a file mode for people, with its article:
+// "a regular file", "a FIFO", "a character device", "a block device",
+// "a socket", "a directory", or the type bits' letters (fs.FileMode's
+// String) for any other type.
+func Describe(m fs.FileMode) string {
 	switch t := m.Type(); {
+	case m.IsRegular():
+		return "a regular file"
 	case t&fs.ModeNamedPipe != 0:
 		return "a FIFO"
 	case t&fs.ModeCharDevice != 0:

@@ -57,8 +57,9 @@ missing, unreadable, too large or not a valid report.`,
 			r, err := report.ReadFile(path)
 			if err != nil {
 				// The error may quote the file's bytes (a phase name, a
-				// field value): never hand them to the terminal raw.
-				return usagef("%s: %s", report.TerminalSafe(path), report.TerminalSafe(err.Error()))
+				// field value): Execute shows it through
+				// report.TerminalSafe, as every error.
+				return usagef("%s: %v", path, err)
 			}
 			if output == "json" {
 				data, err := r.Marshal()
@@ -71,7 +72,7 @@ missing, unreadable, too large or not a valid report.`,
 				return err
 			}
 			opt := report.OneScreen("")
-			opt.Footer = "more: machineadm report --full " + report.TerminalSafe(path)
+			opt.Footer = "more: machineadm report --full " + path // Summary escapes it
 			if full {
 				opt = report.SummaryOptions{Width: report.ScreenWidth}
 			}

@@ -108,8 +108,12 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 			// What is not sealed stays readable in SEALED: say so, and keep
 			// such a file to its owner.
 			mode := os.FileMode(0o644)
+			where := shown(out) + " (written 0600)"
+			if out == "-" {
+				where = "standard output"
+			}
 			for _, p := range sealed.InClear {
-				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s (written 0600), and machineadm render refuses it without --insecure-inline-secrets\n", p, out)
+				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, where)
 				mode = 0o600
 			}
 			if out == "-" {

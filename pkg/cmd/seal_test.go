@@ -176,6 +176,25 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 	}
 }
 
+// The warning about a URL left in the clear names the -o path escaped (a
+// control character in it neither acts on the terminal nor starts a line),
+// and with -o - says the spec went to standard output, where no file mode
+// applies.
+func TestSealCredentialsWarningNamesOutputSafely(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n"), 0o644)
+	sealed := filepath.Join(dir, "w\x1b[2J\nkind: Evil.sealed.yaml")
+	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code != 0 || rawControl(errOut) || strings.Contains(errOut, "\nkind: Evil") || !strings.Contains(errOut, `w\x1b[2J\nkind: Evil.sealed.yaml (written 0600)`) {
+		t.Errorf("seal -o <path with control characters>: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", "-")
+	if code != 0 || !strings.Contains(errOut, "stays in the clear in standard output,") || strings.Contains(errOut, "written 0600") || !strings.Contains(out, "kind: SealedSecrets") {
+		t.Errorf("seal -o -: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // A spec seal cannot take — already sealed, or without a node name and no
 // --machine-name — is bad input: exit 2, nothing written.
 func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {

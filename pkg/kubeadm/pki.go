@@ -3,7 +3,6 @@ package kubeadm
 import (
 	"crypto"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +16,13 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
-	"github.com/machineadm/machineadm/pkg/readlimit"
-
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // CASet names the shared cluster CA files in kubeadm's layout, relative to
@@ -264,21 +265,24 @@ func keyMatches(keyPEM []byte, pub crypto.PublicKey) error {
 	return nil
 }
 
-// CheckInputs checks the shapes of resolved secrets: bootstrap tokens
+// CheckInputs checks the shapes of resolved secrets
+// (validation.SecretShapeProblem): bootstrap tokens
 // "[a-z0-9]{6}.[a-z0-9]{16}" and the certificate key, 32 bytes in hex.
 // Errors name the input, never its value.
 func CheckInputs(in Inputs) error {
-	if in.JoinToken != "" && !bootstraputil.IsValidBootstrapToken(in.JoinToken) {
-		return errors.New("spec.join.token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	if in.JoinToken != "" {
+		if p := validation.SecretShapeProblem(machineadm.SecretFormatBootstrapToken, in.JoinToken); p != "" {
+			return errors.New("spec.join.token: " + p)
+		}
 	}
 	for i, t := range in.BootstrapTokens {
-		if !bootstraputil.IsValidBootstrapToken(t) {
-			return fmt.Errorf("spec.controlPlane.bootstrapTokens[%d].token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}", i)
+		if p := validation.SecretShapeProblem(machineadm.SecretFormatBootstrapToken, t); p != "" {
+			return fmt.Errorf("spec.controlPlane.bootstrapTokens[%d].token: %s", i, p)
 		}
 	}
 	if in.CertificateKey != "" {
-		if b, err := hex.DecodeString(in.CertificateKey); err != nil || len(b) != 32 {
-			return errors.New("spec.controlPlane.certificateKey: not 64 hex characters (a 32-byte AES key)")
+		if p := validation.SecretShapeProblem(machineadm.SecretFormatCertificateKey, in.CertificateKey); p != "" {
+			return errors.New("spec.controlPlane.certificateKey: " + p)
 		}
 	}
 	return nil

@@ -2,6 +2,17 @@
 // terminal, in a log, a report or a Kubernetes condition: control
 // characters (a terminal escape sequence, a carriage return that rewrites
 // a line) are shown as Go escapes instead of reaching the reader raw.
+//
+// Escape is for text escaped once where it is kept (spec and sealed-file
+// errors when they are built, a Cluster API status): it escapes every
+// rune that is not printable, zero-width and other format characters
+// included. report.TerminalSafe is the other escaper, applied where a
+// whole report or error is shown: it escapes only what a terminal acts on
+// (C0 but the line feed, DEL, C1, bidirectional controls), turns a tab
+// into a space to keep a summary's columns, and spells every C0 control
+// as \xNN (\x07, not \a). pkg/cmd's shown() is TerminalSafe with the line
+// feed escaped too. The two differ in what they escape and how, so
+// neither serves for the other.
 package printable
 
 import (

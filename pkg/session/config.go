@@ -34,13 +34,13 @@ const LatestAPIVersion = machineadm.LatestAPIVersion
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), unless the sealed file's envelope carries
 // that secret. A sealed file whose spec has no place for an item is an
-// invalid spec (CheckSealedPlaces). Warnings are returned, not logged.
+// invalid spec (checkSealedPlaces). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := ReadSpec(in, path)
 	if err != nil {
 		return nil, err
 	}
-	l, err := loadSpecDoc(data, path)
+	l, _, items, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,6 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	}
 	// A secret the file's envelope carries is not read from its file:
 	// that file need not exist anywhere.
-	_, sealed, _ := SplitSealed(data, path) // checked by loadSpecDoc
-	items, _ := sealedItemPaths(sealed)
 	for _, w := range MissingSecretFiles(l.Config, "/") {
 		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
 			l.Warnings = append(l.Warnings, w)
@@ -141,7 +139,7 @@ func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := loadSpecDoc(data, path)
+	l, _, _, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -138,16 +138,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		reportRoot = workDir
 	}
 	var l *spec.Loaded
-	var specDoc, sealed []byte
+	var sealed []byte
 	loadErr := readErr
 	if loadErr == nil {
-		specDoc, sealed, loadErr = SplitSealed(data, o.SpecFile)
-	}
-	if loadErr == nil {
-		l, loadErr = spec.Load(specDoc, o.SpecFile)
-	}
-	if loadErr == nil {
-		loadErr = CheckSealedPlaces(l.Config, sealed, o.SpecFile)
+		l, sealed, _, loadErr = loadSpecDoc(data, o.SpecFile)
 	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {

@@ -51,7 +51,7 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 // LoadBytes decodes, defaults and validates spec bytes read from path
 // (the spec document of a sealed file) and logs the warnings.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
-	l, err := loadSpecDoc(data, path)
+	l, _, _, err := loadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,22 +68,30 @@ func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error)
 // recipients...), is an invalid spec (exit code 2) naming each problem's
 // field path under "SealedSecrets.". The envelope is not opened.
 func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
+	specDoc, sealed, _, err = splitSealed(data, path)
+	return specDoc, sealed, err
+}
+
+// splitSealed is SplitSealed that also returns the item paths of the
+// envelope it parsed (nil for a file without one).
+func splitSealed(data []byte, path string) (specDoc, sealed []byte, items []string, err error) {
 	if !bytes.Contains(data, []byte(seal.Kind)) {
-		return data, nil, nil
+		return data, nil, nil, nil
 	}
 	specDoc, sealed, err = seal.Split(data)
 	if err != nil {
-		return nil, nil, &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
+		return nil, nil, nil, &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
 			&field.Error{Type: field.ErrorTypeInvalid, BadValue: field.OmitValueType{}, Detail: err.Error()}}}
 	}
 	if sealed != nil {
 		// A malformed envelope is bad input found without any key: refuse
 		// it here, with its field paths, before any phase runs (exit 2),
 		// and in config validate too.
-		if _, err := seal.Parse(sealed); err != nil {
+		env, err := seal.Parse(sealed)
+		if err != nil {
 			var pe *seal.ParseError
 			if !errors.As(err, &pe) {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			errs := field.ErrorList{}
 			for _, fe := range pe.Errors {
@@ -93,61 +101,48 @@ func SplitSealed(data []byte, path string) (specDoc, sealed []byte, err error) {
 				}
 				errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: p, BadValue: field.OmitValueType{}, Detail: fe.Detail})
 			}
-			return nil, nil, &spec.InvalidSpecError{Source: path, Errors: errs}
+			return nil, nil, nil, &spec.InvalidSpecError{Source: path, Errors: errs}
+		}
+		items = make([]string, 0, len(env.Items))
+		for p := range env.Items {
+			items = append(items, p)
 		}
 	}
-	return specDoc, sealed, nil
+	return specDoc, sealed, items, nil
 }
 
 // loadSpecDoc loads the spec document of data (a sealed file's envelope is
-// left closed).
-func loadSpecDoc(data []byte, path string) (*spec.Loaded, error) {
-	specDoc, sealed, err := SplitSealed(data, path)
+// left closed) and refuses a sealed file whose spec has no place for one
+// of its envelope's items (checkSealedPlaces). It returns the envelope
+// document and its item paths too, nil for a file without one.
+func loadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items []string, err error) {
+	specDoc, sealed, items, err := splitSealed(data, path)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	l, err := spec.Load(specDoc, path)
-	if err != nil {
-		return nil, err
+	if l, err = spec.Load(specDoc, path); err != nil {
+		return nil, nil, nil, err
 	}
-	if err := CheckSealedPlaces(l.Config, sealed, path); err != nil {
-		return nil, err
+	if err := checkSealedPlaces(l.Config, items, path); err != nil {
+		return nil, nil, nil, err
 	}
-	return l, nil
+	return l, sealed, items, nil
 }
 
-// CheckSealedPlaces refuses a sealed file whose spec has no place for one
+// checkSealedPlaces refuses a sealed file whose spec has no place for one
 // of its envelope's items (sealspec.CheckPlaces: a field the spec lost, a
 // sealed file content whose mode was widened beyond owner-only) as an
 // invalid spec (exit code 2) naming the items, before any phase: the item
-// paths are in the clear, so no key is needed to see it. sealed is the
-// envelope document SplitSealed returned (nil: nothing to check).
-func CheckSealedPlaces(cfg *machineadm.MachineBootstrapConfig, sealed []byte, path string) error {
-	paths, err := sealedItemPaths(sealed)
-	if err != nil || len(paths) == 0 {
-		return err
+// paths are in the clear, so no key is needed to see it. items are the
+// envelope's item paths (none: nothing to check).
+func checkSealedPlaces(cfg *machineadm.MachineBootstrapConfig, items []string, path string) error {
+	if len(items) == 0 {
+		return nil
 	}
-	if err := sealspec.CheckPlaces(cfg, paths); err != nil {
+	if err := sealspec.CheckPlaces(cfg, items); err != nil {
 		_, hint := errclass.Of(err)
 		return &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
 			&field.Error{Type: field.ErrorTypeInvalid, Field: seal.Kind + ".items", BadValue: field.OmitValueType{}, Detail: err.Error() + " (" + hint + ")"}}}
 	}
 	return nil
-}
-
-// sealedItemPaths returns the item paths of an envelope document, nil for
-// none.
-func sealedItemPaths(sealed []byte) ([]string, error) {
-	if sealed == nil {
-		return nil, nil
-	}
-	env, err := seal.Parse(sealed)
-	if err != nil {
-		return nil, err
-	}
-	paths := make([]string, 0, len(env.Items))
-	for p := range env.Items {
-		paths = append(paths, p)
-	}
-	return paths, nil
 }

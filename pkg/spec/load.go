@@ -27,12 +27,14 @@ type InvalidSpecError struct {
 }
 
 // Error lists one problem per line as "path: message". Whoever built the
-// error, each line quotes at most MaxQuotedValue bytes of a value, and at
-// most 100 problems are listed.
+// error, each line quotes at most MaxQuotedValue bytes of a value, the
+// source, paths and details have their control characters escaped
+// (newInvalid), and at most 100 problems are listed.
 func (e *InvalidSpecError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", truncate(e.Source, maxFieldPath), len(e.Errors))
-	for _, fe := range newInvalid(e.Source, e.Errors).Errors {
+	shown := newInvalid(e.Source, e.Errors)
+	fmt.Fprintf(&b, "invalid machine spec %s: %d error(s)", shown.Source, len(e.Errors))
+	for _, fe := range shown.Errors {
 		b.WriteString("\n  ")
 		if fe.Field == "" {
 			b.WriteString(fe.ErrorBody()) // the whole document

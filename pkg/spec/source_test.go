@@ -96,6 +96,12 @@ func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
 	if len(e.Errors[0].BadValue.(string)) != 1<<20 {
 		t.Error("Error() changed the error list")
 	}
+	// Its source (a path from the command line) is escaped as well: no
+	// control character, and no line feed that would start a line.
+	e = &InvalidSpecError{Source: "t\x1b[1m\nkind: Evil.yaml", Errors: field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, "bad")}}
+	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || strings.Contains(msg, "\nkind: Evil") || !strings.Contains(msg, `t\x1b[1m\nkind: Evil.yaml`) {
+		t.Errorf("source not escaped: %q", msg)
+	}
 }
 
 // TestControlCharactersInFieldPathsEscaped: a map key is part of a field

@@ -2,7 +2,6 @@ package sealspec
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,9 +11,9 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal"
@@ -181,12 +180,17 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 					return nil, nil, fmt.Errorf("%s.file: %w", f.Path, err)
 				}
 				t := strings.TrimSpace(string(v))
-				// The file's content is checked as the machine checks it in
-				// inputs-check (kubeadm.CheckInputs), so that a wrong file
-				// is found here, not at boot. Its content is never quoted.
-				if msg := secretShapeProblem(f.Format, t); msg != "" {
+				// The file's content is checked as the machine checks it
+				// (empty, then inputs-check's validation.SecretShapeProblem),
+				// so that a wrong file is found here, not at boot. Its
+				// content is never quoted.
+				msg := "is empty"
+				if t != "" {
+					msg = validation.SecretShapeProblem(f.Format, t)
+				}
+				if msg != "" {
 					return nil, nil, errclass.New(errclass.PayloadUnavailable, "Write the secret alone into the file that field names.",
-						fmt.Errorf("%s.file: %s %s", f.Path, f.Source.File, msg))
+						fmt.Errorf("%s.file: %s: %s", f.Path, f.Source.File, msg))
 				}
 				items[f.Path] = []byte(t)
 			}
@@ -220,23 +224,6 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 		}
 	}
 	return items, edits, nil
-}
-
-// secretShapeProblem says what is wrong with a secret read from a file
-// for a SecretSource of format, or "": empty, or not the shape the machine
-// accepts (a bootstrap token, a certificate key of 32 bytes in hex).
-func secretShapeProblem(format, v string) string {
-	switch {
-	case v == "":
-		return "is empty"
-	case format == machineadm.SecretFormatBootstrapToken && !bootstraputil.IsValidBootstrapToken(v):
-		return "does not hold a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}"
-	case format == machineadm.SecretFormatCertificateKey:
-		if b, err := hex.DecodeString(v); err != nil || len(b) != 32 {
-			return "does not hold a certificate key: 64 hex characters (a 32-byte AES key)"
-		}
-	}
-	return ""
 }
 
 // readCADir reads the files of the CA set in dir (those of PKIFiles that

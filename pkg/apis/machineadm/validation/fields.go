@@ -44,9 +44,8 @@ func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
 		// systemd unit's ExecStart= (a line break there would start a new
 		// unit directive), kubeadm-flags.env. The value is not quoted: a
 		// flag may carry a credential.
-		if j := strings.IndexFunc(a.Value, isControlByte); j >= 0 {
-			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{},
-				fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", a.Value[j], j)))
+		if msg := controlByteProblem(a.Value); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{}, msg))
 		}
 	}
 }
@@ -180,8 +179,8 @@ func validateAbsFilePath(r *Result, v string, optional bool, p *field.Path) {
 // lands in), a relative path, a ".." component, and with clean anything
 // path.Clean would change.
 func pathProblem(v string, clean bool) string {
-	if i := strings.IndexFunc(v, isControlByte); i >= 0 {
-		return fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", v[i], i)
+	if msg := controlByteProblem(v); msg != "" {
+		return msg
 	}
 	_, v = splitVolume(v)
 	if !strings.HasPrefix(v, "/") {
@@ -192,6 +191,15 @@ func pathProblem(v string, clean bool) string {
 	}
 	if clean && path.Clean(v) != v {
 		return "must be a clean path (no '//', '.' or trailing '/')"
+	}
+	return ""
+}
+
+// controlByteProblem says where v holds an ASCII control character (below
+// 0x20, or DEL), naming the byte and its offset but never quoting v, or "".
+func controlByteProblem(v string) string {
+	if i := strings.IndexFunc(v, isControlByte); i >= 0 {
+		return fmt.Sprintf("must not contain control characters (NUL, tab, newline, other bytes below 0x20, DEL): byte 0x%02x at offset %d", v[i], i)
 	}
 	return ""
 }

@@ -342,7 +342,11 @@ func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, sh
 		// A bad path is not echoed either: what is given where a secret's
 		// file belongs is often the secret itself, pasted by mistake
 		// (file: abcdef.0123456789abcdef).
-		if msg := pathProblem(s.File, true); msg != "" {
+		msg := pathProblem(s.File, true)
+		if _, rest := splitVolume(s.File); msg == "" && rest == "/" {
+			msg = "must name a file, not the root directory"
+		}
+		if msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("file"), "<redacted>", msg))
 		}
 	case !re.MatchString(s.Value):

@@ -159,6 +159,9 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "external etcd files the root directory", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.Etcd = machineadm.Etcd{External: &machineadm.ExternalEtcd{Endpoints: []string{"https://192.0.2.1:2379"}, CAFile: "/", CertFile: "/", KeyFile: "/"}}
 		}), want: []fe{{p + "etcd.external.caFile", inv}, {p + "etcd.external.certFile", inv}, {p + "etcd.external.keyFile", inv}}},
+		{name: "certificateKey file the root directory", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.CertificateKey = &machineadm.SecretSource{File: "/"}
+		}), want: []fe{{p + "certificateKey.file", inv}}},
 		{name: "pki paths", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.PKI.Dir = "/etc/machineadm/../pki"
 			cp.PKI.CertificatesDir = "/etc/kubernetes/pki/"
@@ -239,6 +242,7 @@ func TestValidateJoin(t *testing.T) {
 		{name: "endpoint IPv6", base: worker, mutate: j(func(j *machineadm.Join) { j.APIServerEndpoint = "[2001:db8::1]:6443" })},
 		{name: "token missing", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{} }), want: []fe{{p + "token", req}}},
 		{name: "token given as the file is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{File: validToken} }), want: []fe{{p + "token.file", inv}}, secret: validToken},
+		{name: "token file the root directory", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{File: "/"} }), want: []fe{{p + "token.file", inv}}},
 		{name: "token given as the file after a slash is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{File: "/" + validToken + "/"} }), want: []fe{{p + "token.file", inv}}, secret: validToken},
 		{name: "token malformed is not echoed", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: "abcdef.short"} }), want: []fe{{p + "token.value", inv}}, secret: "abcdef.short"},
 		{name: "token inline warns", base: worker, mutate: j(func(j *machineadm.Join) { j.Token = machineadm.SecretSource{Value: validToken} }), warn: []string{p + "token.value"}, secret: validToken},

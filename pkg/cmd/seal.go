@@ -19,7 +19,7 @@ func newKeygenCommand(o *options) *cobra.Command {
 		Use:   "keygen --type hpke|age|tpm2 --out FILE",
 		Short: "Create a machine identity for sealed secrets and print its recipient string",
 		Long: `Creates an identity that opens sealed secrets, writes it to the new file FILE
-(mode 0600; an existing file is never replaced) and prints its recipient
+(mode 0600; an existing FILE is refused with exit 2) and prints its recipient
 string for machineadm seal --recipient.
 
   hpke  HPKE (RFC 9180) key pair, suite p384 (DHKEM(P-384), HKDF-SHA384,
@@ -43,6 +43,12 @@ On the machine the identity is read from /etc/machineadm/identity (mode
 			}
 			if suite != "" && !slices.Contains(suites, suite) {
 				return usagef("--suite for --type %s must be one of %s, got %q", typ, strings.Join(suites, ", "), suite)
+			}
+			// Refused before any key is made (for tpm2, before one is
+			// enrolled in the TPM); WriteIdentityFile's O_EXCL still
+			// guards against a file created meanwhile.
+			if _, err := os.Lstat(out); err == nil {
+				return usagef("--out %s exists; machineadm keygen never replaces an identity", shown(out))
 			}
 			r, err := sealspec.Keygen(typ, suite, out)
 			if err != nil {

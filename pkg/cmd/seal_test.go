@@ -219,3 +219,21 @@ func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {
 		}
 	}
 }
+
+// keygen onto an existing file is bad input (exit 2) found before any key
+// is made: the file is left as it was and no recipient is printed.
+func TestKeygenRefusesAnExistingFileExit2(t *testing.T) {
+	for _, typ := range []string{"hpke", "age"} {
+		out := filepath.Join(t.TempDir(), "identity")
+		if err := os.WriteFile(out, []byte("keep me"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, errOut := run(t, "", "keygen", "--type", typ, "--out", out)
+		if code != ExitBadInput || stdout != "" || !strings.Contains(errOut, "exists; machineadm keygen never replaces an identity") {
+			t.Errorf("keygen --type %s onto an existing file: exit %d, stdout %q, stderr %s", typ, code, stdout, errOut)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "keep me" {
+			t.Errorf("keygen --type %s changed the existing file: %q", typ, b)
+		}
+	}
+}

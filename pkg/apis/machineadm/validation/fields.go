@@ -167,10 +167,20 @@ func validateAbsFilePath(r *Result, v string, optional bool, p *field.Path) {
 	n := len(r.Errors)
 	validateAbsPath(r, v, optional, p)
 	if len(r.Errors) == n && v != "" {
-		if _, rest := splitVolume(v); rest == "/" {
-			r.Errors = append(r.Errors, field.Invalid(p, v, "must name a file, not the root directory"))
+		if msg := rootDirProblem(v); msg != "" {
+			r.Errors = append(r.Errors, field.Invalid(p, v, msg))
 		}
 	}
+}
+
+// rootDirProblem says what is wrong with an absolute path that must name a
+// file when it names the root directory ("/", or a Windows volume's
+// "C:/"), or "".
+func rootDirProblem(v string) string {
+	if _, rest := splitVolume(v); rest == "/" {
+		return "must name a file, not the root directory"
+	}
+	return ""
 }
 
 // pathProblem says what is wrong with a machine path, or "": a control

@@ -343,8 +343,8 @@ func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, sh
 		// file belongs is often the secret itself, pasted by mistake
 		// (file: abcdef.0123456789abcdef).
 		msg := pathProblem(s.File, true)
-		if _, rest := splitVolume(s.File); msg == "" && rest == "/" {
-			msg = "must name a file, not the root directory"
+		if msg == "" {
+			msg = rootDirProblem(s.File)
 		}
 		if msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("file"), "<redacted>", msg))

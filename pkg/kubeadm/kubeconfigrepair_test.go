@@ -9,26 +9,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/internal/testpin"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
 // runKubeconfigPhase runs the real kubeadm init phase name (a
 // "kubeconfig/<name>" leaf) with its kubeconfig directory moved to
-// kubeconfigDir: `kubeadm init phase kubeconfig <name> --kubeconfig-dir`,
-// since `kubeadm init`, which Runner.Run drives, has no such flag (and
-// machineadm keeps kubeadm's /etc/kubernetes). Both run the same kubeadm
-// function (phases/init runKubeConfigFile).
+// kubeconfigDir: the single-phase command Runner.Run drives, `kubeadm init
+// phase kubeconfig <name>`, with --kubeconfig-dir added (machineadm keeps
+// kubeadm's /etc/kubernetes).
 func runKubeconfigPhase(t *testing.T, config, kubeconfigDir, name string) (string, error) {
 	t.Helper()
 	args := append([]string{"init", "phase"}, strings.Split(name, "/")...)
 	args = append(args, "--config", config, "--kubeconfig-dir", kubeconfigDir)
 	var out []string
 	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config}
-	err := r.execute("init", "", name, args, func(l string) { out = append(out, l) })
+	err := r.execute("init", "", name, func(*cobra.Command) []string { return args }, func(l string) { out = append(out, l) })
 	return strings.Join(out, "\n"), err
 }
 

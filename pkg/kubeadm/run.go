@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 
@@ -18,10 +19,11 @@ import (
 )
 
 // Runner runs kubeadm phases in-process through kubeadm's own command
-// tree. Each phase runs as a whole `kubeadm init` (or `kubeadm join`) with
-// every other phase in --skip-phases: unlike `kubeadm init phase NAME`,
-// this gives every phase kubeadm's complete configuration and flags
-// (some phase subcommands, such as wait-control-plane, take no --config).
+// tree, each phase as kubeadm's single-phase command (`kubeadm init phase
+// certs apiserver --config F`) where that command takes the configuration
+// file and the phase's flags, and as the whole `kubeadm init` (or `kubeadm
+// join`) with every other phase in --skip-phases where it does not (see
+// phaseArgs).
 type Runner struct {
 	// Action selects "init" or "join".
 	Action machineadm.Action
@@ -67,9 +69,9 @@ const tailLines = 200
 var outputMu sync.Mutex
 
 // Run runs one phase of the table (a leaf, or a top-level phase without
-// sub-phases) as `kubeadm init|join --config F --skip-phases <every other
-// phase>` plus the flags of the phase and its parents. It returns nil or
-// an *errclass.Error classified by Classify from kubeadm's error and the
+// sub-phases) with the configuration file and the flags of the phase and
+// its parents, by the arguments phaseArgs picks. It returns nil or an
+// *errclass.Error classified by Classify from kubeadm's error and the
 // phase's output. The context is checked before the phase starts; kubeadm
 // itself bounds its waits with the timeouts of its configuration.
 func (r *Runner) Run(ctx context.Context, p Phase) error {
@@ -81,8 +83,7 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 		verb, envVar = "init", "KUBEADM_INIT_DRYRUN_DIR"
 	}
 	table := PhaseTable(r.Action)
-	args := []string{verb, "--config", r.ConfigPath, "--skip-phases", strings.Join(skipFor(table, p.Name), ",")}
-	args = append(args, flagsFor(table, p.Name)...)
+	args := func(root *cobra.Command) []string { return phaseArgs(root, verb, r.ConfigPath, table, p.Name) }
 
 	var tail, all []string
 	before := snapshot(r.DryRunDir)
@@ -139,8 +140,50 @@ func (r *Runner) plan(before dirSnapshot, output []string) error {
 	return nil
 }
 
-// execute runs kubeadm's command tree with args, its output to output.
-func (r *Runner) execute(verb, envVar, phase string, args []string, output func(string)) error {
+// phaseArgs returns the arguments that run the phase named name of table,
+// and only it, in root (kubeadm's command tree), with the configuration
+// file config and the flags of the phase and its parents (flagsFor):
+//   - kubeadm's single-phase command, `init phase certs apiserver --config
+//     F`, wherever that command takes --config and those flags: every init
+//     and join leaf of kubeadm v1.37 except wait-control-plane;
+//   - otherwise the whole command, `init --config F --skip-phases <every
+//     other phase>` (skipFor), which gives the phase kubeadm's complete
+//     configuration.
+//
+// The single-phase command comes first because --skip-phases is more than
+// a filter: when "addon", "addon/coredns" or "addon/kube-proxy" is in it,
+// kubeadm init marks those addons disabled in its configuration
+// (manageSkippedAddons in cmd/kubeadm/app/cmd/init.go). upload-config/
+// kubeadm run that way stored `dns: {disabled: true}` and `proxy:
+// {disabled: true}` in the cluster's kubeadm-config ConfigMap, which
+// `kubeadm upgrade apply` reads as "skip the CoreDNS and kube-proxy
+// upgrade", and the preflight run that way left both images out of its
+// image pull. The phases it still runs that way read neither field.
+func phaseArgs(root *cobra.Command, verb, config string, table []Phase, name string) []string {
+	flags := flagsFor(table, name)
+	path := append([]string{verb, "phase"}, strings.Split(name, "/")...)
+	if c, rest, err := root.Find(path); err == nil && len(rest) == 0 && c.Name() == path[len(path)-1] && takesFlags(c, append([]string{"--config"}, flags...)) {
+		return append(append(path, "--config", config), flags...)
+	}
+	args := []string{verb, "--config", config, "--skip-phases", strings.Join(skipFor(table, name), ",")}
+	return append(args, flags...)
+}
+
+// takesFlags says whether command c has every flag of flags ("--name" or
+// "--name=value").
+func takesFlags(c *cobra.Command, flags []string) bool {
+	for _, f := range flags {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if c.Flags().Lookup(name) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// execute runs kubeadm's command tree with the arguments args returns for
+// it, its output to output.
+func (r *Runner) execute(verb, envVar, phase string, args func(root *cobra.Command) []string, output func(string)) error {
 	outputMu.Lock()
 	defer outputMu.Unlock()
 	if r.DryRunDir != "" {
@@ -157,7 +200,7 @@ func (r *Runner) execute(verb, envVar, phase string, args []string, output func(
 	return captureStdio(output, func(out, errOut io.Writer) (err error) {
 		defer recoverJoinDoneMessage(output, &err)
 		c := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
-		c.SetArgs(args)
+		c.SetArgs(args(c))
 		if err := c.Execute(); err != nil {
 			return fmt.Errorf("kubeadm %s phase %s: %w", verb, phase, err)
 		}
@@ -173,8 +216,9 @@ const joinRunE = "k8s.io/kubernetes/cmd/kubeadm/app/cmd.newCmdJoin.func1"
 // join phases ran successfully, `kubeadm join` prints its "control-plane
 // joined" message from the cluster configuration that only some phases
 // load (data.initCfg). When a control-plane join runs a phase that does
-// not load it (kubelet-wait-bootstrap, wait-control-plane) with the others
-// skipped, that message dereferences nil. The panic's own frame being the
+// not load it as the whole command with the others skipped
+// (wait-control-plane, whose single-phase command takes no --config; see
+// phaseArgs), that message dereferences nil. The panic's own frame being the
 // join command's function (not a phase) proves the phases had returned
 // without error, so the phase succeeded; any other panic is re-raised.
 func recoverJoinDoneMessage(output func(string), errp *error) {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"sigs.k8s.io/yaml"
 )
 
 // The addons kubeadm deploys and the scenarios' network probe, all
@@ -25,6 +27,28 @@ const (
 	clusterDNSName = "kubernetes.default.svc.cluster.local."
 	echoService    = "e2e-echo"
 )
+
+// checkAddonsEnabled reads the ClusterConfiguration that kubeadm's
+// upload-config stored in the kube-system/kubeadm-config ConfigMap: it
+// must not mark CoreDNS or kube-proxy disabled (both run), or `kubeadm
+// upgrade apply` would leave them at their old versions.
+func checkAddonsEnabled(ctx context.Context, cs kubernetes.Interface) error {
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var cc kubeadmv1beta4.ClusterConfiguration
+	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil {
+		return fmt.Errorf("kubeadm-config's ClusterConfiguration: %w", err)
+	}
+	if cc.KubernetesVersion == "" {
+		return fmt.Errorf("kubeadm-config holds no ClusterConfiguration: %q", cm.Data)
+	}
+	if cc.DNS.Disabled || cc.Proxy.Disabled {
+		return fmt.Errorf("kubeadm-config's ClusterConfiguration marks addons disabled (dns %t, proxy %t) although both run", cc.DNS.Disabled, cc.Proxy.Disabled)
+	}
+	return nil
+}
 
 // waitDaemonPodsRunning waits until the kube-system pods labelled
 // k8s-app=app run Ready on every named node.

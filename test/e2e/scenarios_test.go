@@ -159,6 +159,9 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 		dumpDiagnostics(ctx, t, mcp1, mw1)
 		t.Fatal(err)
 	}
+	if err := checkAddonsEnabled(ctx, cs); err != nil {
+		t.Error(err)
+	}
 	out, err := checkClusterNetwork(ctx, cs, cp1, w1, 90*time.Second)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mcp1, mw1)

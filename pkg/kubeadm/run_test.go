@@ -1,0 +1,128 @@
+package kubeadm
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// TestPhaseArgsPrefersSinglePhaseCommands: against the compiled-in
+// kubeadm's tree, every init and join leaf runs as kubeadm's single-phase
+// command with --config and its flags, except the phases whose
+// single-phase command takes no --config (wait-control-plane), which run
+// as the whole command with the other phases skipped.
+func TestPhaseArgsPrefersSinglePhaseCommands(t *testing.T) {
+	root := kubeadmcmd.NewKubeadmCommand(nil, io.Discard, io.Discard)
+	whole := map[string]bool{"init wait-control-plane": true, "join wait-control-plane": true}
+	for _, action := range []machineadm.Action{machineadm.ActionInit, machineadm.ActionJoin} {
+		verb := "join"
+		if action == machineadm.ActionInit {
+			verb = "init"
+		}
+		table := PhaseTable(action)
+		for _, p := range table {
+			if p.Never || slices.ContainsFunc(table, func(q Phase) bool { return strings.HasPrefix(q.Name, p.Name+"/") }) {
+				continue // machineadm runs leaves, and never the Never rows
+			}
+			args := phaseArgs(root, verb, "/k.yaml", table, p.Name)
+			got := strings.Join(args, " ")
+			if whole[verb+" "+p.Name] {
+				want := verb + " --config /k.yaml --skip-phases " + strings.Join(skipFor(table, p.Name), ",")
+				if got != strings.TrimSpace(want+" "+strings.Join(p.Flags, " ")) {
+					t.Errorf("%s %s: %q, want the whole command %q", verb, p.Name, got, want)
+				}
+				continue
+			}
+			want := verb + " phase " + strings.ReplaceAll(p.Name, "/", " ") + " --config /k.yaml"
+			if len(p.Flags) > 0 {
+				want += " " + strings.Join(p.Flags, " ")
+			}
+			if got != want {
+				t.Errorf("%s %s: %q, want the single-phase command %q", verb, p.Name, got, want)
+			}
+			if slices.Contains(args, "--skip-phases") {
+				t.Errorf("%s %s skips phases: %q", verb, p.Name, got)
+			}
+		}
+	}
+	// A phase the tree has no single-phase command for (a hidden one)
+	// falls back to the whole command.
+	if got := phaseArgs(root, "join", "/k.yaml", PhaseTable(machineadm.ActionJoin), "check-etcd"); !slices.Contains(got, "--skip-phases") || slices.Contains(got, "phase") {
+		t.Errorf("check-etcd: %q, want the whole command", got)
+	}
+}
+
+// TestUploadConfigKeepsTheAddonsEnabled runs the compiled-in kubeadm's
+// certs/ca, kubeconfig/admin and upload-config/kubeadm phases in a dry run, as a
+// bootstrap does, and reads the ClusterConfiguration that upload-config
+// would store in the kubeadm-config ConfigMap: it must not say that
+// CoreDNS and kube-proxy are disabled. Run as the whole `kubeadm init`
+// with the addon phases in --skip-phases, kubeadm marked them disabled
+// there, and `kubeadm upgrade apply` would later skip both addons.
+func TestUploadConfigKeepsTheAddonsEnabled(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	tmp := t.TempDir()
+	pki, dryRun := filepath.Join(tmp, "pki"), filepath.Join(tmp, "dry-run")
+	if _, err := InitPKI(pki, "ECDSA-P256", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dryRun, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(tmp, "kubeadm-init.yaml")
+	doc := `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+dryRun: true
+localAPIEndpoint: {advertiseAddress: 192.0.2.10, bindPort: 6443}
+nodeRegistration: {name: cp-test, criSocket: unix:///run/containerd/containerd.sock}
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.2
+controlPlaneEndpoint: cp.test.example:6443
+certificatesDir: ` + pki + `
+`
+	if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, DryRunDir: dryRun, CertificatesDir: pki, Output: func(l string) { out = append(out, l) }}
+	for _, name := range []string{"certs/ca", "kubeconfig/admin", "upload-config/kubeadm"} {
+		row, ok := Lookup(machineadm.ActionInit, name)
+		if !ok {
+			t.Fatalf("no phase %s", name)
+		}
+		if err := r.Run(context.Background(), row); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, strings.Join(out, "\n"))
+		}
+	}
+	all := strings.Join(out, "\n")
+	i := strings.Index(all, "kind: ClusterConfiguration")
+	if i < 0 {
+		t.Fatalf("upload-config's dry run shows no ClusterConfiguration:\n%s", all)
+	}
+	// The ClusterConfiguration is the ConfigMap's block up to its end.
+	start := strings.LastIndex(all[:i], "ClusterConfiguration: |")
+	end := strings.Index(all[i:], "kind: ConfigMap")
+	if start < 0 || end < 0 {
+		t.Fatalf("upload-config's dry run: no kubeadm-config ConfigMap around the ClusterConfiguration:\n%s", all)
+	}
+	cc := all[start : i+end]
+	if strings.Contains(cc, "disabled: true") {
+		t.Errorf("the ClusterConfiguration upload-config stores disables an addon:\n%s", cc)
+	}
+	if !strings.Contains(cc, "controlPlaneEndpoint: cp.test.example:6443") {
+		t.Errorf("the block read is not this cluster's ClusterConfiguration:\n%s", cc)
+	}
+}

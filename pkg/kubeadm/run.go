@@ -59,6 +59,114 @@ type Runner struct {
 	// Warnings is set by Run: kubeadm's preflight warnings ("Name:
 	// message").
 	Warnings []string
+	// Session, when set, carries kubeadm's command tree and run data from
+	// one phase to the next (see Session), except in a dry run (DryRunDir
+	// set). Nil builds both for each phase.
+	Session *Session
+}
+
+// Session carries kubeadm's command tree from one phase of a bootstrap to
+// the next, so that consecutive phases share kubeadm's run data (its
+// configuration, read, defaulted and validated once; its API clients; a
+// join's discovery) as the phases of one plain `kubeadm init` or `kubeadm
+// join` do, instead of each phase building kubeadm's whole command tree
+// (about 1.5 ms and 1 MB) and reading the configuration again.
+//
+// A tree is reused only by phases run as kubeadm's single-phase command
+// (see phaseArgs) with the same action, configuration file and flags as
+// the phase that built it, and never in a dry run: kubeadm builds its run
+// data once, from the command line of the tree's first phase
+// (workflow.Runner.InitData), so a phase with other flags (upload-certs,
+// bootstrap-token) gets a new tree, and so does every phase after a
+// failure. A phase run as the whole command gets a tree of its own, which
+// is never kept (its --skip-phases would stay in the tree's run options).
+// The zero value is ready to use. Phases run one at a time, and so a
+// Session is not safe for concurrent use.
+type Session struct {
+	root        *cobra.Command
+	key         sessionKey
+	out, errOut *switchWriter
+}
+
+// session is r.Session, except in a dry run, whose phases each get a tree
+// of their own: kubeadm's dry-run API client, which its run data keeps,
+// prints the requests it fakes to the os.Stdout of the phase that made it
+// (WithWriter(os.Stdout) in cmd/kubeadm/app/cmd), and Runner.Run
+// redirects os.Stdout anew for each phase, so a later phase's requests
+// would be lost from its plan.
+func (r *Runner) session() *Session {
+	if r.DryRunDir != "" {
+		return nil
+	}
+	return r.Session
+}
+
+// sessionKey is what a Session's tree was built for.
+type sessionKey struct {
+	verb, config, flags string
+}
+
+// command returns the command tree to run a phase of key in, writing to
+// out and errOut, and the arguments args gives for it: the session's tree
+// when it was built for key and the phase runs as a single-phase command
+// there, otherwise a new tree, which the session keeps when the phase
+// runs as a single-phase command in it. A nil session builds a new tree.
+func (s *Session) command(key sessionKey, out, errOut io.Writer, args func(root *cobra.Command) []string) (*cobra.Command, []string) {
+	if s != nil && s.root != nil && s.key == key {
+		if a := args(s.root); isSinglePhase(a) {
+			s.out.set(out)
+			s.errOut.set(errOut)
+			return s.root, a
+		}
+	}
+	ow, ew := &switchWriter{w: out}, &switchWriter{w: errOut}
+	root := kubeadmcmd.NewKubeadmCommand(nil, ow, ew)
+	a := args(root)
+	if s != nil && isSinglePhase(a) {
+		s.root, s.key, s.out, s.errOut = root, key, ow, ew
+	}
+	return root, a
+}
+
+// release points the session's writers away from the pipe of the phase
+// that ended (kubeadm keeps them in its run data); after a failure it
+// also drops the tree, whose run data the failed phase may have left half
+// made.
+func (s *Session) release(failed bool) {
+	if s == nil || s.root == nil {
+		return
+	}
+	s.out.set(io.Discard)
+	s.errOut.set(io.Discard)
+	if failed {
+		*s = Session{}
+	}
+}
+
+// isSinglePhase says whether args (from phaseArgs) run kubeadm's
+// single-phase command.
+func isSinglePhase(args []string) bool {
+	return len(args) > 1 && args[1] == "phase"
+}
+
+// switchWriter writes to w, which a Session points at the output of the
+// phase running. Phases run one at a time (outputMu), so w changes only
+// between them.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // tailLines is how many of a phase's last output lines classify a failure.
@@ -84,6 +192,7 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 	}
 	table := PhaseTable(r.Action)
 	args := func(root *cobra.Command) []string { return phaseArgs(root, verb, r.ConfigPath, table, p.Name) }
+	key := sessionKey{verb: verb, config: r.ConfigPath, flags: strings.Join(flagsFor(table, p.Name), " ")}
 
 	var tail, all []string
 	before := snapshot(r.DryRunDir)
@@ -103,7 +212,7 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 			r.Output(line)
 		}
 	}
-	err := r.execute(verb, envVar, p.Name, args, output)
+	err := r.execute(verb, envVar, p.Name, key, args, output)
 	r.Warnings = PreflightWarnings(all)
 	if err == nil {
 		if r.DryRunDir != "" {
@@ -181,9 +290,9 @@ func takesFlags(c *cobra.Command, flags []string) bool {
 	return true
 }
 
-// execute runs kubeadm's command tree with the arguments args returns for
-// it, its output to output.
-func (r *Runner) execute(verb, envVar, phase string, args func(root *cobra.Command) []string, output func(string)) error {
+// execute runs kubeadm's command tree (r.Session's for key, or a new one)
+// with the arguments args returns for it, its output to output.
+func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(root *cobra.Command) []string, output func(string)) error {
 	outputMu.Lock()
 	defer outputMu.Unlock()
 	if r.DryRunDir != "" {
@@ -199,11 +308,15 @@ func (r *Runner) execute(verb, envVar, phase string, args func(root *cobra.Comma
 	}
 	return captureStdio(output, func(out, errOut io.Writer) (err error) {
 		defer recoverJoinDoneMessage(output, &err)
-		c := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
-		c.SetArgs(args(c))
+		sess := r.session()
+		c, a := sess.command(key, out, errOut, args)
+		failed := true
+		defer func() { sess.release(failed) }()
+		c.SetArgs(a)
 		if err := c.Execute(); err != nil {
 			return fmt.Errorf("kubeadm %s phase %s: %w", verb, phase, err)
 		}
+		failed = false
 		return nil
 	})
 }

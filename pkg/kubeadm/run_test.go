@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -124,5 +125,104 @@ certificatesDir: ` + pki + `
 	}
 	if !strings.Contains(cc, "controlPlaneEndpoint: cp.test.example:6443") {
 		t.Errorf("the block read is not this cluster's ClusterConfiguration:\n%s", cc)
+	}
+}
+
+// TestSessionSharesKubeadmsRunData runs real certs phases of the
+// compiled-in kubeadm through one Session: the second phase reuses the
+// first one's command tree (and so kubeadm's run data), its output still
+// reaches its own phase, and a failed phase drops the tree, so that the
+// next phase builds kubeadm's run data afresh.
+func TestSessionSharesKubeadmsRunData(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "pki")
+	if _, err := InitPKI(dir, "ECDSA-P256", nil); err != nil {
+		t.Fatal(err)
+	}
+	config := certsConfig(t, dir)
+	var out []string
+	sess := &Session{}
+	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, Output: func(l string) { out = append(out, l) }, Session: sess}
+	run := func(name string) error {
+		t.Helper()
+		row, ok := Lookup(machineadm.ActionInit, name)
+		if !ok {
+			t.Fatalf("no phase %s", name)
+		}
+		out = nil
+		return r.Run(context.Background(), row)
+	}
+	if err := run("certs/apiserver"); err != nil {
+		t.Fatalf("certs/apiserver: %v\n%s", err, strings.Join(out, "\n"))
+	}
+	first := sess.root
+	if first == nil {
+		t.Fatal("the session kept no command tree after a single-phase command")
+	}
+	if err := run("certs/front-proxy-client"); err != nil {
+		t.Fatalf("certs/front-proxy-client: %v\n%s", err, strings.Join(out, "\n"))
+	}
+	if sess.root != first {
+		t.Error("the second phase built a new command tree")
+	}
+	if got := strings.Join(out, "\n"); !strings.Contains(got, `Generating "front-proxy-client" certificate and key`) || strings.Contains(got, `"apiserver"`) {
+		t.Errorf("the second phase's output is not its own:\n%s", got)
+	}
+	// A kill between kubeadm's key and certificate writes: the rerun fails.
+	writeLoneKey(t, filepath.Join(dir, "apiserver-kubelet-client.key"))
+	if err := run("certs/apiserver-kubelet-client"); err == nil {
+		t.Fatal("certs/apiserver-kubelet-client with a lone key succeeded")
+	}
+	if sess.root != nil {
+		t.Error("the session kept the command tree of a failed phase")
+	}
+	if err := run("certs/etcd-server"); err != nil {
+		t.Fatalf("certs/etcd-server after a failure: %v\n%s", err, strings.Join(out, "\n"))
+	}
+	if sess.root == nil || sess.root == first {
+		t.Error("the phase after a failure did not build a new command tree")
+	}
+}
+
+// TestSessionKeepsOnlyMatchingSinglePhaseTrees: a Session reuses its tree
+// only for the key it was built for and only for a single-phase command;
+// a whole command (with --skip-phases) gets a tree that is never kept, and
+// without a Session every phase gets a new tree.
+func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
+	single := func(*cobra.Command) []string { return []string{"init", "phase", "preflight", "--config", "/k.yaml"} }
+	whole := func(*cobra.Command) []string {
+		return []string{"init", "--config", "/k.yaml", "--skip-phases", "preflight"}
+	}
+	k := sessionKey{verb: "init", config: "/k.yaml"}
+	s := &Session{}
+	a, _ := s.command(k, io.Discard, io.Discard, single)
+	if s.root != a {
+		t.Fatal("a single-phase command's tree was not kept")
+	}
+	if b, _ := s.command(k, io.Discard, io.Discard, single); b != a {
+		t.Error("the same key built a new tree")
+	}
+	if b, args := s.command(k, io.Discard, io.Discard, whole); b == a || s.root != a || !slices.Contains(args, "--skip-phases") {
+		t.Error("a whole command ran in, or replaced, the kept tree")
+	}
+	other := k
+	other.flags = "--skip-token-print"
+	if b, _ := s.command(other, io.Discard, io.Discard, single); b == a || s.root != b || s.key != other {
+		t.Error("other flags reused the tree, or their new tree was not kept")
+	}
+	var none *Session
+	if b, _ := none.command(k, io.Discard, io.Discard, single); b == nil || b == s.root {
+		t.Error("without a session: no new tree")
+	}
+	none.release(true) // a nil session has nothing to release
+	s.release(false)
+	if s.root == nil {
+		t.Error("release after success dropped the tree")
+	}
+	s.release(true)
+	if s.root != nil {
+		t.Error("release after a failure kept the tree")
 	}
 }

@@ -21,6 +21,9 @@ type kubeadmState struct {
 	configPath string
 	dryRunDir  string
 	secrets    []string
+	// session carries kubeadm's command tree and run data from one
+	// kubeadm phase of the run to the next.
+	session kubeadm.Session
 }
 
 // KubeadmConfigPhase resolves the spec's secrets, imports the shared CA
@@ -80,7 +83,7 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 			if err != nil {
 				return Result{Changed: len(repaired) > 0, Changes: repaired}, err
 			}
-			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput}
+			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput, Session: &st.session}
 			if cp := d.Config.Spec.ControlPlane; cp != nil {
 				r.HostCertificatesDir = cp.PKI.CertificatesDir
 				if d.DryRun {

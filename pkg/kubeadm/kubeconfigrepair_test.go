@@ -29,7 +29,7 @@ func runKubeconfigPhase(t *testing.T, config, kubeconfigDir, name string) (strin
 	args = append(args, "--config", config, "--kubeconfig-dir", kubeconfigDir)
 	var out []string
 	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config}
-	err := r.execute("init", "", name, sessionKey{}, func(*cobra.Command) []string { return args }, func(l string) { out = append(out, l) })
+	err := r.execute("init", "", name, sessionKey{}, func(*cobra.Command, bool) []string { return args }, func(l string) { out = append(out, l) })
 	return strings.Join(out, "\n"), err
 }
 

@@ -107,13 +107,14 @@ type sessionKey struct {
 }
 
 // command returns the command tree to run a phase of key in, writing to
-// out and errOut, and the arguments args gives for it: the session's tree
-// when it was built for key and the phase runs as a single-phase command
-// there, otherwise a new tree, which the session keeps when the phase
-// runs as a single-phase command in it. A nil session builds a new tree.
-func (s *Session) command(key sessionKey, out, errOut io.Writer, args func(root *cobra.Command) []string) (*cobra.Command, []string) {
+// out and errOut, and the arguments args gives for it (withData: the tree
+// has kubeadm's run data): the session's tree when it was built for key
+// and the phase runs as a single-phase command there, otherwise a new
+// tree, which the session keeps when the phase runs as a single-phase
+// command in it. A nil session builds a new tree.
+func (s *Session) command(key sessionKey, out, errOut io.Writer, args func(root *cobra.Command, withData bool) []string) (*cobra.Command, []string) {
 	if s != nil && s.root != nil && s.key == key {
-		if a := args(s.root); isSinglePhase(a) {
+		if a := args(s.root, true); isSinglePhase(a) {
 			s.out.set(out)
 			s.errOut.set(errOut)
 			return s.root, a
@@ -121,7 +122,7 @@ func (s *Session) command(key sessionKey, out, errOut io.Writer, args func(root 
 	}
 	ow, ew := &switchWriter{w: out}, &switchWriter{w: errOut}
 	root := kubeadmcmd.NewKubeadmCommand(nil, ow, ew)
-	a := args(root)
+	a := args(root, false)
 	if s != nil && isSinglePhase(a) {
 		s.root, s.key, s.out, s.errOut = root, key, ow, ew
 	}
@@ -191,7 +192,9 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 		verb, envVar = "init", "KUBEADM_INIT_DRYRUN_DIR"
 	}
 	table := PhaseTable(r.Action)
-	args := func(root *cobra.Command) []string { return phaseArgs(root, verb, r.ConfigPath, table, p.Name) }
+	args := func(root *cobra.Command, withData bool) []string {
+		return phaseArgs(root, verb, r.ConfigPath, table, p.Name, withData)
+	}
 	key := sessionKey{verb: verb, config: r.ConfigPath, flags: strings.Join(flagsFor(table, p.Name), " ")}
 
 	var tail, all []string
@@ -251,11 +254,19 @@ func (r *Runner) plan(before dirSnapshot, output []string) error {
 
 // phaseArgs returns the arguments that run the phase named name of table,
 // and only it, in root (kubeadm's command tree), with the configuration
-// file config and the flags of the phase and its parents (flagsFor):
-//   - kubeadm's single-phase command, `init phase certs apiserver --config
-//     F`, wherever that command takes --config and those flags: every init
-//     and join leaf of kubeadm v1.37 except wait-control-plane;
-//   - otherwise the whole command, `init --config F --skip-phases <every
+// file config and the flags of the phase and its parents (flagsFor).
+// kubeadm builds its run data from the command line of the first phase
+// that runs in a tree (workflow.Runner.InitData); withData says root has
+// it already (a Session's tree, built for these flags).
+//   - With the run data there: kubeadm's single-phase command alone,
+//     `init phase wait-control-plane`, which runs the phase on that data.
+//   - Without: the single-phase command with the configuration and the
+//     flags, `init phase certs apiserver --config F`, where that command
+//     takes them and the flags kubeadm builds complete run data from
+//     (dataFlags): every init leaf of kubeadm v1.37 but wait-control-plane,
+//     and join's preflight, kubelet-start and control-plane-prepare leaves
+//     but control-plane.
+//   - Otherwise the whole command, `init --config F --skip-phases <every
 //     other phase>` (skipFor), which gives the phase kubeadm's complete
 //     configuration.
 //
@@ -267,15 +278,34 @@ func (r *Runner) plan(before dirSnapshot, output []string) error {
 // {disabled: true}` in the cluster's kubeadm-config ConfigMap, which
 // `kubeadm upgrade apply` reads as "skip the CoreDNS and kube-proxy
 // upgrade", and the preflight run that way left both images out of its
-// image pull. The phases it still runs that way read neither field.
-func phaseArgs(root *cobra.Command, verb, config string, table []Phase, name string) []string {
+// image pull. A phase that still runs that way (the first of a resumed
+// run: wait-control-plane; a join's kubelet-wait-bootstrap) reads neither
+// field.
+func phaseArgs(root *cobra.Command, verb, config string, table []Phase, name string, withData bool) []string {
 	flags := flagsFor(table, name)
 	path := append([]string{verb, "phase"}, strings.Split(name, "/")...)
-	if c, rest, err := root.Find(path); err == nil && len(rest) == 0 && c.Name() == path[len(path)-1] && takesFlags(c, append([]string{"--config"}, flags...)) {
-		return append(append(path, "--config", config), flags...)
+	if c, rest, err := root.Find(path); err == nil && len(rest) == 0 && c.Name() == path[len(path)-1] {
+		if withData {
+			return path
+		}
+		if takesFlags(c, append(dataFlags(verb), flags...)) {
+			return append(append(path, "--config", config), flags...)
+		}
 	}
 	args := []string{verb, "--config", config, "--skip-phases", strings.Join(skipFor(table, name), ",")}
 	return append(args, flags...)
+}
+
+// dataFlags are the flags a command of kubeadm verb needs to build
+// complete run data from the configuration file: --config, and for join
+// --discovery-file, without which kubeadm's newJoinData skips discovery
+// and requires an existing /etc/kubernetes/admin.conf (kubeadm v1.37
+// cmd/kubeadm/app/cmd/join.go).
+func dataFlags(verb string) []string {
+	if verb == "join" {
+		return []string{"--config", "--discovery-file"}
+	}
+	return []string{"--config"}
 }
 
 // takesFlags says whether command c has every flag of flags ("--name" or
@@ -292,7 +322,7 @@ func takesFlags(c *cobra.Command, flags []string) bool {
 
 // execute runs kubeadm's command tree (r.Session's for key, or a new one)
 // with the arguments args returns for it, its output to output.
-func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(root *cobra.Command) []string, output func(string)) error {
+func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(root *cobra.Command, withData bool) []string, output func(string)) error {
 	outputMu.Lock()
 	defer outputMu.Unlock()
 	if r.DryRunDir != "" {

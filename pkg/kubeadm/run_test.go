@@ -17,13 +17,20 @@ import (
 )
 
 // TestPhaseArgsPrefersSinglePhaseCommands: against the compiled-in
-// kubeadm's tree, every init and join leaf runs as kubeadm's single-phase
-// command with --config and its flags, except the phases whose
-// single-phase command takes no --config (wait-control-plane), which run
-// as the whole command with the other phases skipped.
+// kubeadm's tree, a leaf runs as kubeadm's single-phase command with
+// --config and its flags where that command takes them and the flags
+// kubeadm builds complete run data from, and otherwise as the whole
+// command with the other phases skipped. In a tree that has the run data,
+// every leaf runs as its single-phase command alone.
 func TestPhaseArgsPrefersSinglePhaseCommands(t *testing.T) {
 	root := kubeadmcmd.NewKubeadmCommand(nil, io.Discard, io.Discard)
-	whole := map[string]bool{"init wait-control-plane": true, "join wait-control-plane": true}
+	whole := map[string]bool{
+		"init wait-control-plane": true,
+		// No --discovery-file: kubeadm would need an admin.conf.
+		"join control-plane-prepare/control-plane": true, "join etcd-join": true, "join kubelet-wait-bootstrap": true,
+		"join control-plane-join/mark-control-plane": true,
+		"join wait-control-plane":                    true,
+	}
 	for _, action := range []machineadm.Action{machineadm.ActionInit, machineadm.ActionJoin} {
 		verb := "join"
 		if action == machineadm.ActionInit {
@@ -34,7 +41,11 @@ func TestPhaseArgsPrefersSinglePhaseCommands(t *testing.T) {
 			if p.Never || slices.ContainsFunc(table, func(q Phase) bool { return strings.HasPrefix(q.Name, p.Name+"/") }) {
 				continue // machineadm runs leaves, and never the Never rows
 			}
-			args := phaseArgs(root, verb, "/k.yaml", table, p.Name)
+			single := verb + " phase " + strings.ReplaceAll(p.Name, "/", " ")
+			if got := strings.Join(phaseArgs(root, verb, "/k.yaml", table, p.Name, true), " "); got != single {
+				t.Errorf("%s %s with the run data: %q, want %q", verb, p.Name, got, single)
+			}
+			args := phaseArgs(root, verb, "/k.yaml", table, p.Name, false)
 			got := strings.Join(args, " ")
 			if whole[verb+" "+p.Name] {
 				want := verb + " --config /k.yaml --skip-phases " + strings.Join(skipFor(table, p.Name), ",")
@@ -43,22 +54,21 @@ func TestPhaseArgsPrefersSinglePhaseCommands(t *testing.T) {
 				}
 				continue
 			}
-			want := verb + " phase " + strings.ReplaceAll(p.Name, "/", " ") + " --config /k.yaml"
+			want := single + " --config /k.yaml"
 			if len(p.Flags) > 0 {
 				want += " " + strings.Join(p.Flags, " ")
 			}
 			if got != want {
 				t.Errorf("%s %s: %q, want the single-phase command %q", verb, p.Name, got, want)
 			}
-			if slices.Contains(args, "--skip-phases") {
-				t.Errorf("%s %s skips phases: %q", verb, p.Name, got)
-			}
 		}
 	}
 	// A phase the tree has no single-phase command for (a hidden one)
-	// falls back to the whole command.
-	if got := phaseArgs(root, "join", "/k.yaml", PhaseTable(machineadm.ActionJoin), "check-etcd"); !slices.Contains(got, "--skip-phases") || slices.Contains(got, "phase") {
-		t.Errorf("check-etcd: %q, want the whole command", got)
+	// falls back to the whole command, run data or not.
+	for _, withData := range []bool{false, true} {
+		if got := phaseArgs(root, "join", "/k.yaml", PhaseTable(machineadm.ActionJoin), "check-etcd", withData); !slices.Contains(got, "--skip-phases") || slices.Contains(got, "phase") {
+			t.Errorf("check-etcd (run data %t): %q, want the whole command", withData, got)
+		}
 	}
 }
 
@@ -191,8 +201,10 @@ func TestSessionSharesKubeadmsRunData(t *testing.T) {
 // a whole command (with --skip-phases) gets a tree that is never kept, and
 // without a Session every phase gets a new tree.
 func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
-	single := func(*cobra.Command) []string { return []string{"init", "phase", "preflight", "--config", "/k.yaml"} }
-	whole := func(*cobra.Command) []string {
+	single := func(*cobra.Command, bool) []string {
+		return []string{"init", "phase", "preflight", "--config", "/k.yaml"}
+	}
+	whole := func(*cobra.Command, bool) []string {
 		return []string{"init", "--config", "/k.yaml", "--skip-phases", "preflight"}
 	}
 	k := sessionKey{verb: "init", config: "/k.yaml"}
@@ -224,5 +236,52 @@ func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
 	s.release(true)
 	if s.root != nil {
 		t.Error("release after a failure kept the tree")
+	}
+}
+
+// BenchmarkPhasesSession runs the ten certs leaves of the compiled-in
+// kubeadm (with their certificates already there, so that each is kubeadm
+// reading its configuration and checking the files) once per iteration,
+// each phase building its own command tree and run data ("per-phase"),
+// or one Session carrying them from phase to phase ("session", as a
+// bootstrap does). Compare the two in one run (go test -bench
+// PhasesSession -benchmem ./pkg/kubeadm/).
+func BenchmarkPhasesSession(b *testing.B) {
+	if err := version.CheckStamped(); err != nil {
+		b.Skipf("%v (run `make bench`)", err)
+	}
+	dir := filepath.Join(b.TempDir(), "pki")
+	if _, err := InitPKI(dir, "ECDSA-P256", nil); err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(b.TempDir(), "kubeadm-init.yaml")
+	doc := "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint: {advertiseAddress: 192.0.2.10, bindPort: 6443}\nnodeRegistration: {name: cp-test, criSocket: unix:///run/containerd/containerd.sock}\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\ncertificatesDir: " + dir + "\n"
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var leaves []Phase
+	for _, row := range PhaseTable(machineadm.ActionInit) {
+		if strings.HasPrefix(row.Name, "certs/") {
+			row, _ := Lookup(machineadm.ActionInit, row.Name)
+			leaves = append(leaves, row)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		session bool
+	}{{"per-phase", false}, {"session", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				r := &Runner{Action: machineadm.ActionInit, ConfigPath: p}
+				if tc.session {
+					r.Session = &Session{}
+				}
+				for _, row := range leaves {
+					if err := r.Run(context.Background(), row); err != nil {
+						b.Fatalf("%s: %v", row.Name, err)
+					}
+				}
+			}
+		})
 	}
 }

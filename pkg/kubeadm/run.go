@@ -359,8 +359,9 @@ const joinRunE = "k8s.io/kubernetes/cmd/kubeadm/app/cmd.newCmdJoin.func1"
 // join phases ran successfully, `kubeadm join` prints its "control-plane
 // joined" message from the cluster configuration that only some phases
 // load (data.initCfg). When a control-plane join runs a phase that does
-// not load it as the whole command with the others skipped
-// (wait-control-plane, whose single-phase command takes no --config; see
+// not load it as the whole command with the others skipped (the first
+// phase of a resumed run whose single-phase command cannot build kubeadm's
+// run data, such as kubelet-wait-bootstrap or wait-control-plane; see
 // phaseArgs), that message dereferences nil. The panic's own frame being the
 // join command's function (not a phase) proves the phases had returned
 // without error, so the phase succeeded; any other panic is re-raised.

@@ -19,7 +19,7 @@ import (
 
 // certsConfig is a kubeadm init configuration whose certificates go to
 // dir, for running kubeadm's certs phases for real in a test.
-func certsConfig(t *testing.T, dir string) string {
+func certsConfig(t testing.TB, dir string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "kubeadm-init.yaml")
 	doc := `apiVersion: kubeadm.k8s.io/v1beta4

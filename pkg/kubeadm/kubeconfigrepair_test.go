@@ -33,9 +33,11 @@ func runKubeconfigPhase(t *testing.T, config, kubeconfigDir, name string) (strin
 	return strings.Join(out, "\n"), err
 }
 
-// kubeconfigSetup makes a cluster CA set and a kubeadm configuration for
-// it; it returns the certificates directory and the configuration file.
-func kubeconfigSetup(t *testing.T) (string, string) {
+// pkiSetup makes a cluster CA set and a kubeadm configuration for it
+// (certsConfig); it returns the certificates directory and the
+// configuration file. It skips a build without the Kubernetes version
+// stamp, which kubeadm's phases need.
+func pkiSetup(t testing.TB) (string, string) {
 	t.Helper()
 	if err := version.CheckStamped(); err != nil {
 		t.Skipf("%v (run `make test`)", err)
@@ -54,7 +56,7 @@ func kubeconfigSetup(t *testing.T) (string, string) {
 // real leaf writes the file afresh, and a rerun then keeps it ("Using
 // existing kubeconfig file"); the repair leaves a whole file alone.
 func TestKubeconfigLeafConvergesAfterKill(t *testing.T) {
-	pki, config := kubeconfigSetup(t)
+	pki, config := pkiSetup(t)
 	dir := filepath.Join(t.TempDir(), "kubernetes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func unloadableCut(t *testing.T, whole []byte) int {
 // kubeadm's rerun, which compares only the cluster's CA, would keep them
 // with missing or half credentials. It logs the counts.
 func TestKubeconfigDamageEveryCut(t *testing.T) {
-	_, config := kubeconfigSetup(t)
+	_, config := pkiSetup(t)
 	dir := t.TempDir()
 	for _, name := range []string{"kubeconfig/admin", "kubeconfig/kubelet"} {
 		if out, err := runKubeconfigPhase(t, config, dir, name); err != nil {

@@ -144,14 +144,7 @@ certificatesDir: ` + pki + `
 // reaches its own phase, and a failed phase drops the tree, so that the
 // next phase builds kubeadm's run data afresh.
 func TestSessionSharesKubeadmsRunData(t *testing.T) {
-	if err := version.CheckStamped(); err != nil {
-		t.Skipf("%v (run `make test`)", err)
-	}
-	dir := filepath.Join(t.TempDir(), "pki")
-	if _, err := InitPKI(dir, "ECDSA-P256", nil); err != nil {
-		t.Fatal(err)
-	}
-	config := certsConfig(t, dir)
+	dir, config := pkiSetup(t)
 	var out []string
 	sess := &Session{}
 	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, Output: func(l string) { out = append(out, l) }, Session: sess}
@@ -247,18 +240,7 @@ func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
 // bootstrap does). Compare the two in one run (go test -bench
 // PhasesSession -benchmem ./pkg/kubeadm/).
 func BenchmarkPhasesSession(b *testing.B) {
-	if err := version.CheckStamped(); err != nil {
-		b.Skipf("%v (run `make bench`)", err)
-	}
-	dir := filepath.Join(b.TempDir(), "pki")
-	if _, err := InitPKI(dir, "ECDSA-P256", nil); err != nil {
-		b.Fatal(err)
-	}
-	p := filepath.Join(b.TempDir(), "kubeadm-init.yaml")
-	doc := "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint: {advertiseAddress: 192.0.2.10, bindPort: 6443}\nnodeRegistration: {name: cp-test, criSocket: unix:///run/containerd/containerd.sock}\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.37.2\ncertificatesDir: " + dir + "\n"
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	_, p := pkiSetup(b)
 	var leaves []Phase
 	for _, row := range PhaseTable(machineadm.ActionInit) {
 		if strings.HasPrefix(row.Name, "certs/") {

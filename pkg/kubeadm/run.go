@@ -278,9 +278,9 @@ func (r *Runner) plan(before dirSnapshot, output []string) error {
 // {disabled: true}` in the cluster's kubeadm-config ConfigMap, which
 // `kubeadm upgrade apply` reads as "skip the CoreDNS and kube-proxy
 // upgrade", and the preflight run that way left both images out of its
-// image pull. A phase that still runs that way (the first of a resumed
-// run: wait-control-plane; a join's kubelet-wait-bootstrap) reads neither
-// field.
+// image pull. The phases that still run that way, when no tree has the
+// run data (in a resumed run: from wait-control-plane for an init; for a
+// join, every leaf from etcd-join on, as before), read neither field.
 func phaseArgs(root *cobra.Command, verb, config string, table []Phase, name string, withData bool) []string {
 	flags := flagsFor(table, name)
 	path := append([]string{verb, "phase"}, strings.Split(name, "/")...)
@@ -298,9 +298,10 @@ func phaseArgs(root *cobra.Command, verb, config string, table []Phase, name str
 
 // dataFlags are the flags a command of kubeadm verb needs to build
 // complete run data from the configuration file: --config, and for join
-// --discovery-file, without which kubeadm's newJoinData skips discovery
-// and requires an existing /etc/kubernetes/admin.conf (kubeadm v1.37
-// cmd/kubeadm/app/cmd/join.go).
+// --discovery-file, without which kubeadm's newJoinData requires an
+// existing /etc/kubernetes/admin.conf (kubeadm v1.37
+// cmd/kubeadm/app/cmd/join.go), which a worker never has and a
+// control-plane join has only after control-plane-prepare/kubeconfig.
 func dataFlags(verb string) []string {
 	if verb == "join" {
 		return []string{"--config", "--discovery-file"}

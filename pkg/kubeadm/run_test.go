@@ -232,7 +232,7 @@ func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
 	}
 }
 
-// BenchmarkPhasesSession runs the ten certs leaves of the compiled-in
+// BenchmarkPhasesSession runs the eleven certs leaves of the compiled-in
 // kubeadm (with their certificates already there, so that each is kubeadm
 // reading its configuration and checking the files) once per iteration,
 // each phase building its own command tree and run data ("per-phase"),

@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -83,6 +83,15 @@ TRIM          := -trimpath
 test: deps
 	$(TEST_ENV) $(GO) test $(TRIM) -ldflags "$(TEST_LDFLAGS)" $(PKGS) $(TESTFLAGS)
 	$(if $(filter ./...,$(PKGS)),$(TEST_ENV) $(GO) test $(TRIM) -tags kms_all -ldflags "$(TEST_LDFLAGS)" $(KMS_PKGS) $(TESTFLAGS))
+
+# doc-test (test/doctest, build tag doctest): runs the README's quick start
+# exactly as written, as one session in a copy of the work tree (its first
+# block is `make build`), then every shell block of README.md and docs/*.md
+# not marked `<!-- doc-test: skip (REASON) -->`, each alone; every session in
+# a network namespace of its own (loopback only). Needs root; about a
+# minute with a warm build cache.
+doc-test:
+	$(TEST_ENV) $(GO) test $(TRIM) -tags doctest -ldflags "$(TEST_LDFLAGS)" -count=1 -v -run TestDocsRun ./test/doctest/
 
 bench:
 	$(TEST_ENV) $(GO) test $(TRIM) -ldflags "$(TEST_LDFLAGS)" -run '^$$' -bench . -benchmem $(PKGS)

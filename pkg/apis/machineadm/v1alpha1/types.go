@@ -429,7 +429,8 @@ type RemoteSource struct {
 // config.toml and hosts.toml files.
 type Containerd struct {
 	// ConfigVersion is the config.toml schema version: 2 (containerd 1.7) or
-	// 3 (containerd 2.x). Default: chosen from the installed containerd.
+	// 3 (containerd 2.x). Default on Linux: chosen from the installed
+	// containerd (`containerd --version`: 3 for 2.x, else 2); on Windows: 3.
 	ConfigVersion int `json:"configVersion,omitempty"`
 	// ConfigFile is containerd's configuration file. Default
 	// "/etc/containerd/config.toml" (Windows:

@@ -50,6 +50,9 @@ func TestDocsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := range qs {
+		qs[i].File = rel(root, qs[i].File)
+	}
 	before := snapshot(t, hostPaths)
 	defer func() {
 		if after := snapshot(t, hostPaths); !equalSnapshots(t, before, after) {
@@ -101,6 +104,7 @@ func TestDocsRun(t *testing.T) {
 				continue
 			}
 			ran++
+			b.File = rel(root, b.File)
 			t.Run(name, func(t *testing.T) {
 				dir := t.TempDir()
 				out, err := runSession(t, []Block{b}, dir, sessionEnv(t, home, bin))
@@ -178,7 +182,8 @@ func sessionEnv(t *testing.T, home, pathDir string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "HOME", "PATH", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "PWD", "OLDPWD":
+		case "HOME", "PATH", "GOCACHE", "GOMODCACHE", "GOPATH", "GOENV", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "PWD", "OLDPWD",
+			"MAKEFLAGS", "MAKELEVEL", "MFLAGS": // a fresh terminal, not a sub-make of `make doc-test`
 			continue
 		}
 		env = append(env, kv)

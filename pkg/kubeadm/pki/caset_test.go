@@ -1,4 +1,4 @@
-package kubeadm
+package pki
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package kubeadm
+package pki
 
 import (
 	"crypto"
@@ -22,6 +22,8 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
@@ -67,9 +69,9 @@ var ErrPKINotDir = errors.New("not a directory")
 // discards them), never to standard output, so that standard output holds
 // only the hash.
 func InitPKI(dir, keyType string, progress func(line string)) (hash string, err error) {
-	outputMu.Lock()
-	defer outputMu.Unlock()
-	err = captureStdio(progress, func(io.Writer, io.Writer) error {
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
+	err = stdio.Capture(progress, func(io.Writer, io.Writer) error {
 		hash, err = initPKI(dir, keyType)
 		return err
 	})
@@ -269,7 +271,7 @@ func keyMatches(keyPEM []byte, pub crypto.PublicKey) error {
 // (validation.SecretShapeProblem): bootstrap tokens
 // "[a-z0-9]{6}.[a-z0-9]{16}" and the certificate key, 32 bytes in hex.
 // Errors name the input, never its value.
-func CheckInputs(in Inputs) error {
+func CheckInputs(in translate.Inputs) error {
 	if in.JoinToken != "" {
 		if p := validation.SecretShapeProblem(machineadm.SecretFormatBootstrapToken, in.JoinToken); p != "" {
 			return errors.New("spec.join.token: " + p)

@@ -1,12 +1,7 @@
-package kubeadm
+package repair
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,56 +9,20 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
-// certsConfig is a kubeadm init configuration whose certificates go to
-// dir, for running kubeadm's certs phases for real in a test.
-func certsConfig(t testing.TB, dir string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "kubeadm-init.yaml")
-	doc := `apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint: {advertiseAddress: 192.0.2.10, bindPort: 6443} # only written into certificates
-nodeRegistration: {name: cp-test, criSocket: unix:///run/containerd/containerd.sock}
----
-apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-kubernetesVersion: v1.37.2
-certificatesDir: ` + dir + `
-`
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func writeLoneKey(t *testing.T, path string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func runCertsPhase(t *testing.T, config, name string) (string, error) {
 	t.Helper()
-	row, ok := Lookup(machineadm.ActionInit, name)
+	row, ok := run.Lookup(machineadm.ActionInit, name)
 	if !ok {
 		t.Fatalf("no phase %s", name)
 	}
 	var out []string
-	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, Output: func(l string) { out = append(out, l) }}
+	r := &run.Runner{Action: machineadm.ActionInit, ConfigPath: config, Output: func(l string) { out = append(out, l) }}
 	err := r.Run(context.Background(), row)
 	return strings.Join(out, "\n"), err
 }
@@ -78,7 +37,7 @@ func TestCertsLeafConvergesAfterKill(t *testing.T) {
 		t.Skipf("%v (run `make test`)", err)
 	}
 	dir := filepath.Join(t.TempDir(), "pki")
-	if _, err := InitPKI(dir, "ECDSA-P256", nil); err != nil {
+	if _, err := pki.InitPKI(dir, "ECDSA-P256", nil); err != nil {
 		t.Fatal(err)
 	}
 	// machineadm pki init makes sa too; this test lets kubeadm make it.
@@ -87,10 +46,10 @@ func TestCertsLeafConvergesAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	config := certsConfig(t, dir)
+	config := kubeadmtest.CertsConfig(t, dir)
 
 	// The kill after WriteKey: apiserver.key alone.
-	writeLoneKey(t, filepath.Join(dir, "apiserver.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "apiserver.key"))
 	out, err := runCertsPhase(t, config, "certs/apiserver")
 	if err == nil || !strings.Contains(err.Error()+out, "failure loading apiserver certificate") {
 		t.Fatalf("kubeadm's rerun with a lone key: err %v\n%s\nwant kubeadm's \"failure loading apiserver certificate\"", err, out)
@@ -117,7 +76,7 @@ func TestCertsLeafConvergesAfterKill(t *testing.T) {
 
 	// The kill after sa.key: kubeadm's rerun keeps the key and never
 	// writes sa.pub. The shared key goes only when the caller allows it.
-	writeLoneKey(t, filepath.Join(dir, "sa.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "sa.key"))
 	if removed, _ := RepairInterruptedCerts(dir, "certs/sa", nil); len(removed) > 0 {
 		t.Fatalf("a shared key removed without permission: %v", removed)
 	}
@@ -144,13 +103,13 @@ func TestCertsLeafConvergesAfterKill(t *testing.T) {
 // while its certificate has content.
 func TestRepairInterruptedCertsScope(t *testing.T) {
 	dir := t.TempDir()
-	writeLoneKey(t, filepath.Join(dir, "apiserver.key"))
-	writeLoneKey(t, filepath.Join(dir, "etcd/server.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "apiserver.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "etcd/server.key"))
 	if err := os.WriteFile(filepath.Join(dir, "etcd/server.crt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeLoneKey(t, filepath.Join(dir, "front-proxy-ca.key"))
-	writeLoneKey(t, filepath.Join(dir, "ca.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "front-proxy-ca.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "ca.key"))
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +136,8 @@ func TestRepairInterruptedCertsScope(t *testing.T) {
 		t.Errorf("a CA key with a certificate removed: %v", removed)
 	}
 	// A joining control plane's own certificates, never the CAs.
-	writeLoneKey(t, filepath.Join(dir, "front-proxy-client.key"))
-	writeLoneKey(t, filepath.Join(dir, "etcd/ca.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "front-proxy-client.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "etcd/ca.key"))
 	removed, _ = RepairInterruptedCerts(dir, "control-plane-prepare/certs", all)
 	if !slices.Equal(removed, []string{"apiserver.key", "front-proxy-client.key"}) {
 		t.Errorf("control-plane-prepare/certs removed %v", removed)

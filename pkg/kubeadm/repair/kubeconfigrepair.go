@@ -1,4 +1,4 @@
-package kubeadm
+package repair
 
 import (
 	"crypto/tls"

@@ -1,52 +1,47 @@
-package kubeadm
+package repair
 
 import (
 	"bytes"
 	"crypto"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 
 	"github.com/machineadm/machineadm/internal/testpin"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/version"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 )
 
 // runKubeconfigPhase runs the real kubeadm init phase name (a
 // "kubeconfig/<name>" leaf) with its kubeconfig directory moved to
-// kubeconfigDir: the single-phase command Runner.Run drives, `kubeadm init
-// phase kubeconfig <name>`, with --kubeconfig-dir added (machineadm keeps
-// kubeadm's /etc/kubernetes).
+// kubeconfigDir: the single-phase command the runner drives (see
+// run.Runner.Run), `kubeadm init phase kubeconfig <name>`, with
+// --kubeconfig-dir added (machineadm keeps kubeadm's /etc/kubernetes), in
+// a new command tree, its standard streams captured as the runner does.
 func runKubeconfigPhase(t *testing.T, config, kubeconfigDir, name string) (string, error) {
 	t.Helper()
 	args := append([]string{"init", "phase"}, strings.Split(name, "/")...)
 	args = append(args, "--config", config, "--kubeconfig-dir", kubeconfigDir)
 	var out []string
-	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config}
-	err := r.execute("init", "", name, sessionKey{}, func(*cobra.Command, bool) []string { return args }, func(l string) { out = append(out, l) })
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
+	err := stdio.Capture(func(l string) { out = append(out, l) }, func(stdout, stderr io.Writer) error {
+		c := kubeadmcmd.NewKubeadmCommand(nil, stdout, stderr)
+		c.SetArgs(args)
+		if err := c.Execute(); err != nil {
+			return fmt.Errorf("kubeadm init phase %s: %w", name, err)
+		}
+		return nil
+	})
 	return strings.Join(out, "\n"), err
-}
-
-// pkiSetup makes a cluster CA set and a kubeadm configuration for it
-// (certsConfig); it returns the certificates directory and the
-// configuration file. It skips a build without the Kubernetes version
-// stamp, which kubeadm's phases need.
-func pkiSetup(t testing.TB) (string, string) {
-	t.Helper()
-	if err := version.CheckStamped(); err != nil {
-		t.Skipf("%v (run `make test`)", err)
-	}
-	pki := filepath.Join(t.TempDir(), "pki")
-	if _, err := InitPKI(pki, "ECDSA-P256", nil); err != nil {
-		t.Fatal(err)
-	}
-	return pki, certsConfig(t, pki)
 }
 
 // TestKubeconfigLeafConvergesAfterKill: the compiled-in kubeadm's rerun of
@@ -56,7 +51,7 @@ func pkiSetup(t testing.TB) (string, string) {
 // real leaf writes the file afresh, and a rerun then keeps it ("Using
 // existing kubeconfig file"); the repair leaves a whole file alone.
 func TestKubeconfigLeafConvergesAfterKill(t *testing.T) {
-	pki, config := pkiSetup(t)
+	pki, config := kubeadmtest.PKISetup(t)
 	dir := filepath.Join(t.TempDir(), "kubernetes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -133,7 +128,7 @@ func unloadableCut(t *testing.T, whole []byte) int {
 // kubeadm's rerun, which compares only the cluster's CA, would keep them
 // with missing or half credentials. It logs the counts.
 func TestKubeconfigDamageEveryCut(t *testing.T) {
-	_, config := pkiSetup(t)
+	_, config := kubeadmtest.PKISetup(t)
 	dir := t.TempDir()
 	for _, name := range []string{"kubeconfig/admin", "kubeconfig/kubelet"} {
 		if out, err := runKubeconfigPhase(t, config, dir, name); err != nil {

@@ -1,4 +1,4 @@
-package kubeadm
+package run
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package kubeadm
+package run
 
 import (
 	"slices"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 )
 
 // Phase is one row of kubeadm's phase table: a phase or sub-phase of
@@ -49,7 +50,7 @@ type Phase struct {
 	// Systemd replaces the phase when spec.controlPlane.runtime is Systemd
 	// (systemd_run.go: units instead of static pods); nil: kubeadm runs it
 	// in both runtimes.
-	Systemd SystemdRun
+	Systemd systemd.SystemdRun
 }
 
 // Leaf says whether p has no sub-phases in table.
@@ -104,13 +105,13 @@ var initTable = []Phase{
 	{Name: "kubeconfig/controller-manager", Short: "Create controller-manager.conf"},
 	{Name: "kubeconfig/scheduler", Short: "Create scheduler.conf"},
 	{Name: "etcd", Short: "Create the local etcd static pod manifest", Class: errclass.EtcdUnhealthy, RunIf: localEtcd},
-	{Name: "etcd/local", Short: "Create the manifest of a local, single-member etcd", Systemd: SystemdEtcdPhase},
+	{Name: "etcd/local", Short: "Create the manifest of a local, single-member etcd", Systemd: systemd.SystemdEtcdPhase},
 	{Name: "control-plane", Short: "Create the control-plane static pod manifests", Class: errclass.HostPreparationFailed},
-	{Name: "control-plane/apiserver", Short: "Create the kube-apiserver manifest", Systemd: systemdComponent(kubeadmconstants.KubeAPIServer)},
-	{Name: "control-plane/controller-manager", Short: "Create the kube-controller-manager manifest", Systemd: systemdComponent(kubeadmconstants.KubeControllerManager)},
-	{Name: "control-plane/scheduler", Short: "Create the kube-scheduler manifest", Systemd: systemdComponent(kubeadmconstants.KubeScheduler)},
+	{Name: "control-plane/apiserver", Short: "Create the kube-apiserver manifest", Systemd: systemd.SystemdComponent(kubeadmconstants.KubeAPIServer)},
+	{Name: "control-plane/controller-manager", Short: "Create the kube-controller-manager manifest", Systemd: systemd.SystemdComponent(kubeadmconstants.KubeControllerManager)},
+	{Name: "control-plane/scheduler", Short: "Create the kube-scheduler manifest", Systemd: systemd.SystemdComponent(kubeadmconstants.KubeScheduler)},
 	{Name: "kubelet-start", Short: "Write the kubelet settings and (re)start the kubelet", Class: errclass.KubeletFailed, Journal: true},
-	{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy", Class: errclass.ControlPlaneUnhealthy, Journal: true, Systemd: SystemdWaitControlPlanePhase},
+	{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy", Class: errclass.ControlPlaneUnhealthy, Journal: true, Systemd: systemd.SystemdWaitControlPlanePhase},
 	{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to ConfigMaps", Class: errclass.ControlPlaneUnhealthy},
 	{Name: "upload-config/kubeadm", Short: "Upload the ClusterConfiguration"},
 	{Name: "upload-config/kubelet", Short: "Upload the kubelet configuration"},
@@ -136,15 +137,15 @@ var joinTable = []Phase{
 	{Name: "control-plane-prepare/download-certs", Short: "Download the shared certificates from the kubeadm-certs Secret", Class: errclass.PayloadUnavailable},
 	{Name: "control-plane-prepare/certs", Short: "Create this member's certificates"},
 	{Name: "control-plane-prepare/kubeconfig", Short: "Create the control-plane kubeconfig files"},
-	{Name: "control-plane-prepare/control-plane", Short: "Create the control-plane static pod manifests", Systemd: systemdComponent()},
+	{Name: "control-plane-prepare/control-plane", Short: "Create the control-plane static pod manifests", Systemd: systemd.SystemdComponent()},
 	// Hidden in kubeadm; kubeadm runs its check from etcd-join as well.
 	{Name: "check-etcd", Short: "Check the etcd cluster (never run alone: hidden in kubeadm)", Class: errclass.EtcdUnhealthy, Hidden: true, Never: true},
 	{Name: "kubelet-start", Short: "Write the kubelet settings, TLS-bootstrap and start the kubelet", Class: errclass.KubeletFailed, Journal: true},
-	{Name: "etcd-join", Short: "Add a local etcd member", Class: errclass.EtcdUnhealthy, RunIf: controlPlaneLocalEtcd, Systemd: SystemdEtcdJoinPhase},
+	{Name: "etcd-join", Short: "Add a local etcd member", Class: errclass.EtcdUnhealthy, RunIf: controlPlaneLocalEtcd, Systemd: systemd.SystemdEtcdJoinPhase},
 	{Name: "kubelet-wait-bootstrap", Short: "Wait for the kubelet to finish its TLS bootstrap", Class: errclass.TLSBootstrapFailed, Journal: true},
 	{Name: "control-plane-join", Short: "Join as a control-plane instance", Class: errclass.ControlPlaneUnhealthy, RunIf: controlPlaneJoin},
 	{Name: "control-plane-join/mark-control-plane", Short: "Label and taint the node as control plane"},
-	{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy", Class: errclass.ControlPlaneUnhealthy, Journal: true, RunIf: controlPlaneJoin, Systemd: SystemdWaitControlPlanePhase},
+	{Name: "wait-control-plane", Short: "Wait for the control plane to become healthy", Class: errclass.ControlPlaneUnhealthy, Journal: true, RunIf: controlPlaneJoin, Systemd: systemd.SystemdWaitControlPlanePhase},
 }
 
 // PhaseTable returns kubeadm's phase table for an action: init's for

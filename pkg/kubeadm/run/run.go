@@ -1,7 +1,6 @@
-package kubeadm
+package run
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 )
 
 // Runner runs kubeadm phases in-process through kubeadm's own command
@@ -151,7 +151,7 @@ func isSinglePhase(args []string) bool {
 }
 
 // switchWriter writes to w, which a Session points at the output of the
-// phase running. Phases run one at a time (outputMu), so w changes only
+// phase running. Phases run one at a time (stdio.Mu), so w changes only
 // between them.
 type switchWriter struct {
 	mu sync.Mutex
@@ -172,10 +172,6 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 
 // tailLines is how many of a phase's last output lines classify a failure.
 const tailLines = 200
-
-// outputMu serialises phases: kubeadm writes to the process's standard
-// streams, which Run redirects while a phase runs.
-var outputMu sync.Mutex
 
 // Run runs one phase of the table (a leaf, or a top-level phase without
 // sub-phases) with the configuration file and the flags of the phase and
@@ -324,8 +320,8 @@ func takesFlags(c *cobra.Command, flags []string) bool {
 // execute runs kubeadm's command tree (r.Session's for key, or a new one)
 // with the arguments args returns for it, its output to output.
 func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(root *cobra.Command, withData bool) []string, output func(string)) error {
-	outputMu.Lock()
-	defer outputMu.Unlock()
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
 	if r.DryRunDir != "" {
 		old, had := os.LookupEnv(envVar)
 		os.Setenv(envVar, r.DryRunDir)
@@ -337,7 +333,7 @@ func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(r
 			}
 		}()
 	}
-	return captureStdio(output, func(out, errOut io.Writer) (err error) {
+	return stdio.Capture(output, func(out, errOut io.Writer) (err error) {
 		defer recoverJoinDoneMessage(output, &err)
 		sess := r.session()
 		c, a := sess.command(key, out, errOut, args)
@@ -400,37 +396,4 @@ func panicFrame() string {
 			return ""
 		}
 	}
-}
-
-// captureStdio runs fn with os.Stdout and os.Stderr redirected into a pipe
-// whose lines go to sink; kubeadm prints with fmt.Printf and klog as well
-// as to the writers it is given.
-func captureStdio(sink func(string), fn func(out, errOut io.Writer) error) error {
-	if sink == nil {
-		sink = func(string) {}
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			sink(sc.Text())
-		}
-		// Drain anything after an over-long line so kubeadm never blocks.
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	os.Stdout, os.Stderr = pw, pw
-	defer func() {
-		os.Stdout, os.Stderr = oldOut, oldErr
-		pw.Close()
-		<-done
-		pr.Close()
-	}()
-	return fn(pw, pw)
 }

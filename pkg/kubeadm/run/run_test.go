@@ -1,4 +1,4 @@
-package kubeadm
+package run
 
 import (
 	"context"
@@ -13,6 +13,9 @@ import (
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
@@ -84,8 +87,8 @@ func TestUploadConfigKeepsTheAddonsEnabled(t *testing.T) {
 		t.Skipf("%v (run `make test`)", err)
 	}
 	tmp := t.TempDir()
-	pki, dryRun := filepath.Join(tmp, "pki"), filepath.Join(tmp, "dry-run")
-	if _, err := InitPKI(pki, "ECDSA-P256", nil); err != nil {
+	pkiDir, dryRun := filepath.Join(tmp, "pki"), filepath.Join(tmp, "dry-run")
+	if _, err := pki.InitPKI(pkiDir, "ECDSA-P256", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(dryRun, 0o700); err != nil {
@@ -102,13 +105,13 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: v1.37.2
 controlPlaneEndpoint: cp.test.example:6443
-certificatesDir: ` + pki + `
+certificatesDir: ` + pkiDir + `
 `
 	if err := os.WriteFile(config, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, DryRunDir: dryRun, CertificatesDir: pki, Output: func(l string) { out = append(out, l) }}
+	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, DryRunDir: dryRun, CertificatesDir: pkiDir, Output: func(l string) { out = append(out, l) }}
 	for _, name := range []string{"certs/ca", "kubeconfig/admin", "upload-config/kubeadm"} {
 		row, ok := Lookup(machineadm.ActionInit, name)
 		if !ok {
@@ -144,7 +147,7 @@ certificatesDir: ` + pki + `
 // reaches its own phase, and a failed phase drops the tree, so that the
 // next phase builds kubeadm's run data afresh.
 func TestSessionSharesKubeadmsRunData(t *testing.T) {
-	dir, config := pkiSetup(t)
+	dir, config := kubeadmtest.PKISetup(t)
 	var out []string
 	sess := &Session{}
 	r := &Runner{Action: machineadm.ActionInit, ConfigPath: config, Output: func(l string) { out = append(out, l) }, Session: sess}
@@ -174,7 +177,7 @@ func TestSessionSharesKubeadmsRunData(t *testing.T) {
 		t.Errorf("the second phase's output is not its own:\n%s", got)
 	}
 	// A kill between kubeadm's key and certificate writes: the rerun fails.
-	writeLoneKey(t, filepath.Join(dir, "apiserver-kubelet-client.key"))
+	kubeadmtest.WriteLoneKey(t, filepath.Join(dir, "apiserver-kubelet-client.key"))
 	if err := run("certs/apiserver-kubelet-client"); err == nil {
 		t.Fatal("certs/apiserver-kubelet-client with a lone key succeeded")
 	}
@@ -240,7 +243,7 @@ func TestSessionKeepsOnlyMatchingSinglePhaseTrees(t *testing.T) {
 // bootstrap does). Compare the two in one run (go test -bench
 // PhasesSession -benchmem ./pkg/kubeadm/).
 func BenchmarkPhasesSession(b *testing.B) {
-	_, p := pkiSetup(b)
+	_, p := kubeadmtest.PKISetup(b)
 	var leaves []Phase
 	for _, row := range PhaseTable(machineadm.ActionInit) {
 		if strings.HasPrefix(row.Name, "certs/") {
@@ -266,4 +269,21 @@ func BenchmarkPhasesSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestRecoverJoinDoneMessageReraises: only the known panic of kubeadm's
+// join command is absorbed; a panic anywhere else goes on.
+func TestRecoverJoinDoneMessageReraises(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("a foreign nil dereference was swallowed")
+		}
+	}()
+	var err error
+	func() {
+		defer recoverJoinDoneMessage(nil, &err)
+		var p *translate.Inputs
+		_ = p.JoinToken // nil dereference outside kubeadm's join command
+	}()
+	t.Error("not reached: the panic must propagate")
 }

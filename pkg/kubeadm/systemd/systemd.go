@@ -1,4 +1,4 @@
-package kubeadm
+package systemd
 
 import (
 	"fmt"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
 // SystemdControlPlane derives the systemd units of the Systemd runtime
@@ -52,7 +53,7 @@ const (
 // loaded through kubeadm's own path (BytesToInitConfiguration: decoding,
 // defaults, dynamic defaults such as the node name and advertise address),
 // as the kubeadm phases load them.
-func NewSystemdControlPlane(cfg *machineadm.MachineBootstrapConfig, docs *Documents) (*SystemdControlPlane, error) {
+func NewSystemdControlPlane(cfg *machineadm.MachineBootstrapConfig, docs *translate.Documents) (*SystemdControlPlane, error) {
 	b, err := systemdBinaries(cfg)
 	if err != nil {
 		return nil, err

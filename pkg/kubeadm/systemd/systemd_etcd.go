@@ -1,4 +1,4 @@
-package kubeadm
+package systemd
 
 import (
 	"context"

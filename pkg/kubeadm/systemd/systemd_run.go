@@ -1,4 +1,4 @@
-package kubeadm
+package systemd
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
 // SystemdRun is a phase of the Systemd runtime that replaces a kubeadm
@@ -38,8 +39,10 @@ func SystemdRuntime(cfg *machineadm.MachineBootstrapConfig) bool {
 	return cfg.Spec.ControlPlane != nil && cfg.Spec.ControlPlane.Runtime == machineadm.RuntimeSystemd
 }
 
-// systemdComponent is SystemdControlPlanePhase for some components.
-func systemdComponent(components ...string) SystemdRun {
+// SystemdComponent is SystemdControlPlanePhase for some components (names
+// of kubeadmconstants: KubeAPIServer, ...; none: all three), as the
+// SystemdRun of a row of the phase table.
+func SystemdComponent(components ...string) SystemdRun {
 	return func(ctx context.Context, env *SystemdEnv) error {
 		return SystemdControlPlanePhase(ctx, env, components...)
 	}
@@ -51,7 +54,7 @@ type SystemdEnv struct {
 	Config *machineadm.MachineBootstrapConfig
 	// Docs are the kubeadm documents the kubeadm phases run with
 	// (Translate with the run's Inputs).
-	Docs *Documents
+	Docs *translate.Documents
 	// Root is the host's root, "/" on a real node.
 	Root string
 	// DryRun prints the plan (unit files with diffs) to Out and changes

@@ -1,4 +1,4 @@
-package kubeadm
+package systemd
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/cpunits/cpunitstest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
 // systemdInit is the Systemd example (docs/examples/control-plane-systemd.yaml:
@@ -26,13 +28,13 @@ import (
 // API server) plus an extra argument for the scheduler, translated with a
 // patches directory that holds a kube-apiserver patch as well as the
 // kubelet's.
-func systemdInit(t *testing.T) (*machineadm.MachineBootstrapConfig, *Documents, string) {
+func systemdInit(t *testing.T) (*machineadm.MachineBootstrapConfig, *translate.Documents, string) {
 	t.Helper()
-	requireStamped(t)
-	cfg := loadExample(t, "control-plane-systemd.yaml")
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-systemd.yaml")
 	cfg.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "2"}}
 	patches := t.TempDir()
-	if _, err := WriteKubeletPatch(cfg, patches); err != nil {
+	if _, err := translate.WriteKubeletPatch(cfg, patches); err != nil {
 		t.Fatal(err)
 	}
 	// A kubeadm patch of the API server's pod: the units must carry it too.
@@ -41,9 +43,9 @@ func systemdInit(t *testing.T) (*machineadm.MachineBootstrapConfig, *Documents, 
 	if err := os.WriteFile(filepath.Join(patches, "kube-apiserver+json.json"), []byte(patch), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := testInputs(cfg)
+	in := kubeadmtest.Inputs(cfg)
 	in.PatchesDir = patches
-	docs, err := Translate(cfg, in)
+	docs, err := translate.Translate(cfg, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,15 +275,15 @@ func TestSystemdUnitsVerifyAndScore(t *testing.T) {
 // kubelet patch; the StaticPods runtime leaves it alone.
 func TestSystemdKubeletPatchTurnsStaticPodsOff(t *testing.T) {
 	cfg, _, patches := systemdInit(t)
-	if v, ok := KubeletConfig(cfg)["staticPodPath"]; !ok || v != "" {
+	if v, ok := translate.KubeletConfig(cfg)["staticPodPath"]; !ok || v != "" {
 		t.Errorf("staticPodPath = %v (set %v), want \"\"", v, ok)
 	}
-	data, err := os.ReadFile(filepath.Join(patches, kubeletPatchFile))
+	data, err := os.ReadFile(filepath.Join(patches, translate.KubeletPatchFile))
 	if err != nil || !strings.Contains(string(data), `"staticPodPath":""`) {
 		t.Errorf("kubelet patch %s (%v) lacks staticPodPath", data, err)
 	}
 	cfg.Spec.ControlPlane.Runtime = machineadm.RuntimeStaticPods
-	if _, ok := KubeletConfig(cfg)["staticPodPath"]; ok {
+	if _, ok := translate.KubeletConfig(cfg)["staticPodPath"]; ok {
 		t.Error("StaticPods runtime sets staticPodPath")
 	}
 }
@@ -333,8 +335,8 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 // defaults (there is no cluster to read), this node's part from the join
 // configuration; no etcd member is added and nothing is written.
 func TestSystemdJoinDryRun(t *testing.T) {
-	requireStamped(t)
-	cfg := loadExample(t, "control-plane-join.yaml")
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-join.yaml")
 	cp := cfg.Spec.ControlPlane
 	cp.Runtime = machineadm.RuntimeSystemd
 	cp.Binaries = &machineadm.ControlPlaneBinaries{Etcd: "/usr/local/bin/etcd", KubeAPIServer: "/usr/local/bin/kube-apiserver",
@@ -342,12 +344,12 @@ func TestSystemdJoinDryRun(t *testing.T) {
 	if cp.Etcd.Local == nil && cp.Etcd.External == nil {
 		cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd"}
 	}
-	in := testInputs(cfg)
+	in := kubeadmtest.Inputs(cfg)
 	in.PatchesDir = t.TempDir()
-	if _, err := WriteKubeletPatch(cfg, in.PatchesDir); err != nil {
+	if _, err := translate.WriteKubeletPatch(cfg, in.PatchesDir); err != nil {
 		t.Fatal(err)
 	}
-	docs, err := Translate(cfg, in)
+	docs, err := translate.Translate(cfg, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,16 @@
-// Package kubeadm is machineadm's only adapter around kubeadm
-// (k8s.io/kubernetes/cmd/kubeadm, compiled in). It translates the hub
-// machine spec into kubeadm's configuration types, runs kubeadm's own
-// defaulting and validation on the result, and runs kubeadm's init and join
-// phases in-process. No other package imports kubeadm.
+// Package translate turns the hub machine spec into kubeadm's
+// configuration (Translate): kubeadm's own Go types, defaulted and
+// validated by kubeadm, with secrets redacted from its errors. It also
+// holds the checks that need only the spec and kubeadm's types: the
+// version skew kubeadm supports (CheckVersionSkew), `config kubeadm`'s
+// redacted translation (CheckSpec) and the inputs a spec consumes
+// (SecretInputs).
 //
 // The kubeadm configuration API version is chosen from the target
 // Kubernetes version (see ConfigAPIVersion); each API version has its own
 // translator file (translate_v1beta4.go), so adding kubeadm's v1 later is a
 // new file and one table entry.
-package kubeadm
+package translate
 
 import (
 	"fmt"

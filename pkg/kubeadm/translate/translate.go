@@ -1,4 +1,4 @@
-package kubeadm
+package translate
 
 import (
 	"bytes"
@@ -106,9 +106,9 @@ func Validate(action machineadm.Action, docs *Documents) error {
 	return nil
 }
 
-// kubeletPatchFile is the kubeadm patch file name for the
+// KubeletPatchFile is the kubeadm patch file name for the
 // KubeletConfiguration: target "kubeletconfiguration", JSON merge patch.
-const kubeletPatchFile = "kubeletconfiguration+merge.json"
+const KubeletPatchFile = "kubeletconfiguration+merge.json"
 
 // KubeletConfig returns the partial KubeletConfiguration machineadm
 // passes to kubeadm: spec.node.kubelet.config, plus cgroupDriver from
@@ -148,7 +148,7 @@ func KubeletPatch(cfg *machineadm.MachineBootstrapConfig) (name string, content 
 	if err != nil {
 		return "", nil, false, fmt.Errorf("encoding spec.node.kubelet.config: %w", err)
 	}
-	return kubeletPatchFile, data, true, nil
+	return KubeletPatchFile, data, true, nil
 }
 
 // WriteKubeletPatch writes the kubelet configuration patch into dir

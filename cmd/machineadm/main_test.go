@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
@@ -457,7 +457,7 @@ func tablePhases(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, p := range kubeadm.PhasesFor(l.Config) {
+	for _, p := range run.PhasesFor(l.Config) {
 		names = append(names, p.Name)
 	}
 	if len(names) < 3 {

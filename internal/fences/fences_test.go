@@ -59,7 +59,7 @@ func hasPrefixAny(s string, prefixes ...string) bool {
 	return false
 }
 
-// TestOnlyTheAdapterImportsKubeadm: only pkg/kubeadm (and the binary)
+// TestOnlyTheAdapterImportsKubeadm: only pkg/kubeadm/... (and the binary)
 // imports k8s.io/kubernetes/...; the rest of machineadm reaches kubeadm
 // through the adapter. Checked for every OS the binary is built for.
 func TestOnlyTheAdapterImportsKubeadm(t *testing.T) {
@@ -70,7 +70,7 @@ func TestOnlyTheAdapterImportsKubeadm(t *testing.T) {
 			}
 			for _, imp := range p.Imports {
 				if hasPrefixAny(imp, "k8s.io/kubernetes") {
-					t.Errorf("%s (GOOS=%s) imports %s: only pkg/kubeadm may import kubeadm", p.ImportPath, goos, imp)
+					t.Errorf("%s (GOOS=%s) imports %s: only pkg/kubeadm/... may import kubeadm", p.ImportPath, goos, imp)
 				}
 			}
 		}

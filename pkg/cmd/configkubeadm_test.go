@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
 // TestConfigKubeadmOutputAcceptedByKubeadm feeds the printed documents of
@@ -26,8 +26,8 @@ func TestConfigKubeadmOutputAcceptedByKubeadm(t *testing.T) {
 			if strings.Contains(out, "kind: InitConfiguration") {
 				action = machineadm.ActionInit
 			}
-			docs := &kubeadm.Documents{APIVersion: "kubeadm.k8s.io/v1beta4", YAML: []byte(out)}
-			if err := kubeadm.Validate(action, docs); err != nil {
+			docs := &translate.Documents{APIVersion: "kubeadm.k8s.io/v1beta4", YAML: []byte(out)}
+			if err := translate.Validate(action, docs); err != nil {
 				t.Errorf("kubeadm refuses the printed configuration: %v", err)
 			}
 			// Secrets are placeholders; secret files are never read.

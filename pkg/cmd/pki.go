@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -41,14 +41,14 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 			if out == "" {
 				return usagef("--out DIR is required")
 			}
-			if !slices.Contains(kubeadm.KeyTypes, keyType) {
-				return usagef("--key-type must be one of %v, got %q", kubeadm.KeyTypes, keyType)
+			if !slices.Contains(pki.KeyTypes, keyType) {
+				return usagef("--key-type must be one of %v, got %q", pki.KeyTypes, keyType)
 			}
-			hash, err := kubeadm.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
-			if errors.Is(err, kubeadm.ErrPKINotDir) {
+			hash, err := pki.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
+			if errors.Is(err, pki.ErrPKINotDir) {
 				return usagef("--out %v", err) // nothing was changed
 			}
-			if errors.Is(err, kubeadm.ErrPKIExists) || errors.Is(err, kubeadm.ErrPKIDirInUse) {
+			if errors.Is(err, pki.ErrPKIExists) || errors.Is(err, pki.ErrPKIDirInUse) {
 				return &UsageError{Err: err} // nothing was changed
 			}
 			if err != nil {
@@ -80,7 +80,7 @@ nodes pin in spec.join.caCertHashes. DIR is given as the argument or with
 			if err != nil {
 				return err
 			}
-			hash, err := kubeadm.CACertHash(d)
+			hash, err := pki.CACertHash(d)
 			if err != nil {
 				return &UsageError{Err: err}
 			}
@@ -107,7 +107,7 @@ the file will have on the machine. Without --out it is printed; an empty
 			if err := outGiven(cmd); err != nil {
 				return err
 			}
-			return emitSecret(o, keyOut, "certificate key", kubeadm.GenerateCertificateKey)
+			return emitSecret(o, keyOut, "certificate key", pki.GenerateCertificateKey)
 		},
 	}
 	keyCmd.Flags().StringVar(&keyOut, "out", "", "file to write the key to (mode 0600) instead of standard output")
@@ -137,7 +137,7 @@ variable) is refused rather than printing it.`,
 			if err := outGiven(cmd); err != nil {
 				return err
 			}
-			return emitSecret(o, out, "bootstrap token", kubeadm.GenerateToken)
+			return emitSecret(o, out, "bootstrap token", pki.GenerateToken)
 		},
 	}
 	gen.Flags().StringVar(&out, "out", "", "file to write the token to (mode 0600) instead of standard output")

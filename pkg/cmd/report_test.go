@@ -13,7 +13,7 @@ import (
 
 	"github.com/machineadm/machineadm/internal/testfifo"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	kubeadmrun "github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -31,8 +31,8 @@ func failedReport(t *testing.T) (string, *report.BootstrapReport) {
 		FailedPhase: "kubelet-start", ErrorClass: report.ClassTimeout,
 		Error: `couldn't validate the identity of the API Server: failed to request the cluster-info ConfigMap: Get "https://127.0.0.1:6443/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial tcp 127.0.0.1:6443: connect: connection refused`,
 	}
-	kubeletStart, _ := kubeadm.Lookup(machineadm.ActionJoin, r.FailedPhase)
-	_, r.Hint = kubeadm.Classify(kubeletStart, fmt.Errorf("%s", r.Error), nil)
+	kubeletStart, _ := kubeadmrun.Lookup(machineadm.ActionJoin, r.FailedPhase)
+	_, r.Hint = kubeadmrun.Classify(kubeletStart, fmt.Errorf("%s", r.Error), nil)
 	names := []string{"host-check", "files", "kernel-modules", "sysctl", "containerd", "kubeadm-config", "preflight", "kubelet-start", "static-pods"}
 	at := start
 	for i, n := range names {

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 )
 
 // Bootstrap returns the bootstrap workflow for a validated hub spec:
@@ -33,14 +33,14 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 // RunIf, or its parent's) does not hold for cfg, or it belongs to the
 // other action (init, join). "" when name is in neither kubeadm table.
 func absentKubeadmPhase(cfg *machineadm.MachineBootstrapConfig, name string) string {
-	row, ok := kubeadm.Lookup(cfg.Spec.Action, name)
+	row, ok := run.Lookup(cfg.Spec.Action, name)
 	other := machineadm.ActionJoin
 	if cfg.Spec.Action == machineadm.ActionJoin {
 		other = machineadm.ActionInit
 	}
 	switch {
 	case !ok:
-		if _, ok := kubeadm.Lookup(other, name); ok {
+		if _, ok := run.Lookup(other, name); ok {
 			return "a phase of kubeadm " + strings.ToLower(string(other)) + "; this spec's action is " + string(cfg.Spec.Action)
 		}
 		return ""
@@ -57,13 +57,13 @@ func Prepare(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	return &Workflow{Command: "prepare", Phases: append(before, after...)}
 }
 
-// KubeadmPhases returns kubeadm's phase tree for cfg (kubeadm.PhasesFor:
+// KubeadmPhases returns kubeadm's phase tree for cfg (run.PhasesFor:
 // the rows whose condition holds for the spec), each row a phase under
 // kubeadm's name, sub-phases nested under their parents.
 func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
 	var top []Phase
 	// Rows come parents first, so a child's parent is always already placed.
-	for _, row := range kubeadm.PhasesFor(cfg) {
+	for _, row := range run.PhasesFor(cfg) {
 		parts := strings.Split(row.Name, "/")
 		list := &top
 		for _, part := range parts[:len(parts)-1] {

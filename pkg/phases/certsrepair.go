@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/repair"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 )
 
 // repairInterruptedCerts prepares a real run of kubeadm's certificate
 // phase row (init's certs/<name>, join's control-plane-prepare/certs) on a
 // control plane: it removes a private key that an interrupted earlier run
-// left without its certificate (kubeadm.RepairInterruptedCerts), which
+// left without its certificate (repair.RepairInterruptedCerts), which
 // kubeadm's rerun would fail on. A key of the shared set (a CA key,
 // sa.key) is removed only when this run resumes in that very phase, the
 // one that writes it (the state file says an unfinished run of this spec
@@ -22,7 +23,7 @@ import (
 // (spec.controlPlane.pki.dir or a sealed spec): so a CA key kubeadm was
 // generating goes, and one an operator delivered, or one with its
 // certificate, never does. It returns the change lines for the report.
-func repairInterruptedCerts(d *Data, row kubeadm.Phase) ([]string, error) {
+func repairInterruptedCerts(d *Data, row run.Phase) ([]string, error) {
 	cp := d.Config.Spec.ControlPlane
 	if d.DryRun || cp == nil {
 		return nil, nil
@@ -31,7 +32,7 @@ func repairInterruptedCerts(d *Data, row kubeadm.Phase) ([]string, error) {
 	if err != nil {
 		return nil, nil // kubeadm names the problem
 	}
-	removed, err := kubeadm.RepairInterruptedCerts(dir, row.Name, func(key string) bool {
+	removed, err := repair.RepairInterruptedCerts(dir, row.Name, func(key string) bool {
 		return d.resumedAt == row.Name && !deliveredPKI(d, key)
 	})
 	var lines []string

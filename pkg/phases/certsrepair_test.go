@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -70,7 +70,7 @@ func TestCertsLeafRepairGate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return nil }
+			d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error { return nil }
 			obs := &resultObs{results: map[string]Result{}}
 			if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
 				t.Fatal(err)

@@ -9,13 +9,15 @@ import (
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/service"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/discovery"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 )
 
 // KubeadmRunner runs one kubeadm phase with r's settings; the default is
-// (*kubeadm.Runner).Run. Tests pass a stub.
-type KubeadmRunner func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error
+// (*run.Runner).Run. Tests pass a stub.
+type KubeadmRunner func(ctx context.Context, r *run.Runner, p run.Phase) error
 
 // Data is what phases share for one run. Phases reach the host only
 // through it: files through Host's root and WorkDir's Dir, services and
@@ -47,14 +49,14 @@ type Data struct {
 	// Host is where the host-preparation steps run (root, dry run,
 	// services, kernel). Required by host phases.
 	Host *host.Env
-	// RunKubeadm runs kubeadm phases. Default: (*kubeadm.Runner).Run.
+	// RunKubeadm runs kubeadm phases. Default: (*run.Runner).Run.
 	RunKubeadm KubeadmRunner
 	// Journal reads the kubelet's journal after a failed kubelet phase.
 	// Default: service.Journalctl{}.
 	Journal service.Journal
 	// WaitClusterInfo is the join's wait for a signed cluster-info
-	// (wait-cluster-info). Default: kubeadm.WaitClusterInfo.
-	WaitClusterInfo func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error)
+	// (wait-cluster-info). Default: discovery.WaitClusterInfo.
+	WaitClusterInfo func(ctx context.Context, w discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error)
 
 	// Sealed is the SealedSecrets document that came with the spec, or
 	// nil; inputs-check opens it with Identity (a file; default
@@ -77,7 +79,7 @@ type Data struct {
 	kubeadm   *kubeadmState
 	// secrets are the secret inputs read by inputs-check, reused by
 	// kubeadm-config (nil when inputs-check did not run in this process).
-	secrets *kubeadm.Inputs
+	secrets *translate.Inputs
 }
 
 func (d *Data) log() *slog.Logger {
@@ -103,14 +105,14 @@ func (d *Data) journal() service.Journal {
 
 func (d *Data) runKubeadm() KubeadmRunner {
 	if d.RunKubeadm == nil {
-		return func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return r.Run(ctx, p) }
+		return func(ctx context.Context, r *run.Runner, p run.Phase) error { return r.Run(ctx, p) }
 	}
 	return d.RunKubeadm
 }
 
-func (d *Data) waitClusterInfo() func(context.Context, kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+func (d *Data) waitClusterInfo() func(context.Context, discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error) {
 	if d.WaitClusterInfo == nil {
-		return kubeadm.WaitClusterInfo
+		return discovery.WaitClusterInfo
 	}
 	return d.WaitClusterInfo
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/discovery"
 )
 
 // WaitClusterInfoName is the name of the join's discovery wait, the phase
@@ -17,7 +17,7 @@ const WaitClusterInfoName = "wait-cluster-info"
 // WaitClusterInfoPhase waits, before kubeadm join's preflight, until the
 // cluster-info ConfigMap at spec.join.apiServerEndpoint is signed for the
 // join token, and verifies it with the token and spec.join.caCertHashes
-// exactly as kubeadm's discovery does (kubeadm.WaitClusterInfo). kubeadm
+// exactly as kubeadm's discovery does (discovery.WaitClusterInfo). kubeadm
 // retries discovery every 5 s; a worker joining right after init, before
 // the controller-manager's bootstrap signer has signed cluster-info for
 // the new token, lost up to 10 s there. This wait asks every 200 ms for
@@ -43,9 +43,9 @@ func WaitClusterInfoPhase() Phase {
 			if j == nil {
 				return Result{}, errclass.Errorf(errclass.Internal, "", "%s: the spec has no spec.join", WaitClusterInfoName)
 			}
-			w := kubeadm.ClusterInfoWait{
+			w := discovery.ClusterInfoWait{
 				Endpoint: j.APIServerEndpoint, CACertHashes: j.CACertHashes, UnsafeSkipCAVerification: j.UnsafeSkipCAVerification,
-				Interval: kubeadm.DefaultClusterInfoInterval, Timeout: joinTimeout(j.Timeout), FastFor: kubeadm.DefaultClusterInfoFastFor,
+				Interval: discovery.DefaultClusterInfoInterval, Timeout: joinTimeout(j.Timeout), FastFor: discovery.DefaultClusterInfoFastFor,
 			}
 			if d.DryRun {
 				return Result{Message: fmt.Sprintf("dry run: would wait up to %s for the cluster-info ConfigMap at %s signed for the join token", w.Timeout, w.Endpoint)}, nil
@@ -69,7 +69,7 @@ func WaitClusterInfoPhase() Phase {
 				d.log().Info("cluster-info signed for the join token", "endpoint", w.Endpoint, "requests", res.Attempts, "waited", res.Waited, "unsigned", res.Unsigned, "pinned", res.Pinned)
 				return Result{Message: fmt.Sprintf("cluster-info at %s signed for the join token, %s, after %d request(s) in %s (%s %s)",
 					w.Endpoint, how, res.Attempts, res.Waited.Round(time.Millisecond), res.Unsigned.Round(time.Millisecond), UnsignedMessage)}, nil
-			case errors.Is(err, kubeadm.ErrClusterInfoPending) && ctx.Err() == nil:
+			case errors.Is(err, discovery.ErrClusterInfoPending) && ctx.Err() == nil:
 				// kubeadm's discovery would wait for the same thing, as long:
 				// the join's discovery is over.
 				return Result{}, errclass.New(errclass.Timeout, hintDiscoveryTimeout,
@@ -82,7 +82,7 @@ func WaitClusterInfoPhase() Phase {
 
 // UnsignedMessage follows, in the wait-cluster-info phase's message of a
 // successful wait, the time before the request that found the signature
-// (kubeadm.ClusterInfoResult.Unsigned, rounded to the millisecond, as Go
+// (discovery.ClusterInfoResult.Unsigned, rounded to the millisecond, as Go
 // prints a time.Duration): "(412ms before the signature was there)". It
 // is the cluster's time, not machineadm's: `make bench-e2e` reads it to
 // tell the two apart.
@@ -93,10 +93,10 @@ const UnsignedMessage = "before the signature was there"
 const hintDiscoveryTimeout = "No signed cluster-info within spec.join.timeout: check that spec.join.apiServerEndpoint is reachable from this machine and serves this cluster, that the bootstrap token exists and has not expired (the controller-manager signs cluster-info for it), or raise spec.join.timeout."
 
 // joinTimeout is spec.join.timeout (validated, defaulted to 5m), or
-// kubeadm.DefaultClusterInfoTimeout when it does not parse.
+// discovery.DefaultClusterInfoTimeout when it does not parse.
 func joinTimeout(s string) time.Duration {
 	if t, err := time.ParseDuration(s); err == nil && t > 0 {
 		return t
 	}
-	return kubeadm.DefaultClusterInfoTimeout
+	return discovery.DefaultClusterInfoTimeout
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/discovery"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -59,14 +59,14 @@ func TestWaitClusterInfoPhaseSettings(t *testing.T) {
 	for _, tc := range []struct {
 		timeout string
 		want    time.Duration
-	}{{"", kubeadm.DefaultClusterInfoTimeout}, {"5m", 5 * time.Minute}, {"15s", 15 * time.Second}} {
+	}{{"", discovery.DefaultClusterInfoTimeout}, {"5m", 5 * time.Minute}, {"15s", 15 * time.Second}} {
 		var buf bytes.Buffer
 		d := logData(t, &buf)
 		d.Config.Spec.Join.Timeout = tc.timeout
-		var got kubeadm.ClusterInfoWait
-		d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+		var got discovery.ClusterInfoWait
+		d.WaitClusterInfo = func(ctx context.Context, w discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error) {
 			got = w
-			return kubeadm.ClusterInfoResult{Attempts: 3, Waited: 400 * time.Millisecond, Unsigned: 380 * time.Millisecond, Pinned: true}, nil
+			return discovery.ClusterInfoResult{Attempts: 3, Waited: 400 * time.Millisecond, Unsigned: 380 * time.Millisecond, Pinned: true}, nil
 		}
 		res, err := runWait(t, d)
 		if err != nil {
@@ -74,7 +74,7 @@ func TestWaitClusterInfoPhaseSettings(t *testing.T) {
 		}
 		j := d.Config.Spec.Join
 		if got.Endpoint != j.APIServerEndpoint || got.Token != "abcdef.0123456789abcdef" || !slices.Equal(got.CACertHashes, j.CACertHashes) ||
-			got.Interval != kubeadm.DefaultClusterInfoInterval || got.Timeout != tc.want || got.FastFor != kubeadm.DefaultClusterInfoFastFor {
+			got.Interval != discovery.DefaultClusterInfoInterval || got.Timeout != tc.want || got.FastFor != discovery.DefaultClusterInfoFastFor {
 			t.Errorf("timeout %q: wait %+v", tc.timeout, got)
 		}
 		if !strings.Contains(res.Summary(), "CA pinned") || !strings.Contains(res.Summary(), "3 request(s)") ||
@@ -93,19 +93,19 @@ func TestWaitClusterInfoPhaseSettings(t *testing.T) {
 func TestWaitClusterInfoPhaseOutcomes(t *testing.T) {
 	var buf bytes.Buffer
 	d := logData(t, &buf)
-	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
-		return kubeadm.ClusterInfoResult{Attempts: 1}, errclass.New(errclass.DiscoveryFailed, "pin", errors.New("not pinned"))
+	d.WaitClusterInfo = func(ctx context.Context, w discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error) {
+		return discovery.ClusterInfoResult{Attempts: 1}, errclass.New(errclass.DiscoveryFailed, "pin", errors.New("not pinned"))
 	}
 	if _, err := runWait(t, d); err == nil {
 		t.Error("refusal passed")
 	} else if c, _ := errclass.Of(err); c != errclass.DiscoveryFailed {
 		t.Errorf("class %s", c)
 	}
-	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
-		return kubeadm.ClusterInfoResult{Attempts: 300}, errclass.New(errclass.Timeout, "", kubeadm.ErrClusterInfoPending)
+	d.WaitClusterInfo = func(ctx context.Context, w discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error) {
+		return discovery.ClusterInfoResult{Attempts: 300}, errclass.New(errclass.Timeout, "", discovery.ErrClusterInfoPending)
 	}
 	_, err := runWait(t, d)
-	if c, hint := errclass.Of(err); c != errclass.Timeout || !strings.Contains(hint, "spec.join.timeout") || !errors.Is(err, kubeadm.ErrClusterInfoPending) {
+	if c, hint := errclass.Of(err); c != errclass.Timeout || !strings.Contains(hint, "spec.join.timeout") || !errors.Is(err, discovery.ErrClusterInfoPending) {
 		t.Errorf("pending: class %s hint %q err %v; want Timeout naming spec.join.timeout", c, hint, err)
 	}
 }
@@ -136,9 +136,9 @@ func TestWaitClusterInfoPhaseRealWaitBounded(t *testing.T) {
 func TestWaitClusterInfoPhaseDryRun(t *testing.T) {
 	d, _ := workerData(t)
 	d.DryRun = true
-	d.WaitClusterInfo = func(ctx context.Context, w kubeadm.ClusterInfoWait) (kubeadm.ClusterInfoResult, error) {
+	d.WaitClusterInfo = func(ctx context.Context, w discovery.ClusterInfoWait) (discovery.ClusterInfoResult, error) {
 		t.Error("dry run waited")
-		return kubeadm.ClusterInfoResult{}, nil
+		return discovery.ClusterInfoResult{}, nil
 	}
 	res, err := WaitClusterInfoPhase().Run(context.Background(), d)
 	if err != nil || !strings.HasPrefix(res.Summary(), "dry run: would wait up to 5m0s") {

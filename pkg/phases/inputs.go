@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 )
 
 // InputsCheckPhase is the name of the first bootstrap phase.
@@ -33,7 +33,7 @@ func InputsCheck() Phase {
 			if err != nil {
 				return Result{}, err
 			}
-			if err := kubeadm.CheckInputs(in); err != nil {
+			if err := pki.CheckInputs(in); err != nil {
 				return Result{}, errclass.New(errclass.PayloadUnavailable, "the secret file named by that field holds something else; write the secret alone into it", err)
 			}
 			d.secrets = &in
@@ -44,11 +44,11 @@ func InputsCheck() Phase {
 			if cp := d.Config.Spec.ControlPlane; cp != nil && cp.PKI.Dir != "" {
 				var err error
 				if d.sealedPKI != nil {
-					err = kubeadm.CheckCASet(d.sealedPKI, time.Now())
+					err = pki.CheckCASet(d.sealedPKI, time.Now())
 				} else {
 					var dir string
 					if dir, err = d.host().Path(cp.PKI.Dir); err == nil {
-						err = kubeadm.CheckCA(dir)
+						err = pki.CheckCA(dir)
 					}
 				}
 				if err != nil {

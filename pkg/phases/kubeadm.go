@@ -10,20 +10,21 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 // kubeadmState is computed once per run by the kubeadm-config phase.
 type kubeadmState struct {
-	inputs     kubeadm.Inputs
-	docs       *kubeadm.Documents
+	inputs     translate.Inputs
+	docs       *translate.Documents
 	configPath string
 	dryRunDir  string
 	secrets    []string
 	// session carries kubeadm's command tree and run data from one
 	// kubeadm phase of the run to the next.
-	session kubeadm.Session
+	session run.Session
 }
 
 // KubeadmConfigPhase resolves the spec's secrets, imports the shared CA
@@ -57,7 +58,7 @@ const kubeletJournalLines = 30
 // their Run removed by KubeadmPhases). Run alone (`bootstrap phase NAME`),
 // it first prepares the kubeadm configuration. Its failures are classified
 // by the kubeadm runner from kubeadm's error and output.
-func kubeadmPhase(name string, row kubeadm.Phase) Phase {
+func kubeadmPhase(name string, row run.Phase) Phase {
 	return Phase{
 		Name:    name,
 		Short:   row.Short,
@@ -83,7 +84,7 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 			if err != nil {
 				return Result{Changed: len(repaired) > 0, Changes: repaired}, err
 			}
-			r := &kubeadm.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput, Session: &st.session}
+			r := &run.Runner{Action: d.Config.Spec.Action, ConfigPath: st.configPath, DryRunDir: st.dryRunDir, Output: d.KubeadmOutput, Session: &st.session}
 			if cp := d.Config.Spec.ControlPlane; cp != nil {
 				r.HostCertificatesDir = cp.PKI.CertificatesDir
 				if d.DryRun {
@@ -118,18 +119,18 @@ func kubeadmPhase(name string, row kubeadm.Phase) Phase {
 // kubeletBootstrappedEarlier says whether the join's kubelet-start phase
 // row, run where this run resumes, already did its work in the earlier,
 // unfinished run: the kubelet that run started has finished its TLS
-// bootstrap (its kubeconfig, kubeadm.KubeletKubeconfigPath, exists). That
+// bootstrap (its kubeconfig, translate.KubeletKubeconfigPath, exists). That
 // file cannot predate that run: its preflight, completed (the run resumes
 // after it), refuses a host that has one. Run again, kubeadm's
 // kubelet-start would refuse the Node that very kubelet registered ("a
 // Node with name ... and status Ready already exists"), so a kill after
 // the kubelet started would never converge. The kubelet's settings were
 // written before it started; kubelet-wait-bootstrap, next, checks it.
-func kubeletBootstrappedEarlier(d *Data, row kubeadm.Phase) (bool, string) {
+func kubeletBootstrappedEarlier(d *Data, row run.Phase) (bool, string) {
 	if d.DryRun || d.Config.Spec.Action != machineadm.ActionJoin || row.Name != "kubelet-start" || d.resumedAt != row.Name {
 		return false, ""
 	}
-	p := kubeadm.KubeletKubeconfigPath()
+	p := translate.KubeletKubeconfigPath()
 	hp, err := d.host().Path(p)
 	if err != nil {
 		return false, ""
@@ -217,9 +218,9 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 		}
 		changed = changed || c
 	}
-	if kubeadm.KubeletConfig(d.Config) != nil {
+	if translate.KubeletConfig(d.Config) != nil {
 		st.inputs.PatchesDir = filepath.Join(d.WorkDir, "patches")
-		name, content, _, err := kubeadm.KubeletPatch(d.Config)
+		name, content, _, err := translate.KubeletPatch(d.Config)
 		if err != nil {
 			return nil, false, errclass.New(errclass.Internal, "", err)
 		}
@@ -229,7 +230,7 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 		}
 		changed = changed || c
 	}
-	docs, err := kubeadm.Translate(d.Config, st.inputs)
+	docs, err := translate.Translate(d.Config, st.inputs)
 	if err != nil {
 		// The spec passed the same translation before the run started
 		// (exit 2 otherwise); a refusal here is machineadm's own fault.
@@ -280,11 +281,11 @@ func hostPathOrRoot(d *Data, p string) string {
 }
 
 // resolveSecrets reads the spec's secret sources that kubeadm takes
-// (kubeadm.SecretInputs over the spec's one secret walk). A missing or
+// (translate.SecretInputs over the spec's one secret walk). A missing or
 // empty secret file is an error (PayloadUnavailable) naming the field, in
 // a dry run too: a dry run fails where the real run would.
-func resolveSecrets(d *Data) (kubeadm.Inputs, error) {
-	return kubeadm.SecretInputs(d.Config, func(f machineadm.SecretField) (string, error) {
+func resolveSecrets(d *Data) (translate.Inputs, error) {
+	return translate.SecretInputs(d.Config, func(f machineadm.SecretField) (string, error) {
 		return readSecret(d, f.Source, f.Path)
 	})
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -51,7 +52,7 @@ func workerData(t *testing.T) (*Data, *machineadm.MachineBootstrapConfig) {
 func TestKubeadmPhasesStubRunner(t *testing.T) {
 	d, cfg := workerData(t)
 	var ran []string
-	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+	d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 		ran = append(ran, p.Name)
 		data, err := os.ReadFile(r.ConfigPath)
 		if err != nil || !strings.Contains(string(data), "kind: JoinConfiguration") || !strings.Contains(string(data), "abcdef.0123456789abcdef") {
@@ -83,7 +84,7 @@ func TestKubeadmPhaseFailureReadsJournal(t *testing.T) {
 	j := &fakeJournal{}
 	d.Journal = j
 	var lines []string
-	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+	d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 		if p.Name != "kubelet-start" {
 			return nil
 		}
@@ -174,7 +175,7 @@ func TestResumedJoinSkipsKubeletStartAfterBootstrap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d, cfg := workerData(t)
 			if tc.kubeconfig {
-				p := filepath.Join(d.Root, kubeadm.KubeletKubeconfigPath())
+				p := filepath.Join(d.Root, translate.KubeletKubeconfigPath())
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -189,7 +190,7 @@ func TestResumedJoinSkipsKubeletStartAfterBootstrap(t *testing.T) {
 				}
 			}
 			var ran []string
-			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+			d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 				ran = append(ran, p.Name)
 				return nil
 			}
@@ -238,7 +239,7 @@ func TestDryRunMissingSecretFails(t *testing.T) {
 	d := testData(t)
 	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
 	ran := false
-	d.RunKubeadm = func(context.Context, *kubeadm.Runner, kubeadm.Phase) error { ran = true; return nil }
+	d.RunKubeadm = func(context.Context, *run.Runner, run.Phase) error { ran = true; return nil }
 	w := &Workflow{Phases: append([]Phase{InputsCheck(), KubeadmConfigPhase()}, KubeadmPhases(l.Config)...)}
 	failed, err := w.Run(context.Background(), d, &eventObs{}, RunOptions{})
 	if failed != InputsCheckPhase || err == nil {
@@ -259,7 +260,7 @@ func TestDryRunMissingSecretFails(t *testing.T) {
 func TestDryRunPhaseReportsPlan(t *testing.T) {
 	d, cfg := workerData(t)
 	d.DryRun = true
-	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+	d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 		if p.Name == "kubelet-start" {
 			r.Plan = []string{"would write /var/lib/kubelet/config.yaml"}
 		}
@@ -315,7 +316,7 @@ func TestDryRunStartsFromTheHostAlone(t *testing.T) {
 		dryRun := tc.dryRun && tc.only == "" // whether the stale files go
 		d, _ := workerData(t)
 		d.DryRun, d.opts.Only = tc.dryRun, tc.only
-		d.RunKubeadm = func(context.Context, *kubeadm.Runner, kubeadm.Phase) error { return nil }
+		d.RunKubeadm = func(context.Context, *run.Runner, run.Phase) error { return nil }
 		for _, f := range append(append([]string{}, stale...), kept...) {
 			p := filepath.Join(d.WorkDir, f)
 			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

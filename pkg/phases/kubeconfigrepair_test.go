@@ -11,7 +11,7 @@ import (
 	"github.com/machineadm/machineadm/internal/testpin"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -39,7 +39,7 @@ var cutKubeconfig = wholeKubeconfig[:strings.Index(wholeKubeconfig, "not-a-real"
 // their order: what an interrupted run that stopped in leaf completed.
 func leavesBefore(t *testing.T, cfg *machineadm.MachineBootstrapConfig, leaf string) []string {
 	t.Helper()
-	rows := kubeadm.PhasesFor(cfg)
+	rows := run.PhasesFor(cfg)
 	var out []string
 	for _, r := range rows {
 		if r.Name == leaf {
@@ -127,7 +127,7 @@ func TestKubeconfigLeafRepairGate(t *testing.T) {
 				}
 			}
 			var ran []string
-			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+			d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 				ran = append(ran, p.Name)
 				return nil
 			}
@@ -191,7 +191,7 @@ func TestRepairInterruptedKubeconfigsDryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	row, _ := kubeadm.Lookup(machineadm.ActionInit, "kubeconfig/admin")
+	row, _ := run.Lookup(machineadm.ActionInit, "kubeconfig/admin")
 	d.resumedAt = row.Name
 	for _, dry := range []bool{true, false} {
 		d.DryRun = dry

@@ -10,7 +10,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/files"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 )
 
 // pkiSource is where a CA set is read from: spec.controlPlane.pki.dir
@@ -51,7 +51,7 @@ func importPKI(src pkiSource, dst files.Dir) (bool, error) {
 		}
 	}
 	changed := false
-	for _, name := range kubeadm.CASet {
+	for _, name := range pki.CASet {
 		data, err := src.ReadFile("/" + name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -9,7 +9,7 @@ import (
 
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
@@ -78,7 +78,7 @@ func TestSealedSpecOpensInInputsCheck(t *testing.T) {
 		t.Errorf("redactor learned %d values", len(learned))
 	}
 	var token string
-	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+	d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 		data, _ := os.ReadFile(r.ConfigPath)
 		if strings.Contains(string(data), "abcdef.0123456789abcdef") {
 			token = "seen"

@@ -9,14 +9,15 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/service"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
+	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 )
 
 // rowPhase is the phase of one row of kubeadm's table: kubeadm runs it,
 // unless the spec's control plane runs as systemd units and the row has a
 // Systemd replacement (spec.controlPlane.runtime: Systemd).
-func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.Phase) Phase {
-	if row.Systemd == nil || !kubeadm.SystemdRuntime(cfg) {
+func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row run.Phase) Phase {
+	if row.Systemd == nil || !systemd.SystemdRuntime(cfg) {
 		return kubeadmPhase(name, row)
 	}
 	return Phase{
@@ -34,7 +35,7 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 			}
 			out := &lineWriter{emit: d.KubeadmOutput}
 			defer out.Flush()
-			env := &kubeadm.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
+			env := &systemd.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
 			if d.KubeadmOutput == nil {
 				env.Out = d.out()
 			}

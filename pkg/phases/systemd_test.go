@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
@@ -35,7 +35,7 @@ func TestSystemdRuntimeReplacesKubeadmPhases(t *testing.T) {
 	var lines []string
 	d.KubeadmOutput = func(l string) { lines = append(lines, l) }
 	var ran []string
-	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+	d.RunKubeadm = func(ctx context.Context, r *run.Runner, p run.Phase) error {
 		ran = append(ran, p.Name)
 		return nil
 	}

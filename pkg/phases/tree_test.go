@@ -11,7 +11,7 @@ import (
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -177,10 +177,10 @@ func TestCheckNamesExplains(t *testing.T) {
 	// an init row that join lacks.
 	var never, notHere, initOnly string
 	applies := map[string]bool{}
-	for _, r := range kubeadm.PhasesFor(l.Config) {
+	for _, r := range run.PhasesFor(l.Config) {
 		applies[r.Name] = true
 	}
-	for _, r := range kubeadm.PhaseTable(machineadm.ActionJoin) {
+	for _, r := range run.PhaseTable(machineadm.ActionJoin) {
 		switch {
 		case r.Never && never == "":
 			never = r.Name
@@ -188,8 +188,8 @@ func TestCheckNamesExplains(t *testing.T) {
 			notHere = r.Name
 		}
 	}
-	for _, r := range kubeadm.PhaseTable(machineadm.ActionInit) {
-		if _, ok := kubeadm.Lookup(machineadm.ActionJoin, r.Name); !ok && initOnly == "" {
+	for _, r := range run.PhaseTable(machineadm.ActionInit) {
+		if _, ok := run.Lookup(machineadm.ActionJoin, r.Name); !ok && initOnly == "" {
 			initOnly = r.Name
 		}
 	}

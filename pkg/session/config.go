@@ -17,7 +17,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -30,7 +30,7 @@ const LatestAPIVersion = machineadm.LatestAPIVersion
 // Validate reads the spec at path (or In for "-"; the spec document of a
 // sealed file, whose envelope is not opened), decodes, defaults and
 // validates it, then has the embedded kubeadm validate the configuration
-// derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
+// derived from it with placeholder secrets (translate.CheckSpec). Secret
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), unless the sealed file's envelope carries
 // that secret. A sealed file whose spec has no place for an item is an
@@ -47,7 +47,7 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if errs := containerd.Validate(l.Config.Spec.Host.Containerd); len(errs) > 0 {
 		return nil, &spec.InvalidSpecError{Source: path, Errors: errs}
 	}
-	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
+	if _, err := translate.CheckSpec(l.Config, path); err != nil {
 		return nil, err
 	}
 	// A secret the file's envelope carries is not read from its file:
@@ -95,12 +95,12 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 // KubeadmConfig is `config kubeadm`: the kubeadm configuration documents
 // derived from the spec at path, with placeholder secrets, after kubeadm's
 // own validation accepted them.
-func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*kubeadm.Documents, error) {
+func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*translate.Documents, error) {
 	l, err := LoadSpec(in, log, path)
 	if err != nil {
 		return nil, err
 	}
-	return kubeadm.CheckSpec(l.Config, path)
+	return translate.CheckSpec(l.Config, path)
 }
 
 // Migrate reads a spec of any supported apiVersion and returns it as YAML

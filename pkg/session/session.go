@@ -25,7 +25,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/service"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -65,7 +65,7 @@ type Options struct {
 	// ReportRoot is prepended to the report writers' paths (bootstrap's
 	// hidden --report-root). Prepare reports under Root.
 	ReportRoot string
-	// WorkDir replaces kubeadm.DefaultWorkDir (the state file, kubeadm's
+	// WorkDir replaces translate.DefaultWorkDir (the state file, kubeadm's
 	// configuration). Ignored in a dry run, which works in its directory.
 	WorkDir string
 	// Skip names phases not to run (--skip-phases); Only runs one phase
@@ -116,7 +116,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	workDir := o.WorkDir
 	if workDir == "" {
-		workDir = kubeadm.DefaultWorkDir
+		workDir = translate.DefaultWorkDir
 	}
 	if o.SpecFile == "" {
 		// A command-line typo: nothing ran, and no report replaces the
@@ -147,7 +147,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if loadErr == nil {
 		cfg = l.Config
 		if o.Command == Bootstrap {
-			_, loadErr = kubeadm.CheckSpec(cfg, o.SpecFile)
+			_, loadErr = translate.CheckSpec(cfg, o.SpecFile)
 		}
 	}
 	var w *phases.Workflow

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -420,7 +420,7 @@ func outsideKubeadm(spec *machineadm.MachineBootstrapConfig, r *outcomeReport, e
 	if spec.Spec.ControlPlane != nil {
 		cfg.Spec.ControlPlane = &machineadm.ControlPlane{Etcd: machineadm.Etcd{Local: &machineadm.LocalEtcd{}}, CertificateKey: &machineadm.SecretSource{File: "/k"}}
 	}
-	rows := kubeadm.PhasesFor(cfg)
+	rows := run.PhasesFor(cfg)
 	var names, parents []string
 	for _, p := range rows {
 		names = append(names, p.Name)

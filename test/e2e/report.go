@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/kubeadm/run"
 )
 
 // outcomeReport is the part of machineadm's outcome report
@@ -102,7 +102,7 @@ func tablePhases(role machineadm.Role, action machineadm.Action) []string {
 		cfg.Spec.ControlPlane = &machineadm.ControlPlane{Etcd: machineadm.Etcd{Local: &machineadm.LocalEtcd{}}, CertificateKey: &machineadm.SecretSource{File: "/k"}}
 	}
 	var names []string
-	for _, p := range kubeadm.PhasesFor(cfg) {
+	for _, p := range run.PhasesFor(cfg) {
 		names = append(names, p.Name)
 	}
 	return names

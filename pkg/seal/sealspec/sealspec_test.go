@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/kubeadm"
+	kubeadmpki "github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
@@ -37,7 +37,7 @@ func machineRoot(t testing.TB, pki bool) string {
 	os.WriteFile(filepath.Join(dir, "bootstrap-token"), []byte(token+"\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "certificate-key"), []byte(certKey+"\n"), 0o600)
 	if pki {
-		if _, err := kubeadm.InitPKI(filepath.Join(root, "etc/machineadm/pki"), "ECDSA-P256", func(string) {}); err != nil {
+		if _, err := kubeadmpki.InitPKI(filepath.Join(root, "etc/machineadm/pki"), "ECDSA-P256", func(string) {}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,7 +3,7 @@
 // /dev/zero, a FIFO without a writer or a runaway file can neither exhaust
 // memory nor block a run. It is the one reader every such input goes
 // through; each caller names its own limit (spec.MaxSpecSize,
-// report.MaxReportSize, redact.MaxSecretFileSize, kubeadm.MaxCAFileSize).
+// report.MaxReportSize, redact.MaxSecretFileSize, pki.MaxCAFileSize).
 package readlimit
 
 import (

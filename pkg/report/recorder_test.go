@@ -131,7 +131,7 @@ func TestRecorderFailureClassified(t *testing.T) {
 	cause := errors.New(`couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "sha256:00" are pinned`)
 	// The class comes with the error, from where it failed (the kubeadm
 	// runner classifies this message as DiscoveryFailed: see
-	// kubeadm.TestClassify); the recorder keeps the first failure's.
+	// run.TestClassify in pkg/kubeadm/run); the recorder keeps the first failure's.
 	rec.Fail("", NewError(ClassDiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
 	rec.Fail("static-pods", errors.New("a later failure is not the cause"))
 	if err := rec.Finish(t.Context()); err != nil {

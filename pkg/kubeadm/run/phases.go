@@ -48,7 +48,7 @@ type Phase struct {
 	// other phase converges when run again.
 	RefusesRerun bool
 	// Systemd replaces the phase when spec.controlPlane.runtime is Systemd
-	// (systemd_run.go: units instead of static pods); nil: kubeadm runs it
+	// (pkg/kubeadm/systemd: units instead of static pods); nil: kubeadm runs it
 	// in both runtimes.
 	Systemd systemd.SystemdRun
 }

@@ -31,7 +31,7 @@ import (
 )
 
 // SystemdRun is a phase of the Systemd runtime that replaces a kubeadm
-// phase (kubeadm.Phase.Systemd).
+// phase (run.Phase.Systemd in pkg/kubeadm/run).
 type SystemdRun func(ctx context.Context, env *SystemdEnv) error
 
 // SystemdRuntime says whether cfg runs its control plane as systemd units.

@@ -16,7 +16,7 @@ import (
 // (machineadm.SecretFormatCertificateKey) 32 bytes in hex, either case, as
 // kubeadm decodes it (an inline value is held to lower case by Validate).
 // Other formats have no shape here. The phrase never quotes v. It is the
-// one check of the machine's inputs-check (kubeadm.CheckInputs) and of
+// one check of the machine's inputs-check (pki.CheckInputs in pkg/kubeadm/pki) and of
 // `machineadm seal`, which refuses such a file before it is sealed.
 func SecretShapeProblem(format, v string) string {
 	switch format {

@@ -58,7 +58,8 @@ image) while it runs; a second prepare or bootstrap meanwhile does nothing,
 writes nothing and exits 3. A dry run takes no lock.
 
 Exit codes: 0 success, 1 a phase failed (its class and hint are printed),
-2 invalid spec or usage (nothing was changed), 3 busy: another machineadm
+2 invalid spec, usage, or a sealed spec this machine cannot open (nothing
+was changed), 3 busy: another machineadm
 run holds the lock (nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -93,7 +93,8 @@ func present(d *Data, p string) error {
 
 // checkKubeconfig reads the kubeconfig at machine path p and checks that
 // its current context names a cluster with a server and a user with a
-// client certificate or a token.
+// client certificate or a token, and that a client certificate file it
+// names is there.
 func checkKubeconfig(d *Data, p string) error {
 	if err := present(d, p); err != nil {
 		return err
@@ -121,6 +122,13 @@ func checkKubeconfig(d *Data, p string) error {
 	ai, ok := cfg.AuthInfos[ctx.AuthInfo]
 	if !ok || len(ai.ClientCertificateData) == 0 && ai.ClientCertificate == "" && ai.Token == "" && ai.TokenFile == "" {
 		return errors.New("not a valid kubeconfig: the current context has no client credential")
+	}
+	if ai.ClientCertificate != "" {
+		// kubeadm's kubelet.conf names the kubelet's rotating client
+		// certificate file.
+		if err := present(d, ai.ClientCertificate); err != nil {
+			return fmt.Errorf("its client certificate %s: %w", ai.ClientCertificate, err)
+		}
 	}
 	return nil
 }

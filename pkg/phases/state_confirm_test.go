@@ -81,7 +81,7 @@ const finishedJournal = `{"specDigest":"sha256:aa"}
 // on a host that shows the run, nothing runs.
 func TestFinishedJournalNeedsTheHost(t *testing.T) {
 	bootstrapped := func(t *testing.T, root string) {
-		for p, c := range map[string]string{"/etc/kubernetes/kubelet.conf": validKubeletConf, kubeletConfigFile: "kind: KubeletConfiguration\n"} {
+		for p, c := range map[string]string{"/etc/kubernetes/kubelet.conf": validKubeletConf, kubeletConfigFile: "kind: KubeletConfiguration\n", "/var/lib/kubelet/pki/kubelet-client-current.pem": "pem"} {
 			if err := writeUnder(root, p, c); err != nil {
 				t.Fatal(err)
 			}
@@ -99,6 +99,11 @@ func TestFinishedJournalNeedsTheHost(t *testing.T) {
 			writeUnder(root, "/etc/kubernetes/kubelet.conf", "kind: Config\ncurrent-context: nowhere\n")
 		}, []string{"inputs-check", "files", "preflight", "kubelet-start"}},
 		{"a spec file removed", bootstrapped, []string{"inputs-check", "files"}},
+		{"the kubelet's client certificate removed", func(t *testing.T, root string) {
+			bootstrapped(t, root)
+			writeUnder(root, confirmFile, "x")
+			os.Remove(filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-current.pem"))
+		}, []string{"inputs-check", "files", "preflight", "kubelet-start"}},
 		{"the host shows the run", func(t *testing.T, root string) {
 			bootstrapped(t, root)
 			writeUnder(root, confirmFile, "x")

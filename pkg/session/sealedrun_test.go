@@ -1,8 +1,11 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +99,35 @@ func TestSealedSpecOpenedByEveryCommand(t *testing.T) {
 			return Options{Command: Prepare, SpecFile: sealedPath, Root: root, Skip: []string{"host-check"}}
 		}},
 	}
+	// A bootstrap that resumes after an inputs-check completed by an
+	// earlier run (the journal says so) runs files without inputs-check;
+	// everything after the host group is skipped here.
+	data, err := os.ReadFile(sealedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := LoadBytes(slog.New(slog.DiscardHandler), data, sealedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skip []string
+	for _, p := range Workflow(Bootstrap, l.Config).Phases {
+		if p.Name != "inputs-check" && p.Name != "host-check" && p.Name != "files" {
+			skip = append(skip, p.Name)
+		}
+	}
+	sum := sha256.Sum256(data)
+	cmds = append(cmds, cmd{"bootstrap resumed after inputs-check", func(root string) Options {
+		work := filepath.Join(root, "work")
+		if err := os.MkdirAll(work, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		journal := `{"specDigest":"sha256:` + hex.EncodeToString(sum[:]) + `"}` + "\n" + `{"completed":"inputs-check"}` + "\n"
+		if err := os.WriteFile(filepath.Join(work, "state.jsonl"), []byte(journal), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Options{Command: Bootstrap, SpecFile: sealedPath, Root: root, ReportRoot: root, WorkDir: work, Skip: skip}
+	}})
 	secret := func(root string) ([]byte, error) { return os.ReadFile(filepath.Join(root, sealedSecretPath)) }
 	for _, c := range cmds {
 		t.Run(c.name+"/with identity", func(t *testing.T) {

@@ -14,6 +14,7 @@ type prepareFlags struct {
 	root       string
 	dryRun     bool
 	skipPhases []string
+	identity   string
 }
 
 // newPrepareCommand builds `machineadm prepare`: host preparation only.
@@ -46,12 +47,19 @@ value set, no service restarted). --dry-run prints the plan, with a unified
 diff per file (contents of files that are not world-readable are hidden),
 and changes nothing.
 
+A sealed spec (the spec followed by its SealedSecrets document, from
+'machineadm seal') is opened with --identity before any phase, as
+bootstrap opens it; an envelope that identity does not open refuses the
+run with exit code 2 and nothing changed. No file is ever written
+without the content its envelope carries.
+
 A real run holds the lock /var/lib/machineadm/lock (under --root DIR for an
 image) while it runs; a second prepare or bootstrap meanwhile does nothing,
 writes nothing and exits 3. A dry run takes no lock.
 
 Exit codes: 0 success, 1 a phase failed (its class and hint are printed),
-2 invalid spec or usage (nothing was changed), 3 busy: another machineadm
+2 invalid spec, usage, or a sealed spec this machine cannot open (nothing
+was changed), 3 busy: another machineadm
 run holds the lock (nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,13 +69,14 @@ run holds the lock (nothing was done).`,
 			}
 			return session.Run(cmd.Context(), session.Options{
 				Command: session.Prepare, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
-				DryRun: f.dryRun, Root: root, Skip: f.skipPhases, LogFile: true,
+				DryRun: f.dryRun, Root: root, Skip: f.skipPhases, LogFile: true, IdentityFile: f.identity,
 			})
 		},
 	}
 	c.Flags().StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
 	c.Flags().StringVar(&f.root, "root", "/", "root directory of the machine to prepare (an image mounted at DIR: files only, nothing live)")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan with a diff per file; change nothing")
+	c.Flags().StringVar(&f.identity, "identity", "", "this machine's identity file for a sealed spec (mode 0600, root-owned; default /etc/machineadm/identity; under --root DIR)")
 	c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name: "+phaseNames(session.Workflow(session.Prepare, nil)))
 	return c
 }

@@ -145,17 +145,28 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 }
 
 func newUnsealCommand(o *options) *cobra.Command {
-	var file, identity string
+	var file, identity, nodeName string
 	var check bool
 	c := &cobra.Command{
-		Use:   "unseal --check -f SEALED --identity FILE",
-		Short: "Say whether an identity opens a sealed spec, without printing any secret",
-		Long: `Opens the SealedSecrets document of SEALED with the identities in FILE
-(mode 0600) and prints which recipient opened it and the sealed field paths.
-No secret is printed or written. Exit code 1 when it does not open
-(VerificationFailed); 2 when SEALED holds no SealedSecrets document or a
-malformed one. The machine name is not checked here; the machine
-checks it when it boots.`,
+		Use:   "unseal --check -f SEALED --identity FILE [--node-name NAME]",
+		Short: "Say whether the machine would open a sealed spec, without printing any secret",
+		Long: `Runs on SEALED the checks a machine runs when bootstrap or prepare opens
+it, and prints which recipient opened it and the sealed field paths: the
+clear spec is validated as bootstrap reads it; the SealedSecrets document
+is opened with the identities in FILE (mode 0600) for the node name the
+machine would use (spec.node.name, else this host's name; --node-name
+NAME checks for another machine); the opened spec is validated again and
+its tokens, certificate key and CA set are checked as inputs-check checks
+them. "opens" means that the machine would accept it. No secret is
+printed or written. A secret file the spec names outside the envelope is
+checked when it exists here; otherwise it is listed as left to the
+machine.
+
+Exit code 0 when it opens and passes; 1 when it does not open
+(VerificationFailed: another key, another node, a changed byte) or an
+opened secret is refused (PayloadUnavailable, InvalidSpec); 2 when SEALED
+holds no SealedSecrets document, a malformed one, or a clear spec that is
+invalid.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !check {
@@ -164,31 +175,24 @@ checks it when it boots.`,
 			if file == "" {
 				return usagef("-f SEALED is required")
 			}
-			data, err := session.ReadSpec(o.in, file)
+			res, err := session.UnsealCheck(o.in, file, identity, nodeName)
 			if err != nil {
 				return err
 			}
-			// Bad input (exit 2) before any key is tried: a malformed
-			// envelope, or none at all.
-			if _, sealed, err := session.SplitSealed(data, file); err != nil {
-				return err
-			} else if sealed == nil {
-				return usagef("%s holds no SealedSecrets document: seal it with 'machineadm seal'", file)
-			}
-			res, err := sealspec.CheckUnseal(data, identity)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(o.out, "opens: %s recipient %s (stanza %d) for cluster %q, machine %q\n",
-				res.By.Type, res.By.KeyID, res.By.Index, res.Binding.ClusterName, res.Binding.MachineName)
+			fmt.Fprintf(o.out, "opens: %s recipient %s (stanza %d) for cluster %q, machine %q, as node %q\n",
+				res.By.Type, res.By.KeyID, res.By.Index, res.Binding.ClusterName, res.Binding.MachineName, shown(res.NodeName))
 			for _, p := range res.Items {
 				fmt.Fprintln(o.out, "  "+p)
+			}
+			for _, p := range res.Unchecked {
+				fmt.Fprintf(o.out, "not checked here: %s.file is not on this machine (the machine checks it in inputs-check)\n", p)
 			}
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&check, "check", false, "only check that the identity opens the file")
+	c.Flags().BoolVar(&check, "check", false, "only check that the machine would open the file")
 	c.Flags().StringVarP(&file, "file", "f", "", "sealed file, - for standard input")
 	c.Flags().StringVar(&identity, "identity", sealspec.DefaultIdentityFile, "identity file")
+	c.Flags().StringVar(&nodeName, "node-name", "", "node name of the machine to check for (default spec.node.name, else this host's name)")
 	return c
 }

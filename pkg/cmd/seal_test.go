@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/seal"
 )
 
 // TestKeygenSealUnsealCheck runs the three commands as a user would.
@@ -235,5 +236,65 @@ func TestKeygenRefusesAnExistingFileExit2(t *testing.T) {
 		if b, _ := os.ReadFile(out); string(b) != "keep me" {
 			t.Errorf("keygen --type %s changed the existing file: %q", typ, b)
 		}
+	}
+}
+
+// unseal --check says "opens" only for a file the machine would accept:
+// it opens the envelope for the machine's node name (spec.node.name, or
+// --node-name) and checks the opened secrets as inputs-check does. An
+// envelope sealed for another node, or whose token is not a token, fails
+// (exit 1) as bootstrap fails; the same file checked for the node it was
+// sealed for opens.
+func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
+	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644)
+	forW2 := filepath.Join(dir, "w2.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w2", "-o", forW2); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id)
+	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "VerificationFailed") && !strings.Contains(errOut, "machine") {
+		t.Errorf("unseal --check of an envelope for w2, spec node w1: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id, "--node-name", "w2"); code != 0 || !strings.Contains(out, "opens") {
+		t.Errorf("unseal --check --node-name w2: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// A well-formed envelope whose token is not a bootstrap token: it
+	// opens, and the machine's inputs-check refuses it.
+	good := filepath.Join(dir, "w1.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "-o", good); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	data, _ := os.ReadFile(good)
+	clearDoc, sealedDoc, err := seal.Split(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := seal.Parse(sealedDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := seal.ParseRecipient(rcpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badYAML, err := bad.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	badFile := filepath.Join(dir, "bad.sealed.yaml")
+	os.WriteFile(badFile, seal.Join(clearDoc, badYAML), 0o644)
+	code, out, errOut = run(t, "", "unseal", "--check", "-f", badFile, "--identity", id)
+	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "spec.join.token") || strings.Contains(out+errOut, "not-a-bootstrap-token") {
+		t.Errorf("unseal --check of a sealed non-token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "unseal", "--check", "-f", good, "--identity", id); code != 0 || !strings.Contains(out, `as node "w1"`) {
+		t.Errorf("unseal --check of the good file: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

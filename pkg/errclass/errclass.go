@@ -128,5 +128,15 @@ var defaultHints = map[Class]string{
 	Internal:                    "This is a machineadm bug or an unclassified failure: read the error and the log tail, and report it with this report attached.",
 }
 
+// InterruptedHint is the hint of a run of the machineadm command command
+// ("bootstrap", "prepare") stopped by a signal: it names that command,
+// the one to run again. An empty command gives DefaultHint(Interrupted).
+func InterruptedHint(command string) string {
+	if command == "" {
+		return DefaultHint(Interrupted)
+	}
+	return "The run was stopped by a signal; run `machineadm " + command + "` again with the same spec and flags: it continues from where the host is."
+}
+
 // DefaultHint returns the generic hint for class c ("" for an unknown class).
 func DefaultHint(c Class) string { return defaultHints[c] }

@@ -122,6 +122,15 @@ type Env struct {
 	// containerd.WaitCRIReady), so that the next phase (kubeadm's
 	// preflight) does not meet a half-started runtime. Nil: no wait.
 	CRIReady func(ctx context.Context) error
+	// Withheld are the spec field paths whose content a sealed spec carries
+	// only in its SealedSecrets envelope and that were not put back: the
+	// envelope's item paths ("spec.host.files[2].content",
+	// "spec.host.containerd.registries[0].clientKey") until it is opened.
+	// The files and containerd steps refuse, in Check and before writing
+	// anything, to write a place listed here (class VerificationFailed):
+	// its clear content is empty, and writing it would truncate the file.
+	// Nil: nothing withheld.
+	Withheld map[string]bool
 	// HTTPClient fetches remote file sources. Default: a client with a 60s
 	// timeout and the proxy from the environment.
 	HTTPClient *http.Client

@@ -48,6 +48,24 @@ func containerdChecker(c *machineadm.Containerd) checker {
 		if c == nil {
 			return &containerdPlan{}, nil
 		}
+		// A registry's client key and certificate sealed and not put back:
+		// hosts.toml would go out without the client certificate.
+		for i, r := range c.Registries {
+			rp := fmt.Sprintf("spec.host.containerd.registries[%d]", i)
+			for _, f := range []string{".clientKey", ".clientCert"} {
+				if err := withheld(env, rp+f, containerd.RegistryDir(r.Host)); err != nil {
+					return nil, err
+				}
+			}
+			for j := range r.Mirrors {
+				mp := fmt.Sprintf("%s.mirrors[%d]", rp, j)
+				for _, f := range []string{".clientKey", ".clientCert"} {
+					if err := withheld(env, mp+f, containerd.RegistryDir(r.Host)); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
 		p := &containerdPlan{enabled: true, configFile: c.ConfigFile, version: c.ConfigVersion, checked: loadChecked(env)}
 		if p.version == 0 {
 			p.version = detectConfigVersion(ctx, env, p.checked)

@@ -20,10 +20,11 @@ const InputsCheckPhase = "inputs-check"
 // the run with the host untouched.
 func InputsCheck() Phase {
 	return Phase{
-		Name:  InputsCheckPhase,
-		Short: "Read and check the spec's secret files and CA set; change nothing",
-		Class: errclass.PayloadUnavailable,
-		Check: true,
+		Name:       InputsCheckPhase,
+		Short:      "Read and check the spec's secret files and CA set; change nothing",
+		Class:      errclass.PayloadUnavailable,
+		Check:      true,
+		reconverge: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			u, err := unseal(d)
 			if err != nil {

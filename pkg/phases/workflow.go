@@ -82,6 +82,11 @@ type Phase struct {
 	// host-check): it never changes the host and is not counted in the
 	// "N of M phases changed" line.
 	Check bool
+	// reconverge marks a leaf that converges when run again on a host
+	// where it ran before (inputs-check and the host group): a finished
+	// journal the host does not bear out (Workflow.Confirm) forgets it, so
+	// that it runs again.
+	reconverge bool
 	// Durable makes the state file's record of this leaf survive a power
 	// loss (fsync) before the next leaf starts. Set it on a leaf that
 	// cannot run again once later leaves changed the host (kubeadm's
@@ -106,6 +111,12 @@ type Workflow struct {
 	// it every run checks the host afresh (prepare). A run with
 	// RunOptions.Only (`bootstrap phase NAME`) neither reads nor writes it.
 	State bool
+	// Confirm, when set, looks at the host, read-only, before a journal
+	// that says this spec's run finished is believed: nil when the host
+	// shows the finished run. Otherwise the run does not report
+	// Unchanged: it runs the leaves Unconfirmed says again, and records
+	// success only when they succeed. Bootstrap sets it (confirmBootstrap).
+	Confirm func(d *Data) *Unconfirmed
 	// Absent, when set, says why name, which is not in the tree, is
 	// missing (a kubeadm phase that machineadm never runs, or whose
 	// condition does not hold for the spec); "" when it names no phase at
@@ -282,6 +293,19 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 	st := &state{}
 	if useState {
 		st = loadState(d)
+	}
+	if opts.Only == "" && st.completedRun(d.SpecDigest) && w.Confirm != nil {
+		if u := w.Confirm(d); u != nil {
+			var rerun []string
+			for _, n := range w.Nodes() {
+				if n.Phase.reconverge {
+					rerun = append(rerun, n.Name)
+				}
+			}
+			d.log().Warn("the state file says this spec's run finished, but the host does not show it; running again",
+				"finishedAt", st.FinishedAt, "missing", strings.Join(u.Missing, "; "), "kubeadmDone", u.KubeadmDone)
+			st.unfinish(u, rerun)
+		}
 	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
 		for _, n := range w.Nodes() {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -343,7 +344,7 @@ func (r *Recorder) Interrupted(ctx context.Context, sig os.Signal) error {
 		}
 		if !r.failed {
 			r.failed = true
-			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, ClassInterrupted, DefaultHint(ClassInterrupted), msg
+			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, ClassInterrupted, errclass.InterruptedHint(r.rep.Command), msg
 		}
 	}
 	return r.finishLocked(ctx)

@@ -8,29 +8,15 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-)
 
-func TestTerminalSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, ünïcode ✓\nsecond line": "plain text, ünïcode ✓\nsecond line",
-		"a\tb":                               "a b",
-		"\x1b[31mred\x1b[0m":                 `\x1b[31mred\x1b[0m`,
-		"del\x7f nul\x00":                    `del\x7f nul\x00`,
-		"c1\u0085\u009b":                     `c1\u0085\u009b`,
-		"bidi\u202e\u2066":                   `bidi\u202e\u2066`,
-		"bad\xffutf8":                        `bad\xffutf8`,
-	} {
-		if got := TerminalSafe(in); got != want {
-			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
+	"github.com/machineadm/machineadm/pkg/printable"
+)
 
 // rawControl reports a byte a terminal would act on, other than a line
 // break (the console writer ends lines in CR LF).
 func rawControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool {
-		return r != '\n' && r != '\r' && unsafeRune(r)
+		return r != '\n' && r != '\r' && !printable.Keeps(r, printable.Text)
 	}) || !utf8.ValidString(s)
 }
 

@@ -81,8 +81,8 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		// control characters, so that no terminal escape sequence reaches
 		// a console, a report or a Cluster API condition raw. Values are
 		// quoted by field.Error already.
-		c.Field = truncate(printable.Escape(c.Field, false), maxFieldPath)
-		c.Detail = truncate(printable.Escape(c.Detail, true), maxDetail)
+		c.Field = truncate(printable.Show(c.Field, printable.Ident), maxFieldPath)
+		c.Detail = truncate(printable.Show(c.Detail, printable.Text), maxDetail)
 		switch v := c.BadValue.(type) {
 		case string:
 			c.BadValue = truncate(v, MaxQuotedValue)
@@ -93,7 +93,7 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		}
 		out = append(out, &c)
 	}
-	return &InvalidSpecError{Source: truncate(printable.Escape(source, false), maxFieldPath), Errors: out}
+	return &InvalidSpecError{Source: truncate(printable.Show(source, printable.Line), maxFieldPath), Errors: out}
 }
 
 // truncateSlack is how much longer than its limit a string may stay

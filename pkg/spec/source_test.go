@@ -99,7 +99,7 @@ func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
 	// Its source (a path from the command line) is escaped as well: no
 	// control character, and no line feed that would start a line.
 	e = &InvalidSpecError{Source: "t\x1b[1m\nkind: Evil.yaml", Errors: field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, "bad")}}
-	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || strings.Contains(msg, "\nkind: Evil") || !strings.Contains(msg, `t\x1b[1m\nkind: Evil.yaml`) {
+	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || strings.Contains(msg, "\nkind: Evil") || !strings.Contains(msg, `t\x1b[1m\x0akind: Evil.yaml`) {
 		t.Errorf("source not escaped: %q", msg)
 	}
 }
@@ -117,7 +117,7 @@ func TestControlCharactersInFieldPathsEscaped(t *testing.T) {
 	if i := strings.IndexFunc(msg, func(r rune) bool { return r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) }); i >= 0 {
 		t.Errorf("raw control character at %d:\n%q", i, msg)
 	}
-	if !strings.Contains(msg, `spec.node.labels[ex\x1b]0;owned\a/pool]`) {
+	if !strings.Contains(msg, `spec.node.labels[ex\x1b]0;owned\x07/pool]`) {
 		t.Errorf("the label's path is not named, escaped:\n%s", msg)
 	}
 	// Escaping twice (the error printed again) changes nothing.

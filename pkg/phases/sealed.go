@@ -23,7 +23,7 @@ func unseal(d *Data) (*sealspec.Unsealed, error) {
 	if identity == "" {
 		identity = sealspec.DefaultIdentityFile
 	}
-	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: hostPathOrRoot(d, identity), NodeName: nodeName(d.Config)})
+	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: hostPathOrRoot(d, identity), NodeName: nodeName(d.Config), ClearSpec: d.SpecDoc})
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,6 +88,13 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		switch v := c.BadValue.(type) {
 		case string:
 			c.BadValue = truncate(v, MaxQuotedValue)
+			if q := strconv.QuoteToASCII(v); q != strconv.Quote(v) {
+				// Quoted with every non-ASCII rune escaped, as names are
+				// shown (printable.Ident): a homoglyph in "wоrker-1" is as
+				// visible as a zero-width space.
+				c.BadValue = asciiQuoted(c.BadValue.(string))
+			}
+		case asciiQuoted:
 		case nil, bool, int, int32, int64, uint32, uint64, float32, float64, field.OmitValueType:
 		default:
 			// Lists and maps: show their Go form, cut.
@@ -113,3 +122,15 @@ func truncate(s string, n int) string {
 	}
 	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
+
+// asciiQuoted is a string bad value that field.Error shows quoted with
+// every non-ASCII rune escaped (strconv.QuoteToASCII): field.Error quotes
+// a string with %q, which keeps letters of any script, but shows another
+// type through its String when it does not marshal to JSON.
+type asciiQuoted string
+
+// errASCIIQuoted makes field.Error fall back to String.
+var errASCIIQuoted = errors.New("shown through String")
+
+func (v asciiQuoted) MarshalJSON() ([]byte, error) { return nil, errASCIIQuoted }
+func (v asciiQuoted) String() string               { return strconv.QuoteToASCII(string(v)) }

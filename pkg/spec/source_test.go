@@ -125,3 +125,31 @@ func TestControlCharactersInFieldPathsEscaped(t *testing.T) {
 		t.Errorf("escaped twice:\n%s", again)
 	}
 }
+
+// TestConfusablesEscapedLikeInvisibles: a node name with a Cyrillic "о"
+// (a homoglyph) or a zero-width space, and a label key with one, are
+// shown alike: every non-ASCII rune escaped, in the quoted value and in
+// the field path, so the error says what is wrong with a name that looks
+// right. Printing the error again changes nothing.
+func TestConfusablesEscapedLikeInvisibles(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"w\u043erker-1", `"w\u043erker-1"`},
+		{"worker\u200b-1", `"worker\u200b-1"`},
+	} {
+		doc := testspec.MinimalWorker + "  node:\n    name: \"" + tc.name + "\"\n    labels: {\"p\u043eol\": a}\n"
+		_, err := Load([]byte(doc), "t.yaml")
+		if err == nil {
+			t.Fatalf("Load accepted node name %q", tc.name)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "spec.node.name: Invalid value: "+tc.want) || !strings.Contains(msg, `spec.node.labels[p\u043eol]`) {
+			t.Errorf("%q: not shown escaped:\n%s", tc.name, msg)
+		}
+		if strings.ContainsAny(msg, "\u043e\u200b") {
+			t.Errorf("%q: shown raw:\n%s", tc.name, msg)
+		}
+		if again := newInvalid("t.yaml", err.(*InvalidSpecError).Errors).Error(); again != msg {
+			t.Errorf("printed again:\n%s\nfirst:\n%s", again, msg)
+		}
+	}
+}

@@ -48,7 +48,8 @@ func OneScreen(reportPath string) SummaryOptions {
 // text whose continuation lines are indented. So no string of a report
 // file, whatever it holds (a line feed, a carriage return, an escape
 // sequence, a bidirectional control, U+2028), starts a line of its own or
-// rewrites one: the header is the only line that starts "machineadm ".
+// rewrites one: the result line ("machineadm bootstrap: Succeeded") is
+// always the first, and no other line reads like it.
 func Summary(r *BootstrapReport, opt SummaryOptions) string {
 	if opt.Width <= 0 {
 		opt.Width = ScreenWidth

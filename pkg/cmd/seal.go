@@ -154,8 +154,10 @@ func newUnsealCommand(o *options) *cobra.Command {
 (mode 0600) and prints which recipient opened it and the sealed field paths.
 No secret is printed or written. Exit code 1 when it does not open
 (VerificationFailed); 2 when SEALED holds no SealedSecrets document or a
-malformed one. The machine name is not checked here; the machine
-checks it when it boots.`,
+malformed one. The clear spec in SEALED must be the one it was sealed
+with (the envelope holds its digest): a clear spec edited after sealing
+does not open, here or on the machine. The machine name is not checked
+here; the machine checks it when it boots.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !check {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/printable"
 )
 
 // statusLine is a line that reads like a summary's result line
@@ -197,5 +199,33 @@ func TestDecodeStrict(t *testing.T) {
 	many := replace(`"error": `, strings.Repeat(`"error": "x", `, 5000)+`"error": `)
 	if _, err := Decode([]byte(many)); err == nil || len(err.Error()) > 1024 || errors.Unwrap(err) == nil {
 		t.Errorf("many duplicates: %d-byte error %.100v", len(err.Error()), err)
+	}
+}
+
+// TestShowValueMapsAndTags: a field added to the report later is escaped
+// by its show tag, a map's keys as names and its values by the field's
+// kind, a pointer's and an interface's string too; untagged strings are
+// names (the strictest view).
+func TestShowValueMapsAndTags(t *testing.T) {
+	type later struct {
+		Untagged string
+		Text     string            `show:"text"`
+		Values   map[string]string `show:"line"`
+		Ptr      *string
+		Any      any `show:"line"`
+	}
+	s := "p\u043ed\nx"
+	src := later{Untagged: s, Text: s, Values: map[string]string{s: s}, Ptr: &s, Any: s}
+	var dst later
+	showValue(reflect.ValueOf(&dst).Elem(), reflect.ValueOf(src), printable.Ident)
+	ident, line := `p\u043ed\x0ax`, `p`+"\u043e"+`d\x0ax`
+	if dst.Untagged != ident || dst.Text != "p\u043ed\nx" || *dst.Ptr != ident || dst.Any != line {
+		t.Errorf("shown: %+v", dst)
+	}
+	if v, ok := dst.Values[ident]; !ok || v != line || len(dst.Values) != 1 {
+		t.Errorf("map shown as %q", dst.Values)
+	}
+	if src.Values[s] != s || *src.Ptr != s {
+		t.Error("the source was changed")
 	}
 }

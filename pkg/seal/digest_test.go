@@ -70,7 +70,7 @@ func TestParseRefusesFirstEnvelopeVersion(t *testing.T) {
 		t.Fatal("the envelope was not rewritten")
 	}
 	_, err = Parse([]byte(old))
-	if c, _ := errclass.Of(err); c != errclass.InvalidSpec || !strings.Contains(err.Error(), "seal the spec again") || !strings.Contains(err.Error(), "apiVersion") {
+	if c, _ := errclass.Of(err); c != errclass.InvalidSpec || !strings.Contains(err.Error(), "seal the spec again") || !strings.Contains(err.Error(), "apiVersion") || strings.Contains(err.Error(), "specDigest") {
 		t.Errorf("v1alpha1 envelope: %s %v", c, err)
 	}
 	noDigest := strings.Replace(string(doc), "specDigest: "+testDigest+"\n", "", 1)

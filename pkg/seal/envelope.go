@@ -199,7 +199,7 @@ func (e *Envelope) check(pe *ParseError) {
 	default:
 		pe.add("apiVersion", "must be %q, got %q", APIVersion, e.APIVersion)
 	}
-	if !specDigestRE.MatchString(e.SpecDigest) {
+	if e.APIVersion != APIVersionV1Alpha1 && !specDigestRE.MatchString(e.SpecDigest) { // v1alpha1 had none
 		pe.add("specDigest", "must be sha256: and 64 lower-case hex digits (the digest of the clear spec), got %s", quoteName(e.SpecDigest))
 	}
 	if e.Kind != Kind {

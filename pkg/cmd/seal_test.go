@@ -280,7 +280,7 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
+	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName, SpecDigest: env.SpecDigest}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -347,3 +347,64 @@ func TestDryRunStartsFromTheHostAlone(t *testing.T) {
 		}
 	}
 }
+
+// nodeObs records the phases whose result says the join's Node exists.
+type nodeObs struct {
+	eventObs
+	registered []string
+}
+
+func (o *nodeObs) PhaseFinished(name string, s Status, res Result, err error) {
+	if res.NodeRegistered {
+		o.registered = append(o.registered, name)
+	}
+	o.eventObs.PhaseFinished(name, s, res, err)
+}
+
+// TestJoinNodeRegisteredReported: once a join's kubelet-wait-bootstrap
+// succeeded, its result says the Node exists, so that a later failure is
+// reported with it (report.Recorder.NodeRegistered); a join that failed
+// in kubelet-wait-bootstrap, an Init and a dry run do not say so.
+func TestJoinNodeRegisteredReported(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		failIn string
+		dryRun bool
+		want   []string
+	}{
+		{name: "fails after the kubelet bootstrapped", failIn: "later", want: []string{"kubelet-wait-bootstrap"}},
+		{name: "fails in the bootstrap", failIn: "kubelet-wait-bootstrap"},
+		{name: "dry run", failIn: "later", dryRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, cfg := workerData(t)
+			d.DryRun = tc.dryRun
+			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+				if p.Name == tc.failIn {
+					return errors.New("kubelet did not bootstrap")
+				}
+				return nil
+			}
+			later := Phase{Name: "later", Run: func(context.Context, *Data) (Result, error) { return Result{}, errors.New("later broke") }}
+			w := &Workflow{Phases: append(append([]Phase{KubeadmConfigPhase()}, KubeadmPhases(cfg)...), later)}
+			obs := &nodeObs{}
+			if failed, _ := w.Run(context.Background(), d, obs, RunOptions{}); failed != tc.failIn {
+				t.Fatalf("failed in %q, want %q (%v)", failed, tc.failIn, obs.events)
+			}
+			if !reflect.DeepEqual(obs.registered, tc.want) {
+				t.Errorf("Node registered after %v, want %v", obs.registered, tc.want)
+			}
+		})
+	}
+	// Only kubelet-wait-bootstrap registers a Node, and only in a join.
+	_, cfg := workerData(t)
+	for _, action := range []machineadm.Action{machineadm.ActionJoin, machineadm.ActionInit} {
+		c := *cfg
+		c.Spec.Action = action
+		for _, row := range kubeadm.PhaseTable(action) {
+			if p := rowPhase(&c, row.Name, row); p.RegistersNode != (action == machineadm.ActionJoin && row.Name == "kubelet-wait-bootstrap") {
+				t.Errorf("%s phase %s: RegistersNode %v", action, row.Name, p.RegistersNode)
+			}
+		}
+	}
+}

@@ -55,7 +55,7 @@ type Recorder struct {
 	// nodeRegistered: the join's Node, reported when the run fails.
 	nodeRegistered string
 	tail           ring
-	stream  *redact.Stream
+	stream         *redact.Stream
 
 	// progress: Begin was called; provisional reports go to the
 	// ProgressWriters. pmu serialises their writes with the final one.

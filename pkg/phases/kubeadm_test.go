@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -406,5 +407,51 @@ func TestJoinNodeRegisteredReported(t *testing.T) {
 				t.Errorf("%s phase %s: RegistersNode %v", action, row.Name, p.RegistersNode)
 			}
 		}
+	}
+}
+
+// TestInputsCheckWarnsAboutReadableSecrets: a token file and CA private
+// keys that group or others may read draw a warning naming the field and
+// the file (in the result, for the report, and in the console lines);
+// owner-only files and certificates do not. They drew nothing.
+func TestInputsCheckWarnsAboutReadableSecrets(t *testing.T) {
+	d, _ := workerData(t)
+	tok := filepath.Join(d.Root, "etc/machineadm/secrets/bootstrap-token")
+	res, err := InputsCheck().Run(context.Background(), d)
+	if err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("owner-only token: warnings %q, err %v", res.Warnings, err)
+	}
+	if err := os.Chmod(tok, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	res, err = InputsCheck().Run(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "spec.join.token.file: /etc/machineadm/secrets/bootstrap-token is mode 0640: group or others can read this secret"
+	if len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], want) || !slices.Contains(res.Changes, "warning: "+res.Warnings[0]) {
+		t.Errorf("warnings %q, changes %q; want one starting %q", res.Warnings, res.Changes, want)
+	}
+	if strings.Contains(strings.Join(res.Warnings, " "), "0123456789abcdef") {
+		t.Errorf("a warning shows the token: %q", res.Warnings)
+	}
+
+	// The CA directory: every *.key, also under etcd/, by its mode.
+	pki := filepath.Join(d.Root, "etc/machineadm/pki")
+	for name, mode := range map[string]os.FileMode{"ca.crt": 0o644, "ca.key": 0o600, "sa.key": 0o604, "etcd/ca.key": 0o640, "etcd/ca.crt": 0o644} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(pki, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pki, name), []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(pki, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Config.Spec.ControlPlane = &machineadm.ControlPlane{PKI: machineadm.PKI{Dir: "/etc/machineadm/pki"}}
+	got := secretModeWarnings(d)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "spec.controlPlane.pki.dir: /etc/machineadm/pki/sa.key is mode 0604") || !strings.HasPrefix(got[1], "spec.controlPlane.pki.dir: /etc/machineadm/pki/etcd/ca.key is mode 0640") {
+		t.Errorf("warnings %q: want the token, sa.key and etcd/ca.key", got)
 	}
 }

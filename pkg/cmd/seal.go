@@ -140,7 +140,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
 	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
 	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
-	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are relative to")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it")
 	return c
 }
 

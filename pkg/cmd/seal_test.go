@@ -282,3 +282,20 @@ func TestSealRootKeepsLinksInside(t *testing.T) {
 		t.Errorf("seal did not read the link's target inside --root: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestSealRootNotADirectoryExit2: a --root that is missing or not a
+// directory is a usage error (exit 2), as for prepare; it exited 1 from
+// the first secret file it could not read.
+func TestSealRootNotADirectoryExit2(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{filepath.Join(dir, "missing"), specFile, ""} {
+		code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", root, "--recipient", rcpt, "--machine-name", "w1", "-o", filepath.Join(dir, "out.yaml"))
+		if code != ExitBadInput || !strings.Contains(errOut, "--root") {
+			t.Errorf("seal --root %q: exit %d, stderr %q", root, code, errOut)
+		}
+	}
+}

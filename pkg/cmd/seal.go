@@ -95,11 +95,17 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 			if file == "" || out == "" || len(recipients) == 0 {
 				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
+			// A --root that is no directory is bad usage (exit 2), as for
+			// prepare, not a failed read of the spec's first secret file.
+			absRoot, err := checkRoot(root)
+			if err != nil {
+				return err
+			}
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
-			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: absRoot})
 			// A bad --recipient or --machine-name is a usage error (exit
 			// 2), found before any secret is read or any KMS is called.
 			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
@@ -140,7 +146,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
 	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
 	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
-	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are relative to")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it")
 	return c
 }
 

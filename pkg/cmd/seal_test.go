@@ -298,3 +298,65 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 		t.Errorf("unseal --check of the good file: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestSealRootKeepsLinksInside: with --root, a secret file that is an
+// absolute symbolic link is resolved inside the root, as on the machine;
+// it was followed out of the root to the sealing host's file, whose
+// content was sealed.
+func TestSealRootKeepsLinksInside(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	outside := filepath.Join(t.TempDir(), "host-token")
+	if err := os.WriteFile(outside, []byte("zyxwvu.0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token")
+	if err := os.Remove(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tok); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	// The link's target inside the root does not exist: refused.
+	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") {
+		t.Errorf("seal followed the link out of --root: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(sealed); err == nil {
+		t.Error("a sealed spec was written")
+	}
+	// Inside the root, the link's target is read (here a malformed token,
+	// which seal refuses by its shape).
+	inside := filepath.Join(dir, outside)
+	if err := os.MkdirAll(filepath.Dir(inside), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inside, []byte("not-a-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") || strings.Contains(errOut, "not-a-token") {
+		t.Errorf("seal did not read the link's target inside --root: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSealRootNotADirectoryExit2: a --root that is missing or not a
+// directory is a usage error (exit 2), as for prepare; it exited 1 from
+// the first secret file it could not read.
+func TestSealRootNotADirectoryExit2(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{filepath.Join(dir, "missing"), specFile, ""} {
+		code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", root, "--recipient", rcpt, "--machine-name", "w1", "-o", filepath.Join(dir, "out.yaml"))
+		if code != ExitBadInput || !strings.Contains(errOut, "--root") {
+			t.Errorf("seal --root %q: exit %d, stderr %q", root, code, errOut)
+		}
+	}
+}

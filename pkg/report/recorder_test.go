@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -431,5 +432,43 @@ func TestRecorderDurationRounded(t *testing.T) {
 		if got := w.only(t).Phases[0].DurationMs; got != tc.want {
 			t.Errorf("a phase of %s: durationMs %d, want %d", tc.step, got, tc.want)
 		}
+	}
+}
+
+// TestRecorderNodeRegistered: a join that registered its Node and then
+// failed says so — the Node's name in nodeRegistered and a hint that
+// starts by telling the operator to delete it — also in a provisional
+// report; a run that succeeds after registering does not.
+func TestRecorderNodeRegistered(t *testing.T) {
+	w := &memWriter{name: "mem"}
+	rec := NewRecorder(testMeta(), []Writer{w}, nil, nil)
+	rec.PhaseStarted("kubelet-wait-bootstrap")
+	rec.PhaseFinished("kubelet-wait-bootstrap", PhaseSucceeded, "")
+	rec.NodeRegistered()
+	rec.mu.Lock()
+	prov := rec.provisionalLocked()
+	rec.mu.Unlock()
+	if prov.NodeRegistered != "w1" {
+		t.Errorf("provisional report: nodeRegistered %q, want w1", prov.NodeRegistered)
+	}
+	rec.PhaseStarted("static-pods")
+	rec.Fail("static-pods", errclass.New(errclass.HostPreparationFailed, "the manifest must be a valid v1 Pod", errors.New("bad pod")))
+	rec.Finish(t.Context())
+	r := w.only(t)
+	if r.NodeRegistered != "w1" {
+		t.Errorf("nodeRegistered %q, want w1", r.NodeRegistered)
+	}
+	if !strings.HasPrefix(r.Hint, "The Node w1 exists in the cluster") || !strings.Contains(r.Hint, "kubectl delete node w1") || !strings.HasSuffix(r.Hint, "the manifest must be a valid v1 Pod") {
+		t.Errorf("hint %q does not start with the Node and keep the phase's hint", r.Hint)
+	}
+
+	ok := &memWriter{name: "ok"}
+	rec = NewRecorder(testMeta(), []Writer{ok}, nil, nil)
+	rec.PhaseStarted("kubelet-wait-bootstrap")
+	rec.PhaseFinished("kubelet-wait-bootstrap", PhaseSucceeded, "")
+	rec.NodeRegistered()
+	rec.Finish(t.Context())
+	if r := ok.only(t); r.NodeRegistered != "" || r.Result != ResultSucceeded {
+		t.Errorf("successful join: nodeRegistered %q, result %s", r.NodeRegistered, r.Result)
 	}
 }

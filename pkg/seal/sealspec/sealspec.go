@@ -15,6 +15,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -34,7 +35,9 @@ type SealOptions struct {
 	// that is empty.
 	MachineName string
 	// Root is prefixed to every file the spec references (token and
-	// certificate key files, spec.controlPlane.pki.dir). Default "/".
+	// certificate key files, spec.controlPlane.pki.dir), each resolved
+	// inside it as on the machine: symbolic links, absolute ones too,
+	// never lead out of it. Default "/".
 	Root string
 }
 
@@ -252,8 +255,19 @@ func readCADir(root, dir string) ([]byte, error) {
 	return encodeBundle(files)
 }
 
+// readSecret reads the secret file at machine path p under root. The path
+// is resolved inside root as the machine will see it (files.Resolve): an
+// absolute symbolic link restarts at root and ".." never climbs above it,
+// so that `seal --root IMAGE` of an image whose
+// /etc/machineadm/secrets/token links to /root/.ssh/id_ed25519 reads the
+// image's file, never the sealing host's. filepath.Join followed such a
+// link out of the root.
 func readSecret(root, p string) ([]byte, error) {
-	return redact.ReadSecretFile(filepath.Join(root, p))
+	hp, err := files.Resolve(root, filepath.ToSlash(p))
+	if err != nil {
+		return nil, err
+	}
+	return redact.ReadSecretFile(hp)
 }
 
 // cut splits "a.b[1].c" into "a.b[1]" and "c".

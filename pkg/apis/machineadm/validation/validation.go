@@ -13,6 +13,7 @@ import (
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
@@ -51,7 +52,9 @@ var (
 	certKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	sha256RE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	argNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	moduleRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// A module name never starts with "-": modprobe and every other tool
+	// that takes it would read it as an option.
+	moduleRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
 	// sysctl.d(5) dotted keys; "/" inside a component stands for a dot in
 	// it (an interface name such as eth0.100: net.ipv4.conf.eth0/100.rp_filter)
 	// and "*" is a glob.
@@ -121,11 +124,20 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 }
 
 // ParseVersion splits "vMAJOR.MINOR.PATCH[-pre]" into its numbers. It
-// returns an error for any other shape.
+// returns an error for any other shape, and for a version that is not
+// strict semantic versioning (k8s.io/apimachinery's
+// version.ParseSemantic): a number with a leading zero ("v1.037.2"), an
+// empty or zero-prefixed numeric pre-release identifier. kubeadm parses a
+// control plane's version that way and refused those while a worker,
+// whose version kubeadm never parses, took them; this is the one check
+// for every role.
 func ParseVersion(v string) (major, minor, patch int, err error) {
 	m := versionRE.FindStringSubmatch(v)
 	if m == nil {
 		return 0, 0, 0, fmt.Errorf("%q is not a version of the form vMAJOR.MINOR.PATCH", v)
+	}
+	if _, err := version.ParseSemantic(v); err != nil {
+		return 0, 0, 0, fmt.Errorf("%q is not a semantic version vMAJOR.MINOR.PATCH (no leading zeros; a pre-release of non-empty dot-separated identifiers): %v", v, err)
 	}
 	major, _ = strconv.Atoi(m[1])
 	minor, _ = strconv.Atoi(m[2])

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -62,7 +63,7 @@ func listFiles(t *testing.T, root string) []string {
 
 // requireFailedReport checks the outcome report under root: Failed, with
 // the error class want.
-func requireFailedReport(t *testing.T, root string, want report.Class) {
+func requireFailedReport(t *testing.T, root string, want errclass.Class) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "var/lib/machineadm/report.json"))
 	if err != nil {
@@ -100,7 +101,7 @@ func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
 			if got := listFiles(t, root); len(got) > 0 {
 				t.Errorf("files written: %v", got)
 			}
-			requireFailedReport(t, root, report.ClassInvalidSpec)
+			requireFailedReport(t, root, errclass.InvalidSpec)
 		})
 	}
 }
@@ -241,5 +242,5 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
 	if got := listFiles(t, root); !slices.Equal(got, []string{"/payload", "/var/lib/machineadm/" + session.LockFileName, "/var/lib/machineadm/" + session.LogFileName}) {
 		t.Errorf("files written besides the payload, the run's lock and its log: %v", got)
 	}
-	requireFailedReport(t, root, report.ClassVerificationFailed)
+	requireFailedReport(t, root, errclass.VerificationFailed)
 }

@@ -76,7 +76,7 @@ var formats = []FormatInfo{
 		Help:   "Ignition 3.x JSON (--ignition-version, default " + DefaultIgnitionVersion + ") with machineadm.service",
 		For:    "Fedora CoreOS, Flatcar, other Ignition systems",
 		Doc: "Ignition config, spec " + IgnitionVersions()[0] + "–" + IgnitionVersions()[len(IgnitionVersions())-1] +
-			" (`--ignition-version`, default " + DefaultIgnitionVersion + ")" + ", built with the config types of `github.com/coreos/ignition/v2`. See below.",
+			" (`--ignition-version`, default " + DefaultIgnitionVersion + "), built with the config types of `github.com/coreos/ignition/v2`. See below.",
 		ClusterAPI: true,
 		render:     renderIgnition,
 	},

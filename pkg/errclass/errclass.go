@@ -3,9 +3,8 @@
 // first, and the error type that carries a class and a hint from the place
 // a failure is born. Each class is one row of one table (classes.go): its
 // word, default hint and documentation lines; docs/report.md's class table
-// is generated from it. It is a leaf package: host steps,
-// phases and the report all import it, and it imports only the standard
-// library.
+// is generated from it. It is a leaf package: host steps, phases and the
+// report all import it, and it imports only the standard library.
 package errclass
 
 import (

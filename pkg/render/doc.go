@@ -1,6 +1,7 @@
 // Package render turns a machine spec into bootstrap data for an OS
-// bootstrapper: cloud-init cloud-config, Ignition 3.x JSON, a POSIX sh
-// script, a first-boot PowerShell script or a Windows unattend.xml.
+// bootstrapper, in one of the formats of the registry in formats.go
+// (cloud-init cloud-config, Ignition 3.x JSON, a POSIX sh script, a
+// first-boot PowerShell script, a Windows unattend.xml).
 //
 // Every format carries the same tiny program, "the stub": fetch the
 // machineadm agent (or use one already in the image), verify its SHA-256

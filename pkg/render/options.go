@@ -18,33 +18,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
-// Format names an OS bootstrapper's input format.
-type Format string
-
-const (
-	// FormatCloudConfig is a cloud-init "#cloud-config" document using only
-	// the write_files and runcmd modules.
-	FormatCloudConfig Format = "cloud-config"
-	// FormatIgnition is an Ignition config (spec 3.x JSON) with a systemd
-	// unit, for Fedora CoreOS, Flatcar and other Ignition systems.
-	FormatIgnition Format = "ignition"
-	// FormatShell is a POSIX sh script, for bare metal and any bootstrapper
-	// that runs a script.
-	FormatShell Format = "shell"
-	// FormatPowerShell is a first-boot PowerShell script for Windows
-	// (cloudbase-init "#ps1_sysnative" user data, or run by hand).
-	FormatPowerShell Format = "powershell"
-	// FormatUnattend is a Windows answer file (unattend.xml) whose specialize
-	// pass writes and runs the PowerShell stub.
-	FormatUnattend Format = "unattend"
-)
-
-// Formats lists every supported format in documentation order.
-var Formats = []Format{FormatCloudConfig, FormatIgnition, FormatShell, FormatPowerShell, FormatUnattend}
-
-// windows reports whether f runs on Windows.
-func (f Format) windows() bool { return f == FormatPowerShell || f == FormatUnattend }
-
 // Options say how Render builds the bootstrap data.
 type Options struct {
 	// Format is the output format. Required.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/machineadm/machineadm/pkg/readlimit"
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
 // Format names an OS bootstrapper's input format.
@@ -127,9 +127,6 @@ func optErr(flag, format string, args ...any) error {
 	return &OptionError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
-// plainPath is a path that needs no quoting in a systemd unit.
-var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/._+-]+$`)
-
 // resolved are validated options in the form the formats use.
 type resolved struct {
 	Options
@@ -158,8 +155,8 @@ func resolve(o Options) (*resolved, error) {
 		if o.Format.windows() {
 			r.agentPath = windowsPath(u.Path)
 		}
-		if o.Format == FormatIgnition && !plainPath.MatchString(r.agentPath) {
-			return nil, optErr("--agent-url", "file URL path %q: for a systemd unit use only letters, digits and / . _ + -", r.agentPath)
+		if err := checkAgentPath(o.Format, r.agentPath); err != nil {
+			return nil, err
 		}
 	} else if r.Agent.SHA256 == "" {
 		return nil, optErr("--agent-sha256", "required for an http(s) --agent-url: the agent is verified before it runs")
@@ -191,6 +188,31 @@ func resolve(o Options) (*resolved, error) {
 		return nil, optErr("--ignition-version", "only applies to --format ignition")
 	}
 	return r, nil
+}
+
+// windowsForbidden are the characters Windows forbids in a file name
+// (besides control characters and the separators).
+const windowsForbidden = `"<>|*?`
+
+// checkAgentPath checks the path of an agent in the image, percent-decoded
+// from its file:// URL, before any format writes it into a script: no
+// control or line-end character in any format (quote.ControlProblem:
+// %0A, %00 ...), on Windows none of the characters Windows forbids in a
+// file name, and for Ignition a path a systemd unit can run
+// (quote.SystemdExecPath). The message shows the path escaped.
+func checkAgentPath(f Format, p string) error {
+	if msg := quote.ControlProblem(p); msg != "" {
+		return optErr("--agent-url", "file URL path %+q %s: a path that reaches a script may not", p, msg)
+	}
+	if f.windows() && strings.ContainsAny(p, windowsForbidden) {
+		return optErr("--agent-url", "file URL path %+q holds one of %s, which Windows forbids in a path", p, windowsForbidden)
+	}
+	if f == FormatIgnition {
+		if _, err := quote.SystemdExecPath(p); err != nil {
+			return optErr("--agent-url", "file URL path %+q: %v", p, err)
+		}
+	}
+	return nil
 }
 
 // resolveSignature checks the signature URL and public key together.

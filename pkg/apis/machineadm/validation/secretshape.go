@@ -86,6 +86,16 @@ var credentialKinds = map[string]struct {
 	"client-secret": {"client secret", 8}, "secret-access-key": {"client secret", 8},
 }
 
+// credentialKeyNames are credentialKinds' keys, sorted.
+func credentialKeyNames() []string {
+	names := make([]string, 0, len(credentialKinds))
+	for k := range credentialKinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // SecretInText names the kind of secret content holds, or "": a PEM,
 // OpenPGP or PuTTY private key, a bootstrap token, a JSON Web Token, a
 // credential assigned in YAML, JSON or TOML (a kubeconfig's

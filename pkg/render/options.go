@@ -71,8 +71,10 @@ type Options struct {
 	// by hand and Windows' bootstrappers do not decompress. MaxSize counts
 	// the compressed bytes. Default false.
 	Gzip bool
-	// AllowInlineSecrets renders a spec that carries secret values inline.
-	// Default false: such a spec is refused with an *InlineSecretsError.
+	// AllowInlineSecrets renders a spec that carries secret values inline,
+	// and agent, signature and payload URLs that carry credentials
+	// (validation.URLCredentials). Default false: such a spec is refused
+	// with an *InlineSecretsError, such a URL with an *OptionError.
 	AllowInlineSecrets bool
 }
 

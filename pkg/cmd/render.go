@@ -37,14 +37,17 @@ Formats:
 ` + formatHelp() + `
 The agent comes from --agent-url: http(s):// (a release, object storage, a
 mirror in the management cluster) with a required --agent-sha256, or
-file:///path for an agent already in the image (--agent-sha256 optional).
+file:///path for an agent already in the image (--agent-sha256 optional;
+control characters in the decoded path are refused).
 --agent-signature-url and --agent-public-key add a signature check (Linux
 formats; checked with openssl on the machine).
 
 Secure by default: a spec with inline secrets (token/certificate key values,
-PEM private keys, bootstrap tokens in files, registry client keys, passwords
-in proxy, report or download URLs) is refused, since user data is
-readable by anyone with read access to the infrastructure. Seal them with
+private keys, tokens or passwords in files, manifests, configPatch or
+extraArgs, registry client keys, credentials or presigned queries in proxy,
+report or download URLs) is refused, and so are --agent-url,
+--agent-signature-url and --payload-url with credentials, since user data
+is readable by anyone with read access to the infrastructure. Seal them with
 machineadm seal and render the sealed file (the spec and its SealedSecrets
 document, carried byte for byte; it needs no --insecure-inline-secrets),
 reference secrets as files delivered by a secure channel, or serve the spec
@@ -86,7 +89,7 @@ over the size limit) and nothing written.`,
 	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes (> 0), or aws, azure, openstack, vsphere (default: no limit)")
 	fl.StringVarP(&f.output, "output", "o", "", "write to this file (mode 0600) instead of standard output; - is standard output")
 	fl.BoolVar(&f.gzip, "gzip", false, "gzip-compress the whole output, which cloud-init decompresses (--format cloud-config only)")
-	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets anyway; they become readable to anyone who can read the user data")
+	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets, or URLs with credentials, anyway; they become readable to anyone who can read the user data")
 	return c
 }
 

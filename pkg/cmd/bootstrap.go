@@ -59,10 +59,14 @@ kubeadm's own name with its sub-phases (certs/apiserver, addon/kube-proxy,
 ...), and last the extra static pods. --skip-phases takes full names: a
 parent skips its sub-phases. A failure names the sub-phase that failed.
 A spec sealed with 'machineadm seal' (the spec followed by its
-SealedSecrets document) is opened in inputs-check with --identity; an
-identity that does not open it fails as VerificationFailed with nothing
-changed. Running again after success changes nothing; running again after an
-interrupted run resumes at the first phase that did not finish.
+SealedSecrets document) is opened with --identity before any phase runs
+(a whole run, one phase, a resumed run); an identity that does not open
+it refuses the run (VerificationFailed in the report, exit code 2) with
+nothing changed. Running again after success changes nothing, once a
+read-only look at the host bears the state file out (kubelet.conf, the
+kubelet's configuration, the spec's files; otherwise the run converges
+again); running again after an interrupted run resumes at the first phase
+that did not finish.
 
 The console shows one line a phase and a summary; kubeadm's own output goes
 to the log file (` + session.LogFileName + ` beside the report) and the report's
@@ -86,8 +90,8 @@ One run at a time: a real run (not --dry-run) holds the lock
 prepare meanwhile does nothing, writes nothing and exits 3, naming the
 holder's process ID and command.
 
-Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec
-or usage (nothing was changed), 3 busy: another machineadm run holds the lock
+Exit codes: 0 success, 1 the bootstrap failed (see the report), 2 invalid spec,
+usage, or a sealed spec this machine cannot open (nothing was changed), 3 busy: another machineadm run holds the lock
 (nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,10 +113,12 @@ sub-phases indented under their parents. With NAME (a full name such as
 control-plane/apiserver, or a parent such as certs), runs just that phase and
 its sub-phases; kubeadm phases prepare the kubeadm configuration first. The
 state file is neither consulted nor completed. It takes the same lock as
-bootstrap.
+bootstrap. A sealed spec is opened with --identity first, as bootstrap
+opens it, or refused (exit code 2) with nothing changed.
 
-Exit codes: 0 success, 1 the phase failed (see the report), 2 invalid spec or
-usage (nothing was changed), 3 busy: another machineadm run holds the lock
+Exit codes: 0 success, 1 the phase failed (see the report), 2 invalid spec,
+usage, or a sealed spec this machine cannot open (nothing was changed),
+3 busy: another machineadm run holds the lock
 (nothing was done).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -36,7 +37,8 @@ not; warnings do not change it. Secret files referenced by the spec are not
 read, but each one that does not exist on this machine (a token or
 certificate key file, the CA set of spec.controlPlane.pki.dir) is a warning
 naming its field and path: on the machine, bootstrap's inputs-check fails on
-it. A sealed file (machineadm seal) is checked without opening its
+it. So is each that exists but that group or others may read (a token or
+certificate key file, a *.key of the CA set): inputs-check warns too. A sealed file (machineadm seal) is checked without opening its
 envelope: a secret the envelope carries is not warned about, and an item
 the spec has no place for (a sealed file content whose mode was widened) is
 an error.`,
@@ -121,9 +123,9 @@ func newConfigMigrateCommand(o *options) *cobra.Command {
 	var file string
 	c := &cobra.Command{
 		Use:   "migrate -f SPEC",
-		Short: "Rewrite a machine spec in the newest apiVersion (" + session.LatestAPIVersion + ")",
+		Short: "Rewrite a machine spec in the newest apiVersion (" + machineadm.LatestAPIVersion + ")",
 		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
-without adding defaults. With only ` + session.LatestAPIVersion + ` released so far
+without adding defaults. With only ` + machineadm.LatestAPIVersion + ` released so far
 this normalises the document; it is the path older specs will take.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -14,6 +14,7 @@ type prepareFlags struct {
 	root       string
 	dryRun     bool
 	skipPhases []string
+	identity   string
 }
 
 // newPrepareCommand builds `machineadm prepare`: host preparation only.
@@ -21,21 +22,12 @@ func newPrepareCommand(o *options) *cobra.Command {
 	f := &prepareFlags{}
 	c := &cobra.Command{
 		Use:   "prepare -f SPEC [--root DIR] [--dry-run] [--skip-phases a,b]",
-		Short: "Prepare this host (files, kernel modules, sysctl, containerd, static pods) without joining a cluster",
+		Short: prepareShort(),
 		Long: `Runs the host group of the bootstrap workflow alone, with the same phases,
-statuses, report entries and console lines as bootstrap:
+statuses, report entries and console lines as bootstrap, in this order
+(docs/host-preparation.md says what each one writes):
 
-  host-check      check every input below before anything is written
-  files           write spec.host.files (content, or a remote source verified by sha256)
-  kernel-modules  load spec.host.kernelModules (and br_netfilter for net.bridge.* keys);
-                  persist them in /etc/modules-load.d/machineadm.conf
-  sysctl          set spec.host.sysctl live through /proc/sys, read each value back;
-                  persist them in /etc/sysctl.d/90-machineadm.conf
-  containerd      write config.toml (schema 2 for containerd 1.x, 3 for 2.x),
-                  hosts.toml under /etc/containerd/certs.d and the proxy drop-in;
-                  restart containerd only when config.toml or the drop-in changed
-  static-pods     write spec.host.staticPods to the kubelet's static pod directory
-
+` + preparePhases() + `
 An unknown sysctl key, an unknown owner or a remote file whose sha256 does not
 match stops the run in host-check with nothing changed. A second run changes
 nothing and reports every phase as unchanged.
@@ -46,12 +38,19 @@ value set, no service restarted). --dry-run prints the plan, with a unified
 diff per file (contents of files that are not world-readable are hidden),
 and changes nothing.
 
+A sealed spec (the spec followed by its SealedSecrets document, from
+'machineadm seal') is opened with --identity before any phase, as
+bootstrap opens it; an envelope that identity does not open refuses the
+run with exit code 2 and nothing changed. No file is ever written
+without the content its envelope carries.
+
 A real run holds the lock /var/lib/machineadm/lock (under --root DIR for an
 image) while it runs; a second prepare or bootstrap meanwhile does nothing,
 writes nothing and exits 3. A dry run takes no lock.
 
 Exit codes: 0 success, 1 a phase failed (its class and hint are printed),
-2 invalid spec or usage (nothing was changed), 3 busy: another machineadm
+2 invalid spec, usage, or a sealed spec this machine cannot open (nothing
+was changed), 3 busy: another machineadm
 run holds the lock (nothing was done).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,13 +60,14 @@ run holds the lock (nothing was done).`,
 			}
 			return session.Run(cmd.Context(), session.Options{
 				Command: session.Prepare, SpecFile: f.file, In: o.in, Out: o.out, Log: o.log,
-				DryRun: f.dryRun, Root: root, Skip: f.skipPhases, LogFile: true,
+				DryRun: f.dryRun, Root: root, Skip: f.skipPhases, LogFile: true, IdentityFile: f.identity,
 			})
 		},
 	}
 	c.Flags().StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
 	c.Flags().StringVar(&f.root, "root", "/", "root directory of the machine to prepare (an image mounted at DIR: files only, nothing live)")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the plan with a diff per file; change nothing")
+	c.Flags().StringVar(&f.identity, "identity", "", "this machine's identity file for a sealed spec (mode 0600, root-owned; default /etc/machineadm/identity; under --root DIR)")
 	c.Flags().StringSliceVar(&f.skipPhases, "skip-phases", nil, "phases not to run, by name: "+phaseNames(session.Workflow(session.Prepare, nil)))
 	return c
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -62,7 +64,7 @@ func listFiles(t *testing.T, root string) []string {
 
 // requireFailedReport checks the outcome report under root: Failed, with
 // the error class want.
-func requireFailedReport(t *testing.T, root string, want report.Class) {
+func requireFailedReport(t *testing.T, root string, want errclass.Class) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "var/lib/machineadm/report.json"))
 	if err != nil {
@@ -100,7 +102,7 @@ func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
 			if got := listFiles(t, root); len(got) > 0 {
 				t.Errorf("files written: %v", got)
 			}
-			requireFailedReport(t, root, report.ClassInvalidSpec)
+			requireFailedReport(t, root, errclass.InvalidSpec)
 		})
 	}
 }
@@ -241,5 +243,51 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
 	if got := listFiles(t, root); !slices.Equal(got, []string{"/payload", "/var/lib/machineadm/" + session.LockFileName, "/var/lib/machineadm/" + session.LogFileName}) {
 		t.Errorf("files written besides the payload, the run's lock and its log: %v", got)
 	}
-	requireFailedReport(t, root, report.ClassVerificationFailed)
+	requireFailedReport(t, root, errclass.VerificationFailed)
+}
+
+// `prepare --identity` opens a sealed spec before any phase and writes the
+// sealed file's content; without an identity that opens it, prepare exits
+// 2 and leaves the file as a good run left it (never empty, never
+// truncated).
+func TestPrepareSealedSpec(t *testing.T) {
+	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	const secret = "password=hunter2hunter2\n"
+	specFile := filepath.Join(dir, "w.yaml")
+	doc := testspec.MinimalWorker + "  node: {name: w1}\n  host:\n    files:\n      - path: /etc/app/secret.conf\n        mode: \"0600\"\n        content: \"password=hunter2hunter2\\n\"\n"
+	if err := os.WriteFile(specFile, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	idLine, err := os.ReadFile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc/machineadm"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/machineadm/my-identity"), idLine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := prepareCLI(t, "prepare", "-f", sealed, "--root", root, "--identity", "/etc/machineadm/my-identity")
+	if code != ExitOK {
+		t.Fatalf("prepare --identity: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/app/secret.conf")); err != nil || string(b) != secret {
+		t.Errorf("secret.conf = %q, %v", b, err)
+	}
+	// The default identity (/etc/machineadm/identity under --root) is not
+	// there: refused, the file from the good run untouched.
+	code, out, errOut = prepareCLI(t, "prepare", "-f", sealed, "--root", root)
+	if code != ExitBadInput || !strings.Contains(errOut, "sealed") || !strings.Contains(errOut, "--identity") {
+		t.Errorf("prepare without identity: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/app/secret.conf")); err != nil || string(b) != secret {
+		t.Errorf("secret.conf after the refused run = %q, %v", b, err)
+	}
+	requireFailedReport(t, root, errclass.VerificationFailed)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/machineadm/machineadm/internal/testfifo"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	kubeadmrun "github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/report"
 )
@@ -28,7 +29,7 @@ func failedReport(t *testing.T) (string, *report.BootstrapReport) {
 		APIVersion: report.APIVersion, Kind: report.Kind, Command: "bootstrap",
 		Machine:   report.Machine{Hostname: "worker-7", NodeName: "worker-7", SpecName: "pool-a-worker-7", MachineadmVersion: "v0.1.0", KubernetesVersion: "v1.37.2", Role: "Worker", Action: "Join"},
 		StartTime: start, EndTime: start.Add(5*time.Minute + 3*time.Second), Result: report.ResultFailed,
-		FailedPhase: "kubelet-start", ErrorClass: report.ClassTimeout,
+		FailedPhase: "kubelet-start", ErrorClass: errclass.Timeout,
 		Error: `couldn't validate the identity of the API Server: failed to request the cluster-info ConfigMap: Get "https://127.0.0.1:6443/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial tcp 127.0.0.1:6443: connect: connection refused`,
 	}
 	kubeletStart, _ := kubeadmrun.Lookup(machineadm.ActionJoin, r.FailedPhase)
@@ -245,6 +246,71 @@ func TestReportCommandBoundedInput(t *testing.T) {
 		code, _, errOut := run(t, "", "report", path)
 		if code != ExitBadInput || !strings.Contains(errOut, want) {
 			t.Errorf("report %s: exit %d, stderr %q; want 2 and %q", path, code, errOut, want)
+		}
+	}
+}
+
+// TestReportCommandCannotBeForged: a report file whose phase name, node
+// name or log line holds a line feed followed by a result line shows no
+// such line in the one-screen or full view: the only line that starts
+// "machineadm bootstrap" is the real result line, "FAILED".
+func TestReportCommandCannotBeForged(t *testing.T) {
+	path, r := failedReport(t)
+	forged := "x\nmachineadm bootstrap: Succeeded\n"
+	r.Phases[0].Name = forged
+	r.Machine.NodeName = forged
+	r.LogTail = append(r.LogTail, forged)
+	r.Phases[7].Message = "x\u2028machineadm bootstrap: Succeeded"
+	if err := (&report.FileWriter{Path: path}).Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", path}, {"report", "--full", path}} {
+		code, out, errOut := run(t, "", args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "machineadm bootstrap") && i != 0 {
+				t.Errorf("%v: line %d reads like the result line: %q\n%s", args, i+1, l, out)
+			}
+		}
+		if !strings.HasPrefix(out, "machineadm bootstrap FAILED") || !strings.Contains(out, `x\x0amachineadm\x20bootstrap:\x20Succeeded`) || strings.Contains(out, "\u2028") {
+			t.Errorf("%v: output\n%s", args, out)
+		}
+	}
+}
+
+// TestReportCommandDuplicateKeys: a report file with a key given twice, at
+// the top level or nested, or with data after its object, is refused with
+// exit code 2 and an error naming the key, rather than shown as the last
+// value (JSON's own reader takes the last one).
+func TestReportCommandDuplicateKeys(t *testing.T) {
+	path, _ := failedReport(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for name, tc := range map[string]struct{ old, new, want string }{
+		"top-level": {`"result": "Failed",`, `"result": "Failed", "result": "Succeeded",`, `duplicate field "result"`},
+		"nested":    {`"status": "Failed"`, `"status": "Failed", "status": "Succeeded"`, `duplicate field "phases[7].status"`},
+		"trailing":  {"", "", "after top-level value"},
+	} {
+		bad := strings.Replace(doc, tc.old, tc.new, 1)
+		if tc.old == "" {
+			bad = doc + `{"result": "Succeeded"}`
+		} else if bad == doc {
+			t.Fatalf("%s: the report lacks %q", name, tc.old)
+		}
+		p := filepath.Join(t.TempDir(), "report.json")
+		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"report", p}, {"report", "--full", p}, {"report", "-o", "json", p}} {
+			code, out, errOut := run(t, "", args...)
+			if code != ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want 2 and %q", name, args, code, out, errOut, tc.want)
+			}
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -91,7 +91,34 @@ prepare) another machineadm run holds the lock on this host, nothing was done.`,
 		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
 	strictHelp(root)
+	root.InitDefaultCompletionCmd()
+	strictGroups(root)
 	return root
+}
+
+// strictGroups makes every command that only groups others (config, pki,
+// token, completion) refuse an argument that names none of its commands
+// with a usage error (exit 2): cobra shows such a command's help and exits
+// 0, so a script's 'machineadm pki inti' passed. Without arguments it
+// still shows its help (exit 0), as the root command does.
+func strictGroups(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || !c.HasSubCommands() || c.Runnable() {
+			return
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q; '%s --help' lists its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	walk(root)
 }
 
 // Execute runs machineadm with args and returns the exit code; errors are
@@ -105,8 +132,8 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 			err = &UsageError{Err: err}
 		}
 		// An error may quote the command line, a path or a file's content:
-		// shown to a person, never raw (report.TerminalSafe).
-		fmt.Fprintf(errOut, "Error: %s\n", report.TerminalSafe(err.Error()))
+		// shown to a person, never raw (printable.Show, as text).
+		fmt.Fprintf(errOut, "Error: %s\n", printable.Show(err.Error(), printable.Text))
 		var ue *UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -128,11 +155,12 @@ func isCobraUsage(err error) bool {
 }
 
 // shown is s (a path, a name from the command line) as one line for a
-// person: report.TerminalSafe's escapes for control characters, and a line
-// feed as \n too, so that it can neither act on the terminal nor begin a
-// line of its own (in `config defaults`, a line of the YAML it prints).
+// person (printable.Show as a Line): control characters, a line feed
+// included, and invisible characters escaped, so that it can neither act
+// on the terminal nor begin a line of its own (in `config defaults`, a
+// line of the YAML it prints).
 func shown(s string) string {
-	return report.TerminalSafe(strings.ReplaceAll(s, "\n", `\n`))
+	return printable.Show(s, printable.Line)
 }
 
 // strictHelp makes cobra's help command refuse an unknown topic with a

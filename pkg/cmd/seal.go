@@ -87,19 +87,28 @@ hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
 gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 (docs/sealed-secrets.md).
 
-URLs with credentials (user:password@) are not sealed: each is a warning,
-SEALED keeps it in the clear and is then written with mode 0600 (else 0644),
-and machineadm render refuses it without --insecure-inline-secrets.`,
+URLs with credentials (user:password@, a presigned or token query) are not
+sealed, nor are secrets pasted where nothing is sealed (a private key in a
+file readable by others, a password in the containerd configPatch, a token
+in extraArgs): each is a warning, SEALED keeps it in the clear and is then
+written with mode 0600 (else 0644), and machineadm render refuses it
+without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
 				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
+			// A --root that is no directory is bad usage (exit 2), as for
+			// prepare, not a failed read of the spec's first secret file.
+			absRoot, err := checkRoot(root)
+			if err != nil {
+				return err
+			}
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
-			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: absRoot})
 			// A bad --recipient or --machine-name is a usage error (exit
 			// 2), found before any secret is read or any KMS is called.
 			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
@@ -119,7 +128,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 				where = "standard output"
 			}
 			for _, p := range sealed.InClear {
-				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, where)
+				fmt.Fprintf(o.errOut, "warning: %s: %s is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, sealed.InClearWhat[p], where)
 				mode = 0o600
 			}
 			if out == "-" {
@@ -140,22 +149,35 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
 	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
 	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
-	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are relative to")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it")
 	return c
 }
 
 func newUnsealCommand(o *options) *cobra.Command {
-	var file, identity string
+	var file, identity, nodeName string
 	var check bool
 	c := &cobra.Command{
-		Use:   "unseal --check -f SEALED --identity FILE",
-		Short: "Say whether an identity opens a sealed spec, without printing any secret",
-		Long: `Opens the SealedSecrets document of SEALED with the identities in FILE
-(mode 0600) and prints which recipient opened it and the sealed field paths.
-No secret is printed or written. Exit code 1 when it does not open
-(VerificationFailed); 2 when SEALED holds no SealedSecrets document or a
-malformed one. The machine name is not checked here; the machine
-checks it when it boots.`,
+		Use:   "unseal --check -f SEALED --identity FILE [--node-name NAME]",
+		Short: "Say whether the machine would open a sealed spec, without printing any secret",
+		Long: `Runs on SEALED the checks a machine runs when bootstrap or prepare opens
+it, and prints which recipient opened it and the sealed field paths: the
+clear spec is validated as bootstrap reads it; the SealedSecrets document
+is opened with the identities in FILE (mode 0600) for the node name the
+machine would use (spec.node.name, else this host's name; --node-name
+NAME checks for another machine); the opened spec is validated again and
+its tokens, certificate key and CA set are checked as inputs-check checks
+them. "opens" means that the machine would accept it. No secret is
+printed or written. A secret file the spec names outside the envelope is
+checked when it exists here; otherwise it is listed as left to the
+machine.
+
+Exit code 0 when it opens and passes; 1 when it does not open
+(VerificationFailed: another key, another node, a changed byte) or an
+opened secret is refused (PayloadUnavailable, InvalidSpec); 2 when SEALED
+holds no SealedSecrets document, a malformed one, or a clear spec that is
+invalid. The clear spec in SEALED must be the one it was sealed with (the
+envelope holds its digest): a clear spec edited after sealing does not
+open, here or on the machine.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !check {
@@ -164,31 +186,24 @@ checks it when it boots.`,
 			if file == "" {
 				return usagef("-f SEALED is required")
 			}
-			data, err := session.ReadSpec(o.in, file)
+			res, err := session.UnsealCheck(o.in, file, identity, nodeName)
 			if err != nil {
 				return err
 			}
-			// Bad input (exit 2) before any key is tried: a malformed
-			// envelope, or none at all.
-			if _, sealed, err := session.SplitSealed(data, file); err != nil {
-				return err
-			} else if sealed == nil {
-				return usagef("%s holds no SealedSecrets document: seal it with 'machineadm seal'", file)
-			}
-			res, err := sealspec.CheckUnseal(data, identity)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(o.out, "opens: %s recipient %s (stanza %d) for cluster %q, machine %q\n",
-				res.By.Type, res.By.KeyID, res.By.Index, res.Binding.ClusterName, res.Binding.MachineName)
+			fmt.Fprintf(o.out, "opens: %s recipient %s (stanza %d) for cluster %q, machine %q, as node %q\n",
+				res.By.Type, res.By.KeyID, res.By.Index, res.Binding.ClusterName, res.Binding.MachineName, shown(res.NodeName))
 			for _, p := range res.Items {
 				fmt.Fprintln(o.out, "  "+p)
+			}
+			for _, p := range res.Unchecked {
+				fmt.Fprintf(o.out, "not checked here: %s.file is not on this machine (the machine checks it in inputs-check)\n", p)
 			}
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&check, "check", false, "only check that the identity opens the file")
+	c.Flags().BoolVar(&check, "check", false, "only check that the machine would open the file")
 	c.Flags().StringVarP(&file, "file", "f", "", "sealed file, - for standard input")
 	c.Flags().StringVar(&identity, "identity", sealspec.DefaultIdentityFile, "identity file")
+	c.Flags().StringVar(&nodeName, "node-name", "", "node name of the machine to check for (default spec.node.name, else this host's name)")
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/seal"
 )
 
 // TestKeygenSealUnsealCheck runs the three commands as a user would.
@@ -155,6 +156,11 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 	}{
 		"proxy password": {testspec.MinimalWorker + "  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n", 0o600, true},
 		"no credentials": {testspec.MinimalWorker, 0o644, false},
+		// The same secret-shape detector as render's: a presigned URL and
+		// a registry password in the containerd configPatch stay in the
+		// clear too, and were not warned about before.
+		"presigned url":        {testspec.MinimalWorker + "  host:\n    files:\n      - path: /opt/blob\n        source: {url: \"https://b.example/o?X-Amz-Signature=S3cretPassw0rd\", sha256: " + strings.Repeat("a", 64) + "}\n", 0o600, false},
+		"configPatch password": {testspec.MinimalWorker + "  host:\n    containerd:\n      configPatch: |\n        [plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n          password = \"S3cretPassw0rd\"\n", 0o600, false},
 	} {
 		specFile := filepath.Join(dir, "w.yaml")
 		os.WriteFile(specFile, []byte(tc.spec), 0o644)
@@ -165,6 +171,9 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 		}
 		if got := strings.Contains(errOut, "warning: spec.host.containerd.proxy.httpsProxy: a URL with credentials is not sealed"); got != tc.warn {
 			t.Errorf("%s: warning %v, want %v:\n%s", name, got, tc.warn, errOut)
+		}
+		if tc.mode == 0o600 && !strings.Contains(errOut, " is not sealed: it stays in the clear") {
+			t.Errorf("%s: no warning about what stays in the clear:\n%s", name, errOut)
 		}
 		if strings.Contains(out+errOut, "S3cretPassw0rd") {
 			t.Errorf("%s: seal printed the password", name)
@@ -186,7 +195,7 @@ func TestSealCredentialsWarningNamesOutputSafely(t *testing.T) {
 	os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n"), 0o644)
 	sealed := filepath.Join(dir, "w\x1b[2J\nkind: Evil.sealed.yaml")
 	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
-	if code != 0 || rawControl(errOut) || strings.Contains(errOut, "\nkind: Evil") || !strings.Contains(errOut, `w\x1b[2J\nkind: Evil.sealed.yaml (written 0600)`) {
+	if code != 0 || rawControl(errOut) || strings.Contains(errOut, "\nkind: Evil") || !strings.Contains(errOut, `w\x1b[2J\x0akind: Evil.sealed.yaml (written 0600)`) {
 		t.Errorf("seal -o <path with control characters>: exit %d, stderr %q", code, errOut)
 	}
 	code, out, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", "-")
@@ -234,6 +243,128 @@ func TestKeygenRefusesAnExistingFileExit2(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(out); string(b) != "keep me" {
 			t.Errorf("keygen --type %s changed the existing file: %q", typ, b)
+		}
+	}
+}
+
+// unseal --check says "opens" only for a file the machine would accept:
+// it opens the envelope for the machine's node name (spec.node.name, or
+// --node-name) and checks the opened secrets as inputs-check does. An
+// envelope sealed for another node, or whose token is not a token, fails
+// (exit 1) as bootstrap fails; the same file checked for the node it was
+// sealed for opens.
+func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
+	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644)
+	forW2 := filepath.Join(dir, "w2.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w2", "-o", forW2); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id)
+	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "VerificationFailed") && !strings.Contains(errOut, "machine") {
+		t.Errorf("unseal --check of an envelope for w2, spec node w1: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id, "--node-name", "w2"); code != 0 || !strings.Contains(out, "opens") {
+		t.Errorf("unseal --check --node-name w2: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// A well-formed envelope whose token is not a bootstrap token: it
+	// opens, and the machine's inputs-check refuses it.
+	good := filepath.Join(dir, "w1.sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "-o", good); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	data, _ := os.ReadFile(good)
+	clearDoc, sealedDoc, err := seal.Split(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := seal.Parse(sealedDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := seal.ParseRecipient(rcpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName, SpecDigest: env.SpecDigest}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badYAML, err := bad.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	badFile := filepath.Join(dir, "bad.sealed.yaml")
+	os.WriteFile(badFile, seal.Join(clearDoc, badYAML), 0o644)
+	code, out, errOut = run(t, "", "unseal", "--check", "-f", badFile, "--identity", id)
+	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "spec.join.token") || strings.Contains(out+errOut, "not-a-bootstrap-token") {
+		t.Errorf("unseal --check of a sealed non-token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "", "unseal", "--check", "-f", good, "--identity", id); code != 0 || !strings.Contains(out, `as node "w1"`) {
+		t.Errorf("unseal --check of the good file: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestSealRootKeepsLinksInside: with --root, a secret file that is an
+// absolute symbolic link is resolved inside the root, as on the machine;
+// it was followed out of the root to the sealing host's file, whose
+// content was sealed.
+func TestSealRootKeepsLinksInside(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	outside := filepath.Join(t.TempDir(), "host-token")
+	if err := os.WriteFile(outside, []byte("zyxwvu.0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token")
+	if err := os.Remove(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tok); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	// The link's target inside the root does not exist: refused.
+	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") {
+		t.Errorf("seal followed the link out of --root: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(sealed); err == nil {
+		t.Error("a sealed spec was written")
+	}
+	// Inside the root, the link's target is read (here a malformed token,
+	// which seal refuses by its shape).
+	inside := filepath.Join(dir, outside)
+	if err := os.MkdirAll(filepath.Dir(inside), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inside, []byte("not-a-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") || strings.Contains(errOut, "not-a-token") {
+		t.Errorf("seal did not read the link's target inside --root: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSealRootNotADirectoryExit2: a --root that is missing or not a
+// directory is a usage error (exit 2), as for prepare; it exited 1 from
+// the first secret file it could not read.
+func TestSealRootNotADirectoryExit2(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{filepath.Join(dir, "missing"), specFile, ""} {
+		code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", root, "--recipient", rcpt, "--machine-name", "w1", "-o", filepath.Join(dir, "out.yaml"))
+		if code != ExitBadInput || !strings.Contains(errOut, "--root") {
+			t.Errorf("seal --root %q: exit %d, stderr %q", root, code, errOut)
 		}
 	}
 }

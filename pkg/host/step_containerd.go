@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 40, name: StepContainerd, short: "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", class: errclass.ContainerRuntimeUnavailable,
+	Register(Concern{Order: 40, Name: StepContainerd, Short: "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", Class: errclass.ContainerRuntimeUnavailable,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.containerd"}, Validation: "validateHost, validateContainerdPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
 			return containerdChecker(cfg.Spec.Host.Containerd)
 		}})
@@ -47,6 +48,24 @@ func containerdChecker(c *machineadm.Containerd) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		if c == nil {
 			return &containerdPlan{}, nil
+		}
+		// A registry's client key and certificate sealed and not put back:
+		// hosts.toml would go out without the client certificate.
+		for i, r := range c.Registries {
+			rp := fmt.Sprintf("spec.host.containerd.registries[%d]", i)
+			for _, f := range []string{".clientKey", ".clientCert"} {
+				if err := withheld(env, rp+f, containerd.RegistryDir(r.Host)); err != nil {
+					return nil, err
+				}
+			}
+			for j := range r.Mirrors {
+				mp := fmt.Sprintf("%s.mirrors[%d]", rp, j)
+				for _, f := range []string{".clientKey", ".clientCert"} {
+					if err := withheld(env, mp+f, containerd.RegistryDir(r.Host)); err != nil {
+						return nil, err
+					}
+				}
+			}
 		}
 		p := &containerdPlan{enabled: true, configFile: c.ConfigFile, version: c.ConfigVersion, checked: loadChecked(env)}
 		if p.version == 0 {

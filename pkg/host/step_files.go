@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 10, name: StepFiles, short: "Write the files of spec.host.files (content or verified remote source)", class: errclass.HostPreparationFailed,
+	Register(Concern{Order: 10, Name: StepFiles, Short: "Write the files of spec.host.files (content or verified remote source)", Class: errclass.HostPreparationFailed,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.files"}, Validation: "validateHost, validateHostPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return filesChecker(cfg.Spec.Host.Files) }})
 }
 
@@ -56,6 +57,9 @@ func filesChecker(specFiles []machineadm.File) checker {
 }
 
 func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File, fp string) (fileEntry, error) {
+	if err := withheld(env, fp+".content", f.Path); err != nil {
+		return fileEntry{}, err
+	}
 	if _, err := files.Resolve(env.root(), f.Path); err != nil {
 		return fileEntry{}, hostErr(hintWrite, "%s.path: %w", fp, err)
 	}
@@ -98,6 +102,21 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 		// content out of diffs.
 		Secret: m&0o004 == 0,
 	}}, nil
+}
+
+// hintWithheld is the hint of a write refused because its content is
+// still sealed.
+const hintWithheld = "the spec is sealed: run machineadm with this machine's identity (--identity FILE, default /etc/machineadm/identity), which opens the SealedSecrets document before any phase; nothing was written"
+
+// withheld refuses to write target when the spec field field (a sealed
+// item's path) is in env.Withheld: its content is in the envelope, not in
+// the spec, and writing the empty clear value would replace the secret.
+func withheld(env *Env, field, target string) error {
+	if !env.Withheld[field] {
+		return nil
+	}
+	return errclass.New(errclass.VerificationFailed, hintWithheld,
+		fmt.Errorf("%s: sealed in the spec's SealedSecrets document, which was not opened; refusing to write %s without it", field, target))
 }
 
 func (p *filesPlan) apply(ctx context.Context, env *Env, rec *recorder) error {

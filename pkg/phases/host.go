@@ -22,10 +22,11 @@ var errNoHost = errors.New("no host environment for the host phases")
 // anything is written.
 func hostCheckPhase(steps []host.Step) Phase {
 	return Phase{
-		Name:  HostCheckPhase,
-		Short: "Check host-preparation inputs (remote files, owners, sysctl keys); change nothing",
-		Class: errclass.HostPreparationFailed,
-		Check: true,
+		Name:       HostCheckPhase,
+		Short:      "Check host-preparation inputs (remote files, owners, sysctl keys); change nothing",
+		Class:      errclass.HostPreparationFailed,
+		Check:      true,
+		reconverge: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if d.Host == nil {
 				return Result{}, errclass.New(errclass.Internal, "", errNoHost)
@@ -46,9 +47,10 @@ func hostCheckPhase(steps []host.Step) Phase {
 // the class the step gave them (errclass), HostPreparationFailed otherwise.
 func hostPhase(s host.Step) Phase {
 	return Phase{
-		Name:  s.Name,
-		Short: s.Short,
-		Class: s.Class,
+		Name:       s.Name,
+		Short:      s.Short,
+		Class:      s.Class,
+		reconverge: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if d.Host == nil {
 				return Result{}, errclass.New(errclass.Internal, "", errNoHost)
@@ -56,7 +58,12 @@ func hostPhase(s host.Step) Phase {
 			d.Host.DryRun = d.DryRun
 			res, err := s.Apply(ctx, d.Host)
 			// Notes (effective sysctl values) follow the changes.
-			return Result{Changed: res.Changed, Changes: append(res.Changes, res.Notes...)}, err
+			// Warnings are shown with the changes, too.
+			changes := append(res.Changes, res.Notes...)
+			for _, w := range res.Warnings {
+				changes = append(changes, "warning: "+w)
+			}
+			return Result{Changed: res.Changed, Changes: changes, Sysctl: res.Sysctl, Warnings: res.Warnings}, err
 		},
 	}
 }

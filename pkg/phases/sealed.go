@@ -19,15 +19,17 @@ func unseal(d *Data) (*sealspec.Unsealed, error) {
 	if d.Sealed == nil || d.unsealed != nil {
 		return d.unsealed, nil
 	}
-	identity := d.Identity
-	if identity == "" {
-		identity = sealspec.DefaultIdentityFile
-	}
-	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: hostPathOrRoot(d, identity), NodeName: nodeName(d.Config)})
+	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: IdentityPath(d), NodeName: NodeName(d.Config), ClearSpec: d.SpecDoc})
 	if err != nil {
 		return nil, err
 	}
 	d.unsealed, d.sealedPKI = u, u.PKIFiles
+	if d.Host != nil {
+		// What the envelope put back may be written now.
+		for _, p := range u.Items {
+			delete(d.Host.Withheld, p)
+		}
+	}
 	if d.AddSecrets != nil {
 		var secrets []string
 		for _, f := range machineadm.SecretFields(d.Config) {
@@ -48,9 +50,31 @@ func unseal(d *Data) (*sealspec.Unsealed, error) {
 	return u, nil
 }
 
-// nodeName is the Node name the envelope must be sealed for:
+// OpenSealed opens the run's sealed secrets (as inputs-check does) before
+// any phase runs, so that no phase of any command — prepare, one
+// `bootstrap phase`, a resumed bootstrap whose inputs-check completed in
+// an earlier run — meets a spec whose sealed places are still empty. It
+// does nothing without a sealed document or when the envelope is already
+// open. Its errors are unseal's, with their class (VerificationFailed,
+// InvalidSpec); the caller refuses the run.
+func OpenSealed(d *Data) error {
+	_, err := unseal(d)
+	return err
+}
+
+// IdentityPath is the identity file a sealed spec is opened with: Identity
+// (default sealspec.DefaultIdentityFile) below Root.
+func IdentityPath(d *Data) string {
+	identity := d.Identity
+	if identity == "" {
+		identity = sealspec.DefaultIdentityFile
+	}
+	return hostPathOrRoot(d, identity)
+}
+
+// NodeName is the Node name the envelope must be sealed for:
 // spec.node.name, or the lower-cased host name as kubeadm chooses it.
-func nodeName(cfg *machineadm.MachineBootstrapConfig) string {
+func NodeName(cfg *machineadm.MachineBootstrapConfig) string {
 	if cfg.Spec.Node.Name != "" {
 		return cfg.Spec.Node.Name
 	}

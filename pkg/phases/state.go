@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
@@ -110,11 +112,67 @@ func loadState(d *Data) *state {
 	return &state{SpecDigest: l.SpecDigest, Completed: l.Completed, FinishedAt: l.FinishedAt}
 }
 
-// errStateLink is a symbolic link in a state file's place.
-var errStateLink = errors.New("a symbolic link, not followed")
+// errStateLink is a symbolic link in a state file's place; errStateHardLink
+// a regular file with other names too; errStateNotRegular anything else
+// that is not a regular file (a FIFO, a device, a directory).
+var (
+	errStateLink       = errors.New("a symbolic link, not followed")
+	errStateHardLink   = errors.New("a file with more than one hard link, not followed")
+	errStateNotRegular = errors.New("not a regular file")
+)
+
+// hintJournal is the hint of a run refused for its state file.
+const hintJournal = "the state file is machineadm's own: it must be a regular file with one link. Remove it (the next run starts from its first phase) after checking who put it there"
+
+// CheckJournal refuses a state file in d's work directory (the journal,
+// and the legacy file) that is not a regular file with exactly one link:
+// a symbolic link, a hard link (whose other name could be anything in the
+// work directory, or a file another program keeps), a FIFO, a device or a
+// directory. Such a file would make the run trust, or append to, what is
+// not the journal. The error is class HostPreparationFailed with a hint;
+// nil for a missing file, a dry run, or a good file. The session refuses
+// a bootstrap on it before any phase; loadState, for any other caller,
+// never follows such a file.
+func CheckJournal(d *Data) error {
+	if d.DryRun {
+		return nil
+	}
+	dir, err := d.work().Path("/")
+	if err != nil {
+		return nil
+	}
+	for _, name := range []string{stateFile, legacyStateFile} {
+		p := filepath.Join(dir, name)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = ownFile(fi)
+		}
+		if err != nil {
+			return errclass.New(errclass.HostPreparationFailed, hintJournal, fmt.Errorf("state file %s: %w", p, err))
+		}
+	}
+	return nil
+}
+
+// ownFile says whether fi (from Lstat) is a regular file with one link.
+func ownFile(fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return errStateLink
+	case !fi.Mode().IsRegular():
+		return errStateNotRegular
+	case linkCount(fi) > 1:
+		return errStateHardLink
+	}
+	return nil
+}
 
 // readState reads the state file at path, which must be a regular file of
-// at most maxStateSize bytes (readlimit.File), not a link: the state files
+// at most maxStateSize bytes (readlimit.File) with one link (ownFile), not
+// a symbolic or hard link: the state files
 // are machineadm's own, and a link in their place could name another
 // file of the work directory (the kubeadm configuration, the containerd
 // check record), which a rewrite would replace and a migration remove.
@@ -124,8 +182,8 @@ func readState(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, errStateLink
+	if err := ownFile(fi); err != nil {
+		return nil, err
 	}
 	return readlimit.File(path, maxStateSize)
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/sysctl"
 )
 
 // Status is the outcome of one phase, as the outcome report shows it.
@@ -48,6 +49,16 @@ type Result struct {
 	// Message is the one-line report message; empty: the first change
 	// line and how many more there are.
 	Message string
+	// Sysctl is the sysctl host step's desired and effective values
+	// (host.Result.Sysctl), recorded in the outcome report; also set when
+	// the phase failed.
+	Sysctl []sysctl.Value
+	// Warnings are what the phase found wrong without failing, one line
+	// each (host.Result.Warnings), recorded in the outcome report.
+	Warnings []string
+	// NodeRegistered says that after this phase the join's Node exists in
+	// the cluster (set by the runner for a Phase.RegistersNode leaf).
+	NodeRegistered bool
 }
 
 // Summary is the result's one-line report message.
@@ -82,12 +93,24 @@ type Phase struct {
 	// host-check): it never changes the host and is not counted in the
 	// "N of M phases changed" line.
 	Check bool
+	// reconverge marks a leaf that converges when run again on a host
+	// where it ran before (inputs-check and the host group): a finished
+	// journal the host does not bear out (Workflow.Confirm) forgets it, so
+	// that it runs again.
+	reconverge bool
 	// Durable makes the state file's record of this leaf survive a power
 	// loss (fsync) before the next leaf starts. Set it on a leaf that
 	// cannot run again once later leaves changed the host (kubeadm's
 	// preflight, which refuses the files and ports they create); losing
 	// any other leaf's record only reruns it. See state.
 	Durable bool
+	// RegistersNode marks the leaf after which a join's Node exists in the
+	// cluster (kubeadm's kubelet-wait-bootstrap: the kubelet has its
+	// credential and registers its Node). Once it succeeded, or an earlier
+	// run of the spec completed it, a failure later in the run is reported
+	// with the Node's name (Result.NodeRegistered), so an operator deletes
+	// it before retrying. Not in a dry run.
+	RegistersNode bool
 	// Run performs a leaf phase. Parents have no Run.
 	Run func(ctx context.Context, d *Data) (Result, error)
 	// Phases are the sub-phases, in order.
@@ -106,6 +129,12 @@ type Workflow struct {
 	// it every run checks the host afresh (prepare). A run with
 	// RunOptions.Only (`bootstrap phase NAME`) neither reads nor writes it.
 	State bool
+	// Confirm, when set, looks at the host, read-only, before a journal
+	// that says this spec's run finished is believed: nil when the host
+	// shows the finished run. Otherwise the run does not report
+	// Unchanged: it runs the leaves Unconfirmed says again, and records
+	// success only when they succeed. Bootstrap sets it (confirmBootstrap).
+	Confirm func(d *Data) *Unconfirmed
 	// Absent, when set, says why name, which is not in the tree, is
 	// missing (a kubeadm phase that machineadm never runs, or whose
 	// condition does not hold for the spec); "" when it names no phase at
@@ -283,6 +312,19 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 	if useState {
 		st = loadState(d)
 	}
+	if opts.Only == "" && st.completedRun(d.SpecDigest) && w.Confirm != nil {
+		if u := w.Confirm(d); u != nil {
+			var rerun []string
+			for _, n := range w.Nodes() {
+				if n.Phase.reconverge {
+					rerun = append(rerun, n.Name)
+				}
+			}
+			d.log().Warn("the state file says this spec's run finished, but the host does not show it; running again",
+				"finishedAt", st.FinishedAt, "missing", strings.Join(u.Missing, "; "), "kubeadmDone", u.KubeadmDone)
+			st.unfinish(u, rerun)
+		}
+	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
 		for _, n := range w.Nodes() {
 			obs.PhaseFinished(n.Name, StatusUnchanged, Result{Message: "already bootstrapped with this spec (" + st.FinishedAt + ")"}, nil)
@@ -375,7 +417,7 @@ func aggregate(children []Status) Status {
 func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	d := r.d
 	if r.opts.Only == "" && r.st.completedPhase(d.SpecDigest, n.Name) {
-		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec"}, nil)
+		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec", NodeRegistered: n.Phase.RegistersNode && !d.DryRun}, nil)
 		r.done++
 		return StatusSkipped, nil
 	}
@@ -405,6 +447,7 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 		status = StatusUnchanged
 	}
 	d.log().Info("phase finished", "phase", n.Name, "status", status, "duration", dur)
+	res.NodeRegistered = n.Phase.RegistersNode && !d.DryRun
 	r.obs.PhaseFinished(n.Name, status, res, nil)
 	if !r.state {
 		return status, nil

@@ -36,7 +36,8 @@ func Usagef(format string, args ...any) error {
 
 // ExitCode maps an error returned by a command to the process exit code:
 // nil is 0, a *BusyError 3, a *UsageError, an invalid spec
-// (spec.IsInvalidSpec) or a run that failed with class InvalidSpec (found
+// (spec.IsInvalidSpec), a sealed spec this machine cannot open
+// (*SealedError) or a run that failed with class InvalidSpec (found
 // by a check before any change) is 2, anything else 1.
 func ExitCode(err error) int {
 	var ue *UsageError
@@ -47,7 +48,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &be):
 		return ExitBusy
-	case errors.As(err, &ue), spec.IsInvalidSpec(err):
+	case errors.As(err, &ue), spec.IsInvalidSpec(err), errors.As(err, new(*SealedError)):
 		return ExitBadInput
 	case errors.As(err, &rf) && rf.Class == errclass.InvalidSpec:
 		// A check found bad input (a containerd configPatch containerd
@@ -80,6 +81,25 @@ func Classify(err error) error {
 	}
 	return errclass.New(errclass.Internal, errclass.DefaultHint(errclass.Internal), err)
 }
+
+// SealedError refuses a run whose spec is sealed when the envelope does
+// not open with this machine's identity (or is not for this machine):
+// exit code 2, before any phase, with nothing on the host changed. Its
+// class is its cause's (VerificationFailed; InvalidSpec for an envelope
+// that does not fit the spec). Its message names the identity file and
+// never a secret.
+type SealedError struct {
+	// Identity is the identity file that was tried (its host path).
+	Identity string
+	// Err is the cause, with its class and hint (errclass.Error).
+	Err error
+}
+
+func (e *SealedError) Error() string {
+	return fmt.Sprintf("the spec is sealed and its SealedSecrets document did not open with the identity %s; nothing was changed (give this machine's identity with --identity FILE): %v", e.Identity, e.Err)
+}
+
+func (e *SealedError) Unwrap() error { return e.Err }
 
 // RunFailedError is a bootstrap or prepare that ran and failed (exit code
 // 1). Its message is redacted.

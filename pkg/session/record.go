@@ -179,6 +179,15 @@ func (r *record) failed(err error) error {
 	return err
 }
 
+// refused records a run refused before any phase, with the class of its
+// cause, and writes the report; the caller returns err (a *SealedError:
+// exit code 2).
+func (r *record) refused(err error) error {
+	r.rec.Fail("", Classify(err))
+	r.finish()
+	return err
+}
+
 // kubeadmOutput returns the sink for kubeadm's output lines and a func to
 // call when output ends. One redacting stream feeds the report's log tail,
 // the log file and, with verbose (-v), the console, so a secret spread over

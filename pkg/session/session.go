@@ -139,9 +139,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	var l *spec.Loaded
 	var sealed []byte
+	var sealedItems []string
 	loadErr := readErr
 	if loadErr == nil {
-		l, sealed, _, loadErr = loadSpecDoc(data, o.SpecFile)
+		l, sealed, sealedItems, loadErr = loadSpecDoc(data, o.SpecFile)
 	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {
@@ -187,7 +188,22 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	env, closeEnv := hostEnv(o, cfg, rec)
 	defer closeEnv()
+	// Until the envelope is opened, its places are empty in cfg: the host
+	// steps refuse to write them (defence in depth; OpenSealed below
+	// opens it before any phase).
+	for _, p := range sealedItems {
+		if env.Withheld == nil {
+			env.Withheld = map[string]bool{}
+		}
+		env.Withheld[p] = true
+	}
 	sum := sha256.Sum256(data)
+	var specDoc []byte
+	if sealed != nil {
+		// The envelope opens only beside the clear spec it was sealed
+		// with (its digest is in every item's additional data).
+		specDoc, _, _ = SplitSealed(data, o.SpecFile) // split once already
+	}
 	d := &phases.Data{
 		Config:     cfg,
 		SpecDigest: "sha256:" + hex.EncodeToString(sum[:]),
@@ -198,8 +214,25 @@ func Run(ctx context.Context, o Options) (err error) {
 		Out:        rec.out,
 		Host:       env,
 		Sealed:     sealed,
+		SpecDoc:    specDoc,
 		Identity:   o.IdentityFile,
 		AddSecrets: rec.red.Add,
+	}
+	// A sealed spec is opened before any phase of any command (prepare,
+	// one phase, a resumed bootstrap): no phase may meet its emptied
+	// places. An envelope this machine cannot open refuses the run (exit
+	// code 2) with nothing changed.
+	if sealed != nil {
+		if err := phases.OpenSealed(d); err != nil {
+			return rec.refused(&SealedError{Identity: phases.IdentityPath(d), Err: err})
+		}
+	}
+	// The journal decides which phases run: one that is not machineadm's
+	// own file (a link, a hard link, a FIFO) refuses the run.
+	if o.Command == Bootstrap && o.Only == "" {
+		if err := phases.CheckJournal(d); err != nil {
+			return rec.failed(err)
+		}
 	}
 	var outputDone func()
 	d.KubeadmOutput, outputDone = rec.kubeadmOutput()

@@ -108,7 +108,7 @@ func v1beta4Cluster(cfg *machineadm.MachineBootstrapConfig, in Inputs) *v1beta4.
 			ControlPlaneComponent: v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.APIServer.ExtraArgs)},
 			CertSANs:              cp.APIServer.CertSANs,
 		},
-		ControllerManager:   v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.ControllerManager.ExtraArgs)},
+		ControllerManager:   v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(withDefaultArgs(cp.ControllerManager.ExtraArgs, ControllerManagerDefaultArgs))},
 		Scheduler:           v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.Scheduler.ExtraArgs)},
 		CertificatesDir:     cp.PKI.CertificatesDir,
 		EncryptionAlgorithm: v1beta4.EncryptionAlgorithmType(cp.PKI.EncryptionAlgorithm),

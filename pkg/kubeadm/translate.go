@@ -40,6 +40,13 @@ type Inputs struct {
 	// dry run plans on machines that are not yet nodes, and the failed
 	// checks are still printed.
 	DryRun bool
+	// DryRunDiscovery, in a join's dry run, points kubeadm's token
+	// discovery at a ClusterInfoStandIn: the JoinConfiguration's
+	// discovery.bootstrapToken.apiServerEndpoint becomes its Endpoint,
+	// and, when the stand-in's CA was made for the dry run (MadeCA), its
+	// CACertHash is added to the pins, whose form kubeadm still checks.
+	// Nil, or without DryRun: the spec's discovery settings.
+	DryRunDiscovery *ClusterInfoStandIn
 }
 
 // Documents is the kubeadm configuration for one machine.

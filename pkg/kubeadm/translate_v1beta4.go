@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,13 @@ func translateV1beta4(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Docum
 				TLSBootstrapToken: in.JoinToken,
 			},
 			Patches: patches,
+		}
+		if sd := in.DryRunDiscovery; in.DryRun && sd != nil {
+			bt := join.Discovery.BootstrapToken
+			bt.APIServerEndpoint = sd.Endpoint
+			if sd.MadeCA && len(bt.CACertHashes) > 0 {
+				bt.CACertHashes = append(slices.Clone(bt.CACertHashes), sd.CACertHash)
+			}
 		}
 		if d, err := time.ParseDuration(j.Timeout); err == nil {
 			join.Timeouts = &v1beta4.Timeouts{Discovery: &metav1.Duration{Duration: d}, TLSBootstrap: &metav1.Duration{Duration: d}}

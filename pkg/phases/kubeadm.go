@@ -312,9 +312,9 @@ func (d *Data) releaseKubeadm() {
 
 // dryRunOutputs are what the kubeadm phases of a dry run write in its
 // directory (Data.WorkDir): kubeadm's dry-run files, the staged
-// certificates (certificatesDir), the kubelet patch and the kubeadm
-// configuration of either action.
-var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml"}
+// certificates (certificatesDir), the kubelet patch, the kubeadm
+// configuration of either action and the Systemd runtime's units.
+var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml", systemdDryRunDir}
 
 // clearDryRunOutputs removes what an earlier dry run in dir left there
 // (dryRunOutputs; the reports and the log stay). A dry run of the whole

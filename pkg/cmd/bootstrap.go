@@ -72,7 +72,9 @@ log tail, and with -v to the console as well.
 change — host files and settings, the files kubeadm would write (by their
 host paths), the API objects it would create (by kind and name). kubeadm's
 files go to --dry-run-dir: DIR/kubeadm, with the certificates in DIR/pki,
-where the manifests and kubeconfig files it writes point. DIR is new, empty,
+where the manifests and kubeconfig files it writes point; with
+spec.controlPlane.runtime Systemd the unit and environment files go to
+DIR/systemd, by their machine paths. DIR is new, empty,
 or an earlier dry run's (marked by DIR/.machineadm-dry-run), whose files
 are replaced, so a repeated dry run plans the same ('bootstrap phase NAME
 --dry-run' builds on them instead); a directory with other files is refused

@@ -437,8 +437,8 @@ func StartClusterInfoStandIn(o StandInOptions) (*ClusterInfoStandIn, error) {
 		objects["/api/v1/namespaces/"+metav1.NamespaceSystem+"/configmaps/"+kubeadmconstants.KubeadmConfigConfigMap] = kc
 	}
 	bodies := map[string][]byte{}
-	for p, o := range objects {
-		if bodies[p], err = json.Marshal(o); err != nil {
+	for p, obj := range objects {
+		if bodies[p], err = json.Marshal(obj); err != nil {
 			l.Close()
 			return nil, err
 		}

@@ -16,7 +16,8 @@
 //   - run: kubeadm's phase table (the only list of kubeadm phase names),
 //     the Runner and Session that run phases in-process through kubeadm's
 //     command tree, the dry-run plan (files by host path, API objects by
-//     kind and name) and the classification of a phase's failure.
+//     kind and name), a join dry run's stand-in cluster-info, and the
+//     classification of a phase's failure.
 //   - systemd: the Systemd control-plane runtime: kubeadm's static pods
 //     as systemd units, and the phases that replace kubeadm's in that
 //     runtime (the phase table's Systemd column).
@@ -27,8 +28,9 @@
 //   - pki: the cluster CA set (pki init, its hash, tokens, certificate
 //     keys) and the checks of a CA set and of resolved secrets.
 //
-// Import order, no cycles: translate is a leaf; pki and systemd use
-// translate; run uses systemd; repair's tests use run and pki.
+// Import order, no cycles: translate and discovery are leaves; pki and
+// systemd use translate; run uses systemd and discovery; repair's tests
+// use run and pki.
 // internal/stdio is the lock and capture of the standard streams that run
 // and pki share; internal/kubeadmtest holds helpers for their tests.
 package kubeadm

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -183,5 +184,62 @@ func BenchmarkLoadOnly(b *testing.B) {
 		if _, err := spec.Load(data, "bench"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestControllerManagerDefaults: an Init's ClusterConfiguration carries
+// machineadm's controller-manager flags for a fast first join; a flag the
+// spec names keeps the spec's value, once, and the spec's other flags
+// follow.
+func TestControllerManagerDefaults(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-init.yaml")
+	cfg.Spec.ControlPlane.ControllerManager.ExtraArgs = nil
+	docs, err := translate.Translate(cfg, kubeadmtest.Inputs(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range translate.ControllerManagerDefaultArgs {
+		if !strings.Contains(string(docs.YAML), "  - name: "+a.Name+"\n    value: ") {
+			t.Errorf("default %s missing:\n%s", a.Name, docs.YAML)
+		}
+	}
+	cfg.Spec.ControlPlane.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "kube-api-qps", Value: "50"}, {Name: "v", Value: "2"}}
+	got := translate.WithDefaultArgs(cfg.Spec.ControlPlane.ControllerManager.ExtraArgs, translate.ControllerManagerDefaultArgs)
+	want := []machineadm.Arg{{Name: "kube-api-burst", Value: "300"}, {Name: "leader-elect-retry-period", Value: "500ms"}, {Name: "kube-api-qps", Value: "50"}, {Name: "v", Value: "2"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %v, want %v", got, want)
+	}
+	docs, err = translate.Translate(cfg, kubeadmtest.Inputs(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := string(docs.YAML); strings.Count(y, "name: kube-api-qps") != 1 || !strings.Contains(y, "name: kube-api-qps\n    value: \"50\"") {
+		t.Errorf("the spec's kube-api-qps does not replace the default:\n%s", y)
+	}
+}
+
+// TestTranslateDryRunDiscovery: a join's dry run points kubeadm's
+// discovery at the stand-in; the pins get the stand-in's only when its CA
+// was made for the dry run.
+func TestTranslateDryRunDiscovery(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "worker.yaml")
+	in := kubeadmtest.Inputs(cfg)
+	in.DryRun = true
+	in.DryRunDiscovery = &translate.DryRunDiscovery{Endpoint: "127.0.0.1:40001", CACertHash: "sha256:" + strings.Repeat("ab", 32)}
+	docs, err := translate.Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := string(docs.YAML); !strings.Contains(y, "apiServerEndpoint: 127.0.0.1:40001") || strings.Contains(y, "abababab") {
+		t.Errorf("spec CA: %s", y)
+	}
+	in.DryRunDiscovery.MadeCA = true
+	if docs, err = translate.Translate(cfg, in); err != nil || !strings.Contains(string(docs.YAML), "- sha256:"+strings.Repeat("ab", 32)) || !strings.Contains(string(docs.YAML), cfg.Spec.Join.CACertHashes[0]) {
+		t.Errorf("made CA: %v\n%s", err, docs.YAML)
+	}
+	if cfg.Spec.Join.APIServerEndpoint != "cp.demo.example:6443" || len(cfg.Spec.Join.CACertHashes) != 1 {
+		t.Errorf("the spec was changed: %+v", cfg.Spec.Join)
 	}
 }

@@ -92,14 +92,15 @@ func validateWindows(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 // splitLinuxVolume returns "" and v: Linux paths have no volume name.
 func splitLinuxVolume(v string) (volume, rest string) { return "", v }
 
-// splitWindowsVolume splits a drive letter ("C:") off a Windows path and
-// turns its backslashes into slashes, so that "C:\ProgramData\x" is checked
-// as the absolute path "/ProgramData/x" on volume "C:". A path without a
-// drive ("/etc/kubernetes") is on the system drive, as kubeadm and the
-// kubelet use it on Windows.
+// splitWindowsVolume splits a drive letter off a Windows path and turns
+// its backslashes into slashes (machineadm.SplitWindowsPath), so that
+// "C:\ProgramData\x" is checked as the absolute path "/ProgramData/x" on
+// volume "C:". A path without a drive ("/etc/kubernetes") is on the system
+// drive, as kubeadm and the kubelet use it on Windows.
 func splitWindowsVolume(v string) (volume, rest string) {
-	if len(v) >= 2 && v[1] == ':' && (v[0]|0x20 >= 'a' && v[0]|0x20 <= 'z') {
-		volume, v = v[:2], v[2:]
+	drive, rest := machineadm.SplitWindowsPath(v)
+	if drive != "" {
+		volume = drive + ":"
 	}
-	return volume, strings.ReplaceAll(v, `\`, "/")
+	return volume, rest
 }

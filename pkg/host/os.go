@@ -17,6 +17,15 @@ import (
 // the field spec.os and has class InvalidSpec (exit code 2, nothing
 // changed on the host); nil for a spec of this OS or a nil cfg.
 func CheckOS(cfg *machineadm.MachineBootstrapConfig) error {
+	fe := OSMismatch(cfg)
+	if fe == nil {
+		return nil
+	}
+	return errclass.New(errclass.InvalidSpec, "run machineadm with this spec on a "+fmt.Sprint(fe.BadValue)+" machine, or set spec.os to the machine's OS", fe)
+}
+
+// OSMismatch is CheckOS's finding as a field error at spec.os, or nil.
+func OSMismatch(cfg *machineadm.MachineBootstrapConfig) *field.Error {
 	if cfg == nil {
 		return nil
 	}
@@ -24,9 +33,8 @@ func CheckOS(cfg *machineadm.MachineBootstrapConfig) error {
 	if string(specOS) == CurrentOS() {
 		return nil
 	}
-	err := field.Invalid(field.NewPath("spec", "os"), specOS,
+	return field.Invalid(field.NewPath("spec", "os"), string(specOS),
 		fmt.Sprintf("the spec is for %s machines and this machine runs %s: it can be validated, sealed and rendered here, not applied", specOS, CurrentOS()))
-	return errclass.New(errclass.InvalidSpec, "run machineadm with this spec on a "+string(specOS)+" machine, or set spec.os to the machine's OS", err)
 }
 
 // guardOS makes st refuse, in Check and in Apply, a cfg for another OS

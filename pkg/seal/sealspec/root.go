@@ -57,3 +57,12 @@ func (m sealRoot) driveDir(drive string) string {
 	}
 	return filepath.Join(clean, drive)
 }
+
+// MachinePath returns where the sealing (or validating) host finds the
+// file at machine path p of a spec for os, below root: seal's mapping
+// (sealRoot), drive paths of a spec.os windows spec included. The path is
+// resolved inside root (files.Resolve); an error wraps
+// files.ErrEscapesRoot for a path that is not absolute or leaves root.
+func MachinePath(root string, os machineadm.OS, p string) (string, error) {
+	return sealRoot{dir: root, os: os}.resolve(p)
+}

@@ -10,6 +10,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
+// currentOS is the concerns' OS of this binary (CurrentOS): the OS
+// machineadm is built for, the default of spec.os.
+const currentOS = string(machineadm.DefaultOS)
+
 // CheckOS refuses a spec written for another operating system than this
 // machine's (spec.os, machineadm.OSOf, against CurrentOS): a Linux
 // machineadm validates, seals and renders a spec.os windows spec, but

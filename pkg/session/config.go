@@ -17,6 +17,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
@@ -34,7 +35,8 @@ import (
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), and so is each one, or CA private key,
 // that group or others may read (phases.WideSecretFiles), unless the
-// sealed file's envelope carries that secret. A sealed file whose spec has no place for an item is an
+// sealed file's envelope carries that secret or the spec is for another
+// OS than this machine's (spec.os). A sealed file whose spec has no place for an item is an
 // invalid spec (checkSealedPlaces). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := ReadSpec(in, path)
@@ -50,6 +52,12 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	}
 	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
 		return nil, err
+	}
+	// The secret files are looked for only when this machine could be
+	// the spec's: a spec for another OS (spec.os) names files of another
+	// machine, which this one cannot tell anything about.
+	if host.OSMismatch(l.Config) != nil {
+		return l, nil
 	}
 	// A secret the file's envelope carries is not read from its file:
 	// that file need not exist anywhere.

@@ -40,7 +40,8 @@ it. So is each that exists but that group or others may read (a token or
 certificate key file, a *.key of the CA set): inputs-check warns too. A sealed file (machineadm seal) is checked without opening its
 envelope: a secret the envelope carries is not warned about, and an item
 the spec has no place for (a sealed file content whose mode was widened) is
-an error.`,
+an error, as is a clear spec edited after sealing (its digest is not the
+envelope's specDigest: no machine would open it).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := session.Validate(o.in, file)

@@ -47,6 +47,9 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSealedDigest(data, path); err != nil {
+		return nil, err
+	}
 	if errs := containerd.Validate(l.Config.Spec.Host.Containerd); len(errs) > 0 {
 		return nil, &spec.InvalidSpecError{Source: path, Errors: errs}
 	}

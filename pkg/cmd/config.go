@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -123,9 +124,9 @@ func newConfigMigrateCommand(o *options) *cobra.Command {
 	var file string
 	c := &cobra.Command{
 		Use:   "migrate -f SPEC",
-		Short: "Rewrite a machine spec in the newest apiVersion (" + session.LatestAPIVersion + ")",
+		Short: "Rewrite a machine spec in the newest apiVersion (" + machineadm.LatestAPIVersion + ")",
 		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
-without adding defaults. With only ` + session.LatestAPIVersion + ` released so far
+without adding defaults. With only ` + machineadm.LatestAPIVersion + ` released so far
 this normalises the document; it is the path older specs will take.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

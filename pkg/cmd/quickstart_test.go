@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -230,7 +231,7 @@ func TestDryRunFailsOnMissingInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := report.Decode(data)
-	if err != nil || rep.Result != report.ResultFailed || rep.FailedPhase != "inputs-check" || rep.ErrorClass != report.ClassPayloadUnavailable {
+	if err != nil || rep.Result != report.ResultFailed || rep.FailedPhase != "inputs-check" || rep.ErrorClass != errclass.PayloadUnavailable {
 		t.Errorf("report: %+v %v", rep, err)
 	}
 }

@@ -87,9 +87,12 @@ hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
 gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 (docs/sealed-secrets.md).
 
-URLs with credentials (user:password@) are not sealed: each is a warning,
-SEALED keeps it in the clear and is then written with mode 0600 (else 0644),
-and machineadm render refuses it without --insecure-inline-secrets.`,
+URLs with credentials (user:password@, a presigned or token query) are not
+sealed, nor are secrets pasted where nothing is sealed (a private key in a
+file readable by others, a password in the containerd configPatch, a token
+in extraArgs): each is a warning, SEALED keeps it in the clear and is then
+written with mode 0600 (else 0644), and machineadm render refuses it
+without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
@@ -125,7 +128,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 				where = "standard output"
 			}
 			for _, p := range sealed.InClear {
-				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, where)
+				fmt.Fprintf(o.errOut, "warning: %s: %s is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, sealed.InClearWhat[p], where)
 				mode = 0o600
 			}
 			if out == "-" {

@@ -156,6 +156,11 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 	}{
 		"proxy password": {testspec.MinimalWorker + "  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n", 0o600, true},
 		"no credentials": {testspec.MinimalWorker, 0o644, false},
+		// The same secret-shape detector as render's: a presigned URL and
+		// a registry password in the containerd configPatch stay in the
+		// clear too, and were not warned about before.
+		"presigned url":        {testspec.MinimalWorker + "  host:\n    files:\n      - path: /opt/blob\n        source: {url: \"https://b.example/o?X-Amz-Signature=S3cretPassw0rd\", sha256: " + strings.Repeat("a", 64) + "}\n", 0o600, false},
+		"configPatch password": {testspec.MinimalWorker + "  host:\n    containerd:\n      configPatch: |\n        [plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n          password = \"S3cretPassw0rd\"\n", 0o600, false},
 	} {
 		specFile := filepath.Join(dir, "w.yaml")
 		os.WriteFile(specFile, []byte(tc.spec), 0o644)
@@ -166,6 +171,9 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 		}
 		if got := strings.Contains(errOut, "warning: spec.host.containerd.proxy.httpsProxy: a URL with credentials is not sealed"); got != tc.warn {
 			t.Errorf("%s: warning %v, want %v:\n%s", name, got, tc.warn, errOut)
+		}
+		if tc.mode == 0o600 && !strings.Contains(errOut, " is not sealed: it stays in the clear") {
+			t.Errorf("%s: no warning about what stays in the clear:\n%s", name, errOut)
 		}
 		if strings.Contains(out+errOut, "S3cretPassw0rd") {
 			t.Errorf("%s: seal printed the password", name)

@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 30, name: StepSysctl, short: "Set kernel parameters live and persist them in /etc/sysctl.d", class: errclass.HostPreparationFailed,
+	Register(Concern{Order: 30, Name: StepSysctl, Short: "Set kernel parameters live and persist them in /etc/sysctl.d", Class: errclass.HostPreparationFailed,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.sysctl"}, Validation: "validateHost, validateHostPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return sysctlChecker(cfg.Spec.Host.Sysctl) }})
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
+
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -77,7 +79,7 @@ type BootstrapReport struct {
 	FailedPhase string `json:"failedPhase,omitempty"`
 	// ErrorClass is the class of the failure, one of a fixed list
 	// (docs/report.md): InvalidSpec, PreflightFailed, ... Empty on success.
-	ErrorClass Class `json:"errorClass,omitempty"`
+	ErrorClass errclass.Class `json:"errorClass,omitempty"`
 	// Hint tells a person what to check first. Empty on success.
 	Hint string `json:"hint,omitempty" show:"text"`
 	// Error is the error message of the failure. Empty on success.
@@ -208,7 +210,7 @@ func (r *BootstrapReport) Validate() error {
 	case r.Result != ResultSucceeded && r.Result != ResultFailed:
 		return fmt.Errorf("report result is %s, want %s or %s", quoteShort(string(r.Result)), ResultSucceeded, ResultFailed)
 	case r.Result == ResultFailed && !r.ErrorClass.Known():
-		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), Classes())
+		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), errclass.All())
 	case r.StartTime.IsZero():
 		return fmt.Errorf("report has no startTime")
 	}

@@ -215,7 +215,7 @@ func (r *Recorder) provisionalLocked() BootstrapReport {
 	}
 	p.Result = ResultFailed
 	if !r.failed {
-		p.FailedPhase, p.ErrorClass, p.Hint = r.current(), ClassInterrupted, unfinishedHint
+		p.FailedPhase, p.ErrorClass, p.Hint = r.current(), errclass.Interrupted, unfinishedHint
 		p.Error = fmt.Sprintf("unfinished run: machineadm (pid %d) had not ended when this report was written", os.Getpid())
 		if p.FailedPhase != "" {
 			p.Error += "; phase " + p.FailedPhase + " was running"
@@ -342,15 +342,15 @@ func (r *Recorder) Fail(phase string, err error) {
 	if phase == "" {
 		phase = r.current()
 	}
-	class, hint := ClassOf(err)
+	class, hint := errclass.Of(err)
 	if hint == "" {
-		hint = DefaultHint(class)
+		hint = errclass.DefaultHint(class)
 	}
 	r.failLocked(phase, class, hint, err.Error())
 }
 
 // failLocked marks phase failed and records the first failure.
-func (r *Recorder) failLocked(phase string, class Class, hint, msg string) {
+func (r *Recorder) failLocked(phase string, class errclass.Class, hint, msg string) {
 	if phase != "" {
 		r.markFailed(phase, msg)
 	}
@@ -376,7 +376,7 @@ func (r *Recorder) Interrupted(ctx context.Context, sig os.Signal) error {
 		}
 		if !r.failed {
 			r.failed = true
-			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, ClassInterrupted, errclass.InterruptedHint(r.rep.Command), msg
+			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, errclass.Interrupted, errclass.InterruptedHint(r.rep.Command), msg
 		}
 	}
 	return r.finishLocked(ctx)
@@ -425,13 +425,13 @@ func (r *Recorder) closeLocked() {
 	if !r.failed {
 		for _, p := range r.rep.Phases {
 			if p.Status == PhaseFailed {
-				r.failLocked(p.Name, ClassInternal, "A phase failed without recording why: this is a machineadm bug; read the log tail.", p.Message)
+				r.failLocked(p.Name, errclass.Internal, "A phase failed without recording why: this is a machineadm bug; read the log tail.", p.Message)
 				break
 			}
 		}
 	}
 	for _, name := range append([]string(nil), r.running...) {
-		r.failLocked(name, ClassInternal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
+		r.failLocked(name, errclass.Internal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
 	}
 	for _, name := range r.planned {
 		if _, ok := r.index[name]; ok {

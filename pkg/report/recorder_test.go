@@ -133,13 +133,13 @@ func TestRecorderFailureClassified(t *testing.T) {
 	// The class comes with the error, from where it failed (the kubeadm
 	// runner classifies this message as DiscoveryFailed: see
 	// kubeadm.TestClassify); the recorder keeps the first failure's.
-	rec.Fail("", NewError(ClassDiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
+	rec.Fail("", errclass.New(errclass.DiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
 	rec.Fail("static-pods", errors.New("a later failure is not the cause"))
 	if err := rec.Finish(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r := w.only(t)
-	if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != ClassDiscoveryFailed || r.Error != cause.Error() || !strings.Contains(r.Hint, "caCertHashes") {
+	if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != errclass.DiscoveryFailed || r.Error != cause.Error() || !strings.Contains(r.Hint, "caCertHashes") {
 		t.Errorf("failure: phase %q class %q hint %q error %q", r.FailedPhase, r.ErrorClass, r.Hint, r.Error)
 	}
 	if len(r.Phases) != 3 || r.Phases[1].Status != PhaseFailed || r.Phases[2].Status != PhaseFailed {
@@ -162,7 +162,7 @@ func TestRecorderNotReachedAndUnfinished(t *testing.T) {
 	}
 	r := w.only(t)
 	// Without Fail nothing says why: the run fails in the phase, as a bug.
-	if r.FailedPhase != "preflight" || r.ErrorClass != ClassInternal || r.Error != "preflight checks failed" {
+	if r.FailedPhase != "preflight" || r.ErrorClass != errclass.Internal || r.Error != "preflight checks failed" {
 		t.Errorf("a phase finished Failed must make the run fail in it: %q %q %q", r.FailedPhase, r.ErrorClass, r.Error)
 	}
 	if r.Phases[1].Name != "certs" || r.Phases[1].Status != PhaseFailed {
@@ -297,7 +297,7 @@ func TestRecorderInterruptedWhilePhaseRuns(t *testing.T) {
 	wg.Wait()
 
 	r := w.only(t)
-	if r.Result != ResultFailed || r.ErrorClass != ClassInterrupted || r.FailedPhase != "kubelet-start" {
+	if r.Result != ResultFailed || r.ErrorClass != errclass.Interrupted || r.FailedPhase != "kubelet-start" {
 		t.Fatalf("got result %s class %s phase %q", r.Result, r.ErrorClass, r.FailedPhase)
 	}
 	if r.Error != "interrupted by signal terminated" || r.Hint == "" {
@@ -332,7 +332,7 @@ func TestRecorderRecoverPanic(t *testing.T) {
 		t.Fatalf("Recover must return the panic as an error, got %v", err)
 	}
 	r := w.only(t)
-	if r.ErrorClass != ClassInternal || r.FailedPhase != "certs" || r.Phases[0].Status != PhaseFailed {
+	if r.ErrorClass != errclass.Internal || r.FailedPhase != "certs" || r.Phases[0].Status != PhaseFailed {
 		t.Errorf("panic report: class %s phase %q %+v", r.ErrorClass, r.FailedPhase, r.Phases)
 	}
 	if strings.Contains(r.Error, token) || strings.Contains(r.Phases[0].Message, token) || r.Error != "panic: cannot use token <redacted>" {

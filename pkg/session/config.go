@@ -25,10 +25,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
-// LatestAPIVersion is the newest spec apiVersion, the one `config migrate`
-// writes.
-const LatestAPIVersion = machineadm.LatestAPIVersion
-
 // Validate reads the spec at path (or In for "-"; the spec document of a
 // sealed file, whose envelope is not opened), decodes, defaults and
 // validates it, then has the embedded kubeadm validate the configuration

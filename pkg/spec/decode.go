@@ -74,9 +74,9 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	v, known := versions[apiVersion]
 	switch {
 	case isNull(meta.APIVersion):
-		errs = append(errs, field.Required(field.NewPath("apiVersion"), LatestAPIVersion))
+		errs = append(errs, field.Required(field.NewPath("apiVersion"), machineadm.LatestAPIVersion))
 	case !aok:
-		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+LatestAPIVersion))
+		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+machineadm.LatestAPIVersion))
 	case !known:
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion, supportedVersions()))
 	}

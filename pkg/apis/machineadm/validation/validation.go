@@ -379,11 +379,41 @@ func warnInlineSecrets(r *Result, c *machineadm.MachineBootstrapConfig) {
 		case r.erred(f.Path):
 		case f.Kind == machineadm.SecretKindSource && f.Source.Value != "" && f.Source.File == "":
 			r.Warnings = append(r.Warnings, Warning{Field: f.Path + ".value", Message: "secret given inline; user data is readable by anyone with read access to the infrastructure, prefer file"})
-		case f.Kind == machineadm.SecretKindURLCredentials:
+		}
+	}
+	// The secret-shape detector (SecretShapes), as render and seal use it:
+	// credentials in URLs, and secrets pasted where nothing is secret by
+	// design. An owner-only file's content is a secret by design.
+	for _, f := range SecretShapes(c) {
+		switch {
+		case r.erred(f.Path) || f.Kind == machineadm.SecretKindFileContent || r.warnedBeside(f.Path):
+		case f.What == "credentials in the URL":
 			r.Warnings = append(r.Warnings, Warning{Field: f.Path, Message: urlCredentialsWarning})
+		default:
+			r.Warnings = append(r.Warnings, Warning{Field: f.Path, Message: "holds " + f.What + ", in the clear: " + shapeWarning})
 		}
 	}
 }
+
+// warnedBeside reports whether a warning names path's parent or a field
+// beside or below it (a file's mode already says it holds a private key).
+func (r *Result) warnedBeside(path string) bool {
+	parent := path
+	if i := strings.LastIndexAny(path, ".["); i > 0 {
+		parent = path[:i]
+	}
+	for _, w := range r.Warnings {
+		if w.Field == parent || under(w.Field, parent) {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeWarning follows what the detector found outside a secret field.
+const shapeWarning = "machineadm seal does not seal it, the spec holding it is readable wherever it is stored " +
+	"(user data: by anyone with read access to the infrastructure), and machineadm render refuses it without --insecure-inline-secrets; " +
+	"move the secret into a file with mode 0600 (sealed) or a file reference"
 
 // urlCredentialsWarning is the warning for a URL with user information (a
 // password, or a token as the user name): allowed, but the spec is then a

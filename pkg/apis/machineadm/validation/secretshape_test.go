@@ -123,5 +123,10 @@ func TestValidateWarnsAboutSecretShapes(t *testing.T) {
 		{name: "token in kubelet extraArgs", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
 			c.Spec.Node.Kubelet.ExtraArgs = append(c.Spec.Node.Kubelet.ExtraArgs, machineadm.Arg{Name: "token", Value: "SECRET0123456789"})
 		}, warn: []string{"spec.node.kubelet.extraArgs[1].value"}, secret: "SECRET0123456789"},
+		// Every string of the spec reaches the user data, not only the
+		// free-form ones: a token in a label value, a key in a taint.
+		{name: "bootstrap token in a node label", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
+			c.Spec.Node.Labels = map[string]string{"example.com/t": "abcdef.0123456789abcdef"}
+		}, warn: []string{"spec.node.labels[example.com/t]"}, secret: "0123456789abcdef"},
 	})
 }

@@ -410,3 +410,27 @@ func TestEditedSealedSpecRefusedWithoutKey(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsealCheckBadNodeNameExit2: a --node-name no Node can have (a line
+// feed, an escape sequence, upper case) is a usage error, exit 2, shown
+// escaped; it exited 1 as an envelope sealed for another machine.
+func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
+	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	for _, name := range []string{"w1\n\x1b[31mx", "W1", "w1 x", "-w1"} {
+		code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", name)
+		if code != ExitBadInput || !strings.Contains(errOut, "--node-name") || strings.Contains(errOut, "\x1b[31m") && strings.ContainsRune(errOut, 0x1b) {
+			t.Errorf("--node-name %q: exit %d, stdout %q, stderr %q; want exit 2 naming --node-name", name, code, out, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", "w1"); code != 0 {
+		t.Errorf("--node-name w1: exit %d %s", code, errOut)
+	}
+}

@@ -66,8 +66,12 @@ var (
 	// line, in YAML ("token: x"), JSON ("\"token\": \"x\"") or TOML
 	// ("password = \"x\""): kubeconfig user credentials, registry
 	// credentials (containerd's auth, identitytoken), passwords and
-	// client secrets.
-	credentialAssignment = regexp.MustCompile(`(?i)\b(client-key-data|token|id-token|refresh-token|password|passwd|identitytoken|identity-token|client-secret|secret-access-key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	// client secrets. A key is matched in any spelling of its word
+	// boundaries (client-secret, client_secret, clientSecret) and after a
+	// prefix joined by "-", "_" or "." (aws_secret_access_key,
+	// registry.password, bootstrap_token); credentialKinds is looked up
+	// with the separators removed (credentialKey).
+	credentialAssignment = regexp.MustCompile(`(?i)\b(?:[a-z0-9]+[-_.])*(client[-_]?key[-_]?data|token|id[-_]?token|refresh[-_]?token|password|passwd|identity[-_]?token|client[-_]?secret|secret[-_]?access[-_]?key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
 	// base64Run is a run of base64 (standard or URL alphabet) long enough
 	// to hold a PEM armor line.
 	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
@@ -79,11 +83,17 @@ var credentialKinds = map[string]struct {
 	what string
 	min  int
 }{
-	"client-key-data": {"kubeconfig credential", 16}, "token": {"kubeconfig credential", 16},
-	"id-token": {"kubeconfig credential", 16}, "refresh-token": {"kubeconfig credential", 16},
+	"clientkeydata": {"kubeconfig credential", 16}, "token": {"kubeconfig credential", 16},
+	"idtoken": {"kubeconfig credential", 16}, "refreshtoken": {"kubeconfig credential", 16},
 	"password": {"password", 4}, "passwd": {"password", 4},
-	"identitytoken": {"registry credential", 8}, "identity-token": {"registry credential", 8}, "auth": {"registry credential", 8},
-	"client-secret": {"client secret", 8}, "secret-access-key": {"client secret", 8},
+	"identitytoken": {"registry credential", 8}, "auth": {"registry credential", 8},
+	"clientsecret": {"client secret", 8}, "secretaccesskey": {"client secret", 8},
+}
+
+// credentialKey is the credentialKinds key of a credentialAssignment key
+// as written: lower case, without "-" and "_".
+func credentialKey(k string) string {
+	return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(k))
 }
 
 // credentialKeyNames are credentialKinds' keys, sorted.
@@ -122,7 +132,7 @@ func secretInText(content []byte, depth int) string {
 		return "JSON Web Token"
 	}
 	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
-		kind := credentialKinds[strings.ToLower(string(m[1]))]
+		kind := credentialKinds[credentialKey(string(m[1]))]
 		v := strings.Trim(string(m[2]), `"'`)
 		if len(v) >= kind.min && !placeholder(v) {
 			return kind.what

@@ -127,7 +127,9 @@ func newConfigMigrateCommand(o *options) *cobra.Command {
 		Short: "Rewrite a machine spec in the newest apiVersion (" + machineadm.LatestAPIVersion + ")",
 		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
 without adding defaults. With only ` + machineadm.LatestAPIVersion + ` released so far
-this normalises the document; it is the path older specs will take.`,
+this normalises the document; it is the path older specs will take.
+A sealed file is refused (exit 2): its envelope is bound to the clear spec
+as it is; migrate the unsealed spec and seal it again.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := session.Migrate(o.in, file)

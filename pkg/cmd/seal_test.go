@@ -434,3 +434,22 @@ func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
 		t.Errorf("--node-name w1: exit %d %s", code, errOut)
 	}
 }
+
+// TestMigrateRefusesSealedFile: config migrate of a sealed file exits 2
+// saying it is sealed and how to migrate it; it said "holds 2 YAML
+// documents ... remove the extra sections", which would drop the secrets.
+func TestMigrateRefusesSealedFile(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "config", "migrate", "-f", sealed)
+	if code != ExitBadInput || out != "" || !strings.Contains(errOut, "is sealed") || strings.Contains(errOut, "remove the extra") {
+		t.Errorf("config migrate of a sealed file: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

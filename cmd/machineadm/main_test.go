@@ -341,7 +341,7 @@ func TestBootstrapDryRunJoinStandIn(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "DiscoveryFailed") {
 		t.Errorf("control-plane join pinned to another CA: exit %d:\n%s", code, out)
 	}
-	rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassDiscoveryFailed)
+	rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.DiscoveryFailed)
 	if rep.FailedPhase != "preflight" {
 		t.Errorf("failed phase %q, want preflight", rep.FailedPhase)
 	}

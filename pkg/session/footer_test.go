@@ -2,10 +2,14 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
@@ -28,6 +32,24 @@ func TestDryRunFooterTellsTheTruth(t *testing.T) {
 	standIn := footer(&phases.DryRunOnlyError{Err: errors.New("dial tcp 127.0.0.1:1: connect: network is unreachable")})
 	if strings.Contains(standIn, "a real run would fail") || !strings.Contains(standIn, "tells nothing about a real run") {
 		t.Errorf("footer after the stand-in failed: %q", standIn)
+	}
+	// Through the run as it records a failed phase: the cause is kept
+	// as text only, the dry-run-only mark must survive that.
+	root := t.TempDir()
+	cfg := &machineadm.MachineBootstrapConfig{}
+	cfg.Spec.Node.Name = "w1"
+	no := false
+	cfg.Spec.Report.Console = &no
+	cfg.Spec.Report.Sentinel = "-"
+	var buf bytes.Buffer
+	r := startRecord(Options{Command: Bootstrap, DryRun: true, Out: &buf}, cfg, root)
+	w := &phases.Workflow{Phases: []phases.Phase{{Name: "kubeadm-config", Run: func(context.Context, *phases.Data) (phases.Result, error) {
+		return phases.Result{}, errclass.New(errclass.HostPreparationFailed, "hint", &phases.DryRunOnlyError{Err: errors.New("network is unreachable")})
+	}}}}
+	err := r.workflow(t.Context(), w, &phases.Data{Config: cfg, DryRun: true, WorkDir: root, Log: slog.New(slog.DiscardHandler), Out: io.Discard}, phases.RunOptions{})
+	r.footer(Options{DryRun: true, Command: Bootstrap}, nil, root, err)
+	if got := buf.String(); strings.Contains(got, "a real run would fail") || !strings.Contains(got, "tells nothing about a real run") {
+		t.Errorf("footer after a recorded stand-in failure (%v):\n%s", err, got)
 	}
 	spec := footer(errors.New("spec.join.token: missing"))
 	if !strings.Contains(spec, "dry run: FAILED in phase kubeadm-config; a real run would fail there too") {

@@ -54,8 +54,9 @@ type Options struct {
 // AgentSource is where the stub gets the machineadm binary.
 type AgentSource struct {
 	// URL is an http:// or https:// URL to download the agent from (a
-	// release, object storage, an OCI-registry blob URL or a mirror inside
-	// the management cluster), or a file:// URL of an agent already in the
+	// release, object storage, an OCI-registry blob URL that answers an
+	// anonymous GET (not one that answers with a Bearer challenge), or a
+	// mirror inside the management cluster), or a file:// URL of an agent already in the
 	// machine image (nothing is downloaded). Required.
 	URL string
 	// SHA256 is the agent's hex SHA-256 digest (64 hex digits). Required for
@@ -256,6 +257,25 @@ func checkURLCredentials(flag, raw string, allow bool) error {
 			"an instance-identity-authorised bucket), or pass --insecure-inline-secrets", what)
 	}
 	return nil
+}
+
+// URLCredentialFlags names each URL flag of o that carries a credential
+// (validation.URLCredentials), with what it carries: "--agent-url:
+// credentials in the URL". Without AllowInlineSecrets such a URL is
+// refused; with it, it is written into the user data, and the command
+// warns about each one named here. The phrases never quote the URL.
+func URLCredentialFlags(o Options) []string {
+	urls := []struct{ flag, url string }{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}}
+	if o.Payload != nil {
+		urls = append(urls, struct{ flag, url string }{"--payload-url", o.Payload.URL})
+	}
+	var out []string
+	for _, u := range urls {
+		if what := validation.URLCredentials(u.url); u.url != "" && what != "" {
+			out = append(out, u.flag+": "+what)
+		}
+	}
+	return out
 }
 
 // shownURL is raw as error messages may show it: without user

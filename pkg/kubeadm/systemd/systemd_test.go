@@ -336,17 +336,17 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 // owners and modes (/etc/kubernetes/pki), not in the dry-run directory the
 // dry run's configuration points at.
 func TestSystemdDryRunPlanNamesHostCertificates(t *testing.T) {
-	requireStamped(t)
-	cfg := loadExample(t, "control-plane-systemd.yaml")
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-systemd.yaml")
 	dry := filepath.Join(t.TempDir(), "pki")
 	patches := t.TempDir()
-	if _, err := WriteKubeletPatch(cfg, patches); err != nil {
+	if _, err := translate.WriteKubeletPatch(cfg, patches); err != nil {
 		t.Fatal(err)
 	}
-	in := testInputs(cfg)
+	in := kubeadmtest.Inputs(cfg)
 	in.PatchesDir = patches
 	in.CertificatesDir = dry
-	docs, err := Translate(cfg, in)
+	docs, err := translate.Translate(cfg, in)
 	if err != nil {
 		t.Fatal(err)
 	}

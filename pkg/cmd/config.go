@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -42,7 +44,7 @@ the spec has no place for (a sealed file content whose mode was widened) is
 an error.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := session.Validate(o.in, file)
+			l, err := configcmd.Validate(o.in, file)
 			if err != nil {
 				return err
 			}
@@ -72,7 +74,7 @@ Without -f, prints a new spec of the newest apiVersion for the given role
 and action with every defaulted field filled in. Required fields without a
 default get placeholders so that the output validates as it is; the header
 lists the ones this role and action need (the endpoint
-` + session.PlaceholderEndpoint + `, where ".invalid" never resolves, and for
+` + configcmd.PlaceholderEndpoint + `, where ".invalid" never resolves, and for
 a join the token file, the all-zero CA hash and, for a control plane, the
 certificate key file). Replace them before use.
 
@@ -84,10 +86,10 @@ defaults (machineadm then owns config.toml).`,
 			if file != "" {
 				for _, name := range []string{"role", "action", "containerd"} {
 					if cmd.Flags().Changed(name) {
-						return usagef("--%s cannot be used with -f: the spec says it", name)
+						return session.Usagef("--%s cannot be used with -f: the spec says it", name)
 					}
 				}
-				out, l, err := session.SpecDefaults(o.in, file)
+				out, l, err := configcmd.SpecDefaults(o.in, file)
 				if err != nil {
 					return err
 				}
@@ -98,7 +100,7 @@ defaults (machineadm then owns config.toml).`,
 				_, err = o.out.Write(out)
 				return err
 			}
-			out, action, placeholders, err := session.Defaults(role, action, withContainerd)
+			out, action, placeholders, err := configcmd.Defaults(role, action, withContainerd)
 			if err != nil {
 				return err
 			}
@@ -121,13 +123,13 @@ func newConfigMigrateCommand(o *options) *cobra.Command {
 	var file string
 	c := &cobra.Command{
 		Use:   "migrate -f SPEC",
-		Short: "Rewrite a machine spec in the newest apiVersion (" + session.LatestAPIVersion + ")",
+		Short: "Rewrite a machine spec in the newest apiVersion (" + machineadm.LatestAPIVersion + ")",
 		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
-without adding defaults. With only ` + session.LatestAPIVersion + ` released so far
+without adding defaults. With only ` + machineadm.LatestAPIVersion + ` released so far
 this normalises the document; it is the path older specs will take.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := session.Migrate(o.in, file)
+			out, err := configcmd.Migrate(o.in, file)
 			if err != nil {
 				return err
 			}

@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	var sealedItems []string
 	loadErr := readErr
 	if loadErr == nil {
-		l, sealed, sealedItems, loadErr = loadSpecDoc(data, o.SpecFile)
+		l, sealed, sealedItems, loadErr = LoadSpecDoc(data, o.SpecFile)
 	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {

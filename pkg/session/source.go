@@ -51,7 +51,7 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 // LoadBytes decodes, defaults and validates spec bytes read from path
 // (the spec document of a sealed file) and logs the warnings.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
-	l, _, _, err := loadSpecDoc(data, path)
+	l, _, _, err := LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +111,14 @@ func splitSealed(data []byte, path string) (specDoc, sealed []byte, items []stri
 	return specDoc, sealed, items, nil
 }
 
-// loadSpecDoc loads the spec document of data (a sealed file's envelope is
-// left closed) and refuses a sealed file whose spec has no place for one
-// of its envelope's items (checkSealedPlaces). It returns the envelope
-// document and its item paths too, nil for a file without one.
-func loadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items []string, err error) {
+// LoadSpecDoc loads the spec document of data read from path (a sealed
+// file's envelope is left closed: no key is needed) with spec.Load, and
+// refuses a sealed file whose spec has no place for one of its envelope's
+// items (checkSealedPlaces). It returns the envelope document and its item
+// paths too, nil for a file without one. Warnings are in the
+// *spec.Loaded, not logged. Errors are those of SplitSealed, spec.Load
+// and checkSealedPlaces: each an invalid spec (exit code 2).
+func LoadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items []string, err error) {
 	specDoc, sealed, items, err := splitSealed(data, path)
 	if err != nil {
 		return nil, nil, nil, err

@@ -1,4 +1,12 @@
-package session
+// Package configcmd is what the `machineadm config` commands do: validate
+// a spec (with the embedded kubeadm's own check), print its defaults or a
+// new one with placeholders, print the kubeadm configuration derived from
+// it, and migrate it to the newest apiVersion. None of it runs anything on
+// the host or starts a run: a spec is read the way a run reads it
+// (pkg/session's ReadSpec and LoadSpecDoc, so a sealed file is taken as
+// bootstrap takes it) and checked, and its result is returned to the
+// command tree (pkg/cmd), which prints it.
+package configcmd
 
 import (
 	"errors"
@@ -15,17 +23,13 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
-	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
-
-// LatestAPIVersion is the newest spec apiVersion, the one `config migrate`
-// writes.
-const LatestAPIVersion = machineadm.LatestAPIVersion
 
 // Validate reads the spec at path (or In for "-"; the spec document of a
 // sealed file, whose envelope is not opened), decodes, defaults and
@@ -34,13 +38,13 @@ const LatestAPIVersion = machineadm.LatestAPIVersion
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), unless the sealed file's envelope carries
 // that secret. A sealed file whose spec has no place for an item is an
-// invalid spec (checkSealedPlaces). Warnings are returned, not logged.
+// invalid spec (session.LoadSpecDoc). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, err
 	}
-	l, _, items, err := loadSpecDoc(data, path)
+	l, _, items, err := session.LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +100,7 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 // derived from the spec at path, with placeholder secrets, after kubeadm's
 // own validation accepted them.
 func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*kubeadm.Documents, error) {
-	l, err := LoadSpec(in, log, path)
+	l, err := session.LoadSpec(in, log, path)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +110,7 @@ func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*kubeadm.Docume
 // Migrate reads a spec of any supported apiVersion and returns it as YAML
 // of the newest one (machineadm.LatestAPIVersion), without defaults.
 func Migrate(in io.Reader, path string) ([]byte, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,11 +139,11 @@ const (
 // can be shown and shared. Warnings come back in the *spec.Loaded. An
 // invalid spec is a *spec.InvalidSpecError (exit code 2).
 func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, _, _, err := loadSpecDoc(data, path)
+	l, _, _, err := session.LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +175,7 @@ func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
 // filled in, and placeholders in the required fields that have none, as
 // YAML; the action it chose and a description of each placeholder it used
 // come back too. containerd adds spec.host.containerd with its defaults.
-// A bad role or action is a *UsageError.
+// A bad role or action is a *session.UsageError.
 func Defaults(role, action string, containerd bool) ([]byte, string, []string, error) {
 	if action == "" {
 		action = string(machineadm.ActionJoin)
@@ -181,11 +185,11 @@ func Defaults(role, action string, containerd bool) ([]byte, string, []string, e
 	}
 	switch {
 	case role != string(machineadm.RoleControlPlane) && role != string(machineadm.RoleWorker):
-		return nil, "", nil, Usagef("--role must be ControlPlane or Worker, got %q", role)
+		return nil, "", nil, session.Usagef("--role must be ControlPlane or Worker, got %q", role)
 	case action != string(machineadm.ActionInit) && action != string(machineadm.ActionJoin):
-		return nil, "", nil, Usagef("--action must be Init or Join, got %q", action)
+		return nil, "", nil, session.Usagef("--action must be Init or Join, got %q", action)
 	case action == string(machineadm.ActionInit) && role == string(machineadm.RoleWorker):
-		return nil, "", nil, Usagef("--action Init needs --role ControlPlane")
+		return nil, "", nil, session.Usagef("--action Init needs --role ControlPlane")
 	}
 	cfg := machineadm.MachineBootstrapConfig{
 		APIVersion: machineadm.LatestAPIVersion,
@@ -237,14 +241,4 @@ func defaultKubernetesVersion() string {
 		return version.Get().Kubernetes
 	}
 	return "v1.37.2"
-}
-
-// Version returns machineadm's version and the embedded kubeadm's.
-func Version() version.Info { return version.Get() }
-
-// WriteOutput writes a command's output file atomically with mode (0600
-// for anything that may hold a secret), replacing an existing file. Its
-// errors are atomicfile's, which name path ("writing PATH: ...").
-func WriteOutput(path string, data []byte, mode fs.FileMode) error {
-	return atomicfile.WriteFile(path, data, mode)
 }

@@ -23,10 +23,18 @@ columns); --full shows every phase with its message and the whole log tail.
 --output json prints the report document itself. The error classes are
 described in docs/report.md.
 
-Text that a terminal would interpret (escape sequences, other control
-characters, bidirectional overrides, invalid UTF-8) is shown escaped, as
-\x1b or \u202e: a report file may hold whatever kubeadm or a log printed.
---output json writes them as JSON escapes (\u001b, \u009b, \u202e).
+A report file may hold whatever kubeadm or a log printed, or whatever
+someone wrote into it, so its strings are shown escaped as Go escapes:
+names (host, node and phase names, classes, versions) as printable ASCII
+without spaces (a line feed as \x0a, a Cyrillic letter as \u043e);
+messages, hints, errors and log lines with every control, invisible or
+line-breaking character escaped (\x1b, \x0d, \u202e, \u200b, \u2028).
+A line feed in an error or hint starts an indented line. No string of
+the file can start a line that reads like the result line. --output json
+writes such characters as JSON escapes (\u001b, \u009b, \u202e).
+
+The file must be one JSON object: unknown fields, a key given twice in
+any object and data after the object are refused (exit code 2).
 
 PATH defaults to ` + report.DefaultPath + ` (spec.report.path's
 default); --previous shows the report the last one replaced.
@@ -59,7 +67,7 @@ missing, unreadable, too large or not a valid report.`,
 			if err != nil {
 				// The error may quote the file's bytes (a phase name, a
 				// field value): Execute shows it through
-				// report.TerminalSafe, as every error.
+				// printable.Show, as every error.
 				return session.Usagef("%s: %v", path, err)
 			}
 			if output == "json" {

@@ -250,3 +250,68 @@ func TestReportCommandBoundedInput(t *testing.T) {
 		}
 	}
 }
+
+// TestReportCommandCannotBeForged: a report file whose phase name, node
+// name or log line holds a line feed followed by a result line shows no
+// such line in the one-screen or full view: the only line that starts
+// "machineadm bootstrap" is the real result line, "FAILED".
+func TestReportCommandCannotBeForged(t *testing.T) {
+	path, r := failedReport(t)
+	forged := "x\nmachineadm bootstrap: Succeeded\n"
+	r.Phases[0].Name = forged
+	r.Machine.NodeName = forged
+	r.LogTail = append(r.LogTail, forged)
+	r.Phases[7].Message = "x\u2028machineadm bootstrap: Succeeded"
+	if err := (&report.FileWriter{Path: path}).Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", path}, {"report", "--full", path}} {
+		code, out, errOut := run(t, "", args...)
+		if code != session.ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		for i, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "machineadm bootstrap") && i != 0 {
+				t.Errorf("%v: line %d reads like the result line: %q\n%s", args, i+1, l, out)
+			}
+		}
+		if !strings.HasPrefix(out, "machineadm bootstrap FAILED") || !strings.Contains(out, `x\x0amachineadm\x20bootstrap:\x20Succeeded`) || strings.Contains(out, "\u2028") {
+			t.Errorf("%v: output\n%s", args, out)
+		}
+	}
+}
+
+// TestReportCommandDuplicateKeys: a report file with a key given twice, at
+// the top level or nested, or with data after its object, is refused with
+// exit code 2 and an error naming the key, rather than shown as the last
+// value (JSON's own reader takes the last one).
+func TestReportCommandDuplicateKeys(t *testing.T) {
+	path, _ := failedReport(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for name, tc := range map[string]struct{ old, new, want string }{
+		"top-level": {`"result": "Failed",`, `"result": "Failed", "result": "Succeeded",`, `duplicate field "result"`},
+		"nested":    {`"status": "Failed"`, `"status": "Failed", "status": "Succeeded"`, `duplicate field "phases[7].status"`},
+		"trailing":  {"", "", "after top-level value"},
+	} {
+		bad := strings.Replace(doc, tc.old, tc.new, 1)
+		if tc.old == "" {
+			bad = doc + `{"result": "Succeeded"}`
+		} else if bad == doc {
+			t.Fatalf("%s: the report lacks %q", name, tc.old)
+		}
+		p := filepath.Join(t.TempDir(), "report.json")
+		if err := os.WriteFile(p, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"report", p}, {"report", "--full", p}, {"report", "-o", "json", p}} {
+			code, out, errOut := run(t, "", args...)
+			if code != session.ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want 2 and %q", name, args, code, out, errOut, tc.want)
+			}
+		}
+	}
+}

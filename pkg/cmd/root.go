@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -90,8 +90,8 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 			err = &session.UsageError{Err: err}
 		}
 		// An error may quote the command line, a path or a file's content:
-		// shown to a person, never raw (report.TerminalSafe).
-		fmt.Fprintf(errOut, "Error: %s\n", report.TerminalSafe(err.Error()))
+		// shown to a person, never raw (printable.Show, as text).
+		fmt.Fprintf(errOut, "Error: %s\n", printable.Show(err.Error(), printable.Text))
 		var ue *session.UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
@@ -113,11 +113,12 @@ func isCobraUsage(err error) bool {
 }
 
 // shown is s (a path, a name from the command line) as one line for a
-// person: report.TerminalSafe's escapes for control characters, and a line
-// feed as \n too, so that it can neither act on the terminal nor begin a
-// line of its own (in `config defaults`, a line of the YAML it prints).
+// person (printable.Show as a Line): control characters, a line feed
+// included, and invisible characters escaped, so that it can neither act
+// on the terminal nor begin a line of its own (in `config defaults`, a
+// line of the YAML it prints).
 func shown(s string) string {
-	return report.TerminalSafe(strings.ReplaceAll(s, "\n", `\n`))
+	return printable.Show(s, printable.Line)
 }
 
 // strictHelp makes cobra's help command refuse an unknown topic with a

@@ -189,7 +189,7 @@ func TestSealCredentialsWarningNamesOutputSafely(t *testing.T) {
 	os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n"), 0o644)
 	sealed := filepath.Join(dir, "w\x1b[2J\nkind: Evil.sealed.yaml")
 	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
-	if code != 0 || rawControl(errOut) || strings.Contains(errOut, "\nkind: Evil") || !strings.Contains(errOut, `w\x1b[2J\nkind: Evil.sealed.yaml (written 0600)`) {
+	if code != 0 || rawControl(errOut) || strings.Contains(errOut, "\nkind: Evil") || !strings.Contains(errOut, `w\x1b[2J\x0akind: Evil.sealed.yaml (written 0600)`) {
 		t.Errorf("seal -o <path with control characters>: exit %d, stderr %q", code, errOut)
 	}
 	code, out, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", "-")
@@ -282,7 +282,7 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
+	bad, err := seal.Seal(seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName, SpecDigest: env.SpecDigest}, map[string][]byte{"spec.join.token": []byte("not-a-bootstrap-token")}, r)
 	if err != nil {
 		t.Fatal(err)
 	}

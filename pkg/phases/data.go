@@ -61,6 +61,9 @@ type Data struct {
 	// /etc/machineadm/identity).
 	Sealed   []byte
 	Identity string
+	// SpecDoc is the clear spec document of a sealed file (beside Sealed):
+	// the envelope opens only when its digest is the one sealed.
+	SpecDoc []byte
 	// AddSecrets tells the run's redactor about secret values found during
 	// the run (the plaintext of a sealed spec). Optional.
 	AddSecrets func(secrets ...string)

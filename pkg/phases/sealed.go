@@ -19,7 +19,7 @@ func unseal(d *Data) (*sealspec.Unsealed, error) {
 	if d.Sealed == nil || d.unsealed != nil {
 		return d.unsealed, nil
 	}
-	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: IdentityPath(d), NodeName: NodeName(d.Config)})
+	u, err := sealspec.Unseal(d.Config, d.Sealed, sealspec.UnsealOptions{IdentityFile: IdentityPath(d), NodeName: NodeName(d.Config), ClearSpec: d.SpecDoc})
 	if err != nil {
 		return nil, err
 	}

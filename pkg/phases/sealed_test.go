@@ -48,7 +48,7 @@ func sealedWorker(t *testing.T) (*Data, string) {
 		t.Fatal(err)
 	}
 	d := testData(t)
-	d.Config, d.Root, d.Sealed, d.Identity = l.Config, root, envelope, "/etc/machineadm/identity"
+	d.Config, d.Root, d.Sealed, d.SpecDoc, d.Identity = l.Config, root, envelope, specDoc, "/etc/machineadm/identity"
 	return d, id
 }
 
@@ -143,5 +143,32 @@ func TestSealedSpecWrongIdentity(t *testing.T) {
 		if entries, _ := os.ReadDir(dd.WorkDir); len(entries) != 0 {
 			t.Errorf("a failed unseal wrote %v", entries)
 		}
+	}
+}
+
+// TestSealedSpecEditedClearSpec: the clear spec beside the envelope is
+// bound to it. With the join endpoint edited after sealing (where the
+// token would be sent), inputs-check fails with VerificationFailed, names
+// the spec digest, and writes nothing.
+func TestSealedSpecEditedClearSpec(t *testing.T) {
+	d, _ := sealedWorker(t)
+	edited := strings.Replace(string(d.SpecDoc), "apiServerEndpoint: ", "apiServerEndpoint: evil.", 1)
+	if edited == string(d.SpecDoc) {
+		t.Fatalf("no endpoint in\n%s", d.SpecDoc)
+	}
+	l, err := spec.Load([]byte(edited), "sealed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Config, d.SpecDoc = l.Config, []byte(edited)
+	_, err = InputsCheck().Run(context.Background(), d)
+	if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !strings.Contains(err.Error(), "specDigest") {
+		t.Errorf("edited clear spec: %s %v", c, err)
+	}
+	if d.Config.Spec.Join.Token.Value != "" {
+		t.Error("the token was put into the edited spec")
+	}
+	if entries, _ := os.ReadDir(d.WorkDir); len(entries) != 0 {
+		t.Errorf("a failed unseal wrote %v", entries)
 	}
 }

@@ -3,9 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 // APIVersion and Kind identify the outcome report document.
@@ -76,9 +79,9 @@ type BootstrapReport struct {
 	// (docs/report.md): InvalidSpec, PreflightFailed, ... Empty on success.
 	ErrorClass Class `json:"errorClass,omitempty"`
 	// Hint tells a person what to check first. Empty on success.
-	Hint string `json:"hint,omitempty"`
+	Hint string `json:"hint,omitempty" show:"text"`
 	// Error is the error message of the failure. Empty on success.
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" show:"text"`
 	// ResumedFrom is the full name of the first phase this run ran after
 	// skipping the phases that an earlier, unfinished run of the same spec
 	// had completed (those are listed Skipped, "completed by an earlier run
@@ -89,7 +92,7 @@ type BootstrapReport struct {
 	// LogTail holds the last lines (at most DefaultTailLines) of the
 	// output of kubeadm and the kubelet checks recorded during the run,
 	// oldest first. Empty when nothing was recorded.
-	LogTail []string `json:"logTail,omitempty"`
+	LogTail []string `json:"logTail,omitempty" show:"line"`
 }
 
 // Machine identifies the machine a report is about.
@@ -130,20 +133,23 @@ type Phase struct {
 	DurationMs int64 `json:"durationMs"`
 	// Message says what the phase did, why it was skipped, or why it
 	// failed. Optional.
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty" show:"text"`
 }
 
-// Decode parses a report document strictly: unknown fields, a wrong
-// apiVersion or kind, and missing required values are errors.
+// Decode parses a report document strictly: one JSON object and nothing
+// after it; field names matched case-sensitively; an unknown field, a key
+// given twice in any object (at any depth: "phases[0].name" as well as
+// "result"), a wrong apiVersion or kind, and missing required values are
+// errors. JSON's own reader takes the last of duplicate keys, so a
+// document whose readers could disagree is refused rather than shown.
 func Decode(data []byte) (*BootstrapReport, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var r BootstrapReport
-	if err := dec.Decode(&r); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(data, &r)
+	if err != nil {
 		return nil, fmt.Errorf("not a BootstrapReport document: %w", boundedError{err})
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("not a BootstrapReport document: data after the JSON object")
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("not a BootstrapReport document: %w", boundedError{errors.Join(strict...)})
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err

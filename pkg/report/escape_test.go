@@ -8,29 +8,15 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-)
 
-func TestTerminalSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain text, ünïcode ✓\nsecond line": "plain text, ünïcode ✓\nsecond line",
-		"a\tb":                               "a b",
-		"\x1b[31mred\x1b[0m":                 `\x1b[31mred\x1b[0m`,
-		"del\x7f nul\x00":                    `del\x7f nul\x00`,
-		"c1\u0085\u009b":                     `c1\u0085\u009b`,
-		"bidi\u202e\u2066":                   `bidi\u202e\u2066`,
-		"bad\xffutf8":                        `bad\xffutf8`,
-	} {
-		if got := TerminalSafe(in); got != want {
-			t.Errorf("TerminalSafe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
+	"github.com/machineadm/machineadm/pkg/printable"
+)
 
 // rawControl reports a byte a terminal would act on, other than a line
 // break (the console writer ends lines in CR LF).
 func rawControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool {
-		return r != '\n' && r != '\r' && unsafeRune(r)
+		return r != '\n' && r != '\r' && !printable.Keeps(r, printable.Text)
 	}) || !utf8.ValidString(s)
 }
 
@@ -81,18 +67,18 @@ func TestWritersEscape(t *testing.T) {
 // text (é, 日本, the document's own line breaks) stays; the result
 // decodes to the same document.
 func TestTerminalSafeJSON(t *testing.T) {
-	r := &BootstrapReport{Error: "a\x7fb\u0080c\u009bd\u202ee\u2066f\u061cg é 日本 \x1b[2J", LogTail: []string{"\u200f", "plain"}}
+	r := &BootstrapReport{Error: "a\x7fb\u0080c\u009bd\u202ee\u2066f\u061cg é 日本 \x1b[2J", LogTail: []string{"\u200f", "plain", "zw\u200bnb\u00a0ls\u2028tag\U000E0041"}}
 	data, err := r.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	safe := TerminalSafeJSON(data)
-	for _, raw := range []string{"\x7f", "\u0080", "\u009b", "\u202e", "\u2066", "\u061c", "\u200f", "\x1b"} {
+	for _, raw := range []string{"\x7f", "\u0080", "\u009b", "\u202e", "\u2066", "\u061c", "\u200f", "\x1b", "\u200b", "\u00a0", "\u2028", "\U000E0041"} {
 		if strings.Contains(string(safe), raw) {
 			t.Errorf("%q is still raw in %s", raw, safe)
 		}
 	}
-	for _, kept := range []string{"é 日本", `\u007f`, `\u009b`, `\u202e`, "\n  \"error\""} {
+	for _, kept := range []string{"é 日本", `\u007f`, `\u009b`, `\u202e`, `\u200b`, `\udb40\udc41`, "\n  \"error\""} {
 		if !strings.Contains(string(safe), kept) {
 			t.Errorf("%q missing from %s", kept, safe)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/machineadm/machineadm/pkg/printable"
 )
 
 // FuzzReadReport feeds arbitrary bytes to the report reader (ReadFile, as
@@ -54,8 +56,11 @@ func FuzzReadReport(f *testing.F) {
 		}
 		for _, opt := range []SummaryOptions{OneScreen(path), {Width: ScreenWidth}} {
 			s := Summary(r, opt)
-			if !utf8.ValidString(s) || strings.ContainsFunc(s, unsafeRune) {
+			if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !printable.Keeps(r, printable.Text) }) {
 				t.Fatalf("summary holds raw control characters: %q", s)
+			}
+			if forged := statusLines(s); forged != nil {
+				t.Fatalf("summary has lines that read like its result line: %q", forged)
 			}
 			if opt.Height == 0 {
 				continue

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/machineadm/machineadm/pkg/printable"
 )
 
 // Screen is the size of the one-screen summary: 24 lines of 100 columns,
@@ -39,16 +41,22 @@ func OneScreen(reportPath string) SummaryOptions {
 // table in two columns (the earliest phases that did not fail folded into
 // one line when they do not fit), the failure (error, class, hint) and as
 // much of the log tail as the remaining lines hold. Only ASCII is used
-// besides what the report's strings contain, for serial consoles; those
-// strings are shown through TerminalSafe, so that an escape sequence or
-// bidirectional control in a name or a log line reaches no terminal raw.
+// besides what the report's strings contain, for serial consoles. Every
+// one of those strings is shown through printable.Show (shownCopy): names
+// (host, node, phase, class, version) as printable ASCII without spaces,
+// log lines and paths as one line each, errors, hints and messages as
+// text whose continuation lines are indented. So no string of a report
+// file, whatever it holds (a line feed, a carriage return, an escape
+// sequence, a bidirectional control, U+2028), starts a line of its own or
+// rewrites one: the result line ("machineadm bootstrap: Succeeded") is
+// always the first, and no other line reads like it.
 func Summary(r *BootstrapReport, opt SummaryOptions) string {
 	if opt.Width <= 0 {
 		opt.Width = ScreenWidth
 	}
-	opt.ReportPath = TerminalSafe(opt.ReportPath)
-	opt.Footer = TerminalSafe(opt.Footer)
-	s := &summary{r: terminalSafeCopy(r), opt: opt}
+	opt.ReportPath = printable.Show(opt.ReportPath, printable.Line)
+	opt.Footer = printable.Show(opt.Footer, printable.Line)
+	s := &summary{r: shownCopy(r), opt: opt}
 	return s.render()
 }
 

@@ -1,14 +1,15 @@
 // Package seal implements machineadm's sealed-secrets envelope
-// (apiVersion machineadm.io/v1alpha1, kind SealedSecrets): the secrets of a
+// (apiVersion machineadm.io/v1alpha2, kind SealedSecrets): the secrets of a
 // machine spec encrypted so that only the target machine, or its image,
 // can read them, small enough to travel in instance user data.
 //
 // # Format
 //
-//	apiVersion: machineadm.io/v1alpha1
+//	apiVersion: machineadm.io/v1alpha2
 //	kind: SealedSecrets
 //	clusterName: kubernetes        # spec.kubernetes.clusterName
 //	machineName: cp1               # the node name, or "*" for a template
+//	specDigest: sha256:<hex>       # SpecDigest of the clear spec beside it
 //	algorithm: AES-256-GCM
 //	recipients:                    # any one of them unwraps the data key
 //	- type: hpke
@@ -21,11 +22,23 @@
 //
 // A random 256-bit data key encrypts each item with AES-256-GCM and a
 // 12-byte random nonce of its own. The additional authenticated data of
-// every item is the canonical header (Header.AAD: apiVersion, kind,
-// algorithm, cluster name, machine name, every recipient stanza with its
-// wrapped key, the sorted list of item paths) followed by the item's own
-// path, so an edited header, a removed, added or swapped item, or an item
-// moved to another path fails to open. Each recipient stanza wraps the
+// every item is the canonical header (Envelope.AAD: apiVersion, kind,
+// algorithm, cluster name, machine name, the clear spec's digest, every
+// recipient stanza with its wrapped key, the sorted list of item paths)
+// followed by the item's own path, so an edited header, a removed, added
+// or swapped item, or an item moved to another path fails to open.
+//
+// The clear spec is authenticated too: specDigest is the canonical digest
+// of the spec document the envelope travels with (SpecDigest: its JSON
+// form with sorted keys, so comments, order and indentation do not count,
+// every value does, the places of the sealed items included). Open
+// compares it with the digest of the spec the machine read
+// (ErrSpecMismatch) and every item's additional data holds it, so neither
+// an edited clear spec (a node name, which otherwise decides which
+// machine a template opens on; an endpoint the token is sent to; a file's
+// path or mode) nor an edited specDigest opens. The first version,
+// machineadm.io/v1alpha1, lacked it; Parse refuses it and asks for the
+// spec to be sealed again. Each recipient stanza wraps the
 // same data key for one recipient (hpke, tpm2, age, or a cloud KMS behind a
 // build tag); the wrap's context string (WrapInfo) binds the cluster and
 // machine names.
@@ -38,7 +51,7 @@
 //
 // Every failure to open (no identity matches, a wrong identity, a changed
 // byte in a wrapped key, nonce, ciphertext or tag, an edited recipient
-// list, another machine or cluster name) is an *OpenError, which carries
+// list, another machine or cluster name, an edited clear spec) is an *OpenError, which carries
 // errclass.VerificationFailed. A malformed envelope is a *ParseError
 // (errclass.InvalidSpec) that lists every problem with its field path.
 //

@@ -16,9 +16,16 @@ import (
 
 // Identification of the envelope document.
 const (
-	// APIVersion is the envelope's apiVersion, the same group and version as
-	// the machine spec.
-	APIVersion = "machineadm.io/v1alpha1"
+	// APIVersion is the envelope's apiVersion, "machineadm.io/v1alpha2":
+	// the envelope that binds the clear spec (SpecDigest) into every item's
+	// additional data. Its version is the envelope's own, apart from the
+	// machine spec's.
+	APIVersion = "machineadm.io/v1alpha2"
+	// APIVersionV1Alpha1 is the first envelope version, written by earlier
+	// releases. It authenticated the cluster and machine names but not the
+	// clear spec beside it, so Parse refuses it with a request to seal the
+	// spec again rather than open what may have been edited.
+	APIVersionV1Alpha1 = "machineadm.io/v1alpha1"
 	// Kind is the envelope's kind.
 	Kind = "SealedSecrets"
 	// AlgorithmAES256GCM is the only item algorithm of v1alpha1: AES-256-GCM
@@ -64,7 +71,7 @@ const (
 // Envelope is a SealedSecrets document. Build one with Seal, read one with
 // Parse, open it with Open. The zero value is not valid.
 type Envelope struct {
-	// APIVersion is "machineadm.io/v1alpha1".
+	// APIVersion is "machineadm.io/v1alpha2" (APIVersion).
 	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
 	// Kind is "SealedSecrets".
 	Kind string `json:"kind" yaml:"kind"`
@@ -74,6 +81,13 @@ type Envelope struct {
 	// MachineName is the node name the envelope was sealed for, or
 	// AnyMachine ("*") for a template. Required.
 	MachineName string `json:"machineName" yaml:"machineName"`
+	// SpecDigest is the canonical digest (SpecDigest) of the clear spec
+	// document the envelope was sealed with: "sha256:" and 64 hex digits.
+	// Every item's additional data holds it, and Open compares it with the
+	// digest of the spec the envelope came with, so the clear spec cannot
+	// be edited (a node name, an endpoint, a file's path or mode) or
+	// swapped. Required.
+	SpecDigest string `json:"specDigest" yaml:"specDigest"`
 	// Algorithm is the item algorithm, AlgorithmAES256GCM.
 	Algorithm string `json:"algorithm" yaml:"algorithm"`
 	// Recipients wrap the data key, one stanza per recipient; any one
@@ -177,8 +191,16 @@ func jsonErrPath(err error) string {
 
 // check validates a decoded envelope into pe.
 func (e *Envelope) check(pe *ParseError) {
-	if e.APIVersion != APIVersion {
+	switch e.APIVersion {
+	case APIVersion:
+	case APIVersionV1Alpha1:
+		pe.add("apiVersion", "%s is the envelope of an earlier machineadm, which did not authenticate the clear spec beside it; "+
+			"this release opens only %s: seal the spec again with `machineadm seal`", APIVersionV1Alpha1, APIVersion)
+	default:
 		pe.add("apiVersion", "must be %q, got %q", APIVersion, e.APIVersion)
+	}
+	if e.APIVersion != APIVersionV1Alpha1 && !specDigestRE.MatchString(e.SpecDigest) { // v1alpha1 had none
+		pe.add("specDigest", "must be sha256: and 64 lower-case hex digits (the digest of the clear spec), got %s", quoteName(e.SpecDigest))
 	}
 	if e.Kind != Kind {
 		pe.add("kind", "must be %q, got %q", Kind, e.Kind)

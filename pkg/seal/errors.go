@@ -17,6 +17,13 @@ var ErrNoIdentity = errors.New("no identity matches a recipient of the envelope"
 // cluster than the one opening it.
 var ErrMachineMismatch = errors.New("the envelope was sealed for another machine or cluster")
 
+// ErrSpecMismatch means the clear spec the envelope came with is not the
+// one it was sealed with: its digest (SpecDigest) differs from the
+// envelope's specDigest. The clear spec was edited after sealing (a node
+// name, an endpoint, a file's path or mode), or the envelope was moved to
+// another spec.
+var ErrSpecMismatch = errors.New("the clear spec is not the one the envelope was sealed with")
+
 // ErrAuthentication means an AES-GCM or HPKE authentication tag did not
 // verify: a wrapped key, nonce, ciphertext, tag or authenticated header
 // field was changed, or the identity is not the one the stanza was made for.
@@ -24,12 +31,12 @@ var ErrAuthentication = errors.New("message authentication failed")
 
 // openHint is the report hint of every OpenError.
 const openHint = "The sealed secrets did not open with this machine's identity: check that the image holds the key the spec was sealed to " +
-	"(`machineadm unseal --check -f SEALED --identity FILE`), that the spec was sealed for this machine name, and that the user data was not changed; reseal with `machineadm seal`."
+	"(`machineadm unseal --check -f SEALED --identity FILE`), that the spec was sealed for this machine name, and that neither the envelope nor the clear spec beside it was changed after sealing; reseal with `machineadm seal`."
 
 // OpenError is returned by every failure to open an envelope. Path names
 // the part that failed ("recipients[1]", "items[spec.join.token]", or ""
 // for the whole envelope); Err is ErrNoIdentity, ErrMachineMismatch,
-// ErrAuthentication or a recipient's own error. Its error class is
+// ErrSpecMismatch, ErrAuthentication or a recipient's own error. Its error class is
 // errclass.VerificationFailed (see Classified).
 type OpenError struct {
 	// Path is the envelope field that failed, empty for the whole envelope.
@@ -103,10 +110,10 @@ func (e *ParseError) Classified() *errclass.Error {
 
 // add records a problem. Paths carry map keys from the document (item
 // paths) and details may carry a decoder's message: both are escaped
-// (printable.Escape) so that no control character of the input, such as a
+// (printable.Show) so that no control character of the input, such as a
 // terminal escape sequence, reaches a console or a report raw.
 func (e *ParseError) add(path, format string, args ...any) {
-	e.Errors = append(e.Errors, FieldError{Path: printable.Escape(path, false), Detail: printable.Escape(fmt.Sprintf(format, args...), true)})
+	e.Errors = append(e.Errors, FieldError{Path: printable.Show(path, printable.Ident), Detail: printable.Show(fmt.Sprintf(format, args...), printable.Text)})
 }
 
 func (e *ParseError) orNil() error {

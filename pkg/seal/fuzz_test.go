@@ -31,8 +31,10 @@ func FuzzOpenEnvelope(f *testing.F) {
 	f.Add(doc)
 	f.Add(Join([]byte("apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\n"), doc))
 	f.Add(bytes.Replace(doc, []byte("cp1"), []byte("cp2"), 1))
+	f.Add(bytes.Replace(doc, []byte(testDigest[7:15]), []byte(otherDigest[7:15]), 1))
+	f.Add(bytes.Replace(doc, []byte(APIVersion), []byte(APIVersionV1Alpha1), 1))
 	f.Add([]byte("kind: SealedSecrets\nitems: {}\n"))
-	expect := Expect{ClusterName: testBinding.ClusterName, MachineName: testBinding.MachineName}
+	expect := Expect{ClusterName: testBinding.ClusterName, MachineName: testBinding.MachineName, SpecDigest: testBinding.SpecDigest}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, sealed, err := Split(data); err == nil && len(sealed) > 0 {
 			data = sealed

@@ -2,6 +2,7 @@ package seal
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 )
 
@@ -33,9 +34,14 @@ func (o *Opened) String() string {
 }
 
 // Expect is what the machine opening an envelope knows about itself. An
-// empty field is not checked (for `machineadm unseal --check` on a
-// workstation); the machine passes both.
+// empty ClusterName or MachineName is not checked (for `machineadm unseal
+// --check` on a workstation); the machine passes both. SpecDigest is
+// always required.
 type Expect struct {
+	// SpecDigest is the digest (SpecDigest) of the clear spec the envelope
+	// came with. Required: an envelope opens only beside the clear spec it
+	// was sealed with.
+	SpecDigest string
 	// ClusterName is the spec's spec.kubernetes.clusterName.
 	ClusterName string
 	// MachineName is this machine's node name. An envelope sealed for
@@ -47,7 +53,10 @@ type Expect struct {
 // meant for it (stanzas in order, identities in order) and decrypts every
 // item. Every failure is an *OpenError wrapped in an *errclass.Error of
 // class VerificationFailed: the binding differs from expect
-// (ErrMachineMismatch), no identity matches a stanza (ErrNoIdentity), a
+// (ErrMachineMismatch), the clear spec is not the one sealed with
+// (ErrSpecMismatch: its digest differs from specDigest; a specDigest
+// edited to match fails as ErrAuthentication, since every item's
+// additional data holds it), no identity matches a stanza (ErrNoIdentity), a
 // matching stanza does not unwrap (ErrAuthentication and the recipient's
 // error) or an item does not decrypt (ErrAuthentication). The envelope is
 // checked as Parse checks it first; a check failure is a *ParseError.
@@ -56,6 +65,13 @@ func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 	env.check(&pe)
 	if err := pe.orNil(); err != nil {
 		return nil, err
+	}
+	if expect.SpecDigest == "" {
+		return nil, errors.New("seal.Open: Expect.SpecDigest is required")
+	}
+	if env.SpecDigest != expect.SpecDigest {
+		return nil, openErr("specDigest", fmt.Errorf("%w: the clear spec's digest is %s, the envelope was sealed with %s; the spec was changed after sealing",
+			ErrSpecMismatch, expect.SpecDigest, env.SpecDigest))
 	}
 	if expect.ClusterName != "" && env.ClusterName != expect.ClusterName {
 		return nil, openErr("clusterName", fmt.Errorf("%w: sealed for cluster %q, this machine's spec names %q", ErrMachineMismatch, env.ClusterName, expect.ClusterName))

@@ -41,7 +41,7 @@ func TestParseErrorsEscapeControlCharacters(t *testing.T) {
 				}
 			}
 		}
-		if name == "item path" && !strings.Contains(err.Error(), `items[spec.a\x1b]0;owned\a\u009b]`) {
+		if name == "item path" && !strings.Contains(err.Error(), `items[spec.a\x1b]0;owned\x07\u009b]`) {
 			t.Errorf("%s: %v, want the path escaped", name, err)
 		}
 	}

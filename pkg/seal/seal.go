@@ -11,18 +11,22 @@ import (
 	"fmt"
 )
 
-// Binding names what an envelope is sealed for: the cluster and the
-// machine. Both are bound into every item's additional authenticated data
-// and into every wrapped key's context.
+// Binding names what an envelope is sealed for: the cluster, the machine
+// and the clear spec. All three are bound into every item's additional
+// authenticated data; the cluster and machine names also into every
+// wrapped key's context (WrapInfo).
 type Binding struct {
 	// ClusterName is spec.kubernetes.clusterName ("kubernetes" by default).
 	ClusterName string
 	// MachineName is the node name, or AnyMachine ("*") for a template.
 	MachineName string
+	// SpecDigest is the digest of the clear spec (SpecDigest) the envelope
+	// travels with. Required by Seal.
+	SpecDigest string
 }
 
 // WrapInfo is the context string a recipient binds into its wrap of the
-// data key: "machineadm.io/v1alpha1 SealedSecrets data key", then the
+// data key: "machineadm.io/v1alpha2 SealedSecrets data key", then the
 // cluster and machine names, each with a 4-byte big-endian length.
 func WrapInfo(b Binding) []byte {
 	info := []byte(wrapInfoPrefix)
@@ -57,12 +61,12 @@ func ParseWrapInfo(info []byte) (Binding, error) {
 // AAD is the additional authenticated data of the item at path in e: the
 // canonical header, then the item path. The canonical header is, each
 // string with a 4-byte big-endian length: apiVersion, kind, algorithm,
-// clusterName, machineName; the number of recipients and, for each, type,
+// clusterName, machineName, specDigest (the clear spec's digest); the number of recipients and, for each, type,
 // keyID, suite and wrappedKey (as base64 text); the number of items and
 // every item path in byte order.
 func (e *Envelope) AAD(path string) []byte {
 	var b []byte
-	for _, s := range []string{e.APIVersion, e.Kind, e.Algorithm, e.ClusterName, e.MachineName} {
+	for _, s := range []string{e.APIVersion, e.Kind, e.Algorithm, e.ClusterName, e.MachineName, e.SpecDigest} {
 		b = appendString(b, s)
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Recipients)))
@@ -88,13 +92,15 @@ func appendString(b []byte, s string) []byte {
 // fresh random 256-bit data key, wrapped once per recipient, encrypts each
 // item with AES-256-GCM under its own random 12-byte nonce and the AAD of
 // its path. Item paths must satisfy ValidItemPath; there must be at least
-// one item and one recipient, at most MaxItems and MaxRecipients.
+// one item and one recipient, at most MaxItems and MaxRecipients; b's
+// SpecDigest must be a digest as SpecDigest returns it.
 func Seal(b Binding, items map[string][]byte, recipients ...Recipient) (*Envelope, error) {
 	env := &Envelope{
 		APIVersion:  APIVersion,
 		Kind:        Kind,
 		ClusterName: b.ClusterName,
 		MachineName: b.MachineName,
+		SpecDigest:  b.SpecDigest,
 		Algorithm:   AlgorithmAES256GCM,
 		Items:       make(map[string]string, len(items)),
 	}

@@ -17,7 +17,22 @@ var testItems = map[string][]byte{
 	"spec.host.files[2].content":            bytes.Repeat([]byte("compressible "), 100),
 }
 
-var testBinding = Binding{ClusterName: "kubernetes", MachineName: "cp1"}
+// testDigest is the digest of a clear spec the test envelopes are sealed
+// with; otherDigest that of an edited one.
+var (
+	testDigest  = mustDigest("apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec:\n  node: {name: cp1}\n")
+	otherDigest = mustDigest("apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec:\n  node: {name: cp2}\n")
+)
+
+func mustDigest(doc string) string {
+	d, err := SpecDigest([]byte(doc))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+var testBinding = Binding{ClusterName: "kubernetes", MachineName: "cp1", SpecDigest: testDigest}
 
 func newHPKE(t testing.TB, suite string) *HPKEIdentity {
 	t.Helper()
@@ -76,7 +91,7 @@ func TestRoundTripHPKE(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Open(reparse(t, env), Expect{ClusterName: "kubernetes", MachineName: "cp1"}, id2)
+			got, err := Open(reparse(t, env), Expect{SpecDigest: testDigest, ClusterName: "kubernetes", MachineName: "cp1"}, id2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +113,7 @@ func TestAnyOneRecipientOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range []Identity{a, b} {
-		got, err := Open(reparse(t, env), Expect{}, id)
+		got, err := Open(reparse(t, env), Expect{SpecDigest: testDigest}, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +126,11 @@ func TestAnyOneRecipientOpens(t *testing.T) {
 
 func TestTemplateOpensOnAnyMachine(t *testing.T) {
 	id := newHPKE(t, HPKESuiteP384)
-	env, err := Seal(Binding{ClusterName: "c", MachineName: AnyMachine}, testItems, recipientOf(t, id.Recipient()))
+	env, err := Seal(Binding{ClusterName: "c", MachineName: AnyMachine, SpecDigest: testDigest}, testItems, recipientOf(t, id.Recipient()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(env, Expect{ClusterName: "c", MachineName: "w7"}, id); err != nil {
+	if _, err := Open(env, Expect{SpecDigest: testDigest, ClusterName: "c", MachineName: "w7"}, id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -160,7 +175,7 @@ func flip(t *testing.T, b64 string, i int) string {
 
 func TestTamperGivesVerificationFailed(t *testing.T) {
 	a, b := newHPKE(t, HPKESuiteP384), newHPKE(t, HPKESuiteP384)
-	expect := Expect{ClusterName: "kubernetes", MachineName: "cp1"}
+	expect := Expect{SpecDigest: testDigest, ClusterName: "kubernetes", MachineName: "cp1"}
 	fresh := func() *Envelope {
 		env, err := Seal(testBinding, testItems, recipientOf(t, a.Recipient()), recipientOf(t, b.Recipient()))
 		if err != nil {
@@ -188,11 +203,16 @@ func TestTamperGivesVerificationFailed(t *testing.T) {
 		{"recipients swapped", func(e *Envelope) { e.Recipients[0], e.Recipients[1] = e.Recipients[1], e.Recipients[0] }, expect, ErrAuthentication},
 		{"other recipient's key ID", func(e *Envelope) { e.Recipients[1].KeyID = "0000000000000000" }, expect, ErrAuthentication},
 		{"suite", func(e *Envelope) { e.Recipients[0].Suite = hpkeSuites[HPKESuiteMLKEM768P256].long }, expect, ErrAuthentication},
-		{"machine name edited to this machine", func(e *Envelope) { e.MachineName = "cp2" }, Expect{ClusterName: "kubernetes", MachineName: "cp2"}, ErrAuthentication},
+		{"machine name edited to this machine", func(e *Envelope) { e.MachineName = "cp2" }, Expect{SpecDigest: testDigest, ClusterName: "kubernetes", MachineName: "cp2"}, ErrAuthentication},
 		{"machine name edited to a wildcard", func(e *Envelope) { e.MachineName = AnyMachine }, expect, ErrAuthentication},
-		{"cluster name edited", func(e *Envelope) { e.ClusterName = "other" }, Expect{MachineName: "cp1"}, ErrAuthentication},
-		{"sealed for another machine", func(e *Envelope) {}, Expect{ClusterName: "kubernetes", MachineName: "cp2"}, ErrMachineMismatch},
-		{"sealed for another cluster", func(e *Envelope) {}, Expect{ClusterName: "prod", MachineName: "cp1"}, ErrMachineMismatch},
+		{"cluster name edited", func(e *Envelope) { e.ClusterName = "other" }, Expect{SpecDigest: testDigest, MachineName: "cp1"}, ErrAuthentication},
+		{"sealed for another machine", func(e *Envelope) {}, Expect{SpecDigest: testDigest, ClusterName: "kubernetes", MachineName: "cp2"}, ErrMachineMismatch},
+		{"sealed for another cluster", func(e *Envelope) {}, Expect{SpecDigest: testDigest, ClusterName: "prod", MachineName: "cp1"}, ErrMachineMismatch},
+		// The clear spec beside the envelope is bound: another digest (an
+		// edited node name, endpoint, file path or mode) does not open, and
+		// a specDigest edited to match it fails the items' tags.
+		{"clear spec edited", func(e *Envelope) {}, Expect{SpecDigest: otherDigest, ClusterName: "kubernetes", MachineName: "cp1"}, ErrSpecMismatch},
+		{"specDigest edited to the edited spec's", func(e *Envelope) { e.SpecDigest = otherDigest }, Expect{SpecDigest: otherDigest, ClusterName: "kubernetes", MachineName: "cp1"}, ErrAuthentication},
 		{"item moved to another path", func(e *Envelope) {
 			e.Items["spec.join.tokens"] = e.Items[item]
 			delete(e.Items, item)
@@ -261,7 +281,10 @@ func TestSealRefuses(t *testing.T) {
 	if _, err := Seal(testBinding, map[string][]byte{"spec.pki.dir/../x": []byte("x")}, r); err == nil {
 		t.Error("sealed a path with ..")
 	}
-	if _, err := Seal(Binding{ClusterName: "a b", MachineName: "m"}, testItems, r); err == nil {
+	if _, err := Seal(Binding{ClusterName: "a b", MachineName: "m", SpecDigest: testDigest}, testItems, r); err == nil {
 		t.Error("sealed a cluster name with a space")
+	}
+	if _, err := Seal(Binding{ClusterName: "c", MachineName: "m"}, testItems, r); err == nil || !strings.Contains(err.Error(), "specDigest") {
+		t.Errorf("sealed without a spec digest: %v", err)
 	}
 }

@@ -202,6 +202,12 @@ func Run(ctx context.Context, o Options) (err error) {
 		env.Withheld[p] = true
 	}
 	sum := sha256.Sum256(data)
+	var specDoc []byte
+	if sealed != nil {
+		// The envelope opens only beside the clear spec it was sealed
+		// with (its digest is in every item's additional data).
+		specDoc, _, _ = SplitSealed(data, o.SpecFile) // split once already
+	}
 	d := &phases.Data{
 		Config:     cfg,
 		SpecDigest: "sha256:" + hex.EncodeToString(sum[:]),
@@ -212,6 +218,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		Out:        rec.out,
 		Host:       env,
 		Sealed:     sealed,
+		SpecDoc:    specDoc,
 		Identity:   o.IdentityFile,
 		AddSecrets: rec.red.Add,
 	}

@@ -85,7 +85,11 @@ func UnsealCheck(in io.Reader, path, identity, nodeName string) (*UnsealChecked,
 	if identity == "" {
 		identity = sealspec.DefaultIdentityFile
 	}
-	u, err := sealspec.Unseal(cfg, sealed, sealspec.UnsealOptions{IdentityFile: identity, NodeName: nodeName})
+	specDoc, _, err := SplitSealed(data, path)
+	if err != nil {
+		return nil, err
+	}
+	u, err := sealspec.Unseal(cfg, sealed, sealspec.UnsealOptions{IdentityFile: identity, NodeName: nodeName, ClearSpec: specDoc})
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -81,11 +83,18 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		// control characters, so that no terminal escape sequence reaches
 		// a console, a report or a Cluster API condition raw. Values are
 		// quoted by field.Error already.
-		c.Field = truncate(printable.Escape(c.Field, false), maxFieldPath)
-		c.Detail = truncate(printable.Escape(c.Detail, true), maxDetail)
+		c.Field = truncate(printable.Show(c.Field, printable.Ident), maxFieldPath)
+		c.Detail = truncate(printable.Show(c.Detail, printable.Text), maxDetail)
 		switch v := c.BadValue.(type) {
 		case string:
 			c.BadValue = truncate(v, MaxQuotedValue)
+			if q := strconv.QuoteToASCII(v); q != strconv.Quote(v) {
+				// Quoted with every non-ASCII rune escaped, as names are
+				// shown (printable.Ident): a homoglyph in "wоrker-1" is as
+				// visible as a zero-width space.
+				c.BadValue = asciiQuoted(c.BadValue.(string))
+			}
+		case asciiQuoted:
 		case nil, bool, int, int32, int64, uint32, uint64, float32, float64, field.OmitValueType:
 		default:
 			// Lists and maps: show their Go form, cut.
@@ -93,7 +102,7 @@ func newInvalid(source string, errs field.ErrorList) *InvalidSpecError {
 		}
 		out = append(out, &c)
 	}
-	return &InvalidSpecError{Source: truncate(printable.Escape(source, false), maxFieldPath), Errors: out}
+	return &InvalidSpecError{Source: truncate(printable.Show(source, printable.Line), maxFieldPath), Errors: out}
 }
 
 // truncateSlack is how much longer than its limit a string may stay
@@ -113,3 +122,15 @@ func truncate(s string, n int) string {
 	}
 	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
+
+// asciiQuoted is a string bad value that field.Error shows quoted with
+// every non-ASCII rune escaped (strconv.QuoteToASCII): field.Error quotes
+// a string with %q, which keeps letters of any script, but shows another
+// type through its String when it does not marshal to JSON.
+type asciiQuoted string
+
+// errASCIIQuoted makes field.Error fall back to String.
+var errASCIIQuoted = errors.New("shown through String")
+
+func (v asciiQuoted) MarshalJSON() ([]byte, error) { return nil, errASCIIQuoted }
+func (v asciiQuoted) String() string               { return strconv.QuoteToASCII(string(v)) }

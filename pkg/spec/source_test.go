@@ -99,7 +99,7 @@ func TestInvalidSpecErrorBoundedWhoeverBuiltIt(t *testing.T) {
 	// Its source (a path from the command line) is escaped as well: no
 	// control character, and no line feed that would start a line.
 	e = &InvalidSpecError{Source: "t\x1b[1m\nkind: Evil.yaml", Errors: field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, "bad")}}
-	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || strings.Contains(msg, "\nkind: Evil") || !strings.Contains(msg, `t\x1b[1m\nkind: Evil.yaml`) {
+	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || strings.Contains(msg, "\nkind: Evil") || !strings.Contains(msg, `t\x1b[1m\x0akind: Evil.yaml`) {
 		t.Errorf("source not escaped: %q", msg)
 	}
 }
@@ -117,11 +117,39 @@ func TestControlCharactersInFieldPathsEscaped(t *testing.T) {
 	if i := strings.IndexFunc(msg, func(r rune) bool { return r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) }); i >= 0 {
 		t.Errorf("raw control character at %d:\n%q", i, msg)
 	}
-	if !strings.Contains(msg, `spec.node.labels[ex\x1b]0;owned\a/pool]`) {
+	if !strings.Contains(msg, `spec.node.labels[ex\x1b]0;owned\x07/pool]`) {
 		t.Errorf("the label's path is not named, escaped:\n%s", msg)
 	}
 	// Escaping twice (the error printed again) changes nothing.
 	if again := newInvalid("x", err.(*InvalidSpecError).Errors).Error(); strings.Count(again, `\\x1b`) > 0 {
 		t.Errorf("escaped twice:\n%s", again)
+	}
+}
+
+// TestConfusablesEscapedLikeInvisibles: a node name with a Cyrillic "о"
+// (a homoglyph) or a zero-width space, and a label key with one, are
+// shown alike: every non-ASCII rune escaped, in the quoted value and in
+// the field path, so the error says what is wrong with a name that looks
+// right. Printing the error again changes nothing.
+func TestConfusablesEscapedLikeInvisibles(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"w\u043erker-1", `"w\u043erker-1"`},
+		{"worker\u200b-1", `"worker\u200b-1"`},
+	} {
+		doc := testspec.MinimalWorker + "  node:\n    name: \"" + tc.name + "\"\n    labels: {\"p\u043eol\": a}\n"
+		_, err := Load([]byte(doc), "t.yaml")
+		if err == nil {
+			t.Fatalf("Load accepted node name %q", tc.name)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "spec.node.name: Invalid value: "+tc.want) || !strings.Contains(msg, `spec.node.labels[p\u043eol]`) {
+			t.Errorf("%q: not shown escaped:\n%s", tc.name, msg)
+		}
+		if strings.ContainsAny(msg, "\u043e\u200b") {
+			t.Errorf("%q: shown raw:\n%s", tc.name, msg)
+		}
+		if again := newInvalid("t.yaml", err.(*InvalidSpecError).Errors).Error(); again != msg {
+			t.Errorf("printed again:\n%s\nfirst:\n%s", again, msg)
+		}
 	}
 }

@@ -306,7 +306,9 @@ func (f *fixture) opened(data []byte) (string, map[string][]byte) {
 	}
 	e, err := seal.Parse(env)
 	f.must(err)
-	o, err := seal.Open(e, seal.Expect{ClusterName: "c1", MachineName: "any-host"}, f.identity)
+	digest, err := seal.SpecDigest(clear)
+	f.must(err)
+	o, err := seal.Open(e, seal.Expect{ClusterName: "c1", MachineName: "any-host", SpecDigest: digest}, f.identity)
 	f.must(err)
 	return string(clear), o.Items
 }

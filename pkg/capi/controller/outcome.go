@@ -53,7 +53,7 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 
 // outcomeField is a reported field as the status shows it: control
 // characters escaped, then cut to at most n bytes.
-func outcomeField(v string, n int) string { return clip(printable.Escape(v, false), n) }
+func outcomeField(v string, n int) string { return clip(printable.Show(v, printable.Line), n) }
 
 // Bounds of a reported outcome's fields, in bytes.
 const (

@@ -151,7 +151,7 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 		t.Fatalf("status.outcome not bounded: %+v", o)
 	}
 	// Escaped: no terminal escape sequence reaches kubectl describe raw.
-	if o := c.Status.Outcome; strings.ContainsAny(got.Message+o.ErrorClass+o.Hint, "\x1b\x07\r") || !strings.Contains(o.ErrorClass, `\x1b]0;owned\a`) {
+	if o := c.Status.Outcome; strings.ContainsAny(got.Message+o.ErrorClass+o.Hint, "\x1b\x07\r") || !strings.Contains(o.ErrorClass, `\x1b]0;owned\x07`) {
 		t.Fatalf("control characters reached the status raw: message %q, outcome %q / %q", got.Message[:80], o.ErrorClass, o.Hint[:40])
 	}
 }

@@ -42,7 +42,7 @@ func (f *fixture) unsealed(data []byte) (*machineadm.MachineBootstrapConfig, *se
 	file := f.specFile(data)
 	_, env, err := seal.Split(file)
 	f.must(err)
-	u, err := sealspec.Unseal(l.Config, env, sealspec.UnsealOptions{Identities: []seal.Identity{f.identity}, NodeName: "any-host"})
+	u, err := sealspec.Unseal(l.Config, env, sealspec.UnsealOptions{Identities: []seal.Identity{f.identity}, NodeName: "any-host", ClearSpec: []byte(clear)})
 	f.must(err)
 	return l.Config, u
 }

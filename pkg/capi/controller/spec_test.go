@@ -211,7 +211,11 @@ func TestSecretRefsAreSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := seal.Open(e, seal.Expect{ClusterName: "c", MachineName: "any"}, id)
+	digest, err := seal.SpecDigest(clear)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := seal.Open(e, seal.Expect{ClusterName: "c", MachineName: "any", SpecDigest: digest}, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef")}
 
 func TestRoundTripAndTamper(t *testing.T) {
@@ -32,12 +36,12 @@ func TestRoundTripAndTamper(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}
+		b := seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}
 		env, err := seal.Seal(b, items, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, ids...)
+		got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, ids...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,15 +56,15 @@ func TestRoundTripAndTamper(t *testing.T) {
 			c := bytes.Clone(raw)
 			c[i] ^= 0x20
 			e.Recipients[0].WrappedKey = base64.StdEncoding.EncodeToString(c)
-			_, err := seal.Open(&e, seal.Expect{}, ids...)
+			_, err := seal.Open(&e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 			if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !seal.IsOpenError(err) {
 				t.Fatalf("hybrid=%v byte %d: %v", hybrid, i, err)
 			}
 		}
 		// a stanza replayed into an envelope for another machine
-		other, _ := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2"}, items, r)
+		other, _ := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2", SpecDigest: specDigestForTest}, items, r)
 		other.Recipients = env.Recipients
-		if _, err := seal.Open(other, seal.Expect{}, ids...); !errors.Is(err, seal.ErrAuthentication) {
+		if _, err := seal.Open(other, seal.Expect{SpecDigest: specDigestForTest}, ids...); !errors.Is(err, seal.ErrAuthentication) {
 			t.Errorf("replayed stanza: %v", err)
 		}
 	}
@@ -92,7 +96,7 @@ func TestFIPSOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := seal.Seal(seal.Binding{ClusterName: "k", MachineName: "m"}, items, r)
+		env, err := seal.Seal(seal.Binding{ClusterName: "k", MachineName: "m", SpecDigest: specDigestForTest}, items, r)
 		if err != nil {
 			t.Fatalf("%s seal: %v", suite, err)
 		}
@@ -100,7 +104,7 @@ func TestFIPSOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := seal.Open(env, seal.Expect{ClusterName: "k", MachineName: "m"}, parsed); err != nil {
+		if _, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "k", MachineName: "m"}, parsed); err != nil {
 			t.Fatalf("%s open: %v", suite, err)
 		}
 	}

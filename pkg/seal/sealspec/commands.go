@@ -74,11 +74,12 @@ type CheckResult struct {
 }
 
 // CheckUnseal says whether the identities in identityFile open the
-// SealedSecrets document of the multi-document file data. It does not
-// check the machine name (a workstation is not the machine); the machine
-// does. Errors are as Unseal's.
+// SealedSecrets document of the multi-document file data, beside the clear
+// spec in the same file (its digest must be the one sealed, as on the
+// machine). It does not check the machine name (a workstation is not the
+// machine); the machine does. Errors are as Unseal's.
 func CheckUnseal(data []byte, identityFile string) (*CheckResult, error) {
-	_, sealed, err := seal.Split(data)
+	specDoc, sealed, err := seal.Split(data)
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +94,15 @@ func CheckUnseal(data []byte, identityFile string) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	opened, err := seal.Open(env, seal.Expect{}, ids...)
+	digest, err := seal.SpecDigest(specDoc)
 	if err != nil {
 		return nil, err
 	}
-	res := &CheckResult{By: opened.By, Binding: seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName}}
+	opened, err := seal.Open(env, seal.Expect{SpecDigest: digest}, ids...)
+	if err != nil {
+		return nil, err
+	}
+	res := &CheckResult{By: opened.By, Binding: seal.Binding{ClusterName: env.ClusterName, MachineName: env.MachineName, SpecDigest: env.SpecDigest}}
 	for p, v := range opened.Items {
 		res.Items = append(res.Items, p)
 		clear(v)

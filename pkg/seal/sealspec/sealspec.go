@@ -59,7 +59,8 @@ type Sealed struct {
 	File []byte
 	// Items are the sealed field paths, sorted.
 	Items []string
-	// Binding is what the envelope is bound to.
+	// Binding is what the envelope is bound to: cluster, machine and the
+	// digest of the clear spec in File.
 	Binding seal.Binding
 	// InClear are the secret fields SealSpec does not seal and File still
 	// holds in the clear, sorted: URLs with credentials
@@ -119,16 +120,21 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if len(items) == 0 {
 		return nil, invalidSpec("the spec references no secret: nothing to seal")
 	}
-	env, err := seal.Seal(b, items, recipients...)
-	if err != nil {
-		return nil, err
-	}
 	clear, err := rewrite(data, edits)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := spec.Load(clear, "sealed spec"); err != nil {
 		return nil, fmt.Errorf("internal error: the rewritten spec does not validate: %w", err)
+	}
+	// The envelope binds the clear spec as it is written, with the places
+	// of the sealed items: an edit of it after sealing does not open.
+	if b.SpecDigest, err = seal.SpecDigest(clear); err != nil {
+		return nil, fmt.Errorf("internal error: %w", err)
+	}
+	env, err := seal.Seal(b, items, recipients...)
+	if err != nil {
+		return nil, err
 	}
 	envYAML, err := env.Marshal()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/seal"
@@ -96,7 +97,7 @@ func TestSealControlPlaneInitRoundTrip(t *testing.T) {
 	if strings.Join(sealed.Items, " ") != strings.Join(want, " ") {
 		t.Errorf("items %v", sealed.Items)
 	}
-	if sealed.Binding != (seal.Binding{ClusterName: "demo", MachineName: "cp1"}) {
+	if d, _ := seal.SpecDigest(sealed.File[:bytes.Index(sealed.File, []byte("\n---\n"))+1]); sealed.Binding != (seal.Binding{ClusterName: "demo", MachineName: "cp1", SpecDigest: d}) {
 		t.Errorf("binding %+v", sealed.Binding)
 	}
 	// no secret in the file, in any form
@@ -129,7 +130,7 @@ func TestSealControlPlaneInitRoundTrip(t *testing.T) {
 	}
 	// on the machine: a root file system without the secret files
 	cfg := loaded.Config
-	u, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp1"})
+	u, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp1", ClearSpec: clearSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSealControlPlaneInitRoundTrip(t *testing.T) {
 	}
 	// another machine name: VerificationFailed
 	loaded, _ = spec.Load(clearSpec, "sealed")
-	_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp2"})
+	_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "cp2", ClearSpec: clearSpec})
 	if c, _ := errclass.Of(err); c != errclass.VerificationFailed {
 		t.Errorf("other machine: %v", err)
 	}
@@ -213,7 +214,7 @@ spec:
 		t.Fatal(err)
 	}
 	cfg := loaded.Config
-	if _, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "w9"}); err != nil {
+	if _, err := Unseal(cfg, env, UnsealOptions{IdentityFile: idFile, NodeName: "w9", ClearSpec: clearSpec}); err != nil {
 		t.Fatal(err)
 	}
 	r := cfg.Spec.Host.Containerd.Registries[0]
@@ -280,10 +281,11 @@ func TestIdentityFileModes(t *testing.T) {
 	}
 }
 
-// TestUnsealRefusesEditedClearSpec: the clear spec is not authenticated,
-// so Apply checks each item's place. A secret file whose mode was widened
-// to 0644, or a spec that lost the mirror an item names, is refused with
-// InvalidSpec and the spec is left as it was.
+// TestUnsealRefusesEditedClearSpec: an edit that takes an item's place
+// away is named as such before the envelope is opened (any other edit
+// fails to open, TestUnsealTamperedClearSpec). A secret file whose mode
+// was widened to 0644, or a spec that lost the mirror an item names, is
+// refused with InvalidSpec and the spec is left as it was.
 func TestUnsealRefusesEditedClearSpec(t *testing.T) {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalECPrivateKey(k)
@@ -328,7 +330,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2"}); err != nil {
+	if _, err := Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2", ClearSpec: clearSpec}); err != nil {
 		t.Fatal(err)
 	}
 	if m := loaded.Config.Spec.Host.Containerd.Registries[0].Mirrors[0]; m.ClientKey != keyPEM || m.ClientCert != certPEM {
@@ -346,7 +348,7 @@ spec:
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2"})
+		_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: "w2", ClearSpec: []byte(edited)})
 		if cl, _ := errclass.Of(err); cl != errclass.InvalidSpec || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v", c.name, err)
 		}
@@ -413,6 +415,111 @@ func TestSealSpecChecksSecretFilesAsTheMachineDoes(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
 		case err != nil && strings.Contains(err.Error(), "SECRET"):
 			t.Errorf("%s: the error quotes the file: %v", name, err)
+		}
+	}
+}
+
+// TestUnsealTamperedClearSpec: the envelope binds the clear spec beside
+// it (its digest is in every item's additional data). Editing any clear
+// field the machine relies on — the node name above all, for an envelope
+// sealed for a machine and for a template that opens on any machine, the
+// endpoint, the CA pin, where a sealed secret goes, a file's path or
+// mode, a sysctl — makes Unseal and unseal --check fail with
+// VerificationFailed and the spec untouched; the untampered spec, and one
+// only re-commented or re-ordered, opens.
+func TestUnsealTamperedClearSpec(t *testing.T) {
+	root := t.TempDir()
+	tok := filepath.Join(root, "etc/machineadm/secrets/bootstrap-token")
+	os.MkdirAll(filepath.Dir(tok), 0o700)
+	if err := os.WriteFile(tok, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id, idFile := identity(t, seal.HPKESuiteP384)
+	in := `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  node: {name: w2}
+  kubernetes: {version: v1.37.2}
+  join:
+    apiServerEndpoint: cp.demo.example:6443
+    token: {file: /etc/machineadm/secrets/bootstrap-token}
+    caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
+  host:
+    sysctl: {net.ipv4.ip_forward: "1"}
+    files:
+      - path: /etc/app/secret.conf
+        mode: "0600"
+        content: top-secret-config
+`
+	edits := []struct{ name, from, to string }{
+		{"node name", "node: {name: w2}", "node: {name: w3}"},
+		{"node name removed (host name used)", "  node: {name: w2}\n", ""},
+		{"endpoint", "cp.demo.example:6443", "evil.example:6443"},
+		{"CA pin", "sha256:abab", "sha256:cdab"},
+		{"where the sealed token goes", "/etc/machineadm/secrets/bootstrap-token", "/tmp/bootstrap-token"},
+		{"sealed file's path", "/etc/app/secret.conf", "/etc/profile.d/x.sh"},
+		{"sysctl", `ip_forward: "1"`, `ip_forward: "0"`},
+		{"kubernetes version", "v1.37.2", "v1.37.1"},
+		{"field added", "  host:\n", "  host:\n    kernelModules: [dummy]\n"},
+	}
+	for _, machine := range []string{"", seal.AnyMachine} {
+		sealed, err := SealSpec([]byte(in), SealOptions{Recipients: []string{id.Recipient()}, Root: root, MachineName: machine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clearSpec, env, err := seal.Split(sealed.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unseal := func(doc string, node string) (*machineadm.MachineBootstrapConfig, error) {
+			t.Helper()
+			loaded, err := spec.Load([]byte(doc), "sealed")
+			if err != nil {
+				t.Fatalf("the edited spec does not load: %v\n%s", err, doc)
+			}
+			_, err = Unseal(loaded.Config, env, UnsealOptions{IdentityFile: idFile, NodeName: node, ClearSpec: []byte(doc)})
+			return loaded.Config, err
+		}
+		// The same spec with spec.role moved last: another order, one value.
+		var roleLine string
+		var others []string
+		for _, l := range strings.SplitAfter(string(clearSpec), "\n") {
+			if strings.TrimSpace(l) == "role: Worker" {
+				roleLine = l
+			} else {
+				others = append(others, l)
+			}
+		}
+		if roleLine == "" {
+			t.Fatalf("no role line:\n%s", clearSpec)
+		}
+		reordered := strings.Join(others, "") + roleLine
+		for _, same := range []string{string(clearSpec), "# re-commented\n" + string(clearSpec), reordered} {
+			if cfg, err := unseal(same, "w2"); err != nil || cfg.Spec.Join.Token.Value != token {
+				t.Fatalf("machine %q: the untampered spec does not open: %v\n%s", machine, err, same)
+			}
+		}
+		for _, e := range edits {
+			edited := strings.Replace(string(clearSpec), e.from, e.to, 1)
+			if edited == string(clearSpec) {
+				t.Fatalf("%s: the clear spec has no %q:\n%s", e.name, e.from, clearSpec)
+			}
+			node := "w2"
+			if strings.Contains(edited, "name: w3") || !strings.Contains(edited, "name: w2") {
+				node = "w3" // the host the edited spec was moved to
+			}
+			cfg, err := unseal(edited, node)
+			if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !seal.IsOpenError(err) {
+				t.Errorf("machine %q, %s edited: opened or failed with %s: %v", machine, e.name, c, err)
+			}
+			if cfg.Spec.Join.Token.Value != "" {
+				t.Errorf("machine %q, %s edited: the token was put into the spec", machine, e.name)
+			}
+			file := seal.Join([]byte(edited), env)
+			if _, err := CheckUnseal(file, idFile); !errors.Is(err, seal.ErrSpecMismatch) {
+				t.Errorf("machine %q, %s edited: unseal --check: %v", machine, e.name, err)
+			}
 		}
 	}
 }

@@ -18,6 +18,12 @@ type UnsealOptions struct {
 	IdentityFile string
 	// Identities, when set, are used instead of reading IdentityFile.
 	Identities []seal.Identity
+	// ClearSpec is the clear spec document the envelope came with, as
+	// seal.Split returned it beside the envelope. Required: the envelope
+	// opens only when its digest (seal.SpecDigest) is the one sealed, so a
+	// clear spec edited after sealing (its node name, an endpoint, a
+	// file's path or mode) fails with class VerificationFailed.
+	ClearSpec []byte
 	// NodeName is this machine's node name (spec.node.name, or the host
 	// name as kubeadm chooses it). Required: an envelope sealed for another
 	// machine name does not open.
@@ -38,16 +44,27 @@ type Unsealed struct {
 }
 
 // Unseal opens the SealedSecrets document sealed (as seal.Split returned
-// it) for cfg and puts each secret where cfg expects it, in memory only:
+// it, beside opts.ClearSpec, the document cfg was loaded from) for cfg and puts each secret where cfg expects it, in memory only:
 // SecretSources get Value (File cleared), registry and mirror clientKey
 // and clientCert, files' Content (Encoding cleared); the CA set is
 // returned in PKIFiles. Nothing is written. Errors: a malformed envelope
-// is a *seal.ParseError (class InvalidSpec); an identity file problem or
-// any failure to open is class VerificationFailed; an item that has no
-// place in cfg (a field the spec does not have) is class InvalidSpec.
+// is a *seal.ParseError (class InvalidSpec); an item that has no place in
+// cfg (a field the spec does not have) is class InvalidSpec; an identity
+// file problem or any failure to open is class VerificationFailed, a clear
+// spec edited after sealing (seal.ErrSpecMismatch) included.
 func Unseal(cfg *machineadm.MachineBootstrapConfig, sealed []byte, opts UnsealOptions) (*Unsealed, error) {
 	env, err := seal.Parse(sealed)
 	if err != nil {
+		return nil, err
+	}
+	// An item without its place (a field the clear spec lost, a file
+	// mode widened) is named as such, before any key is used; any other
+	// edit of the clear spec fails to open below.
+	paths := make([]string, 0, len(env.Items))
+	for p := range env.Items {
+		paths = append(paths, p)
+	}
+	if err := CheckPlaces(cfg, paths); err != nil {
 		return nil, err
 	}
 	ids := opts.Identities
@@ -63,7 +80,14 @@ func Unseal(cfg *machineadm.MachineBootstrapConfig, sealed []byte, opts UnsealOp
 	if opts.NodeName == "" {
 		return nil, errors.New("sealspec.Unseal: NodeName is required")
 	}
-	opened, err := seal.Open(env, seal.Expect{ClusterName: cfg.Spec.Kubernetes.ClusterName, MachineName: opts.NodeName}, ids...)
+	if len(opts.ClearSpec) == 0 {
+		return nil, errors.New("sealspec.Unseal: ClearSpec is required")
+	}
+	digest, err := seal.SpecDigest(opts.ClearSpec)
+	if err != nil {
+		return nil, errclass.New(errclass.InvalidSpec, "Check the spec document of the sealed file.", err)
+	}
+	opened, err := seal.Open(env, seal.Expect{ClusterName: cfg.Spec.Kubernetes.ClusterName, MachineName: opts.NodeName, SpecDigest: digest}, ids...)
 	if err != nil {
 		return nil, err
 	}

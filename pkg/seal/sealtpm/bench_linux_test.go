@@ -43,7 +43,7 @@ func benchmarkType(b *testing.B, id seal.Identity, recipient string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bind := seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}
+	bind := seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}
 	env, err := seal.Seal(bind, benchItems, r)
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +57,7 @@ func benchmarkType(b *testing.B, id seal.Identity, recipient string) {
 	})
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, id); err != nil {
+			if _, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, id); err != nil {
 				b.Fatal(err)
 			}
 		}

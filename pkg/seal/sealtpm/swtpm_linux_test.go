@@ -17,6 +17,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 // startSWTPM starts Debian's swtpm (a real software TPM 2.0) with its
 // state in a fresh temporary directory and points OpenTPM at it.
 func startSWTPM(t testing.TB) string {
@@ -81,11 +85,11 @@ func TestSWTPMRoundTripAndTamper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "cp1"}, items, r)
+	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "cp1", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "cp1"}, ids...)
+	got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "cp1"}, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func TestSWTPMRoundTripAndTamper(t *testing.T) {
 		c[i] ^= 1
 		e.Recipients = []seal.Stanza{env.Recipients[0]}
 		e.Recipients[0].WrappedKey = base64.StdEncoding.EncodeToString(c)
-		_, err := seal.Open(&e, seal.Expect{}, ids...)
+		_, err := seal.Open(&e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 		if c, _ := errclass.Of(err); c != errclass.VerificationFailed {
 			t.Errorf("byte %d changed: %v", i, err)
 		}
@@ -119,12 +123,12 @@ func TestSWTPMOtherTPM(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ := seal.ParseRecipient(id.Recipient())
-	env, err := seal.Seal(seal.Binding{ClusterName: "k", MachineName: "m"}, items, r)
+	env, err := seal.Seal(seal.Binding{ClusterName: "k", MachineName: "m", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	startSWTPM(t) // a second, different TPM
-	_, err = seal.Open(env, seal.Expect{}, id)
+	_, err = seal.Open(env, seal.Expect{SpecDigest: specDigestForTest}, id)
 	if !errors.Is(err, seal.ErrAuthentication) || !seal.IsOpenError(err) {
 		t.Fatalf("opened with another TPM: %v", err)
 	}

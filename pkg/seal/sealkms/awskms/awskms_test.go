@@ -16,6 +16,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 const (
 	keyARN   = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	otherARN = "arn:aws:kms:eu-west-1:111122223333:key/0000ffff-12ab-34cd-56ef-1234567890ab"
@@ -56,7 +60,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if r.String() != "aws-kms:"+aliasARN || r.Type() != Type {
 		t.Errorf("recipient %s %s", r.Type(), r.String())
 	}
-	b := seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}
+	b := seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}
 	env, err := seal.Seal(b, items, r)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +80,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, ids...)
+	got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +93,14 @@ func TestRoundTripAndRefusals(t *testing.T) {
 
 	refused := func(name string, e *seal.Envelope) {
 		t.Helper()
-		_, err := seal.Open(e, seal.Expect{}, ids...)
+		_, err := seal.Open(e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 		if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !errors.Is(err, seal.ErrAuthentication) {
 			t.Errorf("%s: %v, want VerificationFailed", name, err)
 		}
 	}
 	// A stanza replayed into an envelope for another machine: KMS refuses
 	// the changed encryption context.
-	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2"}, items, r)
+	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}

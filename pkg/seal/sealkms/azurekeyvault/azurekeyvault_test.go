@@ -15,6 +15,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef")}
 
 const machineClientID = "11111111-2222-3333-4444-555555555555"
@@ -45,7 +49,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}, items, r)
+	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +63,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, ids...)
+	got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +76,12 @@ func TestRoundTripAndRefusals(t *testing.T) {
 
 	refused := func(name string, e *seal.Envelope) {
 		t.Helper()
-		_, err := seal.Open(e, seal.Expect{}, ids...)
+		_, err := seal.Open(e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 		if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !errors.Is(err, seal.ErrAuthentication) {
 			t.Errorf("%s: %v, want VerificationFailed", name, err)
 		}
 	}
-	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2"}, items, r)
+	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 const (
 	keyName   = "projects/p/locations/europe-west1/keyRings/machineadm/cryptoKeys/cluster"
 	otherName = "projects/p/locations/europe-west1/keyRings/machineadm/cryptoKeys/other"
@@ -74,7 +78,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}, items, r)
+	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +93,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, ids...)
+	got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +106,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 
 	refused := func(name string, e *seal.Envelope) {
 		t.Helper()
-		_, err := seal.Open(e, seal.Expect{}, ids...)
+		_, err := seal.Open(e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 		if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !errors.Is(err, seal.ErrAuthentication) {
 			t.Errorf("%s: %v, want VerificationFailed", name, err)
 		}
@@ -110,7 +114,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	// Replayed into an envelope for another machine: the AAD differs.
 	testOptions = []option.ClientOption{option.WithEndpoint(f.URL)}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(dir, "sa.json"))
-	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2"}, items, r)
+	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/seal/sealkms/internal/fipstest"
 )
 
+// specDigestForTest is a clear spec digest the test envelopes are
+// sealed with and opened beside (its form is all Seal and Open check).
+var specDigestForTest = "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 var items = map[string][]byte{"spec.join.token": []byte("abcdef.0123456789abcdef")}
 
 func write(t *testing.T, path, content string, mode os.FileMode) string {
@@ -48,7 +52,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1"}, items, r)
+	env, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w1", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func TestRoundTripAndRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.calls = nil
-		got, err := seal.Open(env, seal.Expect{ClusterName: "kubernetes", MachineName: "w1"}, ids...)
+		got, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest, ClusterName: "kubernetes", MachineName: "w1"}, ids...)
 		if err != nil {
 			t.Fatalf("%s: %v", who, err)
 		}
@@ -85,13 +89,13 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	ids, _ := seal.ParseIdentities([]byte(lines["machine"] + "\n"))
 	refused := func(name, want string, e *seal.Envelope) {
 		t.Helper()
-		_, err := seal.Open(e, seal.Expect{}, ids...)
+		_, err := seal.Open(e, seal.Expect{SpecDigest: specDigestForTest}, ids...)
 		if c, _ := errclass.Of(err); c != errclass.VerificationFailed || !errors.Is(err, seal.ErrAuthentication) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want VerificationFailed with %q", name, err, want)
 		}
 	}
 	t.Setenv("VAULT_CACERT", ca)
-	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2"}, items, r)
+	other, err := seal.Seal(seal.Binding{ClusterName: "kubernetes", MachineName: "w2", SpecDigest: specDigestForTest}, items, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@
 #   ignition    `ignition-validate` checks rendered Ignition configs
 #   systemd     `systemd-analyze verify` checks contrib/systemd units
 #   openssl, curl, wget  what the rendered shell stub uses on a machine
+#   dash, python3-yaml  FuzzSh runs words through dash; FuzzYAMLString loads
+#               YAML with cloud-init's loader (PyYAML)
 #   swtpm, swtpm-tools, tpm2-tools  a real software TPM 2.0 for the sealed-secrets tpm2 tests
 #   rpm         `rpm -qip` checks the release's rpm packages (hack/release)
 #   samba, samba-ad-dc, samba-ad-provision, winbind  a real Active Directory
@@ -15,7 +17,7 @@
 #   wine64, gcc-mingw-w64-x86-64-posix  hack/wine-test.sh runs the Windows
 #               build under wine with a stub bcryptprimitives.dll it compiles
 set -euo pipefail
-pkgs=(util-linux containerd runc cloud-init ignition systemd openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools rpm
+pkgs=(util-linux containerd runc cloud-init ignition systemd dash python3-yaml openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools rpm
 	samba samba-ad-dc samba-ad-provision winbind adcli krb5-user wine64 gcc-mingw-w64-x86-64-posix)
 missing=()
 for p in "${pkgs[@]}"; do

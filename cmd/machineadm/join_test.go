@@ -22,6 +22,7 @@ import (
 	"k8s.io/cluster-bootstrap/token/jws"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -137,7 +138,7 @@ func runJoin(t *testing.T, specPath string) (string, int, *report.BootstrapRepor
 func TestJoinWrongCACertHash(t *testing.T) {
 	srv := clusterInfoServer(t)
 	out, code, rep := runJoin(t, joinSpec(t, strings.TrimPrefix(srv.URL, "https://"), wrongHash, "20s"))
-	if code != 1 || rep.ErrorClass != report.ClassDiscoveryFailed || rep.FailedPhase != "wait-cluster-info" {
+	if code != 1 || rep.ErrorClass != errclass.DiscoveryFailed || rep.FailedPhase != "wait-cluster-info" {
 		t.Fatalf("exit %d, class %s, phase %s; want 1 DiscoveryFailed wait-cluster-info\n%s", code, rep.ErrorClass, rep.FailedPhase, out)
 	}
 	if !strings.Contains(rep.Error, "pinned") && !strings.Contains(rep.Error, "public key") {
@@ -163,7 +164,7 @@ func TestJoinUnreachableEndpoint(t *testing.T) {
 	start := time.Now()
 	out, code, rep := runJoin(t, joinSpec(t, addr, wrongHash, timeout.String()))
 	elapsed := time.Since(start)
-	if code != 1 || rep.ErrorClass != report.ClassTimeout || rep.FailedPhase != "wait-cluster-info" {
+	if code != 1 || rep.ErrorClass != errclass.Timeout || rep.FailedPhase != "wait-cluster-info" {
 		t.Fatalf("exit %d class %s phase %s; want 1 Timeout wait-cluster-info\n%s", code, rep.ErrorClass, rep.FailedPhase, out)
 	}
 	for _, p := range rep.Phases {

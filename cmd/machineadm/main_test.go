@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -282,13 +283,13 @@ func TestExitCodes(t *testing.T) {
 	if code != 2 || !strings.Contains(out, "spec.colour") {
 		t.Errorf("unknown field: exit %d, output:\n%s", code, out)
 	}
-	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.InvalidSpec)
 	reportRoot = t.TempDir()
 	out, code = machineadm(t, "bootstrap", "-f", "../../docs/examples/worker.yaml", "--skip-phases", "no-such-phase", "--report-root", reportRoot, "--work-dir", filepath.Join(tmp, "work"))
 	if !strings.Contains(out, "no-such-phase") {
 		t.Errorf("unknown phase not named:\n%s", out)
 	}
-	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.InvalidSpec)
 	if code != 2 {
 		t.Errorf("unknown phase: exit %d:\n%s", code, out)
 	}
@@ -305,13 +306,13 @@ func TestExitCodes(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "PayloadUnavailable") {
 		t.Errorf("missing token file: exit %d, output:\n%s", code, out)
 	}
-	rep := requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
+	rep := requireReport(t, filepath.Join(reportRoot, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.PayloadUnavailable)
 	if rep.FailedPhase != "kubeadm-config" {
 		t.Errorf("failed phase %q, want kubeadm-config", rep.FailedPhase)
 	}
 }
 
-func requireReport(t *testing.T, path string, result report.Result, class report.Class) *report.BootstrapReport {
+func requireReport(t *testing.T, path string, result report.Result, class errclass.Class) *report.BootstrapReport {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -353,7 +354,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	if code != 2 {
 		t.Errorf("bootstrap v1.35.0: exit %d:\n%s", code, out)
 	}
-	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.InvalidSpec)
 	if _, err := os.Stat(filepath.Join(tmp, "w1")); err == nil {
 		t.Error("work dir created for an invalid spec")
 	}
@@ -382,7 +383,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	if out, code = machineadm(t, "bootstrap", "-f", filepath.Join(tmp, "missing.yaml"), "--report-root", rr, "--work-dir", filepath.Join(tmp, "w3")); code != 2 {
 		t.Errorf("missing spec: exit %d:\n%s", code, out)
 	}
-	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.InvalidSpec)
 
 	// A token file holding something else: inputs-check fails, no host phase starts.
 	tokenFile := filepath.Join(tmp, "token")
@@ -395,7 +396,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	if code != 1 || strings.Contains(out, "not a token") {
 		t.Errorf("malformed token file: exit %d (the file's content must not be echoed):\n%s", code, out)
 	}
-	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
+	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.PayloadUnavailable)
 	if rep.FailedPhase != "inputs-check" {
 		t.Errorf("failed phase %q, want inputs-check", rep.FailedPhase)
 	}
@@ -416,7 +417,7 @@ func TestBootstrapBadInputsChangeNothing(t *testing.T) {
 	if code != 1 {
 		t.Errorf("junk CA: exit %d:\n%s", code, out)
 	}
-	rep = requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassPayloadUnavailable)
+	rep = requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.PayloadUnavailable)
 	if rep.FailedPhase != "inputs-check" || !strings.Contains(rep.Error, "spec.controlPlane.pki.dir") {
 		t.Errorf("junk CA failed in %q (%s), want inputs-check naming spec.controlPlane.pki.dir", rep.FailedPhase, rep.Error)
 	}
@@ -506,7 +507,7 @@ func TestKubeletRangesRefusedBeforeAnyChange(t *testing.T) {
 	rr, work := t.TempDir(), filepath.Join(tmp, "work")
 	out, code = machineadm(t, "bootstrap", "-f", badPath, "--report-root", rr, "--work-dir", work)
 	requireFields("bootstrap", out, code)
-	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, report.ClassInvalidSpec)
+	rep := requireReport(t, filepath.Join(rr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.InvalidSpec)
 	if !strings.Contains(rep.Error, "spec.node.kubelet.config.maxPods") {
 		t.Errorf("report error %q does not name spec.node.kubelet.config.maxPods", rep.Error)
 	}

@@ -130,7 +130,9 @@ Write-Host 'machineadm-stub: reboot required; rebooting, bootstrap runs again at
 Restart-Computer -Force
 exit 0
 '@
-$q = { param($v) "'" + ($v -replace "'", "''") + "'" }
+# Each value is quoted as a verbatim string: every character PowerShell
+# takes as a single quote (the apostrophe and U+2018..U+201B) is doubled.
+$q = { param($v) "'" + ($v -replace '[''\u2018\u2019\u201a\u201b]', '$0$0') + "'" }
 $body = $body.Replace('@AGENT@', (& $q $AgentPath)).Replace('@SPEC@', (& $q $SpecPath)).Replace('@REPORT@', (& $q $ReportPath))
 Set-Content -Encoding UTF8 -LiteralPath $resume -Value $body
 $action = New-ScheduledTaskAction -Execute 'powershell.exe' -Argument "-NoProfile -ExecutionPolicy Bypass -File `"$resume`""

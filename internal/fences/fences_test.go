@@ -14,9 +14,11 @@ const module = "github.com/machineadm/machineadm"
 
 // pkgInfo is the part of `go list -json` the fences read.
 type pkgInfo struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string // imports of the package's _test.go files
+	XTestImports []string // imports of its external (package x_test) tests
+	Deps         []string
 }
 
 // list runs `go list -json` on patterns: each package with its direct

@@ -38,7 +38,8 @@ not; warnings do not change it. Secret files referenced by the spec are not
 read, but each one that does not exist on this machine (a token or
 certificate key file, the CA set of spec.controlPlane.pki.dir) is a warning
 naming its field and path: on the machine, bootstrap's inputs-check fails on
-it. A sealed file (machineadm seal) is checked without opening its
+it. So is each that exists but that group or others may read (a token or
+certificate key file, a *.key of the CA set): inputs-check warns too. A sealed file (machineadm seal) is checked without opening its
 envelope: a secret the envelope carries is not warned about, and an item
 the spec has no place for (a sealed file content whose mode was widened) is
 an error.`,

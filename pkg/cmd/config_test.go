@@ -294,3 +294,30 @@ func TestCommandLineTextIsNeverShownRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigValidateWarnsAboutReadableSecrets: config validate warns,
+// naming the field and the file, about a secret file and a CA private key
+// that group or others can read, as inputs-check does on the machine; an
+// owner-only one draws nothing.
+func TestConfigValidateWarnsAboutReadableSecrets(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("abcdef.0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1)
+	code, out, errOut := run(t, doc, "config", "validate", "-f", "-")
+	if code != session.ExitOK || strings.Contains(out, "group or others") {
+		t.Fatalf("owner-only token: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.Chmod(tok, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, doc, "config", "validate", "-f", "-")
+	if want := "warning: spec.join.token.file: " + tok + " is mode 0644: group or others can read this secret"; code != session.ExitOK || !strings.Contains(out, want) {
+		t.Errorf("exit %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
+	}
+	if strings.Contains(out, "0123456789abcdef") {
+		t.Errorf("the warning shows the token:\n%s", out)
+	}
+}

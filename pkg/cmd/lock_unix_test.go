@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -132,7 +133,7 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := report.Decode(data); err != nil || rep.ErrorClass != report.ClassPayloadUnavailable {
+	if rep, err := report.Decode(data); err != nil || rep.ErrorClass != errclass.PayloadUnavailable {
 		t.Errorf("report after the lock was released: %v %+v", err, rep)
 	}
 }

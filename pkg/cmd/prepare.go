@@ -22,21 +22,12 @@ func newPrepareCommand(o *options) *cobra.Command {
 	f := &prepareFlags{}
 	c := &cobra.Command{
 		Use:   "prepare -f SPEC [--root DIR] [--dry-run] [--skip-phases a,b]",
-		Short: "Prepare this host (files, kernel modules, sysctl, containerd, static pods) without joining a cluster",
+		Short: prepareShort(),
 		Long: `Runs the host group of the bootstrap workflow alone, with the same phases,
-statuses, report entries and console lines as bootstrap:
+statuses, report entries and console lines as bootstrap, in this order
+(docs/host-preparation.md says what each one writes):
 
-  host-check      check every input below before anything is written
-  files           write spec.host.files (content, or a remote source verified by sha256)
-  kernel-modules  load spec.host.kernelModules (and br_netfilter for net.bridge.* keys);
-                  persist them in /etc/modules-load.d/machineadm.conf
-  sysctl          set spec.host.sysctl live through /proc/sys, read each value back;
-                  persist them in /etc/sysctl.d/90-machineadm.conf
-  containerd      write config.toml (schema 2 for containerd 1.x, 3 for 2.x),
-                  hosts.toml under /etc/containerd/certs.d and the proxy drop-in;
-                  restart containerd only when config.toml or the drop-in changed
-  static-pods     write spec.host.staticPods to the kubelet's static pod directory
-
+` + preparePhases() + `
 An unknown sysctl key, an unknown owner or a remote file whose sha256 does not
 match stops the run in host-check with nothing changed. A second run changes
 nothing and reports every phase as unchanged.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
-
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -64,7 +64,7 @@ func listFiles(t *testing.T, root string) []string {
 
 // requireFailedReport checks the outcome report under root: Failed, with
 // the error class want.
-func requireFailedReport(t *testing.T, root string, want report.Class) {
+func requireFailedReport(t *testing.T, root string, want errclass.Class) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "var/lib/machineadm/report.json"))
 	if err != nil {
@@ -102,7 +102,7 @@ func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
 			if got := listFiles(t, root); len(got) > 0 {
 				t.Errorf("files written: %v", got)
 			}
-			requireFailedReport(t, root, report.ClassInvalidSpec)
+			requireFailedReport(t, root, errclass.InvalidSpec)
 		})
 	}
 }
@@ -243,7 +243,7 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
 	if got := listFiles(t, root); !slices.Equal(got, []string{"/payload", "/var/lib/machineadm/" + session.LockFileName, "/var/lib/machineadm/" + session.LogFileName}) {
 		t.Errorf("files written besides the payload, the run's lock and its log: %v", got)
 	}
-	requireFailedReport(t, root, report.ClassVerificationFailed)
+	requireFailedReport(t, root, errclass.VerificationFailed)
 }
 
 // `prepare --identity` opens a sealed spec before any phase and writes the
@@ -289,5 +289,5 @@ func TestPrepareSealedSpec(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "etc/app/secret.conf")); err != nil || string(b) != secret {
 		t.Errorf("secret.conf after the refused run = %q, %v", b, err)
 	}
-	requireFailedReport(t, root, report.ClassVerificationFailed)
+	requireFailedReport(t, root, errclass.VerificationFailed)
 }

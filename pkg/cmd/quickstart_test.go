@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
-
 	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -232,7 +232,7 @@ func TestDryRunFailsOnMissingInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := report.Decode(data)
-	if err != nil || rep.Result != report.ResultFailed || rep.FailedPhase != "inputs-check" || rep.ErrorClass != report.ClassPayloadUnavailable {
+	if err != nil || rep.Result != report.ResultFailed || rep.FailedPhase != "inputs-check" || rep.ErrorClass != errclass.PayloadUnavailable {
 		t.Errorf("report: %+v %v", rep, err)
 	}
 }

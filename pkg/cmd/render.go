@@ -28,29 +28,27 @@ func newRenderCommand(o *options) *cobra.Command {
 	f := &renderFlags{}
 	c := &cobra.Command{
 		Use:   "render -f SPEC --format FORMAT --agent-url URL --agent-sha256 HEX",
-		Short: "Emit bootstrap data (cloud-config, Ignition, shell, PowerShell, unattend.xml) that installs machineadm and runs it",
+		Short: "Emit bootstrap data (" + formatNames() + ") that installs machineadm and runs it",
 		Long: `Renders bootstrap data for an OS bootstrapper. It holds no kubeadm or host
 logic: a small stub gets the machineadm agent onto the machine, verifies its
 SHA-256 digest (and optionally a signature) before anything runs, installs
 it, writes the spec (mode 0600) and runs "machineadm bootstrap -f SPEC".
 
 Formats:
-  cloud-config  cloud-init write_files + runcmd, contents gz+b64 (plain with --gzip)
-  ignition      Ignition 3.x JSON (--ignition-version, default ` + render.DefaultIgnitionVersion + `) with machineadm.service
-  shell         POSIX sh script (bare metal, any bootstrapper)
-  powershell    first-boot PowerShell (cloudbase-init #ps1_sysnative)
-  unattend      Windows unattend.xml whose specialize pass runs the PowerShell stub
-
+` + formatHelp() + `
 The agent comes from --agent-url: http(s):// (a release, object storage, a
 mirror in the management cluster) with a required --agent-sha256, or
-file:///path for an agent already in the image (--agent-sha256 optional).
+file:///path for an agent already in the image (--agent-sha256 optional;
+control characters in the decoded path are refused).
 --agent-signature-url and --agent-public-key add a signature check (Linux
 formats; checked with openssl on the machine).
 
 Secure by default: a spec with inline secrets (token/certificate key values,
-PEM private keys, bootstrap tokens in files, registry client keys, passwords
-in proxy, report or download URLs) is refused, since user data is
-readable by anyone with read access to the infrastructure. Seal them with
+private keys, tokens or passwords in files, manifests, configPatch or
+extraArgs, registry client keys, credentials or presigned queries in proxy,
+report or download URLs) is refused, and so are --agent-url,
+--agent-signature-url and --payload-url with credentials, since user data
+is readable by anyone with read access to the infrastructure. Seal them with
 machineadm seal and render the sealed file (the spec and its SealedSecrets
 document, carried byte for byte; it needs no --insecure-inline-secrets),
 reference secrets as files delivered by a secure channel, or serve the spec
@@ -81,7 +79,7 @@ over the size limit) and nothing written.`,
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
-	fl.StringVar(&f.format, "format", "", "output format: cloud-config, ignition, shell, powershell or unattend")
+	fl.StringVar(&f.format, "format", "", "output format: "+formatNames()+" (see Formats above)")
 	fl.StringVar(&f.ignitionVersion, "ignition-version", "", "Ignition config spec version for --format ignition: "+strings.Join(render.IgnitionVersions(), ", ")+" (default "+render.DefaultIgnitionVersion+")")
 	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, or file:///path of an agent in the image")
 	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs)")
@@ -92,13 +90,13 @@ over the size limit) and nothing written.`,
 	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes (> 0), or aws, azure, openstack, vsphere (default: no limit)")
 	fl.StringVarP(&f.output, "output", "o", "", "write to this file (mode 0600) instead of standard output; - is standard output")
 	fl.BoolVar(&f.gzip, "gzip", false, "gzip-compress the whole output, which cloud-init decompresses (--format cloud-config only)")
-	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets anyway; they become readable to anyone who can read the user data")
+	fl.BoolVar(&f.insecureInlineSecrets, "insecure-inline-secrets", false, "render a spec with inline secrets, or URLs with credentials, anyway; they become readable to anyone who can read the user data")
 	return c
 }
 
 func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
-		return session.Usagef("--format is required: one of cloud-config, ignition, shell, powershell, unattend")
+		return session.Usagef("--format is required: one of %s", formatNames())
 	}
 	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
@@ -148,6 +146,26 @@ func runRender(o *options, f *renderFlags) error {
 		return err
 	}
 	return atomicfile.WriteFile(f.output, out, 0o600)
+}
+
+// formatNames lists the names of render's formats, comma-separated, in
+// documentation order (render.FormatInfos).
+func formatNames() string {
+	var names []string
+	for _, f := range render.FormatInfos() {
+		names = append(names, string(f.Format))
+	}
+	return strings.Join(names, ", ")
+}
+
+// formatHelp is the Formats list of render's help: one line per format of
+// the registry, name and help.
+func formatHelp() string {
+	var b strings.Builder
+	for _, f := range render.FormatInfos() {
+		fmt.Fprintf(&b, "  %-12s  %s\n", f.Format, f.Help)
+	}
+	return b.String()
 }
 
 // renderError maps the renderer's input errors to exit code 2.

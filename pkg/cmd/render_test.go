@@ -136,6 +136,13 @@ func TestRenderCommandBadInput(t *testing.T) {
 		"max-size 0":                 {append([]string{"-f", worker, "--format", "shell", "--max-size", "0"}, agent...), "must be > 0 or a preset"},
 		"missing key":                {append([]string{"-f", worker, "--format", "shell", "--agent-signature-url", renderAgentURL + ".sig", "--agent-public-key", "/nonexistent.pem"}, agent...), "--agent-public-key"},
 		"payload digest without url": {append([]string{"-f", worker, "--format", "shell", "--payload-sha256", renderAgentSum}, agent...), "needs --payload-url"},
+		// Credentials in a URL render writes into user data, and control
+		// characters in a path that reaches a script (exit 2, the flag
+		// named, the credential never shown).
+		"agent url with user information": {[]string{"-f", worker, "--format", "shell", "--agent-url", "https://robot:0123456789abcdef@downloads.example/m", "--agent-sha256", renderAgentSum}, "--agent-url: the URL carries credentials"},
+		"presigned payload url":           {append([]string{"-f", worker, "--format", "shell", "--payload-url", "https://specs.example/w.yaml?X-Amz-Signature=0123456789abcdef"}, agent...), "--payload-url: the URL carries a credential"},
+		"line feed in agent path":         {[]string{"-f", worker, "--format", "cloud-config", "--agent-url", "file:///opt/bin/m%0Aadm"}, "--agent-url: file URL path"},
+		"NUL in windows agent path":       {[]string{"-f", worker, "--format", "powershell", "--agent-url", "file:///C:/m%00.exe"}, "--agent-url: file URL path"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/machineadm/machineadm/internal/testfifo"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
@@ -30,7 +31,7 @@ func failedReport(t *testing.T) (string, *report.BootstrapReport) {
 		APIVersion: report.APIVersion, Kind: report.Kind, Command: "bootstrap",
 		Machine:   report.Machine{Hostname: "worker-7", NodeName: "worker-7", SpecName: "pool-a-worker-7", MachineadmVersion: "v0.1.0", KubernetesVersion: "v1.37.2", Role: "Worker", Action: "Join"},
 		StartTime: start, EndTime: start.Add(5*time.Minute + 3*time.Second), Result: report.ResultFailed,
-		FailedPhase: "kubelet-start", ErrorClass: report.ClassTimeout,
+		FailedPhase: "kubelet-start", ErrorClass: errclass.Timeout,
 		Error: `couldn't validate the identity of the API Server: failed to request the cluster-info ConfigMap: Get "https://127.0.0.1:6443/api/v1/namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial tcp 127.0.0.1:6443: connect: connection refused`,
 	}
 	kubeletStart, _ := kubeadm.Lookup(machineadm.ActionJoin, r.FailedPhase)

@@ -76,7 +76,34 @@ prepare) another machineadm run holds the lock on this host, nothing was done.`,
 		newKeygenCommand(o), newSealCommand(o), newUnsealCommand(o),
 	)
 	strictHelp(root)
+	root.InitDefaultCompletionCmd()
+	strictGroups(root)
 	return root
+}
+
+// strictGroups makes every command that only groups others (config, pki,
+// token, completion) refuse an argument that names none of its commands
+// with a usage error (exit 2): cobra shows such a command's help and exits
+// 0, so a script's 'machineadm pki inti' passed. Without arguments it
+// still shows its help (exit 0), as the root command does.
+func strictGroups(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c == root || !c.HasSubCommands() || c.Runnable() {
+			return
+		}
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return session.Usagef("unknown command %q for %q; '%s --help' lists its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	walk(root)
 }
 
 // Execute runs machineadm with args and returns the exit code; errors are

@@ -88,19 +88,28 @@ hpke:..., tpm2:..., age1....; a cloud KMS key in binaries built with its tag
 gcp-kms:projects/..., azure-keyvault:https://..., vault-transit:https://...
 (docs/sealed-secrets.md).
 
-URLs with credentials (user:password@) are not sealed: each is a warning,
-SEALED keeps it in the clear and is then written with mode 0600 (else 0644),
-and machineadm render refuses it without --insecure-inline-secrets.`,
+URLs with credentials (user:password@, a presigned or token query) are not
+sealed, nor are secrets pasted where nothing is sealed (a private key in a
+file readable by others, a password in the containerd configPatch, a token
+in extraArgs): each is a warning, SEALED keeps it in the clear and is then
+written with mode 0600 (else 0644), and machineadm render refuses it
+without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
 				return session.Usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
+			// A --root that is no directory is bad usage (exit 2), as for
+			// prepare, not a failed read of the spec's first secret file.
+			absRoot, err := checkRoot(root)
+			if err != nil {
+				return err
+			}
 			data, err := session.ReadSpec(o.in, file)
 			if err != nil {
 				return err
 			}
-			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: root})
+			sealed, err := sealspec.SealSpec(data, sealspec.SealOptions{Recipients: recipients, MachineName: machine, Root: absRoot})
 			// A bad --recipient or --machine-name is a usage error (exit
 			// 2), found before any secret is read or any KMS is called.
 			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
@@ -120,7 +129,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 				where = "standard output"
 			}
 			for _, p := range sealed.InClear {
-				fmt.Fprintf(o.errOut, "warning: %s: a URL with credentials is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, where)
+				fmt.Fprintf(o.errOut, "warning: %s: %s is not sealed: it stays in the clear in %s, and machineadm render refuses it without --insecure-inline-secrets\n", p, sealed.InClearWhat[p], where)
 				mode = 0o600
 			}
 			if out == "-" {
@@ -141,7 +150,7 @@ and machineadm render refuses it without --insecure-inline-secrets.`,
 	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
 	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
 	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
-	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are relative to")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it")
 	return c
 }
 

@@ -158,6 +158,11 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 	}{
 		"proxy password": {testspec.MinimalWorker + "  host:\n    containerd:\n      proxy: {httpsProxy: \"http://u:S3cretPassw0rd@proxy.example:3128\"}\n", 0o600, true},
 		"no credentials": {testspec.MinimalWorker, 0o644, false},
+		// The same secret-shape detector as render's: a presigned URL and
+		// a registry password in the containerd configPatch stay in the
+		// clear too, and were not warned about before.
+		"presigned url":        {testspec.MinimalWorker + "  host:\n    files:\n      - path: /opt/blob\n        source: {url: \"https://b.example/o?X-Amz-Signature=S3cretPassw0rd\", sha256: " + strings.Repeat("a", 64) + "}\n", 0o600, false},
+		"configPatch password": {testspec.MinimalWorker + "  host:\n    containerd:\n      configPatch: |\n        [plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n          password = \"S3cretPassw0rd\"\n", 0o600, false},
 	} {
 		specFile := filepath.Join(dir, "w.yaml")
 		os.WriteFile(specFile, []byte(tc.spec), 0o644)
@@ -168,6 +173,9 @@ func TestSealWarnsAboutCredentialsLeftInTheClear(t *testing.T) {
 		}
 		if got := strings.Contains(errOut, "warning: spec.host.containerd.proxy.httpsProxy: a URL with credentials is not sealed"); got != tc.warn {
 			t.Errorf("%s: warning %v, want %v:\n%s", name, got, tc.warn, errOut)
+		}
+		if tc.mode == 0o600 && !strings.Contains(errOut, " is not sealed: it stays in the clear") {
+			t.Errorf("%s: no warning about what stays in the clear:\n%s", name, errOut)
 		}
 		if strings.Contains(out+errOut, "S3cretPassw0rd") {
 			t.Errorf("%s: seal printed the password", name)
@@ -298,5 +306,67 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 	}
 	if code, out, errOut := run(t, "", "unseal", "--check", "-f", good, "--identity", id); code != 0 || !strings.Contains(out, `as node "w1"`) {
 		t.Errorf("unseal --check of the good file: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestSealRootKeepsLinksInside: with --root, a secret file that is an
+// absolute symbolic link is resolved inside the root, as on the machine;
+// it was followed out of the root to the sealing host's file, whose
+// content was sealed.
+func TestSealRootKeepsLinksInside(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	outside := filepath.Join(t.TempDir(), "host-token")
+	if err := os.WriteFile(outside, []byte("zyxwvu.0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "etc/machineadm/secrets/bootstrap-token")
+	if err := os.Remove(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tok); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "w.sealed.yaml")
+	// The link's target inside the root does not exist: refused.
+	code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") {
+		t.Errorf("seal followed the link out of --root: exit %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(sealed); err == nil {
+		t.Error("a sealed spec was written")
+	}
+	// Inside the root, the link's target is read (here a malformed token,
+	// which seal refuses by its shape).
+	inside := filepath.Join(dir, outside)
+	if err := os.MkdirAll(filepath.Dir(inside), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inside, []byte("not-a-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "", "seal", "-f", specFile, "--root", dir, "--recipient", rcpt, "--machine-name", "w1", "-o", sealed)
+	if code == 0 || !strings.Contains(errOut, "spec.join.token.file") || strings.Contains(errOut, "not-a-token") {
+		t.Errorf("seal did not read the link's target inside --root: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSealRootNotADirectoryExit2: a --root that is missing or not a
+// directory is a usage error (exit 2), as for prepare; it exited 1 from
+// the first secret file it could not read.
+func TestSealRootNotADirectoryExit2(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{filepath.Join(dir, "missing"), specFile, ""} {
+		code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", root, "--recipient", rcpt, "--machine-name", "w1", "-o", filepath.Join(dir, "out.yaml"))
+		if code != session.ExitBadInput || !strings.Contains(errOut, "--root") {
+			t.Errorf("seal --root %q: exit %d, stderr %q", root, code, errOut)
+		}
 	}
 }

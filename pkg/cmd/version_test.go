@@ -3,9 +3,13 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -63,5 +67,52 @@ func TestHelpUnknownTopicIsUsageError(t *testing.T) {
 		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != session.ExitBadInput || !strings.Contains(errOut.String(), "unknown help topic") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2", args, code, out.String(), errOut.String())
 		}
+	}
+}
+
+// TestEveryCommandUsageErrorsExit2 runs every command of the tree with the usage
+// mistakes a script makes — an unknown flag, a flag without its value, a
+// positional argument too many, and for a command that groups others an
+// unknown subcommand — and wants exit 2 with "Error:" and the pointer to
+// --help, never 0 or 1. Commands that only group others exited 0 with
+// their help for an unknown subcommand.
+func TestEveryCommandUsageErrorsExit2(t *testing.T) {
+	root := NewRootCommand(strings.NewReader(""), io.Discard, io.Discard)
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			walk(sub, append(slices.Clip(path), sub.Name()))
+		}
+	}
+	walk(root, nil)
+	if len(paths) < 20 {
+		t.Fatalf("walked only %d commands: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		cmd, _, _ := root.Find(p)
+		mistakes := map[string][]string{
+			"unknown flag":       append(slices.Clip(p), "--no-such-flag"),
+			"unknown short flag": append(slices.Clip(p), "-Z"),
+			"too many arguments": append(slices.Clip(p), "a-1", "a-2", "a-3"),
+			"log level no value": append(slices.Clip(p), "--log-level"),
+		}
+		if cmd.HasSubCommands() {
+			mistakes["unknown subcommand"] = append(slices.Clip(p), "no-such-command")
+		}
+		for what, args := range mistakes {
+			code, out, errOut := run(t, "", args...)
+			if code != session.ExitBadInput || !strings.Contains(errOut, "Error: ") || !strings.Contains(errOut, "--help' for usage") {
+				t.Errorf("machineadm %s (%s): exit %d, want %d\nstdout %.200s\nstderr %.300s", strings.Join(args, " "), what, code, session.ExitBadInput, out, errOut)
+			}
+		}
+	}
+	// A group without arguments still shows its help.
+	if code, out, _ := run(t, "", "pki"); code != session.ExitOK || !strings.Contains(out, "Available Commands") {
+		t.Errorf("machineadm pki: exit %d, stdout %.200s", code, out)
 	}
 }

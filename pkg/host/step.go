@@ -27,6 +27,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/kmod"
 	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/host/sysctl"
 )
 
 // Step is one named host-preparation step; its Name is the phase name
@@ -70,6 +71,16 @@ type Result struct {
 	// effective value ("sysctl net.ipv4.ip_forward: desired 1, effective
 	// 1"). Never secret contents.
 	Notes []string
+	// Sysctl is, for the sysctl step on a running host (not in a dry run
+	// nor offline), each key of spec.host.sysctl with its desired value,
+	// the value read back from /proc/sys after all writes and the
+	// sysctl.d setting that wins at the next boot when it is another;
+	// sorted by key. The outcome report records it.
+	Sysctl []sysctl.Value
+	// Warnings are what the step found wrong but did not fail on, one line
+	// each (a later sysctl.d file sets another value at the next boot).
+	// The outcome report records them on the step's phase.
+	Warnings []string
 }
 
 // ServiceManager restarts and reloads systemd units; see service.Manager.

@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 40, name: StepContainerd, short: "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", class: errclass.ContainerRuntimeUnavailable,
+	Register(Concern{Order: 40, Name: StepContainerd, Short: "Write containerd's config.toml, hosts.toml and proxy drop-in; restart containerd on change", Class: errclass.ContainerRuntimeUnavailable,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.containerd"}, Validation: "validateHost, validateContainerdPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
 			return containerdChecker(cfg.Spec.Host.Containerd)
 		}})

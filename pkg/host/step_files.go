@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 10, name: StepFiles, short: "Write the files of spec.host.files (content or verified remote source)", class: errclass.HostPreparationFailed,
+	Register(Concern{Order: 10, Name: StepFiles, Short: "Write the files of spec.host.files (content or verified remote source)", Class: errclass.HostPreparationFailed,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.files"}, Validation: "validateHost, validateHostPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return filesChecker(cfg.Spec.Host.Files) }})
 }
 

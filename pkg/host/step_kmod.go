@@ -13,7 +13,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 20, name: StepKernelModules, short: "Load kernel modules and persist them in /etc/modules-load.d", class: errclass.HostPreparationFailed,
+	Register(Concern{Order: 20, Name: StepKernelModules, Short: "Load kernel modules and persist them in /etc/modules-load.d", Class: errclass.HostPreparationFailed,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.kernelModules"}, Validation: "validateHost",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return kmodChecker(&cfg.Spec.Host) }})
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 90, name: StepStaticPods, short: "Write extra static pod manifests to the kubelet's manifest directory", class: errclass.HostPreparationFailed, afterKubeadm: true,
+	Register(Concern{Order: 90, Name: StepStaticPods, Short: "Write extra static pod manifests to the kubelet's manifest directory", Class: errclass.HostPreparationFailed, AfterKubeadm: true,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.staticPods"}, Validation: "validateHost",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
 			return staticPodsChecker(cfg.Spec.Host.StaticPods, &cfg.Spec.Node.Kubelet)
 		}})

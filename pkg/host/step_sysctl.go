@@ -14,7 +14,8 @@ import (
 )
 
 func init() {
-	register(stepDef{order: 30, name: StepSysctl, short: "Set kernel parameters live and persist them in /etc/sysctl.d", class: errclass.HostPreparationFailed,
+	Register(Concern{Order: 30, Name: StepSysctl, Short: "Set kernel parameters live and persist them in /etc/sysctl.d", Class: errclass.HostPreparationFailed,
+		OS: []string{OSLinux}, Fields: []string{"spec.host.sysctl"}, Validation: "validateHost, validateHostPrep",
 		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return sysctlChecker(cfg.Spec.Host.Sysctl) }})
 }
 
@@ -83,22 +84,32 @@ func (p *sysctlPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
 		}
 	}
 	if !env.DryRun {
-		reportEffective(env, rec, p.params)
+		return reportEffective(env, rec, p.params)
 	}
 	return nil
 }
 
+// hintSysctlEffective is the hint of a sysctl step that failed because a
+// key does not hold the spec's value after all writes.
+const hintSysctlEffective = "a kernel parameter does not hold the value spec.host.sysctl sets after all writes: another write (one key changing another), the kernel or a process on the host set it back. Compare `sysctl KEY` with the spec, and remove the key from the spec or stop what overrides it; the report's sysctl list shows desired and effective values"
+
 // reportEffective re-reads every key after all writes and records, for
-// each, the desired and the effective value (Result.Notes), warning when
-// they differ now, or when a later sysctl.d file would set another value
-// at the next boot. A difference is not an error: the OS or an
-// administrator's file may override a value on purpose, and the run
-// shows it.
-func reportEffective(env *Env, rec *recorder, params map[string]string) {
+// each, the desired and the effective value (Result.Sysctl, and a line in
+// Result.Notes). A key whose effective value now differs from the desired
+// one fails the step (HostPreparationFailed, naming every such key): the
+// spec says what the node needs, and a node that silently runs with
+// another value fails later and far from the cause. A key that a sysctl.d
+// file applied after machineadm's sets otherwise at the next boot is a
+// warning (Result.Warnings, and the log): it holds now, and an
+// administrator's file may be meant. A key the kernel does not let anyone
+// read is recorded as not readable.
+func reportEffective(env *Env, rec *recorder, params map[string]string) error {
 	values, err := sysctl.Effective(env.root(), env.procSys(), params)
 	if err != nil {
 		env.log().Warn("sysctl.d files could not all be read; the values at the next boot may differ from those shown", "err", err)
 	}
+	rec.res.Sysctl = values
+	var differ []error
 	for _, v := range values {
 		eff := v.Effective
 		if v.Err != nil {
@@ -111,11 +122,18 @@ func reportEffective(env *Env, rec *recorder, params map[string]string) {
 		rec.res.Notes = append(rec.res.Notes, line)
 		switch {
 		case v.Err == nil && v.Effective != v.Desired:
-			env.log().Warn("kernel parameter differs from spec.host.sysctl after all writes", "key", v.Key, "desired", v.Desired, "effective", v.Effective)
+			env.log().Error("kernel parameter differs from spec.host.sysctl after all writes", "key", v.Key, "desired", v.Desired, "effective", v.Effective)
+			differ = append(differ, fmt.Errorf("spec.host.sysctl[%s]: desired %q, effective %q after all writes", v.Key, v.Desired, v.Effective))
 		case v.Boot != nil:
+			w := fmt.Sprintf("sysctl %s: %s sets %s at the next boot, after machineadm's %s (desired %s)", v.Key, v.Boot.File, v.Boot.Value, sysctl.ConfPath, v.Desired)
+			rec.res.Warnings = append(rec.res.Warnings, w)
 			env.log().Warn("a sysctl.d file applied after machineadm's sets another value at boot", "key", v.Key, "desired", v.Desired, "boot", v.Boot.Value, "file", v.Boot.File)
 		default:
 			env.log().Debug("kernel parameter", "key", v.Key, "desired", v.Desired, "effective", eff)
 		}
 	}
+	if len(differ) > 0 {
+		return errclass.New(errclass.HostPreparationFailed, hintSysctlEffective, errors.Join(differ...))
+	}
+	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -13,7 +11,8 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
-// Step names, in the order Steps returns them.
+// Names of this package's own (Linux) steps, in the order Steps returns
+// them.
 const (
 	StepFiles         = "files"
 	StepKernelModules = "kernel-modules"
@@ -38,13 +37,24 @@ type run struct {
 	overlay map[string]overlayEntry
 }
 
-// Steps returns the host-preparation steps for a (defaulted, validated)
-// hub spec, in order: files, kernel-modules, sysctl, containerd,
-// static-pods. Steps with nothing to do still run and report no change
-// (they also remove files machineadm wrote earlier that the spec no
-// longer asks for: the sysctl and modules lists, the proxy drop-in).
+// Steps returns the host-preparation steps of this OS (CurrentOS) for a
+// (defaulted, validated) hub spec, one per registered concern (Register)
+// in order: on Linux files, kernel-modules, sysctl, containerd,
+// static-pods and the concerns of other packages linked in (domain-join
+// when spec.host.domainJoin is set); on Windows those of
+// pkg/host/windows. Steps with nothing to do still run and report no
+// change (they also remove files machineadm wrote earlier that the spec
+// no longer asks for: the sysctl and modules lists, the proxy drop-in).
 // A nil cfg gives the steps of an empty spec, for listing names.
 func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
+	return StepsFor(cfg, ConcernsFor(CurrentOS()))
+}
+
+// StepsFor returns the steps of the given concerns for cfg, in the
+// concerns' order, leaving out those whose Step says the spec does not
+// ask for them. This package's own concerns share one dry-run view of
+// the files they plan.
+func StepsFor(cfg *machineadm.MachineBootstrapConfig, cs []Concern) []Step {
 	if cfg == nil {
 		cfg = &machineadm.MachineBootstrapConfig{}
 	}
@@ -61,55 +71,20 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 		return r
 	}
 	var steps []Step
-	for _, def := range registry {
-		if def.build != nil {
-			if st, ok := def.build(cfg); ok {
-				steps = append(steps, st)
+	for _, c := range cs {
+		var st Step
+		if c.checker != nil {
+			st = newStep(c.Name, c.Short, c.checker(cfg), state, &mu)
+		} else {
+			var ok bool
+			if st, ok = c.Step(cfg); !ok {
+				continue
 			}
-			continue
 		}
-		st := newStep(def.name, def.short, def.checker(cfg), state, &mu)
-		st.Class, st.AfterKubeadm = def.class, def.afterKubeadm
+		st.Name, st.Short, st.Class, st.AfterKubeadm = c.Name, c.Short, c.Class, c.AfterKubeadm
 		steps = append(steps, st)
 	}
 	return steps
-}
-
-// Register adds a host step that a concern's own package builds (it
-// imports this package, so it cannot be listed here): build returns the
-// step for a spec, and false when the spec does not ask for it (the step
-// is then not part of the workflow, as a kubeadm phase whose RunIf is
-// false). order places it among the built-in steps (files 10,
-// kernel-modules 20, sysctl 30, containerd 40, static-pods 90). Call it
-// from the package's init.
-func Register(order int, build func(cfg *machineadm.MachineBootstrapConfig) (Step, bool)) {
-	register(stepDef{order: order, build: build})
-}
-
-// stepDef is one host concern's entry in the step registry.
-type stepDef struct {
-	// order places the step: files 10, kernel-modules 20, sysctl 30,
-	// containerd 40, static-pods 90.
-	order        int
-	name, short  string
-	class        errclass.Class
-	afterKubeadm bool
-	// checker computes the step's plan from the spec.
-	checker func(cfg *machineadm.MachineBootstrapConfig) checker
-	// build, for a step registered by another package (Register), makes
-	// the whole step instead.
-	build func(cfg *machineadm.MachineBootstrapConfig) (Step, bool)
-}
-
-// registry holds the host steps in order; each concern's step file adds
-// its entry with register from an init function, so a new concern is one
-// new step file (plus its spec field and validation), not an edit here.
-var registry []stepDef
-
-// register adds a step to the registry, keeping it sorted by order.
-func register(def stepDef) {
-	i := sort.Search(len(registry), func(i int) bool { return registry[i].order > def.order })
-	registry = slices.Insert(registry, i, def)
 }
 
 func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mutex) Step {

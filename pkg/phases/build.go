@@ -93,8 +93,8 @@ func KubeadmPhases(cfg *machineadm.MachineBootstrapConfig) []Phase {
 }
 
 // HostGroup returns the host-preparation phases of cfg: host-check, then
-// one phase per host step of this OS (host.Steps on Linux, windows.Steps
-// on Windows). Steps marked AfterKubeadm
+// one phase per host step of this OS (host.Steps: one per registered
+// concern, pkg/host/builtins). Steps marked AfterKubeadm
 // (static-pods: kubeadm's preflight wants an empty manifest directory) are
 // returned in after.
 func HostGroup(cfg *machineadm.MachineBootstrapConfig) (before, after []Phase) {

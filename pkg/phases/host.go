@@ -58,7 +58,12 @@ func hostPhase(s host.Step) Phase {
 			d.Host.DryRun = d.DryRun
 			res, err := s.Apply(ctx, d.Host)
 			// Notes (effective sysctl values) follow the changes.
-			return Result{Changed: res.Changed, Changes: append(res.Changes, res.Notes...)}, err
+			// Warnings are shown with the changes, too.
+			changes := append(res.Changes, res.Notes...)
+			for _, w := range res.Warnings {
+				changes = append(changes, "warning: "+w)
+			}
+			return Result{Changed: res.Changed, Changes: changes, Sysctl: res.Sysctl, Warnings: res.Warnings}, err
 		},
 	}
 }

@@ -17,7 +17,9 @@ const InputsCheckPhase = "inputs-check"
 // the spec and the CA set of controlPlane.pki.dir — and checks
 // them, before any host phase changes anything: a missing or malformed
 // token file, or a CA key that does not belong to its certificate, stops
-// the run with the host untouched.
+// the run with the host untouched. A secret file or CA key that group or
+// others may read is a warning (secretModeWarnings), in the report's
+// phase warnings and the log.
 func InputsCheck() Phase {
 	return Phase{
 		Name:       InputsCheckPhase,
@@ -62,7 +64,13 @@ func InputsCheck() Phase {
 			if err := checkSystemdBinaries(d); err != nil {
 				return Result{}, err
 			}
-			return Result{Message: msg}, nil
+			res := Result{Message: msg}
+			for _, w := range secretModeWarnings(d) {
+				d.log().Warn("secret file readable by group or others", "warning", w)
+				res.Warnings = append(res.Warnings, w)
+				res.Changes = append(res.Changes, "warning: "+w)
+			}
+			return res, nil
 		},
 	}
 }

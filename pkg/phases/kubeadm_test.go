@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -345,5 +346,112 @@ func TestDryRunStartsFromTheHostAlone(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(d.WorkDir, "kubeadm-join.yaml")); err != nil || !strings.Contains(string(b), "JoinConfiguration") {
 			t.Errorf("%s: this run's kubeadm-join.yaml: %v", tc.name, err)
 		}
+	}
+}
+
+// nodeObs records the phases whose result says the join's Node exists.
+type nodeObs struct {
+	eventObs
+	registered []string
+}
+
+func (o *nodeObs) PhaseFinished(name string, s Status, res Result, err error) {
+	if res.NodeRegistered {
+		o.registered = append(o.registered, name)
+	}
+	o.eventObs.PhaseFinished(name, s, res, err)
+}
+
+// TestJoinNodeRegisteredReported: once a join's kubelet-wait-bootstrap
+// succeeded, its result says the Node exists, so that a later failure is
+// reported with it (report.Recorder.NodeRegistered); a join that failed
+// in kubelet-wait-bootstrap, an Init and a dry run do not say so.
+func TestJoinNodeRegisteredReported(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		failIn string
+		dryRun bool
+		want   []string
+	}{
+		{name: "fails after the kubelet bootstrapped", failIn: "later", want: []string{"kubelet-wait-bootstrap"}},
+		{name: "fails in the bootstrap", failIn: "kubelet-wait-bootstrap"},
+		{name: "dry run", failIn: "later", dryRun: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, cfg := workerData(t)
+			d.DryRun = tc.dryRun
+			d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error {
+				if p.Name == tc.failIn {
+					return errors.New("kubelet did not bootstrap")
+				}
+				return nil
+			}
+			later := Phase{Name: "later", Run: func(context.Context, *Data) (Result, error) { return Result{}, errors.New("later broke") }}
+			w := &Workflow{Phases: append(append([]Phase{KubeadmConfigPhase()}, KubeadmPhases(cfg)...), later)}
+			obs := &nodeObs{}
+			if failed, _ := w.Run(context.Background(), d, obs, RunOptions{}); failed != tc.failIn {
+				t.Fatalf("failed in %q, want %q (%v)", failed, tc.failIn, obs.events)
+			}
+			if !reflect.DeepEqual(obs.registered, tc.want) {
+				t.Errorf("Node registered after %v, want %v", obs.registered, tc.want)
+			}
+		})
+	}
+	// Only kubelet-wait-bootstrap registers a Node, and only in a join.
+	_, cfg := workerData(t)
+	for _, action := range []machineadm.Action{machineadm.ActionJoin, machineadm.ActionInit} {
+		c := *cfg
+		c.Spec.Action = action
+		for _, row := range kubeadm.PhaseTable(action) {
+			if p := rowPhase(&c, row.Name, row); p.RegistersNode != (action == machineadm.ActionJoin && row.Name == "kubelet-wait-bootstrap") {
+				t.Errorf("%s phase %s: RegistersNode %v", action, row.Name, p.RegistersNode)
+			}
+		}
+	}
+}
+
+// TestInputsCheckWarnsAboutReadableSecrets: a token file and CA private
+// keys that group or others may read draw a warning naming the field and
+// the file (in the result, for the report, and in the console lines);
+// owner-only files and certificates do not. They drew nothing.
+func TestInputsCheckWarnsAboutReadableSecrets(t *testing.T) {
+	d, _ := workerData(t)
+	tok := filepath.Join(d.Root, "etc/machineadm/secrets/bootstrap-token")
+	res, err := InputsCheck().Run(context.Background(), d)
+	if err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("owner-only token: warnings %q, err %v", res.Warnings, err)
+	}
+	if err := os.Chmod(tok, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	res, err = InputsCheck().Run(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "spec.join.token.file: /etc/machineadm/secrets/bootstrap-token is mode 0640: group or others can read this secret"
+	if len(res.Warnings) != 1 || !strings.HasPrefix(res.Warnings[0], want) || !slices.Contains(res.Changes, "warning: "+res.Warnings[0]) {
+		t.Errorf("warnings %q, changes %q; want one starting %q", res.Warnings, res.Changes, want)
+	}
+	if strings.Contains(strings.Join(res.Warnings, " "), "0123456789abcdef") {
+		t.Errorf("a warning shows the token: %q", res.Warnings)
+	}
+
+	// The CA directory: every *.key, also under etcd/, by its mode.
+	pki := filepath.Join(d.Root, "etc/machineadm/pki")
+	for name, mode := range map[string]os.FileMode{"ca.crt": 0o644, "ca.key": 0o600, "sa.key": 0o604, "etcd/ca.key": 0o640, "etcd/ca.crt": 0o644} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(pki, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pki, name), []byte("x"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(pki, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Config.Spec.ControlPlane = &machineadm.ControlPlane{PKI: machineadm.PKI{Dir: "/etc/machineadm/pki"}}
+	got := secretModeWarnings(d)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "spec.controlPlane.pki.dir: /etc/machineadm/pki/sa.key is mode 0604") || !strings.HasPrefix(got[1], "spec.controlPlane.pki.dir: /etc/machineadm/pki/etcd/ca.key is mode 0640") {
+		t.Errorf("warnings %q: want the token, sa.key and etcd/ca.key", got)
 	}
 }

@@ -15,9 +15,16 @@ import (
 // rowPhase is the phase of one row of kubeadm's table: kubeadm runs it,
 // unless the spec's control plane runs as systemd units and the row has a
 // Systemd replacement (spec.controlPlane.runtime: Systemd).
+// kubeletWaitBootstrap is the join phase of kubeadm's table
+// (kubeadm.PhasesFor) that ends when the kubelet finished its TLS
+// bootstrap: after it, the join's Node exists (Phase.RegistersNode).
+const kubeletWaitBootstrap = "kubelet-wait-bootstrap"
+
 func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.Phase) Phase {
 	if row.Systemd == nil || !kubeadm.SystemdRuntime(cfg) {
-		return kubeadmPhase(name, row)
+		p := kubeadmPhase(name, row)
+		p.RegistersNode = cfg.Spec.Action == machineadm.ActionJoin && row.Name == kubeletWaitBootstrap
+		return p
 	}
 	return Phase{
 		Name:    name,

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/sysctl"
 )
 
 // Status is the outcome of one phase, as the outcome report shows it.
@@ -48,6 +49,16 @@ type Result struct {
 	// Message is the one-line report message; empty: the first change
 	// line and how many more there are.
 	Message string
+	// Sysctl is the sysctl host step's desired and effective values
+	// (host.Result.Sysctl), recorded in the outcome report; also set when
+	// the phase failed.
+	Sysctl []sysctl.Value
+	// Warnings are what the phase found wrong without failing, one line
+	// each (host.Result.Warnings), recorded in the outcome report.
+	Warnings []string
+	// NodeRegistered says that after this phase the join's Node exists in
+	// the cluster (set by the runner for a Phase.RegistersNode leaf).
+	NodeRegistered bool
 }
 
 // Summary is the result's one-line report message.
@@ -93,6 +104,13 @@ type Phase struct {
 	// preflight, which refuses the files and ports they create); losing
 	// any other leaf's record only reruns it. See state.
 	Durable bool
+	// RegistersNode marks the leaf after which a join's Node exists in the
+	// cluster (kubeadm's kubelet-wait-bootstrap: the kubelet has its
+	// credential and registers its Node). Once it succeeded, or an earlier
+	// run of the spec completed it, a failure later in the run is reported
+	// with the Node's name (Result.NodeRegistered), so an operator deletes
+	// it before retrying. Not in a dry run.
+	RegistersNode bool
 	// Run performs a leaf phase. Parents have no Run.
 	Run func(ctx context.Context, d *Data) (Result, error)
 	// Phases are the sub-phases, in order.
@@ -399,7 +417,7 @@ func aggregate(children []Status) Status {
 func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	d := r.d
 	if r.opts.Only == "" && r.st.completedPhase(d.SpecDigest, n.Name) {
-		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec"}, nil)
+		r.obs.PhaseFinished(n.Name, StatusSkipped, Result{Message: "completed by an earlier run of this spec", NodeRegistered: n.Phase.RegistersNode && !d.DryRun}, nil)
 		r.done++
 		return StatusSkipped, nil
 	}
@@ -429,6 +447,7 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 		status = StatusUnchanged
 	}
 	d.log().Info("phase finished", "phase", n.Name, "status", status, "duration", dur)
+	res.NodeRegistered = n.Phase.RegistersNode && !d.DryRun
 	r.obs.PhaseFinished(n.Name, status, res, nil)
 	if !r.state {
 		return status, nil

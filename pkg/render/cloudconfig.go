@@ -5,14 +5,16 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
 // cloudConfig is the subset of cloud-init's cloud-config used: the
 // write_files and runcmd modules only (cloud-init module names cc_write_files
 // and cc_runcmd).
 type cloudConfig struct {
-	WriteFiles []writeFile `yaml:"write_files"`
-	RunCmd     [][]string  `yaml:"runcmd,flow"`
+	WriteFiles []writeFile          `yaml:"write_files"`
+	RunCmd     [][]quote.YAMLString `yaml:"runcmd,flow"`
 }
 
 // writeFile is one write_files entry, owned by root:root (cloud-init's
@@ -21,10 +23,10 @@ type cloudConfig struct {
 // cloud-config (Options.Gzip), where text that YAML carries exactly (see
 // plainText) is written as is (no encoding: cloud-init's "text/plain").
 type writeFile struct {
-	Path        string `yaml:"path"`
-	Permissions string `yaml:"permissions"`
-	Encoding    string `yaml:"encoding,omitempty"`
-	Content     string `yaml:"content"`
+	Path        quote.YAMLString `yaml:"path"`
+	Permissions quote.YAMLString `yaml:"permissions"`
+	Encoding    quote.YAMLString `yaml:"encoding,omitempty"`
+	Content     quote.YAMLString `yaml:"content"`
 }
 
 // fileEntry is the write_files entry of data at path with mode perm: plain
@@ -32,9 +34,9 @@ type writeFile struct {
 // otherwise.
 func fileEntry(r *resolved, path, perm string, data []byte) writeFile {
 	if r.Gzip && plainText(data) {
-		return writeFile{Path: path, Permissions: perm, Content: string(data)}
+		return writeFile{Path: quote.YAMLString(path), Permissions: quote.YAMLString(perm), Content: quote.YAMLString(data)}
 	}
-	return writeFile{Path: path, Permissions: perm, Encoding: "gz+b64", Content: gzipBase64(data)}
+	return writeFile{Path: quote.YAMLString(path), Permissions: quote.YAMLString(perm), Encoding: "gz+b64", Content: quote.YAMLString(gzipBase64(data))}
 }
 
 // plainText reports whether data can travel as a YAML string that
@@ -79,17 +81,17 @@ func renderCloudConfig(r *resolved, spec []byte) ([]byte, error) {
 	}
 	switch {
 	case r.agentPath != "" && r.Payload == nil && r.Agent.SHA256 == "":
-		cc.RunCmd = [][]string{{r.agentPath, "bootstrap", "-f", LinuxSpecPath}}
+		cc.RunCmd = [][]quote.YAMLString{{quote.YAMLString(r.agentPath), "bootstrap", "-f", LinuxSpecPath}}
 	case r.agentPath != "" && r.Payload == nil:
-		cc.RunCmd = [][]string{{"/bin/sh", "-c", "echo " + shellQuote(r.Agent.SHA256+"  "+r.agentPath) + " | sha256sum -c --quiet && exec " +
-			shellQuote(r.agentPath) + " bootstrap -f " + LinuxSpecPath}}
+		cc.RunCmd = [][]quote.YAMLString{{"/bin/sh", "-c", quote.YAMLString("echo " + quote.Sh(r.Agent.SHA256+"  "+r.agentPath) + " | sha256sum -c --quiet && exec " +
+			quote.Sh(r.agentPath) + " bootstrap -f " + LinuxSpecPath)}}
 	default:
 		script, err := execute("stub.sh.tmpl", newStub(r, spec, LinuxAgentPath, LinuxSpecPath, false))
 		if err != nil {
 			return nil, err
 		}
 		cc.WriteFiles = append(cc.WriteFiles, fileEntry(r, CloudConfigStubPath, "0700", script))
-		cc.RunCmd = [][]string{{"/bin/sh", CloudConfigStubPath}}
+		cc.RunCmd = [][]quote.YAMLString{{"/bin/sh", CloudConfigStubPath}}
 	}
 
 	var b bytes.Buffer

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/machineadm/machineadm/pkg/render/quote"
+
 	"bytes"
 	"errors"
 	"path/filepath"
@@ -39,12 +41,12 @@ func TestPlainText(t *testing.T) {
 		if !c.plain {
 			continue
 		}
-		out, err := yaml.Marshal(writeFile{Path: "/p", Permissions: "0600", Content: c.data})
+		out, err := yaml.Marshal(writeFile{Path: "/p", Permissions: "0600", Content: quote.YAMLString(c.data)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var back writeFile
-		if err := yaml.Unmarshal(out, &back); err != nil || back.Content != c.data {
+		if err := yaml.Unmarshal(out, &back); err != nil || string(back.Content) != c.data {
 			t.Errorf("%q does not survive YAML: %q, %v\n%s", c.data, back.Content, err, out)
 		}
 	}

@@ -90,7 +90,7 @@ func checkCloudConfigShape(t *testing.T, out []byte, gzipped bool) {
 		t.Fatal(err)
 	}
 	for _, f := range cc.WriteFiles {
-		if want := "gz+b64"; !gzipped && f.Encoding != want || gzipped && f.Encoding != "" {
+		if want := "gz+b64"; !gzipped && string(f.Encoding) != want || gzipped && f.Encoding != "" {
 			t.Errorf("%s has encoding %q (gzip-compressed cloud-config: %v)", f.Path, f.Encoding, gzipped)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package render turns a machine spec into bootstrap data for an OS
-// bootstrapper: cloud-init cloud-config, Ignition 3.x JSON, a POSIX sh
-// script, a first-boot PowerShell script or a Windows unattend.xml.
+// bootstrapper, in one of the formats of the registry in formats.go
+// (cloud-init cloud-config, Ignition 3.x JSON, a POSIX sh script, a
+// first-boot PowerShell script, a Windows unattend.xml).
 //
 // Every format carries the same tiny program, "the stub": fetch the
 // machineadm agent (or use one already in the image), verify its SHA-256
@@ -11,10 +12,17 @@
 // everything else happens inside machineadm.
 //
 // Render is secure by default: a spec that carries secret values inline
-// (SecretSource.value, PEM private keys, bootstrap tokens) is refused with
-// an *InlineSecretsError unless Options.AllowInlineSecrets is set, because
-// user data is readable by anyone with read access to the infrastructure.
-// Output larger than Options.MaxSize is refused with a *SizeError.
+// (SecretSource.value, private keys, tokens, passwords, URLs with
+// credentials — whatever InlineSecrets and the secret-shape detector of
+// package validation find) is refused with an *InlineSecretsError, and an
+// agent, signature or payload URL with credentials with an *OptionError,
+// unless Options.AllowInlineSecrets is set, because user data is readable
+// by anyone with read access to the infrastructure. Output larger than
+// Options.MaxSize is refused with a *SizeError.
+//
+// Every value written into a script or a parsed file is quoted by package
+// render/quote, one function per language; control characters in a path
+// that reaches a script are refused (*OptionError).
 //
 // See docs/render.md for the user guide and docs/bootstrap-data-sizes.md
 // for measured sizes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -165,7 +166,7 @@ func checkFuzzCloudConfig(t *testing.T, out, spec []byte, agentURL string, gzipp
 	inImage := isFileURL(agentURL)
 	if want := 2; inImage {
 		want = 1
-		if len(cc.WriteFiles) != want || len(cc.RunCmd) != 1 || !strings.Contains(strings.Join(cc.RunCmd[0], " "), " bootstrap -f "+LinuxSpecPath) {
+		if len(cc.WriteFiles) != want || len(cc.RunCmd) != 1 || !strings.Contains(fmt.Sprint(cc.RunCmd[0]), " bootstrap -f "+LinuxSpecPath) {
 			t.Fatalf("runcmd of an in-image agent: %q", cc.RunCmd)
 		}
 	} else if len(cc.WriteFiles) != want || cc.WriteFiles[1].Path != CloudConfigStubPath {
@@ -181,7 +182,7 @@ func checkFuzzCloudConfig(t *testing.T, out, spec []byte, agentURL string, gzipp
 		if w.Encoding != "gz+b64" {
 			t.Fatalf("%s: encoding %q", w.Path, w.Encoding)
 		}
-		b, err := base64.StdEncoding.DecodeString(w.Content)
+		b, err := base64.StdEncoding.DecodeString(string(w.Content))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_4/types"
+
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
 // Paths of the Ignition config's files besides the agent and the spec.
@@ -61,14 +63,20 @@ func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
 	var pre []string
 	if r.Agent.SHA256 != "" {
 		*files = append(*files, ignFile(ignitionDigestPath, 0o644, dataURL([]byte(r.Agent.SHA256+"  "+agent+"\n")), "", false))
-		pre = append(pre, "ExecStartPre=/usr/bin/sha256sum --check --quiet "+ignitionDigestPath)
+		pre = append(pre, "ExecStartPre=/usr/bin/sha256sum --check --quiet "+ignitionDigestPath) // constants, plain words
 	}
 	if r.Agent.SignatureURL != "" {
 		*files = append(*files,
 			ignFile(ignitionKeyPath, 0o644, dataURL([]byte(r.publicKeyPEM)), "", false),
 			ignFile(ignitionSigPath, 0o644, r.Agent.SignatureURL, "", false))
-		pre = append(pre, fmt.Sprintf("ExecStartPre=/bin/sh -c 'base64 -d %s >/run/machineadm-agent.sig && "+
-			"openssl dgst -sha256 -verify %s -signature /run/machineadm-agent.sig %s'", ignitionSigPath, ignitionKeyPath, agent))
+		// agent is a plain path (quote.SystemdExecPath, checked by
+		// resolve), so it is one sh word as it is.
+		script, err := quote.SystemdArg(fmt.Sprintf("base64 -d %s >/run/machineadm-agent.sig && "+
+			"openssl dgst -sha256 -verify %s -signature /run/machineadm-agent.sig %s", ignitionSigPath, ignitionKeyPath, agent))
+		if err != nil {
+			return nil, err
+		}
+		pre = append(pre, "ExecStartPre=/bin/sh -c "+script)
 	}
 	unit := types.Unit{Name: IgnitionUnitName, Enabled: ptr(true), Contents: ptr(SystemdUnit(agent, LinuxSpecPath))}
 	if len(pre) > 0 {

@@ -8,42 +8,17 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/readlimit"
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
-
-// Format names an OS bootstrapper's input format.
-type Format string
-
-const (
-	// FormatCloudConfig is a cloud-init "#cloud-config" document using only
-	// the write_files and runcmd modules.
-	FormatCloudConfig Format = "cloud-config"
-	// FormatIgnition is an Ignition config (spec 3.x JSON) with a systemd
-	// unit, for Fedora CoreOS, Flatcar and other Ignition systems.
-	FormatIgnition Format = "ignition"
-	// FormatShell is a POSIX sh script, for bare metal and any bootstrapper
-	// that runs a script.
-	FormatShell Format = "shell"
-	// FormatPowerShell is a first-boot PowerShell script for Windows
-	// (cloudbase-init "#ps1_sysnative" user data, or run by hand).
-	FormatPowerShell Format = "powershell"
-	// FormatUnattend is a Windows answer file (unattend.xml) whose specialize
-	// pass writes and runs the PowerShell stub.
-	FormatUnattend Format = "unattend"
-)
-
-// Formats lists every supported format in documentation order.
-var Formats = []Format{FormatCloudConfig, FormatIgnition, FormatShell, FormatPowerShell, FormatUnattend}
-
-// windows reports whether f runs on Windows.
-func (f Format) windows() bool { return f == FormatPowerShell || f == FormatUnattend }
 
 // Options say how Render builds the bootstrap data.
 type Options struct {
@@ -69,8 +44,10 @@ type Options struct {
 	// by hand and Windows' bootstrappers do not decompress. MaxSize counts
 	// the compressed bytes. Default false.
 	Gzip bool
-	// AllowInlineSecrets renders a spec that carries secret values inline.
-	// Default false: such a spec is refused with an *InlineSecretsError.
+	// AllowInlineSecrets renders a spec that carries secret values inline,
+	// and agent, signature and payload URLs that carry credentials
+	// (validation.URLCredentials). Default false: such a spec is refused
+	// with an *InlineSecretsError, such a URL with an *OptionError.
 	AllowInlineSecrets bool
 }
 
@@ -127,9 +104,6 @@ func optErr(flag, format string, args ...any) error {
 	return &OptionError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
-// plainPath is a path that needs no quoting in a systemd unit.
-var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/._+-]+$`)
-
 // resolved are validated options in the form the formats use.
 type resolved struct {
 	Options
@@ -150,6 +124,11 @@ func resolve(o Options) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range []struct{ flag, url string }{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}, {"--payload-url", payloadURL(o)}} {
+		if err := checkURLCredentials(c.flag, c.url, o.AllowInlineSecrets); err != nil {
+			return nil, err
+		}
+	}
 	if r.Agent.SHA256, err = checkSHA256("--agent-sha256", o.Agent.SHA256); err != nil {
 		return nil, err
 	}
@@ -158,8 +137,8 @@ func resolve(o Options) (*resolved, error) {
 		if o.Format.windows() {
 			r.agentPath = windowsPath(u.Path)
 		}
-		if o.Format == FormatIgnition && !plainPath.MatchString(r.agentPath) {
-			return nil, optErr("--agent-url", "file URL path %q: for a systemd unit use only letters, digits and / . _ + -", r.agentPath)
+		if err := checkAgentPath(o.Format, r.agentPath); err != nil {
+			return nil, err
 		}
 	} else if r.Agent.SHA256 == "" {
 		return nil, optErr("--agent-sha256", "required for an http(s) --agent-url: the agent is verified before it runs")
@@ -191,6 +170,31 @@ func resolve(o Options) (*resolved, error) {
 		return nil, optErr("--ignition-version", "only applies to --format ignition")
 	}
 	return r, nil
+}
+
+// windowsForbidden are the characters Windows forbids in a file name
+// (besides control characters and the separators).
+const windowsForbidden = `"<>|*?`
+
+// checkAgentPath checks the path of an agent in the image, percent-decoded
+// from its file:// URL, before any format writes it into a script: no
+// control or line-end character in any format (quote.ControlProblem:
+// %0A, %00 ...), on Windows none of the characters Windows forbids in a
+// file name, and for Ignition a path a systemd unit can run
+// (quote.SystemdExecPath). The message shows the path escaped.
+func checkAgentPath(f Format, p string) error {
+	if msg := quote.ControlProblem(p); msg != "" {
+		return optErr("--agent-url", "file URL path %+q %s: a path that reaches a script may not", p, msg)
+	}
+	if f.windows() && strings.ContainsAny(p, windowsForbidden) {
+		return optErr("--agent-url", "file URL path %+q holds one of %s, which Windows forbids in a path", p, windowsForbidden)
+	}
+	if f == FormatIgnition {
+		if _, err := quote.SystemdExecPath(p); err != nil {
+			return optErr("--agent-url", "file URL path %+q: %v", p, err)
+		}
+	}
+	return nil
 }
 
 // resolveSignature checks the signature URL and public key together.
@@ -231,48 +235,88 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 	return nil
 }
 
+func payloadURL(o Options) string {
+	if o.Payload == nil {
+		return ""
+	}
+	return o.Payload.URL
+}
+
+// checkURLCredentials refuses a URL the stub would carry in user data when
+// it holds a credential (validation.URLCredentials: user information, a
+// presigned signature or a token in the query), unless allow
+// (--insecure-inline-secrets). The URL is never quoted.
+func checkURLCredentials(flag, raw string, allow bool) error {
+	if raw == "" || allow {
+		return nil
+	}
+	if what := validation.URLCredentials(raw); what != "" {
+		return optErr(flag, "the URL carries %s, which would be readable by anyone who can read this machine's user data; "+
+			"serve it from a location that needs no credential in the URL (a private network, the management cluster, "+
+			"an instance-identity-authorised bucket), or pass --insecure-inline-secrets", what)
+	}
+	return nil
+}
+
+// shownURL is raw as error messages may show it: without user
+// information, query and fragment when it carries a credential.
+func shownURL(raw string) string {
+	if validation.URLCredentials(raw) == "" {
+		return raw
+	}
+	s := raw
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i]
+	}
+	if ui, ok := machineadm.URLUserinfo(s); ok {
+		s = strings.Replace(s, ui+"@", "", 1)
+	}
+	return s + " (credentials removed)"
+}
+
 // checkURL parses an http(s) URL (or a file URL when allowFile) and
 // refuses characters that have no business in a URL.
 func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 	if raw == "" {
 		return nil, optErr(flag, "required")
 	}
+	shown := shownURL(raw)
 	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return nil, optErr(flag, "%q contains white space or control characters", raw)
+		return nil, optErr(flag, "%q contains white space or control characters", shown)
 	}
 	// A URL is ASCII (RFC 3986); other bytes would be re-encoded on the way
 	// (JSON and PowerShell turn invalid UTF-8 into U+FFFD), so the machine
 	// would fetch another URL than the one given. Found by FuzzRenderIgnition.
 	if strings.ContainsFunc(raw, func(r rune) bool { return r >= 0x80 }) {
-		return nil, optErr(flag, "%q contains characters outside ASCII; percent-encode them (RFC 3986)", raw)
+		return nil, optErr(flag, "%q contains characters outside ASCII; percent-encode them (RFC 3986)", shown)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, optErr(flag, "%v", err)
+		return nil, optErr(flag, "%q does not parse as a URL", shown)
 	}
 	switch {
 	case u.Scheme == "http" || u.Scheme == "https":
 		if u.Host == "" {
-			return nil, optErr(flag, "%q has no host", raw)
+			return nil, optErr(flag, "%q has no host", shown)
 		}
 	case u.Scheme == "file" && allowFile:
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, optErr(flag, "file URL %q names a host; use file:///absolute/path", raw)
+			return nil, optErr(flag, "file URL %q names a host; use file:///absolute/path", shown)
 		}
 		if !strings.HasPrefix(u.Path, "/") {
-			return nil, optErr(flag, "file URL %q needs an absolute path", raw)
+			return nil, optErr(flag, "file URL %q needs an absolute path", shown)
 		}
 		// The path names the agent binary itself: a directory ("/", a
 		// trailing slash) or a path with "." or ".." segments or doubled
 		// slashes would run something else than what the URL seems to say.
 		// Found by FuzzRenderPowerShell ("fiLe:/").
 		if strings.HasSuffix(u.Path, "/") || path.Clean(u.Path) != u.Path {
-			return nil, optErr(flag, "file URL %q must name the agent file by a clean absolute path (no trailing slash, no . or .. segments)", raw)
+			return nil, optErr(flag, "file URL %q must name the agent file by a clean absolute path (no trailing slash, no . or .. segments)", shown)
 		}
 	case allowFile:
-		return nil, optErr(flag, "%q: scheme must be http, https or file", raw)
+		return nil, optErr(flag, "%q: scheme must be http, https or file", shown)
 	default:
-		return nil, optErr(flag, "%q: scheme must be http or https", raw)
+		return nil, optErr(flag, "%q: scheme must be http or https", shown)
 	}
 	return u, nil
 }

@@ -69,3 +69,39 @@ func upper(s string) string {
 	}
 	return string(b)
 }
+
+// TestAgentPathControlCharacters: a file:// agent URL is percent-decoded
+// into a path that every format writes into a script; a control or
+// line-end character there (%0A, %00, %0D, %C2%85, %E2%80%A8) is refused
+// by every format with the flag's name, not only by Ignition.
+func TestAgentPathControlCharacters(t *testing.T) {
+	data, cfg := loadExample(t, "worker")
+	for _, f := range Formats {
+		for _, enc := range []string{"%0A", "%00", "%0D", "%09", "%7F", "%C2%85", "%E2%80%A8", "%E2%80%A9", "%EF%BB%BF", "%FF"} {
+			u := "file:///opt/bin/machine" + enc + "adm"
+			if f.windows() {
+				u = "file:///C:/machineadm/machine" + enc + "adm.exe"
+			}
+			_, err := Render(data, cfg, Options{Format: f, Agent: AgentSource{URL: u}})
+			var oe *OptionError
+			if !errors.As(err, &oe) || oe.Flag != "--agent-url" {
+				t.Errorf("%s with %s: got %v, want an --agent-url OptionError", f, u, err)
+			}
+		}
+	}
+	for _, f := range []Format{FormatPowerShell, FormatUnattend} {
+		for _, enc := range []string{"%22", "%3C", "%3E", "%7C", "%2A", "%3F"} {
+			u := "file:///C:/machineadm/m" + enc + ".exe"
+			var oe *OptionError
+			if _, err := Render(data, cfg, Options{Format: f, Agent: AgentSource{URL: u}}); !errors.As(err, &oe) {
+				t.Errorf("%s with %s: got %v, want an OptionError", f, u, err)
+			}
+		}
+		// Typographic quotes are legal in a Windows path; both quoting
+		// layers double them (TestResumeQuotesEveryPowerShellQuote).
+		u := "file:///C:/machineadm/it%E2%80%99s.exe"
+		if _, err := Render(data, cfg, Options{Format: f, Agent: AgentSource{URL: u}}); err != nil {
+			t.Errorf("%s with %s: %v", f, u, err)
+		}
+	}
+}

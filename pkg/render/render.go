@@ -32,21 +32,11 @@ func Render(spec []byte, cfg *machineadm.MachineBootstrapConfig, o Options) ([]b
 			return nil, &InlineSecretsError{Fields: fields}
 		}
 	}
-	var out []byte
-	switch r.Format {
-	case FormatShell:
-		out, err = renderShell(r, spec)
-	case FormatCloudConfig:
-		out, err = renderCloudConfig(r, spec)
-	case FormatIgnition:
-		out, err = renderIgnition(r, spec)
-	case FormatPowerShell:
-		out, err = renderPowerShell(r, spec)
-	case FormatUnattend:
-		out, err = renderUnattend(r, spec)
-	default:
-		err = fmt.Errorf("render: format %q has no renderer", r.Format)
+	info, ok := LookupFormat(r.Format)
+	if !ok {
+		return nil, fmt.Errorf("render: format %q has no renderer", r.Format)
 	}
+	out, err := info.render(r, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func TestRoundTripStubs(t *testing.T) {
 			if err := yaml.Unmarshal(gunzip(t, out), &cc); err != nil {
 				t.Fatal(err)
 			}
-			if want := map[bool]string{true: "", false: "gz+b64"}[name == "tricky-lf"]; cc.WriteFiles[0].Encoding != want {
+			if want := map[bool]string{true: "", false: "gz+b64"}[name == "tricky-lf"]; string(cc.WriteFiles[0].Encoding) != want {
 				t.Errorf("spec entry encoding %q, want %q", cc.WriteFiles[0].Encoding, want)
 			}
 		})

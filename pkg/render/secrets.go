@@ -2,10 +2,10 @@ package render
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 )
 
 // InlineSecretsError refuses a spec that carries secret values inline when
@@ -34,17 +34,6 @@ func (e *InlineSecretsError) Error() string {
 	return b.String()
 }
 
-var (
-	// pemPrivateKey matches a PEM private key block header (RFC 7468):
-	// "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"...
-	pemPrivateKey = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
-	// bootstrapToken matches a kubeadm bootstrap token
-	// (k8s.io/cluster-bootstrap/token/api BootstrapTokenPattern).
-	bootstrapToken = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
-	// kubeconfigKey matches an embedded kubeconfig client key or token.
-	kubeconfigKey = regexp.MustCompile(`\b(client-key-data|token)\s*:\s*\S{16,}`)
-)
-
 // secretFormatNames says what an inline SecretSource holds, by format.
 var secretFormatNames = map[string]string{
 	machineadm.SecretFormatBootstrapToken: "bootstrap token",
@@ -52,60 +41,49 @@ var secretFormatNames = map[string]string{
 }
 
 // InlineSecrets lists the field paths of cfg that carry a secret value
-// inline, from machineadm.SecretFields: SecretSource values (join token,
-// certificate key, bootstrap tokens), registry and mirror client keys,
-// URLs with user information (a password or token in
+// inline, from machineadm.SecretSlots: SecretSource values (join token,
+// certificate key, bootstrap tokens) and registry and mirror client keys;
+// then what the one secret-shape detector (validation.SecretShapeOf and
+// validation.SecretShapes) finds: URLs with user information or a
+// presigned signature or token in the query (a password or token in
 // spec.host.containerd.proxy httpProxy/httpsProxy, spec.report.url,
-// spec.host.files[].source.url, registry servers and mirror URLs), and PEM
-// private keys, bootstrap tokens or kubeconfig credentials found inside
-// file contents (decoded first, with machineadm.DecodeContent's bound),
-// static pod manifests and the containerd config patch. Each entry is
-// "path: what was found", in the walk's order; values are never included.
-// It returns nil for a spec whose secrets are all file references.
+// spec.host.files[].source.url, registry servers and mirror URLs),
+// private keys (PEM, PGP, PuTTY, also base64-encoded), bootstrap tokens,
+// JSON Web Tokens and kubeconfig, registry or password credentials (YAML,
+// JSON or TOML) inside file contents (decoded first), static pod
+// manifests and the containerd config patch, credentials in component
+// flags (extraArgs) and in free-form configuration. Each entry is "path:
+// what was found", in the walk's order with flags and free-form
+// configuration last; values are never included. It returns nil for a
+// spec whose secrets are all file references.
 func InlineSecrets(cfg *machineadm.MachineBootstrapConfig) []string {
 	var out []string
 	add := func(path, what string) { out = append(out, path+": "+what) }
-	for _, f := range machineadm.SecretFields(cfg) {
-		if !f.Inline() {
-			continue
-		}
+	for _, f := range machineadm.SecretSlots(cfg) {
 		switch f.Kind {
 		case machineadm.SecretKindSource:
+			if f.Source.Value == "" {
+				continue
+			}
 			what := secretFormatNames[f.Format]
 			if what == "" {
 				what = "secret"
 			}
 			add(f.Path+".value", what)
 		case machineadm.SecretKindPEMKey:
-			add(f.Path, "private key")
-		case machineadm.SecretKindURLCredentials:
-			add(f.Path, "credentials in the URL")
-		case machineadm.SecretKindFileContent, machineadm.SecretKindText:
-			content := []byte(*f.Value)
-			in := ""
-			if f.File != nil {
-				in = " in " + f.File.Path
-				if dec, err := machineadm.DecodeContent(*f.Value, f.File.Encoding); err == nil {
-					content = dec // validation reports bad encodings; else search the raw text
-				}
+			if *f.Value != "" {
+				add(f.Path, "private key")
 			}
-			if what := secretIn(content); what != "" {
-				add(f.Path, what+in)
+		default:
+			if what := validation.SecretShapeOf(f); what != "" {
+				add(f.Path, what)
 			}
 		}
 	}
-	return out
-}
-
-// secretIn names the kind of secret found in content, or "".
-func secretIn(content []byte) string {
-	switch {
-	case pemPrivateKey.Match(content):
-		return "PEM private key"
-	case bootstrapToken.Match(content):
-		return "bootstrap token"
-	case kubeconfigKey.Match(content):
-		return "kubeconfig credential"
+	for _, s := range validation.SecretShapes(cfg) {
+		if s.Kind == "" { // flags and free-form configuration
+			add(s.Path, s.What)
+		}
 	}
-	return ""
+	return out
 }

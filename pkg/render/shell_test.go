@@ -69,7 +69,9 @@ func TestShellStubServerDown(t *testing.T) {
 	srv := newAgentServer(t, nil)
 	url := srv.URL + "/agent?X-Amz-Signature=secret"
 	srv.Close() // nothing listens there any more
-	script := shellFor(t, spec, Options{Agent: AgentSource{URL: url, SHA256: sha256Hex([]byte(testAgentScript))}})
+	// A URL with a credential needs the override; the stub still never
+	// shows the credential.
+	script := shellFor(t, spec, Options{Agent: AgentSource{URL: url, SHA256: sha256Hex([]byte(testAgentScript))}, AllowInlineSecrets: true})
 
 	r := runStub(t, script)
 	if r.exitCode == 0 || r.ran() {
@@ -92,7 +94,7 @@ func TestShellStubPrintsEachAttempt(t *testing.T) {
 	srv := newAgentServer(t, map[string][]byte{"/agent": agent})
 	srv.failFirst = 2
 	url := strings.Replace(srv.URL, "http://", "http://stub-user:stub-password@", 1) + "/agent?X-Amz-Signature=secret"
-	script := shellFor(t, spec, Options{Agent: AgentSource{URL: url, SHA256: sha256Hex(agent)}})
+	script := shellFor(t, spec, Options{Agent: AgentSource{URL: url, SHA256: sha256Hex(agent)}, AllowInlineSecrets: true})
 	r := runStub(t, script)
 	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
 	shown := srv.URL + "/agent"

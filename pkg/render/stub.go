@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
 // Install locations on the machine. Tests move the Linux ones under a
@@ -53,9 +55,10 @@ const (
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"sq":  shellQuote,
-	"psq": psQuote,
-	"xml": xmlEscape,
+	"sq":      quote.Sh,
+	"psq":     quote.PowerShell,
+	"psclass": quote.PowerShellQuoteClass,
+	"xml":     xmlEscape,
 }).ParseFS(templateFS, "templates/*.tmpl"))
 
 // stub holds what a stub script needs, shared by every format.
@@ -153,27 +156,5 @@ func wrap(s string, n int) string {
 		s = s[n:]
 	}
 	b.WriteString(s)
-	return b.String()
-}
-
-// shellQuote quotes s as one POSIX sh word in single quotes.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// psQuote quotes s as a PowerShell verbatim (single-quoted) string. Besides
-// the apostrophe, PowerShell treats the typographic single quotes
-// U+2018..U+201B as quote characters; each is doubled.
-func psQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('\'')
-	for _, r := range s {
-		switch r {
-		case '\'', '\u2018', '\u2019', '\u201a', '\u201b':
-			b.WriteRune(r)
-		}
-		b.WriteRune(r)
-	}
-	b.WriteByte('\'')
 	return b.String()
 }

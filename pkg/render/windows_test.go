@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
+	"github.com/machineadm/machineadm/pkg/render/quote"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -172,8 +174,8 @@ func TestPSQuote(t *testing.T) {
 		"$(x) `y` \"z\"":         "'$(x) `y` \"z\"'",
 		`C:\Program Files\x.exe`: `'C:\Program Files\x.exe'`,
 	} {
-		if got := psQuote(in); got != want {
-			t.Errorf("psQuote(%q) = %q, want %q", in, got, want)
+		if got := quote.PowerShell(in); got != want {
+			t.Errorf("quote.PowerShell(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -205,6 +207,27 @@ func TestContribWindows(t *testing.T) {
 	for _, p := range regexp.MustCompile(` -(\w+) `).FindAllStringSubmatch(paths[0], -1) {
 		if p[1] != "NoProfile" && p[1] != "ExecutionPolicy" && p[1] != "File" && !strings.Contains(string(script), "[string]$"+p[1]+" =") {
 			t.Errorf("the template passes -%s, which the script does not take", p[1])
+		}
+	}
+}
+
+// TestResumeQuotesEveryPowerShellQuote: resume.ps1, which a startup task
+// runs as SYSTEM at every boot, gets its paths from the stub's parameters
+// quoted at run time by the stub's $q. Its -replace class must name every
+// character PowerShell ends a verbatim string at (quote.PowerShellQuotes),
+// not only the apostrophe: a path with U+2019 would otherwise end the
+// string and run the rest as code.
+func TestResumeQuotesEveryPowerShellQuote(t *testing.T) {
+	data, cfg := loadExample(t, "worker")
+	out := string(mustRender(t, data, cfg, Options{Format: FormatPowerShell, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}}))
+	m := regexp.MustCompile(`(?m)^\$q = \{ param\(\$v\) "'" \+ \(\$v -replace ('(?:[^']|'')*'), '\$0\$0'\) \+ "'" \}$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no run-time quoting of the form $q = { param($v) \"'\" + ($v -replace 'CLASS', '$0$0') + \"'\" } in the stub")
+	}
+	class := psWord(t, m[1])
+	for _, r := range quote.PowerShellQuotes {
+		if !strings.ContainsRune(class, r) && !strings.Contains(class, fmt.Sprintf(`\u%04x`, r)) {
+			t.Errorf("the stub's run-time quoting class %s misses %U", class, r)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
+
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -77,7 +79,7 @@ type BootstrapReport struct {
 	FailedPhase string `json:"failedPhase,omitempty"`
 	// ErrorClass is the class of the failure, one of a fixed list
 	// (docs/report.md): InvalidSpec, PreflightFailed, ... Empty on success.
-	ErrorClass Class `json:"errorClass,omitempty"`
+	ErrorClass errclass.Class `json:"errorClass,omitempty"`
 	// Hint tells a person what to check first. Empty on success.
 	Hint string `json:"hint,omitempty" show:"text"`
 	// Error is the error message of the failure. Empty on success.
@@ -89,6 +91,15 @@ type BootstrapReport struct {
 	// reboot. Empty when the run started from the first phase, and when a
 	// finished run of the same spec made this one a no-op.
 	ResumedFrom string `json:"resumedFrom,omitempty"`
+	// NodeRegistered names the Node that a join registered in the cluster
+	// before the run failed: its kubelet had finished the TLS bootstrap
+	// (/etc/kubernetes/kubelet.conf exists), so the kubelet registers,
+	// or has registered, the Node under this name. Delete it (`kubectl
+	// delete node NAME`) before retrying the join on a reset or new
+	// machine of the same name: kubeadm's kubelet-start refuses a Ready
+	// Node of that name. Empty on success, for Init, and when the join
+	// failed before its kubelet bootstrapped.
+	NodeRegistered string `json:"nodeRegistered,omitempty"`
 	// LogTail holds the last lines (at most DefaultTailLines) of the
 	// output of kubeadm and the kubelet checks recorded during the run,
 	// oldest first. Empty when nothing was recorded.
@@ -134,6 +145,37 @@ type Phase struct {
 	// Message says what the phase did, why it was skipped, or why it
 	// failed. Optional.
 	Message string `json:"message,omitempty" show:"text"`
+	// Sysctl lists, for the sysctl phase on a running host, every kernel
+	// parameter spec.host.sysctl sets, sorted by key, with its desired
+	// value and the value read back from /proc/sys after all writes. A
+	// value that differs fails the phase (HostPreparationFailed). Empty for
+	// other phases, in a dry run and for `prepare --root`.
+	Sysctl []SysctlValue `json:"sysctl,omitempty"`
+	// Warnings are what the phase found wrong without failing, one line
+	// each: for sysctl, a sysctl.d file applied after machineadm's that
+	// sets another value at the next boot. Optional.
+	Warnings []string `json:"warnings,omitempty" show:"text"`
+}
+
+// SysctlValue is one kernel parameter of spec.host.sysctl as the sysctl
+// phase left it.
+type SysctlValue struct {
+	// Key is the parameter, as the spec names it: "net.ipv4.ip_forward".
+	Key string `json:"key"`
+	// Desired is the spec's value, white space normalised ("20000 60999").
+	Desired string `json:"desired" show:"line"`
+	// Effective is the value /proc/sys reads back after all writes,
+	// normalised as Desired. Empty when it cannot be read (ReadError).
+	Effective string `json:"effective,omitempty" show:"line"`
+	// ReadError says why the value could not be read back (a write-only
+	// parameter). Optional.
+	ReadError string `json:"readError,omitempty" show:"text"`
+	// BootValue is the value set at the next boot when that is not the
+	// spec's value (a sysctl.d file applied after machineadm's). Optional.
+	BootValue string `json:"bootValue,omitempty" show:"line"`
+	// BootFile is the sysctl.d file (a machine path) that sets BootValue.
+	// Optional.
+	BootFile string `json:"bootFile,omitempty" show:"line"`
 }
 
 // Decode parses a report document strictly: one JSON object and nothing
@@ -168,7 +210,7 @@ func (r *BootstrapReport) Validate() error {
 	case r.Result != ResultSucceeded && r.Result != ResultFailed:
 		return fmt.Errorf("report result is %s, want %s or %s", quoteShort(string(r.Result)), ResultSucceeded, ResultFailed)
 	case r.Result == ResultFailed && !r.ErrorClass.Known():
-		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), Classes())
+		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), errclass.All())
 	case r.StartTime.IsZero():
 		return fmt.Errorf("report has no startTime")
 	}

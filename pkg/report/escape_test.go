@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
+
 	"github.com/machineadm/machineadm/pkg/printable"
 )
 
@@ -25,7 +27,7 @@ func rawControl(s string) bool {
 // raw, and the report itself keeps the original.
 func TestWritersEscape(t *testing.T) {
 	r := &BootstrapReport{
-		APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: ClassInvalidSpec,
+		APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: errclass.InvalidSpec,
 		StartTime: time.Unix(0, 0).UTC(), EndTime: time.Unix(1, 0).UTC(),
 		Machine: Machine{Hostname: "h", SpecName: "evil\x1b]0;owned\x07\u202etxt.exe", NodeName: "n\x9b31m"},
 		Phases:  []Phase{{Name: "pre\x1b[2Jflight", Status: PhaseFailed, Message: "m\x1b[1A"}},

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // PanicError is a recovered panic, recorded as class Internal.
@@ -48,7 +50,7 @@ func (r *Recorder) Recover(ctx context.Context, errp *error) {
 		stack = stack[:maxStackLines]
 	}
 	r.AppendOutput(stack...)
-	r.Fail("", NewError(ClassInternal, "machineadm panicked: this is a bug; report it with this report (the log tail holds the stack).", perr))
+	r.Fail("", errclass.New(errclass.Internal, "machineadm panicked: this is a bug; report it with this report (the log tail holds the stack).", perr))
 	werr := r.Finish(ctx)
 	if errp != nil {
 		*errp = errors.Join(perr, werr)

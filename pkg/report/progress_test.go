@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -58,7 +59,7 @@ func TestBeginLeavesATrueRecordOfAnUnfinishedRun(t *testing.T) {
 		t.Errorf("sentinel of the earlier run still there after Begin: %v", err)
 	}
 	r := readReportFile(t, reportFile)
-	if r.Result != ResultFailed || r.ErrorClass != ClassInterrupted || r.FailedPhase != "" || !strings.Contains(r.Error, "unfinished run") {
+	if r.Result != ResultFailed || r.ErrorClass != errclass.Interrupted || r.FailedPhase != "" || !strings.Contains(r.Error, "unfinished run") {
 		t.Errorf("provisional report at Begin: result %s class %s phase %q error %q", r.Result, r.ErrorClass, r.FailedPhase, r.Error)
 	}
 	if prev := readReportFile(t, filepath.Join(root, PreviousPath(DefaultPath))); prev.Result != ResultSucceeded {
@@ -147,7 +148,7 @@ func TestProvisionalReportRedactedAndReplacedByInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := readReportFile(t, filepath.Join(root, DefaultPath))
-	if r.ErrorClass != ClassInterrupted || !strings.Contains(r.Error, "interrupted by signal") || r.FailedPhase != "kubelet-start" {
+	if r.ErrorClass != errclass.Interrupted || !strings.Contains(r.Error, "interrupted by signal") || r.FailedPhase != "kubelet-start" {
 		t.Errorf("after the signal: class %s error %q phase %q", r.ErrorClass, r.Error, r.FailedPhase)
 	}
 	if _, err := os.Stat(filepath.Join(root, PreviousPath(DefaultPath))); !os.IsNotExist(err) {

@@ -53,8 +53,10 @@ type Recorder struct {
 	index   map[string]int // phase name → index in rep.Phases (latest entry)
 	planned []string
 	failed  bool
-	tail    ring
-	stream  *redact.Stream
+	// nodeRegistered: the join's Node, reported when the run fails.
+	nodeRegistered string
+	tail           ring
+	stream         *redact.Stream
 
 	// progress: Begin was called; provisional reports go to the
 	// ProgressWriters. pmu serialises their writes with the final one.
@@ -213,12 +215,13 @@ func (r *Recorder) provisionalLocked() BootstrapReport {
 	}
 	p.Result = ResultFailed
 	if !r.failed {
-		p.FailedPhase, p.ErrorClass, p.Hint = r.current(), ClassInterrupted, unfinishedHint
+		p.FailedPhase, p.ErrorClass, p.Hint = r.current(), errclass.Interrupted, unfinishedHint
 		p.Error = fmt.Sprintf("unfinished run: machineadm (pid %d) had not ended when this report was written", os.Getpid())
 		if p.FailedPhase != "" {
 			p.Error += "; phase " + p.FailedPhase + " was running"
 		}
 	}
+	p.NodeRegistered = r.nodeRegistered
 	p.EndTime = now
 	p.LogTail = r.tail.lines()
 	return r.redact(p)
@@ -242,6 +245,35 @@ func (r *Recorder) PhaseFinished(name string, status PhaseStatus, message string
 		return
 	}
 	r.endPhase(name, status, message)
+}
+
+// PhaseDetails records, on the started or finished phase name, the
+// kernel parameters it left (Phase.Sysctl) and its warnings
+// (Phase.Warnings). Nothing happens for a phase not recorded yet, or once
+// the report is being written.
+func (r *Recorder) PhaseDetails(name string, sysctl []SysctlValue, warnings []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.index[name]
+	if r.finishing || !ok {
+		return
+	}
+	p := &r.rep.Phases[i]
+	p.Sysctl = append([]SysctlValue(nil), sysctl...)
+	p.Warnings = append([]string(nil), warnings...)
+}
+
+// NodeRegistered records that the join registered its Node
+// (Machine.NodeName) in the cluster. When the run fails, the report's
+// NodeRegistered names it and the hint starts by telling the operator to
+// delete it before retrying. A successful run's report leaves the field
+// empty.
+func (r *Recorder) NodeRegistered() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.finishing {
+		r.nodeRegistered = r.rep.Machine.NodeName
+	}
 }
 
 // PhaseSkipped records that phase name did not run, and why.
@@ -310,15 +342,15 @@ func (r *Recorder) Fail(phase string, err error) {
 	if phase == "" {
 		phase = r.current()
 	}
-	class, hint := ClassOf(err)
+	class, hint := errclass.Of(err)
 	if hint == "" {
-		hint = DefaultHint(class)
+		hint = errclass.DefaultHint(class)
 	}
 	r.failLocked(phase, class, hint, err.Error())
 }
 
 // failLocked marks phase failed and records the first failure.
-func (r *Recorder) failLocked(phase string, class Class, hint, msg string) {
+func (r *Recorder) failLocked(phase string, class errclass.Class, hint, msg string) {
 	if phase != "" {
 		r.markFailed(phase, msg)
 	}
@@ -344,7 +376,7 @@ func (r *Recorder) Interrupted(ctx context.Context, sig os.Signal) error {
 		}
 		if !r.failed {
 			r.failed = true
-			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, ClassInterrupted, errclass.InterruptedHint(r.rep.Command), msg
+			r.rep.FailedPhase, r.rep.ErrorClass, r.rep.Hint, r.rep.Error = cur, errclass.Interrupted, errclass.InterruptedHint(r.rep.Command), msg
 		}
 	}
 	return r.finishLocked(ctx)
@@ -393,13 +425,13 @@ func (r *Recorder) closeLocked() {
 	if !r.failed {
 		for _, p := range r.rep.Phases {
 			if p.Status == PhaseFailed {
-				r.failLocked(p.Name, ClassInternal, "A phase failed without recording why: this is a machineadm bug; read the log tail.", p.Message)
+				r.failLocked(p.Name, errclass.Internal, "A phase failed without recording why: this is a machineadm bug; read the log tail.", p.Message)
 				break
 			}
 		}
 	}
 	for _, name := range append([]string(nil), r.running...) {
-		r.failLocked(name, ClassInternal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
+		r.failLocked(name, errclass.Internal, "A phase did not report its end: this is a machineadm bug; read the log tail.", "phase "+name+" did not finish before the report was written")
 	}
 	for _, name := range r.planned {
 		if _, ok := r.index[name]; ok {
@@ -414,9 +446,19 @@ func (r *Recorder) closeLocked() {
 	r.rep.Result = ResultSucceeded
 	if r.failed {
 		r.rep.Result = ResultFailed
+		if n := r.nodeRegistered; n != "" {
+			r.rep.NodeRegistered = n
+			r.rep.Hint = nodeRegisteredHint(n) + " " + r.rep.Hint
+		}
 	}
 	r.rep.EndTime = r.now()
 	r.rep.LogTail = r.tail.lines()
+}
+
+// nodeRegisteredHint is what a failed join's hint starts with when its
+// Node was registered (NodeRegistered).
+func nodeRegisteredHint(node string) string {
+	return "The Node " + node + " exists in the cluster (this join's kubelet registered it): delete it (kubectl delete node " + node + ") before retrying the join on a reset or new machine of that name."
 }
 
 // redact returns a copy of rep with every string redacted.
@@ -427,8 +469,20 @@ func (r *Recorder) redact(rep BootstrapReport) BootstrapReport {
 	m.Hostname, m.NodeName, m.SpecName = s(m.Hostname), s(m.NodeName), s(m.SpecName)
 	out.Phases = append(make([]Phase, 0, len(rep.Phases)), rep.Phases...)
 	for i := range out.Phases {
-		out.Phases[i].Message = s(out.Phases[i].Message)
+		p := &out.Phases[i]
+		p.Message = s(p.Message)
+		if p.Warnings != nil {
+			p.Warnings = r.red.Strings(append([]string(nil), p.Warnings...))
+		}
+		if p.Sysctl != nil {
+			p.Sysctl = append([]SysctlValue(nil), p.Sysctl...)
+			for j := range p.Sysctl {
+				v := &p.Sysctl[j]
+				v.Key, v.Desired, v.Effective, v.ReadError, v.BootValue, v.BootFile = s(v.Key), s(v.Desired), s(v.Effective), s(v.ReadError), s(v.BootValue), s(v.BootFile)
+			}
+		}
 	}
+	out.NodeRegistered = s(out.NodeRegistered)
 	out.Hint, out.Error = s(out.Hint), s(out.Error)
 	out.LogTail = r.red.Strings(append([]string(nil), rep.LogTail...))
 	return out

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -132,13 +133,13 @@ func TestRecorderFailureClassified(t *testing.T) {
 	// The class comes with the error, from where it failed (the kubeadm
 	// runner classifies this message as DiscoveryFailed: see
 	// kubeadm.TestClassify); the recorder keeps the first failure's.
-	rec.Fail("", NewError(ClassDiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
+	rec.Fail("", errclass.New(errclass.DiscoveryFailed, "check spec.join.caCertHashes", cause)) // "" is the running phase
 	rec.Fail("static-pods", errors.New("a later failure is not the cause"))
 	if err := rec.Finish(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r := w.only(t)
-	if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != ClassDiscoveryFailed || r.Error != cause.Error() || !strings.Contains(r.Hint, "caCertHashes") {
+	if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != errclass.DiscoveryFailed || r.Error != cause.Error() || !strings.Contains(r.Hint, "caCertHashes") {
 		t.Errorf("failure: phase %q class %q hint %q error %q", r.FailedPhase, r.ErrorClass, r.Hint, r.Error)
 	}
 	if len(r.Phases) != 3 || r.Phases[1].Status != PhaseFailed || r.Phases[2].Status != PhaseFailed {
@@ -161,7 +162,7 @@ func TestRecorderNotReachedAndUnfinished(t *testing.T) {
 	}
 	r := w.only(t)
 	// Without Fail nothing says why: the run fails in the phase, as a bug.
-	if r.FailedPhase != "preflight" || r.ErrorClass != ClassInternal || r.Error != "preflight checks failed" {
+	if r.FailedPhase != "preflight" || r.ErrorClass != errclass.Internal || r.Error != "preflight checks failed" {
 		t.Errorf("a phase finished Failed must make the run fail in it: %q %q %q", r.FailedPhase, r.ErrorClass, r.Error)
 	}
 	if r.Phases[1].Name != "certs" || r.Phases[1].Status != PhaseFailed {
@@ -296,7 +297,7 @@ func TestRecorderInterruptedWhilePhaseRuns(t *testing.T) {
 	wg.Wait()
 
 	r := w.only(t)
-	if r.Result != ResultFailed || r.ErrorClass != ClassInterrupted || r.FailedPhase != "kubelet-start" {
+	if r.Result != ResultFailed || r.ErrorClass != errclass.Interrupted || r.FailedPhase != "kubelet-start" {
 		t.Fatalf("got result %s class %s phase %q", r.Result, r.ErrorClass, r.FailedPhase)
 	}
 	if r.Error != "interrupted by signal terminated" || r.Hint == "" {
@@ -331,7 +332,7 @@ func TestRecorderRecoverPanic(t *testing.T) {
 		t.Fatalf("Recover must return the panic as an error, got %v", err)
 	}
 	r := w.only(t)
-	if r.ErrorClass != ClassInternal || r.FailedPhase != "certs" || r.Phases[0].Status != PhaseFailed {
+	if r.ErrorClass != errclass.Internal || r.FailedPhase != "certs" || r.Phases[0].Status != PhaseFailed {
 		t.Errorf("panic report: class %s phase %q %+v", r.ErrorClass, r.FailedPhase, r.Phases)
 	}
 	if strings.Contains(r.Error, token) || strings.Contains(r.Phases[0].Message, token) || r.Error != "panic: cannot use token <redacted>" {
@@ -431,5 +432,43 @@ func TestRecorderDurationRounded(t *testing.T) {
 		if got := w.only(t).Phases[0].DurationMs; got != tc.want {
 			t.Errorf("a phase of %s: durationMs %d, want %d", tc.step, got, tc.want)
 		}
+	}
+}
+
+// TestRecorderNodeRegistered: a join that registered its Node and then
+// failed says so — the Node's name in nodeRegistered and a hint that
+// starts by telling the operator to delete it — also in a provisional
+// report; a run that succeeds after registering does not.
+func TestRecorderNodeRegistered(t *testing.T) {
+	w := &memWriter{name: "mem"}
+	rec := NewRecorder(testMeta(), []Writer{w}, nil, nil)
+	rec.PhaseStarted("kubelet-wait-bootstrap")
+	rec.PhaseFinished("kubelet-wait-bootstrap", PhaseSucceeded, "")
+	rec.NodeRegistered()
+	rec.mu.Lock()
+	prov := rec.provisionalLocked()
+	rec.mu.Unlock()
+	if prov.NodeRegistered != "w1" {
+		t.Errorf("provisional report: nodeRegistered %q, want w1", prov.NodeRegistered)
+	}
+	rec.PhaseStarted("static-pods")
+	rec.Fail("static-pods", errclass.New(errclass.HostPreparationFailed, "the manifest must be a valid v1 Pod", errors.New("bad pod")))
+	rec.Finish(t.Context())
+	r := w.only(t)
+	if r.NodeRegistered != "w1" {
+		t.Errorf("nodeRegistered %q, want w1", r.NodeRegistered)
+	}
+	if !strings.HasPrefix(r.Hint, "The Node w1 exists in the cluster") || !strings.Contains(r.Hint, "kubectl delete node w1") || !strings.HasSuffix(r.Hint, "the manifest must be a valid v1 Pod") {
+		t.Errorf("hint %q does not start with the Node and keep the phase's hint", r.Hint)
+	}
+
+	ok := &memWriter{name: "ok"}
+	rec = NewRecorder(testMeta(), []Writer{ok}, nil, nil)
+	rec.PhaseStarted("kubelet-wait-bootstrap")
+	rec.PhaseFinished("kubelet-wait-bootstrap", PhaseSucceeded, "")
+	rec.NodeRegistered()
+	rec.Finish(t.Context())
+	if r := ok.only(t); r.NodeRegistered != "" || r.Result != ResultSucceeded {
+		t.Errorf("successful join: nodeRegistered %q, result %s", r.NodeRegistered, r.Result)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -93,7 +94,7 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		err := fmt.Errorf("run %d: error downloading certs: key %s for token %s rejected; key file:\n%s", run, certKey, token, caKey)
 		log.Error("phase failed", "err", err)
 		// Classified where it failed (the kubeadm runner), as in a run.
-		rec.Fail("", NewError(ClassPayloadUnavailable, "", err))
+		rec.Fail("", errclass.New(errclass.PayloadUnavailable, "", err))
 		if err := rec.Finish(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ErrorClass != ClassPayloadUnavailable || !strings.Contains(r.Error, "key <redacted> for token <redacted>") {
+	if r.ErrorClass != errclass.PayloadUnavailable || !strings.Contains(r.Error, "key <redacted> for token <redacted>") {
 		t.Errorf("report: %s %q", r.ErrorClass, r.Error)
 	}
 }

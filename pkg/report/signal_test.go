@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/redact"
 )
 
@@ -100,7 +101,7 @@ func TestSIGTERMMidPhase(t *testing.T) {
 			if err != nil {
 				t.Fatalf("report is not valid: %v\n%s", err, data)
 			}
-			if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != ClassInterrupted {
+			if r.Result != ResultFailed || r.FailedPhase != "kubelet-start" || r.ErrorClass != errclass.Interrupted {
 				t.Errorf("report: result %s phase %q class %s", r.Result, r.FailedPhase, r.ErrorClass)
 			}
 			if len(r.Phases) != 3 || r.Phases[1].Status != PhaseFailed || r.Phases[2].Status != PhaseSkipped {

@@ -83,7 +83,7 @@ func (s *summary) render() string {
 		if s.r.Result == ResultFailed {
 			failure = s.failure(0)
 		}
-		table = s.tableFull()
+		table = append(s.tableFull(), s.extras()...)
 		if s.r.Result == ResultFailed || len(s.r.LogTail) > 0 {
 			tail = s.tail(len(s.r.LogTail))
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -27,8 +29,8 @@ func fixtureFailed() *BootstrapReport {
 		Machine: Machine{Hostname: "cp-2.example.internal", NodeName: "cp-2", SpecName: "cluster-a-control-plane-x7k2p",
 			MachineadmVersion: "v0.1.0", KubernetesVersion: "v1.37.2", Role: "ControlPlane", Action: "Join"},
 		Command: "bootstrap", StartTime: t0, Result: ResultFailed,
-		FailedPhase: "kubelet-start", ErrorClass: ClassDiscoveryFailed,
-		Hint:  DefaultHint(ClassDiscoveryFailed),
+		FailedPhase: "kubelet-start", ErrorClass: errclass.DiscoveryFailed,
+		Hint:  errclass.DefaultHint(errclass.DiscoveryFailed),
 		Error: `couldn't validate the identity of the API Server: cluster CA found in cluster-info ConfigMap is invalid: none of the public keys "sha256:` + strings.Repeat("5f", 32) + `" are pinned`,
 	}
 	at := t0
@@ -135,8 +137,8 @@ func TestSummaryFitsSmallScreens(t *testing.T) {
 }
 
 func TestSummaryEmpty(t *testing.T) {
-	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: ClassInvalidSpec,
-		Error: "invalid machine spec s.yaml: 1 error(s)\n  spec.role: Required value", Hint: DefaultHint(ClassInvalidSpec), StartTime: t0, EndTime: t0}
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: errclass.InvalidSpec,
+		Error: "invalid machine spec s.yaml: 1 error(s)\n  spec.role: Required value", Hint: errclass.DefaultHint(errclass.InvalidSpec), StartTime: t0, EndTime: t0}
 	text := Summary(r, OneScreen(""))
 	for _, want := range []string{"machineadm bootstrap FAILED: InvalidSpec", "phases: none ran", "spec.role: Required value", "no output recorded"} {
 		if !strings.Contains(text, want) {
@@ -158,8 +160,8 @@ func TestSummaryInvalidSpecShowsEveryProblem(t *testing.T) {
 	for i := range 8 {
 		msg += fmt.Sprintf("\n  spec.host.files[%d].mode: Invalid value: \"999\": must be an octal mode", i)
 	}
-	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: ClassInvalidSpec,
-		Error: msg, Hint: DefaultHint(ClassInvalidSpec), StartTime: t0, EndTime: t0}
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Command: "bootstrap", Result: ResultFailed, ErrorClass: errclass.InvalidSpec,
+		Error: msg, Hint: errclass.DefaultHint(errclass.InvalidSpec), StartTime: t0, EndTime: t0}
 	text := Summary(r, OneScreen("/var/lib/machineadm/report.json"))
 	checkScreen(t, text, ScreenWidth, ScreenHeight)
 	for i := range 8 {

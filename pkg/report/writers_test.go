@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 func TestSentinelWriter(t *testing.T) {
@@ -126,7 +127,7 @@ func TestHTTPWriter(t *testing.T) {
 		t.Errorf("headers: %v", gotHeader)
 	}
 	r, err := Decode(gotBody)
-	if err != nil || r.ErrorClass != ClassDiscoveryFailed {
+	if err != nil || r.ErrorClass != errclass.DiscoveryFailed {
 		t.Errorf("posted body: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/machineadm/machineadm/pkg/host/sysctl"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/report"
 )
@@ -61,6 +62,12 @@ func (c *console) Resumed(name string, completed int) {
 // PhaseFinished implements phases.Observer.
 func (c *console) PhaseFinished(name string, status phases.Status, res phases.Result, err error) {
 	msg := res.Summary()
+	if len(res.Sysctl) > 0 || len(res.Warnings) > 0 {
+		c.rec.PhaseDetails(name, sysctlValues(res.Sysctl), res.Warnings)
+	}
+	if res.NodeRegistered {
+		c.rec.NodeRegistered()
+	}
 	if status == phases.StatusFailed {
 		c.rec.Fail(name, err)
 	} else {
@@ -117,4 +124,20 @@ func (c *console) done(ok bool) {
 		verb = "would change"
 	}
 	fmt.Fprintf(c.out, "%sdone: %d of %d phases %s\n", c.prefix, c.changed, c.ran, verb)
+}
+
+// sysctlValues turns the sysctl step's values into the report's.
+func sysctlValues(vs []sysctl.Value) []report.SysctlValue {
+	var out []report.SysctlValue
+	for _, v := range vs {
+		rv := report.SysctlValue{Key: v.Key, Desired: v.Desired, Effective: v.Effective}
+		if v.Err != nil {
+			rv.ReadError = v.Err.Error()
+		}
+		if v.Boot != nil {
+			rv.BootValue, rv.BootFile = v.Boot.Value, v.Boot.File
+		}
+		out = append(out, rv)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 )
 
@@ -29,13 +30,13 @@ func TestJournalDoesNotMakeABlankHostSucceed(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plant func(t *testing.T, work string)
-		class report.Class
+		class errclass.Class
 	}{
 		{"forged journal", func(t *testing.T, work string) {
 			if err := os.WriteFile(filepath.Join(work, "state.jsonl"), []byte(journal), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, report.ClassPayloadUnavailable},
+		}, errclass.PayloadUnavailable},
 		{"hard-linked journal", func(t *testing.T, work string) {
 			other := filepath.Join(t.TempDir(), "j")
 			if err := os.WriteFile(other, []byte(journal), 0o600); err != nil {
@@ -44,7 +45,7 @@ func TestJournalDoesNotMakeABlankHostSucceed(t *testing.T) {
 			if err := os.Link(other, filepath.Join(work, "state.jsonl")); err != nil {
 				t.Skipf("no hard links: %v", err)
 			}
-		}, report.ClassHostPreparationFailed},
+		}, errclass.HostPreparationFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

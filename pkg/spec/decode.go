@@ -44,10 +44,10 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 		return nil, "", field.ErrorList{docError("the spec is empty; it needs apiVersion, kind and spec")}
 	}
 	// The strict conversion refuses duplicate keys without a path, and
-	// later documents are dropped silently: in both cases checkYAML (a
-	// second parse, so only then) names the problem.
+	// later documents and tags are dropped silently: in each case checkYAML
+	// (a second parse, so only then: a tag needs a "!") names the problem.
 	jsonData, err := yaml.YAMLToJSONStrict(data)
-	needCheck := err != nil || bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---"))
+	needCheck := err != nil || bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---")) || bytes.IndexByte(data, '!') >= 0
 	if err != nil {
 		jsonData, err = yaml.YAMLToJSON(data)
 	}
@@ -73,9 +73,9 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	v, known := versions[apiVersion]
 	switch {
 	case isNull(meta.APIVersion):
-		errs = append(errs, field.Required(field.NewPath("apiVersion"), LatestAPIVersion))
+		errs = append(errs, field.Required(field.NewPath("apiVersion"), machineadm.LatestAPIVersion))
 	case !aok:
-		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+LatestAPIVersion))
+		errs = append(errs, field.TypeInvalid(field.NewPath("apiVersion"), field.OmitValueType{}, "must be a string such as "+machineadm.LatestAPIVersion))
 	case !known:
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion, supportedVersions()))
 	}

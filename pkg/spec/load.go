@@ -61,11 +61,6 @@ type Loaded struct {
 	Warnings []validation.Warning
 }
 
-// LatestAPIVersion is the newest spec version machineadm writes: the same
-// constant as machineadm.LatestAPIVersion, named here for callers of this
-// package.
-const LatestAPIVersion = machineadm.LatestAPIVersion
-
 // LoadFile reads a spec from path, or from standard input when path is
 // "-", through ReadSource (regular files only, at most MaxSpecSize bytes).
 func LoadFile(path string) (*Loaded, error) {
@@ -116,7 +111,7 @@ func DecodeNoDefaults(data []byte, source string) (*machineadm.MachineBootstrapC
 
 // Migrate decodes a spec of any supported apiVersion without defaulting or
 // validating it and returns it as a document of the newest version
-// (LatestAPIVersion and machineadm.Kind set), as `config migrate` prints
+// (machineadm.LatestAPIVersion and machineadm.Kind set), as `config migrate` prints
 // it. An older version is converted through the chain in versions; a
 // document already of the newest version comes back as it was decoded.
 // Decoding problems return an *InvalidSpecError.

@@ -346,3 +346,32 @@ func TestDecodeNoDefaults(t *testing.T) {
 		t.Errorf("DecodeNoDefaults validated: %v", err)
 	}
 }
+
+// TestForeignYAMLTagsRefused: a tag outside the YAML core schema, local
+// (!vault) or global (!!binary), on a value, a key, a list item or a
+// mapping, is refused with the node's path; it was dropped and the value
+// read as plain text. Core tags stay allowed.
+func TestForeignYAMLTagsRefused(t *testing.T) {
+	inv := " " + string(field.ErrorTypeInvalid)
+	for _, tc := range []struct{ name, doc, want string }{
+		{"vault on a token", strings.Replace(workerDoc, "token: {file: /etc/machineadm/secrets/bootstrap-token}", "token: {value: !vault abcdef.0123456789abcdef}", 1), "spec.join.token.value" + inv},
+		{"binary on a list item", workerDoc + "  host:\n    kernelModules: [overlay, !!binary YnJfbmV0ZmlsdGVy]\n", "spec.host.kernelModules[1]" + inv},
+		{"tag on a map key", workerDoc + "  host:\n    sysctl:\n      !k vm.swappiness: \"10\"\n", "spec.host.sysctl[vm.swappiness]" + inv},
+		{"tag on a mapping", strings.Replace(workerDoc, "  join:\n", "  join: !ref\n", 1), "spec.join" + inv},
+		{"tag on the document", "--- !cfg\n" + workerDoc, "<document>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ise := invalid(t, []byte(tc.doc))
+			if tc.want != "<document>" {
+				expectErrors(t, ise, tc.want)
+			}
+			if !strings.Contains(ise.Error(), "YAML tag") || !strings.Contains(ise.Error(), "is not supported") {
+				t.Errorf("message does not name the tag: %v", ise)
+			}
+		})
+	}
+	ok := workerDoc + "  host:\n    sysctl:\n      vm.swappiness: !!str 10\n    kernelModules: !!seq [overlay]\n"
+	if _, err := Load([]byte(ok), "ok.yaml"); err != nil {
+		t.Errorf("core tags refused: %v", err)
+	}
+}

@@ -14,8 +14,10 @@ import (
 
 // checkYAML finds what the YAML-to-JSON step would either refuse without a
 // field path or silently drop: keys given twice in one mapping (reported
-// with the key's path and both line numbers) and more than one document in
-// the input (later documents would be ignored). root is the Go type of
+// with the key's path and both line numbers), more than one document in
+// the input (later documents would be ignored), and explicit tags other
+// than the YAML core schema's (a "!vault" or "!!binary" tag was dropped
+// and its value taken as plain text; see coreTags). root is the Go type of
 // the document, used to write map keys as "[key]" in paths; nil when the
 // apiVersion is unknown. It returns no errors for input it cannot parse;
 // the JSON conversion reports syntax errors.
@@ -37,6 +39,7 @@ func checkYAML(data []byte, root reflect.Type) field.ErrorList {
 		}
 		docs++
 		if docs == 1 && len(n.Content) == 1 {
+			checkTag(n.Content[0], nil, &errs)
 			duplicateKeys(n.Content[0], root, nil, &errs)
 		}
 	}
@@ -54,8 +57,31 @@ func isEmptyDocument(n *yaml.Node) bool {
 	return c.Kind == yaml.ScalarNode && c.Tag == "!!null"
 }
 
+// coreTags are the tags of the YAML 1.2 core schema, the only ones a spec
+// may spell out: the conversion to JSON knows what they mean. (The
+// non-specific "!" only says "a string" and is read as !!str.) Any other
+// tag, local ("!vault") or global ("!!binary", "!!timestamp"), would
+// be dropped and its value read as the plain scalar: a secret reference
+// such as `token: !vault secret/x` became the literal token
+// "secret/x".
+var coreTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!map": true, "!!seq": true}
+
+// checkTag reports a node at p (a key's own path for a key) that carries
+// an explicit tag outside coreTags.
+func checkTag(n *yaml.Node, p *field.Path, errs *field.ErrorList) {
+	if n.Style&yaml.TaggedStyle == 0 || coreTags[n.Tag] {
+		return
+	}
+	e := docError(fmt.Sprintf("YAML tag %q (line %d) is not supported: machineadm reads plain YAML, whose core tags (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq) are the only ones allowed; give the value itself, or a secret through a file (token: {file: PATH}) or `machineadm seal`", n.Tag, n.Line))
+	if p != nil {
+		e.Field = p.String()
+	}
+	*errs = append(*errs, e)
+}
+
 // duplicateKeys walks a YAML node tree beside its Go type t (nil when
-// unknown) and reports every mapping key that appears twice, by path.
+// unknown) and reports every mapping key that appears twice, by path,
+// and every node with a tag outside coreTags (checkTag).
 func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.ErrorList) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -66,6 +92,8 @@ func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.Erro
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			kp, vt := entryOf(p, t, k.Value)
+			checkTag(k, kp, errs)
+			checkTag(v, kp, errs)
 			if line, seen := first[k.Value]; seen {
 				*errs = append(*errs, &field.Error{Type: field.ErrorTypeDuplicate, Field: kp.String(), BadValue: field.OmitValueType{},
 					Detail: fmt.Sprintf("key given twice (lines %d and %d)", line, k.Line)})
@@ -77,6 +105,7 @@ func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.Erro
 	case yaml.SequenceNode:
 		et := elemOf(t)
 		for i, el := range n.Content {
+			checkTag(el, indexPath(p, i), errs)
 			duplicateKeys(el, et, indexPath(p, i), errs)
 		}
 	}

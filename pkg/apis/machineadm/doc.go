@@ -8,8 +8,11 @@
 // config/v3_x/types: there is no second copy of the types to keep in step,
 // and no conversion for documents of the newest version. Code outside
 // pkg/apis/machineadm/... uses these names and never imports a version
-// package. LatestVersion and LatestAPIVersion are the one place that says
-// which version that is.
+// package, except the spec loader (pkg/spec) and the Cluster API
+// controller (pkg/capi/controller), which emits v1alpha1 documents by
+// name; internal/fences' TestOnlyTheLoaderAndControllerImportSpecVersions
+// enforces it. LatestVersion and LatestAPIVersion are the one place that
+// says which version is the newest.
 //
 // An older version converts into the next one (v1alpha1 → v1alpha2 → …,
 // chained as Ignition's translate packages do) and so into the hub;

@@ -24,7 +24,9 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
+	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
+	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -36,8 +38,9 @@ import (
 // validates it, then has the embedded kubeadm validate the configuration
 // derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
 // files are not read; each one that does not exist on this machine is a
-// warning (MissingSecretFiles), unless the sealed file's envelope carries
-// that secret. A sealed file whose spec has no place for an item is an
+// warning (MissingSecretFiles), and so is each one, or CA private key,
+// that group or others may read (phases.WideSecretFiles), unless the
+// sealed file's envelope carries that secret. A sealed file whose spec has no place for an item is an
 // invalid spec (session.LoadSpecDoc). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := session.ReadSpec(in, path)
@@ -59,6 +62,15 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	for _, w := range MissingSecretFiles(l.Config, "/") {
 		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
 			l.Warnings = append(l.Warnings, w)
+		}
+	}
+	// A secret file that exists here but that group or others may read:
+	// the same warning inputs-check gives on the machine.
+	hostPath := func(p string) (string, error) { return files.Resolve("/", p) }
+	for _, w := range phases.WideSecretFiles(l.Config, hostPath, false) {
+		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
+			l.Warnings = append(l.Warnings, validation.Warning{Field: w.Field,
+				Message: fmt.Sprintf("%s is mode %04o: group or others can read this secret; make it owner-only (chmod 0600 %s)", w.Path, w.Mode, w.Path)})
 		}
 	}
 	return l, nil

@@ -65,6 +65,10 @@ var schemas = map[int]schema{
 // (SystemdCgroup against cgroupDriver, registry.config_path against the
 // registries' hosts.toml, sandbox_image against sandboxImage, ...): both
 // are a *PatchError naming configPatch, the key and the structured field.
+// Nor may it use a key of the other config version's schema, which
+// containerd would silently ignore (a version-2 plugins."io.containerd.
+// grpc.v1.cri".containerd table in a version-3 file): a *PatchError with
+// Schema set, naming where the key belongs in this version.
 func Render(c *machineadm.Containerd, version int) ([]byte, error) {
 	tree, err := Tree(c, version)
 	if err != nil {
@@ -117,6 +121,9 @@ func Tree(c *machineadm.Containerd, version int) (map[string]any, error) {
 		var patch map[string]any
 		if err := toml.Unmarshal([]byte(c.ConfigPatch), &patch); err != nil {
 			return nil, fmt.Errorf("%s: %w", PatchField, err)
+		}
+		if err := checkPatchSchema(patch, version); err != nil {
+			return nil, err
 		}
 		base, _ := deepCopy(tree).(map[string]any)
 		DeepMerge(tree, patch)

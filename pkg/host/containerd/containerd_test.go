@@ -249,11 +249,57 @@ func TestValidatePatch(t *testing.T) {
 	if len(errs) != 1 || errs[0].Field != "spec.host.containerd.configPatch" || !strings.Contains(errs[0].Detail, "cgroupDriver") || !strings.Contains(errs[0].Detail, "config version 2") {
 		t.Errorf("Validate = %v, want one error for config version 2 naming cgroupDriver", errs)
 	}
-	c.ConfigVersion = 3 // the v2 table is only an extra table in version 3
-	if errs := Validate(c); len(errs) != 0 {
+	c.ConfigVersion = 3 // a version-2 key, which containerd 2 would ignore
+	if errs := Validate(c); len(errs) != 1 || !strings.Contains(errs[0].Detail, `plugins.'io.containerd.cri.v1.runtime'.containerd`) {
 		t.Errorf("version 3: %v", errs)
 	}
 	if errs := Validate(&machineadm.Containerd{}); errs != nil || Validate(nil) != nil {
 		t.Error("no patch must be valid")
+	}
+}
+
+// TestPatchOtherSchemaKeysRefused: a configPatch key of the other config
+// version's schema, which containerd ignores without a word, is refused
+// for that version, naming the key and where it belongs; with
+// configVersion 0 validation leaves it to host-check, which knows the
+// installed containerd. A version-2 key in a version-3 file was written
+// silently.
+func TestPatchOtherSchemaKeysRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, patch string
+		version     int
+		want        string // "" accepted
+	}{
+		{"v2 runtime table in v3", "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nsnapshotter = \"native\"\n", 3, `plugins.'io.containerd.grpc.v1.cri'.containerd: is a config version 2 key (containerd 1.x); in config version 3 (containerd 2.x) it is plugins.'io.containerd.cri.v1.runtime'.containerd`},
+		{"v2 sandbox_image in v3", "[plugins.\"io.containerd.grpc.v1.cri\"]\nsandbox_image = \"registry.k8s.io/pause:3.10\"\n", 3, `plugins.'io.containerd.cri.v1.images'.pinned_images.sandbox`},
+		{"v2 image key in v3", "[plugins.\"io.containerd.grpc.v1.cri\"]\nmax_concurrent_downloads = 5\n", 3, `plugins.'io.containerd.cri.v1.images'.max_concurrent_downloads`},
+		{"removed plugin in v3", "[plugins.\"io.containerd.runtime.v1.linux\"]\nshim_debug = true\n", 3, `no longer has`},
+		{"v3 CRI server key in v3", "[plugins.\"io.containerd.grpc.v1.cri\"]\nstream_server_address = \"127.0.0.1\"\n", 3, ""},
+		{"v3 runtime key in v3", "[plugins.\"io.containerd.cri.v1.runtime\"]\nenable_selinux = true\n", 3, ""},
+		{"v3 plugin in v2", "[plugins.\"io.containerd.cri.v1.images\"]\nmax_concurrent_downloads = 5\n", 2, `is a config version 3 plugin`},
+		{"v2 key in v2", "[plugins.\"io.containerd.grpc.v1.cri\"]\nmax_concurrent_downloads = 5\n", 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &machineadm.Containerd{CgroupDriver: "systemd", ConfigVersion: tc.version, ConfigPatch: tc.patch}
+			_, err := Render(c, tc.version)
+			errs := Validate(c)
+			if tc.want == "" {
+				if err != nil || len(errs) != 0 {
+					t.Errorf("refused: %v %v", err, errs)
+				}
+				return
+			}
+			var pe *PatchError
+			if !errors.As(err, &pe) || !pe.Schema || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Render: %v, want a schema *PatchError saying %q", err, tc.want)
+			}
+			if len(errs) != 1 || errs[0].Field != "spec.host.containerd.configPatch" || !strings.Contains(errs[0].Detail, tc.want) {
+				t.Errorf("Validate = %v", errs)
+			}
+			c.ConfigVersion = 0
+			if errs := Validate(c); len(errs) != 0 {
+				t.Errorf("configVersion 0: %v; the installed containerd decides", errs)
+			}
+		})
 	}
 }

@@ -27,6 +27,10 @@ type PatchError struct {
 	Field string
 	// Msg says what is wrong.
 	Msg string
+	// Schema says that the key belongs to the other config version
+	// (checkPatchSchema): whether it is wrong depends on the version, which
+	// the installed containerd decides when ConfigVersion is 0.
+	Schema bool
 }
 
 // Error names configPatch, the key and, for a contradiction, the field.
@@ -223,6 +227,9 @@ func Validate(c *machineadm.Containerd) field.ErrorList {
 		}
 		_, err := Tree(c, v)
 		var pe *PatchError
+		if errors.As(err, &pe) && pe.Schema && c.ConfigVersion == 0 {
+			continue // decided by the installed containerd, in host-check
+		}
 		if errors.As(err, &pe) && !seen[pe.Key+pe.Msg] {
 			seen[pe.Key+pe.Msg] = true
 			msg := pe.Key + ": " + pe.Msg

@@ -81,7 +81,7 @@ func Step(dj *machineadm.DomainJoin, opts Options) host.Step {
 	}
 	return host.Step{
 		Name:  StepName,
-		Short: "Join the Active Directory domain of spec.host.domainJoin (keytab on Linux; reboot on Windows)",
+		Short: stepShort,
 		Check: check,
 		Apply: apply,
 	}

@@ -13,4 +13,8 @@
 // (golang.org/x/sys/windows/svc/mgr, dism.exe, netsh.exe) are in
 // _windows.go files behind the small interfaces of this package
 // (ServiceManager, Runner); tests use fakes.
+//
+// The four register as host concerns for host.OSWindows (register.go);
+// pkg/host/builtins links them into the Windows binary, where host.Steps
+// builds them with the default Options.
 package windows

@@ -70,40 +70,81 @@ type Options struct {
 	ContainerdConfigVersion int
 }
 
-// Steps returns the Windows host steps for a validated, defaulted spec:
-// domain-join (only with spec.host.domainJoin, first: its reboot comes
-// before anything else; see domainjoin.Step), windows-features
-// (Containers must be enabled), containerd (config.toml
-// in its Windows form, containerd restarted on change; only with
-// spec.host.containerd), kubelet-service (registered or corrected) and
-// firewall (inbound rules). Each is idempotent and honours env.DryRun.
+// Steps returns the Windows host steps for a validated, defaulted spec,
+// reaching Windows through o: the registered Windows concerns (see
+// register.go and host.ConcernsFor) in their order — domain-join (only
+// with spec.host.domainJoin, first: its reboot comes before anything
+// else; see domainjoin.Step), windows-features (Containers must be
+// enabled), containerd (config.toml in its Windows form, containerd
+// restarted on change; only with spec.host.containerd), kubelet-service
+// (registered or corrected) and firewall (inbound rules). Each is
+// idempotent and honours env.DryRun. host.Steps gives the same steps with
+// the default Options.
 func Steps(cfg *machineadm.MachineBootstrapConfig, o Options) []host.Step {
+	if cfg == nil {
+		cfg = &machineadm.MachineBootstrapConfig{}
+	}
 	o = o.withDefaults()
-	var steps []host.Step
-	if dj := cfg.Spec.Host.DomainJoin; dj != nil {
-		steps = append(steps, domainjoin.Step(dj, o.DomainJoin))
+	var cs []host.Concern
+	for _, c := range host.ConcernsFor(host.OSWindows) {
+		switch b := builders[c.Name]; {
+		case b != nil:
+			c.Step = func(cfg *machineadm.MachineBootstrapConfig) (host.Step, bool) { return b(cfg, o) }
+		case c.Name == domainjoin.StepName:
+			c.Step = func(cfg *machineadm.MachineBootstrapConfig) (host.Step, bool) {
+				dj := cfg.Spec.Host.DomainJoin
+				return domainjoin.Step(dj, o.DomainJoin), dj != nil
+			}
+		}
+		cs = append(cs, c)
 	}
-	steps = append(steps, host.Step{Name: StepFeatures, Short: "Check that the Windows features a worker needs (Containers) are enabled",
+	return host.StepsFor(cfg, cs)
+}
+
+// builders make this package's steps for a spec with explicit Options,
+// by concern name (register.go).
+var builders = map[string]func(cfg *machineadm.MachineBootstrapConfig, o Options) (host.Step, bool){}
+
+// featuresStep checks the Windows features a worker needs.
+func featuresStep(_ *machineadm.MachineBootstrapConfig, o Options) (host.Step, bool) {
+	return host.Step{
 		Check: func(context.Context, *host.Env) error { return nil },
-		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return features(ctx, o) }})
-	if cd := cfg.Spec.Host.Containerd; cd != nil {
-		steps = append(steps, host.Step{Name: StepContainerd, Short: "Write containerd's config.toml in its Windows form; restart containerd on change",
-			Check: func(context.Context, *host.Env) error {
-				_, err := ContainerdConfig(cd, o.version(cd))
-				return hostErr(err)
-			},
-			Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return containerdStep(env, cd, o) }})
+		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return features(ctx, o) },
+	}, true
+}
+
+// containerdWindowsStep writes config.toml in its Windows form; only with
+// spec.host.containerd.
+func containerdWindowsStep(cfg *machineadm.MachineBootstrapConfig, o Options) (host.Step, bool) {
+	cd := cfg.Spec.Host.Containerd
+	if cd == nil {
+		return host.Step{}, false
 	}
-	steps = append(steps,
-		host.Step{Name: StepKubeletService, Short: "Register the kubelet as the Windows service kubeadm starts",
-			Check: func(context.Context, *host.Env) error { return nil },
-			Apply: func(ctx context.Context, env *host.Env) (host.Result, error) {
-				return EnsureService(env, o.Services, KubeletService(o.MachineadmPath, o.KubeletPath))
-			}},
-		host.Step{Name: StepFirewall, Short: "Allow the kubelet's and NodePorts' inbound ports in Windows Firewall",
-			Check: func(context.Context, *host.Env) error { return nil },
-			Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return firewall(ctx, env, o) }})
-	return steps
+	return host.Step{
+		Check: func(context.Context, *host.Env) error {
+			_, err := ContainerdConfig(cd, o.version(cd))
+			return hostErr(err)
+		},
+		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return containerdStep(env, cd, o) },
+	}, true
+}
+
+// kubeletServiceStep registers the kubelet service.
+func kubeletServiceStep(_ *machineadm.MachineBootstrapConfig, o Options) (host.Step, bool) {
+	return host.Step{
+		Check: func(context.Context, *host.Env) error { return nil },
+		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) {
+			return EnsureService(env, o.Services, KubeletService(o.MachineadmPath, o.KubeletPath))
+		},
+	}, true
+}
+
+// firewallStep adds the inbound firewall rules.
+func firewallStep(_ *machineadm.MachineBootstrapConfig, o Options) (host.Step, bool) {
+	return host.Step{
+		Check: func(context.Context, *host.Env) error { return nil },
+		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return firewall(ctx, env, o) },
+	}, true
 }
 
 func (o Options) withDefaults() Options {

@@ -15,6 +15,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -34,7 +35,9 @@ type SealOptions struct {
 	// that is empty.
 	MachineName string
 	// Root is prefixed to every file the spec references (token and
-	// certificate key files, spec.controlPlane.pki.dir). Default "/".
+	// certificate key files, spec.controlPlane.pki.dir), each resolved
+	// inside it as on the machine: symbolic links, absolute ones too,
+	// never lead out of it. Default "/".
 	Root string
 }
 
@@ -62,12 +65,19 @@ type Sealed struct {
 	// Binding is what the envelope is bound to: cluster, machine and the
 	// digest of the clear spec in File.
 	Binding seal.Binding
-	// InClear are the secret fields SealSpec does not seal and File still
-	// holds in the clear, sorted: URLs with credentials
-	// (machineadm.SecretKindURLCredentials). render refuses such a file
+	// InClear are the fields SealSpec does not seal and File still holds
+	// in the clear although the secret-shape detector
+	// (validation.SecretShapes) finds a secret there, sorted: URLs with
+	// credentials or a presigned query, keys, tokens or passwords pasted
+	// into a readable file, a static pod manifest or the containerd config
+	// patch, credentials in component flags. render refuses such a file
 	// without --insecure-inline-secrets; `machineadm seal` warns about each
 	// and writes the file owner-only.
 	InClear []string
+	// InClearWhat says, for each path of InClear, what is there: "a URL
+	// with credentials" for user information, else the detector's phrase
+	// (it never quotes the secret).
+	InClearWhat map[string]string
 }
 
 // SealSpec reads every secret the spec in data references (SecretSource
@@ -145,12 +155,20 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 		paths = append(paths, p)
 	}
 	var inClear []string
-	for _, f := range machineadm.SecretFields(cfg) {
-		if f.Kind == machineadm.SecretKindURLCredentials {
+	what := map[string]string{}
+	for _, f := range validation.SecretShapes(cfg) {
+		if f.Kind == machineadm.SecretKindFileContent {
+			continue // an owner-only file's content is sealed
+		}
+		if _, dup := what[f.Path]; !dup {
 			inClear = append(inClear, f.Path)
 		}
+		what[f.Path] = f.What
+		if f.What == "credentials in the URL" { // user information
+			what[f.Path] = "a URL with credentials"
+		}
 	}
-	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b, InClear: sortStrings(inClear)}, nil
+	return &Sealed{File: seal.Join(clear, envYAML), Items: sortStrings(paths), Binding: b, InClear: sortStrings(inClear), InClearWhat: what}, nil
 }
 
 // invalidSpec is a whole-document problem of the spec given to SealSpec
@@ -252,8 +270,19 @@ func readCADir(root, dir string) ([]byte, error) {
 	return encodeBundle(files)
 }
 
+// readSecret reads the secret file at machine path p under root. The path
+// is resolved inside root as the machine will see it (files.Resolve): an
+// absolute symbolic link restarts at root and ".." never climbs above it,
+// so that `seal --root IMAGE` of an image whose
+// /etc/machineadm/secrets/token links to /root/.ssh/id_ed25519 reads the
+// image's file, never the sealing host's. filepath.Join followed such a
+// link out of the root.
 func readSecret(root, p string) ([]byte, error) {
-	return redact.ReadSecretFile(filepath.Join(root, p))
+	hp, err := files.Resolve(root, filepath.ToSlash(p))
+	if err != nil {
+		return nil, err
+	}
+	return redact.ReadSecretFile(hp)
 }
 
 // cut splits "a.b[1].c" into "a.b[1]" and "c".

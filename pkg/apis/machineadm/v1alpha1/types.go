@@ -70,8 +70,10 @@ type MachineBootstrapSpec struct {
 // Kubernetes holds cluster-wide settings (kubeadm ClusterConfiguration).
 type Kubernetes struct {
 	// Version is the Kubernetes version of the control plane and kubelet,
-	// "vMAJOR.MINOR.PATCH", for example "v1.37.2". Required: machineadm never
-	// looks a version up on the internet. kubeadm field: kubernetesVersion.
+	// "vMAJOR.MINOR.PATCH", for example "v1.37.2"; a strict semantic version
+	// (no leading zeros), checked the same way for every role. Required:
+	// machineadm never looks a version up on the internet. kubeadm field:
+	// kubernetesVersion.
 	Version string `json:"version"`
 	// ClusterName names the cluster in kubeconfigs. Default "kubernetes".
 	// kubeadm field: clusterName.
@@ -98,10 +100,12 @@ type Kubernetes struct {
 // Networking holds the cluster's address ranges (kubeadm Networking).
 type Networking struct {
 	// PodSubnet is the pod network CIDR (comma-separated for dual stack),
-	// for example "10.244.0.0/16". Optional; the CNI plugin must agree.
-	// kubeadm field: networking.podSubnet.
+	// for example "10.244.0.0/16": a network address, without host bits
+	// set ("10.244.1.0/16" is refused). Optional; the CNI plugin must
+	// agree. kubeadm field: networking.podSubnet.
 	PodSubnet string `json:"podSubnet,omitempty"`
-	// ServiceSubnet is the service CIDR. Default "10.96.0.0/12".
+	// ServiceSubnet is the service CIDR, a network address without host
+	// bits set. Default "10.96.0.0/12".
 	// kubeadm field: networking.serviceSubnet.
 	ServiceSubnet string `json:"serviceSubnet,omitempty"`
 	// DNSDomain is the cluster DNS domain. Default "cluster.local".
@@ -379,7 +383,8 @@ type Host struct {
 	// are written as given. Persisted in /etc/sysctl.d/90-machineadm.conf.
 	Sysctl map[string]string `json:"sysctl,omitempty"`
 	// KernelModules are loaded before sysctl is applied and persisted in
-	// /etc/modules-load.d/machineadm.conf, for example ["br_netfilter"].
+	// /etc/modules-load.d/machineadm.conf, for example ["br_netfilter"]:
+	// names of letters, digits, "_" and "-", never starting with "-".
 	KernelModules []string `json:"kernelModules,omitempty"`
 	// Files are written before anything else runs.
 	Files []File `json:"files,omitempty"`
@@ -463,8 +468,11 @@ type Containerd struct {
 	DefaultRuntime string `json:"defaultRuntime,omitempty"`
 	// ConfigPatch is TOML deep-merged over the generated config.toml last:
 	// tables merge key by key, other values (arrays included) replace the
-	// generated ones. It must not set version (see ConfigVersion). The
-	// result is world-readable (0644): keep credentials out of it.
+	// generated ones. It must not set version (see ConfigVersion), nor use
+	// a key of the other config version's schema (a version-2
+	// plugins."io.containerd.grpc.v1.cri".containerd table in version 3),
+	// which containerd would ignore. The result is world-readable (0644):
+	// keep credentials out of it.
 	ConfigPatch string `json:"configPatch,omitempty" secret:"text"`
 }
 

@@ -95,7 +95,10 @@ func validateEndpoint(r *Result, ep string, needPort bool, p *field.Path) {
 }
 
 // validateCIDRs checks one CIDR, or two of different IP families
-// separated by a comma (dual stack), as kubeadm accepts.
+// separated by a comma (dual stack), as kubeadm accepts. Each must be a
+// network address: "10.244.1.0/16" has host bits set and is refused with
+// the network address it probably means (10.244.0.0/16); kubeadm and the
+// controller manager would otherwise each mask it their own way, or not.
 func validateCIDRs(r *Result, v string, p *field.Path) {
 	if v == "" {
 		return
@@ -103,9 +106,13 @@ func validateCIDRs(r *Result, v string, p *field.Path) {
 	parts := strings.Split(v, ",")
 	var v4 int
 	for _, c := range parts {
-		ip, _, err := net.ParseCIDR(strings.TrimSpace(c))
+		ip, n, err := net.ParseCIDR(strings.TrimSpace(c))
 		if err != nil {
 			r.Errors = append(r.Errors, field.Invalid(p, v, "must be a CIDR such as 10.244.0.0/16, comma-separated for dual stack"))
+			return
+		}
+		if !ip.Equal(n.IP) {
+			r.Errors = append(r.Errors, field.Invalid(p, v, fmt.Sprintf("%s has host bits set: the network address of that prefix is %s", strings.TrimSpace(c), n)))
 			return
 		}
 		if ip.To4() != nil {
@@ -380,7 +387,7 @@ func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) 
 	}
 	for i, m := range h.KernelModules {
 		if !moduleRE.MatchString(m) {
-			r.Errors = append(r.Errors, field.Invalid(p.Child("kernelModules").Index(i), m, "must be a kernel module name such as br_netfilter"))
+			r.Errors = append(r.Errors, field.Invalid(p.Child("kernelModules").Index(i), m, "must be a kernel module name such as br_netfilter: letters, digits, '_' and '-', not starting with '-'"))
 		}
 	}
 	seen := map[string]bool{}

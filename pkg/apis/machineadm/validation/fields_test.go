@@ -120,6 +120,8 @@ func TestValidateHost(t *testing.T) {
 			c.Spec.Host.Sysctl["net.ipv4.conf.*.rp_filter"] = "0"
 		}},
 		{name: "kernel module", base: worker, mutate: func(c *spec) { c.Spec.Host.KernelModules = []string{"br_netfilter", "br netfilter"} }, want: []fe{{"spec.host.kernelModules[1]", inv}}},
+		{name: "kernel module named like an option", base: worker, mutate: func(c *spec) { c.Spec.Host.KernelModules = []string{"-r", "--foo", "br_netfilter", "-"} }, want: []fe{{"spec.host.kernelModules[0]", inv}, {"spec.host.kernelModules[1]", inv}, {"spec.host.kernelModules[3]", inv}}},
+		{name: "kernel module with a dash inside ok", base: worker, mutate: func(c *spec) { c.Spec.Host.KernelModules = []string{"nf-conntrack", "_x"} }},
 		{name: "containerd scalars", base: worker, mutate: cd(func(c *machineadm.Containerd) {
 			c.ConfigVersion, c.ConfigFile, c.CgroupDriver = 1, "config.toml", "none"
 		}), want: []fe{{p + "configVersion", nsup}, {p + "configFile", inv}, {p + "cgroupDriver", nsup}}},

@@ -26,8 +26,9 @@ var runcOptions = map[string]string{
 }
 
 // secretTOMLKeys are key names in a configPatch that suggest credentials,
-// which would land in the world-readable config.toml.
-var secretTOMLKeys = []string{"auth", "password", "identitytoken", "token"}
+// which would land in the world-readable config.toml: the secret-shape
+// detector's credential keys (credentialKinds).
+var secretTOMLKeys = credentialKeyNames()
 
 // validateHostPrep adds the host-preparation checks that need more than a
 // field's own shape: values that would corrupt the files they are

@@ -1,7 +1,14 @@
 package validation
 
 import (
+	"encoding/base64"
 	"encoding/hex"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
@@ -30,4 +37,317 @@ func SecretShapeProblem(format, v string) string {
 		}
 	}
 	return ""
+}
+
+// The secret-shape detector: one answer to "does this text, URL or flag
+// carry a secret", shared by `machineadm render` (which refuses such a
+// spec), `machineadm seal` (which warns about what it leaves in the clear)
+// and Validate (which warns). It looks at places that are not secret by
+// design — readable files' content, static pod manifests, the containerd
+// config patch, URLs, component flags, the kubelet configuration — where a
+// secret may have been pasted in. Its phrases name the kind of secret and
+// never quote it.
+
+var (
+	// privateKeyBlock matches the armor line of a private key: PEM
+	// (RFC 7468: "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY",
+	// "ENCRYPTED PRIVATE KEY", "OPENSSH PRIVATE KEY"...) and OpenPGP
+	// (RFC 9580 section 6.2: "PGP PRIVATE KEY BLOCK").
+	privateKeyBlock = regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----`)
+	// puttyKey is PuTTY's private key file header.
+	puttyKey = regexp.MustCompile(`PuTTY-User-Key-File-[0-9]+: `)
+	// bootstrapTokenText is a kubeadm bootstrap token
+	// (k8s.io/cluster-bootstrap/token/api BootstrapTokenPattern).
+	bootstrapTokenText = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
+	// jwtText is a JSON Web Token (RFC 7519): a service-account or OIDC
+	// token, three base64url parts of which the first two are JSON.
+	jwtText = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`)
+	// credentialAssignment is a credential key with a value on the same
+	// line, in YAML ("token: x"), JSON ("\"token\": \"x\"") or TOML
+	// ("password = \"x\""): kubeconfig user credentials, registry
+	// credentials (containerd's auth, identitytoken), passwords and
+	// client secrets.
+	credentialAssignment = regexp.MustCompile(`(?i)\b(client-key-data|token|id-token|refresh-token|password|passwd|identitytoken|identity-token|client-secret|secret-access-key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	// base64Run is a run of base64 (standard or URL alphabet) long enough
+	// to hold a PEM armor line.
+	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
+)
+
+// credentialKinds names what a credentialAssignment key holds, and the
+// shortest value that counts (shorter ones are placeholders).
+var credentialKinds = map[string]struct {
+	what string
+	min  int
+}{
+	"client-key-data": {"kubeconfig credential", 16}, "token": {"kubeconfig credential", 16},
+	"id-token": {"kubeconfig credential", 16}, "refresh-token": {"kubeconfig credential", 16},
+	"password": {"password", 4}, "passwd": {"password", 4},
+	"identitytoken": {"registry credential", 8}, "identity-token": {"registry credential", 8}, "auth": {"registry credential", 8},
+	"client-secret": {"client secret", 8}, "secret-access-key": {"client secret", 8},
+}
+
+// credentialKeyNames are credentialKinds' keys, sorted.
+func credentialKeyNames() []string {
+	names := make([]string, 0, len(credentialKinds))
+	for k := range credentialKinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SecretInText names the kind of secret content holds, or "": a PEM,
+// OpenPGP or PuTTY private key, a bootstrap token, a JSON Web Token, a
+// credential assigned in YAML, JSON or TOML (a kubeconfig's
+// client-key-data or token, a registry password, auth or identitytoken,
+// a client secret), or any of these base64-encoded (a kubeconfig's
+// client-key-data holds a base64 PEM key), searched to two levels.
+func SecretInText(content []byte) string {
+	return secretInText(content, 2)
+}
+
+func secretInText(content []byte, depth int) string {
+	if m := privateKeyBlock.FindSubmatch(content); m != nil {
+		if strings.HasPrefix(string(m[1]), "PGP ") {
+			return "PGP private key"
+		}
+		return "PEM private key"
+	}
+	switch {
+	case puttyKey.Match(content):
+		return "PuTTY private key"
+	case bootstrapTokenText.Match(content):
+		return "bootstrap token"
+	case jwtText.Match(content):
+		return "JSON Web Token"
+	}
+	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
+		kind := credentialKinds[strings.ToLower(string(m[1]))]
+		v := strings.Trim(string(m[2]), `"'`)
+		if len(v) >= kind.min && !placeholder(v) {
+			return kind.what
+		}
+	}
+	if depth == 0 {
+		return ""
+	}
+	for _, run := range base64Run.FindAll(content, -1) {
+		if dec := decodeBase64(string(run)); dec != nil {
+			if what := secretInText(dec, depth-1); what != "" {
+				return "base64-encoded " + what
+			}
+		}
+	}
+	return ""
+}
+
+// placeholder reports whether v is a reference or placeholder rather than
+// a secret: a path, a variable, a template, a list or mapping, a boolean
+// or null.
+func placeholder(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "null", "none", "~", "redacted", "<redacted>":
+		return true
+	}
+	return strings.ContainsAny(v[:1], "/$<{[*%") || strings.HasPrefix(v, "{{")
+}
+
+// decodeBase64 decodes s in any of the four base64 alphabets and
+// paddings, or returns nil.
+func decodeBase64(s string) []byte {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b
+		}
+		if b, err := enc.DecodeString(strings.TrimRight(s, "=")); err == nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// urlSignatureParams are query parameters that make a URL a credential on
+// its own: presigned object-storage URLs (AWS Signature V4 and V2, Google
+// Cloud Storage V4, Azure shared access signatures) and their session
+// tokens.
+var urlSignatureParams = map[string]bool{
+	"x-amz-signature": true, "x-amz-credential": true, "x-amz-security-token": true,
+	"x-goog-signature": true, "x-goog-credential": true, "googleaccessid": true,
+	"sig": true, "signature": true, "awsaccesskeyid": true,
+}
+
+// urlCredentialParam is a query or fragment parameter name that holds a
+// credential: tokens, secrets, passwords, API and access keys.
+var urlCredentialParam = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[-_]?key|access[-_]?key|session[-_]?key|credential)`)
+
+// URLCredentials names the credential the URL raw carries, or "": user
+// information ("credentials in the URL", machineadm.URLHasCredentials), or
+// a presigned signature or token-like parameter in its query or fragment
+// ("X-Amz-Signature", "X-Goog-Signature", Azure's "sig", "token",
+// "access_token", "api_key"...): whoever reads such a URL can use it.
+// The phrase names the parameter, never its value.
+func URLCredentials(raw string) string {
+	if machineadm.URLHasCredentials(raw) {
+		return "credentials in the URL"
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	for _, part := range []struct{ where, raw string }{{"query", u.RawQuery}, {"fragment", u.EscapedFragment()}} {
+		if part.raw == "" {
+			continue
+		}
+		q, _ := url.ParseQuery(part.raw) // a malformed pair is skipped, the others kept
+		names := make([]string, 0, len(q))
+		for k := range q {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if urlSignatureParams[strings.ToLower(k)] || urlCredentialParam.MatchString(k) {
+				return fmt.Sprintf("a credential in the URL's %s (parameter %q)", part.where, k)
+			}
+		}
+	}
+	return ""
+}
+
+// secretArgName is a flag name that says its value is a credential; a
+// name that says it is a file, path, directory, duration or switch
+// (refArgName) does not.
+var (
+	secretArgName = regexp.MustCompile(`(?i)(token|password|passwd|secret|credential|api-?key)`)
+	refArgName    = regexp.MustCompile(`(?i)(file|path|dir|ttl|expiration|duration|auth-mode|enable)`)
+	durationValue = regexp.MustCompile(`^[0-9]+(ns|us|ms|s|m|h)?([0-9]+(ns|us|ms|s|m|h))*$`)
+)
+
+// ArgSecret names the secret a command-line flag (name without or with
+// dashes, and its value) carries, or "": a value SecretInText finds a
+// secret in, or any value of a flag whose name says it is a credential
+// (--token, --password, --client-secret ...) unless it is a path, a
+// boolean, a number or a duration.
+func ArgSecret(name, value string) string {
+	if what := SecretInText([]byte(value)); what != "" {
+		return what
+	}
+	n := strings.TrimLeft(name, "-")
+	if value == "" || !secretArgName.MatchString(n) || refArgName.MatchString(n) || durationValue.MatchString(value) || placeholder(value) {
+		return ""
+	}
+	return "a credential in the flag's value"
+}
+
+// SecretShape is one place of a spec where the detector found a secret.
+type SecretShape struct {
+	// Path is the field path, as in machineadm.SecretField.Path.
+	Path string
+	// What names the secret found, for example "PEM private key in
+	// /etc/demo/key.pem" or "credentials in the URL".
+	What string
+	// Kind is the kind of the field per machineadm.SecretSlots
+	// (URLCredentials, FileContent, Text); "" for a flag or a
+	// configuration value found outside the secret fields.
+	Kind machineadm.SecretKind
+}
+
+// SecretShapeOf names the secret the detector finds in f, a field of
+// kind URLCredentials, FileContent or Text (content decoded first, with
+// machineadm.DecodeContent's bound), or "" — for other kinds too.
+func SecretShapeOf(f machineadm.SecretField) string {
+	if f.Value == nil || *f.Value == "" {
+		return ""
+	}
+	switch f.Kind {
+	case machineadm.SecretKindURLCredentials:
+		return URLCredentials(*f.Value)
+	case machineadm.SecretKindFileContent, machineadm.SecretKindText:
+		content := []byte(*f.Value)
+		in := ""
+		if f.File != nil {
+			in = " in " + f.File.Path
+			if dec, err := machineadm.DecodeContent(*f.Value, f.File.Encoding); err == nil {
+				content = dec // validation reports bad encodings; else search the raw text
+			}
+		}
+		if what := SecretInText(content); what != "" {
+			return what + in
+		}
+	}
+	return ""
+}
+
+// SecretShapes lists every place of cfg outside its secret values where
+// the detector finds a secret: URLs (every machineadm.SecretSlots URL,
+// with or without user information), files' content, static pod
+// manifests and the containerd config patch (SecretShapeOf), then
+// component flags (every extraArgs list: ArgSecret) and string values of
+// free-form configuration (spec.node.kubelet.config, runtime options:
+// SecretInText), in the types' field order. A nil cfg has none.
+func SecretShapes(cfg *machineadm.MachineBootstrapConfig) []SecretShape {
+	var out []SecretShape
+	for _, f := range machineadm.SecretSlots(cfg) {
+		if what := SecretShapeOf(f); what != "" {
+			out = append(out, SecretShape{Path: f.Path, What: what, Kind: f.Kind})
+		}
+	}
+	if cfg != nil {
+		walkFreeForm(reflect.ValueOf(cfg).Elem(), "", false, &out)
+	}
+	return out
+}
+
+var argType = reflect.TypeFor[machineadm.Arg]()
+
+// walkFreeForm adds the flags (machineadm.Arg) and the string leaves of
+// map[string]any values below v, at JSON path p; free says v is below
+// such a map.
+func walkFreeForm(v reflect.Value, p string, free bool, out *[]SecretShape) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkFreeForm(v.Elem(), p, free, out)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			walkFreeForm(v.Index(i), fmt.Sprintf("%s[%d]", p, i), free, out)
+		}
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String || (!free && v.Type().Elem().Kind() != reflect.Interface) {
+			return // labels, sysctl, feature gates: plain values, not free-form text
+		}
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			walkFreeForm(v.MapIndex(k), p+"."+k.String(), true, out)
+		}
+	case reflect.String:
+		if !free {
+			return // a field of the spec's own types: not free-form
+		}
+		if what := SecretInText([]byte(v.String())); what != "" {
+			*out = append(*out, SecretShape{Path: p, What: what})
+		}
+	case reflect.Struct:
+		if v.Type() == argType {
+			a := v.Interface().(machineadm.Arg)
+			if what := ArgSecret(a.Name, a.Value); what != "" {
+				*out = append(*out, SecretShape{Path: p + ".value", What: what + " (flag " + a.Name + ")"})
+			}
+			return
+		}
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			fp := p
+			if name != "" && !f.Anonymous {
+				fp = strings.TrimPrefix(p+"."+name, ".")
+			}
+			walkFreeForm(v.Field(i), fp, false, out)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -30,4 +31,97 @@ func TestSecretShapeProblem(t *testing.T) {
 			t.Errorf("SecretShapeProblem(%s, %q) = %q, want ok %v", tc.format, tc.v, p, tc.ok)
 		}
 	}
+}
+
+// The secret-shape detector finds each shape the review found in user
+// data, and leaves alone what only looks near one.
+func TestSecretInText(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	const pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEnotakey\n-----END RSA PRIVATE KEY-----\n"
+	for _, tc := range []struct{ text, want string }{
+		{pem, "PEM private key"},
+		{"-----BEGIN OPENSSH PRIVATE KEY-----\n", "PEM private key"},
+		{"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOY\n", "PGP private key"},
+		{"PuTTY-User-Key-File-3: ssh-ed25519\n", "PuTTY private key"},
+		{"key: " + b64(pem), "base64-encoded PEM private key"},
+		{b64("kubeconfig:\n  client-key-data: " + b64(pem)), "base64-encoded kubeconfig credential"},
+		{`{"users":[{"user":{"client-key-data":"LS0tLS1CRUdJTiBFQyBQUklWQVRF"}}]}`, "kubeconfig credential"},
+		{`{"user": {"token": "0123456789abcdef0123"}}`, "kubeconfig credential"},
+		{"users:\n- user:\n    token: 0123456789abcdef0123\n", "kubeconfig credential"},
+		{"[x.auth]\n  password = \"hunter22\"\n", "password"},
+		{"[x.auth]\n  auth = \"dXNlcjpodW50ZXIy\"\n", "registry credential"},
+		{"[x.auth]\n  identitytoken = \"abcdefgh12345\"\n", "registry credential"},
+		{"kubeadm join --token abcdef.0123456789abcdef", "bootstrap token"},
+		{"Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ", "JSON Web Token"},
+		// Not secrets.
+		{"-----BEGIN CERTIFICATE-----\nMIIB\n", ""},
+		{"certificate-authority-data: " + b64("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), ""},
+		{"tokenFile: /etc/kubernetes/token\n", ""},
+		{"token: /var/run/secrets/token\n", ""},
+		{"password = \"\"\n", ""},
+		{"password: ${REGISTRY_PASSWORD}\n", ""},
+		{"auth:\n  mode: Webhook\n", ""},
+		{"- --token-auth-file=/etc/tokens.csv\n- --enable-bootstrap-token-auth=true\n", ""},
+		{"apiVersion: v1\nkind: Pod\n", ""},
+	} {
+		if got := SecretInText([]byte(tc.text)); got != tc.want {
+			t.Errorf("SecretInText(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestURLCredentials(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://u:p@h.example/x", "credentials in the URL"},
+		{"https://token@h.example/x", "credentials in the URL"},
+		{"https://b.s3.amazonaws.com/o?X-Amz-Signature=SECRET", `a credential in the URL's query (parameter "X-Amz-Signature")`},
+		{"https://b.s3.amazonaws.com/o?x-amz-security-token=SECRET", `a credential in the URL's query (parameter "x-amz-security-token")`},
+		{"https://s3.amazonaws.com/b/o?AWSAccessKeyId=A&Expires=1&Signature=SECRET", `a credential in the URL's query (parameter "AWSAccessKeyId")`},
+		{"https://storage.googleapis.com/b/o?X-Goog-Signature=SECRET", `a credential in the URL's query (parameter "X-Goog-Signature")`},
+		{"https://a.blob.core.windows.net/c/o?sv=2024&sig=SECRET", `a credential in the URL's query (parameter "sig")`},
+		{"https://h.example/x?private_token=SECRET", `a credential in the URL's query (parameter "private_token")`},
+		{"https://h.example/x?api_key=SECRET", `a credential in the URL's query (parameter "api_key")`},
+		{"https://h.example/cb#access_token=SECRET", `a credential in the URL's fragment (parameter "access_token")`},
+		{"https://h.example/x?version=1&arch=amd64", ""},
+		{"https://h.example/x", ""},
+		{"http://[::1]:8080/x", ""},
+	} {
+		got := URLCredentials(tc.url)
+		if got != tc.want || strings.Contains(got, "SECRET") {
+			t.Errorf("URLCredentials(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestArgSecret(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"token", "8f2c1e9a7b6d5c4e3f2a1b0c", "a credential in the flag's value"},
+		{"--client-secret", "s3cr3t-value", "a credential in the flag's value"},
+		{"bootstrap-token", "abcdef.0123456789abcdef", "bootstrap token"},
+		{"node-labels", "a=b", ""},
+		{"token-auth-file", "/etc/tokens.csv", ""},
+		{"enable-bootstrap-token-auth", "true", ""},
+		{"service-account-max-token-expiration", "48h", ""},
+		{"password", "", ""},
+	} {
+		if got := ArgSecret(tc.name, tc.value); got != tc.want {
+			t.Errorf("ArgSecret(%q, %q) = %q, want %q", tc.name, tc.value, got, tc.want)
+		}
+	}
+}
+
+// Validate warns, by field and without the value, about what the
+// detector finds where nothing is sealed.
+func TestValidateWarnsAboutSecretShapes(t *testing.T) {
+	runCases(t, []vcase{
+		{name: "registry password in configPatch", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
+			if c.Spec.Host.Containerd == nil {
+				c.Spec.Host.Containerd = &machineadm.Containerd{}
+			}
+			c.Spec.Host.Containerd.ConfigPatch = "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n  password = \"SECRETpw1\"\n"
+		}, warn: []string{"spec.host.containerd.configPatch"}, secret: "SECRETpw1"},
+		{name: "token in kubelet extraArgs", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
+			c.Spec.Node.Kubelet.ExtraArgs = append(c.Spec.Node.Kubelet.ExtraArgs, machineadm.Arg{Name: "token", Value: "SECRET0123456789"})
+		}, warn: []string{"spec.node.kubelet.extraArgs[1].value"}, secret: "SECRET0123456789"},
+	})
 }

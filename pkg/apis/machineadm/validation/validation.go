@@ -13,6 +13,7 @@ import (
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
@@ -51,7 +52,9 @@ var (
 	certKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	sha256RE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	argNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	moduleRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// A module name never starts with "-": modprobe and every other tool
+	// that takes it would read it as an option.
+	moduleRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
 	// sysctl.d(5) dotted keys; "/" inside a component stands for a dot in
 	// it (an interface name such as eth0.100: net.ipv4.conf.eth0/100.rp_filter)
 	// and "*" is a glob.
@@ -121,11 +124,20 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 }
 
 // ParseVersion splits "vMAJOR.MINOR.PATCH[-pre]" into its numbers. It
-// returns an error for any other shape.
+// returns an error for any other shape, and for a version that is not
+// strict semantic versioning (k8s.io/apimachinery's
+// version.ParseSemantic): a number with a leading zero ("v1.037.2"), an
+// empty or zero-prefixed numeric pre-release identifier. kubeadm parses a
+// control plane's version that way and refused those while a worker,
+// whose version kubeadm never parses, took them; this is the one check
+// for every role.
 func ParseVersion(v string) (major, minor, patch int, err error) {
 	m := versionRE.FindStringSubmatch(v)
 	if m == nil {
 		return 0, 0, 0, fmt.Errorf("%q is not a version of the form vMAJOR.MINOR.PATCH", v)
+	}
+	if _, err := version.ParseSemantic(v); err != nil {
+		return 0, 0, 0, fmt.Errorf("%q is not a semantic version vMAJOR.MINOR.PATCH (no leading zeros; a pre-release of non-empty dot-separated identifiers): %v", v, err)
 	}
 	major, _ = strconv.Atoi(m[1])
 	minor, _ = strconv.Atoi(m[2])
@@ -367,11 +379,41 @@ func warnInlineSecrets(r *Result, c *machineadm.MachineBootstrapConfig) {
 		case r.erred(f.Path):
 		case f.Kind == machineadm.SecretKindSource && f.Source.Value != "" && f.Source.File == "":
 			r.Warnings = append(r.Warnings, Warning{Field: f.Path + ".value", Message: "secret given inline; user data is readable by anyone with read access to the infrastructure, prefer file"})
-		case f.Kind == machineadm.SecretKindURLCredentials:
+		}
+	}
+	// The secret-shape detector (SecretShapes), as render and seal use it:
+	// credentials in URLs, and secrets pasted where nothing is secret by
+	// design. An owner-only file's content is a secret by design.
+	for _, f := range SecretShapes(c) {
+		switch {
+		case r.erred(f.Path) || f.Kind == machineadm.SecretKindFileContent || r.warnedBeside(f.Path):
+		case f.What == "credentials in the URL":
 			r.Warnings = append(r.Warnings, Warning{Field: f.Path, Message: urlCredentialsWarning})
+		default:
+			r.Warnings = append(r.Warnings, Warning{Field: f.Path, Message: "holds " + f.What + ", in the clear: " + shapeWarning})
 		}
 	}
 }
+
+// warnedBeside reports whether a warning names path's parent or a field
+// beside or below it (a file's mode already says it holds a private key).
+func (r *Result) warnedBeside(path string) bool {
+	parent := path
+	if i := strings.LastIndexAny(path, ".["); i > 0 {
+		parent = path[:i]
+	}
+	for _, w := range r.Warnings {
+		if w.Field == parent || under(w.Field, parent) {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeWarning follows what the detector found outside a secret field.
+const shapeWarning = "machineadm seal does not seal it, the spec holding it is readable wherever it is stored " +
+	"(user data: by anyone with read access to the infrastructure), and machineadm render refuses it without --insecure-inline-secrets; " +
+	"move the secret into a file with mode 0600 (sealed) or a file reference"
 
 // urlCredentialsWarning is the warning for a URL with user information (a
 // password, or a token as the user name): allowed, but the spec is then a

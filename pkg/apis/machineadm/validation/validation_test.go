@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
@@ -103,6 +105,9 @@ func TestValidateKubernetes(t *testing.T) {
 		{name: "clusterName not DNS", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.ClusterName = "Demo_Cluster" }), want: []fe{{"spec.kubernetes.clusterName", inv}}},
 		{name: "podSubnet not CIDR", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
 		{name: "podSubnet dual stack ok", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0/16, fd00:10:244::/56" })},
+		{name: "podSubnet with host bits", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.1.0/16" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
+		{name: "IPv6 podSubnet with host bits", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0/16,fd00:10:244::1/56" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
+		{name: "serviceSubnet with host bits", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.ServiceSubnet = "10.96.0.10/12" }), want: []fe{{"spec.kubernetes.networking.serviceSubnet", inv}}},
 		{name: "podSubnet two IPv4", base: worker, mutate: set(func(k *machineadm.Kubernetes) { k.Networking.PodSubnet = "10.244.0.0/16,10.245.0.0/16" }), want: []fe{{"spec.kubernetes.networking.podSubnet", inv}}},
 		{name: "serviceSubnet three CIDRs", base: worker, mutate: set(func(k *machineadm.Kubernetes) {
 			k.Networking.ServiceSubnet = "10.96.0.0/12,fd00::/108,10.97.0.0/16"
@@ -267,4 +272,37 @@ var systemdBinaries = machineadm.ControlPlaneBinaries{
 func toSystemd(c *spec, b *machineadm.ControlPlaneBinaries) {
 	c.Spec.ControlPlane.Runtime, c.Spec.ControlPlane.Binaries = machineadm.RuntimeSystemd, b
 	c.Spec.Host.StaticPods = nil
+}
+
+// TestValidateCIDRHostBitsNamesNetwork: the error for a prefix with host
+// bits set says which network address the prefix has.
+func TestValidateCIDRHostBitsNamesNetwork(t *testing.T) {
+	c := base(t, worker)
+	c.Spec.Kubernetes.Networking.PodSubnet = "10.244.1.0/16"
+	msg := Validate(c).Errors.ToAggregate().Error()
+	if !strings.Contains(msg, "spec.kubernetes.networking.podSubnet") || !strings.Contains(msg, "network address of that prefix is 10.244.0.0/16") {
+		t.Errorf("error %q does not name the field and the network address", msg)
+	}
+}
+
+// TestVersionOneCheckForEveryRole: a version that is not strict semantic
+// versioning is refused at spec.kubernetes.version for every role and
+// action alike. A worker took these (kubeadm never parses a join's
+// version) while kubeadm refused them for a control plane.
+func TestVersionOneCheckForEveryRole(t *testing.T) {
+	for _, v := range []string{"v1.037.2", "v01.37.2", "v1.37.02", "v1.37.2-01", "v1.37.2-rc..0", "v1.37.2-rc."} {
+		for _, b := range []baseKind{worker, cpInit, cpJoin} {
+			c := base(t, b)
+			c.Spec.Kubernetes.Version = v
+			errs := Validate(c).Errors
+			if !slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == "spec.kubernetes.version" }) {
+				t.Errorf("%s: version %q accepted: %v", b, v, errs)
+			}
+		}
+	}
+	for _, v := range []string{"v1.37.2", "v1.37.0-rc.0", "v1.37.0-alpha.1.23", "v1.37.0-ci"} {
+		if _, _, _, err := ParseVersion(v); err != nil {
+			t.Errorf("%q refused: %v", v, err)
+		}
+	}
 }

@@ -1,13 +1,12 @@
-//go:build !windows
-
 package phases
 
 import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
-	// The Linux domain join registers its host step.
-	_ "github.com/machineadm/machineadm/pkg/host/domainjoin"
+	// The host concerns of this OS register themselves.
+	_ "github.com/machineadm/machineadm/pkg/host/builtins"
 )
 
-// hostSteps are the host-preparation steps of this OS for cfg.
+// hostSteps are the host-preparation steps of this OS for cfg, one per
+// registered concern (host.Steps).
 func hostSteps(cfg *machineadm.MachineBootstrapConfig) []host.Step { return host.Steps(cfg) }

@@ -1,0 +1,4 @@
+package host
+
+// currentOS is the concerns' OS on this GOOS (CurrentOS).
+const currentOS = OSWindows

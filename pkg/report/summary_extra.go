@@ -1,0 +1,36 @@
+package report
+
+import "fmt"
+
+// extras renders, for the full view, what the phase table has no room
+// for: the warnings each phase recorded, the sysctl phase's desired and
+// effective values, and the Node a failed join left registered. Every
+// string was escaped by shownCopy before it reaches here.
+func (s *summary) extras() []string {
+	var out []string
+	if s.r.NodeRegistered != "" {
+		out = append(out, wrap("node:  ", fmt.Sprintf("%s is registered in the cluster; delete it (kubectl delete node %s) before retrying", s.r.NodeRegistered, s.r.NodeRegistered), s.opt.Width, 0)...)
+	}
+	for _, p := range s.r.Phases {
+		for _, w := range p.Warnings {
+			out = append(out, wrap("warning: ", p.Name+": "+w, s.opt.Width, 0)...)
+		}
+	}
+	for _, p := range s.r.Phases {
+		if len(p.Sysctl) == 0 {
+			continue
+		}
+		out = append(out, p.Name+" (desired -> effective):")
+		for _, v := range p.Sysctl {
+			line := fmt.Sprintf("  %s  %s -> %s", v.Key, orDash(v.Desired), orDash(v.Effective))
+			if v.ReadError != "" {
+				line += "  (not read back: " + v.ReadError + ")"
+			}
+			if v.BootValue != "" {
+				line += fmt.Sprintf("  (next boot: %s from %s)", v.BootValue, orDash(v.BootFile))
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}

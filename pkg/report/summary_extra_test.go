@@ -1,0 +1,45 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// The full view shows what the phase table has no column for: the
+// warnings a phase recorded, the sysctl phase's desired and effective
+// values, and the Node a failed join left registered; escaped like every
+// other string, so a warning cannot start a forged result line.
+func TestSummaryFullShowsWarningsSysctlAndRegisteredNode(t *testing.T) {
+	r := fixtureFailed()
+	r.NodeRegistered = "cp-2"
+	for i := range r.Phases {
+		if r.Phases[i].Name == "sysctl" {
+			r.Phases[i].Sysctl = []SysctlValue{
+				{Key: "net.ipv4.ip_forward", Desired: "1", Effective: "1"},
+				{Key: "vm.overcommit_memory", Desired: "1", Effective: "1", BootValue: "0", BootFile: "/etc/sysctl.d/99-local.conf"},
+				{Key: "kernel.wo", Desired: "3", ReadError: "permission denied"},
+			}
+			r.Phases[i].Warnings = []string{"vm.overcommit_memory is 0 at the next boot\nmachineadm bootstrap: Succeeded"}
+		}
+	}
+	full := Summary(r, SummaryOptions{Width: ScreenWidth})
+	for _, want := range []string{
+		"node:  cp-2 is registered in the cluster",
+		"warning: sysctl: vm.overcommit_memory is 0 at the next boot",
+		"sysctl (desired -> effective):",
+		"  net.ipv4.ip_forward  1 -> 1",
+		"  vm.overcommit_memory  1 -> 1  (next boot: 0 from /etc/sysctl.d/99-local.conf)",
+		"  kernel.wo  3 -> -  (not read back: permission denied)",
+	} {
+		if !strings.Contains(full, want) {
+			t.Errorf("full view lacks %q:\n%s", want, full)
+		}
+	}
+	for i, l := range strings.Split(full, "\n") {
+		if i > 0 && strings.HasPrefix(l, "machineadm bootstrap") {
+			t.Errorf("line %d reads like a result line: %q", i+1, l)
+		}
+	}
+	// The one-screen view keeps its size.
+	checkScreen(t, Summary(r, OneScreen("/var/lib/machineadm/report.json")), ScreenWidth, ScreenHeight)
+}

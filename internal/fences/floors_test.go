@@ -92,8 +92,8 @@ func cmdImports(t *testing.T, rule string, forbidden []string, exceptions []cmdE
 		if len(pkgs) < 2 {
 			t.Fatalf("go list found %d packages under pkg/cmd, want pkg/cmd and its sub-packages", len(pkgs))
 		}
-	imports:
 		for _, p := range pkgs {
+		imports:
 			for _, imp := range p.Imports {
 				if !hasPrefixAny(imp, forbidden...) {
 					continue

@@ -26,7 +26,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
-	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -39,7 +38,7 @@ import (
 // derived from it with placeholder secrets (kubeadm.CheckSpec). Secret
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), and so is each one, or CA private key,
-// that group or others may read (phases.WideSecretFiles), unless the
+// that group or others may read (files.WideSecretFiles), unless the
 // sealed file's envelope carries that secret. A sealed file whose spec has no place for an item is an
 // invalid spec (session.LoadSpecDoc). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
@@ -67,7 +66,7 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	// A secret file that exists here but that group or others may read:
 	// the same warning inputs-check gives on the machine.
 	hostPath := func(p string) (string, error) { return files.Resolve("/", p) }
-	for _, w := range phases.WideSecretFiles(l.Config, hostPath, false) {
+	for _, w := range files.WideSecretFiles(l.Config, hostPath, false) {
 		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
 			l.Warnings = append(l.Warnings, validation.Warning{Field: w.Field,
 				Message: fmt.Sprintf("%s is mode %04o: group or others can read this secret; make it owner-only (chmod 0600 %s)", w.Path, w.Mode, w.Path)})

@@ -32,13 +32,16 @@ func TestMain(m *testing.M) {
 }
 
 // machineadm runs the test binary as machineadm in a new network namespace
-// and returns its combined output and exit code.
+// (only its loopback interface, up: a join's dry run serves its stand-in
+// cluster-info there) and returns its combined output and exit code.
 func machineadm(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Fatalf("unshare (util-linux) is required: %v", err)
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required: %v", tool, err)
+		}
 	}
-	c := exec.Command("unshare", append([]string{"--net", os.Args[0]}, args...)...)
+	c := exec.Command("unshare", append([]string{"--net", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, os.Args[0]}, args...)...)
 	c.Env = append(os.Environ(), "MACHINEADM_TEST_EXEC=1")
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
@@ -267,6 +270,80 @@ func TestBootstrapDryRunJoins(t *testing.T) {
 		if kc, err := os.ReadFile(filepath.Join(dr, "kubeadm", "config.yaml")); err != nil || !strings.Contains(string(kc), "failCgroupV1: false") {
 			t.Errorf("%s: kubelet config.yaml lacks the spec's failCgroupV1 patch (%v)", ex, err)
 		}
+	}
+}
+
+// TestBootstrapDryRunJoinStandIn: a join's dry run discovers a stand-in
+// cluster-info made for the spec's token and CA, whatever the token's ID:
+// with "abcdef" (kubeadm's own dry-run token ID and its docs' example) a
+// worker and a control-plane join with the CA set in pki.dir plan to the
+// end; a control-plane join whose caCertHashes do not pin that CA fails
+// in preflight as DiscoveryFailed, as the real join would.
+func TestBootstrapDryRunJoinStandIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for unshare --net")
+	}
+	const token = "abcdef.0123456789abcdef"
+	const exampleHash = "sha256:8e0b8f35d5a4b1a4a6a2f4b5ad1c0b0bd7d5b3f0c37c7b4ddc2b1e5f5a2c9d10"
+	tmp := t.TempDir()
+	pkiDir := filepath.Join(tmp, "pki")
+	out, code := machineadm(t, "pki", "init", "--out", pkiDir)
+	if code != 0 {
+		t.Fatalf("pki init exit %d:\n%s", code, out)
+	}
+	out, code = machineadm(t, "pki", "hash", pkiDir)
+	caHash := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(caHash, "sha256:") || strings.Contains(caHash, "\n") {
+		t.Fatalf("pki hash exit %d:\n%s", code, out)
+	}
+	// withToken is the example with spec.join.token's file holding token
+	// and, for a control plane, pki.dir naming the CA set.
+	withToken := func(ex, hash string) string {
+		path := withInputs(t, ex, "")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := strings.Replace(string(raw), exampleHash, hash, 1)
+		if ex == "control-plane-join" {
+			doc = strings.Replace(doc, "  controlPlane:\n", "  controlPlane:\n    pki:\n      dir: "+pkiDir+"\n", 1)
+		}
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(path), "secrets", "bootstrap-token"), []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct{ ex, hash, want string }{
+		{"worker", exampleHash, "spec.join.caCertHashes checked for their form only"},
+		{"control-plane-join", caHash, "the CA pinned by spec.join.caCertHashes"},
+	} {
+		dr := filepath.Join(t.TempDir(), "dr")
+		out, code := machineadm(t, "bootstrap", "-f", withToken(tc.ex, tc.hash), "--dry-run", "--dry-run-dir", dr)
+		if code != 0 {
+			t.Errorf("%s, token ID abcdef: exit %d:\n%s", tc.ex, code, out)
+			continue
+		}
+		requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultSucceeded, "")
+		if !strings.Contains(out, tc.want) || strings.Contains(out, "0123456789abcdef") {
+			t.Errorf("%s: the plan lacks %q, or shows the token:\n%s", tc.ex, tc.want, out)
+		}
+		// A worker's TLS bootstrap kubeconfig names the spec's endpoint (a
+		// control plane's names the stand-in, its whole cluster).
+		if kc, err := os.ReadFile(filepath.Join(dr, "kubeadm", "bootstrap-kubelet.conf")); tc.ex == "worker" && (err != nil || !strings.Contains(string(kc), "server: https://cp.demo.example:6443")) {
+			t.Errorf("%s: bootstrap-kubelet.conf (%v):\n%s", tc.ex, err, kc)
+		}
+	}
+	dr := filepath.Join(t.TempDir(), "dr")
+	out, code = machineadm(t, "bootstrap", "-f", withToken("control-plane-join", exampleHash), "--dry-run", "--dry-run-dir", dr)
+	if code != 1 || !strings.Contains(out, "DiscoveryFailed") {
+		t.Errorf("control-plane join pinned to another CA: exit %d:\n%s", code, out)
+	}
+	rep := requireReport(t, filepath.Join(dr, "var/lib/machineadm/report.json"), report.ResultFailed, errclass.DiscoveryFailed)
+	if rep.FailedPhase != "preflight" {
+		t.Errorf("failed phase %q, want preflight", rep.FailedPhase)
 	}
 }
 

@@ -76,14 +76,18 @@ log tail, and with -v to the console as well.
 change — host files and settings, the files kubeadm would write (by their
 host paths), the API objects it would create (by kind and name). kubeadm's
 files go to --dry-run-dir: DIR/kubeadm, with the certificates in DIR/pki,
-where the manifests and kubeconfig files it writes point. DIR is new, empty,
+where the manifests and kubeconfig files it writes point; with
+spec.controlPlane.runtime Systemd the unit and environment files go to
+DIR/systemd, by their machine paths. DIR is new, empty,
 or an earlier dry run's (marked by DIR/.machineadm-dry-run), whose files
 are replaced, so a repeated dry run plans the same ('bootstrap phase NAME
 --dry-run' builds on them instead); a directory with other files is refused
 (exit 2) with nothing written. A dry run reads
 the same inputs as a real run: a missing secret file or CA set fails it in
-inputs-check, naming the field, with exit code 1. A join's dry run contacts
-no cluster (kubeadm uses a stand-in cluster-info).
+inputs-check, naming the field, with exit code 1. A join's dry run
+discovers a stand-in cluster-info served on 127.0.0.1, made for the spec's
+token and CA (spec.controlPlane.pki.dir's, or one made for the dry run), so
+a token of any ID passes and a CA hash that does not pin that CA fails.
 
 One run at a time: a real run (not --dry-run) holds the lock
 /var/lib/machineadm/lock while it runs; a second bootstrap or

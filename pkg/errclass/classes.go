@@ -82,8 +82,8 @@ var registry = []Info{
 	{
 		Class: VerificationFailed,
 		Hint:  "The downloaded content differs from its pinned digest or signature: check the source and the sha256 in the spec.",
-		Means: "A downloaded payload did not match its pinned `sha256` digest (or signature).",
-		Check: "The source URL serves what was pinned; re-pin the digest if the content changed on purpose. Never skip verification.",
+		Means: "A downloaded payload did not match its pinned `sha256` digest (or signature); or the spec is sealed and its envelope did not open with this machine's identity, or was sealed for another node (recorded before any phase, exit code 2: see [sealed-secrets.md](sealed-secrets.md)).",
+		Check: "The source URL serves what was pinned; re-pin the digest if the content changed on purpose. Never skip verification. For a sealed spec: `--identity`, and `machineadm unseal --check` where it was sealed.",
 	},
 	{
 		Class: HostPreparationFailed,
@@ -149,7 +149,7 @@ var registry = []Info{
 		Class: Interrupted,
 		Hint:  "The run was stopped by a signal; run `machineadm bootstrap` again: it continues from where the host is.",
 		Means: "The run was stopped by SIGTERM or SIGINT; the phase that was running is marked `Failed`. Also the class of a provisional report: the run had not ended when it was written — it was killed (SIGKILL, out of memory, power loss) or is still running ([Unfinished runs](#unfinished-runs)).",
-		Check: "Who stopped it (shutdown, a systemd timeout, an operator). Run `machineadm bootstrap` again: it resumes at the first phase that did not finish.",
+		Check: "Who stopped it (shutdown, a systemd timeout, an operator). Run the interrupted command again — the hint names it (`machineadm bootstrap`, `machineadm prepare`): it resumes at the first phase that did not finish.",
 	},
 	{
 		Class: Internal,

@@ -92,6 +92,11 @@ var rules = []rule{
 		hint: "The endpoint answered but is not set up for token discovery (no cluster-info ConfigMap in kube-public): check spec.join.apiServerEndpoint points at this cluster's API server.",
 		any:  []string{"isn't set up for token bootstrapping"}},
 	{class: errclass.Timeout,
+		hint: HintEndpointRefused,
+		match: func(msg string) bool {
+			return isDiscovery(msg) && !isTLS(msg) && strings.Contains(msg, "connection refused")
+		}},
+	{class: errclass.Timeout,
 		hint: "The API server endpoint (spec.join.apiServerEndpoint) did not answer within spec.join.timeout: check the address, port, firewall and load balancer from this machine.",
 		match: func(msg string) bool {
 			return isDiscovery(msg) && !isTLS(msg) && isNetwork(msg)

@@ -32,7 +32,7 @@ func TestClassify(t *testing.T) {
 		// discovery/token/token.go getClusterInfo: lastError after the poll ran out
 		{"endpoint refused", "kubelet-start",
 			identity + "failed to request the cluster-info ConfigMap: " + get + "dial tcp " + ep + ": connect: connection refused",
-			errclass.Timeout, "spec.join.apiServerEndpoint"},
+			errclass.Timeout, "nothing listens at that address and port"},
 		{"endpoint black hole", "preflight",
 			identity + "failed to request the cluster-info ConfigMap: " + get + "dial tcp 127.0.0.2:6443: i/o timeout",
 			errclass.Timeout, "timeout"},

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
@@ -50,9 +52,23 @@ const (
 
 // ErrClusterInfoPending is wrapped by WaitClusterInfo's error when the
 // bound ran out before the cluster-info ConfigMap carried a signature for
-// the token (or before the endpoint answered at all). Nothing was refused:
+// the token, the endpoint having answered at least once. Nothing was refused:
 // kubeadm's own discovery may still succeed later.
 var ErrClusterInfoPending = errors.New("the cluster-info ConfigMap is not signed for the join token yet")
+
+// ErrEndpointUnreachable is wrapped by WaitClusterInfo's error when the
+// bound ran out and no request had an answer from the endpoint: every
+// connection was refused, or none was made (no route, no such host, no
+// answer in time). The cluster was never asked whether it signed
+// cluster-info, so the error does not wrap ErrClusterInfoPending.
+var ErrEndpointUnreachable = errors.New("no request reached an API server")
+
+// Hints of WaitClusterInfo's ErrEndpointUnreachable: every connection
+// refused (nothing listens at that address and port), or no answer at all.
+const (
+	HintEndpointRefused     = "Every connection to spec.join.apiServerEndpoint was refused: nothing listens at that address and port. Check the port, that the API server (or the load balancer in front of it) is running there, and that the endpoint names this cluster's control plane."
+	HintEndpointUnreachable = "No request to spec.join.apiServerEndpoint was answered: check the host name resolves from this machine, the route and firewall to that address and port, and that the API server (or the load balancer in front of it) is up."
+)
 
 // Hints of the refusals of WaitClusterInfo; the same advice as the
 // classification rules give for kubeadm's own discovery errors.
@@ -146,7 +162,10 @@ type ClusterInfoResult struct {
 // Errors: an errclass.Error of class DiscoveryFailed when cluster-info is
 // refused (signature invalid, CA not pinned, a server certificate not from
 // that CA or not for the host asked, malformed token or pins); class Timeout
-// wrapping ErrClusterInfoPending when the bound ran out first; ctx's error
+// wrapping ErrClusterInfoPending when the bound ran out first after the
+// endpoint answered at least once, or wrapping ErrEndpointUnreachable (hint
+// HintEndpointRefused when every connection was refused,
+// HintEndpointUnreachable otherwise) when it never answered; ctx's error
 // when ctx ends. No error contains the token.
 func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult, error) {
 	start := time.Now()
@@ -191,6 +210,9 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 	sigKey := bootstrapapi.JWSSignatureKeyPrefix + token.ID
 	var cm *corev1.ConfigMap
 	var last error
+	// answered: some request had an HTTP answer (the ConfigMap, or an API
+	// error); refused: every request so far was refused.
+	answered, refused := false, true
 	firstAsked := time.Now()
 	for {
 		res.Attempts++
@@ -200,6 +222,10 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		}
 		peers.reset()
 		cm, last = getClusterInfo(ctx, insecure, deadline)
+		if last == nil || isAnswer(last) {
+			answered = true
+		}
+		refused = refused && last != nil && utilnet.IsConnectionRefused(last)
 		if last == nil {
 			if _, ok := cm.Data[sigKey]; ok {
 				res.Unsigned = asked
@@ -216,6 +242,14 @@ func WaitClusterInfo(ctx context.Context, w ClusterInfoWait) (ClusterInfoResult,
 		if res.Attempts >= maxAttempts || time.Now().Add(iv).After(deadline) {
 			res.Waited = time.Since(start)
 			res.Unsigned = res.Waited
+			if !answered {
+				hint, what := HintEndpointUnreachable, "no answer"
+				if refused {
+					hint, what = HintEndpointRefused, "every connection refused"
+				}
+				return res, errclass.New(errclass.Timeout, hint,
+					fmt.Errorf("%w at %s: %s, %d requests in %s (last: %v)", ErrEndpointUnreachable, w.Endpoint, what, res.Attempts, res.Waited.Round(time.Millisecond), last))
+			}
 			return res, errclass.New(errclass.Timeout, "",
 				fmt.Errorf("%w after %d requests in %s (last: %v)", ErrClusterInfoPending, res.Attempts, res.Waited.Round(time.Millisecond), last))
 		}
@@ -378,6 +412,14 @@ func getClusterInfo(ctx context.Context, cs clientset.Interface, deadline time.T
 	rctx, cancel2 := context.WithDeadline(rctx, deadline)
 	defer cancel2()
 	return cs.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(rctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+}
+
+// isAnswer says whether err, of a request for cluster-info, is the API
+// server's answer (an API status: not found, forbidden, ...) rather than
+// a failure to reach it.
+func isAnswer(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st)
 }
 
 // sleep waits d or until ctx ends.

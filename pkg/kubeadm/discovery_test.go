@@ -489,8 +489,45 @@ func TestWaitClusterInfoUnreachable(t *testing.T) {
 		Endpoint: endpoint, Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
 		Interval: 100 * time.Millisecond, Timeout: 500 * time.Millisecond,
 	})
-	if !errors.Is(err, ErrClusterInfoPending) || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("err %v, want ErrClusterInfoPending naming the refused connection", err)
+	if !errors.Is(err, ErrEndpointUnreachable) || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "every connection refused") {
+		t.Errorf("err %v, want ErrEndpointUnreachable naming the refused connections", err)
+	}
+	// Refused every time is not "not signed yet": nothing was asked.
+	if errors.Is(err, ErrClusterInfoPending) {
+		t.Errorf("err %v: a refused endpoint reported as an unsigned cluster-info", err)
+	}
+	if c, hint := errclass.Of(err); c != errclass.Timeout || hint != HintEndpointRefused {
+		t.Errorf("class %s hint %q, want Timeout with HintEndpointRefused", c, hint)
+	}
+}
+
+// An endpoint that never answers in time (a listener that accepts and
+// says nothing) is unreachable, not refused and not "not signed yet".
+func TestWaitClusterInfoNoAnswer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	ca := newTestCA(t, "cluster-ca")
+	_, err = WaitClusterInfo(context.Background(), ClusterInfoWait{
+		Endpoint: l.Addr().String(), Token: testToken, CACertHashes: []string{pubkeypin.Hash(ca.cert)},
+		Interval: 100 * time.Millisecond, Timeout: 500 * time.Millisecond,
+	})
+	if !errors.Is(err, ErrEndpointUnreachable) || errors.Is(err, ErrClusterInfoPending) || strings.Contains(err.Error(), "every connection refused") {
+		t.Errorf("err %v, want ErrEndpointUnreachable without refusals", err)
+	}
+	if c, hint := errclass.Of(err); c != errclass.Timeout || hint != HintEndpointUnreachable {
+		t.Errorf("class %s hint %q, want Timeout with HintEndpointUnreachable", c, hint)
 	}
 }
 

@@ -1,16 +1,44 @@
 package kubeadm
 
 import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	tokenjws "k8s.io/cluster-bootstrap/token/jws"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 )
 
 // A dry run of a kubeadm phase writes into one flat directory (kubeadm's
@@ -288,4 +316,265 @@ func filePlan(changed, copied []string, certsDir string, synced bool) []string {
 		}
 	}
 	return out
+}
+
+// ClusterInfoStandIn is a join dry run's stand-in for the cluster's
+// token discovery: an HTTPS server on a loopback port that answers a GET
+// of the cluster-info ConfigMap (namespace kube-public) with one made for
+// the spec — its kubeconfig naming the spec's endpoint and a cluster CA,
+// signed for the spec's token as the controller-manager's bootstrap
+// signer would sign it — and every other request with 404 Not Found.
+//
+// kubeadm's dry run asks the discovery endpoint of its configuration first
+// and falls back to its own stand-in only when that fails; its own is made
+// for one token (ID "abcdef", kubeadm's dry-run token) and one CA, and
+// kubeadm replaces the spec's token and pins with those when the token ID
+// differs. Pointed at this server instead (Inputs.DryRunDiscovery),
+// kubeadm's own discovery checks the spec's token and pins, whatever the
+// token's ID: the signature verifies with the token, and the pins are
+// checked against the CA the stand-in carries.
+type ClusterInfoStandIn struct {
+	// Endpoint is the "127.0.0.1:port" the stand-in serves on.
+	Endpoint string
+	// CACertHash is the pin ("sha256:<hex>") of the CA the stand-in's
+	// cluster-info carries.
+	CACertHash string
+	// MadeCA says the CA was made for the dry run because the spec
+	// carries no cluster CA (a worker; a control-plane join without
+	// spec.controlPlane.pki.dir): the pins can then be checked for their
+	// form only, and the dry run adds CACertHash to them (see
+	// DryRunDiscovery).
+	MadeCA bool
+
+	srv *http.Server
+}
+
+// StandInOptions say what a ClusterInfoStandIn stands in for.
+type StandInOptions struct {
+	// Token is the bootstrap token ("[a-z0-9]{6}.[a-z0-9]{16}") the
+	// cluster-info is signed for (spec.join.token). Secret: never part of
+	// an error.
+	Token string
+	// Endpoint is the spec's API server endpoint ("host:port",
+	// spec.join.apiServerEndpoint), never contacted.
+	Endpoint string
+	// CAPEM is the cluster CA certificate (PEM), and CAKeyPEM its key, when
+	// the spec carries them (spec.controlPlane.pki.dir); empty: a CA is
+	// made for the dry run (MadeCA). With the key, the stand-in's serving
+	// certificate is the CA's, so that clients that verify it (a control
+	// plane's admin.conf) trust it.
+	CAPEM, CAKeyPEM []byte
+	// ControlPlane makes the stand-in the whole cluster of a control-plane
+	// join's dry run: the cluster-info's kubeconfig names the stand-in
+	// instead of Endpoint, and the stand-in also answers for the cluster's
+	// kubeadm-config (kubeadm's own dry-run ClusterConfiguration, its
+	// controlPlaneEndpoint the stand-in's), so that the admin.conf the dry
+	// run writes, and with it the discovery of every later phase, points
+	// at the stand-in too rather than at kubeadm's own stand-in or a real
+	// address.
+	ControlPlane bool
+}
+
+// StartClusterInfoStandIn starts a ClusterInfoStandIn as o says. It answers
+// on 127.0.0.1 until Close. Errors: a malformed token (the error does not
+// contain it), an unreadable CA, or a loopback address that cannot be
+// listened on or reached (the loopback interface down).
+func StartClusterInfoStandIn(o StandInOptions) (*ClusterInfoStandIn, error) {
+	s := &ClusterInfoStandIn{}
+	caPEM, signer := o.CAPEM, crypto.Signer(nil)
+	if len(caPEM) == 0 {
+		var err error
+		if caPEM, signer, err = dryRunCA(); err != nil {
+			return nil, err
+		}
+		s.MadeCA = true
+	} else if len(o.CAKeyPEM) > 0 {
+		k, err := keyutil.ParsePrivateKeyPEM(o.CAKeyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("the cluster CA key for the join dry run's stand-in cluster-info: %w", err)
+		}
+		var ok bool
+		if signer, ok = k.(crypto.Signer); !ok {
+			return nil, fmt.Errorf("the cluster CA key for the join dry run's stand-in cluster-info: %T cannot sign", k)
+		}
+	}
+	cas, err := certutil.ParseCertsPEM(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster CA for the join dry run's stand-in cluster-info: %w", err)
+	}
+	s.CACertHash = pubkeypin.Hash(cas[0])
+	var caCert *x509.Certificate
+	if signer != nil {
+		caCert = cas[0]
+	}
+	cert, err := loopbackServingCert(caCert, signer)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("the join dry run's stand-in cluster-info: listening on the loopback interface: %w", err)
+	}
+	s.Endpoint = l.Addr().String()
+	server := o.Endpoint
+	if o.ControlPlane {
+		server = s.Endpoint
+	}
+	cm, err := StandInClusterInfo(o.Token, server, caPEM)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	objects := map[string]*corev1.ConfigMap{
+		"/api/v1/namespaces/" + metav1.NamespacePublic + "/configmaps/" + bootstrapapi.ConfigMapClusterInfo: cm,
+	}
+	if o.ControlPlane {
+		kc, err := standInKubeadmConfig(s.Endpoint)
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		objects["/api/v1/namespaces/"+metav1.NamespaceSystem+"/configmaps/"+kubeadmconstants.KubeadmConfigConfigMap] = kc
+	}
+	bodies := map[string][]byte{}
+	for p, obj := range objects {
+		if bodies[p], err = json.Marshal(obj); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	notFound := []byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"not served by the join dry run's stand-in","reason":"NotFound","code":404}`)
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if b, ok := bodies[r.URL.Path]; ok && r.Method == http.MethodGet {
+				_, _ = w.Write(b)
+				return
+			}
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write(notFound)
+		}),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = s.srv.ServeTLS(l, "", "") }()
+	// kubeadm falls back to its own stand-in when this one cannot be
+	// reached: make sure it can (a loopback interface that is down).
+	c, err := net.DialTimeout("tcp", s.Endpoint, 5*time.Second)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("the join dry run's stand-in cluster-info at %s cannot be reached (is the loopback interface up?): %w", s.Endpoint, err)
+	}
+	c.Close()
+	return s, nil
+}
+
+// standInKubeadmConfig is the kubeadm-config ConfigMap of kubeadm's own
+// dry run (its GetKubeadmConfigReactor's) with controlPlaneEndpoint
+// endpoint.
+func standInKubeadmConfig(endpoint string) (*corev1.ConfigMap, error) {
+	dr := apiclient.NewDryRun().WithDefaultMarshalFunction().WithWriter(io.Discard)
+	dr.AppendReactor(dr.GetKubeadmConfigReactor())
+	cm, err := dr.FakeClient().CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(context.Background(), kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kubeadm's dry-run kubeadm-config: %w", err)
+	}
+	cc := cm.Data[kubeadmconstants.ClusterConfigurationKind]
+	re := regexp.MustCompile(`(?m)^controlPlaneEndpoint: .*$`)
+	if !re.MatchString(cc) {
+		return nil, errors.New("kubeadm's dry-run kubeadm-config names no controlPlaneEndpoint")
+	}
+	cm = cm.DeepCopy()
+	cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+	cm.Data[kubeadmconstants.ClusterConfigurationKind] = re.ReplaceAllLiteralString(cc, "controlPlaneEndpoint: "+endpoint)
+	return cm, nil
+}
+
+// Close stops the stand-in. Nil-safe.
+func (s *ClusterInfoStandIn) Close() error {
+	if s == nil || s.srv == nil {
+		return nil
+	}
+	return s.srv.Close()
+}
+
+// StandInClusterInfo returns the cluster-info ConfigMap a cluster at
+// endpoint ("host:port") with the CA certificate caPEM serves once its
+// bootstrap signer signed it for token: the kubeconfig of one unnamed
+// cluster (server "https://"+endpoint, the CA's data), and its detached
+// JWS signature under "jws-kubeconfig-<token ID>" (cluster-bootstrap's
+// jws, as the signer computes it). The error never contains the token.
+func StandInClusterInfo(token, endpoint string, caPEM []byte) (*corev1.ConfigMap, error) {
+	t, err := bootstraptokenv1.NewBootstrapTokenString(token)
+	if err != nil {
+		return nil, errors.New("spec.join.token: not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[""] = &clientcmdapi.Cluster{Server: "https://" + endpoint, CertificateAuthorityData: caPEM}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := tokenjws.ComputeDetachedSignature(string(data), t.ID, t.Secret)
+	if err != nil {
+		return nil, errors.New("signing the join dry run's stand-in cluster-info with spec.join.token failed")
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: bootstrapapi.ConfigMapClusterInfo, Namespace: metav1.NamespacePublic},
+		Data: map[string]string{
+			bootstrapapi.KubeConfigKey:                string(data),
+			bootstrapapi.JWSSignatureKeyPrefix + t.ID: sig,
+		},
+	}, nil
+}
+
+// dryRunCA returns a self-signed CA certificate (PEM, ECDSA P-256) made
+// for a join dry run whose spec carries no cluster CA, and its key.
+func dryRunCA() ([]byte, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "machineadm dry-run stand-in CA"}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), key, nil
+}
+
+// loopbackServingCert returns a serving certificate for 127.0.0.1 (ECDSA
+// P-256, valid one day) issued by ca with caKey, or self-signed when ca is
+// nil. kubeadm's discovery reads cluster-info without verifying the
+// server; a control plane's admin.conf, which the stand-in answers too,
+// verifies it with the cluster CA.
+func loopbackServingCert(ca *x509.Certificate, caKey crypto.Signer) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	now := time.Now()
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "machineadm dry-run stand-in cluster-info"},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	issuer, signer := tmpl, crypto.Signer(key)
+	if ca != nil && caKey != nil {
+		issuer, signer = ca, caKey
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, issuer, &key.PublicKey, signer)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

@@ -1,11 +1,29 @@
 package kubeadm
 
 import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	discoverytoken "k8s.io/kubernetes/cmd/kubeadm/app/discovery/token"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
 // dryRunOutput is kubeadm v1.37's dry-run output for upload-config/kubeadm
@@ -164,5 +182,135 @@ func TestPreflightWarnings(t *testing.T) {
 		"\t[WARNING Hostname]: hostname \"cp1\" could not be reached", "[preflight] done"})
 	if want := []string{`Hostname: hostname "cp1" could not be reached`}; !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings %q, want %q", got, want)
+	}
+}
+
+// discoverLikeKubeadmDryRun runs kubeadm's own token discovery the way
+// kubeadm join's dry run does (cmd/kubeadm/app/cmd/join.go Client): its
+// dry-run client, whose GETs go first to the discovery endpoint of the
+// configuration and only then to kubeadm's own stand-in.
+func discoverLikeKubeadmDryRun(t *testing.T, endpoint, token string, pins []string) error {
+	t.Helper()
+	dr := apiclient.NewDryRun()
+	rc, err := clientcmd.NewDefaultClientConfig(*discoverytoken.BuildInsecureBootstrapKubeConfig(endpoint), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dr.WithRestConfig(rc); err != nil {
+		t.Fatal(err)
+	}
+	dr.WithDefaultMarshalFunction().WithWriter(io.Discard).AppendReactor(dr.GetClusterInfoReactor())
+	cfg := &kubeadmapi.Discovery{BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{Token: token, APIServerEndpoint: endpoint, CACertHashes: pins}}
+	kc, err := discoverytoken.RetrieveValidatedConfigInfo(dr.FakeClient(), cfg, 20*time.Second)
+	if err == nil {
+		if _, c, err := kubeconfigutil.GetClusterFromKubeConfig(kc); err != nil || c.Server != "https://cp.demo.example:6443" {
+			t.Errorf("discovered cluster %+v (%v), want the spec's endpoint", c, err)
+		}
+	}
+	return err
+}
+
+// TestClusterInfoStandIn: kubeadm's dry-run discovery against the
+// stand-in succeeds for the spec's token whatever its ID — "abcdef",
+// the ID of kubeadm's own stand-in, among them — with the pin of the
+// spec's CA, and fails as DiscoveryFailed with another pin. A stand-in
+// without the spec's CA makes one, whose pin the dry run adds.
+func TestClusterInfoStandIn(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	other := newTestCA(t, "another-ca")
+	for _, token := range []string{testToken, "a1b2c3.0123456789abcdef", "zz9xq1.0123456789abcdef"} {
+		s, err := StartClusterInfoStandIn(StandInOptions{Token: token, Endpoint: "cp.demo.example:6443", CAPEM: ca.pem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.MadeCA || s.CACertHash != pubkeypin.Hash(ca.cert) {
+			t.Errorf("stand-in CA: made %v, hash %s", s.MadeCA, s.CACertHash)
+		}
+		if err := discoverLikeKubeadmDryRun(t, s.Endpoint, token, []string{pubkeypin.Hash(ca.cert)}); err != nil {
+			t.Errorf("token ID %s, right pin: %v", token[:6], err)
+		}
+		err = discoverLikeKubeadmDryRun(t, s.Endpoint, token, []string{pubkeypin.Hash(other.cert)})
+		if err == nil {
+			t.Errorf("token ID %s: a wrong pin passed", token[:6])
+		} else if c, _ := Classify(Phase{Name: "preflight", Class: errclass.PreflightFailed}, err, nil); c != errclass.DiscoveryFailed {
+			t.Errorf("token ID %s, wrong pin: class %s (%v)", token[:6], c, err)
+		}
+		// Another token than the one it was signed for is refused.
+		if err := discoverLikeKubeadmDryRun(t, s.Endpoint, token[:7]+"fedcba9876543210", []string{pubkeypin.Hash(ca.cert)}); err == nil {
+			t.Errorf("token ID %s: a token with another secret passed", token[:6])
+		}
+		s.Close()
+	}
+	s, err := StartClusterInfoStandIn(StandInOptions{Token: testToken, Endpoint: "cp.demo.example:6443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.MadeCA || !strings.HasPrefix(s.CACertHash, "sha256:") {
+		t.Errorf("made CA %v, hash %q", s.MadeCA, s.CACertHash)
+	}
+	if err := discoverLikeKubeadmDryRun(t, s.Endpoint, testToken, []string{pubkeypin.Hash(ca.cert), s.CACertHash}); err != nil {
+		t.Errorf("made CA with its pin added: %v", err)
+	}
+	if _, err := StartClusterInfoStandIn(StandInOptions{Token: "not-a-token", Endpoint: "cp.demo.example:6443"}); err == nil || strings.Contains(err.Error(), "not-a-token") {
+		t.Errorf("malformed token: %v", err)
+	}
+}
+
+// TestTranslateDryRunDiscovery: a join's dry run points kubeadm's
+// discovery at the stand-in; the pins get the stand-in's only when its CA
+// was made for the dry run.
+func TestTranslateDryRunDiscovery(t *testing.T) {
+	requireStamped(t)
+	cfg := loadExample(t, "worker.yaml")
+	in := testInputs(cfg)
+	in.DryRun = true
+	in.DryRunDiscovery = &ClusterInfoStandIn{Endpoint: "127.0.0.1:40001", CACertHash: "sha256:" + strings.Repeat("ab", 32)}
+	docs, err := Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := string(docs.YAML); !strings.Contains(y, "apiServerEndpoint: 127.0.0.1:40001") || strings.Contains(y, "abababab") {
+		t.Errorf("spec CA: %s", y)
+	}
+	in.DryRunDiscovery.MadeCA = true
+	if docs, err = Translate(cfg, in); err != nil || !strings.Contains(string(docs.YAML), "- sha256:"+strings.Repeat("ab", 32)) || !strings.Contains(string(docs.YAML), cfg.Spec.Join.CACertHashes[0]) {
+		t.Errorf("made CA: %v\n%s", err, docs.YAML)
+	}
+	if cfg.Spec.Join.APIServerEndpoint != "cp.demo.example:6443" || len(cfg.Spec.Join.CACertHashes) != 1 {
+		t.Errorf("the spec was changed: %+v", cfg.Spec.Join)
+	}
+}
+
+// TestClusterInfoStandInControlPlane: for a control-plane join the
+// stand-in is the whole cluster: its cluster-info names itself, it serves
+// kubeadm-config with itself as controlPlaneEndpoint, and a client that
+// verifies it with the cluster CA (the dry run's admin.conf) trusts it.
+func TestClusterInfoStandInControlPlane(t *testing.T) {
+	ca := newTestCA(t, "cluster-ca")
+	keyDER, err := x509.MarshalECPrivateKey(ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StartClusterInfoStandIn(StandInOptions{Token: testToken, Endpoint: "cp.demo.example:6443", CAPEM: ca.pem,
+		CAKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), ControlPlane: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs, err := clientset.NewForConfig(&rest.Config{Host: "https://" + s.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: ca.pem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := cs.CoreV1().ConfigMaps("kube-public").Get(context.Background(), "cluster-info", metav1.GetOptions{})
+	if err != nil || !strings.Contains(ci.Data["kubeconfig"], "server: https://"+s.Endpoint) {
+		t.Fatalf("cluster-info verified with the CA: %v %v", ci, err)
+	}
+	kc, err := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubeadm-config", metav1.GetOptions{})
+	if err != nil || !strings.Contains(kc.Data["ClusterConfiguration"], "controlPlaneEndpoint: "+s.Endpoint+"\n") {
+		t.Errorf("kubeadm-config: %v %v", kc, err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubelet-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("another object: %v, want NotFound", err)
 	}
 }

@@ -53,7 +53,7 @@ func (e *SystemdEnv) waitEtcd(ctx context.Context, s *SystemdControlPlane) error
 		return err
 	}
 	if e.DryRun {
-		fmt.Fprintln(e.out(), "[systemd] dry run: would wait for etcd at "+u)
+		e.planned("would wait for etcd at " + u)
 		return nil
 	}
 	timeout := e.timeout(s.cfg)
@@ -109,7 +109,7 @@ func SystemdEtcdJoinPhase(ctx context.Context, env *SystemdEnv) error {
 	var members []EtcdMember
 	var client *etcdutil.Client
 	if env.DryRun {
-		fmt.Fprintln(env.out(), "[systemd] dry run: would add etcd member "+peerURL)
+		env.planned("would add etcd member " + peerURL)
 	} else {
 		kube, err := kubeconfigutil.ClientSetFromFile(filepath.Join(env.kubeconfigDir(), kubeadmconstants.AdminKubeConfigFileName))
 		if err != nil {

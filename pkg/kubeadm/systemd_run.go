@@ -27,6 +27,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
 // SystemdRun is a phase of the Systemd runtime that replaces a kubeadm
@@ -74,6 +75,76 @@ type SystemdEnv struct {
 	// Default: kubeadm's timeouts.controlPlaneComponentHealthCheck (4m0s
 	// unless the configuration says otherwise).
 	Timeout time.Duration
+	// DryRunDir, in a dry run, receives the unit and environment files a
+	// real run would install, below it by their machine paths
+	// (DIR/etc/systemd/system/kube-apiserver.service), as kubeadm's dry
+	// run writes the static pod manifests into its directory. "" writes
+	// none.
+	DryRunDir string
+
+	// Plan is set in a dry run: what the phase would change, one line
+	// each, for a person — unit and environment files by machine path
+	// ("would write /etc/systemd/system/etcd.service (0600, 0:0, 1834
+	// bytes)"), units enabled, accounts, owners and modes, etcd members
+	// added, waits. Never file contents. Appended to by each phase run
+	// with this env.
+	Plan []string
+}
+
+// planned records line in Plan and prints it as a dry-run line.
+func (e *SystemdEnv) planned(line string) {
+	e.Plan = append(e.Plan, line)
+	fmt.Fprintln(e.out(), "[systemd] dry run: "+line)
+}
+
+// planVerbs turn the past-tense change lines of the host packages into
+// the plan's "would ..." lines.
+var planVerbs = []struct{ done, would string }{
+	{"wrote ", "would write "},
+	{"rewrote ", "would rewrite "},
+	{"appended to ", "would append to "},
+	{"created ", "would create "},
+	{"removed ", "would remove "},
+	{"enabled ", "would enable "},
+	{"set ", "would set "},
+}
+
+// planLine is the plan line of a change line of a dry run (cpunits,
+// files.Change.Summary), or false for one that changes nothing.
+func planLine(l string) (string, bool) {
+	if l == "" || strings.HasSuffix(l, " unchanged") || strings.HasSuffix(l, " absent") {
+		return "", false
+	}
+	if strings.HasPrefix(l, "would ") {
+		return l, true
+	}
+	for _, v := range planVerbs {
+		if rest, ok := strings.CutPrefix(l, v.done); ok {
+			return v.would + rest, true
+		}
+	}
+	return "would: " + l, true
+}
+
+// writeDryRunFiles writes the files of comps below e.DryRunDir by their
+// machine paths (modes as installed, owner the caller).
+func (e *SystemdEnv) writeDryRunFiles(comps []cpunits.Component) error {
+	if e.DryRunDir == "" {
+		return nil
+	}
+	dir := files.Dir{Root: e.DryRunDir}
+	for _, c := range comps {
+		rendered, err := cpunits.Render(c)
+		if err != nil {
+			return err
+		}
+		for _, f := range rendered {
+			if _, err := dir.WriteFile(f.Path, f.Content, f.Mode); err != nil {
+				return fmt.Errorf("writing the dry run's copy of %s: %w", f.Path, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (e *SystemdEnv) out() io.Writer {
@@ -181,11 +252,20 @@ func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules 
 	}
 	start := time.Now()
 	res, err := cpunits.Install(ctx, e.Root, comps, m, e.DryRun, e.out())
-	for _, l := range append(changes, res.Changes...) {
+	all := append(append([]string{line}, changes...), res.Changes...)
+	for _, l := range all[1:] {
 		fmt.Fprintln(e.out(), prefix+l)
 	}
 	e.log().Info("control-plane units", "units", len(comps), "changed", res.Changed, "dryRun", e.DryRun, "duration", time.Since(start), "error", err)
-	return err
+	if err != nil || !e.DryRun {
+		return err
+	}
+	for _, l := range all {
+		if pl, ok := planLine(l); ok {
+			e.Plan = append(e.Plan, pl)
+		}
+	}
+	return e.writeDryRunFiles(comps)
 }
 
 // SystemdEtcdPhase replaces kubeadm's init phase "etcd" (etcd/local): it
@@ -255,7 +335,7 @@ func SystemdWaitControlPlanePhase(ctx context.Context, env *SystemdEnv) error {
 		return err
 	}
 	if env.DryRun {
-		fmt.Fprintln(env.out(), "[systemd] dry run: would wait for the kubelet and the control-plane units' health endpoints")
+		env.planned("would wait for the kubelet and the control-plane units' health endpoints")
 		return nil
 	}
 	client, err := env.localClient(s)

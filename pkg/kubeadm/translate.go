@@ -40,6 +40,13 @@ type Inputs struct {
 	// dry run plans on machines that are not yet nodes, and the failed
 	// checks are still printed.
 	DryRun bool
+	// DryRunDiscovery, in a join's dry run, points kubeadm's token
+	// discovery at a ClusterInfoStandIn: the JoinConfiguration's
+	// discovery.bootstrapToken.apiServerEndpoint becomes its Endpoint,
+	// and, when the stand-in's CA was made for the dry run (MadeCA), its
+	// CACertHash is added to the pins, whose form kubeadm still checks.
+	// Nil, or without DryRun: the spec's discovery settings.
+	DryRunDiscovery *ClusterInfoStandIn
 }
 
 // Documents is the kubeadm configuration for one machine.
@@ -77,6 +84,50 @@ func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, e
 		return nil, err
 	}
 	return docs, nil
+}
+
+// ControllerManagerDefaultArgs are the kube-controller-manager flags
+// machineadm adds to the ClusterConfiguration of a control plane it
+// initialises (kubeadm's extraArgs, stored in the cluster's kubeadm-config,
+// so later control-plane joins and upgrades keep them), for a fast first
+// join: the controller-manager of a new cluster becomes leader and starts
+// its controllers — among them the bootstrap signer that signs
+// cluster-info for a join token and the CSR approver and signer of the
+// kubelet's TLS bootstrap — within about a second instead of 5–8 s.
+//   - kube-api-qps 200 and kube-api-burst 300 (kubeadm and the
+//     controller-manager: 20 and 30): at start-up the controller-manager
+//     creates one service account for each of about 45 controllers
+//     (kubeadm sets --use-service-account-credentials), about 135
+//     requests, which its client-side rate limit spread over ~5 s. Cost:
+//     the controller-manager may send its API server up to 200 requests
+//     per second, in bursts of 300 (it stays subject to the API server's
+//     priority and fairness).
+//   - leader-elect-retry-period 500ms (default 2s): the first attempt at
+//     the lease is refused while the new API server bootstraps its RBAC;
+//     the retry comes after 0.5 s instead of 2 s. Cost: in an HA control
+//     plane, each standby controller-manager reads its Lease every 0.5 s
+//     instead of every 2 s (a failed-over leader is taken over sooner).
+//
+// A flag of the same name in spec.controlPlane.controllerManager.extraArgs
+// replaces the default (its value is the user's, at the user's place in
+// the list). docs/design.md, "The first worker's join", has the
+// measurements.
+var ControllerManagerDefaultArgs = []machineadm.Arg{
+	{Name: "kube-api-qps", Value: "200"},
+	{Name: "kube-api-burst", Value: "300"},
+	{Name: "leader-elect-retry-period", Value: "500ms"},
+}
+
+// withDefaultArgs returns defaults whose names args does not give,
+// followed by args.
+func withDefaultArgs(args, defaults []machineadm.Arg) []machineadm.Arg {
+	out := make([]machineadm.Arg, 0, len(args)+len(defaults))
+	for _, d := range defaults {
+		if !slices.ContainsFunc(args, func(a machineadm.Arg) bool { return a.Name == d.Name }) {
+			out = append(out, d)
+		}
+	}
+	return append(out, args...)
 }
 
 // redact replaces the secret inputs in s with "<redacted>".

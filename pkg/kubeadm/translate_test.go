@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -240,4 +241,36 @@ func TestRecoverJoinDoneMessageReraises(t *testing.T) {
 		_ = p.JoinToken // nil dereference outside kubeadm's join command
 	}()
 	t.Error("not reached: the panic must propagate")
+}
+
+// TestControllerManagerDefaults: an Init's ClusterConfiguration carries
+// machineadm's controller-manager flags for a fast first join; a flag the
+// spec names keeps the spec's value, once, and the spec's other flags
+// follow.
+func TestControllerManagerDefaults(t *testing.T) {
+	requireStamped(t)
+	cfg := loadExample(t, "control-plane-init.yaml")
+	cfg.Spec.ControlPlane.ControllerManager.ExtraArgs = nil
+	docs, err := Translate(cfg, testInputs(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ControllerManagerDefaultArgs {
+		if !strings.Contains(string(docs.YAML), "  - name: "+a.Name+"\n    value: ") {
+			t.Errorf("default %s missing:\n%s", a.Name, docs.YAML)
+		}
+	}
+	cfg.Spec.ControlPlane.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "kube-api-qps", Value: "50"}, {Name: "v", Value: "2"}}
+	got := withDefaultArgs(cfg.Spec.ControlPlane.ControllerManager.ExtraArgs, ControllerManagerDefaultArgs)
+	want := []machineadm.Arg{{Name: "kube-api-burst", Value: "300"}, {Name: "leader-elect-retry-period", Value: "500ms"}, {Name: "kube-api-qps", Value: "50"}, {Name: "v", Value: "2"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %v, want %v", got, want)
+	}
+	docs, err = Translate(cfg, testInputs(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := string(docs.YAML); strings.Count(y, "name: kube-api-qps") != 1 || !strings.Contains(y, "name: kube-api-qps\n    value: \"50\"") {
+		t.Errorf("the spec's kube-api-qps does not replace the default:\n%s", y)
+	}
 }

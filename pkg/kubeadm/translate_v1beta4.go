@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,13 @@ func translateV1beta4(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Docum
 			},
 			Patches: patches,
 		}
+		if sd := in.DryRunDiscovery; in.DryRun && sd != nil {
+			bt := join.Discovery.BootstrapToken
+			bt.APIServerEndpoint = sd.Endpoint
+			if sd.MadeCA && len(bt.CACertHashes) > 0 {
+				bt.CACertHashes = append(slices.Clone(bt.CACertHashes), sd.CACertHash)
+			}
+		}
 		if d, err := time.ParseDuration(j.Timeout); err == nil {
 			join.Timeouts = &v1beta4.Timeouts{Discovery: &metav1.Duration{Duration: d}, TLSBootstrap: &metav1.Duration{Duration: d}}
 		}
@@ -108,7 +116,7 @@ func v1beta4Cluster(cfg *machineadm.MachineBootstrapConfig, in Inputs) *v1beta4.
 			ControlPlaneComponent: v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.APIServer.ExtraArgs)},
 			CertSANs:              cp.APIServer.CertSANs,
 		},
-		ControllerManager:   v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.ControllerManager.ExtraArgs)},
+		ControllerManager:   v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(withDefaultArgs(cp.ControllerManager.ExtraArgs, ControllerManagerDefaultArgs))},
 		Scheduler:           v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.Scheduler.ExtraArgs)},
 		CertificatesDir:     cp.PKI.CertificatesDir,
 		EncryptionAlgorithm: v1beta4.EncryptionAlgorithmType(cp.PKI.EncryptionAlgorithm),

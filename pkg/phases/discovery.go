@@ -69,6 +69,12 @@ func WaitClusterInfoPhase() Phase {
 				d.log().Info("cluster-info signed for the join token", "endpoint", w.Endpoint, "requests", res.Attempts, "waited", res.Waited, "unsigned", res.Unsigned, "pinned", res.Pinned)
 				return Result{Message: fmt.Sprintf("cluster-info at %s signed for the join token, %s, after %d request(s) in %s (%s %s)",
 					w.Endpoint, how, res.Attempts, res.Waited.Round(time.Millisecond), res.Unsigned.Round(time.Millisecond), UnsignedMessage)}, nil
+			case errors.Is(err, kubeadm.ErrEndpointUnreachable) && ctx.Err() == nil:
+				// Never reached: the cluster was not asked whether it
+				// signed cluster-info. The wait's hint says which way.
+				_, hint := errclass.Of(err)
+				return Result{}, errclass.New(errclass.Timeout, hint+" The wait was bounded by spec.join.timeout.",
+					fmt.Errorf("spec.join.timeout (%s): discovery at %s: %w", w.Timeout, w.Endpoint, err))
 			case errors.Is(err, kubeadm.ErrClusterInfoPending) && ctx.Err() == nil:
 				// kubeadm's discovery would wait for the same thing, as long:
 				// the join's discovery is over.

@@ -127,6 +127,11 @@ func TestWaitClusterInfoPhaseRealWaitBounded(t *testing.T) {
 	if c, _ := errclass.Of(err); c != errclass.Timeout || err == nil || !strings.Contains(err.Error(), "spec.join.timeout (1s)") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("class %s, err %v; want Timeout naming spec.join.timeout and the refused connection", c, err)
 	}
+	// Refused every time: the hint says nothing listens there, not that
+	// the token is unsigned.
+	if _, hint := errclass.Of(err); errors.Is(err, kubeadm.ErrClusterInfoPending) || !strings.Contains(hint, "refused") || strings.Contains(hint, "token") {
+		t.Errorf("refused endpoint: err %v, hint %q", err, hint)
+	}
 	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("a wait bounded by 1s took %s", el)
 	}

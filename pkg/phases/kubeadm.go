@@ -21,6 +21,9 @@ type kubeadmState struct {
 	configPath string
 	dryRunDir  string
 	secrets    []string
+	// standIn is a join dry run's stand-in cluster-info, which kubeadm's
+	// discovery asks (kubeadm.Inputs.DryRunDiscovery); nil otherwise.
+	standIn *kubeadm.ClusterInfoStandIn
 	// session carries kubeadm's command tree and run data from one
 	// kubeadm phase of the run to the next.
 	session kubeadm.Session
@@ -142,15 +145,25 @@ func kubeletBootstrappedEarlier(d *Data, row kubeadm.Phase) (bool, string) {
 }
 
 // dryRunNotes are what a dry run of the kubeadm phase name says beyond
-// kubeadm's own plan: a join's discovery, which kubeadm's dry run fakes
-// with a stand-in cluster-info, so that no endpoint is contacted.
+// kubeadm's own plan: a join's discovery, which kubeadm made against the
+// run's stand-in cluster-info (kubeadm.ClusterInfoStandIn), signed with
+// spec.join.token and carrying the spec's cluster CA when it has one, so
+// that no endpoint is contacted for it; the note says which pins that
+// checked.
 func dryRunNotes(d *Data, name string) []string {
 	j := d.Config.Spec.Join
 	if d.Config.Spec.Action != machineadm.ActionJoin || name != "preflight" || j == nil {
 		return nil
 	}
+	checked := "the token's signature verified and the CA pinned by spec.join.caCertHashes"
+	switch {
+	case len(j.CACertHashes) == 0:
+		checked = "the token's signature verified; no CA pinned (spec.join.unsafeSkipCAVerification)"
+	case d.kubeadm != nil && d.kubeadm.standIn != nil && d.kubeadm.standIn.MadeCA:
+		checked = "the token's signature verified; spec.join.caCertHashes checked for their form only, as the spec carries no cluster CA to check them against"
+	}
 	return []string{
-		"would discover the cluster at " + j.APIServerEndpoint + " and pin its CA to spec.join.caCertHashes (dry run: kubeadm used a stand-in cluster-info; the endpoint was not contacted)",
+		"would discover the cluster at " + j.APIServerEndpoint + " and pin its CA to spec.join.caCertHashes (dry run: kubeadm discovered a stand-in cluster-info made for spec.join.token, " + checked + "; the endpoint was not contacted)",
 	}
 }
 
@@ -167,6 +180,12 @@ func (d *Data) Secrets() []string {
 func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 	s := &d.Config.Spec
 	st := &kubeadmState{}
+	done := false
+	defer func() {
+		if !done {
+			st.release()
+		}
+	}()
 	var err error
 	if d.secrets != nil {
 		st.inputs = *d.secrets
@@ -202,6 +221,7 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 			st.inputs.CertificatesDir = filepath.Join(d.WorkDir, "pki")
 		}
 	}
+	var caPEM, caKeyPEM []byte
 	if s.ControlPlane != nil && s.ControlPlane.PKI.Dir != "" {
 		dst := files.Dir{Root: st.inputs.CertificatesDir}
 		if st.inputs.CertificatesDir == "" {
@@ -216,6 +236,34 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 			return nil, false, err
 		}
 		changed = changed || c
+		if d.DryRun && s.Action == machineadm.ActionJoin {
+			// kubeadm join's dry run reads and writes certificates in
+			// its own directory only: give it the CA set there, as a
+			// real join finds it in the certificates directory, or it
+			// makes CAs of its own and plans with them.
+			if _, err := importPKI(src, files.Dir{Root: st.dryRunDir}); err != nil {
+				return nil, false, err
+			}
+		}
+		if d.DryRun {
+			if caPEM, err = os.ReadFile(filepath.Join(dst.Root, "ca.crt")); err == nil {
+				caKeyPEM, err = os.ReadFile(filepath.Join(dst.Root, "ca.key"))
+			}
+			if err != nil {
+				return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+			}
+		}
+	}
+	if d.DryRun && s.Action == machineadm.ActionJoin && s.Join != nil {
+		// kubeadm's discovery asks a stand-in made for the spec's token
+		// and CA (the CA set's, or one made for the dry run).
+		if st.standIn, err = kubeadm.StartClusterInfoStandIn(kubeadm.StandInOptions{
+			Token: st.inputs.JoinToken, Endpoint: s.Join.APIServerEndpoint, CAPEM: caPEM, CAKeyPEM: caKeyPEM,
+			ControlPlane: s.Role == machineadm.RoleControlPlane,
+		}); err != nil {
+			return nil, false, errclass.New(errclass.HostPreparationFailed, "a join's dry run serves a stand-in cluster-info on 127.0.0.1: bring the loopback interface up", err)
+		}
+		st.inputs.DryRunDiscovery = st.standIn
 	}
 	if kubeadm.KubeletConfig(d.Config) != nil {
 		st.inputs.PatchesDir = filepath.Join(d.WorkDir, "patches")
@@ -241,15 +289,32 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 	if err != nil {
 		return nil, false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
 	}
+	done = true
+	d.releaseKubeadm()
 	d.kubeadm = st
 	return st, changed || c, nil
 }
 
+// release stops what the state runs (a join dry run's stand-in
+// cluster-info). Nil-safe.
+func (st *kubeadmState) release() {
+	if st != nil {
+		_ = st.standIn.Close()
+		st.standIn = nil
+	}
+}
+
+// releaseKubeadm releases the run's kubeadm state, if any (Workflow.Run
+// calls it when the run ends).
+func (d *Data) releaseKubeadm() {
+	d.kubeadm.release()
+}
+
 // dryRunOutputs are what the kubeadm phases of a dry run write in its
 // directory (Data.WorkDir): kubeadm's dry-run files, the staged
-// certificates (certificatesDir), the kubelet patch and the kubeadm
-// configuration of either action.
-var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml"}
+// certificates (certificatesDir), the kubelet patch, the kubeadm
+// configuration of either action and the Systemd runtime's units.
+var dryRunOutputs = []string{"kubeadm", "pki", "patches", "kubeadm-init.yaml", "kubeadm-join.yaml", systemdDryRunDir}
 
 // clearDryRunOutputs removes what an earlier dry run in dir left there
 // (dryRunOutputs; the reports and the log stay). A dry run of the whole

@@ -3,6 +3,7 @@ package phases
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"sync"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -42,16 +43,27 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 			out := &lineWriter{emit: d.KubeadmOutput}
 			defer out.Flush()
 			env := &kubeadm.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
+			if d.DryRun {
+				env.DryRunDir = filepath.Join(d.WorkDir, systemdDryRunDir)
+			}
 			if d.KubeadmOutput == nil {
 				env.Out = d.out()
 			}
 			if err := row.Systemd(ctx, env); err != nil {
 				return Result{}, err
 			}
-			return Result{Changed: true}, nil
+			if !d.DryRun {
+				return Result{Changed: true}, nil
+			}
+			return Result{Changed: len(env.Plan) > 0, Changes: env.Plan}, nil
 		},
 	}
 }
+
+// systemdDryRunDir is where, below a dry run's directory (Data.WorkDir),
+// the Systemd runtime's phases write the unit and environment files a real
+// run would install, by their machine paths (kubeadm.SystemdEnv.DryRunDir).
+const systemdDryRunDir = "systemd"
 
 // unitManager is the host's service manager when it can start units, a
 // systemd D-Bus client otherwise.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -91,3 +92,79 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
+
+// TestSystemdDryRunWritesUnits: a Systemd-runtime dry run writes the unit
+// and environment files a real run installs into the dry-run directory, by
+// their machine paths, and its etcd and control-plane phases name them in
+// their plans, as kubeadm's dry run writes and names the static pod
+// manifests; nothing is written under the root.
+func TestSystemdDryRunWritesUnits(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	// kubeadm gives the control-plane pods the host's proxy settings: the
+	// units get them through environment files.
+	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "control-plane-systemd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.Load(data, "control-plane-systemd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := testData(t)
+	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
+	deliverSecrets(t, d.Root, l.Config)
+	d.RunKubeadm = func(ctx context.Context, r *kubeadm.Runner, p kubeadm.Phase) error { return nil }
+	obs := &resultObs{results: map[string]Result{}}
+	w := &Workflow{Phases: append([]Phase{InputsCheck(), KubeadmConfigPhase()}, KubeadmPhases(l.Config)...)}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for phase, files := range map[string][]string{
+		"etcd/local":                       {"/etc/systemd/system/etcd.service"},
+		"control-plane/apiserver":          {"/etc/systemd/system/kube-apiserver.service", "/etc/machineadm/units/kube-apiserver.env"},
+		"control-plane/controller-manager": {"/etc/systemd/system/kube-controller-manager.service"},
+		"control-plane/scheduler":          {"/etc/systemd/system/kube-scheduler.service"},
+	} {
+		r := obs.results[phase]
+		if !r.Changed {
+			t.Errorf("%s: not changed in the plan: %+v", phase, r)
+		}
+		plan := strings.Join(r.Changes, "\n")
+		for _, f := range files {
+			if strings.HasSuffix(f, ".env") {
+				f = filepath.Join(cpunitsEnvDir(), filepath.Base(f))
+			}
+			if !strings.Contains(plan, "would write "+f+" (") {
+				t.Errorf("%s: the plan does not name %s:\n%s", phase, f, plan)
+			}
+			got, err := os.ReadFile(filepath.Join(d.WorkDir, "systemd", f))
+			if err != nil {
+				t.Errorf("%s: %v", phase, err)
+				continue
+			}
+			if strings.HasSuffix(f, ".service") && !strings.Contains(string(got), "ExecStart=") {
+				t.Errorf("%s: %s is not a unit:\n%s", phase, f, got)
+			}
+			if strings.HasSuffix(f, ".env") && !strings.Contains(string(got), "proxy.example") {
+				t.Errorf("%s: %s lacks the proxy setting:\n%s", phase, f, got)
+			}
+		}
+		if strings.Contains(plan, "proxy.example") || strings.Contains(plan, "ExecStart") {
+			t.Errorf("%s: file contents in the plan:\n%s", phase, plan)
+		}
+	}
+	if r := obs.results["wait-control-plane"]; !strings.Contains(strings.Join(r.Changes, "\n"), "would wait for the kubelet") {
+		t.Errorf("wait-control-plane plan: %+v", r)
+	}
+	_ = filepath.WalkDir(d.Root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !strings.HasPrefix(p, filepath.Join(d.Root, "etc/machineadm/secrets")+"/") {
+			t.Errorf("dry run wrote %s under the root", p)
+		}
+		return nil
+	})
+}
+
+func cpunitsEnvDir() string { return cpunits.EnvDir }

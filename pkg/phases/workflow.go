@@ -304,6 +304,7 @@ func (o RunOptions) selected(name string) bool {
 // one phase (opts.Only) keeps no state.
 func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptions) (string, error) {
 	d.opts = opts
+	defer d.releaseKubeadm()
 	// A run of one phase (Only) neither consults nor completes the state:
 	// a leaf it recorded would be skipped by a later full run, and its
 	// spec, another, would replace a finished journal.

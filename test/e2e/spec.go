@@ -183,21 +183,10 @@ func controlPlaneSpec(node hostsEntry, action machineadm.Action, caHash string) 
 	}
 	if action == machineadm.ActionInit {
 		cp.PKI = machineadm.PKI{Dir: machinePKIDir}
-		// Controller-manager tuning for a fast first worker join (issue 14
-		// item 7; docs/design.md "The first worker's join"): the first
-		// worker waits for the new controller-manager to take its lease
-		// (retry period, default 2 s) and to build its ~45 controllers,
-		// each creating its service account under the client's default
-		// 20 QPS / 30 burst, before the bootstrap signer signs
-		// cluster-info and the CSR approver runs. With these, w1 is Ready
-		// 1.0-1.4 s after its bootstrap starts instead of 7-9 s. Cluster
-		// configuration given through the spec, as an operator would; not
-		// machineadm's defaults, which are kubeadm's.
-		cp.ControllerManager.ExtraArgs = []machineadm.Arg{
-			{Name: "kube-api-qps", Value: "200"},
-			{Name: "kube-api-burst", Value: "300"},
-			{Name: "leader-elect-retry-period", Value: "500ms"},
-		}
+		// No controller-manager flags: machineadm's own defaults for a
+		// control plane it initialises make the first worker's join fast
+		// (kubeadm.ControllerManagerDefaultArgs; docs/design.md "The first
+		// worker's join").
 		cp.BootstrapTokens = []machineadm.BootstrapToken{{
 			Token: machineadm.SecretSource{File: machineTokenFile}, TTL: "2h", Description: "machineadm e2e",
 		}}

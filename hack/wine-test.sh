@@ -121,7 +121,7 @@ runtests() { # runtests PKG REGEXP: compile for Windows, run in the package dire
 		echo "ok   go test $pkg -run '$re' ($(grep -c '^--- PASS' <<<"$out") tests)"
 	fi
 }
-runtests pkg/apis/machineadm/validation '^TestWindows'
+runtests pkg/apis/machineadm/validation '^(TestWindows|TestLinuxRules|TestOSDefault|TestUnknownOS)'
 # TestStepsWithFakes needs t.TempDir, whose cleanup fails under wine 8
 # (see docs/windows.md); the rest run.
 runtests pkg/host/windows '^(TestCommandLineRoundTrip|TestContainerdConfig|TestFeatures|TestKubeletServiceAndCommand|TestQuoteArg)$'

@@ -124,13 +124,14 @@ func TestCmdImportsNoPhasesPackage(t *testing.T) {
 }
 
 // TestCmdImportsNoHostPackage: the command tree changes nothing on the
-// host itself; host concerns run as phases of a session. Three imports
-// are named exceptions, none of them a run: the Windows kubelet service's
-// program, and config validate's read-only checks.
+// host itself; host concerns run as phases of a session. The exceptions
+// are named, none of them a run: the Windows kubelet service's program,
+// and config validate's read-only checks.
 func TestCmdImportsNoHostPackage(t *testing.T) {
 	cmdImports(t, "pkg/cmd/... imports no host package; host concerns run as phases of a session",
 		[]string{module + "/pkg/host"}, []cmdException{
 			{importer: "pkg/cmd", imported: "pkg/host/windows", goos: "windows", why: "kubelet-service is the Windows kubelet service's program, not a run"},
+			{importer: "pkg/cmd/configcmd", imported: "pkg/host", why: "config validate looks for a spec's files on this machine only when the spec is for its OS (host.OSMismatch)"},
 			{importer: "pkg/cmd/configcmd", imported: "pkg/host/containerd", why: "config validate refuses a containerd configPatch containerd refuses, as host-check does; read-only"},
 			{importer: "pkg/cmd/configcmd", imported: "pkg/host/files", why: "config validate warns about secret files group or others can read, with inputs-check's detector (files.Resolve, files.WideSecretFiles); reads modes only"},
 		})

@@ -150,7 +150,7 @@ without --insecure-inline-secrets.`,
 	c.Flags().StringArrayVar(&recipients, "recipient", nil, "recipient string (repeatable)")
 	c.Flags().StringVarP(&out, "out", "o", "", "sealed file to write, - for standard output")
 	c.Flags().StringVar(&machine, "machine-name", "", "node name the envelope opens on (default spec.node.name; '*' for a template)")
-	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it")
+	c.Flags().StringVar(&root, "root", "/", "directory the spec's file paths are resolved in, as the machine's root: symbolic links, absolute ones too, never lead out of it; a spec.os windows spec's drive path D:\\x is read from ROOT/D/x (no drive: ROOT/C/...), or from the drive itself when ROOT is a drive's root")
 	return c
 }
 

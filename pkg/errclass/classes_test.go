@@ -1,16 +1,16 @@
 package errclass
 
 import (
-	"bytes"
 	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/internal/doctable"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/report.md's error class table from the registry")
@@ -110,29 +110,9 @@ func docTable() string {
 // TestDocTable: the error class table in docs/report.md is the registry's
 // (go test ./pkg/errclass -run TestDocTable -update rewrites it).
 func TestDocTable(t *testing.T) {
-	path := filepath.Join("..", "..", "docs", "report.md")
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := bytes.Index(doc, []byte(docTableHeader))
-	if start < 0 {
-		t.Fatalf("%s has no class table (header %q)", path, docTableHeader)
-	}
-	end := bytes.Index(doc[start:], []byte("\n\n"))
-	if end < 0 {
-		t.Fatalf("%s: the class table has no blank line after it", path)
-	}
-	end += start + 1
-	want := docTable()
-	if got := string(doc[start:end]); got != want {
-		if *update {
-			out := append(append(append([]byte(nil), doc[:start]...), want...), doc[end:]...)
-			if err := os.WriteFile(path, out, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("%s's class table differs from the registry in pkg/errclass (run go test ./pkg/errclass -run TestDocTable -update after checking the change):\n--- doc\n%s\n--- registry\n%s", path, got, want)
-	}
+	doctable.Check(t, doctable.Table{
+		Path:       filepath.Join("..", "..", "docs", "report.md"),
+		Begin:      docTableHeader,
+		Regenerate: "go test ./pkg/errclass -run TestDocTable -update",
+	}, docTable(), *update)
 }

@@ -53,7 +53,8 @@ func Steps(cfg *machineadm.MachineBootstrapConfig) []Step {
 // StepsFor returns the steps of the given concerns for cfg, in the
 // concerns' order, leaving out those whose Step says the spec does not
 // ask for them. This package's own concerns share one dry-run view of
-// the files they plan.
+// the files they plan. Every step refuses, in Check and Apply, a spec for
+// another OS than this machine's (CheckOS).
 func StepsFor(cfg *machineadm.MachineBootstrapConfig, cs []Concern) []Step {
 	if cfg == nil {
 		cfg = &machineadm.MachineBootstrapConfig{}
@@ -82,7 +83,7 @@ func StepsFor(cfg *machineadm.MachineBootstrapConfig, cs []Concern) []Step {
 			}
 		}
 		st.Name, st.Short, st.Class, st.AfterKubeadm = c.Name, c.Short, c.Class, c.AfterKubeadm
-		steps = append(steps, st)
+		steps = append(steps, guardOS(cfg, st))
 	}
 	return steps
 }

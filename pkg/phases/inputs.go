@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 )
 
 // InputsCheckPhase is the name of the first bootstrap phase.
 const InputsCheckPhase = "inputs-check"
 
-// InputsCheck reads every input the kubeadm phases will need — it opens
+// InputsCheck refuses a spec for another OS than this machine's
+// (host.CheckOS), then reads every input the kubeadm phases will need — it opens
 // the sealed secrets that came with the spec, reads the secret files of
 // the spec and the CA set of controlPlane.pki.dir — and checks
 // them, before any host phase changes anything: a missing or malformed
@@ -28,6 +30,11 @@ func InputsCheck() Phase {
 		Check:      true,
 		reconverge: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
+			// A spec for another OS is refused before any of its paths
+			// is read (spec.os, exit code 2).
+			if err := host.CheckOS(d.Config); err != nil {
+				return Result{}, err
+			}
 			u, err := unseal(d)
 			if err != nil {
 				return Result{}, err

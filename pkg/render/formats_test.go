@@ -1,15 +1,15 @@
 package render
 
 import (
-	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/internal/doctable"
 )
 
 // TestFormatRegistryHasEveryConstant: every Format constant has exactly one
@@ -77,29 +77,9 @@ func TestFormatsDocTable(t *testing.T) {
 	for _, r := range FormatInfos() {
 		b.WriteString("| `" + string(r.Format) + "` | " + string(r.OS) + " | " + r.For + " | " + r.Doc + " |\n")
 	}
-	want := b.String()
-	path := filepath.Join(repoRoot(t), "docs", "render.md")
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := bytes.Index(doc, []byte(formatsDocHeader))
-	if start < 0 {
-		t.Fatalf("%s has no format table (header %q)", path, formatsDocHeader)
-	}
-	end := bytes.Index(doc[start:], []byte("\n\n"))
-	if end < 0 {
-		t.Fatalf("%s: the format table has no blank line after it", path)
-	}
-	end += start + 1
-	if got := string(doc[start:end]); got != want {
-		if *update {
-			out := append(append(append([]byte(nil), doc[:start]...), want...), doc[end:]...)
-			if err := os.WriteFile(path, out, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("%s's format table differs from the registry in pkg/render/formats.go (run go test ./pkg/render -run TestFormatsDocTable -update after checking the change):\n--- doc\n%s\n--- registry\n%s", path, got, want)
-	}
+	doctable.Check(t, doctable.Table{
+		Path:       filepath.Join(repoRoot(t), "docs", "render.md"),
+		Begin:      formatsDocHeader,
+		Regenerate: "go test ./pkg/render -run TestFormatsDocTable -update",
+	}, b.String(), *update)
 }

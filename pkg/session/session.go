@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
@@ -151,7 +153,12 @@ func Run(ctx context.Context, o Options) (err error) {
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {
 		cfg = l.Config
-		if o.Command == Bootstrap {
+		// A spec for another OS (spec.os) is bad input, refused before
+		// anything else; its paths are another OS's, so the report goes
+		// where a spec that cannot be used sends it (cfg nil).
+		if fe := host.OSMismatch(cfg); fe != nil {
+			loadErr, cfg = &spec.InvalidSpecError{Source: o.SpecFile, Errors: field.ErrorList{fe}}, nil
+		} else if o.Command == Bootstrap {
 			_, loadErr = kubeadm.CheckSpec(cfg, o.SpecFile)
 		}
 	}

@@ -95,6 +95,10 @@ type (
 	StaticPod = latest.StaticPod
 	// Report is Report of the latest version.
 	Report = latest.Report
+	// OS is OS of the latest version (spec.os).
+	OS = latest.OS
+	// OSDefaults is OSDefaults of the latest version.
+	OSDefaults = latest.OSDefaults
 )
 
 // Values of Role, Action and ControlPlaneRuntime.
@@ -111,6 +115,10 @@ const (
 	RuntimeStaticPods = latest.RuntimeStaticPods
 	// RuntimeSystemd is RuntimeSystemd of the latest version.
 	RuntimeSystemd = latest.RuntimeSystemd
+	// OSLinux is OSLinux of the latest version.
+	OSLinux = latest.OSLinux
+	// OSWindows is OSWindows of the latest version.
+	OSWindows = latest.OSWindows
 )
 
 // Default values the latest version's SetDefaults applies.
@@ -135,29 +143,21 @@ const (
 	DefaultBinDir = latest.DefaultBinDir
 	// DefaultEtcdDataDir is DefaultEtcdDataDir of the latest version.
 	DefaultEtcdDataDir = latest.DefaultEtcdDataDir
-	// DefaultCRISocket is DefaultCRISocket of the latest version.
-	DefaultCRISocket = latest.DefaultCRISocket
 	// DefaultJoinTimeout is DefaultJoinTimeout of the latest version.
 	DefaultJoinTimeout = latest.DefaultJoinTimeout
 	// DefaultTokenTTL is DefaultTokenTTL of the latest version.
 	DefaultTokenTTL = latest.DefaultTokenTTL
-	// DefaultReportPath is DefaultReportPath of the latest version.
-	DefaultReportPath = latest.DefaultReportPath
-	DefaultKeytab     = latest.DefaultKeytab
-	// DefaultSentinel is DefaultSentinel of the latest version.
-	DefaultSentinel = latest.DefaultSentinel
+	// DefaultKeytab is DefaultKeytab of the latest version.
+	DefaultKeytab = latest.DefaultKeytab
+	// DefaultOS is DefaultOS of the latest version: the OS machineadm is
+	// built for.
+	DefaultOS = latest.DefaultOS
 	// DefaultFileMode is DefaultFileMode of the latest version.
 	DefaultFileMode = latest.DefaultFileMode
 	// DefaultFileOwner is DefaultFileOwner of the latest version.
 	DefaultFileOwner = latest.DefaultFileOwner
-	// DefaultContainerdConfig is DefaultContainerdConfig of the latest version.
-	DefaultContainerdConfig = latest.DefaultContainerdConfig
 	// DefaultCgroupDriver is DefaultCgroupDriver of the latest version.
 	DefaultCgroupDriver = latest.DefaultCgroupDriver
-	// DefaultRuntimeType is DefaultRuntimeType of the latest version.
-	DefaultRuntimeType = latest.DefaultRuntimeType
-	// DefaultRuntimeName is DefaultRuntimeName of the latest version.
-	DefaultRuntimeName = latest.DefaultRuntimeName
 )
 
 // SetDefaults fills every unset field of c that has a default, in place,
@@ -165,3 +165,11 @@ const (
 // overrides a value the user gave and is idempotent. Specs of older
 // versions get their own version's defaults before conversion (pkg/spec).
 func SetDefaults(c *MachineBootstrapConfig) { latest.SetDefaults(c) }
+
+// DefaultsFor returns the OS-dependent defaults of spec.os os
+// (v1alpha1.DefaultsFor).
+func DefaultsFor(os OS) OSDefaults { return latest.DefaultsFor(os) }
+
+// OSOf returns the OS spec s is for: s.OS, or DefaultOS when empty
+// (v1alpha1.OSOf).
+func OSOf(s *MachineBootstrapSpec) OS { return latest.OSOf(s) }

@@ -23,6 +23,7 @@ import (
 // spec) that the provider's MachineadmConfigSpec deliberately lacks, with
 // the reason. A path covers the fields under it.
 var absentFromProvider = map[string]string{
+	"spec.os":                              "issue 26 item 2 (Windows Machines through Cluster API)",
 	"spec.role":                            "the controller derives it from the Machine (control-plane label)",
 	"spec.action":                          "the controller decides init or join (its init lock)",
 	"spec.kubernetes.version":              "cluster-level: the Machine's spec.version",

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,10 +24,12 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/kubeadm"
 	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -39,7 +42,8 @@ import (
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), and so is each one, or CA private key,
 // that group or others may read (files.WideSecretFiles), unless the
-// sealed file's envelope carries that secret. A sealed file whose spec has no place for an item is an
+// sealed file's envelope carries that secret or the spec is for another
+// OS than this machine's (spec.os). A sealed file whose spec has no place for an item is an
 // invalid spec (session.LoadSpecDoc). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	data, err := session.ReadSpec(in, path)
@@ -55,6 +59,12 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	}
 	if _, err := kubeadm.CheckSpec(l.Config, path); err != nil {
 		return nil, err
+	}
+	// The secret files are looked for only when this machine could be
+	// the spec's: a spec for another OS (spec.os) names files of another
+	// machine, which this one cannot tell anything about.
+	if host.OSMismatch(l.Config) != nil {
+		return l, nil
 	}
 	// A secret the file's envelope carries is not read from its file:
 	// that file need not exist anywhere.
@@ -81,6 +91,20 @@ var secretFileHint = map[string]string{
 	machineadm.SecretFormatCertificateKey: "; `machineadm pki certificate-key --out FILE` makes one",
 }
 
+// missing says whether machine path p of cfg does not exist below root,
+// found where seal would read it (sealspec.MachinePath: a spec.os windows
+// drive path 'C:\x' is ROOT/C/x, or C:\x itself when root is a drive's
+// root). A path that cannot be resolved is not reported: validation
+// refuses it.
+func missing(root string, cfg *machineadm.MachineBootstrapConfig, p string) bool {
+	hp, err := sealspec.MachinePath(root, machineadm.OSOf(&cfg.Spec), p)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(hp)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // MissingSecretFiles returns a warning for each secret file and CA
 // directory the spec names (machineadm.SecretFields: SecretSource files,
 // spec.controlPlane.pki.dir) that does not exist below root on this
@@ -93,12 +117,12 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 	for _, f := range machineadm.SecretFields(cfg) {
 		switch {
 		case f.Kind == machineadm.SecretKindSource && f.Source.File != "":
-			if _, err := os.Stat(filepath.Join(root, f.Source.File)); errors.Is(err, fs.ErrNotExist) {
+			if missing(root, cfg, f.Source.File) {
 				out = append(out, validation.Warning{Field: f.Path + ".file",
 					Message: fmt.Sprintf("%s does not exist on this machine; it must be there when machineadm bootstrap runs%s", f.Source.File, secretFileHint[f.Format])})
 			}
 		case f.Kind == machineadm.SecretKindCADir && *f.Value != "":
-			if _, err := os.Stat(filepath.Join(root, *f.Value, "ca.crt")); errors.Is(err, fs.ErrNotExist) {
+			if missing(root, cfg, path.Join(filepath.ToSlash(*f.Value), "ca.crt")) {
 				out = append(out, validation.Warning{Field: f.Path,
 					Message: fmt.Sprintf("%s holds no ca.crt on this machine; the CA set must be there when machineadm bootstrap runs; `machineadm pki init --out DIR` makes one", *f.Value)})
 			}

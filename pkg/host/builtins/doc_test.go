@@ -3,10 +3,10 @@ package builtins_test
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/internal/doctable"
 	"github.com/machineadm/machineadm/pkg/host"
 )
 
@@ -21,26 +21,12 @@ const (
 // TestDocTable: the phase table of docs/host-preparation.md is the host
 // concern registry's, row for row; -update rewrites it.
 func TestDocTable(t *testing.T) {
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, rest, ok1 := strings.Cut(string(doc), tableBegin+"\n")
-	current, after, ok2 := strings.Cut(rest, tableEnd)
-	if !ok1 || !ok2 {
-		t.Fatalf("%s: no table between %q and %q", docPath, tableBegin, tableEnd)
-	}
-	want := docTable(host.Concerns())
-	if current == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(docPath, []byte(before+tableBegin+"\n"+want+tableEnd+after), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s: the phase table differs from the host concern registry; run go test ./pkg/host/builtins -run TestDocTable -update\n--- doc\n%s--- registry\n%s", docPath, current, want)
+	doctable.Check(t, doctable.Table{
+		Path:       docPath,
+		Begin:      tableBegin + "\n",
+		End:        tableEnd,
+		Regenerate: "go test ./pkg/host/builtins -run TestDocTable -update",
+	}, docTable(host.Concerns()), *update)
 }
 
 // docTable renders the concerns as a Markdown table.

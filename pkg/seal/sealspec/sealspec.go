@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -37,7 +37,12 @@ type SealOptions struct {
 	// Root is prefixed to every file the spec references (token and
 	// certificate key files, spec.controlPlane.pki.dir), each resolved
 	// inside it as on the machine: symbolic links, absolute ones too,
-	// never lead out of it. Default "/".
+	// never lead out of it. Default "/". The paths of a spec.os windows
+	// spec are on drives: 'D:\x\y' is read from Root/D/x/y, and a path
+	// without a drive from Root/C/... (the system drive) — unless Root is
+	// itself the root of a drive of the sealing host ('C:\', what "/"
+	// means on Windows), where each drive path is read from its own drive
+	// (sealRoot).
 	Root string
 }
 
@@ -123,7 +128,7 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if root == "" {
 		root = "/"
 	}
-	items, edits, err := collect(cfg, root)
+	items, edits, err := collect(cfg, sealRoot{dir: root, os: machineadm.OSOf(&cfg.Spec)})
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +193,7 @@ type edit struct {
 
 // collect reads the secrets of cfg, as machineadm.SecretFields finds
 // them, into items and lists the spec edits.
-func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]byte, []edit, error) {
+func collect(cfg *machineadm.MachineBootstrapConfig, root sealRoot) (map[string][]byte, []edit, error) {
 	items := map[string][]byte{}
 	var edits []edit
 	for _, f := range machineadm.SecretFields(cfg) {
@@ -199,7 +204,7 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 				items[f.Path] = []byte(f.Source.Value)
 				edits = append(edits, edit{path: f.Path, file: SealedFileDir + "/" + f.Path})
 			case f.Source.File != "":
-				v, err := readSecret(root, f.Source.File)
+				v, err := root.readSecret(f.Source.File)
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s.file: %w", f.Path, err)
 				}
@@ -252,10 +257,10 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root string) (map[string][]
 
 // readCADir reads the files of the CA set in dir (those of PKIFiles that
 // exist; kubeadm generates what is missing on Init) into one bundle.
-func readCADir(root, dir string) ([]byte, error) {
+func readCADir(root sealRoot, dir string) ([]byte, error) {
 	files := map[string][]byte{}
 	for _, name := range PKIFiles {
-		v, err := readSecret(root, filepath.Join(dir, name))
+		v, err := root.readSecret(path.Join(filepath.ToSlash(dir), filepath.ToSlash(name)))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -270,15 +275,15 @@ func readCADir(root, dir string) ([]byte, error) {
 	return encodeBundle(files)
 }
 
-// readSecret reads the secret file at machine path p under root. The path
-// is resolved inside root as the machine will see it (files.Resolve): an
-// absolute symbolic link restarts at root and ".." never climbs above it,
-// so that `seal --root IMAGE` of an image whose
-// /etc/machineadm/secrets/token links to /root/.ssh/id_ed25519 reads the
-// image's file, never the sealing host's. filepath.Join followed such a
-// link out of the root.
-func readSecret(root, p string) ([]byte, error) {
-	hp, err := files.Resolve(root, filepath.ToSlash(p))
+// readSecret reads the secret file at machine path p under the root
+// (sealRoot.resolve). The path is resolved inside the root as the
+// machine will see it (files.Resolve): an absolute symbolic link restarts
+// at the root and ".." never climbs above it, so that `seal --root IMAGE`
+// of an image whose /etc/machineadm/secrets/token links to
+// /root/.ssh/id_ed25519 reads the image's file, never the sealing host's.
+// filepath.Join followed such a link out of the root.
+func (m sealRoot) readSecret(p string) ([]byte, error) {
+	hp, err := m.resolve(p)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,11 @@
 package v1alpha1
 
 // Default values of v1alpha1 fields. They are applied by SetDefaults and
-// shown by `machineadm config defaults`. Defaults that differ by operating
-// system (CRI socket, containerd config file and runtime, report and sentinel
-// paths)
-// are in defaults_other.go and defaults_windows.go.
+// shown by `machineadm config defaults`. Defaults that differ by spec.os
+// (CRI socket, containerd config file and runtime, report and sentinel
+// paths) are OSDefaults (defaults_os.go); spec.os itself defaults to
+// DefaultOS, the OS machineadm is built for (defaults_other.go,
+// defaults_windows.go).
 const (
 	DefaultClusterName     = "kubernetes"
 	DefaultImageRepository = "registry.k8s.io"
@@ -27,6 +28,10 @@ const (
 // It never overrides a value the user gave and is idempotent.
 func SetDefaults(c *MachineBootstrapConfig) {
 	s := &c.Spec
+	if s.OS == "" {
+		s.OS = DefaultOS
+	}
+	osd := DefaultsFor(s.OS)
 	if s.Action == "" {
 		s.Action = ActionJoin
 	}
@@ -75,7 +80,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	if s.Join != nil {
 		setString(&s.Join.Timeout, DefaultJoinTimeout)
 	}
-	setString(&s.Node.CRISocket, DefaultCRISocket)
+	setString(&s.Node.CRISocket, osd.CRISocket)
 
 	for i := range s.Host.Files {
 		f := &s.Host.Files[i]
@@ -84,11 +89,11 @@ func SetDefaults(c *MachineBootstrapConfig) {
 		setString(&f.Group, DefaultFileOwner)
 	}
 	if cd := s.Host.Containerd; cd != nil {
-		setString(&cd.ConfigFile, DefaultContainerdConfig)
+		setString(&cd.ConfigFile, osd.ContainerdConfig)
 		setString(&cd.CgroupDriver, DefaultCgroupDriver)
-		setString(&cd.DefaultRuntime, DefaultRuntimeName)
+		setString(&cd.DefaultRuntime, osd.RuntimeName)
 		for i := range cd.Runtimes {
-			setString(&cd.Runtimes[i].Type, DefaultRuntimeType)
+			setString(&cd.Runtimes[i].Type, osd.RuntimeType)
 		}
 		for i := range cd.Registries {
 			for j := range cd.Registries[i].Mirrors {
@@ -103,8 +108,8 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	setOSDefaults(s)
 
 	r := &s.Report
-	setString(&r.Path, DefaultReportPath)
-	setString(&r.Sentinel, DefaultSentinel)
+	setString(&r.Path, osd.ReportPath)
+	setString(&r.Sentinel, osd.Sentinel)
 	if r.Console == nil {
 		t := true
 		r.Console = &t

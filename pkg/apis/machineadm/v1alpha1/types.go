@@ -43,8 +43,30 @@ const (
 	ActionJoin Action = "Join"
 )
 
+// OS is the operating system a spec is for (spec.os), named as Go's
+// GOOS: "linux" or "windows".
+type OS string
+
+const (
+	// OSLinux is a Linux machine (and every other non-Windows one).
+	OSLinux OS = "linux"
+	// OSWindows is a Windows machine: a worker, with drive paths, a
+	// named-pipe CRI socket and the Windows containerd runtime.
+	OSWindows OS = "windows"
+)
+
 // MachineBootstrapSpec is the content of a machine spec.
 type MachineBootstrapSpec struct {
+	// OS is the operating system of the machine the spec is for: linux or
+	// windows. It selects the validation rules (which fields have a meaning
+	// there), the path syntax (drive paths such as 'C:\ProgramData\x' on
+	// Windows) and the OS-dependent defaults (CRI socket, containerd
+	// configuration file and runtime, report and sentinel paths), so that
+	// any machineadm build validates, seals and renders a spec for either
+	// OS. Default: the OS machineadm is built for (DefaultOS), so that specs
+	// written before the field keep their meaning. The steps that change a
+	// host refuse a spec for another OS (exit code 2, field spec.os).
+	OS OS `json:"os,omitempty"`
 	// Role is ControlPlane or Worker. Required. Windows machines are
 	// workers only (kubeadm runs no Windows control plane).
 	Role Role `json:"role"`
@@ -333,7 +355,7 @@ type Node struct {
 	// kubeadm field: nodeRegistration.name.
 	Name string `json:"name,omitempty"`
 	// CRISocket is the container runtime's CRI endpoint. Default
-	// "unix:///run/containerd/containerd.sock" (Windows:
+	// "unix:///run/containerd/containerd.sock" (spec.os windows:
 	// "npipe:////./pipe/containerd-containerd"). kubeadm field:
 	// nodeRegistration.criSocket.
 	CRISocket string `json:"criSocket,omitempty"`
@@ -446,7 +468,7 @@ type Containerd struct {
 	// containerd (`containerd --version`: 3 for 2.x, else 2); on Windows: 3.
 	ConfigVersion int `json:"configVersion,omitempty"`
 	// ConfigFile is containerd's configuration file. Default
-	// "/etc/containerd/config.toml" (Windows:
+	// "/etc/containerd/config.toml" (spec.os windows:
 	// "C:/Program Files/containerd/config.toml").
 	ConfigFile string `json:"configFile,omitempty"`
 	// CgroupDriver is "systemd" (default) or "cgroupfs"; it sets runc's
@@ -470,7 +492,7 @@ type Containerd struct {
 	// an entry named "runc" changes runc's options.
 	Runtimes []Runtime `json:"runtimes,omitempty"`
 	// DefaultRuntime is the runtime handler used by pods without a
-	// RuntimeClass: "runc" (default; Windows: "runhcs-wcow-process") or
+	// RuntimeClass: "runc" (default; spec.os windows: "runhcs-wcow-process") or
 	// the name of one of Runtimes.
 	// containerd key: containerd.default_runtime_name.
 	DefaultRuntime string `json:"defaultRuntime,omitempty"`
@@ -549,7 +571,7 @@ type Runtime struct {
 	// Name is the handler name used by RuntimeClasses. Required.
 	Name string `json:"name"`
 	// Type is the shim, for example "io.containerd.runc.v2" (default;
-	// Windows: "io.containerd.runhcs.v1").
+	// spec.os windows: "io.containerd.runhcs.v1").
 	Type string `json:"type,omitempty"`
 	// Options are the runtime's options table, for example
 	// {"BinaryName": "/usr/bin/nvidia-container-runtime"} or
@@ -568,13 +590,13 @@ type StaticPod struct {
 // Report says where the outcome report goes.
 type Report struct {
 	// Path of the JSON report. Default "/var/lib/machineadm/report.json"
-	// (Windows: "C:/ProgramData/machineadm/report.json").
+	// (spec.os windows: "C:/ProgramData/machineadm/report.json").
 	Path string `json:"path,omitempty"`
 	// Console also writes the human summary to the serial console when one
 	// exists. Default true.
 	Console *bool `json:"console,omitempty"`
 	// Sentinel is the file created on success, for Cluster API. Default
-	// "/run/cluster-api/bootstrap-success.complete" (Windows:
+	// "/run/cluster-api/bootstrap-success.complete" (spec.os windows:
 	// "C:/run/cluster-api/bootstrap-success.complete"); "-" disables it.
 	Sentinel string `json:"sentinel,omitempty"`
 	// URL receives the JSON report by HTTP(S) POST. Optional. Credentials

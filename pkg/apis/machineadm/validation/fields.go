@@ -160,7 +160,7 @@ func validateAbsPath(r *Result, v string, optional bool, p *field.Path) {
 		}
 		return
 	}
-	if msg := pathProblem(v, true); msg != "" {
+	if msg := r.pathProblem(v, true); msg != "" {
 		r.Errors = append(r.Errors, field.Invalid(p, v, msg))
 	}
 }
@@ -174,7 +174,7 @@ func validateAbsFilePath(r *Result, v string, optional bool, p *field.Path) {
 	n := len(r.Errors)
 	validateAbsPath(r, v, optional, p)
 	if len(r.Errors) == n && v != "" {
-		if msg := rootDirProblem(v); msg != "" {
+		if msg := r.rootDirProblem(v); msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p, v, msg))
 		}
 	}
@@ -183,8 +183,8 @@ func validateAbsFilePath(r *Result, v string, optional bool, p *field.Path) {
 // rootDirProblem says what is wrong with an absolute path that must name a
 // file when it names the root directory ("/", or a Windows volume's
 // "C:/"), or "".
-func rootDirProblem(v string) string {
-	if _, rest := splitVolume(v); rest == "/" {
+func (r *Result) rootDirProblem(v string) string {
+	if _, rest := r.splitVolume(v); rest == "/" {
 		return "must name a file, not the root directory"
 	}
 	return ""
@@ -195,11 +195,11 @@ func rootDirProblem(v string) string {
 // which would split or corrupt the unit files, flags and logs the path
 // lands in), a relative path, a ".." component, and with clean anything
 // path.Clean would change.
-func pathProblem(v string, clean bool) string {
+func (r *Result) pathProblem(v string, clean bool) string {
 	if msg := controlByteProblem(v); msg != "" {
 		return msg
 	}
-	_, v = splitVolume(v)
+	_, v = r.splitVolume(v)
 	if !strings.HasPrefix(v, "/") {
 		return "must be an absolute path"
 	}
@@ -271,7 +271,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 	// be a usable machine path (a trailing "/" is fine, the kubelet and
 	// pkg/host/staticpod clean it).
 	if sp, ok := cfg["staticPodPath"].(string); ok {
-		if msg := pathProblem(sp, false); msg != "" {
+		if msg := r.pathProblem(sp, false); msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("staticPodPath"), sp, msg))
 		}
 	}

@@ -19,7 +19,10 @@ func TestValidateNode(t *testing.T) {
 		{name: "name not DNS", base: worker, mutate: n(func(n *machineadm.Node) { n.Name = "Node_1" }), want: []fe{{p + "name", inv}}},
 		{name: "criSocket without scheme", base: worker, mutate: n(func(n *machineadm.Node) { n.CRISocket = "/run/containerd/containerd.sock" }), want: []fe{{p + "criSocket", inv}}},
 		{name: "criSocket tcp", base: worker, mutate: n(func(n *machineadm.Node) { n.CRISocket = "tcp://127.0.0.1:1234" }), want: []fe{{p + "criSocket", inv}}},
-		{name: "criSocket npipe ok", base: worker, mutate: n(func(n *machineadm.Node) { n.CRISocket = "npipe:////./pipe/containerd-containerd" })},
+		// A named pipe is valid for spec.os windows (TestWindowsDefaults).
+		{name: "criSocket npipe for spec.os linux", base: worker, mutate: func(c *spec) {
+			c.Spec.OS, c.Spec.Node.CRISocket = machineadm.OSLinux, "npipe:////./pipe/containerd-containerd"
+		}, want: []fe{{p + "criSocket", inv}}},
 		{name: "label key and value", base: worker, mutate: n(func(n *machineadm.Node) {
 			n.Labels = map[string]string{"bad key": "v", "example.com/ok": "bad value!"}
 		}), want: []fe{{p + "labels[bad key]", inv}, {p + "labels[example.com/ok]", inv}}},

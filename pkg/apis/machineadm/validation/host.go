@@ -106,7 +106,8 @@ func validateContainerdPrep(r *Result, c *machineadm.Containerd, kubelet *machin
 			r.Errors = append(r.Errors, field.Invalid(pp.Child("noProxy"), px.NoProxy, "must be a comma-separated list without spaces or control characters"))
 		}
 	}
-	names := map[string]bool{builtinRuntime: true}
+	builtin := machineadm.DefaultsFor(r.targetOS()).RuntimeName
+	names := map[string]bool{builtin: true}
 	for i, rt := range c.Runtimes {
 		names[rt.Name] = true
 		if rt.Type != "io.containerd.runc.v2" {
@@ -125,7 +126,7 @@ func validateContainerdPrep(r *Result, c *machineadm.Containerd, kubelet *machin
 		}
 	}
 	if c.DefaultRuntime != "" && !names[c.DefaultRuntime] {
-		r.Errors = append(r.Errors, field.Invalid(p.Child("defaultRuntime"), c.DefaultRuntime, "must be "+builtinRuntime+" or the name of one of spec.host.containerd.runtimes"))
+		r.Errors = append(r.Errors, field.Invalid(p.Child("defaultRuntime"), c.DefaultRuntime, "must be "+builtin+" or the name of one of spec.host.containerd.runtimes"))
 	}
 	if c.ConfigPatch != "" {
 		var v map[string]any

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,7 +176,8 @@ func validateKubeletRanges(r *Result, set map[string]any, kc *kubeletv1beta1.Kub
 		c.between("tracing.samplingRatePerMillion", int64(*t.SamplingRatePerMillion), 0, kubeletMaxSamplingRatePerMillion, "must be between 0 and 1000000")
 	}
 	c.reservedMemory()
-	if runtime.GOOS == "linux" {
+	// The kubelet checks user namespaces on Linux only (validation_linux.go).
+	if c.r.targetOS() == machineadm.OSLinux {
 		c.userNamespaces()
 	}
 }

@@ -39,6 +39,10 @@ type Result struct {
 	Errors field.ErrorList
 	// Warnings are problems that do not make the spec invalid.
 	Warnings []Warning
+
+	// os is the spec's OS (machineadm.OSOf): it selects the OS rules and
+	// the path syntax (osRules).
+	os machineadm.OS
 }
 
 func (r *Result) warn(p *field.Path, format string, args ...any) {
@@ -68,8 +72,8 @@ var (
 // Validate checks a defaulted hub spec. It reports every error it finds,
 // not only the first.
 func Validate(c *machineadm.MachineBootstrapConfig) Result {
-	var r Result
 	s := &c.Spec
+	r := Result{os: machineadm.OSOf(s)}
 	p := field.NewPath("spec")
 
 	switch s.Role {
@@ -354,9 +358,9 @@ func validateSecret(r *Result, s *machineadm.SecretSource, re *regexp.Regexp, sh
 		// A bad path is not echoed either: what is given where a secret's
 		// file belongs is often the secret itself, pasted by mistake
 		// (file: abcdef.0123456789abcdef).
-		msg := pathProblem(s.File, true)
+		msg := r.pathProblem(s.File, true)
 		if msg == "" {
-			msg = rootDirProblem(s.File)
+			msg = r.rootDirProblem(s.File)
 		}
 		if msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("file"), "<redacted>", msg))

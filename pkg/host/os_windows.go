@@ -1,4 +1,0 @@
-package host
-
-// currentOS is the concerns' OS on this GOOS (CurrentOS).
-const currentOS = OSWindows

@@ -42,7 +42,8 @@ it. So is each that exists but that group or others may read (a token or
 certificate key file, a *.key of the CA set): inputs-check warns too. A sealed file (machineadm seal) is checked without opening its
 envelope: a secret the envelope carries is not warned about, and an item
 the spec has no place for (a sealed file content whose mode was widened) is
-an error.`,
+an error, as is a clear spec edited after sealing (its digest is not the
+envelope's specDigest: no machine would open it).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := configcmd.Validate(o.in, file)
@@ -127,7 +128,9 @@ func newConfigMigrateCommand(o *options) *cobra.Command {
 		Short: "Rewrite a machine spec in the newest apiVersion (" + machineadm.LatestAPIVersion + ")",
 		Long: `Reads a spec of any supported apiVersion and prints it in the newest one,
 without adding defaults. With only ` + machineadm.LatestAPIVersion + ` released so far
-this normalises the document; it is the path older specs will take.`,
+this normalises the document; it is the path older specs will take.
+A sealed file is refused (exit 2): its envelope is bound to the clear spec
+as it is; migrate the unsealed spec and seal it again.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := configcmd.Migrate(o.in, file)

@@ -135,6 +135,12 @@ func runRender(o *options, f *renderFlags) error {
 	} else if f.payloadSHA256 != "" {
 		return session.Usagef("--payload-sha256 needs --payload-url")
 	}
+	if opts.AllowInlineSecrets {
+		// Rendered anyway: say so, as the spec's own credential fields do.
+		for _, w := range render.URLCredentialFlags(opts) {
+			o.log.Warn("--insecure-inline-secrets: a URL credential goes into the user data, readable by anyone who can read it", "flag", w)
+		}
+	}
 
 	out, err := render.Render(data, loaded.Config, opts)
 	if err != nil {

@@ -203,3 +203,28 @@ func TestRenderOutputIntoMissingDirectory(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming %s once", code, out, errOut, dst)
 	}
 }
+
+// TestRenderInsecureURLCredentialsWarn: --insecure-inline-secrets renders a
+// flag URL with a credential, as documented, but not silently: a warning
+// names each such flag (never the credential), as the spec's own
+// credential fields draw one.
+func TestRenderInsecureURLCredentialsWarn(t *testing.T) {
+	worker := exampleSpec(t, "worker")
+	code, out, errOut := renderCLI(t, "", "-f", worker, "--format", "shell", "--insecure-inline-secrets",
+		"--agent-url", "https://robot:SECRETpw0123@downloads.example/m", "--agent-sha256", renderAgentSum,
+		"--payload-url", "https://specs.example/w.yaml?X-Amz-Signature=SECRETsig0123")
+	if code != 0 || !strings.Contains(out, "SECRETpw0123") {
+		t.Fatalf("exit %d; want the override to render the URL; stderr:\n%s", code, errOut)
+	}
+	for _, flag := range []string{"--agent-url", "--payload-url"} {
+		if !strings.Contains(errOut, flag+": ") || !strings.Contains(errOut, "--insecure-inline-secrets") {
+			t.Errorf("no warning naming %s:\n%s", flag, errOut)
+		}
+	}
+	if strings.Contains(errOut, "SECRET") {
+		t.Errorf("the warning shows the credential:\n%s", errOut)
+	}
+	if _, _, errOut := renderCLI(t, "", "-f", worker, "--format", "shell", "--insecure-inline-secrets", "--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum); strings.Contains(errOut, "URL credential") {
+		t.Errorf("a warning without a credential in any URL:\n%s", errOut)
+	}
+}

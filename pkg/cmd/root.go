@@ -117,14 +117,33 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 			err = &session.UsageError{Err: err}
 		}
 		// An error may quote the command line, a path or a file's content:
-		// shown to a person, never raw (printable.Show, as text).
-		fmt.Fprintf(errOut, "Error: %s\n", printable.Show(err.Error(), printable.Text))
+		// shown to a person, never raw (printable.Show, as text), and
+		// each continuation line indented, so that a line feed in a
+		// path or a value cannot start a line of its own that reads like
+		// machineadm's ("machineadm bootstrap: Succeeded").
+		fmt.Fprintf(errOut, "Error: %s\n", indentContinuation(printable.Show(err.Error(), printable.Text)))
 		var ue *session.UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}
 	return session.ExitCode(err)
+}
+
+// indentContinuation indents by two spaces each line of s after the first
+// that does not already start with a space; empty lines stay empty. The
+// validation errors' own lines ("  spec.node: ...") are unchanged.
+func indentContinuation(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i := 1; i < len(lines); i++ {
+		if lines[i] != "" && lines[i][0] != ' ' {
+			lines[i] = "  " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // isCobraUsage recognises cobra's own errors for unknown commands and bad

@@ -176,7 +176,7 @@ Exit code 0 when it opens and passes; 1 when it does not open
 (VerificationFailed: another key, another node, a changed byte) or an
 opened secret is refused (PayloadUnavailable, InvalidSpec); 2 when SEALED
 holds no SealedSecrets document, a malformed one, or a clear spec that is
-invalid. The clear spec in SEALED must be the one it was sealed with (the
+invalid, or --node-name is not a node name (an RFC 1123 subdomain). The clear spec in SEALED must be the one it was sealed with (the
 envelope holds its digest): a clear spec edited after sealing does not
 open, here or on the machine.`,
 		Args: noArgs,

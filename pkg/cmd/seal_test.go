@@ -370,3 +370,88 @@ func TestSealRootNotADirectoryExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestEditedSealedSpecRefusedWithoutKey: a sealed file whose clear spec was
+// edited after sealing (here its node name) opens on no machine; config
+// validate and render, which read it without a key, refuse it with exit
+// code 2 at SealedSecrets.specDigest instead of calling it valid or
+// rendering it. The file as sealed still validates and renders.
+func TestEditedSealedSpecRefusedWithoutKey(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(dir, "edited.yaml")
+	if err := os.WriteFile(edited, bytes.Replace(data, []byte("node: {name: w1}"), []byte("node: {name: w2}"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	render := func(f string) []string {
+		return []string{"render", "-f", f, "--format", "shell", "--agent-url", "file:///usr/local/bin/machineadm", "-o", f + ".out"}
+	}
+	for _, args := range [][]string{{"config", "validate", "-f", edited}, render(edited)} {
+		code, out, errOut := run(t, "", args...)
+		if code != session.ExitBadInput || !strings.Contains(errOut, "SealedSecrets.specDigest") || !strings.Contains(errOut, "seal it again") {
+			t.Errorf("%q on an edited sealed spec: exit %d, stdout %q, stderr %q; want exit 2 naming SealedSecrets.specDigest", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(edited + ".out"); err == nil {
+		t.Error("render wrote the edited sealed spec")
+	}
+	for _, args := range [][]string{{"config", "validate", "-f", sealed}, render(sealed)} {
+		if code, _, errOut := run(t, "", args...); code != 0 {
+			t.Errorf("%q on the sealed spec as sealed: exit %d %s", args, code, errOut)
+		}
+	}
+}
+
+// TestUnsealCheckBadNodeNameExit2: a --node-name no Node can have (a line
+// feed, an escape sequence, upper case) is a usage error, exit 2, shown
+// escaped; it exited 1 as an envelope sealed for another machine.
+func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
+	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	for _, name := range []string{"w1\n\x1b[31mx", "W1", "w1 x", "-w1"} {
+		code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", name)
+		if code != session.ExitBadInput || !strings.Contains(errOut, "--node-name") || strings.Contains(errOut, "\x1b[31m") && strings.ContainsRune(errOut, 0x1b) {
+			t.Errorf("--node-name %q: exit %d, stdout %q, stderr %q; want exit 2 naming --node-name", name, code, out, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", "w1"); code != 0 {
+		t.Errorf("--node-name w1: exit %d %s", code, errOut)
+	}
+}
+
+// TestMigrateRefusesSealedFile: config migrate of a sealed file exits 2
+// saying it is sealed and how to migrate it; it said "holds 2 YAML
+// documents ... remove the extra sections", which would drop the secrets.
+func TestMigrateRefusesSealedFile(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	code, out, errOut := run(t, "", "config", "migrate", "-f", sealed)
+	if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, "is sealed") || strings.Contains(errOut, "remove the extra") {
+		t.Errorf("config migrate of a sealed file: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

@@ -81,6 +81,12 @@ type SystemdEnv struct {
 	// run writes the static pod manifests into its directory. "" writes
 	// none.
 	DryRunDir string
+	// HostCertificatesDir is where a real run keeps the certificates
+	// (spec.controlPlane.pki.certificatesDir): a dry run's plan names the
+	// owners and modes it would set there, not in the configuration's
+	// certificates directory, which in a dry run is the dry-run
+	// directory's. Default /etc/kubernetes/pki.
+	HostCertificatesDir string
 
 	// Plan is set in a dry run: what the phase would change, one line
 	// each, for a person — unit and environment files by machine path
@@ -260,12 +266,31 @@ func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules 
 	if err != nil || !e.DryRun {
 		return err
 	}
+	host := e.HostCertificatesDir
+	if host == "" {
+		host = kubeadmconstants.KubernetesDir + "/pki"
+	}
 	for _, l := range all {
 		if pl, ok := planLine(l); ok {
-			e.Plan = append(e.Plan, pl)
+			e.Plan = append(e.Plan, hostCertPaths(pl, s.cfg.CertificatesDir, host))
 		}
 	}
 	return e.writeDryRunFiles(comps)
+}
+
+// hostCertPaths rewrites the paths below dry, the certificates directory
+// a dry run's configuration names, in the plan line l to the same paths
+// below host, where a real run keeps them.
+func hostCertPaths(l, dry, host string) string {
+	dry, host = filepath.Clean(dry), filepath.Clean(host)
+	if dry == host || dry == "." {
+		return l
+	}
+	l = strings.ReplaceAll(l, " "+dry+"/", " "+host+"/")
+	if strings.HasSuffix(l, " "+dry) {
+		l = strings.TrimSuffix(l, dry) + host
+	}
+	return strings.ReplaceAll(l, " "+dry+" ", " "+host+" ")
 }
 
 // SystemdEtcdPhase replaces kubeadm's init phase "etcd" (etcd/local): it

@@ -3,6 +3,7 @@ package kubeadm
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,6 +327,40 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 	env.DryRun = false
 	if err := SystemdControlPlanePhase(ctx, env); err == nil {
 		t.Error("a real run without a service manager was accepted")
+	}
+}
+
+// A dry run's plan names the certificates where a real run sets their
+// owners and modes (/etc/kubernetes/pki), not in the dry-run directory the
+// dry run's configuration points at.
+func TestSystemdDryRunPlanNamesHostCertificates(t *testing.T) {
+	requireStamped(t)
+	cfg := loadExample(t, "control-plane-systemd.yaml")
+	dry := filepath.Join(t.TempDir(), "pki")
+	patches := t.TempDir()
+	if _, err := WriteKubeletPatch(cfg, patches); err != nil {
+		t.Fatal(err)
+	}
+	in := testInputs(cfg)
+	in.PatchesDir = patches
+	in.CertificatesDir = dry
+	docs, err := Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: t.TempDir(), DryRun: true, Out: io.Discard}
+	if err := SystemdControlPlanePhase(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(env.Plan, "\n")
+	if strings.Contains(plan, dry) || !strings.Contains(plan, "would set /etc/kubernetes/pki/sa.key ") {
+		t.Errorf("plan names the dry-run directory, or not the host's certificates:\n%s", plan)
+	}
+	if got := hostCertPaths("would set /tmp/x/pki 0755 0:0", "/tmp/x/pki", "/etc/kubernetes/pki"); got != "would set /etc/kubernetes/pki 0755 0:0" {
+		t.Errorf("hostCertPaths of the directory itself = %q", got)
+	}
+	if got := hostCertPaths("would set /tmp/x/pkix/a 0600 0:0", "/tmp/x/pki", "/etc/kubernetes/pki"); got != "would set /tmp/x/pkix/a 0600 0:0" {
+		t.Errorf("hostCertPaths of a sibling = %q", got)
 	}
 }
 

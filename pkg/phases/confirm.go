@@ -1,6 +1,8 @@
 package phases
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -38,7 +40,9 @@ type Unconfirmed struct {
 // at the host before a journal's "finished" is believed. It checks that
 // the kubelet's kubeconfig (kubeadm.KubeletKubeconfigPath) is a valid
 // kubeconfig whose current context names a server and a client
-// credential, that the kubelet's configuration (kubeletConfigFile) is
+// credential, a client certificate being this Node's
+// ("system:node:" + NodeName, so that the kubelet.conf of the machine an
+// image was cloned from does not pass for this one's), that the kubelet's configuration (kubeletConfigFile) is
 // there, and that every file of spec.host.files and every manifest of
 // spec.host.staticPods exists. It reads, never writes; nil when the host
 // shows the finished run.
@@ -123,14 +127,54 @@ func checkKubeconfig(d *Data, p string) error {
 	if !ok || len(ai.ClientCertificateData) == 0 && ai.ClientCertificate == "" && ai.Token == "" && ai.TokenFile == "" {
 		return errors.New("not a valid kubeconfig: the current context has no client credential")
 	}
-	if ai.ClientCertificate != "" {
+	certPEM := ai.ClientCertificateData
+	if len(certPEM) == 0 && ai.ClientCertificate != "" {
 		// kubeadm's kubelet.conf names the kubelet's rotating client
 		// certificate file.
 		if err := present(d, ai.ClientCertificate); err != nil {
 			return fmt.Errorf("its client certificate %s: %w", ai.ClientCertificate, err)
 		}
+		cp, err := d.host().Path(ai.ClientCertificate)
+		if err != nil {
+			return err
+		}
+		if certPEM, err = readlimit.File(cp, maxKubeconfigSize); err != nil {
+			return fmt.Errorf("its client certificate %s: %w", ai.ClientCertificate, err)
+		}
+	}
+	if len(certPEM) > 0 {
+		if err := checkNodeCertificate(certPEM, NodeName(d.Config)); err != nil {
+			return fmt.Errorf("its client certificate: %w", err)
+		}
 	}
 	return nil
+}
+
+// checkNodeCertificate says whether the first certificate in the PEM data
+// is the kubelet client certificate of the Node named node: subject
+// common name "system:node:" + node, as the cluster signs it for that
+// Node's kubelet. The key and the signature are not checked (the look is
+// read-only and needs no cluster); it tells a kubelet.conf of this node
+// from one of another machine, such as the one an image was cloned from.
+func checkNodeCertificate(data []byte, node string) error {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return errors.New("no PEM certificate")
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return fmt.Errorf("not a certificate: %w", err)
+		}
+		if want := "system:node:" + node; c.Subject.CommonName != want {
+			return fmt.Errorf("issued to %q, not to this Node (%q)", c.Subject.CommonName, want)
+		}
+		return nil
+	}
 }
 
 // unfinish makes s forget that its run finished, because the host does

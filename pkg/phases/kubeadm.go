@@ -261,7 +261,7 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 			Token: st.inputs.JoinToken, Endpoint: s.Join.APIServerEndpoint, CAPEM: caPEM, CAKeyPEM: caKeyPEM,
 			ControlPlane: s.Role == machineadm.RoleControlPlane,
 		}); err != nil {
-			return nil, false, errclass.New(errclass.HostPreparationFailed, "a join's dry run serves a stand-in cluster-info on 127.0.0.1: bring the loopback interface up", err)
+			return nil, false, errclass.New(errclass.HostPreparationFailed, "a join's dry run serves a stand-in cluster-info on 127.0.0.1: bring the loopback interface up", &DryRunOnlyError{Err: err})
 		}
 		st.inputs.DryRunDiscovery = st.standIn
 	}

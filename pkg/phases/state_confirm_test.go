@@ -4,10 +4,18 @@ package phases
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -80,8 +88,9 @@ const finishedJournal = `{"specDigest":"sha256:aa"}
 // idempotent leaves run again (the file comes back) and keeps kubeadm's;
 // on a host that shows the run, nothing runs.
 func TestFinishedJournalNeedsTheHost(t *testing.T) {
+	thisNode := NodeName(mustLoad(t, testspec.MinimalWorker).Config)
 	bootstrapped := func(t *testing.T, root string) {
-		for p, c := range map[string]string{"/etc/kubernetes/kubelet.conf": validKubeletConf, kubeletConfigFile: "kind: KubeletConfiguration\n", "/var/lib/kubelet/pki/kubelet-client-current.pem": "pem"} {
+		for p, c := range map[string]string{"/etc/kubernetes/kubelet.conf": validKubeletConf, kubeletConfigFile: "kind: KubeletConfiguration\n", "/var/lib/kubelet/pki/kubelet-client-current.pem": nodeCertPEM(t, "system:node:"+thisNode)} {
 			if err := writeUnder(root, p, c); err != nil {
 				t.Fatal(err)
 			}
@@ -103,6 +112,16 @@ func TestFinishedJournalNeedsTheHost(t *testing.T) {
 			bootstrapped(t, root)
 			writeUnder(root, confirmFile, "x")
 			os.Remove(filepath.Join(root, "var/lib/kubelet/pki/kubelet-client-current.pem"))
+		}, []string{"inputs-check", "files", "preflight", "kubelet-start"}},
+		{"the kubelet's certificate is another Node's (an image cloned from a bootstrapped machine)", func(t *testing.T, root string) {
+			bootstrapped(t, root)
+			writeUnder(root, confirmFile, "x")
+			writeUnder(root, "/var/lib/kubelet/pki/kubelet-client-current.pem", nodeCertPEM(t, "system:node:"+thisNode+"-original"))
+		}, []string{"inputs-check", "files", "preflight", "kubelet-start"}},
+		{"the kubelet's certificate file holds no certificate", func(t *testing.T, root string) {
+			bootstrapped(t, root)
+			writeUnder(root, confirmFile, "x")
+			writeUnder(root, "/var/lib/kubelet/pki/kubelet-client-current.pem", "pem")
 		}, []string{"inputs-check", "files", "preflight", "kubelet-start"}},
 		{"the host shows the run", func(t *testing.T, root string) {
 			bootstrapped(t, root)
@@ -151,6 +170,26 @@ func TestFinishedJournalNeedsTheHost(t *testing.T) {
 	if Bootstrap(mustLoad(t, testspec.MinimalWorker).Config).Confirm == nil {
 		t.Error("the bootstrap workflow does not confirm a finished journal")
 	}
+}
+
+// nodeCertPEM is a self-signed certificate with the common name cn, and
+// its key, as the kubelet's rotating client certificate file holds them.
+func nodeCertPEM(t *testing.T, cn string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn, Organization: []string{"system:nodes"}}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) + string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}))
 }
 
 func mustLoad(t *testing.T, doc string) *spec.Loaded {

@@ -46,6 +46,9 @@ func rowPhase(cfg *machineadm.MachineBootstrapConfig, name string, row kubeadm.P
 			if d.DryRun {
 				env.DryRunDir = filepath.Join(d.WorkDir, systemdDryRunDir)
 			}
+			if cp := d.Config.Spec.ControlPlane; cp != nil {
+				env.HostCertificatesDir = cp.PKI.CertificatesDir
+			}
 			if d.KubeadmOutput == nil {
 				env.Out = d.out()
 			}

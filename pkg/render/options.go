@@ -258,6 +258,25 @@ func checkURLCredentials(flag, raw string, allow bool) error {
 	return nil
 }
 
+// URLCredentialFlags names each URL flag of o that carries a credential
+// (validation.URLCredentials), with what it carries: "--agent-url:
+// credentials in the URL". Without AllowInlineSecrets such a URL is
+// refused; with it, it is written into the user data, and the command
+// warns about each one named here. The phrases never quote the URL.
+func URLCredentialFlags(o Options) []string {
+	urls := []struct{ flag, url string }{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}}
+	if o.Payload != nil {
+		urls = append(urls, struct{ flag, url string }{"--payload-url", o.Payload.URL})
+	}
+	var out []string
+	for _, u := range urls {
+		if what := validation.URLCredentials(u.url); u.url != "" && what != "" {
+			out = append(out, u.flag+": "+what)
+		}
+	}
+	return out
+}
+
 // shownURL is raw as error messages may show it: without user
 // information, query and fragment when it carries a credential.
 func shownURL(raw string) string {

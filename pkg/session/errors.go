@@ -111,8 +111,13 @@ type RunFailedError struct {
 	// Class and Hint are the report's error class and hint.
 	Class errclass.Class
 	Hint  string
-	// Err is the cause.
+	// Err is the cause, as text (secrets redacted): its Go type is not
+	// kept.
 	Err error
+	// DryRunOnly says that a dry run failed in its own machinery, which a
+	// real run does not use (phases.DryRunOnlyError): the dry run says
+	// nothing about a real run.
+	DryRunOnly bool
 }
 
 func (e *RunFailedError) Error() string {

@@ -233,5 +233,6 @@ func (r *record) workflow(ctx context.Context, w *phases.Workflow, d *phases.Dat
 	if rep, ok := r.rec.Report(); ok && rep.ErrorClass != "" {
 		class, hint = rep.ErrorClass, rep.Hint
 	}
-	return &RunFailedError{Command: string(r.command), Phase: failed, Class: class, Hint: hint, Err: errors.New(r.red.String(runErr.Error()))}
+	return &RunFailedError{Command: string(r.command), Phase: failed, Class: class, Hint: hint, Err: errors.New(r.red.String(runErr.Error())),
+		DryRunOnly: errors.As(runErr, new(*phases.DryRunOnlyError))}
 }

@@ -298,6 +298,11 @@ func (r *record) footer(o Options, cfg *machineadm.MachineBootstrapConfig, workD
 		if failed && rf.Phase != "" {
 			where = " in phase " + rf.Phase
 		}
+		if (failed && rf.DryRunOnly) || errors.As(err, new(*phases.DryRunOnlyError)) {
+			// The dry run's own stand-in failed, not the spec or the host.
+			fmt.Fprintf(r.out, "dry run: FAILED%s: the dry run itself could not run (see the error above), which tells nothing about a real run; nothing on this host was changed\n", where)
+			return
+		}
 		fmt.Fprintf(r.out, "dry run: FAILED%s; a real run would fail there too (see the error above); nothing on this host was changed\n", where)
 		return
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -50,9 +51,16 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 
 // LoadBytes decodes, defaults and validates spec bytes read from path
 // (the spec document of a sealed file) and logs the warnings.
+//
+// A sealed file whose clear spec is not the one its envelope was sealed
+// with (CheckSealedDigest) is refused too, as every machine would refuse
+// it: render does not ship what cannot open.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
 	l, _, _, err := LoadSpecDoc(data, path)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckSealedDigest(data, path); err != nil {
 		return nil, err
 	}
 	for _, w := range l.Warnings {
@@ -130,6 +138,35 @@ func LoadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items
 		return nil, nil, nil, err
 	}
 	return l, sealed, items, nil
+}
+
+// CheckSealedDigest refuses a sealed file (data, read from path) whose
+// clear spec was changed after sealing: the canonical digest of its spec
+// document (seal.SpecDigest) is not the envelope's specDigest. That needs no key,
+// so the commands that read a sealed file without opening it (config
+// validate, render) say what the machine would say later
+// (VerificationFailed there), as an invalid spec (exit code 2) at
+// SealedSecrets.specDigest. A file without an envelope passes.
+func CheckSealedDigest(data []byte, path string) error {
+	specDoc, sealed, _, err := splitSealed(data, path)
+	if err != nil || sealed == nil {
+		return err
+	}
+	env, err := seal.Parse(sealed)
+	if err != nil {
+		return err
+	}
+	got, err := seal.SpecDigest(specDoc)
+	if err != nil {
+		return &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
+			&field.Error{Type: field.ErrorTypeInvalid, Field: seal.Kind + ".specDigest", BadValue: field.OmitValueType{}, Detail: err.Error()}}}
+	}
+	if got != env.SpecDigest {
+		return &spec.InvalidSpecError{Source: path, Errors: field.ErrorList{
+			&field.Error{Type: field.ErrorTypeInvalid, Field: seal.Kind + ".specDigest", BadValue: field.OmitValueType{},
+				Detail: fmt.Sprintf("%v: the clear spec's digest is %s, the envelope was sealed with %s; no machine opens it (edit the unsealed spec and seal it again)", seal.ErrSpecMismatch, got, env.SpecDigest)}}}
+	}
+	return nil
 }
 
 // checkSealedPlaces refuses a sealed file whose spec has no place for one

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -57,6 +58,13 @@ type UnsealChecked struct {
 //
 // Nothing is written and no secret is returned or printed.
 func UnsealCheck(in io.Reader, path, identity, nodeName string) (*UnsealChecked, error) {
+	// A --node-name that no Node can have is bad input (exit 2), not an
+	// envelope that fails to open for it (exit 1).
+	if nodeName != "" {
+		if errs := k8svalidation.IsDNS1123Subdomain(nodeName); len(errs) > 0 {
+			return nil, Usagef("--node-name %+q: not a node name: %s", nodeName, strings.Join(errs, "; "))
+		}
+	}
 	data, err := ReadSpec(in, path)
 	if err != nil {
 		return nil, err

@@ -45,9 +45,10 @@ func decode(data []byte, defaults bool) (*machineadm.MachineBootstrapConfig, str
 	}
 	// The strict conversion refuses duplicate keys without a path, and
 	// later documents and tags are dropped silently: in each case checkYAML
-	// (a second parse, so only then: a tag needs a "!") names the problem.
+	// (a second parse, so only then: a tag needs a "!", a merge key "<<")
+	// names the problem.
 	jsonData, err := yaml.YAMLToJSONStrict(data)
-	needCheck := err != nil || bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---")) || bytes.IndexByte(data, '!') >= 0
+	needCheck := err != nil || bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---")) || bytes.IndexByte(data, '!') >= 0 || bytes.Contains(data, []byte("<<"))
 	if err != nil {
 		jsonData, err = yaml.YAMLToJSON(data)
 	}

@@ -347,6 +347,26 @@ func TestDecodeNoDefaults(t *testing.T) {
 	}
 }
 
+// TestYAMLMergeKeysRefused: a merge key ("<<") is refused with the path
+// of its mapping, wherever it is; it was resolved with the merged value
+// winning over the mapping's own key (name: w1 next to <<: {name: w2}
+// named the node w2), so the spec read differently from what it said.
+func TestYAMLMergeKeysRefused(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"merged key over an own key", workerDoc + "  node: {name: w1, <<: {name: w2}}\n", "spec.node"},
+		{"merge from an anchor", strings.Replace(workerDoc, "  join:\n", "  x0: &j {apiServerEndpoint: evil.example:6443}\n  join:\n    <<: *j\n", 1), "spec.join"},
+		{"a merge alone", workerDoc + "  node: {<<: {name: w2}}\n", "spec.node"},
+		{"merge of a list", workerDoc + "  node: {<<: [{name: w1}, {name: w2}]}\n", "spec.node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ise := invalid(t, []byte(tc.doc))
+			if !strings.Contains(ise.Error(), tc.want+": ") || !strings.Contains(ise.Error(), "merge key") {
+				t.Errorf("error does not name the merge key at %s: %v", tc.want, ise)
+			}
+		})
+	}
+}
+
 // TestForeignYAMLTagsRefused: a tag outside the YAML core schema, local
 // (!vault) or global (!!binary), on a value, a key, a list item or a
 // mapping, is refused with the node's path; it was dropped and the value

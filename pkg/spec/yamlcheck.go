@@ -15,7 +15,8 @@ import (
 // checkYAML finds what the YAML-to-JSON step would either refuse without a
 // field path or silently drop: keys given twice in one mapping (reported
 // with the key's path and both line numbers), more than one document in
-// the input (later documents would be ignored), and explicit tags other
+// the input (later documents would be ignored), YAML merge keys ("<<",
+// see checkMerge), and explicit tags other
 // than the YAML core schema's (a "!vault" or "!!binary" tag was dropped
 // and its value taken as plain text; see coreTags). root is the Go type of
 // the document, used to write map keys as "[key]" in paths; nil when the
@@ -79,6 +80,24 @@ func checkTag(n *yaml.Node, p *field.Path, errs *field.ErrorList) {
 	*errs = append(*errs, e)
 }
 
+// checkMerge reports a merge key ("<<: *anchor", tag !!merge) in the
+// mapping at p and says whether k was one. The conversion to JSON applies
+// a merged key over one the mapping itself gives, against YAML's rule
+// that the mapping's own keys win, and without a "key given twice": a
+// spec reading "name: w1" next to "<<: {name: w2}" named its node w2. A
+// spec is plain YAML: each key is written out where it applies.
+func checkMerge(k *yaml.Node, p *field.Path, errs *field.ErrorList) bool {
+	if k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
+		return false
+	}
+	e := docError(fmt.Sprintf("YAML merge key %q (line %d) is not supported: machineadm reads plain YAML; write the keys out in this mapping", k.Value, k.Line))
+	if p != nil {
+		e.Field = p.String()
+	}
+	*errs = append(*errs, e)
+	return true
+}
+
 // duplicateKeys walks a YAML node tree beside its Go type t (nil when
 // unknown) and reports every mapping key that appears twice, by path,
 // and every node with a tag outside coreTags (checkTag).
@@ -92,6 +111,9 @@ func duplicateKeys(n *yaml.Node, t reflect.Type, p *field.Path, errs *field.Erro
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			kp, vt := entryOf(p, t, k.Value)
+			if checkMerge(k, p, errs) {
+				continue
+			}
 			checkTag(k, kp, errs)
 			checkTag(v, kp, errs)
 			if line, seen := first[k.Value]; seen {

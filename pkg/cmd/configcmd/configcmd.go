@@ -54,6 +54,9 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := session.CheckSealedDigest(data, path); err != nil {
+		return nil, err
+	}
 	if errs := containerd.Validate(l.Config.Spec.Host.Containerd); len(errs) > 0 {
 		return nil, &spec.InvalidSpecError{Source: path, Errors: errs}
 	}
@@ -148,6 +151,15 @@ func Migrate(in io.Reader, path string) ([]byte, error) {
 	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, err
+	}
+	// A sealed file's envelope binds its clear spec byte for byte (its
+	// canonical digest): a migrated clear spec would open on no machine,
+	// and dropping the envelope, which the two-documents error suggested,
+	// would drop the secrets. Migrate the unsealed spec and seal it again.
+	if _, sealed, err := session.SplitSealed(data, path); err != nil {
+		return nil, err
+	} else if sealed != nil {
+		return nil, session.Usagef("%s is sealed (it holds a SealedSecrets document, bound to the clear spec as it is): migrate the unsealed spec and seal it again with 'machineadm seal'", path)
 	}
 	latest, err := spec.Migrate(data, path)
 	if err != nil {

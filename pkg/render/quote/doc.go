@@ -23,17 +23,25 @@ import (
 
 // ControlProblem says why s cannot be a path or value in a script, or ""
 // when it can: it must be valid UTF-8 and hold no control character (C0,
-// DEL, C1) and no Unicode line or paragraph separator (U+2028, U+2029,
-// which PowerShell and YAML take as line ends) and no byte-order mark.
-// The phrase names the first offending character by its code point and
-// never quotes s.
+// DEL, C1), no Unicode line or paragraph separator (U+2028, U+2029,
+// which PowerShell and YAML take as line ends) and no invisible format
+// character (Unicode category Cf: the byte-order mark, the bidirectional
+// overrides and isolates U+202A–U+202E and U+2066–U+2069, zero-width
+// characters). A format character is read back exactly when quoted, but
+// it makes the script display otherwise than it runs (a right-to-left
+// override reorders the rest of the line for whoever reviews the user
+// data) and has no honest use in a path. The phrase names the first
+// offending character by its code point and never quotes s.
 func ControlProblem(s string) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
 	}
 	for i, r := range s {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\ufeff' {
+		switch {
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			return fmt.Sprintf("holds the control or line-end character %U at byte %d", r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("holds the invisible format character %U at byte %d", r, i)
 		}
 	}
 	return ""

@@ -344,12 +344,16 @@ func TestSystemdExecPath(t *testing.T) {
 }
 
 func TestControlProblem(t *testing.T) {
-	for _, s := range []string{"\n", "a\x00b", "\r", "\x7f", "\u0085", "\u2028", "\u2029", "\ufeff", "\xff"} {
+	// The invisible format characters too: bidirectional overrides and
+	// isolates (a reviewer of the user data sees the line reordered),
+	// zero-width characters.
+	for _, s := range []string{"\n", "a\x00b", "\r", "\x7f", "\u0085", "\u2028", "\u2029", "\ufeff", "\xff",
+		"/opt/a\u202eb", "/opt/a\u202ab", "/opt/a\u2066b", "/opt/a\u2069b", "/opt/a\u200fb", "/opt/a\u200bb", "/opt/a\u061cb"} {
 		if ControlProblem(s) == "" {
 			t.Errorf("ControlProblem(%q) accepts it", s)
 		}
 	}
-	for _, s := range []string{"", "C:\\Program Files\\m.exe", "/opt/bin/m", "\u2019"} {
+	for _, s := range []string{"", "C:\\Program Files\\m.exe", "/opt/bin/m", "\u2019", "/opt/caf\u00e9/m", "/opt/a\u00a0b"} {
 		if p := ControlProblem(s); p != "" {
 			t.Errorf("ControlProblem(%q) = %q", s, p)
 		}

@@ -27,7 +27,8 @@ var runcOptions = map[string]string{
 
 // secretTOMLKeys are key names in a configPatch that suggest credentials,
 // which would land in the world-readable config.toml: the secret-shape
-// detector's credential keys (credentialKinds).
+// detector's credential keys (credentialKinds), compared as credentialKey
+// spells them (client_secret and clientSecret as client-secret).
 var secretTOMLKeys = credentialKeyNames()
 
 // validateHostPrep adds the host-preparation checks that need more than a
@@ -168,7 +169,7 @@ func hasKind(v any, kind string) bool {
 // one of names, or "".
 func findKey(tree map[string]any, names []string) string {
 	for k, v := range tree {
-		if contains(names, strings.ToLower(k)) {
+		if contains(names, credentialKey(k)) {
 			return k
 		}
 		if sub, ok := v.(map[string]any); ok {

@@ -66,8 +66,12 @@ var (
 	// line, in YAML ("token: x"), JSON ("\"token\": \"x\"") or TOML
 	// ("password = \"x\""): kubeconfig user credentials, registry
 	// credentials (containerd's auth, identitytoken), passwords and
-	// client secrets.
-	credentialAssignment = regexp.MustCompile(`(?i)\b(client-key-data|token|id-token|refresh-token|password|passwd|identitytoken|identity-token|client-secret|secret-access-key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	// client secrets. A key is matched in any spelling of its word
+	// boundaries (client-secret, client_secret, clientSecret) and after a
+	// prefix joined by "-", "_" or "." (aws_secret_access_key,
+	// registry.password, bootstrap_token); credentialKinds is looked up
+	// with the separators removed (credentialKey).
+	credentialAssignment = regexp.MustCompile(`(?i)\b(?:[a-z0-9]+[-_.])*(client[-_]?key[-_]?data|token|id[-_]?token|refresh[-_]?token|password|passwd|identity[-_]?token|client[-_]?secret|secret[-_]?access[-_]?key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
 	// base64Run is a run of base64 (standard or URL alphabet) long enough
 	// to hold a PEM armor line.
 	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
@@ -79,11 +83,17 @@ var credentialKinds = map[string]struct {
 	what string
 	min  int
 }{
-	"client-key-data": {"kubeconfig credential", 16}, "token": {"kubeconfig credential", 16},
-	"id-token": {"kubeconfig credential", 16}, "refresh-token": {"kubeconfig credential", 16},
+	"clientkeydata": {"kubeconfig credential", 16}, "token": {"kubeconfig credential", 16},
+	"idtoken": {"kubeconfig credential", 16}, "refreshtoken": {"kubeconfig credential", 16},
 	"password": {"password", 4}, "passwd": {"password", 4},
-	"identitytoken": {"registry credential", 8}, "identity-token": {"registry credential", 8}, "auth": {"registry credential", 8},
-	"client-secret": {"client secret", 8}, "secret-access-key": {"client secret", 8},
+	"identitytoken": {"registry credential", 8}, "auth": {"registry credential", 8},
+	"clientsecret": {"client secret", 8}, "secretaccesskey": {"client secret", 8},
+}
+
+// credentialKey is the credentialKinds key of a credentialAssignment key
+// as written: lower case, without "-" and "_".
+func credentialKey(k string) string {
+	return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(k))
 }
 
 // credentialKeyNames are credentialKinds' keys, sorted.
@@ -122,7 +132,7 @@ func secretInText(content []byte, depth int) string {
 		return "JSON Web Token"
 	}
 	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
-		kind := credentialKinds[strings.ToLower(string(m[1]))]
+		kind := credentialKinds[credentialKey(string(m[1]))]
 		v := strings.Trim(string(m[2]), `"'`)
 		if len(v) >= kind.min && !placeholder(v) {
 			return kind.what
@@ -281,58 +291,84 @@ func SecretShapeOf(f machineadm.SecretField) string {
 // the detector finds a secret: URLs (every machineadm.SecretSlots URL,
 // with or without user information), files' content, static pod
 // manifests and the containerd config patch (SecretShapeOf), then
-// component flags (every extraArgs list: ArgSecret) and string values of
-// free-form configuration (spec.node.kubelet.config, runtime options:
-// SecretInText), in the types' field order. A nil cfg has none.
+// component flags (every extraArgs list: ArgSecret), string values of
+// free-form configuration (spec.node.kubelet.config, runtime options) and
+// every other string of the spec (labels, annotations, taints, names:
+// SecretInText), in the types' field order. Every string of a spec ends up
+// in the user data, so none is left out; the SecretSlots fields are
+// judged by SecretShapeOf alone. A nil cfg has none.
 func SecretShapes(cfg *machineadm.MachineBootstrapConfig) []SecretShape {
 	var out []SecretShape
+	w := shapeWalk{out: &out}
 	for _, f := range machineadm.SecretSlots(cfg) {
+		w.slots = append(w.slots, f.Path)
 		if what := SecretShapeOf(f); what != "" {
 			out = append(out, SecretShape{Path: f.Path, What: what, Kind: f.Kind})
 		}
 	}
 	if cfg != nil {
-		walkFreeForm(reflect.ValueOf(cfg).Elem(), "", false, &out)
+		w.walk(reflect.ValueOf(cfg).Elem(), "", false)
 	}
 	return out
 }
 
+// shapeWalk is the state of SecretShapes' walk over the spec's values.
+type shapeWalk struct {
+	// slots are the paths of the SecretSlots fields, judged apart.
+	slots []string
+	out   *[]SecretShape
+}
+
+// inSlot says whether the path p is a SecretSlots field or below one.
+func (w shapeWalk) inSlot(p string) bool {
+	for _, s := range w.slots {
+		if p == s || strings.HasPrefix(p, s+".") || strings.HasPrefix(p, s+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 var argType = reflect.TypeFor[machineadm.Arg]()
 
-// walkFreeForm adds the flags (machineadm.Arg) and the string leaves of
-// map[string]any values below v, at JSON path p; free says v is below
-// such a map.
-func walkFreeForm(v reflect.Value, p string, free bool, out *[]SecretShape) {
+// walk adds the flags (machineadm.Arg) and the string values below v, at
+// JSON path p, in which the detector finds a secret; free says v is below
+// a map[string]any (free-form configuration).
+func (w shapeWalk) walk(v reflect.Value, p string, free bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			walkFreeForm(v.Elem(), p, free, out)
+			w.walk(v.Elem(), p, free)
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			walkFreeForm(v.Index(i), fmt.Sprintf("%s[%d]", p, i), free, out)
+			w.walk(v.Index(i), fmt.Sprintf("%s[%d]", p, i), free)
 		}
 	case reflect.Map:
-		if v.Type().Key().Kind() != reflect.String || (!free && v.Type().Elem().Kind() != reflect.Interface) {
-			return // labels, sysctl, feature gates: plain values, not free-form text
+		if v.Type().Key().Kind() != reflect.String {
+			return
 		}
 		keys := v.MapKeys()
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, k := range keys {
-			walkFreeForm(v.MapIndex(k), p+"."+k.String(), true, out)
+			if free || v.Type().Elem().Kind() == reflect.Interface {
+				w.walk(v.MapIndex(k), p+"."+k.String(), true)
+			} else {
+				w.walk(v.MapIndex(k), p+"["+k.String()+"]", false) // labels, annotations: as field paths name them
+			}
 		}
 	case reflect.String:
-		if !free {
-			return // a field of the spec's own types: not free-form
+		if !free && w.inSlot(p) {
+			return // judged by SecretShapeOf, or a secret value itself
 		}
 		if what := SecretInText([]byte(v.String())); what != "" {
-			*out = append(*out, SecretShape{Path: p, What: what})
+			*w.out = append(*w.out, SecretShape{Path: p, What: what})
 		}
 	case reflect.Struct:
 		if v.Type() == argType {
 			a := v.Interface().(machineadm.Arg)
 			if what := ArgSecret(a.Name, a.Value); what != "" {
-				*out = append(*out, SecretShape{Path: p + ".value", What: what + " (flag " + a.Name + ")"})
+				*w.out = append(*w.out, SecretShape{Path: p + ".value", What: what + " (flag " + a.Name + ")"})
 			}
 			return
 		}
@@ -347,7 +383,7 @@ func walkFreeForm(v reflect.Value, p string, free bool, out *[]SecretShape) {
 			if name != "" && !f.Anonymous {
 				fp = strings.TrimPrefix(p+"."+name, ".")
 			}
-			walkFreeForm(v.Field(i), fp, false, out)
+			w.walk(v.Field(i), fp, false)
 		}
 	}
 }

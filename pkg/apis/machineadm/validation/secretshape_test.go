@@ -52,6 +52,14 @@ func TestSecretInText(t *testing.T) {
 		{"[x.auth]\n  auth = \"dXNlcjpodW50ZXIy\"\n", "registry credential"},
 		{"[x.auth]\n  identitytoken = \"abcdefgh12345\"\n", "registry credential"},
 		{"kubeadm join --token abcdef.0123456789abcdef", "bootstrap token"},
+		// A credential key in any spelling of its word boundaries, and
+		// after a prefix: AWS's INI file, OAuth's client_secret,
+		// camelCase JSON.
+		{"[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "client secret"},
+		{`{"client_id": "x", "client_secret": "s3cr3tvalue"}`, "client secret"},
+		{`{"clientSecret": "s3cr3tvalue"}`, "client secret"},
+		{"registry.password: hunter22\n", "password"},
+		{"bootstrap_token: 0123456789abcdef0123\n", "kubeconfig credential"},
 		{"Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ", "JSON Web Token"},
 		// Not secrets.
 		{"-----BEGIN CERTIFICATE-----\nMIIB\n", ""},
@@ -123,5 +131,10 @@ func TestValidateWarnsAboutSecretShapes(t *testing.T) {
 		{name: "token in kubelet extraArgs", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
 			c.Spec.Node.Kubelet.ExtraArgs = append(c.Spec.Node.Kubelet.ExtraArgs, machineadm.Arg{Name: "token", Value: "SECRET0123456789"})
 		}, warn: []string{"spec.node.kubelet.extraArgs[1].value"}, secret: "SECRET0123456789"},
+		// Every string of the spec reaches the user data, not only the
+		// free-form ones: a token in a label value, a key in a taint.
+		{name: "bootstrap token in a node label", base: worker, mutate: func(c *machineadm.MachineBootstrapConfig) {
+			c.Spec.Node.Labels = map[string]string{"example.com/t": "abcdef.0123456789abcdef"}
+		}, warn: []string{"spec.node.labels[example.com/t]"}, secret: "0123456789abcdef"},
 	})
 }

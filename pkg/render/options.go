@@ -54,8 +54,9 @@ type Options struct {
 // AgentSource is where the stub gets the machineadm binary.
 type AgentSource struct {
 	// URL is an http:// or https:// URL to download the agent from (a
-	// release, object storage, an OCI-registry blob URL or a mirror inside
-	// the management cluster), or a file:// URL of an agent already in the
+	// release, object storage, an OCI-registry blob URL that answers an
+	// anonymous GET (not one that answers with a Bearer challenge), or a
+	// mirror inside the management cluster), or a file:// URL of an agent already in the
 	// machine image (nothing is downloaded). Required.
 	URL string
 	// SHA256 is the agent's hex SHA-256 digest (64 hex digits). Required for

@@ -117,21 +117,3 @@ func TestErrclassIsALeaf(t *testing.T) {
 		}
 	}
 }
-
-// TestCmdStaysThin: pkg/cmd parses flags and calls the session; it imports
-// at most five machineadm packages. The spec's API packages (pkg/apis/...)
-// are not counted: they are the data every floor shares (the newest
-// apiVersion's one name, machineadm.LatestAPIVersion), not runtime.
-func TestCmdStaysThin(t *testing.T) {
-	for _, p := range list(t, "", module+"/pkg/cmd") {
-		var own []string
-		for _, imp := range p.Imports {
-			if strings.HasPrefix(imp, module+"/") && !hasPrefixAny(imp, module+"/pkg/apis") {
-				own = append(own, imp)
-			}
-		}
-		if len(own) > 5 {
-			t.Errorf("pkg/cmd imports %d machineadm packages, want at most 5: %v", len(own), own)
-		}
-	}
-}

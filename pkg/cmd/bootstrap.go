@@ -126,12 +126,12 @@ usage, or a sealed spec this machine cannot open (nothing was changed),
 (nothing was done).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usagef("at most one phase name, got %q", args)
+				return session.Usagef("at most one phase name, got %q", args)
 			}
 			if len(args) == 1 && strings.TrimSpace(args[0]) == "" {
 				// An empty NAME must not mean "every phase": that would be
 				// a whole bootstrap run by a command that runs one phase.
-				return usagef("the phase name is empty; 'machineadm bootstrap phase -f SPEC' lists the phases")
+				return session.Usagef("the phase name is empty; 'machineadm bootstrap phase -f SPEC' lists the phases")
 			}
 			return nil
 		},

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // `bootstrap phase ""` (an empty NAME, as a script with an unset variable
@@ -13,8 +15,8 @@ func TestBootstrapPhaseEmptyNameIsUsageError(t *testing.T) {
 	for _, name := range []string{"", " "} {
 		dr := filepath.Join(t.TempDir(), "plan")
 		code, out, errOut := run(t, "", "bootstrap", "phase", name, "-f", spec, "--dry-run", "--dry-run-dir", dr)
-		if code != ExitBadInput || !strings.Contains(errOut, "phase name is empty") {
-			t.Errorf("bootstrap phase %q: exit %d, want %d and a message\nstdout %s\nstderr %s", name, code, ExitBadInput, out, errOut)
+		if code != session.ExitBadInput || !strings.Contains(errOut, "phase name is empty") {
+			t.Errorf("bootstrap phase %q: exit %d, want %d and a message\nstdout %s\nstderr %s", name, code, session.ExitBadInput, out, errOut)
 		}
 		if strings.Contains(out, "[bootstrap] ") {
 			t.Errorf("bootstrap phase %q ran phases:\n%s", name, out)

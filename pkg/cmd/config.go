@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 	"github.com/machineadm/machineadm/pkg/session"
 )
 
@@ -45,7 +46,7 @@ an error, as is a clear spec edited after sealing (its digest is not the
 envelope's specDigest: no machine would open it).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := session.Validate(o.in, file)
+			l, err := configcmd.Validate(o.in, file)
 			if err != nil {
 				return err
 			}
@@ -75,7 +76,7 @@ Without -f, prints a new spec of the newest apiVersion for the given role
 and action with every defaulted field filled in. Required fields without a
 default get placeholders so that the output validates as it is; the header
 lists the ones this role and action need (the endpoint
-` + session.PlaceholderEndpoint + `, where ".invalid" never resolves, and for
+` + configcmd.PlaceholderEndpoint + `, where ".invalid" never resolves, and for
 a join the token file, the all-zero CA hash and, for a control plane, the
 certificate key file). Replace them before use.
 
@@ -87,10 +88,10 @@ defaults (machineadm then owns config.toml).`,
 			if file != "" {
 				for _, name := range []string{"role", "action", "containerd"} {
 					if cmd.Flags().Changed(name) {
-						return usagef("--%s cannot be used with -f: the spec says it", name)
+						return session.Usagef("--%s cannot be used with -f: the spec says it", name)
 					}
 				}
-				out, l, err := session.SpecDefaults(o.in, file)
+				out, l, err := configcmd.SpecDefaults(o.in, file)
 				if err != nil {
 					return err
 				}
@@ -101,7 +102,7 @@ defaults (machineadm then owns config.toml).`,
 				_, err = o.out.Write(out)
 				return err
 			}
-			out, action, placeholders, err := session.Defaults(role, action, withContainerd)
+			out, action, placeholders, err := configcmd.Defaults(role, action, withContainerd)
 			if err != nil {
 				return err
 			}
@@ -132,7 +133,7 @@ A sealed file is refused (exit 2): its envelope is bound to the clear spec
 as it is; migrate the unsealed spec and seal it again.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := session.Migrate(o.in, file)
+			out, err := configcmd.Migrate(o.in, file)
 			if err != nil {
 				return err
 			}

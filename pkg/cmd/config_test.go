@@ -10,6 +10,7 @@ import (
 
 	"github.com/machineadm/machineadm/internal/testspec"
 
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -46,7 +47,7 @@ const cliWorker = testspec.MinimalWorker
 func TestConfigValidateExamples(t *testing.T) {
 	for _, p := range exampleFiles(t) {
 		code, out, errOut := run(t, "", "config", "validate", "-f", p)
-		if code != ExitOK || !strings.Contains(out, "valid machineadm.io/v1alpha1 MachineBootstrapConfig") {
+		if code != session.ExitOK || !strings.Contains(out, "valid machineadm.io/v1alpha1 MachineBootstrapConfig") {
 			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", p, code, out, errOut)
 		}
 	}
@@ -66,8 +67,8 @@ func TestConfigValidateInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, tc.doc))
-			if code != ExitBadInput {
-				t.Errorf("exit %d, want %d", code, ExitBadInput)
+			if code != session.ExitBadInput {
+				t.Errorf("exit %d, want %d", code, session.ExitBadInput)
 			}
 			if strings.Contains(out, "valid") {
 				t.Errorf("stdout claims valid: %s", out)
@@ -83,15 +84,15 @@ func TestConfigValidateInvalid(t *testing.T) {
 
 func TestConfigValidateStdin(t *testing.T) {
 	code, out, errOut := run(t, cliWorker, "config", "validate", "-f", "-")
-	if code != ExitOK || !strings.Contains(out, "-: valid") {
+	if code != session.ExitOK || !strings.Contains(out, "-: valid") {
 		t.Errorf("valid spec on stdin: exit %d\n%s%s", code, out, errOut)
 	}
 	code, _, errOut = run(t, cliWorker+"  colour: blue\n", "config", "validate", "-f", "-")
-	if code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "spec.colour") {
 		t.Errorf("invalid spec on stdin: exit %d\n%s", code, errOut)
 	}
 	code, _, errOut = run(t, "", "config", "validate", "-f", "-")
-	if code != ExitBadInput || !strings.Contains(errOut, "empty") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "empty") {
 		t.Errorf("empty stdin: exit %d\n%s", code, errOut)
 	}
 }
@@ -102,7 +103,7 @@ func TestConfigValidateWarnsWithoutLeaking(t *testing.T) {
 	const token = "abcdef.0123456789abcdef"
 	doc := strings.Replace(cliWorker, "{file: /etc/machineadm/secrets/bootstrap-token}", "{value: "+token+"}", 1)
 	code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, doc))
-	if code != ExitOK || !strings.Contains(out, "warning: spec.join.token.value: ") {
+	if code != session.ExitOK || !strings.Contains(out, "warning: spec.join.token.value: ") {
 		t.Errorf("exit %d, stdout:\n%s", code, out)
 	}
 	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "0123456789abcdef") {
@@ -114,7 +115,7 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 	for _, tc := range []struct{ role, action string }{{"ControlPlane", "Init"}, {"ControlPlane", "Join"}, {"Worker", "Join"}} {
 		t.Run(tc.role+"/"+tc.action, func(t *testing.T) {
 			code, out, errOut := run(t, "", "config", "defaults", "--role", tc.role, "--action", tc.action)
-			if code != ExitOK {
+			if code != session.ExitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			// The output is itself a valid spec, with no warnings but those
@@ -126,7 +127,7 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 					other = append(other, l)
 				}
 			}
-			if code != ExitOK || len(other) > 0 {
+			if code != session.ExitOK || len(other) > 0 {
 				t.Fatalf("config defaults output does not validate cleanly: exit %d\n%s%s\n--- spec:\n%s", code, vout, verr, out)
 			}
 			if !strings.Contains(vout, "role "+tc.role+", action "+tc.action) {
@@ -139,7 +140,7 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 			// Every default is already in the output: migrating it (no
 			// defaults added) and loading again gives the same spec.
 			code, mout, merr := run(t, out, "config", "migrate", "-f", "-")
-			if code != ExitOK {
+			if code != session.ExitOK {
 				t.Fatalf("migrate: exit %d %s", code, merr)
 			}
 			raw, _, err := spec.DecodeNoDefaults([]byte(mout), "migrated")
@@ -174,7 +175,7 @@ func TestConfigDefaultsValidateForEveryRoleAndAction(t *testing.T) {
 func TestConfigDefaultsActionFollowsRole(t *testing.T) {
 	for role, action := range map[string]string{"Worker": "Join", "ControlPlane": "Init"} {
 		code, out, errOut := run(t, "", "config", "defaults", "--role", role)
-		if code != ExitOK || !strings.Contains(out, "action: "+action) {
+		if code != session.ExitOK || !strings.Contains(out, "action: "+action) {
 			t.Errorf("--role %s: exit %d, want action %s:\n%s%s", role, code, action, out, errOut)
 		}
 	}
@@ -187,8 +188,8 @@ func TestConfigDefaultsUsage(t *testing.T) {
 		{"config", "defaults", "--role", "Worker", "--action", "Init"},
 		{"config", "defaults", "extra"},
 	} {
-		if code, _, errOut := run(t, "", args...); code != ExitBadInput || !strings.Contains(errOut, "Error: ") {
-			t.Errorf("%v: exit %d, want %d\n%s", args, code, ExitBadInput, errOut)
+		if code, _, errOut := run(t, "", args...); code != session.ExitBadInput || !strings.Contains(errOut, "Error: ") {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, session.ExitBadInput, errOut)
 		}
 	}
 }
@@ -196,7 +197,7 @@ func TestConfigDefaultsUsage(t *testing.T) {
 func TestConfigMigrate(t *testing.T) {
 	for _, p := range exampleFiles(t) {
 		code, out, errOut := run(t, "", "config", "migrate", "-f", p)
-		if code != ExitOK {
+		if code != session.ExitOK {
 			t.Fatalf("%s: exit %d %s", p, code, errOut)
 		}
 		if !strings.HasPrefix(out, "apiVersion: machineadm.io/v1alpha1\n") {
@@ -216,11 +217,11 @@ func TestConfigMigrate(t *testing.T) {
 		}
 	}
 	code, _, errOut := run(t, cliWorker+"  colour: blue\n", "config", "migrate", "-f", "-")
-	if code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "spec.colour") {
 		t.Errorf("migrate of an unknown field: exit %d\n%s", code, errOut)
 	}
 	code, _, errOut = run(t, strings.Replace(cliWorker, "machineadm.io/v1alpha1", "machineadm.io/v0", 1), "config", "migrate", "-f", "-")
-	if code != ExitBadInput || !strings.Contains(errOut, "apiVersion") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "apiVersion") {
 		t.Errorf("migrate of an unknown apiVersion: exit %d\n%s", code, errOut)
 	}
 }
@@ -239,8 +240,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"--log-level", "loud", "version"},
 	} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitBadInput {
-			t.Errorf("%v: exit %d, want %d\nstdout %s\nstderr %s", args, code, ExitBadInput, out, errOut)
+		if code != session.ExitBadInput {
+			t.Errorf("%v: exit %d, want %d\nstdout %s\nstderr %s", args, code, session.ExitBadInput, out, errOut)
 		}
 		if !strings.Contains(errOut, "Error: ") {
 			t.Errorf("%v: no error message on stderr: %q", args, errOut)
@@ -285,7 +286,7 @@ func TestCommandLineTextIsNeverShownRaw(t *testing.T) {
 		{evil},
 	} {
 		code, out, errOut := run(t, "", args...)
-		if raw(out, code == ExitOK) || raw(errOut, code == ExitOK) {
+		if raw(out, code == session.ExitOK) || raw(errOut, code == session.ExitOK) {
 			t.Errorf("%q: exit %d, raw control characters\nstdout %q\nstderr %q", args, code, out, errOut)
 		}
 		if !strings.Contains(out+errOut, `\x1b]0;pwned`) || !strings.Contains(out+errOut, `\u009b31m\u202e`) {
@@ -306,14 +307,14 @@ func TestConfigValidateWarnsAboutReadableSecrets(t *testing.T) {
 	}
 	doc := strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1)
 	code, out, errOut := run(t, doc, "config", "validate", "-f", "-")
-	if code != ExitOK || strings.Contains(out, "group or others") {
+	if code != session.ExitOK || strings.Contains(out, "group or others") {
 		t.Fatalf("owner-only token: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := os.Chmod(tok, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = run(t, doc, "config", "validate", "-f", "-")
-	if want := "warning: spec.join.token.file: " + tok + " is mode 0644: group or others can read this secret"; code != ExitOK || !strings.Contains(out, want) {
+	if want := "warning: spec.join.token.file: " + tok + " is mode 0644: group or others can read this secret"; code != session.ExitOK || !strings.Contains(out, want) {
 		t.Errorf("exit %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
 	}
 	if strings.Contains(out, "0123456789abcdef") {

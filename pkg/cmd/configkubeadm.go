@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/machineadm/machineadm/pkg/session"
+	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 )
 
 func newConfigKubeadmCommand(o *options) *cobra.Command {
@@ -21,7 +21,7 @@ A configuration kubeadm refuses is bad input (exit code 2). Secrets are replaced
 are not read. machineadm never takes kubeadm YAML as input.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			docs, err := session.KubeadmConfig(o.in, o.log, file)
+			docs, err := configcmd.KubeadmConfig(o.in, o.log, file)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // TestConfigKubeadmOutputAcceptedByKubeadm feeds the printed documents of
@@ -16,7 +17,7 @@ func TestConfigKubeadmOutputAcceptedByKubeadm(t *testing.T) {
 	for _, f := range exampleFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			code, out, errOut := run(t, "", "config", "kubeadm", "-f", f)
-			if code != ExitOK {
+			if code != session.ExitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			if !strings.HasPrefix(out, "# kubeadm configuration derived by machineadm (kubeadm.k8s.io/v1beta4)") {
@@ -36,7 +37,7 @@ func TestConfigKubeadmOutputAcceptedByKubeadm(t *testing.T) {
 			}
 		})
 	}
-	if code, _, _ := run(t, "", "config", "kubeadm"); code != ExitBadInput {
+	if code, _, _ := run(t, "", "config", "kubeadm"); code != session.ExitBadInput {
 		t.Errorf("without -f: exit %d, want 2", code)
 	}
 }
@@ -46,14 +47,14 @@ func TestConfigKubeadmOutputAcceptedByKubeadm(t *testing.T) {
 func TestPKIInitStdoutIsTheHash(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	code, out, errOut := run(t, "", "pki", "init", "--out", dir)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).MatchString(out) {
 		t.Errorf("stdout is not just the hash: %q", out)
 	}
 	code, hashOut, _ := run(t, "", "pki", "hash", "--dir", dir)
-	if code != ExitOK || hashOut != out {
+	if code != session.ExitOK || hashOut != out {
 		t.Errorf("pki hash = %q (exit %d), pki init printed %q", hashOut, code, out)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // TestErrorContinuationIndented: an error that quotes a path or a value
@@ -19,8 +21,8 @@ func TestErrorContinuationIndented(t *testing.T) {
 		{"render", "-f", evil, "--format", "shell"},
 	} {
 		code, _, errOut := run(t, "", args...)
-		if code != ExitBadInput {
-			t.Errorf("%q: exit %d, want %d; stderr %q", args, code, ExitBadInput, errOut)
+		if code != session.ExitBadInput {
+			t.Errorf("%q: exit %d, want %d; stderr %q", args, code, session.ExitBadInput, errOut)
 		}
 		if !strings.Contains(errOut, "Error: ") {
 			t.Errorf("%q: no error printed: %q", args, errOut)

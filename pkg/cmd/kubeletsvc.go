@@ -1,10 +1,6 @@
 package cmd
 
-import (
-	"github.com/spf13/cobra"
-
-	"github.com/machineadm/machineadm/pkg/session"
-)
+import "github.com/spf13/cobra"
 
 // newKubeletServiceCommand is the hidden `kubelet-service` command, the
 // program of the Windows kubelet service machineadm registers.
@@ -16,7 +12,7 @@ func newKubeletServiceCommand(o *options) *cobra.Command {
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return session.KubeletService(kubelet, o.log)
+			return runKubeletService(kubelet, o.log)
 		},
 	}
 	c.Flags().StringVar(&kubelet, "kubelet", `C:\k\kubelet.exe`, "path of kubelet.exe")

@@ -91,8 +91,8 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 		{"prepare", "-f", spec, "--root", root},
 	} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitBusy || !strings.HasPrefix(errOut, msg) {
-			t.Errorf("%q: exit %d, want %d; stderr:\n%s\nwant it to start with:\n%s", args, code, ExitBusy, errOut, msg)
+		if code != session.ExitBusy || !strings.HasPrefix(errOut, msg) {
+			t.Errorf("%q: exit %d, want %d; stderr:\n%s\nwant it to start with:\n%s", args, code, session.ExitBusy, errOut, msg)
 		}
 		if out != "" {
 			t.Errorf("%q: standard output from a refused run:\n%s", args, out)
@@ -114,7 +114,7 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 		{"bootstrap", "-f", spec, "--report-root", rr, "--work-dir", work, "--dry-run-dir", filepath.Join(tmp, "dr")},
 		{"prepare", "-f", spec, "--root", filepath.Join(root, "missing")},
 	} {
-		if code, _, errOut := run(t, "", args...); code != ExitBadInput {
+		if code, _, errOut := run(t, "", args...); code != session.ExitBadInput {
 			t.Errorf("%q: exit %d, want 2; %s", args, code, errOut)
 		}
 	}
@@ -123,7 +123,7 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 	// missing token file, exit 1), recording as any run does.
 	lock.Close()
 	code, _, errOut := run(t, "", "bootstrap", "phase", "kubeadm-config", "-f", spec, "--report-root", rr, "--work-dir", work)
-	if code != ExitFailed || !strings.Contains(errOut, "PayloadUnavailable") {
+	if code != session.ExitFailed || !strings.Contains(errOut, "PayloadUnavailable") {
 		t.Fatalf("after the lock was released: exit %d:\n%s", code, errOut)
 	}
 	if b, _ := os.ReadFile(filepath.Join(reports, "report.previous.json")); string(b) != `{"last":"run"}` {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -39,17 +40,17 @@ put the printed hash in spec.join.caCertHashes of joining nodes.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return usagef("--out DIR is required")
+				return session.Usagef("--out DIR is required")
 			}
 			if !slices.Contains(pki.KeyTypes, keyType) {
-				return usagef("--key-type must be one of %v, got %q", pki.KeyTypes, keyType)
+				return session.Usagef("--key-type must be one of %v, got %q", pki.KeyTypes, keyType)
 			}
 			hash, err := pki.InitPKI(out, keyType, func(line string) { fmt.Fprintln(o.errOut, line) })
 			if errors.Is(err, pki.ErrPKINotDir) {
-				return usagef("--out %v", err) // nothing was changed
+				return session.Usagef("--out %v", err) // nothing was changed
 			}
 			if errors.Is(err, pki.ErrPKIExists) || errors.Is(err, pki.ErrPKIDirInUse) {
-				return &UsageError{Err: err} // nothing was changed
+				return &session.UsageError{Err: err} // nothing was changed
 			}
 			if err != nil {
 				return err
@@ -71,7 +72,7 @@ nodes pin in spec.join.caCertHashes. DIR is given as the argument or with
 --dir (both at once must name the same directory).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usagef("%s takes at most one directory, got %q", cmd.CommandPath(), args)
+				return session.Usagef("%s takes at most one directory, got %q", cmd.CommandPath(), args)
 			}
 			return nil
 		},
@@ -82,7 +83,7 @@ nodes pin in spec.join.caCertHashes. DIR is given as the argument or with
 			}
 			hash, err := pki.CACertHash(d)
 			if err != nil {
-				return &UsageError{Err: err}
+				return &session.UsageError{Err: err}
 			}
 			fmt.Fprintln(o.out, hash)
 			return nil
@@ -149,7 +150,7 @@ variable) is refused rather than printing it.`,
 // be printed on standard output, where the user asked for a file.
 func outGiven(cmd *cobra.Command) error {
 	if f := cmd.Flags().Lookup("out"); f != nil && f.Changed && f.Value.String() == "" {
-		return usagef("--out is empty: name the file to write the secret to, or leave --out out to print it")
+		return session.Usagef("--out is empty: name the file to write the secret to, or leave --out out to print it")
 	}
 	return nil
 }
@@ -159,11 +160,11 @@ func outGiven(cmd *cobra.Command) error {
 func dirArg(flag string, args []string) (string, error) {
 	switch {
 	case len(args) == 0 && flag == "":
-		return "", usagef("a directory is required: DIR or --dir DIR")
+		return "", session.Usagef("a directory is required: DIR or --dir DIR")
 	case len(args) == 0:
 		return flag, nil
 	case flag != "" && filepath.Clean(flag) != filepath.Clean(args[0]):
-		return "", usagef("the argument %q and --dir %q name different directories; give one", args[0], flag)
+		return "", session.Usagef("the argument %q and --dir %q name different directories; give one", args[0], flag)
 	}
 	return args[0], nil
 }
@@ -182,12 +183,12 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 		return nil
 	}
 	if _, err := os.Lstat(out); err == nil {
-		return usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
+		return session.Usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := session.WriteOutput(out, []byte(v+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(out, []byte(v+"\n"), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, shown(out))

@@ -76,15 +76,15 @@ run holds the lock (nothing was done).`,
 // clean.
 func checkRoot(root string) (string, error) {
 	if root == "" {
-		return "", usagef("--root must not be empty")
+		return "", session.Usagef("--root must not be empty")
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return "", usagef("--root: %v", err)
+		return "", session.Usagef("--root: %v", err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil || !fi.IsDir() {
-		return "", usagef("--root %s: not a directory", root)
+		return "", session.Usagef("--root %s: not a directory", root)
 	}
 	return abs, nil
 }

@@ -93,7 +93,7 @@ func TestPrepareInvalidSpecExit2NothingWritten(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			code, _, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, tc.host), "--root", root)
-			if code != ExitBadInput {
+			if code != session.ExitBadInput {
 				t.Errorf("exit %d, want 2; stderr:\n%s", code, errOut)
 			}
 			if !strings.Contains(errOut, tc.field) {
@@ -115,7 +115,7 @@ func TestPrepareUsageErrors(t *testing.T) {
 		{"prepare", "-f", spec, "--root", filepath.Join(root, "missing")},
 		{"prepare", "--root", root},
 	} {
-		if code, _, errOut := prepareCLI(t, args...); code != ExitBadInput {
+		if code, _, errOut := prepareCLI(t, args...); code != session.ExitBadInput {
 			t.Errorf("%q: exit %d, want 2; %s", args, code, errOut)
 		}
 	}
@@ -139,7 +139,7 @@ func TestPrepareDryRunThenApplyThenUnchanged(t *testing.T) {
 	spec := writePrepareSpec(t, preparedHost)
 
 	code, out, errOut := prepareCLI(t, "prepare", "-f", spec, "--root", root, "--dry-run")
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("dry run exit %d:\n%s", code, errOut)
 	}
 	for _, s := range []string{"+++ b/etc/motd", "+welcome # to {{ node }}", "+++ b/etc/containerd/config.toml", "[prepare] containerd: would change", "phases would change"} {
@@ -152,7 +152,7 @@ func TestPrepareDryRunThenApplyThenUnchanged(t *testing.T) {
 	}
 
 	code, out, errOut = prepareCLI(t, "prepare", "-f", spec, "--root", root)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("prepare exit %d:\n%s\n%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/motd")); err != nil || string(b) != "welcome # to {{ node }}\n" {
@@ -168,7 +168,7 @@ func TestPrepareDryRunThenApplyThenUnchanged(t *testing.T) {
 	}
 
 	code, out, errOut = prepareCLI(t, "prepare", "-f", spec, "--root", root)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("second prepare exit %d:\n%s", code, errOut)
 	}
 	for _, name := range []string{"files", "kernel-modules", "sysctl", "containerd", "static-pods"} {
@@ -191,7 +191,7 @@ func TestPrepareDryRunRedacts(t *testing.T) {
 	const token = "qwerty.0123456789qwerty"
 	host := "    files:\n    - {path: /etc/join.sh, content: \"kubeadm join --token " + token + "\\n\"}\n"
 	code, out, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, host), "--root", t.TempDir(), "--dry-run")
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "0123456789qwerty") {
@@ -205,7 +205,7 @@ func TestPrepareDryRunRedacts(t *testing.T) {
 func TestPrepareSkipPhases(t *testing.T) {
 	root := t.TempDir()
 	code, out, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, preparedHost), "--root", root, "--skip-phases", "containerd,sysctl")
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "[prepare] containerd: skipped (--skip-phases)") {
@@ -230,7 +230,7 @@ func TestPrepareDigestMismatchExit1NothingWritten(t *testing.T) {
     - {path: /etc/second, source: {url: "file:///payload", sha256: ` + hex.EncodeToString(sum[:]) + `}}
 `
 	code, _, errOut := prepareCLI(t, "prepare", "-f", writePrepareSpec(t, host), "--root", root)
-	if code != ExitFailed {
+	if code != session.ExitFailed {
 		t.Fatalf("exit %d, want 1: %s", code, errOut)
 	}
 	for _, s := range []string{"spec.host.files[1].source.sha256", "VerificationFailed", "hint:"} {
@@ -274,7 +274,7 @@ func TestPrepareSealedSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := prepareCLI(t, "prepare", "-f", sealed, "--root", root, "--identity", "/etc/machineadm/my-identity")
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("prepare --identity: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/app/secret.conf")); err != nil || string(b) != secret {
@@ -283,7 +283,7 @@ func TestPrepareSealedSpec(t *testing.T) {
 	// The default identity (/etc/machineadm/identity under --root) is not
 	// there: refused, the file from the good run untouched.
 	code, out, errOut = prepareCLI(t, "prepare", "-f", sealed, "--root", root)
-	if code != ExitBadInput || !strings.Contains(errOut, "sealed") || !strings.Contains(errOut, "--identity") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "sealed") || !strings.Contains(errOut, "--identity") {
 		t.Errorf("prepare without identity: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(filepath.Join(root, "etc/app/secret.conf")); err != nil || string(b) != secret {

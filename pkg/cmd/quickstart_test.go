@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/session"
@@ -19,12 +20,12 @@ import (
 func TestPKIHashTakesTheDirectoryAsArgument(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	code, initHash, errOut := run(t, "", "pki", "init", "--out", dir)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("pki init: exit %d: %s", code, errOut)
 	}
 	for _, args := range [][]string{{dir}, {"--dir", dir}, {"--dir", dir + "/", dir}} {
 		code, out, errOut := run(t, "", append([]string{"pki", "hash"}, args...)...)
-		if code != ExitOK || out != initHash {
+		if code != session.ExitOK || out != initHash {
 			t.Errorf("pki hash %q: exit %d, %q (want %q) %s", args, code, out, initHash, errOut)
 		}
 	}
@@ -38,7 +39,7 @@ func TestPKIHashTakesTheDirectoryAsArgument(t *testing.T) {
 		{[]string{t.TempDir()}, "ca.crt"},
 	} {
 		code, out, errOut := run(t, "", append([]string{"pki", "hash"}, tc.args...)...)
-		if code != ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
+		if code != session.ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
 			t.Errorf("pki hash %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
@@ -57,7 +58,7 @@ func TestSecretsToFiles(t *testing.T) {
 	} {
 		path := filepath.Join(t.TempDir(), "secrets", "s")
 		code, out, errOut := run(t, "", append(tc.args, "--out", path)...)
-		if code != ExitOK || out != "" {
+		if code != session.ExitOK || out != "" {
 			t.Fatalf("%q --out: exit %d, stdout %q (want none), stderr %s", tc.args, code, out, errOut)
 		}
 		data, err := os.ReadFile(path)
@@ -73,11 +74,11 @@ func TestSecretsToFiles(t *testing.T) {
 			}
 		}
 		code, _, errOut = run(t, "", append(tc.args, "--out", path)...)
-		if again, _ := os.ReadFile(path); code != ExitBadInput || string(again) != string(data) || !strings.Contains(errOut, "never overwritten") {
+		if again, _ := os.ReadFile(path); code != session.ExitBadInput || string(again) != string(data) || !strings.Contains(errOut, "never overwritten") {
 			t.Errorf("%q over an existing file: exit %d, file changed %v: %s", tc.args, code, string(again) != string(data), errOut)
 		}
 		code, out, _ = run(t, "", tc.args...)
-		if code != ExitOK || !tc.grammar.MatchString(out) {
+		if code != session.ExitOK || !tc.grammar.MatchString(out) {
 			t.Errorf("%q: exit %d, stdout %q", tc.args, code, out)
 		}
 	}
@@ -92,11 +93,11 @@ func TestConfigValidateWarnsForMissingSecretFiles(t *testing.T) {
 	doc := strings.Replace(cliWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1)
 	path := writeSpec(t, doc)
 	code, out, errOut := run(t, "", "config", "validate", "-f", path)
-	if code != ExitOK || !strings.Contains(out, "warning: spec.join.token.file: "+tok+" does not exist on this machine") || !strings.Contains(out, ": valid ") {
+	if code != session.ExitOK || !strings.Contains(out, "warning: spec.join.token.file: "+tok+" does not exist on this machine") || !strings.Contains(out, ": valid ") {
 		t.Errorf("missing token file: exit %d\n%s%s", code, out, errOut)
 	}
 	run(t, "", "token", "generate", "--out", tok)
-	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != ExitOK || strings.Contains(out, "warning") {
+	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != session.ExitOK || strings.Contains(out, "warning") {
 		t.Errorf("token file present: exit %d\n%s", code, out)
 	}
 
@@ -111,7 +112,7 @@ func TestConfigValidateWarnsForMissingSecretFiles(t *testing.T) {
 		"warning: spec.controlPlane.certificateKey.file: /etc/machineadm/secrets/certificate-key does not exist",
 		"warning: spec.controlPlane.bootstrapTokens[0].token.file: ",
 	} {
-		if code != ExitOK || !strings.Contains(out, want) {
+		if code != session.ExitOK || !strings.Contains(out, want) {
 			t.Errorf("control plane: exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
@@ -125,7 +126,7 @@ func TestConfigDefaultsOfOwnSpec(t *testing.T) {
 	doc := strings.Replace(cliWorker, "{file: /etc/machineadm/secrets/bootstrap-token}", "{value: "+token+"}", 1)
 	path := writeSpec(t, doc)
 	code, out, errOut := run(t, "", "config", "defaults", "-f", path)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"apiServerEndpoint: cp.demo.example:6443", "criSocket: unix:///run/containerd/containerd.sock", "clusterName: kubernetes", "serviceSubnet: 10.96.0.0/12", "path: /var/lib/machineadm/report.json"} {
@@ -141,13 +142,13 @@ func TestConfigDefaultsOfOwnSpec(t *testing.T) {
 	}
 	// Without inline secrets, the output is a spec that validates.
 	_, fileOut, _ := run(t, "", "config", "defaults", "-f", writeSpec(t, cliWorker))
-	if code, vout, verr := run(t, fileOut, "config", "validate", "-f", "-"); code != ExitOK || !strings.Contains(vout, "valid") {
+	if code, vout, verr := run(t, fileOut, "config", "validate", "-f", "-"); code != session.ExitOK || !strings.Contains(vout, "valid") {
 		t.Errorf("output does not validate: %s%s", vout, verr)
 	}
-	if code, _, errOut := run(t, "", "config", "defaults", "-f", path, "--role", "Worker"); code != ExitBadInput || !strings.Contains(errOut, "--role cannot be used with -f") {
+	if code, _, errOut := run(t, "", "config", "defaults", "-f", path, "--role", "Worker"); code != session.ExitBadInput || !strings.Contains(errOut, "--role cannot be used with -f") {
 		t.Errorf("-f with --role: exit %d: %s", code, errOut)
 	}
-	if code, _, errOut := run(t, "", "config", "defaults", "-f", writeSpec(t, cliWorker+"  colour: blue\n")); code != ExitBadInput || !strings.Contains(errOut, "spec.colour") {
+	if code, _, errOut := run(t, "", "config", "defaults", "-f", writeSpec(t, cliWorker+"  colour: blue\n")); code != session.ExitBadInput || !strings.Contains(errOut, "spec.colour") {
 		t.Errorf("invalid spec: exit %d: %s", code, errOut)
 	}
 }
@@ -160,7 +161,7 @@ func TestConfigDefaultsHeaderNamesItsPlaceholders(t *testing.T) {
 	if strings.Contains(initOut, "secrets/") || strings.Contains(initOut, "CA hash") || strings.Contains(initOut, "0000000000") {
 		t.Errorf("init defaults mention placeholders they do not contain:\n%s", initOut)
 	}
-	if !strings.Contains(initOut, "#   spec.kubernetes.controlPlaneEndpoint: "+session.PlaceholderEndpoint) {
+	if !strings.Contains(initOut, "#   spec.kubernetes.controlPlaneEndpoint: "+configcmd.PlaceholderEndpoint) {
 		t.Errorf("init header lacks the endpoint placeholder:\n%s", initOut)
 	}
 	_, joinOut, _ := run(t, "", "config", "defaults", "--role", "ControlPlane", "--action", "Join")
@@ -179,7 +180,7 @@ func TestConsoleForPeopleLogsElsewhere(t *testing.T) {
 	spec := writePrepareSpec(t, `    sysctl: {net.ipv4.ip_forward: "1"}
 `)
 	code, out, errOut := prepareCLI(t, "prepare", "-f", spec, "--root", root)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("prepare: exit %d: %s", code, errOut)
 	}
 	if strings.Contains(errOut+out, "level=INFO") || strings.Contains(errOut, "phase started") {
@@ -198,11 +199,11 @@ func TestConsoleForPeopleLogsElsewhere(t *testing.T) {
 	}
 
 	code, _, errOut = prepareCLI(t, "--log-level=info", "prepare", "-f", spec, "--root", t.TempDir())
-	if code != ExitOK || !strings.Contains(errOut, `level=INFO msg="phase started" phase=sysctl`) {
+	if code != session.ExitOK || !strings.Contains(errOut, `level=INFO msg="phase started" phase=sysctl`) {
 		t.Errorf("--log-level=info: exit %d, stderr:\n%s", code, errOut)
 	}
 	code, _, errOut = prepareCLI(t, "--log-level=loud", "prepare", "-f", spec, "--root", t.TempDir())
-	if code != ExitBadInput || !strings.Contains(errOut, "--log-level must be one of debug, info, warn, error") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "--log-level must be one of debug, info, warn, error") {
 		t.Errorf("--log-level=loud: exit %d: %s", code, errOut)
 	}
 }
@@ -215,7 +216,7 @@ func TestDryRunFailsOnMissingInputs(t *testing.T) {
 	spec := writeSpec(t, strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1))
 	dr := filepath.Join(t.TempDir(), "plan")
 	code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", dr)
-	if code != ExitFailed {
+	if code != session.ExitFailed {
 		t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	for _, want := range []string{"spec.join.token", tok, "PayloadUnavailable"} {
@@ -259,7 +260,7 @@ func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", foreign)
-	if code != ExitBadInput || !strings.Contains(errOut, "--dry-run-dir: "+foreign+" holds files but no earlier dry run") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "--dry-run-dir: "+foreign+" holds files but no earlier dry run") {
 		t.Errorf("a directory with other files: exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
 	if entries, _ := os.ReadDir(foreign); len(entries) != 1 || marker(foreign) {
@@ -275,7 +276,7 @@ func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
 	} {
 		for i := range 2 { // the second run finds its own marker
 			code, out, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", tc.dir)
-			if code != ExitFailed || !strings.Contains(out, "dry run: FAILED in phase inputs-check") {
+			if code != session.ExitFailed || !strings.Contains(out, "dry run: FAILED in phase inputs-check") {
 				t.Errorf("%s directory, run %d: exit %d (want 1, inputs-check)\nstdout %s\nstderr %s", tc.name, i+1, code, out, errOut)
 			}
 			if !marker(tc.dir) {
@@ -288,7 +289,7 @@ func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
 	if err := os.Symlink(own, filepath.Join(linked, session.DryRunMarker)); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", linked); code != ExitBadInput {
+	if code, _, errOut := run(t, "", "bootstrap", "-f", spec, "--dry-run", "--dry-run-dir", linked); code != session.ExitBadInput {
 		t.Errorf("a symbolic link as the marker: exit %d: %s", code, errOut)
 	}
 }
@@ -300,7 +301,7 @@ func TestDryRunDirMustBeADryRunsOwn(t *testing.T) {
 func TestSecretAndPKIOutBadInput(t *testing.T) {
 	for _, args := range [][]string{{"token", "generate", "--out", ""}, {"pki", "certificate-key", "--out="}} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out is empty") {
+		if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, "--out is empty") {
 			t.Errorf("%q: exit %d, stdout %q (want nothing), stderr %s", args, code, out, errOut)
 		}
 	}
@@ -310,7 +311,7 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	}
 	for path, kind := range map[string]string{file: "a regular file", "/dev/null": "a character device"} {
 		code, out, errOut := run(t, "", "pki", "init", "--out", path)
-		if code != ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it is "+kind+")") {
+		if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, "--out "+path+": not a directory (it is "+kind+")") {
 			t.Errorf("pki init --out %s: exit %d, stdout %q, stderr %s", path, code, out, errOut)
 		}
 	}
@@ -320,7 +321,7 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	// A directory with other files in it: exit 2, left as it was.
 	inUse := filepath.Dir(file)
 	code, out, errOut := run(t, "", "pki", "init", "--out", inUse)
-	if entries, _ := os.ReadDir(inUse); code != ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
+	if entries, _ := os.ReadDir(inUse); code != session.ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
 		t.Errorf("pki init --out %s (in use): exit %d, stdout %q, %d entries, stderr %s", inUse, code, out, len(entries), errOut)
 	}
 }

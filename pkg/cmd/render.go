@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/render"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -95,7 +96,7 @@ over the size limit) and nothing written.`,
 
 func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
-		return usagef("--format is required: one of %s", formatNames())
+		return session.Usagef("--format is required: one of %s", formatNames())
 	}
 	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
@@ -114,25 +115,25 @@ func runRender(o *options, f *renderFlags) error {
 	}
 	if f.publicKeyFile != "" {
 		if opts.Agent.PublicKey, err = render.ReadPublicKeyFile(f.publicKeyFile); err != nil {
-			return usagef("--agent-public-key: %v", err)
+			return session.Usagef("--agent-public-key: %v", err)
 		}
 	}
 	if opts.MaxSize, err = render.ParseLimit(f.maxSize); err != nil {
-		return &UsageError{Err: err}
+		return &session.UsageError{Err: err}
 	}
 	if f.payloadURL != "" {
 		sum := sha256.Sum256(data)
 		digest := hex.EncodeToString(sum[:])
 		given := strings.ToLower(strings.TrimPrefix(f.payloadSHA256, "sha256:"))
 		if given != "" && given != digest {
-			return usagef("--payload-sha256 %s does not match the spec given with -f (%s); upload exactly that file to --payload-url", given, digest)
+			return session.Usagef("--payload-sha256 %s does not match the spec given with -f (%s); upload exactly that file to --payload-url", given, digest)
 		}
 		opts.Payload = &render.PayloadSource{URL: f.payloadURL, SHA256: digest}
 		if secrets := render.InlineSecrets(loaded.Config); len(secrets) > 0 && strings.HasPrefix(f.payloadURL, "http:") {
 			o.log.Warn("the spec at --payload-url carries inline secrets and travels unencrypted over http", "fields", len(secrets))
 		}
 	} else if f.payloadSHA256 != "" {
-		return usagef("--payload-sha256 needs --payload-url")
+		return session.Usagef("--payload-sha256 needs --payload-url")
 	}
 	if opts.AllowInlineSecrets {
 		// Rendered anyway: say so, as the spec's own credential fields do.
@@ -150,7 +151,7 @@ func runRender(o *options, f *renderFlags) error {
 		_, err = o.out.Write(out)
 		return err
 	}
-	return session.WriteOutput(f.output, out, 0o600)
+	return atomicfile.WriteFile(f.output, out, 0o600)
 }
 
 // formatNames lists the names of render's formats, comma-separated, in
@@ -181,7 +182,7 @@ func renderError(err error) error {
 		ze *render.SizeError
 	)
 	if errors.As(err, &oe) || errors.As(err, &se) || errors.As(err, &ze) {
-		return &UsageError{Err: err}
+		return &session.UsageError{Err: err}
 	}
 	return err
 }

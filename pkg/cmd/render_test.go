@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/internal/testfifo"
+
 	"github.com/machineadm/machineadm/pkg/render"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 const (
@@ -103,7 +105,7 @@ func TestRenderCommandPayload(t *testing.T) {
 		}
 	}
 	code, _, errOut := renderCLI(t, "", append(base, "--payload-sha256", renderAgentSum)...)
-	if code != ExitBadInput || !strings.Contains(errOut, "does not match the spec given with -f") {
+	if code != session.ExitBadInput || !strings.Contains(errOut, "does not match the spec given with -f") {
 		t.Errorf("mismatched payload digest: exit %d\n%s", code, errOut)
 	}
 }
@@ -145,7 +147,7 @@ func TestRenderCommandBadInput(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := renderCLI(t, "", c.args...)
-			if code != ExitBadInput || out != "" || !strings.Contains(errOut, c.want) {
+			if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, c.want) {
 				t.Fatalf("exit %d, stdout %d bytes, stderr:\n%s\nwant exit 2 and %q", code, len(out), errOut, c.want)
 			}
 			if strings.Contains(errOut, "0123456789abcdef") {
@@ -185,7 +187,7 @@ func TestRenderPublicKeyFileIsReadBounded(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("render blocked on --agent-public-key %s", path)
 		}
-		if _, err := os.Stat(dst); code != ExitBadInput || !strings.Contains(errOut, "--agent-public-key: ") || !strings.Contains(errOut, want) || err == nil {
+		if _, err := os.Stat(dst); code != session.ExitBadInput || !strings.Contains(errOut, "--agent-public-key: ") || !strings.Contains(errOut, want) || err == nil {
 			t.Errorf("--agent-public-key %s: exit %d, output written %v: %s", path, code, err == nil, errOut)
 		}
 	}
@@ -197,7 +199,7 @@ func TestRenderOutputIntoMissingDirectory(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "missing", "user-data")
 	code, out, errOut := renderCLI(t, "", "-f", exampleSpec(t, "worker"), "--format", "shell", "-o", dst,
 		"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum)
-	if code != ExitFailed || out != "" || strings.Count(errOut, dst) != 1 || !strings.Contains(errOut, "writing "+dst+": ") {
+	if code != session.ExitFailed || out != "" || strings.Count(errOut, dst) != 1 || !strings.Contains(errOut, "writing "+dst+": ") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming %s once", code, out, errOut, dst)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newReportCommand(o *options) *cobra.Command {
@@ -45,7 +46,7 @@ Exit codes: 0 the report was shown (whatever its result), 2 the file is
 missing, unreadable, too large or not a valid report.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usagef("at most one report path, got %q", args)
+				return session.Usagef("at most one report path, got %q", args)
 			}
 			return nil
 		},
@@ -58,7 +59,7 @@ missing, unreadable, too large or not a valid report.`,
 				path = report.PreviousPath(path)
 			}
 			if output != "text" && output != "json" {
-				return usagef("--output must be text or json, got %q", output)
+				return session.Usagef("--output must be text or json, got %q", output)
 			}
 			// Bounded: a regular file of at most report.MaxReportSize
 			// bytes; /dev/zero or a FIFO is refused at once.
@@ -67,7 +68,7 @@ missing, unreadable, too large or not a valid report.`,
 				// The error may quote the file's bytes (a phase name, a
 				// field value): Execute shows it through
 				// printable.Show, as every error.
-				return usagef("%s: %v", path, err)
+				return session.Usagef("%s: %v", path, err)
 			}
 			if output == "json" {
 				data, err := r.Marshal()

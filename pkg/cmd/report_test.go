@@ -12,10 +12,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/machineadm/machineadm/internal/testfifo"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	kubeadmrun "github.com/machineadm/machineadm/pkg/kubeadm/run"
 	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 var updateReportGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -67,7 +69,7 @@ func failedReport(t *testing.T) (string, *report.BootstrapReport) {
 func TestReportCommandOneScreenGolden(t *testing.T) {
 	path, _ := failedReport(t)
 	code, out, errOut := run(t, "", "report", path)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	// The path is a temporary directory: make the golden file stable.
@@ -105,11 +107,11 @@ func TestReportCommandOneScreenGolden(t *testing.T) {
 func TestReportCommandFullJSONPrevious(t *testing.T) {
 	path, r := failedReport(t)
 	code, out, _ := run(t, "", "report", "--full", path)
-	if code != ExitOK || !strings.Contains(out, "(0)") || !strings.Contains(out, "not reached: an earlier phase failed") {
+	if code != session.ExitOK || !strings.Contains(out, "(0)") || !strings.Contains(out, "not reached: an earlier phase failed") {
 		t.Errorf("--full: exit %d\n%s", code, out)
 	}
 	code, out, _ = run(t, "", "report", "-o", "json", path)
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("json: exit %d", code)
 	}
 	got, err := report.Decode([]byte(out))
@@ -120,7 +122,7 @@ func TestReportCommandFullJSONPrevious(t *testing.T) {
 		t.Errorf("json output differs from the report")
 	}
 	code, out, _ = run(t, "", "report", "--previous", path)
-	if code != ExitOK || !strings.Contains(out, "machineadm bootstrap: Succeeded") {
+	if code != session.ExitOK || !strings.Contains(out, "machineadm bootstrap: Succeeded") {
 		t.Errorf("--previous: exit %d\n%s", code, out)
 	}
 }
@@ -141,7 +143,7 @@ func TestReportCommandBadInputExit2(t *testing.T) {
 		{"report", path, path},
 	} {
 		code, _, errOut := run(t, "", args...)
-		if code != ExitBadInput || !strings.Contains(errOut, "Error:") {
+		if code != session.ExitBadInput || !strings.Contains(errOut, "Error:") {
 			t.Errorf("%v: exit %d, want 2; stderr %s", args, code, errOut)
 		}
 	}
@@ -179,7 +181,7 @@ func TestReportCommandEscapesControlCharacters(t *testing.T) {
 	}
 	for _, args := range [][]string{{"report", path}, {"report", "--full", path}} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitOK {
+		if code != session.ExitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
 		if rawControl(out) {
@@ -193,7 +195,7 @@ func TestReportCommandEscapesControlCharacters(t *testing.T) {
 	// way: C0 by the encoder, DEL, C1 and bidi controls (which JSON leaves
 	// raw) by report.TerminalSafeJSON; it decodes to the same report.
 	code, out, errOut := run(t, "", "report", "-o", "json", path)
-	if code != ExitOK || rawControl(out) {
+	if code != session.ExitOK || rawControl(out) {
 		t.Errorf("json output: exit %d, raw control characters:\n%q\n%s", code, out, errOut)
 	}
 	back, err := report.Decode([]byte(out))
@@ -216,7 +218,7 @@ func TestReportCommandGarbageErrorShowsNoRawBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errOut := run(t, "", "report", p)
-		if code != ExitBadInput || !strings.Contains(errOut, name) {
+		if code != session.ExitBadInput || !strings.Contains(errOut, name) {
 			t.Errorf("%s: exit %d, want 2; stderr %q", name, code, errOut)
 		}
 		if rawControl(errOut) {
@@ -225,7 +227,7 @@ func TestReportCommandGarbageErrorShowsNoRawBytes(t *testing.T) {
 	}
 	// A path with a control character is shown escaped too.
 	code, _, errOut := run(t, "", "report", filepath.Join(dir, "missing\x1b[2J.json"))
-	if code != ExitBadInput || rawControl(errOut) || !strings.Contains(errOut, `missing\x1b[2J.json`) {
+	if code != session.ExitBadInput || rawControl(errOut) || !strings.Contains(errOut, `missing\x1b[2J.json`) {
 		t.Errorf("missing file: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -244,7 +246,7 @@ func TestReportCommandBoundedInput(t *testing.T) {
 	}
 	for path, want := range map[string]string{"/dev/zero": "character device", fifo: "FIFO", big: "more than the 4194304 allowed", dir: "directory"} {
 		code, _, errOut := run(t, "", "report", path)
-		if code != ExitBadInput || !strings.Contains(errOut, want) {
+		if code != session.ExitBadInput || !strings.Contains(errOut, want) {
 			t.Errorf("report %s: exit %d, stderr %q; want 2 and %q", path, code, errOut, want)
 		}
 	}
@@ -266,7 +268,7 @@ func TestReportCommandCannotBeForged(t *testing.T) {
 	}
 	for _, args := range [][]string{{"report", path}, {"report", "--full", path}} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitOK {
+		if code != session.ExitOK {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}
 		for i, l := range strings.Split(out, "\n") {
@@ -308,7 +310,7 @@ func TestReportCommandDuplicateKeys(t *testing.T) {
 		}
 		for _, args := range [][]string{{"report", p}, {"report", "--full", p}, {"report", "-o", "json", p}} {
 			code, out, errOut := run(t, "", args...)
-			if code != ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
+			if code != session.ExitBadInput || !strings.Contains(errOut, tc.want) || out != "" {
 				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want 2 and %q", name, args, code, out, errOut, tc.want)
 			}
 		}

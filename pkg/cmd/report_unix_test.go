@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // `machineadm report` of a FIFO, a device or an oversized file is bad input
@@ -36,7 +38,7 @@ func TestReportCommandNonRegularOrHugeExit2(t *testing.T) {
 		}()
 		select {
 		case r := <-done:
-			if r.code != ExitBadInput || !strings.Contains(r.errOut, "Error:") {
+			if r.code != session.ExitBadInput || !strings.Contains(r.errOut, "Error:") {
 				t.Errorf("report %s: exit %d, want 2; stderr %s", path, r.code, r.errOut)
 			}
 		case <-time.After(20 * time.Second):

@@ -1,7 +1,10 @@
 // Package cmd builds machineadm's command tree (cobra) and maps errors to
-// exit codes: 0 success, 1 the bootstrap (or another action) ran and
-// failed, 2 bad input (usage or an invalid spec) with nothing changed, 3
-// another bootstrap or prepare holds the run lock, nothing done.
+// exit codes with session.ExitCode: 0 success, 1 the bootstrap (or another
+// action) ran and failed, 2 bad input (usage or an invalid spec) with
+// nothing changed, 3 another bootstrap or prepare holds the run lock,
+// nothing done. It parses flags and prints; a run is pkg/session's, the
+// config commands' work is pkg/cmd/configcmd's, and it imports no host or
+// phases package (internal/fences, docs/architecture.md).
 package cmd
 
 import (
@@ -16,24 +19,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/session"
 )
-
-// Exit codes of the machineadm command (the OS-maintainer contract); see
-// session.ExitCode.
-const (
-	ExitOK       = session.ExitOK
-	ExitFailed   = session.ExitFailed
-	ExitBadInput = session.ExitBadInput
-	ExitBusy     = session.ExitBusy
-)
-
-// UsageError marks bad command-line usage; it maps to exit code 2.
-type UsageError = session.UsageError
-
-// usagef returns a *UsageError with a formatted message.
-func usagef(format string, args ...any) error { return session.Usagef(format, args...) }
-
-// ExitCode maps an error returned by a command to the process exit code.
-func ExitCode(err error) int { return session.ExitCode(err) }
 
 // options are shared by all commands.
 type options struct {
@@ -76,7 +61,7 @@ prepare) another machineadm run holds the lock on this host, nothing was done.`,
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "", "print machineadm's structured log on standard error from this level: debug, info, warn or error (default: only warnings and errors, for a person; bootstrap and prepare always write the full log to "+session.LogFileName+" beside the outcome report)")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &session.UsageError{Err: err} })
 
 	root.AddCommand(
 		newVersionCommand(o),
@@ -112,7 +97,7 @@ func strictGroups(root *cobra.Command) {
 		}
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q; '%s --help' lists its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
+				return session.Usagef("unknown command %q for %q; '%s --help' lists its commands", args[0], cmd.CommandPath(), cmd.CommandPath())
 			}
 			return nil
 		}
@@ -129,7 +114,7 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 	cmd, err := root.ExecuteC()
 	if err != nil {
 		if isCobraUsage(err) {
-			err = &UsageError{Err: err}
+			err = &session.UsageError{Err: err}
 		}
 		// An error may quote the command line, a path or a file's content:
 		// shown to a person, never raw (printable.Show, as text), and
@@ -137,12 +122,12 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 		// path or a value cannot start a line of its own that reads like
 		// machineadm's ("machineadm bootstrap: Succeeded").
 		fmt.Fprintf(errOut, "Error: %s\n", indentContinuation(printable.Show(err.Error(), printable.Text)))
-		var ue *UsageError
+		var ue *session.UsageError
 		if errors.As(err, &ue) && cmd != nil {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}
-	return ExitCode(err)
+	return session.ExitCode(err)
 }
 
 // indentContinuation indents by two spaces each line of s after the first
@@ -196,7 +181,7 @@ func strictHelp(root *cobra.Command) {
 		c.Run = nil
 		c.RunE = func(c *cobra.Command, args []string) error {
 			if target, rest, err := c.Root().Find(args); target == nil || err != nil || len(rest) > 0 {
-				return usagef("unknown help topic %q; 'machineadm --help' lists the commands", strings.Join(args, " "))
+				return session.Usagef("unknown help topic %q; 'machineadm --help' lists the commands", strings.Join(args, " "))
 			}
 			show(c, args)
 			return nil
@@ -207,7 +192,7 @@ func strictHelp(root *cobra.Command) {
 // noArgs rejects positional arguments with a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
+		return session.Usagef("%s takes no arguments, got %q", cmd.CommandPath(), args)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -35,20 +36,20 @@ On the machine the identity is read from /etc/machineadm/identity (mode
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return usagef("--out FILE is required")
+				return session.Usagef("--out FILE is required")
 			}
 			suites, ok := sealspec.KeygenTypes[typ]
 			if !ok {
-				return usagef("--type must be hpke, age or tpm2, got %q", typ)
+				return session.Usagef("--type must be hpke, age or tpm2, got %q", typ)
 			}
 			if suite != "" && !slices.Contains(suites, suite) {
-				return usagef("--suite for --type %s must be one of %s, got %q", typ, strings.Join(suites, ", "), suite)
+				return session.Usagef("--suite for --type %s must be one of %s, got %q", typ, strings.Join(suites, ", "), suite)
 			}
 			// Refused before any key is made (for tpm2, before one is
 			// enrolled in the TPM); WriteIdentityFile's O_EXCL still
 			// guards against a file created meanwhile.
 			if _, err := os.Lstat(out); err == nil {
-				return usagef("--out %s exists; machineadm keygen never replaces an identity", shown(out))
+				return session.Usagef("--out %s exists; machineadm keygen never replaces an identity", shown(out))
 			}
 			r, err := sealspec.Keygen(typ, suite, out)
 			if err != nil {
@@ -96,7 +97,7 @@ without --insecure-inline-secrets.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" || out == "" || len(recipients) == 0 {
-				return usagef("-f SPEC, -o SEALED and at least one --recipient are required")
+				return session.Usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
 			// A --root that is no directory is bad usage (exit 2), as for
 			// prepare, not a failed read of the spec's first secret file.
@@ -113,9 +114,9 @@ without --insecure-inline-secrets.`,
 			// 2), found before any secret is read or any KMS is called.
 			if oe := (*sealspec.OptionError)(nil); errors.As(err, &oe) {
 				if oe.Option == "MachineName" {
-					return usagef("--machine-name: %v", oe.Err)
+					return session.Usagef("--machine-name: %v", oe.Err)
 				}
-				return usagef("--recipient%s: %v", strings.TrimPrefix(oe.Option, "Recipients"), oe.Err)
+				return session.Usagef("--recipient%s: %v", strings.TrimPrefix(oe.Option, "Recipients"), oe.Err)
 			}
 			if err != nil {
 				return err
@@ -134,7 +135,7 @@ without --insecure-inline-secrets.`,
 			if out == "-" {
 				_, err = o.out.Write(sealed.File)
 			} else {
-				err = session.WriteOutput(out, sealed.File, mode)
+				err = atomicfile.WriteFile(out, sealed.File, mode)
 			}
 			if err != nil {
 				return err
@@ -181,10 +182,10 @@ open, here or on the machine.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !check {
-				return usagef("only unseal --check is supported: secrets are opened by the machine, in memory")
+				return session.Usagef("only unseal --check is supported: secrets are opened by the machine, in memory")
 			}
 			if file == "" {
-				return usagef("-f SEALED is required")
+				return session.Usagef("-f SEALED is required")
 			}
 			res, err := session.UnsealCheck(o.in, file, identity, nodeName)
 			if err != nil {

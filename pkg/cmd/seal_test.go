@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+
 	"github.com/machineadm/machineadm/pkg/seal"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // TestKeygenSealUnsealCheck runs the three commands as a user would.
@@ -96,8 +98,8 @@ func TestUnsealCheckBadInputExit2(t *testing.T) {
 	malformed := testspec.MinimalWorker + "\n---\napiVersion: machineadm.io/v1alpha1\nkind: SealedSecrets\nbogus: 1\n"
 	for name, in := range map[string]string{"plain spec": testspec.MinimalWorker, "malformed envelope": malformed} {
 		code, out, errOut := run(t, in, "unseal", "--check", "-f", "-", "--identity", id)
-		if code != ExitBadInput || !strings.Contains(errOut, "Error: ") {
-			t.Errorf("unseal --check of a %s: exit %d, want %d\nstdout %s\nstderr %s", name, code, ExitBadInput, out, errOut)
+		if code != session.ExitBadInput || !strings.Contains(errOut, "Error: ") {
+			t.Errorf("unseal --check of a %s: exit %d, want %d\nstdout %s\nstderr %s", name, code, session.ExitBadInput, out, errOut)
 		}
 	}
 }
@@ -125,8 +127,8 @@ func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
 		"bad machine name":      {"--recipient", rcpt, "--machine-name", "w 1"},
 	} {
 		code, out, errOut := run(t, "", append([]string{"seal", "-f", specFile, "--root", dir, "-o", sealed}, args...)...)
-		if code != ExitBadInput {
-			t.Errorf("seal with %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		if code != session.ExitBadInput {
+			t.Errorf("seal with %s: exit %d, want %d\n%s", name, code, session.ExitBadInput, errOut)
 		}
 		if strings.Contains(out+errOut, key[:8]) || strings.Contains(out+errOut, "0123456789") {
 			t.Errorf("seal with %s echoed the secret:\n%s%s", name, out, errOut)
@@ -139,7 +141,7 @@ func TestSealUnsealNeverEchoSecretsGivenAsArguments(t *testing.T) {
 		t.Fatalf("seal: %d %s", code, errOut)
 	}
 	code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", line)
-	if code == ExitOK || strings.Contains(out+errOut, key[:8]) || !strings.Contains(errOut, "identity line") {
+	if code == session.ExitOK || strings.Contains(out+errOut, key[:8]) || !strings.Contains(errOut, "identity line") {
 		t.Errorf("unseal --check --identity <identity line>: exit %d\n%s%s", code, out, errOut)
 	}
 }
@@ -220,8 +222,8 @@ func TestSealRefusesUnsealableSpecsExit2(t *testing.T) {
 	} {
 		out := filepath.Join(dir, "again.yaml")
 		code, _, errOut := run(t, "", append([]string{"seal", "--root", dir, "--recipient", rcpt, "-o", out}, args...)...)
-		if code != ExitBadInput {
-			t.Errorf("seal of a spec %s: exit %d, want %d\n%s", name, code, ExitBadInput, errOut)
+		if code != session.ExitBadInput {
+			t.Errorf("seal of a spec %s: exit %d, want %d\n%s", name, code, session.ExitBadInput, errOut)
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("seal of a spec %s wrote %s", name, out)
@@ -238,7 +240,7 @@ func TestKeygenRefusesAnExistingFileExit2(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, stdout, errOut := run(t, "", "keygen", "--type", typ, "--out", out)
-		if code != ExitBadInput || stdout != "" || !strings.Contains(errOut, "exists; machineadm keygen never replaces an identity") {
+		if code != session.ExitBadInput || stdout != "" || !strings.Contains(errOut, "exists; machineadm keygen never replaces an identity") {
 			t.Errorf("keygen --type %s onto an existing file: exit %d, stdout %q, stderr %s", typ, code, stdout, errOut)
 		}
 		if b, _ := os.ReadFile(out); string(b) != "keep me" {
@@ -262,7 +264,7 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 		t.Fatalf("seal: %d %s", code, errOut)
 	}
 	code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id)
-	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "VerificationFailed") && !strings.Contains(errOut, "machine") {
+	if code != session.ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "VerificationFailed") && !strings.Contains(errOut, "machine") {
 		t.Errorf("unseal --check of an envelope for w2, spec node w1: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "unseal", "--check", "-f", forW2, "--identity", id, "--node-name", "w2"); code != 0 || !strings.Contains(out, "opens") {
@@ -299,7 +301,7 @@ func TestUnsealCheckRunsTheMachinesChecks(t *testing.T) {
 	badFile := filepath.Join(dir, "bad.sealed.yaml")
 	os.WriteFile(badFile, seal.Join(clearDoc, badYAML), 0o644)
 	code, out, errOut = run(t, "", "unseal", "--check", "-f", badFile, "--identity", id)
-	if code != ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "spec.join.token") || strings.Contains(out+errOut, "not-a-bootstrap-token") {
+	if code != session.ExitFailed || strings.Contains(out, "opens") || !strings.Contains(errOut, "spec.join.token") || strings.Contains(out+errOut, "not-a-bootstrap-token") {
 		t.Errorf("unseal --check of a sealed non-token: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := run(t, "", "unseal", "--check", "-f", good, "--identity", id); code != 0 || !strings.Contains(out, `as node "w1"`) {
@@ -363,7 +365,7 @@ func TestSealRootNotADirectoryExit2(t *testing.T) {
 	}
 	for _, root := range []string{filepath.Join(dir, "missing"), specFile, ""} {
 		code, _, errOut := run(t, "", "seal", "-f", specFile, "--root", root, "--recipient", rcpt, "--machine-name", "w1", "-o", filepath.Join(dir, "out.yaml"))
-		if code != ExitBadInput || !strings.Contains(errOut, "--root") {
+		if code != session.ExitBadInput || !strings.Contains(errOut, "--root") {
 			t.Errorf("seal --root %q: exit %d, stderr %q", root, code, errOut)
 		}
 	}
@@ -397,7 +399,7 @@ func TestEditedSealedSpecRefusedWithoutKey(t *testing.T) {
 	}
 	for _, args := range [][]string{{"config", "validate", "-f", edited}, render(edited)} {
 		code, out, errOut := run(t, "", args...)
-		if code != ExitBadInput || !strings.Contains(errOut, "SealedSecrets.specDigest") || !strings.Contains(errOut, "seal it again") {
+		if code != session.ExitBadInput || !strings.Contains(errOut, "SealedSecrets.specDigest") || !strings.Contains(errOut, "seal it again") {
 			t.Errorf("%q on an edited sealed spec: exit %d, stdout %q, stderr %q; want exit 2 naming SealedSecrets.specDigest", args, code, out, errOut)
 		}
 	}
@@ -426,7 +428,7 @@ func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
 	}
 	for _, name := range []string{"w1\n\x1b[31mx", "W1", "w1 x", "-w1"} {
 		code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", name)
-		if code != ExitBadInput || !strings.Contains(errOut, "--node-name") || strings.Contains(errOut, "\x1b[31m") && strings.ContainsRune(errOut, 0x1b) {
+		if code != session.ExitBadInput || !strings.Contains(errOut, "--node-name") || strings.Contains(errOut, "\x1b[31m") && strings.ContainsRune(errOut, 0x1b) {
 			t.Errorf("--node-name %q: exit %d, stdout %q, stderr %q; want exit 2 naming --node-name", name, code, out, errOut)
 		}
 	}
@@ -449,7 +451,7 @@ func TestMigrateRefusesSealedFile(t *testing.T) {
 		t.Fatalf("seal: %d %s", code, errOut)
 	}
 	code, out, errOut := run(t, "", "config", "migrate", "-f", sealed)
-	if code != ExitBadInput || out != "" || !strings.Contains(errOut, "is sealed") || strings.Contains(errOut, "remove the extra") {
+	if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, "is sealed") || strings.Contains(errOut, "remove the extra") {
 		t.Errorf("config migrate of a sealed file: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

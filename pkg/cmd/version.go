@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/session"
+	"github.com/machineadm/machineadm/pkg/version"
 )
 
 func newVersionCommand(o *options) *cobra.Command {
@@ -16,7 +17,7 @@ func newVersionCommand(o *options) *cobra.Command {
 		Short: "Print machineadm's version and the embedded kubeadm's Kubernetes version",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := session.Version()
+			v := version.Get()
 			switch output {
 			case "text":
 				fmt.Fprintf(o.out, "machineadm %s (commit %s, %s, %s)\nkubernetes (embedded kubeadm) %s\n", v.Machineadm, v.GitCommit, v.GoVersion, v.Platform, v.Kubernetes)
@@ -25,7 +26,7 @@ func newVersionCommand(o *options) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(v)
 			default:
-				return usagef("--output must be text or json, got %q", output)
+				return session.Usagef("--output must be text or json, got %q", output)
 			}
 			return nil
 		},

@@ -11,12 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
 func TestVersionJSON(t *testing.T) {
 	code, out, errOut := run(t, "", "version", "-o", "json")
-	if code != ExitOK {
+	if code != session.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var got map[string]string
@@ -46,7 +47,7 @@ func TestVersionJSON(t *testing.T) {
 func TestVersionText(t *testing.T) {
 	code, out, _ := run(t, "", "version")
 	v := version.Get()
-	if code != ExitOK || !strings.HasPrefix(out, "machineadm "+v.Machineadm) || !strings.Contains(out, "kubernetes (embedded kubeadm) "+v.Kubernetes) {
+	if code != session.ExitOK || !strings.HasPrefix(out, "machineadm "+v.Machineadm) || !strings.Contains(out, "kubernetes (embedded kubeadm) "+v.Kubernetes) {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 }
@@ -57,13 +58,13 @@ func TestVersionText(t *testing.T) {
 func TestHelpUnknownTopicIsUsageError(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"help", "render"}, {"help", "bootstrap", "phase"}} {
 		var out, errOut bytes.Buffer
-		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != ExitOK || out.Len() == 0 {
+		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != session.ExitOK || out.Len() == 0 {
 			t.Errorf("%q: exit %d, %d bytes of help, stderr %s", args, code, out.Len(), errOut.String())
 		}
 	}
 	for _, args := range [][]string{{"help", "bootstarp"}, {"help", "bootstrap", "bogus"}} {
 		var out, errOut bytes.Buffer
-		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != ExitBadInput || !strings.Contains(errOut.String(), "unknown help topic") {
+		if code := Execute(args, strings.NewReader(""), &out, &errOut); code != session.ExitBadInput || !strings.Contains(errOut.String(), "unknown help topic") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2", args, code, out.String(), errOut.String())
 		}
 	}
@@ -105,13 +106,13 @@ func TestEveryCommandUsageErrorsExit2(t *testing.T) {
 		}
 		for what, args := range mistakes {
 			code, out, errOut := run(t, "", args...)
-			if code != ExitBadInput || !strings.Contains(errOut, "Error: ") || !strings.Contains(errOut, "--help' for usage") {
-				t.Errorf("machineadm %s (%s): exit %d, want %d\nstdout %.200s\nstderr %.300s", strings.Join(args, " "), what, code, ExitBadInput, out, errOut)
+			if code != session.ExitBadInput || !strings.Contains(errOut, "Error: ") || !strings.Contains(errOut, "--help' for usage") {
+				t.Errorf("machineadm %s (%s): exit %d, want %d\nstdout %.200s\nstderr %.300s", strings.Join(args, " "), what, code, session.ExitBadInput, out, errOut)
 			}
 		}
 	}
 	// A group without arguments still shows its help.
-	if code, out, _ := run(t, "", "pki"); code != ExitOK || !strings.Contains(out, "Available Commands") {
+	if code, out, _ := run(t, "", "pki"); code != session.ExitOK || !strings.Contains(out, "Available Commands") {
 		t.Errorf("machineadm pki: exit %d, stdout %.200s", code, out)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 // docsWindowsSpec returns the spec.os windows spec of docs/windows.md's
@@ -97,8 +99,8 @@ func TestSpecOSRefusesOtherOSFields(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := run(t, c.spec, "config", "validate", "-f", "-")
-			if code != ExitBadInput || !strings.Contains(errOut, c.field+": ") {
-				t.Errorf("exit %d, want %d naming %s\n%s\n%s", code, ExitBadInput, c.field, out, errOut)
+			if code != session.ExitBadInput || !strings.Contains(errOut, c.field+": ") {
+				t.Errorf("exit %d, want %d naming %s\n%s\n%s", code, session.ExitBadInput, c.field, out, errOut)
 			}
 		})
 	}

@@ -6,7 +6,11 @@
 // reports into its own directory, never to the console, sentinel or URL),
 // watches SIGTERM/SIGINT, classifies failures that happen outside a phase,
 // runs the workflow of pkg/phases with a console observer, and maps errors
-// to exit codes. pkg/cmd only parses flags and calls Run.
+// to exit codes. pkg/cmd only parses flags and calls Run. What the
+// config commands compute is pkg/cmd/configcmd's; `unseal --check`
+// (UnsealCheck) stays here because its verdict must be a run's: it loads,
+// opens and checks the spec with the run's own steps (the node name as
+// phases choose it), which the command tree may not import.
 package session
 
 import (
@@ -144,7 +148,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	var sealedItems []string
 	loadErr := readErr
 	if loadErr == nil {
-		l, sealed, sealedItems, loadErr = loadSpecDoc(data, o.SpecFile)
+		l, sealed, sealedItems, loadErr = LoadSpecDoc(data, o.SpecFile)
 	}
 	var cfg *machineadm.MachineBootstrapConfig
 	if loadErr == nil {

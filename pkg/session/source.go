@@ -53,14 +53,14 @@ func LoadSpec(in io.Reader, log *slog.Logger, path string) (*spec.Loaded, error)
 // (the spec document of a sealed file) and logs the warnings.
 //
 // A sealed file whose clear spec is not the one its envelope was sealed
-// with (checkSealedDigest) is refused too, as every machine would refuse
+// with (CheckSealedDigest) is refused too, as every machine would refuse
 // it: render does not ship what cannot open.
 func LoadBytes(log *slog.Logger, data []byte, path string) (*spec.Loaded, error) {
-	l, _, _, err := loadSpecDoc(data, path)
+	l, _, _, err := LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSealedDigest(data, path); err != nil {
+	if err := CheckSealedDigest(data, path); err != nil {
 		return nil, err
 	}
 	for _, w := range l.Warnings {
@@ -119,11 +119,14 @@ func splitSealed(data []byte, path string) (specDoc, sealed []byte, items []stri
 	return specDoc, sealed, items, nil
 }
 
-// loadSpecDoc loads the spec document of data (a sealed file's envelope is
-// left closed) and refuses a sealed file whose spec has no place for one
-// of its envelope's items (checkSealedPlaces). It returns the envelope
-// document and its item paths too, nil for a file without one.
-func loadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items []string, err error) {
+// LoadSpecDoc loads the spec document of data read from path (a sealed
+// file's envelope is left closed: no key is needed) with spec.Load, and
+// refuses a sealed file whose spec has no place for one of its envelope's
+// items (checkSealedPlaces). It returns the envelope document and its item
+// paths too, nil for a file without one. Warnings are in the
+// *spec.Loaded, not logged. Errors are those of SplitSealed, spec.Load
+// and checkSealedPlaces: each an invalid spec (exit code 2).
+func LoadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items []string, err error) {
 	specDoc, sealed, items, err := splitSealed(data, path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -137,14 +140,14 @@ func loadSpecDoc(data []byte, path string) (l *spec.Loaded, sealed []byte, items
 	return l, sealed, items, nil
 }
 
-// checkSealedDigest refuses a sealed file whose clear spec was changed
-// after sealing: the canonical digest of its spec document
-// (seal.SpecDigest) is not the envelope's specDigest. That needs no key,
+// CheckSealedDigest refuses a sealed file (data, read from path) whose
+// clear spec was changed after sealing: the canonical digest of its spec
+// document (seal.SpecDigest) is not the envelope's specDigest. That needs no key,
 // so the commands that read a sealed file without opening it (config
 // validate, render) say what the machine would say later
 // (VerificationFailed there), as an invalid spec (exit code 2) at
 // SealedSecrets.specDigest. A file without an envelope passes.
-func checkSealedDigest(data []byte, path string) error {
+func CheckSealedDigest(data []byte, path string) error {
 	specDoc, sealed, _, err := splitSealed(data, path)
 	if err != nil || sealed == nil {
 		return err

@@ -70,7 +70,7 @@ func UnsealCheck(in io.Reader, path, identity, nodeName string) (*UnsealChecked,
 	if err != nil {
 		return nil, err
 	}
-	l, sealed, _, err := loadSpecDoc(data, path)
+	l, sealed, _, err := LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package session
+package configcmd
 
 import (
 	"log/slog"
@@ -10,6 +10,7 @@ import (
 	"github.com/machineadm/machineadm/internal/testspec"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -58,10 +59,10 @@ func TestSealedItemsWithoutAPlaceRefusedWhenRead(t *testing.T) {
 		}
 		p := write(name+".yaml", bad)
 		_, err := Validate(nil, p)
-		if !spec.IsInvalidSpec(err) || ExitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "spec.host.files[0].content") {
-			t.Errorf("%s: Validate = %v (exit %d), want an invalid spec naming the item", name, err, ExitCode(err))
+		if !spec.IsInvalidSpec(err) || session.ExitCode(err) != session.ExitBadInput || !strings.Contains(err.Error(), "spec.host.files[0].content") {
+			t.Errorf("%s: Validate = %v (exit %d), want an invalid spec naming the item", name, err, session.ExitCode(err))
 		}
-		if _, err := LoadBytes(slog.New(slog.DiscardHandler), []byte(bad), p); !spec.IsInvalidSpec(err) {
+		if _, err := session.LoadBytes(slog.New(slog.DiscardHandler), []byte(bad), p); !spec.IsInvalidSpec(err) {
 			t.Errorf("%s: LoadBytes (render) = %v, want an invalid spec", name, err)
 		}
 	}

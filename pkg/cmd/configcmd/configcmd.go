@@ -1,4 +1,12 @@
-package session
+// Package configcmd is what the `machineadm config` commands do: validate
+// a spec (with the embedded kubeadm's own check), print its defaults or a
+// new one with placeholders, print the kubeadm configuration derived from
+// it, and migrate it to the newest apiVersion. None of it runs anything on
+// the host or starts a run: a spec is read the way a run reads it
+// (pkg/session's ReadSpec and LoadSpecDoc, so a sealed file is taken as
+// bootstrap takes it) and checked, and its result is returned to the
+// command tree (pkg/cmd), which prints it.
+package configcmd
 
 import (
 	"errors"
@@ -16,14 +24,13 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
-	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
-	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/version"
 )
@@ -34,20 +41,20 @@ import (
 // derived from it with placeholder secrets (translate.CheckSpec). Secret
 // files are not read; each one that does not exist on this machine is a
 // warning (MissingSecretFiles), and so is each one, or CA private key,
-// that group or others may read (phases.WideSecretFiles), unless the
+// that group or others may read (files.WideSecretFiles), unless the
 // sealed file's envelope carries that secret or the spec is for another
 // OS than this machine's (spec.os). A sealed file whose spec has no place for an item is an
-// invalid spec (checkSealedPlaces). Warnings are returned, not logged.
+// invalid spec (session.LoadSpecDoc). Warnings are returned, not logged.
 func Validate(in io.Reader, path string) (*spec.Loaded, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, err
 	}
-	l, _, items, err := loadSpecDoc(data, path)
+	l, _, items, err := session.LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSealedDigest(data, path); err != nil {
+	if err := session.CheckSealedDigest(data, path); err != nil {
 		return nil, err
 	}
 	if errs := containerd.Validate(l.Config.Spec.Host.Containerd); len(errs) > 0 {
@@ -72,7 +79,7 @@ func Validate(in io.Reader, path string) (*spec.Loaded, error) {
 	// A secret file that exists here but that group or others may read:
 	// the same warning inputs-check gives on the machine.
 	hostPath := func(p string) (string, error) { return files.Resolve("/", p) }
-	for _, w := range phases.WideSecretFiles(l.Config, hostPath, false) {
+	for _, w := range files.WideSecretFiles(l.Config, hostPath, false) {
 		if !slices.Contains(items, strings.TrimSuffix(w.Field, ".file")) {
 			l.Warnings = append(l.Warnings, validation.Warning{Field: w.Field,
 				Message: fmt.Sprintf("%s is mode %04o: group or others can read this secret; make it owner-only (chmod 0600 %s)", w.Path, w.Mode, w.Path)})
@@ -131,7 +138,7 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 // derived from the spec at path, with placeholder secrets, after kubeadm's
 // own validation accepted them.
 func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*translate.Documents, error) {
-	l, err := LoadSpec(in, log, path)
+	l, err := session.LoadSpec(in, log, path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +148,7 @@ func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*translate.Docu
 // Migrate reads a spec of any supported apiVersion and returns it as YAML
 // of the newest one (machineadm.LatestAPIVersion), without defaults.
 func Migrate(in io.Reader, path string) ([]byte, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +156,10 @@ func Migrate(in io.Reader, path string) ([]byte, error) {
 	// canonical digest): a migrated clear spec would open on no machine,
 	// and dropping the envelope, which the two-documents error suggested,
 	// would drop the secrets. Migrate the unsealed spec and seal it again.
-	if _, sealed, err := SplitSealed(data, path); err != nil {
+	if _, sealed, err := session.SplitSealed(data, path); err != nil {
 		return nil, err
 	} else if sealed != nil {
-		return nil, Usagef("%s is sealed (it holds a SealedSecrets document, bound to the clear spec as it is): migrate the unsealed spec and seal it again with 'machineadm seal'", path)
+		return nil, session.Usagef("%s is sealed (it holds a SealedSecrets document, bound to the clear spec as it is): migrate the unsealed spec and seal it again with 'machineadm seal'", path)
 	}
 	latest, err := spec.Migrate(data, path)
 	if err != nil {
@@ -179,11 +186,11 @@ const (
 // can be shown and shared. Warnings come back in the *spec.Loaded. An
 // invalid spec is a *spec.InvalidSpecError (exit code 2).
 func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
-	data, err := ReadSpec(in, path)
+	data, err := session.ReadSpec(in, path)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, _, _, err := loadSpecDoc(data, path)
+	l, _, _, err := session.LoadSpecDoc(data, path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,7 +222,7 @@ func SpecDefaults(in io.Reader, path string) ([]byte, *spec.Loaded, error) {
 // filled in, and placeholders in the required fields that have none, as
 // YAML; the action it chose and a description of each placeholder it used
 // come back too. containerd adds spec.host.containerd with its defaults.
-// A bad role or action is a *UsageError.
+// A bad role or action is a *session.UsageError.
 func Defaults(role, action string, containerd bool) ([]byte, string, []string, error) {
 	if action == "" {
 		action = string(machineadm.ActionJoin)
@@ -225,11 +232,11 @@ func Defaults(role, action string, containerd bool) ([]byte, string, []string, e
 	}
 	switch {
 	case role != string(machineadm.RoleControlPlane) && role != string(machineadm.RoleWorker):
-		return nil, "", nil, Usagef("--role must be ControlPlane or Worker, got %q", role)
+		return nil, "", nil, session.Usagef("--role must be ControlPlane or Worker, got %q", role)
 	case action != string(machineadm.ActionInit) && action != string(machineadm.ActionJoin):
-		return nil, "", nil, Usagef("--action must be Init or Join, got %q", action)
+		return nil, "", nil, session.Usagef("--action must be Init or Join, got %q", action)
 	case action == string(machineadm.ActionInit) && role == string(machineadm.RoleWorker):
-		return nil, "", nil, Usagef("--action Init needs --role ControlPlane")
+		return nil, "", nil, session.Usagef("--action Init needs --role ControlPlane")
 	}
 	cfg := machineadm.MachineBootstrapConfig{
 		APIVersion: machineadm.LatestAPIVersion,
@@ -281,14 +288,4 @@ func defaultKubernetesVersion() string {
 		return version.Get().Kubernetes
 	}
 	return "v1.37.2"
-}
-
-// Version returns machineadm's version and the embedded kubeadm's.
-func Version() version.Info { return version.Get() }
-
-// WriteOutput writes a command's output file atomically with mode (0600
-// for anything that may hold a secret), replacing an existing file. Its
-// errors are atomicfile's, which name path ("writing PATH: ...").
-func WriteOutput(path string, data []byte, mode fs.FileMode) error {
-	return atomicfile.WriteFile(path, data, mode)
 }

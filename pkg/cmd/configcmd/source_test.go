@@ -1,4 +1,4 @@
-package session
+package configcmd
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/session"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
@@ -13,7 +14,7 @@ import (
 // spec (exit code 2) for every command that reads a spec — config validate
 // as well as bootstrap, before any phase — naming the envelope's field.
 func TestSplitSealedRefusesMalformedEnvelope(t *testing.T) {
-	worker, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "worker.yaml"))
+	worker, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "examples", "worker.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +32,8 @@ items:
   spec.join.token: AAAA
 `
 	data := string(worker) + "\n---\n" + envelope
-	_, _, err = SplitSealed([]byte(data), "w1.sealed.yaml")
-	if !spec.IsInvalidSpec(err) || ExitCode(err) != ExitBadInput {
+	_, _, err = session.SplitSealed([]byte(data), "w1.sealed.yaml")
+	if !spec.IsInvalidSpec(err) || session.ExitCode(err) != session.ExitBadInput {
 		t.Fatalf("SplitSealed(malformed envelope) = %v, want an invalid spec (exit 2)", err)
 	}
 	for _, want := range []string{"bogus", "SealedSecrets.recipients[0].wrappedKey"} {

@@ -119,7 +119,7 @@ type resolved struct {
 func resolve(o Options) (*resolved, error) {
 	r := &resolved{Options: o}
 	if !slices.Contains(Formats, o.Format) {
-		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, formatList())
+		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, FormatNames())
 	}
 	u, err := checkURL("--agent-url", o.Agent.URL, true)
 	if err != nil {
@@ -361,12 +361,4 @@ func windowsPath(p string) string {
 		p = p[1:]
 	}
 	return strings.ReplaceAll(p, "/", `\`)
-}
-
-func formatList() string {
-	s := make([]string, len(Formats))
-	for i, f := range Formats {
-		s[i] = string(f)
-	}
-	return strings.Join(s, ", ")
 }

@@ -28,7 +28,7 @@ func newRenderCommand(o *options) *cobra.Command {
 	f := &renderFlags{}
 	c := &cobra.Command{
 		Use:   "render -f SPEC --format FORMAT --agent-url URL --agent-sha256 HEX",
-		Short: "Emit bootstrap data (" + formatNames() + ") that installs machineadm and runs it",
+		Short: "Emit bootstrap data (" + render.FormatNames() + ") that installs machineadm and runs it",
 		Long: `Renders bootstrap data for an OS bootstrapper. It holds no kubeadm or host
 logic: a small stub gets the machineadm agent onto the machine, verifies its
 SHA-256 digest (and optionally a signature) before anything runs, installs
@@ -79,7 +79,7 @@ over the size limit) and nothing written.`,
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
-	fl.StringVar(&f.format, "format", "", "output format: "+formatNames()+" (see Formats above)")
+	fl.StringVar(&f.format, "format", "", "output format: "+render.FormatNames()+" (see Formats above)")
 	fl.StringVar(&f.ignitionVersion, "ignition-version", "", "Ignition config spec version for --format ignition: "+strings.Join(render.IgnitionVersions(), ", ")+" (default "+render.DefaultIgnitionVersion+")")
 	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, or file:///path of an agent in the image")
 	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs)")
@@ -96,7 +96,7 @@ over the size limit) and nothing written.`,
 
 func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
-		return session.Usagef("--format is required: one of %s", formatNames())
+		return session.Usagef("--format is required: one of %s", render.FormatNames())
 	}
 	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
@@ -152,16 +152,6 @@ func runRender(o *options, f *renderFlags) error {
 		return err
 	}
 	return atomicfile.WriteFile(f.output, out, 0o600)
-}
-
-// formatNames lists the names of render's formats, comma-separated, in
-// documentation order (render.FormatInfos).
-func formatNames() string {
-	var names []string
-	for _, f := range render.FormatInfos() {
-		names = append(names, string(f.Format))
-	}
-	return strings.Join(names, ", ")
 }
 
 // formatHelp is the Formats list of render's help: one line per format of

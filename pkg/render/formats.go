@@ -1,6 +1,9 @@
 package render
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Format names an OS bootstrapper's input format.
 type Format string
@@ -114,6 +117,17 @@ var Formats = func() []Format {
 	}
 	return fs
 }()
+
+// FormatNames returns the names of every format, comma-separated, in
+// documentation order: "cloud-config, ignition, …", for help and error
+// messages.
+func FormatNames() string {
+	s := make([]string, len(Formats))
+	for i, f := range Formats {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
 
 // FormatInfos returns every format's row, in documentation order.
 func FormatInfos() []FormatInfo { return slices.Clone(formats) }

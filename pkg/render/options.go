@@ -119,13 +119,13 @@ type resolved struct {
 func resolve(o Options) (*resolved, error) {
 	r := &resolved{Options: o}
 	if !slices.Contains(Formats, o.Format) {
-		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, formatList())
+		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, FormatNames())
 	}
 	u, err := checkURL("--agent-url", o.Agent.URL, true)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []struct{ flag, url string }{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}, {"--payload-url", payloadURL(o)}} {
+	for _, c := range urlFlags(o) {
 		if err := checkURLCredentials(c.flag, c.url, o.AllowInlineSecrets); err != nil {
 			return nil, err
 		}
@@ -236,11 +236,18 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 	return nil
 }
 
-func payloadURL(o Options) string {
-	if o.Payload == nil {
-		return ""
+// urlFlag is a URL the stub carries in the user data, with the flag that
+// gave it.
+type urlFlag struct{ flag, url string }
+
+// urlFlags are o's URLs that the stub carries, by flag: the agent's, its
+// signature's ("" when not given) and the payload's when o has one.
+func urlFlags(o Options) []urlFlag {
+	urls := []urlFlag{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}}
+	if o.Payload != nil {
+		urls = append(urls, urlFlag{"--payload-url", o.Payload.URL})
 	}
-	return o.Payload.URL
+	return urls
 }
 
 // checkURLCredentials refuses a URL the stub would carry in user data when
@@ -265,12 +272,8 @@ func checkURLCredentials(flag, raw string, allow bool) error {
 // refused; with it, it is written into the user data, and the command
 // warns about each one named here. The phrases never quote the URL.
 func URLCredentialFlags(o Options) []string {
-	urls := []struct{ flag, url string }{{"--agent-url", o.Agent.URL}, {"--agent-signature-url", o.Agent.SignatureURL}}
-	if o.Payload != nil {
-		urls = append(urls, struct{ flag, url string }{"--payload-url", o.Payload.URL})
-	}
 	var out []string
-	for _, u := range urls {
+	for _, u := range urlFlags(o) {
 		if what := validation.URLCredentials(u.url); u.url != "" && what != "" {
 			out = append(out, u.flag+": "+what)
 		}
@@ -361,12 +364,4 @@ func windowsPath(p string) string {
 		p = p[1:]
 	}
 	return strings.ReplaceAll(p, "/", `\`)
-}
-
-func formatList() string {
-	s := make([]string, len(Formats))
-	for i, f := range Formats {
-		s[i] = string(f)
-	}
-	return strings.Join(s, ", ")
 }

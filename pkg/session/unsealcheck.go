@@ -48,7 +48,8 @@ type UnsealChecked struct {
 //   - the clear spec is loaded and validated as bootstrap loads it
 //     (an invalid spec, a malformed envelope, an item without its place,
 //     a configuration kubeadm refuses: exit code 2);
-//   - the envelope is opened with identity for nodeName ("" : the
+//   - the envelope is opened with identity ("": sealspec.Unseal's
+//     default, sealspec.DefaultIdentityFile) for nodeName ("" : the
 //     spec's spec.node.name, else this host's name, as the machine
 //     chooses it), so an envelope sealed for another node does not open
 //     (VerificationFailed, exit code 1);
@@ -90,9 +91,6 @@ func UnsealCheck(in io.Reader, path, identity, nodeName string) (*UnsealChecked,
 	}
 	if nodeName == "" {
 		nodeName = phases.NodeName(cfg)
-	}
-	if identity == "" {
-		identity = sealspec.DefaultIdentityFile
 	}
 	specDoc, _, err := SplitSealed(data, path)
 	if err != nil {

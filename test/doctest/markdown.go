@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
 // Block is one fenced code block of a Markdown file, with what its
@@ -152,7 +154,7 @@ func Script(blocks []Block) (string, error) {
 	var sb strings.Builder
 	sb.WriteString("set -e\n")
 	for _, b := range blocks {
-		fmt.Fprintf(&sb, "echo %s >&2\n", shQuote(fmt.Sprintf("doc-test: %s:%d", b.File, b.Line)))
+		fmt.Fprintf(&sb, "echo %s >&2\n", quote.Sh(fmt.Sprintf("doc-test: %s:%d", b.File, b.Line)))
 		heredoc := ""
 		continued := false
 		for j, l := range b.Lines {
@@ -168,7 +170,7 @@ func Script(blocks []Block) (string, error) {
 				}
 				fmt.Fprintf(&sb, "doctest_rc=0\n{\n%s\n} || doctest_rc=$?\n", l[:m[0]])
 				fmt.Fprintf(&sb, "if [ \"$doctest_rc\" != %d ]; then echo %s\"$doctest_rc\" >&2; exit 1; fi\n",
-					want, shQuote(fmt.Sprintf("doc-test: %s: want exit %d, got ", at, want)))
+					want, quote.Sh(fmt.Sprintf("doc-test: %s: want exit %d, got ", at, want)))
 				continue
 			}
 			if m != nil && heredoc == "" {
@@ -204,11 +206,6 @@ func heredocDelim(line string) string {
 		return m[1]
 	}
 	return ""
-}
-
-// shQuote quotes s as one POSIX sh word.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // QuickStartSection is the README heading whose shell blocks make the quick

@@ -16,7 +16,6 @@ package quote
 
 import (
 	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -45,16 +44,4 @@ func ControlProblem(s string) string {
 		}
 	}
 	return ""
-}
-
-// hasAny reports whether s holds any of the runes in set.
-func hasAny(s string, set ...rune) bool {
-	return strings.ContainsFunc(s, func(r rune) bool {
-		for _, c := range set {
-			if r == c {
-				return true
-			}
-		}
-		return false
-	})
 }

@@ -2,6 +2,7 @@ package quote
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -21,7 +22,7 @@ func PowerShell(s string) string {
 	b.Grow(len(s) + 2)
 	b.WriteByte('\'')
 	for _, r := range s {
-		if hasAny(string(r), PowerShellQuotes...) {
+		if slices.Contains(PowerShellQuotes, r) {
 			b.WriteRune(r)
 		}
 		b.WriteRune(r)

@@ -41,6 +41,8 @@ func ControlProblem(s string) string {
 			return fmt.Sprintf("holds the control or line-end character %U at byte %d", r, i)
 		case unicode.Is(unicode.Cf, r):
 			return fmt.Sprintf("holds the invisible format character %U at byte %d", r, i)
+		case nonCharacter(r):
+			return fmt.Sprintf("holds the Unicode noncharacter %U at byte %d", r, i)
 		}
 	}
 	return ""

@@ -69,7 +69,18 @@ func systemdValid(s string) error {
 	if strings.IndexByte(s, 0) >= 0 {
 		return fmt.Errorf("holds NUL, which a systemd command-line word cannot hold")
 	}
+	if i := strings.IndexFunc(s, nonCharacter); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("holds the Unicode noncharacter %U, which systemd refuses as invalid UTF-8 (it ignores the whole line)", r)
+	}
 	return nil
+}
+
+// nonCharacter reports a Unicode noncharacter: U+FDD0–U+FDEF and the last
+// two code points of every plane (U+FFFE, U+FFFF, U+1FFFE, ...). systemd's
+// UTF-8 check refuses them, so a unit line holding one is dropped.
+func nonCharacter(r rune) bool {
+	return r >= 0xFDD0 && r <= 0xFDEF || r&0xFFFE == 0xFFFE
 }
 
 // systemdDoubleQuoted writes s in double quotes with C escapes; dollar

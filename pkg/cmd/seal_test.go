@@ -69,6 +69,21 @@ func TestKeygenSealUnsealCheck(t *testing.T) {
 // sealRoot makes a root for seal: its etc/machineadm/secrets/bootstrap-token
 // holds token (0600), and an identity made by keygen is at DIR/identity.
 // It returns the root, the identity's path and its recipient line.
+// sealedWorker writes testspec.MinimalWorker named w1 to DIR/w.yaml and
+// seals it for rcpt with --root dir into DIR/sealed.yaml, which it returns.
+func sealedWorker(t *testing.T, dir, rcpt string) (sealed string) {
+	t.Helper()
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed = filepath.Join(dir, "sealed.yaml")
+	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
+		t.Fatalf("seal: %d %s", code, errOut)
+	}
+	return sealed
+}
+
 func sealRoot(t *testing.T, token string) (dir, id, rcpt string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -378,14 +393,7 @@ func TestSealRootNotADirectoryExit2(t *testing.T) {
 // rendering it. The file as sealed still validates and renders.
 func TestEditedSealedSpecRefusedWithoutKey(t *testing.T) {
 	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
-	specFile := filepath.Join(dir, "w.yaml")
-	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sealed := filepath.Join(dir, "sealed.yaml")
-	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
-		t.Fatalf("seal: %d %s", code, errOut)
-	}
+	sealed := sealedWorker(t, dir, rcpt)
 	data, err := os.ReadFile(sealed)
 	if err != nil {
 		t.Fatal(err)
@@ -418,14 +426,7 @@ func TestEditedSealedSpecRefusedWithoutKey(t *testing.T) {
 // escaped; it exited 1 as an envelope sealed for another machine.
 func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
 	dir, id, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
-	specFile := filepath.Join(dir, "w.yaml")
-	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sealed := filepath.Join(dir, "sealed.yaml")
-	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
-		t.Fatalf("seal: %d %s", code, errOut)
-	}
+	sealed := sealedWorker(t, dir, rcpt)
 	for _, name := range []string{"w1\n\x1b[31mx", "W1", "w1 x", "-w1"} {
 		code, out, errOut := run(t, "", "unseal", "--check", "-f", sealed, "--identity", id, "--node-name", name)
 		if code != session.ExitBadInput || !strings.Contains(errOut, "--node-name") || strings.Contains(errOut, "\x1b[31m") && strings.ContainsRune(errOut, 0x1b) {
@@ -442,14 +443,7 @@ func TestUnsealCheckBadNodeNameExit2(t *testing.T) {
 // documents ... remove the extra sections", which would drop the secrets.
 func TestMigrateRefusesSealedFile(t *testing.T) {
 	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
-	specFile := filepath.Join(dir, "w.yaml")
-	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sealed := filepath.Join(dir, "sealed.yaml")
-	if code, _, errOut := run(t, "", "seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", sealed); code != 0 {
-		t.Fatalf("seal: %d %s", code, errOut)
-	}
+	sealed := sealedWorker(t, dir, rcpt)
 	code, out, errOut := run(t, "", "config", "migrate", "-f", sealed)
 	if code != session.ExitBadInput || out != "" || !strings.Contains(errOut, "is sealed") || strings.Contains(errOut, "remove the extra") {
 		t.Errorf("config migrate of a sealed file: exit %d, stdout %q, stderr %q", code, out, errOut)

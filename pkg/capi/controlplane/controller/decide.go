@@ -75,7 +75,7 @@ const (
 	ReasonRemediating              = "Remediating"
 	ReasonRemediationRetries       = "RemediationRetriesExhausted"
 	ReasonRemediationRetryPeriod   = "WaitingForRemediationRetryPeriod"
-	ReasonRemediationLastMachine   = "CannotRemediateLastMachine"
+	ReasonLastMachine              = "LastControlPlaneMachine"
 	ReasonNotRemediating           = "NotRemediating"
 )
 
@@ -247,7 +247,7 @@ func pickFailureDomain(fds []string, ms []machineInfo) string {
 // alive: never the last Machine, and with a stacked etcd the members
 // left must hold a healthy quorum (a majority of the remaining member
 // count). A Machine whose Node never joined etcd removes no member. When
-// it refuses, reason is ReasonRemediationLastMachine or
+// it refuses, reason is ReasonLastMachine or
 // ReasonWaitingForQuorum and why says what would be lost.
 func canRemove(s state, m machineInfo) (ok bool, reason, why string) {
 	live := 0
@@ -257,7 +257,7 @@ func canRemove(s state, m machineInfo) (ok bool, reason, why string) {
 		}
 	}
 	if live <= 1 {
-		return false, ReasonRemediationLastMachine, "it is the last control-plane Machine"
+		return false, ReasonLastMachine, "it is the last control-plane Machine"
 	}
 	if s.Etcd == nil {
 		return true, "", ""

@@ -168,15 +168,15 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 	logger := log.FromContext(ctx)
 	desired := st.Desired
 	n := len(st.Machines)
-	setCond(mcp, ScalingUpCondition, boolStatus(n < desired), scalingReason(n < desired, ReasonScalingUp), scalingMessage(n < desired, d))
-	setCond(mcp, ScalingDownCondition, boolStatus(n > desired), scalingReason(n > desired, ReasonScalingDown), scalingMessage(n > desired, d))
+	setCond(mcp, ScalingUpCondition, boolStatus(n < desired), scalingReason(n < desired, d), scalingMessage(n < desired, d))
+	setCond(mcp, ScalingDownCondition, boolStatus(n > desired), scalingReason(n > desired, d), scalingMessage(n > desired, d))
 	outdated := 0
 	for _, m := range st.Machines {
 		if !m.UpToDate {
 			outdated++
 		}
 	}
-	setCond(mcp, RollingOutCondition, boolStatus(outdated > 0), rollingReason(outdated > 0), scalingMessage(outdated > 0, d))
+	setCond(mcp, RollingOutCondition, boolStatus(outdated > 0), rollingReason(outdated > 0, d), scalingMessage(outdated > 0, d))
 	r.remediationCondition(mcp, st, d)
 
 	switch d.Kind {
@@ -206,16 +206,18 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 	return ctrl.Result{RequeueAfter: statusRequeue}, nil
 }
 
-func scalingReason(on bool, reason string) string {
-	if on {
-		return reason
+// scalingReason is the decision's reason on a condition that is on (what
+// is done next, or why it waits), else NotScaling.
+func scalingReason(on bool, d decision) string {
+	if on && d.Reason != "" {
+		return d.Reason
 	}
 	return ReasonNotScaling
 }
 
-func rollingReason(on bool) string {
-	if on {
-		return ReasonRollingOut
+func rollingReason(on bool, d decision) string {
+	if on && d.Reason != "" {
+		return d.Reason
 	}
 	return ReasonNotRollingOut
 }

@@ -20,6 +20,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	bootstrapctl "github.com/machineadm/machineadm/pkg/capi/controller"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
@@ -36,10 +37,6 @@ const (
 	// (Cluster API's pre-terminate delete hook; the kubeadm control-plane
 	// provider uses ".../kcp-cleanup").
 	PreTerminateHookAnnotation = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/machineadm-cleanup"
-	// RuntimeAnnotation on a MachineadmConfig carries the control plane's
-	// runtime ("Systemd"; absent for StaticPods) to the bootstrap
-	// provider, which sets the machine spec's spec.controlPlane.runtime.
-	RuntimeAnnotation = "controlplane.machineadm.io/runtime"
 )
 
 // specHash is the hash of what the machines are made from, besides the
@@ -147,7 +144,7 @@ func (r *Reconciler) createMachine(ctx context.Context, mcp *cpv1.MachineadmCont
 		Spec: *mcp.Spec.MachineadmConfigSpec.DeepCopy(),
 	}
 	if mcp.Spec.Runtime == cpv1.RuntimeSystemd {
-		cfg.Annotations = map[string]string{RuntimeAnnotation: string(cpv1.RuntimeSystemd)}
+		cfg.Annotations = map[string]string{bootstrapctl.RuntimeAnnotation: string(cpv1.RuntimeSystemd)}
 	}
 	if err := r.Client.Create(ctx, cfg); err != nil {
 		_ = r.Client.Delete(ctx, infra)

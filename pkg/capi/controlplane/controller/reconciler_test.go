@@ -18,6 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	bootstrapctl "github.com/machineadm/machineadm/pkg/capi/controller"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
@@ -351,7 +352,7 @@ func TestEnvtestRolloutOnVersionChange(t *testing.T) {
 	newest := f.pending()
 	cfg := &bootstrapv1.MachineadmConfig{}
 	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: newest}, cfg))
-	if cfg.Annotations[RuntimeAnnotation] != "Systemd" {
+	if cfg.Annotations[bootstrapctl.RuntimeAnnotation] != "Systemd" {
 		t.Fatalf("replacement config annotations %v", cfg.Annotations)
 	}
 }

@@ -53,6 +53,8 @@ const (
 // machines' internal addresses; the kubeadm control-plane provider
 // tunnels through the API server to the etcd Pod instead, which a
 // systemd-run etcd does not have.
+//
+// An endpoint that already carries a port (host:port) is used as it is.
 func DirectEtcdDialer(ctx context.Context, c client.Client, cl *clusterv1.Cluster, endpoints []string) (EtcdClient, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("no control-plane Machine has an internal address")
@@ -73,7 +75,10 @@ func DirectEtcdDialer(ctx context.Context, c client.Client, cl *clusterv1.Cluste
 	pool.AddCert(caCert)
 	urls := make([]string, 0, len(endpoints))
 	for _, e := range endpoints {
-		urls = append(urls, "https://"+net.JoinHostPort(e, etcdClientPort))
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			e = net.JoinHostPort(e, etcdClientPort)
+		}
+		urls = append(urls, "https://"+e)
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   urls,

@@ -82,7 +82,8 @@ const (
 // decision is the outcome of decide.
 type decision struct {
 	Kind actionKind
-	// Machine is the Machine to delete (actDelete, actRemediate).
+	// Machine is the Machine to delete (actDelete, actRemediate), or the
+	// unhealthy Machine a remediation wait is about (actWait).
 	Machine string
 	// FailureDomain is where to create (actCreate); "" for none.
 	FailureDomain string
@@ -316,7 +317,7 @@ func remediate(s state) (decision, bool) {
 	if l := s.Last; l != nil {
 		since := s.Now.Sub(l.Time)
 		if since < s.Remediation.RetryPeriod {
-			return decision{Kind: actWait, Reason: ReasonRemediationRetryPeriod, Message: fmt.Sprintf("Machine %s is unhealthy; the last remediation (%s) was %s ago, less than the retry period %s", m.Name, l.Machine, since.Round(time.Second), s.Remediation.RetryPeriod)}, true
+			return decision{Kind: actWait, Machine: m.Name, Reason: ReasonRemediationRetryPeriod, Message: fmt.Sprintf("Machine %s is unhealthy; the last remediation (%s) was %s ago, less than the retry period %s", m.Name, l.Machine, since.Round(time.Second), s.Remediation.RetryPeriod)}, true
 		}
 		// A replacement that fails again soon continues the count.
 		if m.Created.After(l.Time) && since < s.Remediation.MinHealthyPeriod {
@@ -324,10 +325,10 @@ func remediate(s state) (decision, bool) {
 		}
 	}
 	if retry > s.Remediation.MaxRetry {
-		return decision{Kind: actWait, Reason: ReasonRemediationRetries, Message: fmt.Sprintf("Machine %s is unhealthy, but %d remediations in a row failed (maxRetry %d); fix the cause and delete the Machine by hand", m.Name, retry, s.Remediation.MaxRetry)}, true
+		return decision{Kind: actWait, Machine: m.Name, Reason: ReasonRemediationRetries, Message: fmt.Sprintf("Machine %s is unhealthy, but %d remediations in a row failed (maxRetry %d); fix the cause and delete the Machine by hand", m.Name, retry, s.Remediation.MaxRetry)}, true
 	}
 	if ok, reason, why := canRemove(s, m); !ok {
-		return decision{Kind: actWait, Reason: reason, Message: "Machine " + m.Name + " is unhealthy but is not remediated: " + why}, true
+		return decision{Kind: actWait, Machine: m.Name, Reason: reason, Message: "Machine " + m.Name + " is unhealthy but is not remediated: " + why}, true
 	}
 	return decision{Kind: actRemediate, Machine: m.Name, Retry: retry, Reason: ReasonRemediating, Message: "remediating unhealthy Machine " + m.Name}, true
 }

@@ -201,6 +201,13 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		logger.Info("deleting control-plane Machine", "machine", d.Machine, "why", d.Message)
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	case actWait:
+		if d.Machine != "" {
+			// A remediation that waits says why on the Machine too, where
+			// the MachineHealthCheck left OwnerRemediated False.
+			if err := r.noteRemediationWait(ctx, mcp.Namespace, d); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: statusRequeue}, nil
@@ -514,6 +521,22 @@ func (r *Reconciler) removeFinalizerWhenNoMachines(ctx context.Context, mcp *cpv
 	}
 	mcp.Finalizers = fin.Finalizers
 	return nil
+}
+
+// noteRemediationWait sets the unhealthy Machine's OwnerRemediated
+// condition (False) to the wait's reason and message.
+func (r *Reconciler) noteRemediationWait(ctx context.Context, ns string, d decision) error {
+	m := &clusterv1.Machine{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Machine}, m); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)
+	if c != nil && c.Reason == d.Reason && c.Message == d.Message {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: d.Reason, Message: d.Message, ObservedGeneration: m.Generation})
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, m, patch))
 }
 
 // syncUpToDate sets the Machine's UpToDate condition (control-plane

@@ -441,6 +441,11 @@ func TestEnvtestRemediationKeepsQuorum(t *testing.T) {
 	if c := cond(mcp, RemediatingCondition); c.Status != metav1.ConditionTrue || c.Reason != ReasonWaitingForQuorum {
 		t.Fatalf("Remediating = %+v, want it waiting for quorum", c)
 	}
+	m := &clusterv1.Machine{}
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(&ms[1]), m))
+	if c := findCond(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonWaitingForQuorum || !strings.Contains(c.Message, "quorum") {
+		t.Fatalf("Machine OwnerRemediated = %+v, want the wait's reason", c)
+	}
 	for _, m := range f.machines() {
 		if !m.DeletionTimestamp.IsZero() {
 			t.Fatalf("Machine %s deleted though etcd would lose quorum", m.Name)
@@ -508,6 +513,14 @@ func TestEnvtestAdmission(t *testing.T) {
 			t.Errorf("%s: err = %v, want one naming %s", c.name, err, c.field)
 		}
 	}
+	// A template for ClusterClasses is accepted.
+	tpl := &cpv1.MachineadmControlPlaneTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: f.ns},
+		Spec: cpv1.MachineadmControlPlaneTemplateSpec{Template: cpv1.MachineadmControlPlaneTemplateResource{Spec: cpv1.MachineadmControlPlaneTemplateResourceSpec{
+			MachineadmConfigSpec: f.mcp.Spec.MachineadmConfigSpec, Runtime: cpv1.RuntimeSystemd,
+		}}},
+	}
+	f.must(k8s.Create(f.ctx, tpl))
 	// Switching between stacked and external etcd is refused.
 	cur := &cpv1.MachineadmControlPlane{}
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(f.mcp), cur))

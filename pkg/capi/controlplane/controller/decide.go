@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // The decisions of the control-plane controller are pure functions over
@@ -77,6 +79,7 @@ const (
 	ReasonRemediationRetryPeriod   = "WaitingForRemediationRetryPeriod"
 	ReasonLastMachine              = "LastControlPlaneMachine"
 	ReasonNotRemediating           = "NotRemediating"
+	ReasonVersionSkew              = "VersionSkew"
 )
 
 // decision is the outcome of decide.
@@ -123,6 +126,9 @@ type state struct {
 	Remediation    remediationPolicy
 	Last           *lastRemediation
 	Now            time.Time
+	// VersionProblem, when not empty, says why spec.version cannot be
+	// rolled out from the Machines' versions (versionSkew).
+	VersionProblem string
 }
 
 // decide returns the one thing to do next. Order: wait for a deletion in
@@ -138,6 +144,9 @@ func decide(s state) decision {
 	}
 	if !s.Initialized {
 		return decision{Kind: actWait, Reason: ReasonWaitingForInitialization, Message: "waiting for the first control-plane Machine's Node"}
+	}
+	if s.VersionProblem != "" {
+		return decision{Kind: actWait, Reason: ReasonVersionSkew, Message: s.VersionProblem + "; no Machine is created or removed until spec.version is fixed"}
 	}
 	if d, ok := remediate(s); ok {
 		return d
@@ -291,6 +300,32 @@ func quorumAfterRemoval(members []EtcdMember, node string) (bool, string) {
 		return false, fmt.Sprintf("etcd would keep %d healthy of %d members, below the quorum of %d", healthy, total, need)
 	}
 	return true, ""
+}
+
+// versionSkew says why Machines at version want cannot join or replace
+// Machines at the versions have: kubeadm upgrades a control plane one
+// minor version at a time and never downgrades across minors. "" when
+// it can; unparsable versions are left to admission and the bootstrap.
+func versionSkew(want string, have []string) string {
+	w, err := version.ParseSemantic(want)
+	if err != nil {
+		return ""
+	}
+	for _, h := range have {
+		v, err := version.ParseSemantic(h)
+		if err != nil {
+			continue
+		}
+		switch {
+		case w.Major() != v.Major():
+			return fmt.Sprintf("spec.version %s and a Machine's %s differ in the major version", want, h)
+		case w.Minor() < v.Minor():
+			return fmt.Sprintf("spec.version %s is a downgrade from a Machine's %s across minor versions", want, h)
+		case w.Minor() > v.Minor()+1:
+			return fmt.Sprintf("spec.version %s skips a minor version from a Machine's %s: upgrade one minor version at a time", want, h)
+		}
+	}
+	return ""
 }
 
 // remediate decides about Machines a MachineHealthCheck marked unhealthy.

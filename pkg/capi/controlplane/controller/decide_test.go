@@ -67,6 +67,7 @@ func TestDecide(t *testing.T) {
 		{name: "rollout with maxSurge 0 removes first", s: state{Desired: 3, MaxSurge: 0, Initialized: true, Machines: []machineInfo{with(m("a", 0, ""), outdated), with(m("b", 1, ""), outdated), m("c", 2, "")}}, kind: actDelete, machine: "a", reason: ReasonRollingOut},
 		{name: "rollout with maxSurge 0 and one Machine never removes the last", s: state{Desired: 1, MaxSurge: 0, Initialized: true, Machines: []machineInfo{with(m("a", 0, ""), outdated)}}, kind: actWait, reason: ReasonLastMachine},
 		{name: "no change while an etcd member is unhealthy", s: state{Desired: 1, MaxSurge: 1, Initialized: true, Machines: three, Etcd: members(three, "b")}, kind: actWait, reason: ReasonEtcdUnhealthy, skipMembers: true},
+		{name: "a version that skips a minor blocks changes", s: state{Desired: 3, MaxSurge: 1, Initialized: true, Machines: three, VersionProblem: "skips"}, kind: actWait, reason: ReasonVersionSkew},
 		{name: "remediates an unhealthy Machine", s: state{Desired: 3, MaxSurge: 1, Initialized: true, Machines: []machineInfo{m("a", 0, ""), with(with(m("b", 1, ""), unhealthy), notReady), m("c", 2, "")}, Remediation: defaultPolicy(), Now: t0.Add(time.Hour)}, kind: actRemediate, machine: "b", reason: ReasonRemediating},
 		{name: "remediation never loses quorum", s: state{Desired: 3, MaxSurge: 1, Initialized: true, Machines: []machineInfo{m("a", 0, ""), with(m("b", 1, ""), unhealthy), with(m("c", 2, ""), notReady)}, Remediation: defaultPolicy(), Now: t0.Add(time.Hour)}, kind: actWait, reason: ReasonWaitingForQuorum},
 		{name: "remediation never removes the only Machine", s: state{Desired: 1, MaxSurge: 1, Initialized: true, Machines: []machineInfo{with(m("a", 0, ""), unhealthy)}, Remediation: defaultPolicy(), Now: t0.Add(time.Hour)}, kind: actWait, reason: ReasonLastMachine},
@@ -143,5 +144,26 @@ func TestSelectForScaleDownSpreadsOverFailureDomains(t *testing.T) {
 	}
 	if got := pickFailureDomain(nil, ms); got != "" {
 		t.Fatalf("picked %q without failure domains", got)
+	}
+}
+
+func TestVersionSkew(t *testing.T) {
+	cases := []struct {
+		want string
+		have []string
+		ok   bool
+	}{
+		{"v1.37.2", []string{"v1.36.4", "v1.37.2"}, true},
+		{"v1.37.2", []string{"v1.37.0"}, true},
+		{"v1.37.0", []string{"v1.37.2"}, true},
+		{"v1.37.2", []string{"v1.35.9"}, false},
+		{"v1.36.4", []string{"v1.37.2"}, false},
+		{"v2.0.0", []string{"v1.37.2"}, false},
+		{"v1.37.2", nil, true},
+	}
+	for _, c := range cases {
+		if got := versionSkew(c.want, c.have); (got == "") != c.ok {
+			t.Errorf("versionSkew(%s, %v) = %q, want ok %v", c.want, c.have, got, c.ok)
+		}
 	}
 }

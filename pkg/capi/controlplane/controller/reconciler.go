@@ -274,9 +274,12 @@ func (r *Reconciler) snapshot(mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cl
 		}
 	}
 	sort.Strings(st.FailureDomains)
+	var versions []string
 	for i := range machines {
 		st.Machines = append(st.Machines, info(mcp, &machines[i], now))
+		versions = append(versions, machines[i].Spec.Version)
 	}
+	st.VersionProblem = versionSkew(mcp.Spec.Version, versions)
 	if l := mcp.Status.LastRemediation; l != nil {
 		st.Last = &lastRemediation{Machine: l.Machine, Time: l.Time.Time, Retry: l.RetryCount}
 	}

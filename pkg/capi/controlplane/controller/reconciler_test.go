@@ -529,3 +529,18 @@ func TestEnvtestAdmission(t *testing.T) {
 		t.Errorf("switch to external etcd: err = %v", err)
 	}
 }
+
+// TestEnvtestVersionSkipRefused: a version two minors ahead of the
+// Machines creates nothing and says why.
+func TestEnvtestVersionSkipRefused(t *testing.T) {
+	f := newFixture(t, 1, nil)
+	f.grow(1)
+	f.updateSpec(func(c *cpv1.MachineadmControlPlane) { c.Spec.Version = "v1.38.0" })
+	mcp := f.reconcile()
+	if n := len(f.machines()); n != 1 {
+		t.Fatalf("%d Machines after a version skip, want 1", n)
+	}
+	if c := cond(mcp, RollingOutCondition); c.Reason != ReasonVersionSkew || !strings.Contains(c.Message, "v1.36.4") {
+		t.Fatalf("RollingOut = %+v", c)
+	}
+}

@@ -12,12 +12,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -160,6 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // apply carries out one decision and records it in the conditions.
 func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, st state, d decision) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+	logger.V(1).Info("decision", "kind", d.Kind, "machine", d.Machine, "reason", d.Reason, "message", d.Message)
 	desired := st.Desired
 	n := len(st.Machines)
 	setCond(mcp, ScalingUpCondition, boolStatus(n < desired), scalingReason(n < desired, d), scalingMessage(n < desired, d))
@@ -180,7 +183,8 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 			return ctrl.Result{}, err
 		}
 		logger.Info("created control-plane Machine", "machine", name, "why", d.Message)
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+		// The next pass must see it, or it would create another.
+		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: name}, func(m *clusterv1.Machine) bool { return m != nil })
 	case actDelete, actRemediate:
 		m := &clusterv1.Machine{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: d.Machine}, m); err != nil {
@@ -193,7 +197,8 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 			return ctrl.Result{}, err
 		}
 		logger.Info("deleting control-plane Machine", "machine", d.Machine, "why", d.Message)
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+		// The next pass must see the deletion, or it would delete another.
+		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) bool { return m == nil || !m.DeletionTimestamp.IsZero() })
 	case actWait:
 		if d.Machine != "" {
 			// A remediation that waits says why on the Machine too, where
@@ -290,4 +295,30 @@ func ptrInt(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// cacheWait bounds waitForCache.
+const cacheWait = 30 * time.Second
+
+// waitForCache waits until the client (a manager's cached client) shows
+// the Machine as ok says (nil: not found), as Cluster API's MachineSet
+// controller does after it creates Machines: the next pass decides from
+// the cache, and a cache that lags one create or delete would make it do
+// the same again.
+func (r *Reconciler) waitForCache(ctx context.Context, key client.ObjectKey, ok func(*clusterv1.Machine) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		m := &clusterv1.Machine{}
+		err := r.Client.Get(ctx, key, m)
+		if apierrors.IsNotFound(err) {
+			return ok(nil), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return ok(m), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the cache to show Machine %s: %w", key.Name, err)
+	}
+	return nil
 }

@@ -164,9 +164,21 @@ func (r *Reconciler) noteRemediationWait(ctx context.Context, ns string, d decis
 	if c != nil && c.Reason == d.Reason && c.Message == d.Message {
 		return nil
 	}
-	patch := client.MergeFrom(m.DeepCopy())
+	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: d.Reason, Message: d.Message, ObservedGeneration: m.Generation})
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, m, patch))
+	return ignoreStale(r.Client.Status().Patch(ctx, m, patch))
+}
+
+// ignoreStale drops the errors of a Machine status patch made from a
+// stale (cached) copy: a merge patch replaces the whole conditions list,
+// so it carries the copy's resourceVersion and the API server refuses it
+// when the Machine changed since (Cluster API's Machine controller writes
+// the same list); the next pass patches again from the new copy.
+func ignoreStale(err error) error {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // syncUpToDate sets the Machine's UpToDate condition (control-plane
@@ -180,9 +192,9 @@ func (r *Reconciler) syncUpToDate(ctx context.Context, mcp *cpv1.MachineadmContr
 	if c := meta.FindStatusCondition(m.Status.Conditions, want.Type); c != nil && c.Status == want.Status && c.Message == want.Message {
 		return nil
 	}
-	patch := client.MergeFrom(m.DeepCopy())
+	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	meta.SetStatusCondition(&m.Status.Conditions, want)
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, m, patch))
+	return ignoreStale(r.Client.Status().Patch(ctx, m, patch))
 }
 
 // reportOutcomes aggregates the Machines' machineadm outcomes into

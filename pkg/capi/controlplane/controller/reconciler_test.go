@@ -544,3 +544,28 @@ func TestEnvtestVersionSkipRefused(t *testing.T) {
 		t.Fatalf("RollingOut = %+v", c)
 	}
 }
+
+// TestEnvtestFirstMachineRemediatedBeforeInit: a first Machine that a
+// MachineHealthCheck marks before any Node exists is replaced by a new
+// first Machine.
+func TestEnvtestFirstMachineRemediatedBeforeInit(t *testing.T) {
+	f := newFixture(t, 3, nil)
+	f.reconcile()
+	first := f.live()[0].Name
+	f.markUnhealthy(first)
+	mcp := f.reconcile()
+	if l := mcp.Status.LastRemediation; l == nil || l.Machine != first {
+		t.Fatalf("lastRemediation %+v, want %s", l, first)
+	}
+	f.waitingForHook(first)
+	f.reconcile()
+	f.release(first)
+	f.reconcile()
+	ms := f.live()
+	if len(ms) != 1 || ms[0].Name == first {
+		t.Fatalf("Machines %d after remediating the first, want one new first Machine", len(ms))
+	}
+	if ptrTrue(f.reconcile().Status.Initialization.ControlPlaneInitialized) {
+		t.Fatal("initialised without a Node")
+	}
+}

@@ -307,6 +307,10 @@ func TestEnvtestRolloutOnVersionChange(t *testing.T) {
 	if c := cond(mcp, RollingOutCondition); c.Status != metav1.ConditionTrue {
 		t.Fatalf("RollingOut = %+v", c)
 	}
+	mcp = f.reconcile()
+	if v := mcp.Status.Versions; len(v) != 2 || v[0].Version != "v1.36.4" || v[0].Replicas != 1 || v[1].Version != "v1.37.2" || v[1].Replicas != 1 || mcp.Status.Version != "v1.36.4" {
+		t.Fatalf("versions %+v, version %s", v, mcp.Status.Version)
+	}
 	m := &clusterv1.Machine{}
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(&old), m))
 	if c := findCond(m.Status.Conditions, clusterv1.MachineUpToDateCondition); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "v1.37.2") {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,6 +86,7 @@ func (r *Reconciler) updateCounts(mcp *cpv1.MachineadmControlPlane, cl *clusterv
 			lowest, lowestStr = v, m.Spec.Version
 		}
 	}
+	mcp.Status.Versions = statusVersions(machines)
 	n := int32(len(machines))
 	mcp.Status.Replicas, mcp.Status.ReadyReplicas, mcp.Status.AvailableReplicas, mcp.Status.UpToDateReplicas = &n, &ready, &avail, &upToDate
 	mcp.Status.Selector = labels.SelectorFromSet(selectorFor(mcp, cl.Name)).String()
@@ -235,4 +237,34 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, after *cpv1.Machin
 		return fmt.Errorf("patching status: %w", err)
 	}
 	return nil
+}
+
+// statusVersions counts the Machines per version, oldest version first;
+// nil without Machines. Unparsable versions sort last, by name.
+func statusVersions(machines []clusterv1.Machine) []clusterv1.StatusVersion {
+	count := map[string]int32{}
+	for i := range machines {
+		if v := machines[i].Spec.Version; v != "" {
+			count[v]++
+		}
+	}
+	if len(count) == 0 {
+		return nil
+	}
+	out := make([]clusterv1.StatusVersion, 0, len(count))
+	for v, n := range count {
+		out = append(out, clusterv1.StatusVersion{Version: v, Replicas: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, errA := version.ParseSemantic(out[i].Version)
+		b, errB := version.ParseSemantic(out[j].Version)
+		switch {
+		case errA == nil && errB == nil && !a.EqualTo(b):
+			return a.LessThan(b)
+		case (errA == nil) != (errB == nil):
+			return errA == nil
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out
 }

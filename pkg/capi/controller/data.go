@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -29,6 +30,25 @@ import (
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
+// replaceData writes the data and annotations of ds, rendered again with
+// the new token tokenID, into old, the config's data Secret, and records
+// the replacement in the Ready and DataSecretAvailable conditions
+// (reason TokenReplaced). The new token is deleted when the write fails.
+func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc kubernetes.Interface, tokenID string) (ctrl.Result, error) {
+	old.Data = ds.Data
+	if old.Annotations == nil {
+		old.Annotations = map[string]string{}
+	}
+	maps.Copy(old.Annotations, ds.Annotations)
+	if err := r.Client.Update(ctx, old); err != nil {
+		r.dropToken(ctx, wc, tokenID)
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("bootstrap token was deleted before the Machine joined: made a new one and wrote the data again", "secret", old.Name)
+	setData(cfg, metav1.ConditionTrue, ReasonTokenReplaced, "the bootstrap token was deleted before the Machine joined; a new token was made and data Secret "+old.Name+" written again")
+	return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
+}
+
 // minKnownLen is the shortest secret value the leak check searches for.
 const minKnownLen = 8
 
@@ -45,6 +65,15 @@ const (
 // reconcileData decides the Machine's action, gathers and seals its
 // secrets, renders the bootstrap data and writes the data Secret.
 func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	return r.renderData(ctx, cfg, m, cl, nil)
+}
+
+// renderData is reconcileData; with replace (the config's data Secret,
+// whose join token was deleted before the Machine joined) it makes a new
+// token and writes the data again into the same Secret, under the
+// condition reason TokenReplaced. An init Machine that took the init lock
+// and fails before its data Secret exists gives the lock back.
+func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, replace *corev1.Secret) (ctrl.Result, error) {
 	if !ptrTrue(cl.Status.Initialization.InfrastructureProvisioned) || cl.Spec.ControlPlaneEndpoint.Host == "" || cl.Spec.ControlPlaneEndpoint.Port == 0 {
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInfrastructure, "waiting for the Cluster's infrastructure and control-plane endpoint")
 		return ctrl.Result{}, nil
@@ -118,8 +147,12 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			return r.configErr(cfg, fieldError(fmt.Sprintf("spec.recipients[%d]", i), err.Error()))
 		}
 	}
+	if p.action == mspec.ActionInit && replace != nil {
+		// Only a join has a token to replace.
+		return ctrl.Result{}, nil
+	}
 	if p.action == mspec.ActionInit {
-		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name, cfg.Name)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -127,6 +160,15 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
 			return ctrl.Result{RequeueAfter: lockRetry}, nil
 		}
+		// A config that fails from here on does not keep the lock: the
+		// other control-plane Machines would wait for it forever.
+		defer func() {
+			if !ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
+				if err := releaseInitLock(ctx, r.Client, cl, m.Name); err != nil {
+					log.FromContext(ctx).Error(err, "releasing the init lock after a failure")
+				}
+			}
+		}()
 	}
 
 	// Secrets.
@@ -222,6 +264,9 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
+	}
+	if replace != nil {
+		return r.replaceData(ctx, cfg, replace, ds, wc, tokenID)
 	}
 	if err := r.Client.Create(ctx, ds); err != nil {
 		r.dropToken(ctx, wc, tokenID)
@@ -351,8 +396,10 @@ func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ct
 	var missing *MissingCAError
 	switch {
 	case errors.As(err, &missing):
+		// Secrets are read live, not watched: look again, so that a
+		// restored Secret resumes the config.
 		setData(cfg, metav1.ConditionFalse, ReasonMissingCA, err.Error())
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: secretRetry}, nil
 	case errors.Is(err, errNoKubeconfig):
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForKubeconfig, err.Error())
 		return ctrl.Result{RequeueAfter: lockRetry}, nil

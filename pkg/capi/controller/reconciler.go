@@ -102,9 +102,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	m, err := r.ownerMachine(ctx, cfg)
+	// A config owned by a MachinePool is the data of all its instances
+	// (machinepool.go).
+	var pool *clusterv1.MachinePool
+	if err == nil && m == nil {
+		if pool, err = r.ownerPool(ctx, cfg); pool != nil {
+			m = poolMachine(pool)
+		}
+	}
 	if err != nil || m == nil {
 		if err == nil && cfg.DeletionTimestamp.IsZero() {
-			setData(cfg, metav1.ConditionFalse, ReasonWaitingForMachine, "waiting for a Machine to own this config")
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForMachine, "waiting for a Machine or MachinePool to own this config")
 		}
 		if m == nil && !cfg.DeletionTimestamp.IsZero() {
 			controllerutil.RemoveFinalizer(cfg, Finalizer)
@@ -132,8 +140,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, err
 		}
 	}
+	after := r.reconcileAfterData
+	if pool != nil {
+		after = r.reconcilePoolAfterData
+	}
 	if ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
-		return r.reconcileAfterData(ctx, cfg, m, cl)
+		return after(ctx, cfg, m, cl)
 	}
 	// clusterctl move copies objects without status: a data Secret that
 	// exists is adopted as it is.
@@ -150,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.adopt(ctx, cfg, ds); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.reconcileAfterData(ctx, cfg, m, cl)
+		return after(ctx, cfg, m, cl)
 	}
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err

@@ -281,7 +281,7 @@ func (e *condErr) Error() string { return e.err.Error() }
 // spec becomes the payload and the data a stub fetching it (withPayload).
 func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) (*rendered, error) {
 	sealed, err := r.Sealer.Seal(ctx, SealRequest{
-		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
+		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients, OS: string(cfg.Spec.OS),
 	})
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecipient) {

@@ -4,14 +4,19 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -171,5 +176,54 @@ func TestDataOverUserDataLimitWithoutPayloadEndpoint(t *testing.T) {
 	got = wantCond(t, f.reconcile("w2"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonDataTooLarge)
 	if !contains(got.Message, "spec.userDataLimit", "stub") {
 		t.Fatalf("message %q", got.Message)
+	}
+}
+
+// testAgent stands in for the machineadm binary the stub downloads: it
+// copies the spec it is given with -f into $MACHINEADM_TEST_RECORD.
+const testAgent = `#!/bin/sh
+while [ $# -gt 0 ]; do
+	if [ "$1" = -f ]; then cp "$2" "$MACHINEADM_TEST_RECORD/spec"; fi
+	shift
+done
+`
+
+// TestPayloadStubRuns runs the stub of data over the limit with /bin/sh,
+// as cloud-init would (rooted in a temporary directory through
+// MACHINEADM_PREFIX, on loopback only): it downloads the agent, fetches
+// the payload from the controller's payload endpoint, checks its digest
+// and hands the agent exactly the data Secret's payload.
+func TestPayloadStubRuns(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	srv := httptest.NewServer(&PayloadServer{Client: k8s})
+	defer srv.Close()
+	f.r.PayloadURL = srv.URL
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, testAgent) }))
+	defer agent.Close()
+
+	_, c := f.machine("w1", false)
+	f.bigSecretFile(c, "big", "/etc/app/blob", 24<<10)
+	c.Spec.UserDataLimit = "aws"
+	sum := sha256.Sum256([]byte(testAgent))
+	c.Spec.Agent = bootstrapv1.AgentSource{URL: agent.URL + "/machineadm", SHA256: hex.EncodeToString(sum[:])}
+	f.must(k8s.Update(f.ctx, c))
+	wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	ds := f.dataSecret("w1")
+	root, record := t.TempDir(), t.TempDir()
+	stub := filepath.Join(root, "stub.sh")
+	f.must(os.WriteFile(stub, cloudConfigFile(t, ds.Data["value"], "/var/lib/machineadm/stub.sh"), 0o700))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", stub)
+	cmd.Env = append(os.Environ(), "MACHINEADM_PREFIX="+root, "MACHINEADM_TEST_RECORD="+record,
+		"MACHINEADM_FETCH_ATTEMPTS=2", "MACHINEADM_FETCH_DELAY=0", "no_proxy=127.0.0.1", "NO_PROXY=127.0.0.1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stub: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(filepath.Join(record, "spec"))
+	f.must(err)
+	if !bytes.Equal(got, ds.Data["payload"]) {
+		t.Fatalf("the agent was handed %d bytes, not the %d-byte payload", len(got), len(ds.Data["payload"]))
 	}
 }

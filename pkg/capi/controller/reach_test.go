@@ -297,6 +297,8 @@ func TestDomainJoinFromSecret(t *testing.T) {
 
 func TestWindowsWorker(t *testing.T) {
 	f := newFixture(t)
+	var logs logBuffer
+	f.ctx = logr.NewContext(f.ctx, logs.logger())
 	f.initialized()
 	f.secret("djoin", map[string][]byte{"blob": []byte(offlineBlob)})
 	const long = "win-workers-7d9f8-x2k4q"
@@ -308,7 +310,9 @@ func TestWindowsWorker(t *testing.T) {
 			OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "djoin", Key: "blob"}}},
 	}
 	f.must(k8s.Update(f.ctx, c))
-	wantCond(t, f.reconcile(long), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	done := f.reconcile(long)
+	wantCond(t, done, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	noSecretIn(t, done, logs.String(), offlineBlob)
 	ds := f.dataSecret(long)
 	name := WindowsNodeName(long)
 	if string(ds.Data["format"]) != "powershell" || ds.Annotations[NodeNameAnnotation] != name || len(name) > 15 {

@@ -231,7 +231,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		}
 	}
 
-	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets, refs.known)
+	rd, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets, refs.known)
 	if err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		var ce *condErr
@@ -241,7 +241,8 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		}
 		return ctrl.Result{}, err
 	}
-	if n := len(data); n > maxDataBytes {
+	data := rd.data
+	if n := len(data) + len(rd.payload); n > maxDataBytes {
 		r.dropToken(ctx, wc, tokenID)
 		setData(cfg, metav1.ConditionFalse, ReasonDataTooLarge, fmt.Sprintf("the bootstrap data is %d bytes, more than a Secret holds (%d) and far more than any cloud's user data (16 to 64 KiB): make spec.host.files and the Secrets they read from smaller, or fetch large files with source.url", n, maxDataBytes))
 		return ctrl.Result{}, nil
@@ -262,6 +263,13 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	if reportDigest != "" {
 		ds.Annotations[ReportDigestAnnotation] = reportDigest
 	}
+	if rd.payload != nil {
+		ds.Data[payloadKey] = rd.payload
+		ds.Annotations[PayloadDigestAnnotation] = rd.payloadDigest
+	}
+	if s.Spec.OS == mspec.OSWindows {
+		ds.Annotations[NodeNameAnnotation] = s.Spec.Node.Name
+	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -275,7 +283,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		}
 		return ctrl.Result{}, err
 	}
-	log.FromContext(ctx).Info("wrote bootstrap data", "secret", ds.Name, "action", actionName(p), "bytes", len(data))
+	log.FromContext(ctx).Info("wrote bootstrap data", "secret", ds.Name, "action", actionName(p), "bytes", len(data), "payloadBytes", len(rd.payload))
 	cfg.Status.DataSecretName = ds.Name
 	cfg.Status.Initialization.DataSecretCreated = ptr(true)
 	setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
@@ -314,10 +322,11 @@ func (e *condErr) Error() string { return e.err.Error() }
 // sealAndRender seals doc with secrets, renders it and refuses the result
 // when the leak check finds a PEM private key, one of the secrets or one
 // of refKnown (the secret values read from the Secrets the config refers
-// to) in the clear.
-func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) ([]byte, error) {
+// to) in the clear. When the data is over spec.userDataLimit, the sealed
+// spec becomes the payload and the data a stub fetching it (withPayload).
+func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) (*rendered, error) {
 	sealed, err := r.Sealer.Seal(ctx, SealRequest{
-		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
+		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients, OS: string(cfg.Spec.OS),
 	})
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecipient) {
@@ -342,16 +351,7 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	out, err := render.Render(sealed, sealedCfg.Config, opts)
 	if err != nil {
-		var oe *render.OptionError
-		if errors.As(err, &oe) {
-			// Name the config's field, not the command-line flag render
-			// names it by.
-			if f, ok := renderOptionFields[oe.Flag]; ok {
-				return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("%s: %s", f, oe.Msg)}
-			}
-			return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
-		}
-		return nil, &condErr{ReasonRenderFailed, err}
+		return nil, renderErr(err)
 	}
 	known := make([][]byte, 0, len(secrets))
 	for _, s := range secrets {
@@ -372,7 +372,20 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {
 		return nil, &condErr{ReasonLeakRefused, fmt.Errorf("refusing bootstrap data with a secret in the clear: %v", f)}
 	}
-	return out, nil
+	return r.withPayload(cfg, &rendered{data: out}, sealed, sealedCfg.Config, opts, known)
+}
+
+// renderErr maps a render error to its condition, naming the config's
+// field rather than the command-line flag render names it by.
+func renderErr(err error) error {
+	var oe *render.OptionError
+	if errors.As(err, &oe) {
+		if f, ok := renderOptionFields[oe.Flag]; ok {
+			return &condErr{ReasonInvalidConfig, fmt.Errorf("%s: %s", f, oe.Msg)}
+		}
+		return &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
+	}
+	return &condErr{ReasonRenderFailed, err}
 }
 
 // renderOptionFields maps the render options the controller sets from a
@@ -383,6 +396,7 @@ var renderOptionFields = map[string]string{
 	"--agent-sha256":     "spec.agent.sha256",
 	"--format":           "spec.format",
 	"--ignition-version": "spec.ignitionVersion",
+	"--max-size":         "spec.userDataLimit",
 }
 
 // configErr reports an invalid config; it is not retried until it changes.
@@ -408,7 +422,12 @@ func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ct
 	return ctrl.Result{}, err
 }
 
+// format is the config's format, by default cloud-config, or powershell
+// for os windows.
 func format(cfg *bootstrapv1.MachineadmConfig) bootstrapv1.Format {
+	if cfg.Spec.Format == "" && cfg.Spec.OS == bootstrapv1.OSWindows {
+		return bootstrapv1.FormatPowerShell
+	}
 	if cfg.Spec.Format == "" {
 		return bootstrapv1.FormatCloudConfig
 	}

@@ -77,6 +77,12 @@ type Reconciler struct {
 	// unless the config sets one). Default "": no receiver, outcomes come
 	// from the Node annotation only.
 	ReportURL string
+	// PayloadURL is the base URL (http or https) at which machines reach
+	// the payload endpoint (PayloadServer); with it, data over a config's
+	// spec.userDataLimit is a stub that fetches the sealed spec from
+	// there. Default "": such data is DataTooLarge. machineadm-controller
+	// sets it to ReportURL: one listener serves both.
+	PayloadURL string
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch

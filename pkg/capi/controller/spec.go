@@ -53,6 +53,14 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if p.controlPlane {
 		sp.Role = mspec.RoleControlPlane
 	}
+	if cfg.Spec.OS == bootstrapv1.OSWindows {
+		// Left out for Linux: the agent's default, and agents older than
+		// spec.os read the spec too.
+		sp.OS = mspec.OSWindows
+		if p.controlPlane {
+			return nil, fieldError("spec.os", "windows: the Machine has the control-plane label ("+clusterv1.MachineControlPlaneLabel+"), and kubeadm runs no control plane on Windows")
+		}
+	}
 	sp.Action = p.action
 	sp.Kubernetes = mspec.Kubernetes{
 		Version:              m.Spec.Version,
@@ -92,7 +100,15 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if err := strictCopy("spec.host", stripRefs(cfg.Spec.Host), &sp.Host); err != nil {
 		return nil, err
 	}
-	applyRefs(refs, &sp.Host)
+	applyRefs(refs, cfg.Spec.Host.DomainJoin, &sp.Host)
+	if sp.OS == mspec.OSWindows {
+		sp.Node.Name = WindowsNodeName(m.Name)
+	}
+	if p.controlPlane {
+		if err := systemdRuntime(cfg, sp); err != nil {
+			return nil, err
+		}
+	}
 	if x := externalEtcd(cfg); p.controlPlane && x != nil {
 		if refs == nil || refs.etcd == nil {
 			return nil, fmt.Errorf("spec.controlPlane.etcd.external: the client certificate was not read")

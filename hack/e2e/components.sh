@@ -7,7 +7,8 @@
 # CoreDNS (module hack/e2e/tools/coredns), crictl (module
 # hack/e2e/tools/crictl), kubectl for the host (module
 # hack/e2e/tools/kubectl), containerd 2.x with its runc shim (module
-# hack/e2e/tools/containerd2; the host tests and one e2e worker run it
+# hack/e2e/tools/containerd2; the host tests and one e2e worker run it,
+# with its ctr
 # beside Debian's 1.6), and Cluster API's core manager with its core
 # components rendered by kustomize (module hack/e2e/tools/capi, for the
 # Cluster API e2e's management cluster). images.sh builds the images made
@@ -74,6 +75,7 @@ CONTAINERD2_TAGS="no_btrfs no_devmapper no_zfs"
 CONTAINERD2_LDFLAGS="-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD2_VERSION"
 gobuild containerd2 "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/containerd "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
 gobuild containerd2-shim-runc-v2 "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
+gobuild containerd2-ctr "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/ctr "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
 # Cluster API's core manager (Cluster, Machine, MachineSet,
 # MachineDeployment, ... controllers) for TestClusterAPI's management
 # cluster (images.sh makes its image).

@@ -143,4 +143,5 @@ require (
 tool (
 	github.com/containerd/containerd/v2/cmd/containerd
 	github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	github.com/containerd/containerd/v2/cmd/ctr
 )

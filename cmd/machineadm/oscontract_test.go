@@ -12,7 +12,7 @@ import (
 
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	api "github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/domainjoin"
@@ -123,7 +123,7 @@ func writtenByConstant() []string {
 		sysctl.ConfPath, kmod.ConfPath, containerd.ProxyDropIn, containerd.ConfigPath + "/registry.example/hosts.toml",
 		staticpod.DefaultDir + "/custom.yaml",
 		// domain join on Linux
-		v1alpha1.DefaultKeytab, domainjoin.Krb5ConfPath, domainjoin.SSSDConfPath,
+		api.DefaultKeytab, domainjoin.Krb5ConfPath, domainjoin.SSSDConfPath,
 		// the control plane as systemd units and their accounts
 		cpunits.SysusersPath,
 		// the stubs `machineadm render` writes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/cmd"
@@ -26,7 +28,32 @@ import (
 // from an example spec.
 func TestMain(m *testing.M) {
 	if os.Getenv("MACHINEADM_TEST_EXEC") == "1" {
-		os.Exit(cmd.Execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		// MACHINEADM_TEST_TRAP=HOST:PORT listens there (in the run's own
+		// network namespace) and says how many connections it took: a
+		// dry run must take none.
+		var trapped atomic.Int32
+		if addr := os.Getenv("MACHINEADM_TEST_TRAP"); addr != "" {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "TEST-TRAP:", err)
+				os.Exit(99)
+			}
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					trapped.Add(1)
+					c.Close()
+				}
+			}()
+		}
+		code := cmd.Execute(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		if n := trapped.Load(); n > 0 {
+			fmt.Fprintf(os.Stderr, "TEST-TRAP: %d connection(s) to %s\n", n, os.Getenv("MACHINEADM_TEST_TRAP"))
+		}
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -330,10 +357,43 @@ func TestBootstrapDryRunJoinStandIn(t *testing.T) {
 		if !strings.Contains(out, tc.want) || strings.Contains(out, "0123456789abcdef") {
 			t.Errorf("%s: the plan lacks %q, or shows the token:\n%s", tc.ex, tc.want, out)
 		}
-		// A worker's TLS bootstrap kubeconfig names the spec's endpoint (a
-		// control plane's names the stand-in, its whole cluster).
+		// A worker's TLS bootstrap kubeconfig names the spec's endpoint
+		// (the stand-in's is put back when the run ends).
 		if kc, err := os.ReadFile(filepath.Join(dr, "kubeadm", "bootstrap-kubelet.conf")); tc.ex == "worker" && (err != nil || !strings.Contains(string(kc), "server: https://cp.demo.example:6443")) {
 			t.Errorf("%s: bootstrap-kubelet.conf (%v):\n%s", tc.ex, err, kc)
+		}
+	}
+	// The dry run contacts no cluster: with the spec's endpoint on a
+	// loopback listener, kubeadm's dry-run client (which reads from the
+	// server its discovered kubeconfig names before falling back to its
+	// own answers) connects only to the stand-in; the files it wrote name
+	// the spec's endpoint.
+	for _, ex := range []string{"worker", "control-plane-join"} {
+		hash := exampleHash
+		if ex == "control-plane-join" {
+			hash = caHash
+		}
+		path := withToken(ex, hash)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(raw), "cp.demo.example:6443", "127.0.0.1:16443")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dr := filepath.Join(t.TempDir(), "dr")
+		t.Setenv("MACHINEADM_TEST_TRAP", "127.0.0.1:16443")
+		out, code := machineadm(t, "bootstrap", "-f", path, "--dry-run", "--dry-run-dir", dr)
+		t.Setenv("MACHINEADM_TEST_TRAP", "")
+		if code != 0 || strings.Contains(out, "TEST-TRAP:") {
+			t.Errorf("%s dry run with the endpoint on a listener: exit %d, or it contacted the endpoint:\n%s", ex, code, out)
+		}
+		conf := "bootstrap-kubelet.conf"
+		if ex == "control-plane-join" {
+			conf = "admin.conf"
+		}
+		if kc, err := os.ReadFile(filepath.Join(dr, "kubeadm", conf)); err != nil || !strings.Contains(string(kc), "server: https://127.0.0.1:16443\n") {
+			t.Errorf("%s: %s names another server (%v):\n%s", ex, conf, err, kc)
 		}
 	}
 	dr := filepath.Join(t.TempDir(), "dr")

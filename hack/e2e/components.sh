@@ -6,7 +6,10 @@
 # portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
 # CoreDNS (module hack/e2e/tools/coredns), crictl (module
 # hack/e2e/tools/crictl), kubectl for the host (module
-# hack/e2e/tools/kubectl), and Cluster API's core manager with its core
+# hack/e2e/tools/kubectl), containerd 2.x with its runc shim (module
+# hack/e2e/tools/containerd2; the host tests and one e2e worker run it,
+# with its ctr
+# beside Debian's 1.6), and Cluster API's core manager with its core
 # components rendered by kustomize (module hack/e2e/tools/capi, for the
 # Cluster API e2e's management cluster). images.sh builds the images made
 # of them. Each artefact has a stamp file; a matching stamp skips its
@@ -20,11 +23,15 @@ mkdir -p "$BIN/.stamps" "$IMAGES"
 GOVERSION=$(go env GOVERSION)
 
 
-# gobuild NAME VERSION MODULE_DIR PACKAGE [LDFLAGS]: builds one static binary
-# unless its stamp says it is current.
+# gobuild NAME VERSION MODULE_DIR PACKAGE [LDFLAGS [TAGS]]: builds one static
+# binary unless its stamp says it is current. Build tags, when given, are
+# part of the stamp (and only then: the other stamps stay as they were).
 gobuild() {
-  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:--s -w}
+  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:--s -w} tags=${6:-}
   local stamp="$version $GOVERSION $(echo "$ldflags" | sha256sum | cut -c1-12) $(sha256sum "$dir/go.sum" | cut -c1-12)"
+  if [ -n "$tags" ]; then
+    stamp+=" tags=$tags"
+  fi
   # A package of this repository: its sources are part of the version.
   if [[ "$pkg" == .* ]]; then
     stamp+=" $(cd "$dir/$pkg" && find . -maxdepth 1 -name '*.go' ! -name '*_test.go' | sort | xargs cat | sha256sum | cut -c1-12)"
@@ -35,7 +42,7 @@ gobuild() {
   fi
   local start=$(date +%s)
   log "build $name $version"
-  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg")
   mv "$BIN/$name.tmp" "$BIN/$name"
   echo "$stamp" >"$BIN/.stamps/$name"
   log "build $name: $(($(date +%s) - start))s"
@@ -57,6 +64,18 @@ gobuild etcd "$ETCD_VERSION" "$TOOLS" go.etcd.io/etcd/server/v3
 gobuild coredns "$COREDNS_VERSION" "$TOOLS/coredns" .
 gobuild crictl "$CRI_TOOLS_VERSION" "$TOOLS/crictl" sigs.k8s.io/cri-tools/cmd/crictl \
   "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION"
+# containerd 2.x and its runc shim, beside the machines' Debian containerd
+# 1.6: pkg/host's tests start it (internal/testcontainerd), and one
+# worker of TestScenarios runs it (test/e2e). Without cgo: the btrfs,
+# devmapper and zfs snapshotters (cgo or unused here) are left out, as
+# containerd's own static builds do. Its version is stamped into
+# `containerd --version`, which machineadm reads to pick config version 3.
+CONTAINERD2_VERSION=$(cd "$TOOLS/containerd2" && go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
+CONTAINERD2_TAGS="no_btrfs no_devmapper no_zfs"
+CONTAINERD2_LDFLAGS="-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD2_VERSION"
+gobuild containerd2 "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/containerd "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
+gobuild containerd2-shim-runc-v2 "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
+gobuild containerd2-ctr "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/containerd/containerd/v2/cmd/ctr "$CONTAINERD2_LDFLAGS" "$CONTAINERD2_TAGS"
 # Cluster API's core manager (Cluster, Machine, MachineSet,
 # MachineDeployment, ... controllers) for TestClusterAPI's management
 # cluster (images.sh makes its image).

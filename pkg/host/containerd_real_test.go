@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/machineadm/machineadm/internal/testcontainerd"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 )
@@ -107,23 +109,38 @@ func (r *registryRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // TestRealContainerd writes containerd's configuration with the
-// containerd step, starts Debian's containerd with it (state, root and
-// sockets in a temp directory), and asks it through the CRI what it runs
-// with: the sandbox image and restrict_oom_score_adj from CRI Status, and
-// the registry hosts by pulling an image, which must go to the configured
-// mirror first and then to the configured server (both on 127.0.0.1).
+// containerd step for each real containerd (Debian's 1.6, config version
+// 2, and the e2e's 2.x, config version 3; internal/testcontainerd), linked
+// into the test root where the step looks for it, so the step picks the
+// config version from its `containerd --version` and checks the file with
+// its own loader; then starts it with that configuration (state, root and
+// sockets in a temp directory) and asks it through the CRI what it runs
+// with: restrict_oom_score_adj, the runtimes and the systemd cgroup driver
+// from CRI Status (and, where the CRI has it, RuntimeConfig); the
+// registry hosts by pulling an image, which must go to the configured
+// mirror first and then to the configured server (both on 127.0.0.1);
+// and the sandbox image from the configuration containerd loaded (and, on
+// 1.x, by starting a pod sandbox, which pulls it through the same mirror).
 func TestRealContainerd(t *testing.T) {
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		if os.Getenv("MACHINEADM_REQUIRE_CONTAINERD") != "" {
-			t.Fatal("containerd not installed (apt-get install -y containerd)")
-		}
-		t.Skip("containerd not installed (apt-get install -y containerd)")
-	}
+	bins := testcontainerd.All(t)
 	if os.Geteuid() != 0 {
 		t.Skip("containerd needs root")
 	}
+	for _, b := range bins {
+		t.Run(b.Name, func(t *testing.T) { testRealContainerd(t, b) })
+	}
+}
+
+func testRealContainerd(t *testing.T, b testcontainerd.Binary) {
+	t.Logf("real containerd: %s", b.Version)
 	root := t.TempDir()
+	// The step finds, asks and checks the containerd under its root.
+	if err := os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(b.Path, filepath.Join(root, "usr/bin/containerd")); err != nil {
+		t.Fatal(err)
+	}
 	var logMu sync.Mutex
 	var reqLog []string
 	mirror := httptest.NewServer(&registryRecorder{name: "mirror", log: &reqLog, lmu: &logMu})
@@ -131,6 +148,12 @@ func TestRealContainerd(t *testing.T) {
 	server := httptest.NewServer(&registryRecorder{name: "server", log: &reqLog, lmu: &logMu})
 	defer server.Close()
 
+	// The image plugin's table is version 2's CRI plugin or version 3's
+	// images plugin.
+	imagesTable := `plugins."io.containerd.grpc.v1.cri"`
+	if b.ConfigVersion == 3 {
+		imagesTable = `plugins."io.containerd.cri.v1.images"`
+	}
 	socket := filepath.Join(root, "run/containerd/containerd.sock")
 	patch := fmt.Sprintf(`
 root = %q
@@ -139,15 +162,16 @@ state = %q
   address = %q
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
-[plugins."io.containerd.grpc.v1.cri".registry]
+[%s.registry]
   config_path = %q
 `, filepath.Join(root, "var/lib/containerd"), filepath.Join(root, "run/containerd"), socket,
-		filepath.Join(root, "opt/containerd"), filepath.Join(root, containerd.ConfigPath))
+		filepath.Join(root, "opt/containerd"), imagesTable, filepath.Join(root, containerd.ConfigPath))
+	const sandboxImage = "registry.machineadm.test/pause:3.10"
 	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Host: machineadm.Host{
 		Containerd: &machineadm.Containerd{
 			ConfigFile:          "/etc/containerd/config.toml",
-			CgroupDriver:        "cgroupfs",
-			SandboxImage:        "registry.machineadm.test/pause:3.10",
+			CgroupDriver:        "systemd",
+			SandboxImage:        sandboxImage,
 			RestrictOOMScoreAdj: true,
 			Registries: []machineadm.Registry{{
 				Host:    "registry.machineadm.test",
@@ -158,7 +182,7 @@ state = %q
 			ConfigPatch: patch,
 		},
 	}}}
-	sup := &processSupervisor{t: t, bin: bin, config: filepath.Join(root, "etc/containerd/config.toml"), socket: socket, logPath: filepath.Join(root, "containerd.log")}
+	sup := &processSupervisor{t: t, bin: b.Path, config: filepath.Join(root, "etc/containerd/config.toml"), socket: socket, logPath: filepath.Join(root, "containerd.log")}
 	t.Cleanup(func() {
 		sup.mu.Lock()
 		sup.stopLocked()
@@ -168,12 +192,17 @@ state = %q
 			t.Logf("containerd log:\n%s", tail(string(log), 4000))
 		}
 	})
+	var verified []string
 	env := &Env{
 		Root:     root,
 		Services: sup,
 		CRIReady: func(ctx context.Context) error { return containerd.WaitCRIReady(ctx, "unix://"+socket, 30*time.Second) },
-		// The version of the containerd that runs, chosen as on a host.
-		ContainerdVersion: func(ctx context.Context, _ string) (string, error) { return containerd.DetectVersion(ctx, "/") },
+		// The real loader check, recording that it ran.
+		ContainerdVerify: func(ctx context.Context, r string, config []byte) error {
+			err := containerd.VerifyConfig(ctx, r, config)
+			verified = append(verified, fmt.Sprint(err))
+			return err
+		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -185,40 +214,53 @@ state = %q
 	if !res.Changed || !contains(res.Changes, "restarted containerd.service") || !contains(res.Changes, "waited for containerd's CRI to report RuntimeReady") || sup.restarts != 1 {
 		t.Fatalf("first apply: %+v, restarts %d", res, sup.restarts)
 	}
-	version, _ := exec.Command(bin, "--version").Output()
-	t.Logf("real containerd: %s", strings.TrimSpace(string(version)))
+	written, err := os.ReadFile(sup.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("\nversion = %d\n", b.ConfigVersion); !strings.Contains(string(written), want) {
+		t.Errorf("config.toml for containerd %s lacks %q:\n%s", b.Name, strings.TrimSpace(want), written)
+	}
+	if len(verified) != 1 || verified[0] != "<nil>" {
+		t.Errorf("containerd %s's own loader checked config.toml %d times: %q, want once, accepted", b.Name, len(verified), verified)
+	}
 
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	st, err := runtimeapi.NewRuntimeServiceClient(conn).Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	st, err := rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
 	if err != nil {
 		t.Fatalf("CRI Status: %v", err)
 	}
 	var criConfig struct {
-		SandboxImage        string `json:"sandboxImage"`
-		RestrictOOMScoreAdj bool   `json:"restrictOOMScoreAdj"`
-		Registry            struct {
-			ConfigPath string `json:"configPath"`
-		} `json:"registry"`
-		Containerd struct {
+		RestrictOOMScoreAdj bool `json:"restrictOOMScoreAdj"`
+		Containerd          struct {
 			DefaultRuntimeName string `json:"defaultRuntimeName"`
 			Runtimes           map[string]struct {
-				Type string `json:"runtimeType"`
+				Type    string         `json:"runtimeType"`
+				Options map[string]any `json:"options"`
 			} `json:"runtimes"`
 		} `json:"containerd"`
 	}
 	if err := json.Unmarshal([]byte(st.Info["config"]), &criConfig); err != nil {
 		t.Fatalf("CRI status config: %v\n%s", err, st.Info["config"])
 	}
-	if criConfig.SandboxImage != "registry.machineadm.test/pause:3.10" || !criConfig.RestrictOOMScoreAdj ||
-		criConfig.Registry.ConfigPath != filepath.Join(root, containerd.ConfigPath) ||
-		criConfig.Containerd.DefaultRuntimeName != "runc" || criConfig.Containerd.Runtimes["runc"].Type != containerd.RuncType {
+	runc := criConfig.Containerd.Runtimes["runc"]
+	if !criConfig.RestrictOOMScoreAdj || criConfig.Containerd.DefaultRuntimeName != "runc" || runc.Type != containerd.RuncType ||
+		runc.Options["SystemdCgroup"] != true || runc.Options["NoNewKeyring"] != true {
 		t.Errorf("CRI reports %+v", criConfig)
 	}
-	t.Logf("CRI reports sandboxImage %s, restrictOOMScoreAdj %v, registry configPath %s", criConfig.SandboxImage, criConfig.RestrictOOMScoreAdj, criConfig.Registry.ConfigPath)
+	t.Logf("CRI reports restrictOOMScoreAdj %v, runc %+v", criConfig.RestrictOOMScoreAdj, runc)
+	// containerd 2.x answers the kubelet's question for the cgroup driver
+	// (1.6 does not implement RuntimeConfig).
+	if rc, err := rs.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{}); b.ConfigVersion == 3 {
+		if err != nil || rc.GetLinux().GetCgroupDriver() != runtimeapi.CgroupDriver_SYSTEMD {
+			t.Errorf("CRI RuntimeConfig: %v, %v; want cgroup driver SYSTEMD", rc, err)
+		}
+	}
 
 	// The registry hosts: a pull goes to the mirror, then to the server.
 	pullCtx, pullCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -227,27 +269,81 @@ state = %q
 	if err == nil {
 		t.Fatal("pull from the 404 registry succeeded")
 	}
-	logMu.Lock()
-	got := append([]string(nil), reqLog...)
-	logMu.Unlock()
-	t.Logf("registry requests: %q", got)
+	mirrorFirst(t, &logMu, &reqLog, "/v2/probe/manifests/1")
+
+	// The sandbox image, as containerd's loader read it (`containerd
+	// config dump` prints the configuration it runs with, after its own
+	// migration of older versions): containerd 1.x's sandbox_image of the
+	// CRI plugin, 2.x's pinned sandbox image of the images plugin.
+	dump, err := exec.CommandContext(ctx, b.Path, "--config", sup.config, "config", "dump").Output()
+	if err != nil {
+		t.Fatalf("containerd config dump: %v", err)
+	}
+	var loaded map[string]any
+	if err := toml.Unmarshal(dump, &loaded); err != nil {
+		t.Fatalf("containerd config dump: %v\n%s", err, dump)
+	}
+	sandboxPath := []string{"plugins", "io.containerd.grpc.v1.cri", "sandbox_image"}
+	if b.ConfigVersion == 3 {
+		sandboxPath = []string{"plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"}
+	}
+	if got := dig(loaded, sandboxPath...); got != sandboxImage {
+		t.Errorf("containerd %s loaded %s = %v, want %s (loaded config version %v)", b.Name, strings.Join(sandboxPath, "."), got, sandboxImage, loaded["version"])
+	}
+	// Containerd 1.x asks for the sandbox image first when a pod sandbox
+	// starts, through the same hosts (the 404 registry: the sandbox fails);
+	// 2.x sets up the pod network first, which needs CNI.
+	if b.ConfigVersion == 2 {
+		sbCtx, sbCancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err = rs.RunPodSandbox(sbCtx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "probe", Namespace: "default", Uid: "probe-uid"},
+		}})
+		sbCancel()
+		if err == nil || !strings.Contains(err.Error(), "pause") {
+			t.Errorf("pod sandbox without its sandbox image: %v, want the pull of %s to fail", err, sandboxImage)
+		}
+		mirrorFirst(t, &logMu, &reqLog, "/v2/pause/manifests/3.10")
+	}
+
+	// Again: nothing changes, containerd is not restarted, and its loader
+	// is not asked again about the same bytes.
+	res, err = stepNamed(t, Steps(cfg), StepContainerd).Apply(ctx, env)
+	if err != nil || res.Changed || sup.restarts != 1 || len(verified) != 1 {
+		t.Errorf("second apply: %+v, %v, restarts %d, loader checks %d", res, err, sup.restarts, len(verified))
+	}
+}
+
+// dig returns the value at path in a decoded TOML tree, or nil.
+func dig(tree map[string]any, path ...string) any {
+	var v any = tree
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// mirrorFirst checks the registry requests for a manifest path: the
+// mirror (with ns=registry.machineadm.test) was asked before the server.
+func mirrorFirst(t *testing.T, mu *sync.Mutex, reqLog *[]string, manifest string) {
+	t.Helper()
+	mu.Lock()
+	got := append([]string(nil), *reqLog...)
+	mu.Unlock()
 	firstMirror, firstServer := -1, -1
 	for i, r := range got {
-		if firstMirror < 0 && strings.HasPrefix(r, "mirror ") && strings.Contains(r, "/v2/probe/manifests/1") && strings.Contains(r, "ns=registry.machineadm.test") {
+		if firstMirror < 0 && strings.HasPrefix(r, "mirror ") && strings.Contains(r, manifest) && strings.Contains(r, "ns=registry.machineadm.test") {
 			firstMirror = i
 		}
-		if firstServer < 0 && strings.HasPrefix(r, "server ") && strings.Contains(r, "/v2/probe/manifests/1") {
+		if firstServer < 0 && strings.HasPrefix(r, "server ") && strings.Contains(r, manifest) {
 			firstServer = i
 		}
 	}
 	if firstMirror < 0 || firstServer < 0 || firstMirror > firstServer {
-		t.Errorf("want the mirror asked (with ns=registry.machineadm.test) before the server; requests %q", got)
-	}
-
-	// Again: nothing changes and containerd is not restarted.
-	res, err = Steps(cfg)[3].Apply(ctx, env)
-	if err != nil || res.Changed || sup.restarts != 1 {
-		t.Errorf("second apply: %+v, %v, restarts %d", res, err, sup.restarts)
+		t.Errorf("%s: want the mirror asked (with ns=registry.machineadm.test) before the server; requests %q", manifest, got)
 	}
 }
 

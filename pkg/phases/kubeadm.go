@@ -300,6 +300,9 @@ func prepareKubeadm(d *Data) (*kubeadmState, bool, error) {
 // cluster-info). Nil-safe.
 func (st *kubeadmState) release() {
 	if st != nil {
+		// The kubeconfigs the dry run wrote name the stand-in (kubeadm
+		// discovered it): show the spec's endpoint, as a real run writes.
+		_ = st.standIn.RestoreEndpoint(st.dryRunDir)
 		_ = st.standIn.Close()
 		st.standIn = nil
 	}

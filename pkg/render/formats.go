@@ -97,7 +97,9 @@ var formats = []FormatInfo{
 		Help:   "first-boot PowerShell (cloudbase-init #ps1_sysnative)",
 		For:    "Windows with cloudbase-init (`#ps1_sysnative` user data), or run by hand",
 		Doc:    "a first-boot PowerShell script; see Windows below",
-		render: renderPowerShell,
+		// Cluster API: MachineadmConfig spec.os windows.
+		ClusterAPI: true,
+		render:     renderPowerShell,
 	},
 	{
 		Format: FormatUnattend,
@@ -105,7 +107,9 @@ var formats = []FormatInfo{
 		Help:   "Windows unattend.xml whose specialize pass runs the PowerShell stub",
 		For:    "Windows answer files",
 		Doc:    "an `unattend.xml` whose specialize pass writes and runs the PowerShell stub",
-		render: renderUnattend,
+		// Cluster API: MachineadmConfig spec.os windows.
+		ClusterAPI: true,
+		render:     renderUnattend,
 	},
 }
 

@@ -29,6 +29,16 @@ var ErrSpecMismatch = errors.New("the clear spec is not the one the envelope was
 // field was changed, or the identity is not the one the stanza was made for.
 var ErrAuthentication = errors.New("message authentication failed")
 
+// ErrUnavailable means a recipient's key service did not answer: it could
+// not be reached (a network or name-resolution error, a timeout) or it
+// answered with a status that says "try again" (HTTP 429 or 5xx, gRPC
+// Unavailable). A recipient's Unwrap wraps such an error with it
+// (sealkms.Unavailable); the envelope may be fine. Open returns it only
+// when no recipient opened the envelope and at least one failed this way,
+// classified errclass.PayloadUnavailable (exit code 1, run again) rather
+// than VerificationFailed.
+var ErrUnavailable = errors.New("the key service did not answer")
+
 // openHint is the report hint of every OpenError.
 const openHint = "The sealed secrets did not open with this machine's identity: check that the image holds the key the spec was sealed to " +
 	"(`machineadm unseal --check -f SEALED --identity FILE`), that the spec was sealed for this machine name, and that neither the envelope nor the clear spec beside it was changed after sealing; reseal with `machineadm seal`."
@@ -54,9 +64,19 @@ func (e *OpenError) Error() string {
 
 func (e *OpenError) Unwrap() error { return e.Err }
 
-// Classified wraps e as an *errclass.Error of class VerificationFailed with
-// a hint for a person, as the report records it.
+// unavailableHint is the report hint of an OpenError caused by
+// ErrUnavailable.
+const unavailableHint = "The key service the envelope is sealed to did not answer (network, throttling or an outage); nothing was changed. " +
+	"Check that this machine reaches it, then run the same command again."
+
+// Classified wraps e as an *errclass.Error with a hint for a person, as
+// the report records it: class PayloadUnavailable when its cause is
+// ErrUnavailable (the key service did not answer), else
+// VerificationFailed.
 func (e *OpenError) Classified() *errclass.Error {
+	if errors.Is(e.Err, ErrUnavailable) {
+		return errclass.New(errclass.PayloadUnavailable, unavailableHint, e)
+	}
 	return errclass.New(errclass.VerificationFailed, openHint, e)
 }
 

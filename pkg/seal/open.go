@@ -58,8 +58,12 @@ type Expect struct {
 // edited to match fails as ErrAuthentication, since every item's
 // additional data holds it), no identity matches a stanza (ErrNoIdentity), a
 // matching stanza does not unwrap (ErrAuthentication and the recipient's
-// error) or an item does not decrypt (ErrAuthentication). The envelope is
-// checked as Parse checks it first; a check failure is a *ParseError.
+// error) or an item does not decrypt (ErrAuthentication). The exception is
+// a key service that did not answer (the recipient's error wraps
+// ErrUnavailable) when no other stanza opened: that *OpenError is of class
+// PayloadUnavailable, since the envelope may be fine and a later run may
+// open it. The envelope is checked as Parse checks it first; a check
+// failure is a *ParseError.
 func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 	var pe ParseError
 	env.check(&pe)
@@ -80,8 +84,8 @@ func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 		return nil, openErr("machineName", fmt.Errorf("%w: sealed for machine %q, this machine is %q", ErrMachineMismatch, env.MachineName, expect.MachineName))
 	}
 	info := WrapInfo(Binding{ClusterName: env.ClusterName, MachineName: env.MachineName})
-	var lastErr error
-	lastPath := ""
+	var lastErr, unavailable error
+	lastPath, unavailablePath := "", ""
 	for i, st := range env.Recipients {
 		for _, id := range ids {
 			if id.Type() != st.Type || (id.KeyID() != "" && id.KeyID() != st.KeyID) {
@@ -95,6 +99,10 @@ func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 			if err == nil && len(key) != dataKeySize {
 				err = fmt.Errorf("unwrapped a %d-byte key, want %d", len(key), dataKeySize)
 			}
+			if err != nil && errors.Is(err, ErrUnavailable) {
+				unavailable, unavailablePath = err, fmt.Sprintf("recipients[%d]", i)
+				continue
+			}
 			if err != nil {
 				lastErr, lastPath = fmt.Errorf("%w: %v", ErrAuthentication, err), fmt.Sprintf("recipients[%d]", i)
 				continue
@@ -106,6 +114,11 @@ func Open(env *Envelope, expect Expect, ids ...Identity) (*Opened, error) {
 			}
 			return &Opened{Items: items, By: OpenedBy{Type: st.Type, KeyID: st.KeyID, Suite: st.Suite, Index: i}}, nil
 		}
+	}
+	// A key service that did not answer may have held the key: the run
+	// is retried, not refused.
+	if unavailable != nil {
+		return nil, openErr(unavailablePath, unavailable)
 	}
 	if lastErr == nil {
 		return nil, openErr("recipients", fmt.Errorf("%w (the envelope lists %s; the identities are %s)", ErrNoIdentity, stanzaList(env.Recipients), identityList(ids)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -286,5 +287,40 @@ func TestSealRefuses(t *testing.T) {
 	}
 	if _, err := Seal(Binding{ClusterName: "c", MachineName: "m"}, testItems, r); err == nil || !strings.Contains(err.Error(), "specDigest") {
 		t.Errorf("sealed without a spec digest: %v", err)
+	}
+}
+
+// downIdentity is an identity whose key service does not answer: its
+// Unwrap fails with ErrUnavailable, as sealkms.Unavailable wraps a KMS
+// call that timed out or was throttled.
+type downIdentity struct{ Identity }
+
+func (downIdentity) Unwrap(Stanza, []byte) ([]byte, error) {
+	return nil, fmt.Errorf("kms decrypt: %w: dial tcp: i/o timeout", ErrUnavailable)
+}
+
+func TestUnavailableKeyServiceIsRetriedNotRefused(t *testing.T) {
+	a, b := newHPKE(t, HPKESuiteP384), newHPKE(t, HPKESuiteP384)
+	env, err := Seal(testBinding, testItems, recipientOf(t, a.Recipient()), recipientOf(t, b.Recipient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect := Expect{SpecDigest: testDigest}
+	// Only the unavailable one: PayloadUnavailable, not VerificationFailed.
+	_, err = Open(reparse(t, env), expect, downIdentity{a})
+	if got, _ := errclass.Of(err); got != errclass.PayloadUnavailable || !errors.Is(err, ErrUnavailable) || !IsOpenError(err) {
+		t.Fatalf("Open with an unavailable key service: class %q, err %v; want PayloadUnavailable wrapping ErrUnavailable", got, err)
+	}
+	// Another recipient that opens wins.
+	got, err := Open(reparse(t, env), expect, downIdentity{a}, b)
+	if err != nil {
+		t.Fatalf("a second recipient should open: %v", err)
+	}
+	checkItems(t, got.Items)
+	// A key that does not open is still VerificationFailed.
+	c := newHPKE(t, HPKESuiteP384)
+	_, err = Open(reparse(t, env), expect, c)
+	if got, _ := errclass.Of(err); got != errclass.VerificationFailed {
+		t.Errorf("Open with a wrong key: class %q, want VerificationFailed", got)
 	}
 }

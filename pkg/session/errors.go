@@ -37,8 +37,9 @@ func Usagef(format string, args ...any) error {
 // ExitCode maps an error returned by a command to the process exit code:
 // nil is 0, a *BusyError 3, a *UsageError, an invalid spec
 // (spec.IsInvalidSpec), a sealed spec this machine cannot open
-// (*SealedError) or a run that failed with class InvalidSpec (found
-// by a check before any change) is 2, anything else 1.
+// (*SealedError, unless its key service did not answer: class
+// PayloadUnavailable, 1) or a run that failed with class InvalidSpec
+// (found by a check before any change) is 2, anything else 1.
 func ExitCode(err error) int {
 	var ue *UsageError
 	var rf *RunFailedError
@@ -48,7 +49,13 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &be):
 		return ExitBusy
-	case errors.As(err, &ue), spec.IsInvalidSpec(err), errors.As(err, new(*SealedError)):
+	case errors.As(err, &ue), spec.IsInvalidSpec(err):
+		return ExitBadInput
+	case errors.As(err, new(*SealedError)):
+		// A key service that did not answer is no bad input: run again.
+		if c, _ := errclass.Of(err); c == errclass.PayloadUnavailable {
+			return ExitFailed
+		}
 		return ExitBadInput
 	case errors.As(err, &rf) && rf.Class == errclass.InvalidSpec:
 		// A check found bad input (a containerd configPatch containerd
@@ -86,7 +93,8 @@ func Classify(err error) error {
 // not open with this machine's identity (or is not for this machine):
 // exit code 2, before any phase, with nothing on the host changed. Its
 // class is its cause's (VerificationFailed; InvalidSpec for an envelope
-// that does not fit the spec). Its message names the identity file and
+// that does not fit the spec; PayloadUnavailable when the key service
+// did not answer, which is exit code 1: the run may be repeated). Its message names the identity file and
 // never a secret.
 type SealedError struct {
 	// Identity is the identity file that was tried (its host path).
@@ -96,6 +104,9 @@ type SealedError struct {
 }
 
 func (e *SealedError) Error() string {
+	if c, _ := errclass.Of(e.Err); c == errclass.PayloadUnavailable {
+		return fmt.Sprintf("the spec is sealed and the key service its SealedSecrets document is sealed to did not answer (identity %s); nothing was changed, run the same command again: %v", e.Identity, e.Err)
+	}
 	return fmt.Sprintf("the spec is sealed and its SealedSecrets document did not open with the identity %s; nothing was changed (give this machine's identity with --identity FILE): %v", e.Identity, e.Err)
 }
 

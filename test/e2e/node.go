@@ -23,9 +23,10 @@ var (
 	w6  = hostsEntry{IP: "10.213.0.26", Name: "w6"}
 	w7  = hostsEntry{IP: "10.213.0.27", Name: "w7"}
 	w8  = hostsEntry{IP: "10.213.0.28", Name: "w8"} // joins cp3 (TestCrash)
+	w9  = hostsEntry{IP: "10.213.0.29", Name: "w9"} // runs containerd 2.x (scenario 6)
 )
 
-func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, cp3, w1, w2, w3, w4, w5, w6, w7, w8} }
+func allHosts() []hostsEntry { return []hostsEntry{cp1, cp2, cp3, w1, w2, w3, w4, w5, w6, w7, w8, w9} }
 
 // imagesDir is where the image tarballs appear (read-only) in a machine.
 const imagesDir = "/var/lib/machineadm-e2e/images"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +34,12 @@ type cluster struct {
 // TestScenarios runs the issue's scenarios in order on one cluster:
 // 1 (Init + worker Join), 3 (wrong CA cert hash), 2 (workers bootstrapped
 // by `machineadm render` output through cloud-init and the shell stub),
-// 5 (workers provisioned by the real Ignition binary), 4 (HA
-// control-plane Join).
-// Later scenarios are skipped when scenario 1 left no working cluster.
+// 5 (workers provisioned by the real Ignition binary), 6 (a worker on
+// containerd 2.x pulling through a registry mirror), 4 (HA control-plane
+// Join). Later scenarios are skipped when scenario 1 left no working
+// cluster. MACHINEADM_E2E_SCENARIOS (a comma-separated list of scenario
+// numbers, for example "1" or "1,6") runs scenario 1 and the listed ones
+// only.
 func TestScenarios(t *testing.T) {
 	e := theEnv
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
@@ -49,25 +53,37 @@ func TestScenarios(t *testing.T) {
 	if c == nil {
 		return // no cluster to build on
 	}
-	if os.Getenv("MACHINEADM_E2E_SCENARIOS") == "1" || e.demo != nil {
+	if e.demo != nil {
 		return
 	}
-	t.Run("3-wrong-ca-cert-hash", func(t *testing.T) {
+	// run runs scenario n unless MACHINEADM_E2E_SCENARIOS leaves it out.
+	run := func(n, name string, f func(t *testing.T)) {
+		if list := os.Getenv("MACHINEADM_E2E_SCENARIOS"); list != "" && !slices.Contains(strings.Split(list, ","), n) {
+			return
+		}
+		t.Run(n+"-"+name, f)
+	}
+	run("3", "wrong-ca-cert-hash", func(t *testing.T) {
 		start := time.Now()
 		scenarioWrongCAHash(ctx, t, e, c)
 		timing(t, "scenario3", time.Since(start))
 	})
-	t.Run("2-render-cloud-init-and-shell-stub", func(t *testing.T) {
+	run("2", "render-cloud-init-and-shell-stub", func(t *testing.T) {
 		start := time.Now()
 		scenarioRender(ctx, t, e, c)
 		timing(t, "scenario2", time.Since(start))
 	})
-	t.Run("5-ignition-real-binary", func(t *testing.T) {
+	run("5", "ignition-real-binary", func(t *testing.T) {
 		start := time.Now()
 		scenarioIgnition(ctx, t, e, c)
 		timing(t, "scenario5", time.Since(start))
 	})
-	t.Run("4-ha-control-plane-join", func(t *testing.T) {
+	run("6", "containerd2-registry-mirror", func(t *testing.T) {
+		start := time.Now()
+		scenarioContainerd2(ctx, t, e, c)
+		timing(t, "scenario6", time.Since(start))
+	})
+	run("4", "ha-control-plane-join", func(t *testing.T) {
 		start := time.Now()
 		scenarioHAJoin(ctx, t, e, c)
 		timing(t, "scenario4", time.Since(start))

@@ -25,6 +25,7 @@ const (
 // Reasons.
 const (
 	ReasonAvailable                = "Available"
+	ReasonTokenReplaced            = "TokenReplaced"
 	ReasonAdopted                  = "Adopted"
 	ReasonWaitingForMachine        = "WaitingForMachine"
 	ReasonWaitingForInfrastructure = "WaitingForClusterInfrastructure"

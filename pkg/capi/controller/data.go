@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -29,6 +30,25 @@ import (
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
+// replaceData writes the data and annotations of ds, rendered again with
+// the new token tokenID, into old, the config's data Secret, and records
+// the replacement in the Ready and DataSecretAvailable conditions
+// (reason TokenReplaced). The new token is deleted when the write fails.
+func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc kubernetes.Interface, tokenID string) (ctrl.Result, error) {
+	old.Data = ds.Data
+	if old.Annotations == nil {
+		old.Annotations = map[string]string{}
+	}
+	maps.Copy(old.Annotations, ds.Annotations)
+	if err := r.Client.Update(ctx, old); err != nil {
+		r.dropToken(ctx, wc, tokenID)
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("bootstrap token was deleted before the Machine joined: made a new one and wrote the data again", "secret", old.Name)
+	setData(cfg, metav1.ConditionTrue, ReasonTokenReplaced, "the bootstrap token was deleted before the Machine joined; a new token was made and data Secret "+old.Name+" written again")
+	return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
+}
+
 // minKnownLen is the shortest secret value the leak check searches for.
 const minKnownLen = 8
 
@@ -45,6 +65,15 @@ const (
 // reconcileData decides the Machine's action, gathers and seals its
 // secrets, renders the bootstrap data and writes the data Secret.
 func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
+	return r.renderData(ctx, cfg, m, cl, nil)
+}
+
+// renderData is reconcileData; with replace (the config's data Secret,
+// whose join token was deleted before the Machine joined) it makes a new
+// token and writes the data again into the same Secret, under the
+// condition reason TokenReplaced. An init Machine that took the init lock
+// and fails before its data Secret exists gives the lock back.
+func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, replace *corev1.Secret) (ctrl.Result, error) {
 	if !ptrTrue(cl.Status.Initialization.InfrastructureProvisioned) || cl.Spec.ControlPlaneEndpoint.Host == "" || cl.Spec.ControlPlaneEndpoint.Port == 0 {
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInfrastructure, "waiting for the Cluster's infrastructure and control-plane endpoint")
 		return ctrl.Result{}, nil
@@ -118,8 +147,12 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			return r.configErr(cfg, fieldError(fmt.Sprintf("spec.recipients[%d]", i), err.Error()))
 		}
 	}
+	if p.action == mspec.ActionInit && replace != nil {
+		// Only a join has a token to replace.
+		return ctrl.Result{}, nil
+	}
 	if p.action == mspec.ActionInit {
-		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name)
+		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name, cfg.Name)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -127,6 +160,15 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 			setData(cfg, metav1.ConditionFalse, ReasonWaitingForInitLock, "another control-plane Machine is initialising the cluster")
 			return ctrl.Result{RequeueAfter: lockRetry}, nil
 		}
+		// A config that fails from here on does not keep the lock: the
+		// other control-plane Machines would wait for it forever.
+		defer func() {
+			if !ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
+				if err := releaseInitLock(ctx, r.Client, cl, m.Name); err != nil {
+					log.FromContext(ctx).Error(err, "releasing the init lock after a failure")
+				}
+			}
+		}()
 	}
 
 	// Secrets.
@@ -189,7 +231,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 	}
 
-	data, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets, refs.known)
+	rd, err := r.sealAndRender(ctx, cfg, m, cl, doc, secrets, refs.known)
 	if err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		var ce *condErr
@@ -199,7 +241,8 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 		return ctrl.Result{}, err
 	}
-	if n := len(data); n > maxDataBytes {
+	data := rd.data
+	if n := len(data) + len(rd.payload); n > maxDataBytes {
 		r.dropToken(ctx, wc, tokenID)
 		setData(cfg, metav1.ConditionFalse, ReasonDataTooLarge, fmt.Sprintf("the bootstrap data is %d bytes, more than a Secret holds (%d) and far more than any cloud's user data (16 to 64 KiB): make spec.host.files and the Secrets they read from smaller, or fetch large files with source.url", n, maxDataBytes))
 		return ctrl.Result{}, nil
@@ -220,8 +263,18 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 	if reportDigest != "" {
 		ds.Annotations[ReportDigestAnnotation] = reportDigest
 	}
+	if rd.payload != nil {
+		ds.Data[payloadKey] = rd.payload
+		ds.Annotations[PayloadDigestAnnotation] = rd.payloadDigest
+	}
+	if s.Spec.OS == mspec.OSWindows {
+		ds.Annotations[NodeNameAnnotation] = s.Spec.Node.Name
+	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
+	}
+	if replace != nil {
+		return r.replaceData(ctx, cfg, replace, ds, wc, tokenID)
 	}
 	if err := r.Client.Create(ctx, ds); err != nil {
 		r.dropToken(ctx, wc, tokenID)
@@ -230,7 +283,7 @@ func (r *Reconciler) reconcileData(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 		return ctrl.Result{}, err
 	}
-	log.FromContext(ctx).Info("wrote bootstrap data", "secret", ds.Name, "action", actionName(p), "bytes", len(data))
+	log.FromContext(ctx).Info("wrote bootstrap data", "secret", ds.Name, "action", actionName(p), "bytes", len(data), "payloadBytes", len(rd.payload))
 	cfg.Status.DataSecretName = ds.Name
 	cfg.Status.Initialization.DataSecretCreated = ptr(true)
 	setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
@@ -269,10 +322,11 @@ func (e *condErr) Error() string { return e.err.Error() }
 // sealAndRender seals doc with secrets, renders it and refuses the result
 // when the leak check finds a PEM private key, one of the secrets or one
 // of refKnown (the secret values read from the Secrets the config refers
-// to) in the clear.
-func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) ([]byte, error) {
+// to) in the clear. When the data is over spec.userDataLimit, the sealed
+// spec becomes the payload and the data a stub fetching it (withPayload).
+func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, doc []byte, secrets []SecretFile, refKnown [][]byte) (*rendered, error) {
 	sealed, err := r.Sealer.Seal(ctx, SealRequest{
-		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients,
+		Spec: doc, Secrets: secrets, ClusterName: cl.Name, MachineName: m.Name, Recipients: cfg.Spec.Recipients, OS: string(cfg.Spec.OS),
 	})
 	if err != nil {
 		if errors.Is(err, ErrInvalidRecipient) {
@@ -297,16 +351,7 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	}
 	out, err := render.Render(sealed, sealedCfg.Config, opts)
 	if err != nil {
-		var oe *render.OptionError
-		if errors.As(err, &oe) {
-			// Name the config's field, not the command-line flag render
-			// names it by.
-			if f, ok := renderOptionFields[oe.Flag]; ok {
-				return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("%s: %s", f, oe.Msg)}
-			}
-			return nil, &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
-		}
-		return nil, &condErr{ReasonRenderFailed, err}
+		return nil, renderErr(err)
 	}
 	known := make([][]byte, 0, len(secrets))
 	for _, s := range secrets {
@@ -327,7 +372,20 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 	if f := leakcheck.Check(out, leakcheck.Options{Known: known, KnownOnly: true}); len(f) > 0 {
 		return nil, &condErr{ReasonLeakRefused, fmt.Errorf("refusing bootstrap data with a secret in the clear: %v", f)}
 	}
-	return out, nil
+	return r.withPayload(cfg, &rendered{data: out}, sealed, sealedCfg.Config, opts, known)
+}
+
+// renderErr maps a render error to its condition, naming the config's
+// field rather than the command-line flag render names it by.
+func renderErr(err error) error {
+	var oe *render.OptionError
+	if errors.As(err, &oe) {
+		if f, ok := renderOptionFields[oe.Flag]; ok {
+			return &condErr{ReasonInvalidConfig, fmt.Errorf("%s: %s", f, oe.Msg)}
+		}
+		return &condErr{ReasonInvalidConfig, fmt.Errorf("spec.agent: %w", err)}
+	}
+	return &condErr{ReasonRenderFailed, err}
 }
 
 // renderOptionFields maps the render options the controller sets from a
@@ -338,6 +396,7 @@ var renderOptionFields = map[string]string{
 	"--agent-sha256":     "spec.agent.sha256",
 	"--format":           "spec.format",
 	"--ignition-version": "spec.ignitionVersion",
+	"--max-size":         "spec.userDataLimit",
 }
 
 // configErr reports an invalid config; it is not retried until it changes.
@@ -351,8 +410,10 @@ func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ct
 	var missing *MissingCAError
 	switch {
 	case errors.As(err, &missing):
+		// Secrets are read live, not watched: look again, so that a
+		// restored Secret resumes the config.
 		setData(cfg, metav1.ConditionFalse, ReasonMissingCA, err.Error())
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: secretRetry}, nil
 	case errors.Is(err, errNoKubeconfig):
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForKubeconfig, err.Error())
 		return ctrl.Result{RequeueAfter: lockRetry}, nil
@@ -361,7 +422,12 @@ func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ct
 	return ctrl.Result{}, err
 }
 
+// format is the config's format, by default cloud-config, or powershell
+// for os windows.
 func format(cfg *bootstrapv1.MachineadmConfig) bootstrapv1.Format {
+	if cfg.Spec.Format == "" && cfg.Spec.OS == bootstrapv1.OSWindows {
+		return bootstrapv1.FormatPowerShell
+	}
 	if cfg.Spec.Format == "" {
 		return bootstrapv1.FormatCloudConfig
 	}

@@ -16,16 +16,23 @@ import (
 // control-plane-init mutex: a ConfigMap created atomically (the API
 // server refuses a second create), naming the Machine that holds it. A
 // lock whose holder Machine no longer exists is broken. The lock is
-// released once the Cluster reports its control plane initialised, or when
-// its holder's config is deleted.
+// released once the Cluster reports its control plane initialised, when
+// its holder's config is deleted, or when the holder's config fails before
+// its data Secret exists (renderData). While another config's init data
+// Secret exists the lock is not taken, held or broken: that machine may be
+// initialising the cluster, whatever the lock says.
 
 const lockHolderKey = "machine"
 
 func initLockName(cluster string) string { return cluster + "-machineadm-init-lock" }
 
-// acquireInitLock reports whether machine holds the Cluster's init lock,
-// taking it when it is free.
-func acquireInitLock(ctx context.Context, c client.Client, cl *clusterv1.Cluster, machine string) (bool, error) {
+// acquireInitLock reports whether machine (with its config of that name)
+// holds the Cluster's init lock, taking it when it is free and no other
+// config's init data exists (initDataOfOthers).
+func acquireInitLock(ctx context.Context, c client.Client, cl *clusterv1.Cluster, machine, config string) (bool, error) {
+	if other, err := initDataOfOthers(ctx, c, cl, config); err != nil || other != "" {
+		return false, err
+	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      initLockName(cl.Name),
@@ -71,4 +78,26 @@ func releaseInitLock(ctx context.Context, c client.Client, cl *clusterv1.Cluster
 		return nil
 	}
 	return client.IgnoreNotFound(c.Delete(ctx, held, client.Preconditions{UID: &held.UID}))
+}
+
+// initDataOfOthers names a data Secret of the Cluster, other than config's,
+// that holds init data (ActionAnnotation "init"), or "". Data Secrets are
+// found by Cluster API's cluster-name label and Secret type, and counted
+// only when a MachineadmConfig controls them.
+func initDataOfOthers(ctx context.Context, c client.Client, cl *clusterv1.Cluster, config string) (string, error) {
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(cl.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cl.Name}); err != nil {
+		return "", err
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		o := metav1.GetControllerOf(s)
+		if s.Name == config || s.Type != ClusterSecretType || o == nil || o.Kind != "MachineadmConfig" {
+			continue
+		}
+		if s.Annotations[ActionAnnotation] == "init" {
+			return s.Name, nil
+		}
+	}
+	return "", nil
 }

@@ -260,7 +260,7 @@ func TestInitLockTwoControlPlanesAtOnce(t *testing.T) {
 
 func TestInitLockOfAGoneMachineIsBroken(t *testing.T) {
 	f := newFixture(t)
-	ok, err := acquireInitLock(f.ctx, k8s, f.cluster, "vanished")
+	ok, err := acquireInitLock(f.ctx, k8s, f.cluster, "vanished", "vanished")
 	f.must(err)
 	if !ok {
 		t.Fatal("lock not taken")

@@ -23,7 +23,6 @@ import (
 // spec) that the provider's MachineadmConfigSpec deliberately lacks, with
 // the reason. A path covers the fields under it.
 var absentFromProvider = map[string]string{
-	"spec.os":                              "issue 26 item 2 (Windows Machines through Cluster API)",
 	"spec.role":                            "the controller derives it from the Machine (control-plane label)",
 	"spec.action":                          "the controller decides init or join (its init lock)",
 	"spec.kubernetes.version":              "cluster-level: the Machine's spec.version",
@@ -36,11 +35,10 @@ var absentFromProvider = map[string]string{
 		"one level up (renamedInProvider)",
 	"spec.controlPlane.certificateKey":                       "the controller generates the certificate key and seals it",
 	"spec.controlPlane.bootstrapTokens":                      "the controller makes a bootstrap token per joining Machine",
-	"spec.controlPlane.runtime":                              "not yet offered through Cluster API (the systemd control plane: issue 26)",
-	"spec.controlPlane.binaries":                             "not yet offered through Cluster API (the systemd control plane: issue 26)",
 	"spec.join":                                              "the controller writes the join: endpoint from the Cluster, its own token, the CA hash of the Cluster's CA",
-	"spec.node.name":                                         "per machine: the node takes its host name",
-	"spec.host.domainJoin":                                   "not yet offered through Cluster API (issue 26)",
+	"spec.node.name":                                         "per machine: a Linux node takes its host name; a Windows one the Machine's name mapped into 15 characters (WindowsNodeName)",
+	"spec.host.domainJoin.credentials.password":              "given as a Secret reference, passwordFrom, and sealed",
+	"spec.host.domainJoin.offlineJoinBlob":                   "given as a Secret reference, offlineJoinBlobFrom, and sealed",
 	"spec.host.containerd.registries[].clientCert":           "given as a Secret reference, clientCertificateFrom, and sealed",
 	"spec.host.containerd.registries[].clientKey":            "given as a Secret reference, clientCertificateFrom, and sealed",
 	"spec.host.containerd.registries[].mirrors[].clientCert": "given as a Secret reference, clientCertificateFrom, and sealed",
@@ -58,6 +56,10 @@ var providerOnly = map[string]string{
 	"spec.controlPlane.encryptionAlgorithm": "the machine spec's spec.controlPlane.pki.encryptionAlgorithm (see renamedInProvider)",
 	"spec.controlPlane.etcd.external.clientCertificateFrom":             "a Secret reference: the controller writes its certificate, key and CA as host files at caFile, certFile and keyFile",
 	"spec.host.files[].contentFrom":                                     "a Secret reference: the controller puts the value in content, sealed",
+	"spec.userDataLimit":                                                "a render option: over it the spec is served as a payload (R16)",
+	"spec.controlPlane.binarySources":                                   "the controller turns each into a spec.host.files entry (source URL + sha256) at its binary's path",
+	"spec.host.domainJoin.credentials.passwordFrom":                     "a Secret reference: the controller fills password, sealed",
+	"spec.host.domainJoin.offlineJoinBlobFrom":                          "a Secret reference: the controller fills offlineJoinBlob, sealed",
 	"spec.host.containerd.registries[].clientCertificateFrom":           "a Secret reference: the controller fills clientCert, clientKey (sealed) and caCert",
 	"spec.host.containerd.registries[].mirrors[].clientCertificateFrom": "a Secret reference: the controller fills clientCert, clientKey (sealed) and caCert",
 }

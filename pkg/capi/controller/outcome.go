@@ -78,16 +78,22 @@ func clip(s string, n int) string {
 	return s[:cut] + mark
 }
 
-// applyOutcome sets status.outcome and BootstrapSucceeded from o.
+// applyOutcome mirrors the node's outcome o into the config's conditions:
+// BootstrapSucceeded True, or False with the error class as reason and
+// the failing phase, class and hint in the message; and Ready, which the
+// Machine shows as BootstrapConfigReady, False on a failure with a reason
+// that names the phase (phaseReason: "KubeletStartFailed") and True again
+// when a rerun succeeded (while the data Secret is available).
 func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOutcome) {
 	cfg.Status.Outcome = o
 	if o.Result == "Succeeded" {
-		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionTrue, ReasonSucceeded,
-			fmt.Sprintf("bootstrapped in %dms by machineadm %s", o.DurationMs, o.MachineadmVersion))
+		msg := fmt.Sprintf("bootstrapped in %dms by machineadm %s", o.DurationMs, o.MachineadmVersion)
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionTrue, ReasonSucceeded, msg)
+		if c := findCond(cfg, DataSecretAvailableCondition); c != nil && c.Status == metav1.ConditionTrue {
+			setCond(cfg, ReadyCondition, metav1.ConditionTrue, ReasonSucceeded, msg)
+		}
 		return
 	}
-	// The class is the reason when the API server takes it as one; it is
-	// in the message either way.
 	reason := o.ErrorClass
 	if !reasonRE.MatchString(reason) {
 		reason = "Failed"
@@ -103,6 +109,41 @@ func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOut
 		msg = append(msg, "hint: "+o.Hint)
 	}
 	setCond(cfg, BootstrapSucceededCondition, metav1.ConditionFalse, reason, strings.Join(msg, "; "))
+	setCond(cfg, ReadyCondition, metav1.ConditionFalse, phaseReason(o), strings.Join(msg, "; "))
+}
+
+// phaseReason is the Ready condition's reason for a failed outcome: the
+// failed phase in CamelCase followed by "Failed" ("kubelet-start" →
+// "KubeletStartFailed", "control-plane-prepare/download-certs" →
+// "ControlPlanePrepareDownloadCertsFailed"); without a phase, the error
+// class when it is a valid reason, else "BootstrapFailed". At most 100
+// characters, as Kubernetes' condition reasons may not be longer than 1024
+// and should be short.
+func phaseReason(o *bootstrapv1.BootstrapOutcome) string {
+	var b strings.Builder
+	for _, word := range strings.FieldsFunc(o.FailedPhase, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		b.WriteString(strings.ToUpper(word[:1]) + word[1:])
+	}
+	name := b.String()
+	if name == "" || name[0] < 'A' || name[0] > 'Z' {
+		if reasonRE.MatchString(o.ErrorClass) && len(o.ErrorClass) <= 100 {
+			return o.ErrorClass
+		}
+		return "BootstrapFailed"
+	}
+	if len(name) > 94 {
+		name = name[:94]
+	}
+	return name + "Failed"
+}
+
+// outcomeSucceeded reports whether the config's mirrored outcome is a
+// success.
+func outcomeSucceeded(cfg *bootstrapv1.MachineadmConfig) bool {
+	c := findCond(cfg, BootstrapSucceededCondition)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // readOutcome reads the Node's annotation; nil when the Node has none yet.

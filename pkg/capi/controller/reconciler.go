@@ -52,6 +52,9 @@ const (
 	// to looks again (Secrets are read live, not watched).
 	secretRetry = 30 * time.Second
 	outcomePoll = 20 * time.Second
+	// outcomeRecheck is how often a failed outcome is read again, so that
+	// a rerun's success on the machine replaces it.
+	outcomeRecheck = time.Minute
 )
 
 // Reconciler reconciles MachineadmConfigs.
@@ -74,6 +77,12 @@ type Reconciler struct {
 	// unless the config sets one). Default "": no receiver, outcomes come
 	// from the Node annotation only.
 	ReportURL string
+	// PayloadURL is the base URL (http or https) at which machines reach
+	// the payload endpoint (PayloadServer); with it, data over a config's
+	// spec.userDataLimit is a stub that fetches the sealed spec from
+	// there. Default "": such data is DataTooLarge. machineadm-controller
+	// sets it to ReportURL: one listener serves both.
+	PayloadURL string
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch
@@ -99,9 +108,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 
 	m, err := r.ownerMachine(ctx, cfg)
+	// A config owned by a MachinePool is the data of all its instances
+	// (machinepool.go).
+	var pool *clusterv1.MachinePool
+	if err == nil && m == nil {
+		if pool, err = r.ownerPool(ctx, cfg); pool != nil {
+			m = poolMachine(pool)
+		}
+	}
 	if err != nil || m == nil {
 		if err == nil && cfg.DeletionTimestamp.IsZero() {
-			setData(cfg, metav1.ConditionFalse, ReasonWaitingForMachine, "waiting for a Machine to own this config")
+			setData(cfg, metav1.ConditionFalse, ReasonWaitingForMachine, "waiting for a Machine or MachinePool to own this config")
 		}
 		if m == nil && !cfg.DeletionTimestamp.IsZero() {
 			controllerutil.RemoveFinalizer(cfg, Finalizer)
@@ -129,8 +146,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, err
 		}
 	}
+	after := r.reconcileAfterData
+	if pool != nil {
+		after = r.reconcilePoolAfterData
+	}
 	if ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
-		return r.reconcileAfterData(ctx, cfg, m, cl)
+		return after(ctx, cfg, m, cl)
 	}
 	// clusterctl move copies objects without status: a data Secret that
 	// exists is adopted as it is.
@@ -144,8 +165,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			setData(cfg, metav1.ConditionFalse, ReasonDataSecretNameTaken, "Secret "+cfg.Namespace+"/"+cfg.Name+" exists and is not this config's data Secret (it is not of type "+string(ClusterSecretType)+" controlled by MachineadmConfig "+cfg.Name+"); rename or delete it, or give the config another name")
 			return ctrl.Result{RequeueAfter: secretRetry}, nil
 		}
-		r.adopt(cfg, ds)
-		return r.reconcileAfterData(ctx, cfg, m, cl)
+		if err := r.adopt(ctx, cfg, ds); err != nil {
+			return ctrl.Result{}, err
+		}
+		return after(ctx, cfg, m, cl)
 	}
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
@@ -166,14 +189,41 @@ func isDataSecretOf(ds *corev1.Secret, cfg *bootstrapv1.MachineadmConfig) bool {
 	return err == nil && g == bootstrapv1.GroupVersion.Group
 }
 
-func (r *Reconciler) adopt(cfg *bootstrapv1.MachineadmConfig, ds *corev1.Secret) {
+// adopt takes over ds, a data Secret of cfg's that exists without the
+// config's status saying so (clusterctl move copies objects without
+// status): the status points at it, the config gets its finalizer (the
+// token and the init lock are cleaned up when it goes), and the Secret's
+// controller reference names this config's UID (the moved config has a
+// new one).
+func (r *Reconciler) adopt(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, ds *corev1.Secret) error {
+	if o := metav1.GetControllerOf(ds); o == nil || o.UID != cfg.UID {
+		patch := client.MergeFrom(ds.DeepCopy())
+		refs := ds.OwnerReferences[:0:0]
+		for _, ref := range ds.OwnerReferences {
+			if ref.Controller == nil || !*ref.Controller {
+				refs = append(refs, ref)
+			}
+		}
+		ds.OwnerReferences = refs
+		if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Patch(ctx, ds, patch); err != nil {
+			return err
+		}
+	}
+	controllerutil.AddFinalizer(cfg, Finalizer)
 	cfg.Status.DataSecretName = ds.Name
 	cfg.Status.Initialization.DataSecretCreated = ptr(true)
 	setData(cfg, metav1.ConditionTrue, ReasonAdopted, "adopted the existing data Secret "+ds.Name)
+	return nil
 }
 
-// reconcileAfterData keeps the token alive until the Machine has a Node,
-// then deletes it and mirrors the Node's outcome.
+// reconcileAfterData keeps the token alive until the Machine has a Node
+// (making a new one, and rendering the data again, when it was deleted
+// before), then deletes it and mirrors the Node's outcome. A failed
+// outcome is looked at again every outcomeRecheck, so that a rerun's
+// success on the machine replaces it.
 func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
 	ds := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, ds); err != nil {
@@ -188,11 +238,14 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 	}
 	tokenID := ds.Annotations[TokenIDAnnotation]
 	node := m.Status.NodeRef.Name
-	if o := reportedFailure(cfg); o != nil && node == "" {
-		// The machine failed before it had a Node and posted its report
-		// (ReportServer). Its token is no longer needed: deleted now when
-		// the workload cluster answers, else it expires.
+	if o := reportedOutcome(cfg); o != nil && node == "" {
+		// The machine posted its report before it had a Node
+		// (ReportServer). After a failure its token is no longer needed:
+		// deleted now when the workload cluster answers, else it expires.
 		applyOutcome(cfg, o)
+		if o.Result == "Succeeded" {
+			return ctrl.Result{RequeueAfter: outcomePoll}, nil
+		}
 		if tokenID != "" {
 			if wc, err := r.workload()(ctx, r.Client, cl); err == nil && deleteToken(ctx, wc, tokenID) == nil {
 				patch := client.MergeFrom(ds.DeepCopy())
@@ -202,13 +255,13 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 				}
 			}
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: outcomeRecheck}, nil
 	}
 	if tokenID == "" && node == "" {
 		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
 		return ctrl.Result{}, nil
 	}
-	if outcomeFinal(cfg) && tokenID == "" {
+	if outcomeSucceeded(cfg) && tokenID == "" {
 		return ctrl.Result{}, nil
 	}
 	wc, err := r.workload()(ctx, r.Client, cl)
@@ -223,7 +276,9 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 			return ctrl.Result{}, err
 		}
 		if !ok {
-			log.FromContext(ctx).Info("bootstrap token is gone before the Machine has a Node", "tokenID", tokenID)
+			// Deleted before the Machine joined (by hand, or expired while
+			// the controller was down): a new token, and the data again.
+			return r.renderData(ctx, cfg, m, cl, ds)
 		}
 		return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
 	}
@@ -247,12 +302,10 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 		return ctrl.Result{RequeueAfter: outcomePoll}, nil
 	}
 	applyOutcome(cfg, o)
+	if o.Result != "Succeeded" {
+		return ctrl.Result{RequeueAfter: outcomeRecheck}, nil
+	}
 	return ctrl.Result{}, nil
-}
-
-func outcomeFinal(cfg *bootstrapv1.MachineadmConfig) bool {
-	c := findCond(cfg, BootstrapSucceededCondition)
-	return c != nil && c.Status != metav1.ConditionUnknown
 }
 
 // reconcileDelete deletes the Machine's token and releases the init lock,
@@ -321,6 +374,11 @@ func (r *Reconciler) ownerMachine(ctx context.Context, cfg *bootstrapv1.Machinea
 // patch writes metadata and status changes.
 func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.MachineadmConfig) error {
 	after.Status.ObservedGeneration = after.Generation
+	// Every condition was looked at in this reconcile: each says which
+	// generation it describes.
+	for i := range after.Status.Conditions {
+		after.Status.Conditions[i].ObservedGeneration = after.Generation
+	}
 	// Merge patches without a resourceVersion: status and finalizers are
 	// this controller's alone.
 	base := before.DeepCopy()

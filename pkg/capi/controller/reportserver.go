@@ -186,14 +186,14 @@ func outcomeFromReport(body []byte) (string, error) {
 	return string(b), err
 }
 
-// reportedFailure is the failed outcome a machine posted for cfg, or nil.
-func reportedFailure(cfg *bootstrapv1.MachineadmConfig) *bootstrapv1.BootstrapOutcome {
+// reportedOutcome is the outcome a machine posted for cfg, or nil.
+func reportedOutcome(cfg *bootstrapv1.MachineadmConfig) *bootstrapv1.BootstrapOutcome {
 	v, ok := cfg.Annotations[ReportedOutcomeAnnotation]
 	if !ok {
 		return nil
 	}
 	o, err := parseOutcome(v)
-	if err != nil || o.Result == "Succeeded" {
+	if err != nil {
 		return nil
 	}
 	return o

@@ -26,6 +26,10 @@ type SealRequest struct {
 	ClusterName, MachineName string
 	// Recipients are the MachineadmConfig's spec.recipients.
 	Recipients []string
+	// OS is the spec's spec.os: "" or "linux", or "windows", where
+	// sealing finds a path without a drive on the system drive C (see
+	// sealspec.MachinePath).
+	OS string
 }
 
 // Sealer turns a spec plus its secret files into one self-contained

@@ -91,6 +91,9 @@ type refValues struct {
 	mirrors    map[[2]int]tlsValues
 	// etcd is the external etcd's client certificate and CA.
 	etcd *tlsValues
+	// domainPassword and offlineJoinBlob are the domain join's secret
+	// (one of them, when spec.host.domainJoin is set).
+	domainPassword, offlineJoinBlob []byte
 	// known are the secret values among them (file contents, keys), for
 	// the leak check.
 	known [][]byte
@@ -281,6 +284,24 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 			}
 		}
 	}
+	if dj := cfg.Spec.Host.DomainJoin; dj != nil {
+		if c := dj.Credentials; c != nil {
+			v, err := r.key(c.PasswordFrom.Secret.Name, c.PasswordFrom.Secret.Key, "spec.host.domainJoin.credentials.passwordFrom.secret")
+			if err != nil {
+				return nil, err
+			}
+			out.domainPassword = v
+			out.known = append(out.known, v)
+		}
+		if b := dj.OfflineJoinBlobFrom; b != nil {
+			v, err := r.key(b.Secret.Name, b.Secret.Key, "spec.host.domainJoin.offlineJoinBlobFrom.secret")
+			if err != nil {
+				return nil, err
+			}
+			out.offlineJoinBlob = v
+			out.known = append(out.known, v)
+		}
+	}
 	if x := externalEtcd(cfg); controlPlane && x != nil {
 		p := "spec.controlPlane.etcd.external.clientCertificateFrom.secret"
 		name := secretName(cl.Name, etcdClientSuffix)
@@ -319,9 +340,11 @@ func externalEtcd(cfg *bootstrapv1.MachineadmConfig) *bootstrapv1.ExternalEtcd {
 }
 
 // stripRefs returns a copy of the host settings without the Secret
-// references, which have no machine spec counterpart.
+// references, which have no machine spec counterpart, and without the
+// domain join, which applyRefs maps by hand (domainJoinSpec).
 func stripRefs(h bootstrapv1.HostSpec) bootstrapv1.HostSpec {
 	h = *h.DeepCopy()
+	h.DomainJoin = nil
 	for i := range h.Files {
 		h.Files[i].ContentFrom = nil
 	}
@@ -337,11 +360,13 @@ func stripRefs(h bootstrapv1.HostSpec) bootstrapv1.HostSpec {
 }
 
 // applyRefs puts the Secret values into the machine spec's host settings
-// (copied from cfg by stripRefs and strictCopy, so indices match).
-func applyRefs(refs *refValues, h *mspec.Host) {
+// (copied from cfg by stripRefs and strictCopy, so indices match), and
+// the domain join with its secret (dj, the config's).
+func applyRefs(refs *refValues, dj *bootstrapv1.DomainJoin, h *mspec.Host) {
 	if refs == nil {
 		return
 	}
+	h.DomainJoin = domainJoinSpec(dj, refs)
 	for i, v := range refs.files {
 		f := &h.Files[i]
 		// base64 carries any bytes; the sealer decodes it into the item.
@@ -406,4 +431,26 @@ func externalEtcdCerts(t *tlsValues) map[string][]byte {
 		return nil
 	}
 	return map[string][]byte{"external-etcd-ca.crt": t.ca, "external-etcd.crt": t.cert, "external-etcd.key": t.key}
+}
+
+// domainJoinSpec maps the config's domain join onto the machine spec,
+// the password or offline join blob inline, where the sealer takes it
+// out into the envelope (both are SecretSource fields it seals). White
+// space around the value (a Secret made from a file ends in a newline) is
+// dropped, as the machine drops it when it opens the envelope.
+func domainJoinSpec(dj *bootstrapv1.DomainJoin, refs *refValues) *mspec.DomainJoin {
+	if dj == nil {
+		return nil
+	}
+	out := &mspec.DomainJoin{Domain: dj.Domain, OrganizationalUnit: dj.OrganizationalUnit, DomainController: dj.DomainController}
+	if dj.Credentials != nil {
+		out.Credentials = &mspec.DomainCredentials{Username: dj.Credentials.Username, Password: mspec.SecretSource{Value: strings.TrimSpace(string(refs.domainPassword))}}
+	}
+	if dj.OfflineJoinBlobFrom != nil {
+		out.OfflineJoinBlob = &mspec.SecretSource{Value: strings.TrimSpace(string(refs.offlineJoinBlob))}
+	}
+	if l := dj.Linux; l != nil {
+		out.Linux = &mspec.LinuxDomainJoin{Keytab: l.Keytab, WriteKrb5Conf: l.WriteKrb5Conf, WriteSSSDConf: l.WriteSSSDConf}
+	}
+	return out
 }

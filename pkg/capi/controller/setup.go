@@ -24,6 +24,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bootstrapv1.MachineadmConfig{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToConfig)).
+		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(poolToConfig)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs)).
 		WithOptions(opts).
 		Complete(r)
@@ -41,14 +42,32 @@ func machineToConfig(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}}}
 }
 
+// clusterToConfigs maps a Cluster to the MachineadmConfigs of its
+// Machines (Cluster API labels every Machine with its Cluster's name; a
+// config need not carry that label), and to configs that carry the label
+// but whose Machine is not there yet.
 func (r *Reconciler) clusterToConfigs(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &bootstrapv1.MachineadmConfigList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
-		return nil
+	seen := map[client.ObjectKey]bool{}
+	var out []reconcile.Request
+	add := func(key client.ObjectKey) {
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, reconcile.Request{NamespacedName: key})
+		}
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, c := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err == nil {
+		for i := range machines.Items {
+			for _, req := range machineToConfig(ctx, &machines.Items[i]) {
+				add(req.NamespacedName)
+			}
+		}
+	}
+	list := &bootstrapv1.MachineadmConfigList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err == nil {
+		for i := range list.Items {
+			add(client.ObjectKeyFromObject(&list.Items[i]))
+		}
 	}
 	return out
 }

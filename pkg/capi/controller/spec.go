@@ -53,6 +53,14 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if p.controlPlane {
 		sp.Role = mspec.RoleControlPlane
 	}
+	if cfg.Spec.OS == bootstrapv1.OSWindows {
+		// Left out for Linux: the agent's default, and agents older than
+		// spec.os read the spec too.
+		sp.OS = mspec.OSWindows
+		if p.controlPlane {
+			return nil, fieldError("spec.os", "windows: the Machine has the control-plane label ("+clusterv1.MachineControlPlaneLabel+"), and kubeadm runs no control plane on Windows")
+		}
+	}
 	sp.Action = p.action
 	sp.Kubernetes = mspec.Kubernetes{
 		Version:              m.Spec.Version,
@@ -71,9 +79,6 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 		if err != nil {
 			return nil, err
 		}
-		if cp.Runtime, err = runtimeOf(cfg); err != nil {
-			return nil, err
-		}
 		cp.CertificateKey = &mspec.SecretSource{File: certificateKeyPath}
 		if p.action == mspec.ActionInit {
 			cp.PKI.Dir = pkiDir
@@ -81,8 +86,6 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 		sp.ControlPlane = cp
 	} else if cfg.Spec.ControlPlane != nil {
 		return nil, fieldError("spec.controlPlane", "is only for control-plane Machines (label "+clusterv1.MachineControlPlaneLabel+")")
-	} else if _, ok := cfg.Annotations[RuntimeAnnotation]; ok {
-		return nil, fieldError(`metadata.annotations["`+RuntimeAnnotation+`"]`, "is only for control-plane Machines (label "+clusterv1.MachineControlPlaneLabel+")")
 	}
 	if p.action == mspec.ActionJoin {
 		sp.Join = &mspec.Join{
@@ -97,7 +100,15 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if err := strictCopy("spec.host", stripRefs(cfg.Spec.Host), &sp.Host); err != nil {
 		return nil, err
 	}
-	applyRefs(refs, &sp.Host)
+	applyRefs(refs, cfg.Spec.Host.DomainJoin, &sp.Host)
+	if sp.OS == mspec.OSWindows {
+		sp.Node.Name = WindowsNodeName(m.Name)
+	}
+	if p.controlPlane {
+		if err := systemdRuntime(cfg, sp); err != nil {
+			return nil, err
+		}
+	}
 	if x := externalEtcd(cfg); p.controlPlane && x != nil {
 		if refs == nil || refs.etcd == nil {
 			return nil, fmt.Errorf("spec.controlPlane.etcd.external: the client certificate was not read")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 )
@@ -44,7 +45,10 @@ func (s SpecSealer) Seal(_ context.Context, req SealRequest) ([]byte, error) {
 		if !filepath.IsAbs(f.Path) || strings.Contains(f.Path, "..") {
 			return nil, fmt.Errorf("secret path %q is not a clean absolute path", f.Path)
 		}
-		p := filepath.Join(root, f.Path)
+		p, err := sealspec.MachinePath(root, machineadm.OS(req.OS), f.Path)
+		if err != nil {
+			return nil, err
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return nil, err
 		}

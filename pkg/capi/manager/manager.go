@@ -102,7 +102,7 @@ func Main(args []string, stderr io.Writer) int {
 	leaderElect := fs.Bool("leader-elect", true, "use leader election, so only one replica reconciles")
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs, and MachineadmControlPlanes, reconciled at once (each kind)")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
-	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there. Default \"\": off")
+	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there, and fetch the sealed spec of data over a config's spec.userDataLimit. Default \"\": off")
 	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
 	controlPlane := fs.Bool("control-plane", true, "also run the control-plane provider (MachineadmControlPlane); its CRDs must be installed, as bootstrap-components.yaml does. --control-plane=false runs the bootstrap provider alone")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -160,7 +160,7 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error(err, "creating the manager")
 		return 1
 	}
-	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
 		return 1
@@ -173,7 +173,7 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	if *reportAddr != "" {
-		srv := &reportReceiver{addr: *reportAddr, handler: &capicontroller.ReportServer{Client: mgr.GetClient(), Log: ctrl.Log.WithName("report-receiver")}}
+		srv := &reportReceiver{addr: *reportAddr, handler: receiverMux(mgr.GetClient())}
 		if err := mgr.Add(srv); err != nil {
 			log.Error(err, "adding the report receiver")
 			return 1
@@ -191,6 +191,17 @@ func Main(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// receiverMux is the report receiver's handler: machines' reports under
+// /reports/ (capicontroller.ReportServer) and the payloads of data over a
+// config's spec.userDataLimit under /payloads/
+// (capicontroller.PayloadServer).
+func receiverMux(c client.Client) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/reports/", &capicontroller.ReportServer{Client: c, Log: ctrl.Log.WithName("report-receiver")})
+	mux.Handle("/payloads/", &capicontroller.PayloadServer{Client: c, Log: ctrl.Log.WithName("payload-server")})
+	return mux
 }
 
 // reportReceiver serves the report receiver on every replica (no leader

@@ -66,7 +66,8 @@ type Options struct {
 	// DomainJoin configures the domain-join step (default: netapi32).
 	DomainJoin domainjoin.Options
 	// ContainerdConfigVersion is the config.toml schema (2 or 3).
-	// Default: spec.host.containerd.configVersion, else 3.
+	// Default: spec.host.containerd.configVersion, else the installed
+	// containerd's (see configVersion).
 	ContainerdConfigVersion int
 }
 
@@ -120,12 +121,15 @@ func containerdWindowsStep(cfg *machineadm.MachineBootstrapConfig, o Options) (h
 	if cd == nil {
 		return host.Step{}, false
 	}
+	var v versionChoice
 	return host.Step{
-		Check: func(context.Context, *host.Env) error {
-			_, err := ContainerdConfig(cd, o.version(cd))
+		Check: func(ctx context.Context, env *host.Env) error {
+			_, err := ContainerdConfig(cd, v.get(ctx, env, cd, o))
 			return hostErr(err)
 		},
-		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) { return containerdStep(env, cd, o) },
+		Apply: func(ctx context.Context, env *host.Env) (host.Result, error) {
+			return containerdStep(env, cd, v.get(ctx, env, cd, o), o)
+		},
 	}, true
 }
 
@@ -162,16 +166,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-func (o Options) version(cd *machineadm.Containerd) int {
-	switch {
-	case o.ContainerdConfigVersion != 0:
-		return o.ContainerdConfigVersion
-	case cd.ConfigVersion != 0:
-		return cd.ConfigVersion
-	}
-	return 3
-}
-
 func features(ctx context.Context, o Options) (host.Result, error) {
 	var res host.Result
 	var errs []error
@@ -197,9 +191,9 @@ func features(ctx context.Context, o Options) (host.Result, error) {
 	return res, errors.Join(errs...)
 }
 
-func containerdStep(env *host.Env, cd *machineadm.Containerd, o Options) (host.Result, error) {
+func containerdStep(env *host.Env, cd *machineadm.Containerd, version int, o Options) (host.Result, error) {
 	var res host.Result
-	data, err := ContainerdConfig(cd, o.version(cd))
+	data, err := ContainerdConfig(cd, version)
 	if err != nil {
 		return res, hostErr(err)
 	}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -347,6 +348,49 @@ type ClusterInfoStandIn struct {
 	MadeCA bool
 
 	srv *http.Server
+	// spec is StandInOptions.Endpoint.
+	spec string
+}
+
+// RestoreEndpoint rewrites, in every kubeconfig file directly in dir (a
+// dry run's kubeadm directory: bootstrap-kubelet.conf, admin.conf, …),
+// the stand-in's server URL ("https://" + Endpoint) to the spec's
+// endpoint, so that the files the dry run shows name the cluster a real
+// run joins. Files are rewritten in place with their mode; a file that
+// does not name the stand-in is left alone. Nil-safe.
+func (s *ClusterInfoStandIn) RestoreEndpoint(dir string) error {
+	if s == nil || s.spec == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	from, to := []byte("server: https://"+s.Endpoint+"\n"), []byte("server: https://"+s.spec+"\n")
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".conf") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(b, from) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, bytes.ReplaceAll(b, from, to), info.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StandInOptions say what a ClusterInfoStandIn stands in for.
@@ -364,14 +408,19 @@ type StandInOptions struct {
 	// certificate is the CA's, so that clients that verify it (a control
 	// plane's admin.conf) trust it.
 	CAPEM, CAKeyPEM []byte
-	// ControlPlane makes the stand-in the whole cluster of a control-plane
-	// join's dry run: the cluster-info's kubeconfig names the stand-in
-	// instead of Endpoint, and the stand-in also answers for the cluster's
+	// ControlPlane makes the stand-in also answer for the cluster's
 	// kubeadm-config (kubeadm's own dry-run ClusterConfiguration, its
-	// controlPlaneEndpoint the stand-in's), so that the admin.conf the dry
-	// run writes, and with it the discovery of every later phase, points
-	// at the stand-in too rather than at kubeadm's own stand-in or a real
-	// address.
+	// controlPlaneEndpoint the stand-in's), so that the admin.conf a
+	// control-plane join's dry run writes, and with it the discovery of
+	// every later phase, points at the stand-in too rather than at
+	// kubeadm's own stand-in or a real address.
+	//
+	// For every join the cluster-info's kubeconfig names the stand-in, not
+	// Endpoint: kubeadm's dry-run client sends its reads (kubeadm-config,
+	// the kubelet configuration, the Node) to the server the discovered
+	// kubeconfig names before it falls back to its own answers, and a
+	// dry run contacts no cluster. RestoreEndpoint puts Endpoint back in
+	// the kubeconfigs the dry run wrote.
 	ControlPlane bool
 }
 
@@ -416,11 +465,8 @@ func StartClusterInfoStandIn(o StandInOptions) (*ClusterInfoStandIn, error) {
 		return nil, fmt.Errorf("the join dry run's stand-in cluster-info: listening on the loopback interface: %w", err)
 	}
 	s.Endpoint = l.Addr().String()
-	server := o.Endpoint
-	if o.ControlPlane {
-		server = s.Endpoint
-	}
-	cm, err := StandInClusterInfo(o.Token, server, caPEM)
+	s.spec = o.Endpoint
+	cm, err := StandInClusterInfo(o.Token, s.Endpoint, caPEM)
 	if err != nil {
 		l.Close()
 		return nil, err

@@ -221,8 +221,10 @@ func discoverLikeKubeadmDryRun(t *testing.T, endpoint, token string, pins []stri
 	cfg := &kubeadmapi.Discovery{BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{Token: token, APIServerEndpoint: endpoint, CACertHashes: pins}}
 	kc, err := discoverytoken.RetrieveValidatedConfigInfo(dr.FakeClient(), cfg, 20*time.Second)
 	if err == nil {
-		if _, c, err := kubeconfigutil.GetClusterFromKubeConfig(kc); err != nil || c.Server != "https://cp.demo.example:6443" {
-			t.Errorf("discovered cluster %+v (%v), want the spec's endpoint", c, err)
+		// The discovered kubeconfig names the stand-in itself, so that the
+		// dry-run client's reads never leave it for the spec's endpoint.
+		if _, c, err := kubeconfigutil.GetClusterFromKubeConfig(kc); err != nil || c.Server != "https://"+endpoint {
+			t.Errorf("discovered cluster %s (%v), want the stand-in https://%s", c.Server, err, endpoint)
 		}
 	}
 	return err
@@ -305,5 +307,43 @@ func TestClusterInfoStandInControlPlane(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "kubelet-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("another object: %v, want NotFound", err)
+	}
+}
+
+// TestRestoreEndpoint: the kubeconfigs a join dry run wrote name the spec's
+// endpoint again, with their mode; other files are left alone.
+func TestRestoreEndpoint(t *testing.T) {
+	s, err := StartClusterInfoStandIn(StandInOptions{Token: testToken, Endpoint: "cp.demo.example:6443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	kc := "clusters:\n- cluster:\n    server: https://" + s.Endpoint + "\n  name: kubernetes\n"
+	other := "server: https://" + s.Endpoint + "\n"
+	for name, content := range map[string]string{"bootstrap-kubelet.conf": kc, "config.yaml": other} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RestoreEndpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "bootstrap-kubelet.conf"))
+	if err != nil || !strings.Contains(string(got), "server: https://cp.demo.example:6443\n") || strings.Contains(string(got), s.Endpoint) {
+		t.Errorf("bootstrap-kubelet.conf (%v):\n%s", err, got)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "bootstrap-kubelet.conf")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode changed: %v %v", fi.Mode(), err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); string(got) != other {
+		t.Errorf("a file that is no kubeconfig was changed:\n%s", got)
+	}
+	if err := s.RestoreEndpoint(filepath.Join(dir, "absent")); err != nil {
+		t.Errorf("a directory the dry run did not write: %v", err)
+	}
+	var none *ClusterInfoStandIn
+	if err := none.RestoreEndpoint(dir); err != nil {
+		t.Errorf("nil stand-in: %v", err)
 	}
 }

@@ -24,10 +24,13 @@
 package sealkms
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -134,4 +137,34 @@ func Register(typ, recipientPrefix string, parseRecipient func(string) (seal.Rec
 		ParseIdentity:     parseIdentity,
 		FIPS:              true,
 	})
+}
+
+// Unavailable returns err wrapped with seal.ErrUnavailable when it says
+// that the key service did not answer, so that the machine retries (class
+// PayloadUnavailable, exit code 1) instead of refusing the envelope as
+// tampered (VerificationFailed, exit code 2): a network error (net.Error:
+// refused or reset connections, name resolution, timeouts), a context
+// deadline, or status, the HTTP status the service answered (0 when
+// unknown; also read from an error with an HTTPStatusCode method, as
+// the AWS SDK's response errors have), of 408, 429 or 5xx. Any other err
+// (nil included) is returned as it is: a denied key or a bad ciphertext
+// is not retried.
+func Unavailable(err error, status int) error {
+	if err == nil || errors.Is(err, seal.ErrUnavailable) {
+		return err
+	}
+	var sc interface{ HTTPStatusCode() int }
+	if status == 0 && errors.As(err, &sc) {
+		status = sc.HTTPStatusCode()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || retryableStatus(status) {
+		return fmt.Errorf("%w: %w", seal.ErrUnavailable, err)
+	}
+	return err
+}
+
+// retryableStatus reports whether an HTTP status means "try again later".
+func retryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500 && status <= 599
 }

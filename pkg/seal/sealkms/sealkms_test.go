@@ -2,8 +2,13 @@ package sealkms
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/seal"
@@ -71,5 +76,42 @@ func TestParseIdentityLine(t *testing.T) {
 		if strings.Join(got, " ") != want {
 			t.Errorf("%s: %v, want %s", line, opts, want)
 		}
+	}
+}
+
+// statusError is an error with the AWS SDK's HTTPStatusCode method.
+type statusError int
+
+func (e statusError) Error() string       { return "status " + strconv.Itoa(int(e)) }
+func (e statusError) HTTPStatusCode() int { return int(e) }
+
+func TestUnavailable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		want   bool
+	}{
+		{"connection refused", fmt.Errorf("kms: %w", refused), 0, true},
+		{"name resolution", &net.DNSError{Err: "no such host", Name: "kms.example", IsNotFound: true}, 0, true},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), 0, true},
+		{"throttled", errors.New("ThrottlingException"), 429, true},
+		{"service error", errors.New("internal"), 503, true},
+		{"request timeout", errors.New("timeout"), 408, true},
+		{"SDK status method", fmt.Errorf("op: %w", statusError(502)), 0, true},
+		{"access denied", errors.New("AccessDeniedException"), 403, false},
+		{"bad ciphertext", errors.New("InvalidCiphertextException"), 400, false},
+		{"SDK denied", statusError(403), 0, false},
+		{"binding", ErrBinding, 0, false},
+		{"canceled", context.Canceled, 0, false},
+	} {
+		got := Unavailable(tc.err, tc.status)
+		if errors.Is(got, seal.ErrUnavailable) != tc.want || !errors.Is(got, tc.err) {
+			t.Errorf("%s: Unavailable = %v; want unavailable %v, cause kept", tc.name, got, tc.want)
+		}
+	}
+	if Unavailable(nil, 503) != nil {
+		t.Error("Unavailable(nil) is not nil")
 	}
 }

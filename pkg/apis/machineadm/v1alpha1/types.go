@@ -464,8 +464,10 @@ type RemoteSource struct {
 // config.toml and hosts.toml files.
 type Containerd struct {
 	// ConfigVersion is the config.toml schema version: 2 (containerd 1.7) or
-	// 3 (containerd 2.x). Default on Linux: chosen from the installed
-	// containerd (`containerd --version`: 3 for 2.x, else 2); on Windows: 3.
+	// 3 (containerd 2.x). Default: chosen from the installed containerd's
+	// `containerd --version` (on Windows `C:\Program Files\containerd\containerd.exe
+	// --version`): 3 for 2.x, 2 for 1.x; when it cannot be asked, 2 on
+	// Linux and 3 on Windows, with a warning.
 	ConfigVersion int `json:"configVersion,omitempty"`
 	// ConfigFile is containerd's configuration file. Default
 	// "/etc/containerd/config.toml" (spec.os windows:

@@ -72,6 +72,12 @@ var (
 	// registry.password, bootstrap_token); credentialKinds is looked up
 	// with the separators removed (credentialKey).
 	credentialAssignment = regexp.MustCompile(`(?i)\b(?:[a-z0-9]+[-_.])*(client[-_]?key[-_]?data|token|id[-_]?token|refresh[-_]?token|password|passwd|identity[-_]?token|client[-_]?secret|secret[-_]?access[-_]?key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	// apiKeyText is a provider API key or access token recognisable by
+	// its documented prefix: a Google API key ("AIza" and 35 characters),
+	// a GitHub token (ghp_, gho_, ghu_, ghs_, ghr_ and 36 characters, or
+	// github_pat_), a GitLab personal access token (glpat-) and a Slack
+	// token (xoxb-, xoxp-, xoxa-, xoxr-, xoxs-).
+	apiKeyText = regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}|\bgh[pousr]_[A-Za-z0-9]{36}|\bgithub_pat_[A-Za-z0-9_]{40,}|\bglpat-[A-Za-z0-9_-]{20,}|\bxox[bpars]-[A-Za-z0-9-]{10,}`)
 	// base64Run is a run of base64 (standard or URL alphabet) long enough
 	// to hold a PEM armor line.
 	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
@@ -108,6 +114,8 @@ func credentialKeyNames() []string {
 
 // SecretInText names the kind of secret content holds, or "": a PEM,
 // OpenPGP or PuTTY private key, a bootstrap token, a JSON Web Token, a
+// provider API key or token of a known prefix (Google, GitHub, GitLab,
+// Slack), a
 // credential assigned in YAML, JSON or TOML (a kubeconfig's
 // client-key-data or token, a registry password, auth or identitytoken,
 // a client secret), or any of these base64-encoded (a kubeconfig's
@@ -130,6 +138,8 @@ func secretInText(content []byte, depth int) string {
 		return "bootstrap token"
 	case jwtText.Match(content):
 		return "JSON Web Token"
+	case apiKeyText.Match(content):
+		return "API key"
 	}
 	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
 		kind := credentialKinds[credentialKey(string(m[1]))]
@@ -194,8 +204,9 @@ var urlCredentialParam = regexp.MustCompile(`(?i)(token|secret|password|passwd|a
 // information ("credentials in the URL", machineadm.URLHasCredentials), or
 // a presigned signature or token-like parameter in its query or fragment
 // ("X-Amz-Signature", "X-Goog-Signature", Azure's "sig", "token",
-// "access_token", "api_key"...): whoever reads such a URL can use it.
-// The phrase names the parameter, never its value.
+// "access_token", "api_key"...), or a parameter of any name whose value
+// SecretInText finds a secret in (Google's "?key=AIza..."): whoever reads
+// such a URL can use it. The phrase names the parameter, never its value.
 func URLCredentials(raw string) string {
 	if machineadm.URLHasCredentials(raw) {
 		return "credentials in the URL"
@@ -217,6 +228,11 @@ func URLCredentials(raw string) string {
 		for _, k := range names {
 			if urlSignatureParams[strings.ToLower(k)] || urlCredentialParam.MatchString(k) {
 				return fmt.Sprintf("a credential in the URL's %s (parameter %q)", part.where, k)
+			}
+			for _, v := range q[k] {
+				if what := SecretInText([]byte(v)); what != "" {
+					return fmt.Sprintf("%s in the URL's %s (parameter %q)", what, part.where, k)
+				}
 			}
 		}
 	}

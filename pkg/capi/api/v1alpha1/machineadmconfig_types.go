@@ -6,25 +6,80 @@ import (
 
 // Format is the bootstrap data format the infrastructure provider hands to
 // the machine's OS bootstrapper.
-// +kubebuilder:validation:Enum=cloud-config;ignition
+// +kubebuilder:validation:Enum=cloud-config;ignition;powershell;unattend
 type Format string
 
 const (
 	// FormatCloudConfig is a cloud-init "#cloud-config" document (the
-	// default).
+	// default for os linux).
 	FormatCloudConfig Format = "cloud-config"
 	// FormatIgnition is an Ignition 3.x config.
 	FormatIgnition Format = "ignition"
+	// FormatPowerShell is a first-boot PowerShell script, the
+	// "#ps1_sysnative" user data cloudbase-init runs (os windows; the
+	// default there).
+	FormatPowerShell Format = "powershell"
+	// FormatUnattend is a Windows answer file (unattend.xml) whose
+	// specialize pass writes and runs the PowerShell stub (os windows).
+	FormatUnattend Format = "unattend"
+)
+
+// OS is the operating system of a Machine: "linux" or "windows" (machine
+// spec field spec.os).
+// +kubebuilder:validation:Enum=linux;windows
+type OS string
+
+const (
+	// OSLinux is a Linux Machine (the default).
+	OSLinux OS = "linux"
+	// OSWindows is a Windows worker Machine.
+	OSWindows OS = "windows"
 )
 
 // MachineadmConfigSpec is the node-level part of a machine spec. Role,
 // action, Kubernetes version, cluster name, endpoint, networking and the
 // join credentials come from the Machine and its Cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.ignitionVersion) || (has(self.format) && self.format == 'ignition')",message="ignitionVersion only applies to format ignition",fieldPath=".ignitionVersion"
+// +kubebuilder:validation:XValidation:rule="!has(self.format) || (self.format == 'powershell' || self.format == 'unattend') == (has(self.os) && self.os == 'windows')",message="formats powershell and unattend are for os windows, cloud-config and ignition for os linux",fieldPath=".format"
+// +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.controlPlane)",message="a Windows Machine is a worker: kubeadm runs no control plane on Windows",fieldPath=".controlPlane"
+// +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.files) || self.host.files.all(f, !has(f.owner) && !has(f.group))",message="file owners and groups have no meaning on Windows (os windows): leave owner and group out",fieldPath=".host.files"
+// +kubebuilder:validation:XValidation:rule="(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.files) || self.host.files.all(f, f.path.startsWith('/'))",message="a Linux file path is absolute (starts with /); drive paths are for os windows",fieldPath=".host.files"
+// +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.sysctl)",message="kernel parameters are Linux-only",fieldPath=".host.sysctl"
+// +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.kernelModules)",message="kernel modules are Linux-only",fieldPath=".host.kernelModules"
+// +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.domainJoin) || !has(self.host.domainJoin.linux)",message="Linux-only options (adcli keytab, krb5.conf, sssd.conf); Windows keeps its machine account secret itself",fieldPath=".host.domainJoin.linux"
+// +kubebuilder:validation:XValidation:rule="(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.domainJoin) || !has(self.host.domainJoin.offlineJoinBlobFrom)",message="offline domain join (djoin) is Windows-only (os windows); a Linux Machine joins with credentials (adcli)",fieldPath=".host.domainJoin.offlineJoinBlobFrom"
+// +kubebuilder:validation:XValidation:rule="!has(self.controlPlane) || !has(self.controlPlane.runtime) || self.controlPlane.runtime != 'Systemd' || !has(self.host) || !has(self.host.staticPods)",message="runtime Systemd runs no static pods",fieldPath=".host.staticPods"
 type MachineadmConfigSpec struct {
-	// Format of the bootstrap data: "cloud-config" (default) or "ignition".
+	// OS is the Machine's operating system: "linux" (default) or
+	// "windows" (machine spec field spec.os). A Windows Machine is a
+	// worker; its format is powershell (default) or unattend; file owners
+	// and groups, sysctl, kernel modules and domainJoin.linux are refused
+	// at admission; its Node name (and the computer name its
+	// infrastructure should give it) is the Machine's name mapped into
+	// Windows' 15-character limit (docs/cluster-api.md, "Windows
+	// Machines").
+	// +optional
+	OS OS `json:"os,omitempty"`
+
+	// Format of the bootstrap data: "cloud-config" (default for os
+	// linux), "ignition", or for os windows "powershell" (default there)
+	// or "unattend".
 	// +optional
 	Format Format `json:"format,omitempty"`
+
+	// UserDataLimit is the most bootstrap data the infrastructure
+	// provider takes as user data (R16): a preset, "aws" (16384 bytes),
+	// "azure" (65536), "openstack" (65535 bytes of base64) or "vsphere"
+	// (65536 bytes of base64), or a number of bytes. When the rendered
+	// data is larger, the controller keeps the sealed machine spec in the
+	// data Secret (key "payload") and serves it from its payload endpoint
+	// (machineadm-controller --report-url, /payloads/...), and the data
+	// holds only the stub, which fetches the spec from there and checks
+	// its SHA-256 before use. Without the endpoint such data is
+	// DataTooLarge. Default: no limit (the spec travels in the data).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(aws|azure|openstack|vsphere|[1-9][0-9]{0,7})$`
+	UserDataLimit string `json:"userDataLimit,omitempty"`
 
 	// IgnitionVersion is the Ignition config spec version for format
 	// ignition, "3.1.0" to "3.5.0". Default: machineadm's default (see

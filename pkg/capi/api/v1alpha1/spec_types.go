@@ -48,6 +48,10 @@ type APIServer struct {
 // ControlPlaneSpec holds control-plane settings of control-plane Machines
 // (machine spec field spec.controlPlane without advertiseAddress, pki.dir,
 // certificateKey and bootstrapTokens, which the controller sets).
+// +kubebuilder:validation:XValidation:rule="!has(self.binaries) || (has(self.runtime) && self.runtime == 'Systemd')",message="binaries are only for runtime Systemd",fieldPath=".binaries"
+// +kubebuilder:validation:XValidation:rule="!has(self.binarySources) || (has(self.runtime) && self.runtime == 'Systemd')",message="binarySources are only for runtime Systemd",fieldPath=".binarySources"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.etcd.external) || !has(self.binaries) || !has(self.binaries.etcd)",message="an external etcd runs no local etcd binary",fieldPath=".binaries.etcd"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.etcd.external) || !has(self.binarySources) || !has(self.binarySources.etcd)",message="an external etcd runs no local etcd binary",fieldPath=".binarySources.etcd"
 type ControlPlaneSpec struct {
 	// BindPort is the API server's secure port. Default
 	// 6443.
@@ -73,6 +77,75 @@ type ControlPlaneSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=ECDSA-P256;ECDSA-P384;RSA-2048;RSA-3072;RSA-4096
 	EncryptionAlgorithm string `json:"encryptionAlgorithm,omitempty"`
+	// Runtime says how etcd and the control-plane components run:
+	// "StaticPods" (default, kubeadm's static pods) or "Systemd" (systemd
+	// units built from the same pod specs, no static pods at all; R7,
+	// docs/systemd-control-plane.md). Machine spec field
+	// spec.controlPlane.runtime.
+	// +optional
+	// +kubebuilder:validation:Enum=StaticPods;Systemd
+	Runtime string `json:"runtime,omitempty"`
+	// Binaries are the paths of the executables runtime Systemd starts
+	// (machine spec field spec.controlPlane.binaries). Default, each:
+	// /usr/local/bin/<component> (etcd only with a local etcd). A binary
+	// without a source in BinarySources must already be in the machine
+	// image. Only with runtime Systemd.
+	// +optional
+	Binaries *ControlPlaneBinaries `json:"binaries,omitempty"`
+	// BinarySources fetch the binaries at boot: the controller adds a
+	// spec.host.files entry (mode 0755, source URL and SHA-256) at each
+	// binary's path, which machineadm downloads and verifies before
+	// anything runs. Only with runtime Systemd; the binaries' version must
+	// be the Machine's spec.version (it is not checked here).
+	// +optional
+	BinarySources *ControlPlaneBinarySources `json:"binarySources,omitempty"`
+}
+
+// ControlPlaneBinaries are the paths of the control-plane executables the
+// Systemd runtime runs (machine spec ControlPlaneBinaries).
+type ControlPlaneBinaries struct {
+	// Etcd is the etcd server (local etcd only). Default
+	// "/usr/local/bin/etcd".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	Etcd string `json:"etcd,omitempty"`
+	// KubeAPIServer is kube-apiserver. Default
+	// "/usr/local/bin/kube-apiserver".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	KubeAPIServer string `json:"kubeAPIServer,omitempty"`
+	// KubeControllerManager is kube-controller-manager. Default
+	// "/usr/local/bin/kube-controller-manager".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	KubeControllerManager string `json:"kubeControllerManager,omitempty"`
+	// KubeScheduler is kube-scheduler. Default
+	// "/usr/local/bin/kube-scheduler".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	KubeScheduler string `json:"kubeScheduler,omitempty"`
+}
+
+// ControlPlaneBinarySources are where the control-plane binaries come
+// from, each a URL pinned by SHA-256 (as spec.host.files[].source takes
+// it). A component without a source must be in the image at its path.
+type ControlPlaneBinarySources struct {
+	// Etcd is the etcd server's source (local etcd only).
+	// +optional
+	Etcd *RemoteSource `json:"etcd,omitempty"`
+	// KubeAPIServer is kube-apiserver's source.
+	// +optional
+	KubeAPIServer *RemoteSource `json:"kubeAPIServer,omitempty"`
+	// KubeControllerManager is kube-controller-manager's source.
+	// +optional
+	KubeControllerManager *RemoteSource `json:"kubeControllerManager,omitempty"`
+	// KubeScheduler is kube-scheduler's source.
+	// +optional
+	KubeScheduler *RemoteSource `json:"kubeScheduler,omitempty"`
 }
 
 // Etcd holds etcd settings: a local (stacked) etcd member, the default, or
@@ -264,6 +337,12 @@ type HostSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	StaticPods []StaticPod `json:"staticPods,omitempty"`
+	// DomainJoin joins the Machine to an Active Directory domain before
+	// it joins its cluster: adcli on Linux, NetJoinDomain or an offline
+	// join blob on Windows (machine spec field spec.host.domainJoin). The
+	// password or blob comes from a Secret and is sealed.
+	// +optional
+	DomainJoin *DomainJoin `json:"domainJoin,omitempty"`
 }
 
 // File is one file written on the host. At most one of Content, Source
@@ -273,10 +352,11 @@ type HostSpec struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.source) || has(self.contentFrom)) || !has(self.encoding)",message="encoding applies to content only",fieldPath=".encoding"
 // +kubebuilder:validation:XValidation:rule="!has(self.contentFrom) || !has(self.mode) || self.mode.endsWith('00')",message="a file whose content comes from a Secret must be readable by its owner only (for example 0600, the default): only such files are sealed",fieldPath=".mode"
 type File struct {
-	// Path is the absolute path.
+	// Path is the absolute path: "/etc/x", or for os windows also a drive
+	// path, 'C:\ProgramData\x'.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f]*$`
 	Path string `json:"path"`
 	// Content is the file's content, encoded as Encoding says.
 	// +optional
@@ -494,9 +574,11 @@ type StaticPod struct {
 
 // ReportSpec says where the outcome report goes.
 type ReportSpec struct {
-	// Path of the JSON report. Default "/var/lib/machineadm/report.json".
+	// Path of the JSON report. Default "/var/lib/machineadm/report.json"
+	// (os windows: machineadm's Windows default, docs/windows.md); a
+	// drive path is for os windows.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f]*$`
 	Path string `json:"path,omitempty"`
 	// Console also writes the human summary to the serial console.
 	// Default true.
@@ -506,7 +588,7 @@ type ReportSpec struct {
 	// "/run/cluster-api/bootstrap-success.complete" (Cluster API's
 	// bootstrap success sentinel); "-" disables it.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^(-|/[^\x00-\x1f]*)$`
+	// +kubebuilder:validation:Pattern=`^(-|([A-Za-z]:)?[/\\][^\x00-\x1f]*)$`
 	Sentinel string `json:"sentinel,omitempty"`
 	// URL receives the JSON report by HTTP(S) POST; no credentials.
 	// +optional

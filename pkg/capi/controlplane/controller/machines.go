@@ -20,14 +20,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
-	bootstrapctl "github.com/machineadm/machineadm/pkg/capi/controller"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
 // Annotations the controller keeps on its Machines.
 const (
 	// SpecHashAnnotation is the hash of the machine spec
-	// (machineadmConfigSpec and runtime) the Machine was made from.
+	// (machineadmConfigSpec) the Machine was made from.
 	SpecHashAnnotation = "controlplane.machineadm.io/spec-hash"
 	// InfrastructureTemplateAnnotation is "<apiGroup>/<kind>/<name>" of
 	// the infrastructure template the Machine was cloned from.
@@ -40,17 +39,10 @@ const (
 )
 
 // specHash is the hash of what the machines are made from, besides the
-// version and the infrastructure template: the MachineadmConfig spec and
-// the runtime. First 16 hex digits of a SHA-256 over their JSON.
+// version and the infrastructure template: the MachineadmConfig spec
+// (the runtime included). First 16 hex digits of a SHA-256 over its JSON.
 func specHash(mcp *cpv1.MachineadmControlPlane) string {
-	rt := mcp.Spec.Runtime
-	if rt == "" {
-		rt = cpv1.RuntimeStaticPods
-	}
-	b, _ := json.Marshal(struct {
-		Spec    bootstrapv1.MachineadmConfigSpec `json:"spec"`
-		Runtime cpv1.Runtime                     `json:"runtime"`
-	}{mcp.Spec.MachineadmConfigSpec, rt})
+	b, _ := json.Marshal(mcp.Spec.MachineadmConfigSpec)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -142,9 +134,6 @@ func (r *Reconciler) createMachine(ctx context.Context, mcp *cpv1.MachineadmCont
 			OwnerReferences: []metav1.OwnerReference{controllerRef(mcp)},
 		},
 		Spec: *mcp.Spec.MachineadmConfigSpec.DeepCopy(),
-	}
-	if mcp.Spec.Runtime == cpv1.RuntimeSystemd {
-		cfg.Annotations = map[string]string{bootstrapctl.RuntimeAnnotation: string(cpv1.RuntimeSystemd)}
 	}
 	if err := r.Client.Create(ctx, cfg); err != nil {
 		_ = r.Client.Delete(ctx, infra)

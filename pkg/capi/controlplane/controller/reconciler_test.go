@@ -18,7 +18,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
-	bootstrapctl "github.com/machineadm/machineadm/pkg/capi/controller"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
@@ -347,7 +346,9 @@ func TestEnvtestRolloutOnVersionChange(t *testing.T) {
 	if cur.Labels["team"] != "platform" || *cur.Spec.Deletion.NodeDrainTimeoutSeconds != 30 {
 		t.Fatalf("metadata and deletion not propagated in place: %v %+v", cur.Labels, cur.Spec.Deletion)
 	}
-	f.updateSpec(func(c *cpv1.MachineadmControlPlane) { c.Spec.Runtime = cpv1.RuntimeSystemd })
+	f.updateSpec(func(c *cpv1.MachineadmControlPlane) {
+		c.Spec.MachineadmConfigSpec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Runtime: "Systemd"}
+	})
 	f.reconcile()
 	ms = f.live()
 	if len(ms) != 2 {
@@ -356,8 +357,8 @@ func TestEnvtestRolloutOnVersionChange(t *testing.T) {
 	newest := f.pending()
 	cfg := &bootstrapv1.MachineadmConfig{}
 	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: newest}, cfg))
-	if cfg.Annotations[bootstrapctl.RuntimeAnnotation] != "Systemd" {
-		t.Fatalf("replacement config annotations %v", cfg.Annotations)
+	if cp := cfg.Spec.ControlPlane; cp == nil || cp.Runtime != "Systemd" {
+		t.Fatalf("replacement config's controlPlane %+v, want runtime Systemd", cp)
 	}
 }
 
@@ -502,7 +503,9 @@ func TestEnvtestAdmission(t *testing.T) {
 			c.Spec.Rollout.Strategy.RollingUpdate.MaxSurge = ptr(int32(2))
 		}},
 		{"version without v", "spec.version", func(c *cpv1.MachineadmControlPlane) { c.Spec.Version = "1.37.2" }},
-		{"unknown runtime", "spec.runtime", func(c *cpv1.MachineadmControlPlane) { c.Spec.Runtime = "Docker" }},
+		{"unknown runtime", "spec.machineadmConfigSpec.controlPlane.runtime", func(c *cpv1.MachineadmControlPlane) {
+			c.Spec.MachineadmConfigSpec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Runtime: "Docker"}
+		}},
 		{"certificatesExpiryDays below 7", "spec.rollout.before.certificatesExpiryDays", func(c *cpv1.MachineadmControlPlane) {
 			c.Spec.Rollout.Before.CertificatesExpiryDays = 3
 		}},
@@ -521,7 +524,7 @@ func TestEnvtestAdmission(t *testing.T) {
 	tpl := &cpv1.MachineadmControlPlaneTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: f.ns},
 		Spec: cpv1.MachineadmControlPlaneTemplateSpec{Template: cpv1.MachineadmControlPlaneTemplateResource{Spec: cpv1.MachineadmControlPlaneTemplateResourceSpec{
-			MachineadmConfigSpec: f.mcp.Spec.MachineadmConfigSpec, Runtime: cpv1.RuntimeSystemd,
+			MachineadmConfigSpec: f.mcp.Spec.MachineadmConfigSpec,
 		}}},
 	}
 	f.must(k8s.Create(f.ctx, tpl))

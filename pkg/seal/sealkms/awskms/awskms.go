@@ -120,7 +120,14 @@ type identity struct{}
 func (identity) Type() string  { return Type }
 func (identity) KeyID() string { return "" }
 
-func (identity) Unwrap(st seal.Stanza, info []byte) ([]byte, error) {
+// Unwrap is unwrap with a key service that did not answer marked as
+// such (sealkms.Unavailable), so the machine retries rather than refuses.
+func (id identity) Unwrap(st seal.Stanza, info []byte) ([]byte, error) {
+	key, err := id.unwrap(st, info)
+	return key, sealkms.Unavailable(err, 0)
+}
+
+func (id identity) unwrap(st seal.Stanza, info []byte) ([]byte, error) {
 	region, err := arnRegion(st.KeyID)
 	if err != nil {
 		return nil, err

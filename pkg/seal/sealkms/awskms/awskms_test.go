@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,6 +119,15 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	flipped.Recipients = []seal.Stanza{env.Recipients[0]}
 	flipped.Recipients[0].WrappedKey = base64.StdEncoding.EncodeToString(blob)
 	refused("changed blob", &flipped)
+	// A key service that answers "try again" (503) is not a tampered
+	// envelope: the machine retries (PayloadUnavailable, exit code 1).
+	f.down = http.StatusServiceUnavailable
+	if _, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest}, ids...); !errors.Is(err, seal.ErrUnavailable) {
+		t.Errorf("service unavailable: %v, want PayloadUnavailable", err)
+	} else if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable {
+		t.Errorf("service unavailable: class %s, want PayloadUnavailable", c)
+	}
+	f.down = 0
 	// No credentials at all (the instance has no profile): refused, not hung.
 	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", f.URL) // answers 400 to IMDS requests
 	refused("no credentials", env)

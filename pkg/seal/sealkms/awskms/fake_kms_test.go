@@ -23,6 +23,9 @@ import (
 // SigV4 credential scope and its session token.
 type fakeKMS struct {
 	*httptest.Server
+	// down, when not 0, is the status every request is answered with:
+	// the service is unavailable or throttles.
+	down    int
 	mu      sync.Mutex
 	keys    []string // key ARNs, by index
 	aeads   []cipher.AEAD
@@ -84,6 +87,10 @@ func kmsError(w http.ResponseWriter, typ, msg string) {
 func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down != 0 {
+		w.WriteHeader(f.down)
+		return
+	}
 	auth := r.Header.Get("Authorization")
 	_, scope, ok := strings.Cut(auth, "Credential=")
 	parts := strings.Split(strings.SplitN(scope, ",", 2)[0], "/")

@@ -31,6 +31,7 @@ package azurekeyvault
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -139,7 +140,14 @@ type identity struct{ clientID string }
 func (identity) Type() string  { return Type }
 func (identity) KeyID() string { return "" }
 
+// Unwrap is unwrap with a key service that did not answer marked as
+// such (sealkms.Unavailable), so the machine retries rather than refuses.
 func (id identity) Unwrap(st seal.Stanza, info []byte) ([]byte, error) {
+	key, err := id.unwrap(st, info)
+	return key, sealkms.Unavailable(err, azureStatus(err))
+}
+
+func (id identity) unwrap(st seal.Stanza, info []byte) ([]byte, error) {
 	k, err := parseKeyID(st.KeyID, true)
 	if err != nil {
 		return nil, err
@@ -189,4 +197,13 @@ func ParseIdentity(line string) (seal.Identity, error) {
 
 func init() {
 	sealkms.Register(Type, recipientPrefix, ParseRecipient, ParseIdentity)
+}
+
+// azureStatus is the HTTP status of an Azure SDK response error, or 0.
+func azureStatus(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
 }

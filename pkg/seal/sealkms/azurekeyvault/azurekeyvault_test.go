@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -97,6 +98,15 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	flipped.Recipients = []seal.Stanza{env.Recipients[0]}
 	flipped.Recipients[0].WrappedKey = base64.StdEncoding.EncodeToString(wk)
 	refused("changed wrapped key", &flipped)
+	// A key service that answers "try again" (503) is not a tampered
+	// envelope: the machine retries (PayloadUnavailable, exit code 1).
+	kv.down = http.StatusServiceUnavailable
+	if _, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest}, ids...); !errors.Is(err, seal.ErrUnavailable) {
+		t.Errorf("service unavailable: %v, want PayloadUnavailable", err)
+	} else if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable {
+		t.Errorf("service unavailable: class %s, want PayloadUnavailable", c)
+	}
+	kv.down = 0
 	delete(kv.tokens, "token-"+machineClientID)
 	refused("identity without access", env)
 }

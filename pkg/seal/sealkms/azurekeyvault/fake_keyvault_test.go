@@ -36,6 +36,9 @@ const fakeVaultHost = "machineadm-test.vault.azure.net"
 // "<op> by <who>".
 type fakeKeyVault struct {
 	*httptest.Server
+	// down, when not 0, is the status every request is answered with:
+	// the service is unavailable or throttles.
+	down   int
 	mu     sync.Mutex
 	keys   map[string]*rsa.PrivateKey // by name; every key has the one version "v1"
 	tokens map[string]string
@@ -67,6 +70,10 @@ func kvError(w http.ResponseWriter, code int, kvCode, msg string) {
 func (f *fakeKeyVault) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down != 0 {
+		w.WriteHeader(f.down)
+		return
+	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	who := f.tokens[tok]
 	if !ok || who == "" {

@@ -28,6 +28,9 @@ import (
 // token that one of the accepted checks approves; the fake records which.
 type fakeKMS struct {
 	*httptest.Server
+	// down, when not 0, is the status every request is answered with:
+	// the service is unavailable or throttles.
+	down   int
 	mu     sync.Mutex
 	keys   map[string]cipher.AEAD
 	accept map[string]func(token string) bool
@@ -65,6 +68,10 @@ func crcOf(b []byte) string { return strconv.FormatUint(uint64(crc32.Checksum(b,
 func (f *fakeKMS) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.down != 0 {
+		w.WriteHeader(f.down)
+		return
+	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	who := ""
 	for name, check := range f.accept {

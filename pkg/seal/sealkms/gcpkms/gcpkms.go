@@ -37,6 +37,8 @@ import (
 	kms "cloud.google.com/go/kms/apiv1"
 	"cloud.google.com/go/kms/apiv1/kmspb"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/machineadm/machineadm/pkg/seal"
@@ -123,7 +125,14 @@ type identity struct{ endpoint string }
 func (identity) Type() string  { return Type }
 func (identity) KeyID() string { return "" }
 
+// Unwrap is unwrap with a key service that did not answer marked as
+// such (sealkms.Unavailable), so the machine retries rather than refuses.
 func (id identity) Unwrap(st seal.Stanza, info []byte) ([]byte, error) {
+	key, err := id.unwrap(st, info)
+	return key, sealkms.Unavailable(err, grpcStatus(err))
+}
+
+func (id identity) unwrap(st seal.Stanza, info []byte) ([]byte, error) {
 	if !keyNameRE.MatchString(st.KeyID) {
 		return nil, fmt.Errorf("keyID %q is not a CryptoKey name", st.KeyID)
 	}
@@ -173,4 +182,25 @@ func ParseIdentity(line string) (seal.Identity, error) {
 
 func init() {
 	sealkms.Register(Type, recipientPrefix, ParseRecipient, ParseIdentity)
+}
+
+// grpcStatus maps the gRPC status of a Cloud KMS error to the HTTP status
+// that means the same for sealkms.Unavailable: Unavailable and Internal
+// 503, ResourceExhausted (quota) 429, DeadlineExceeded 408. An error of
+// the REST transport carries its HTTP status (HTTPCode), returned as it
+// is. Others 0.
+func grpcStatus(err error) int {
+	var he interface{ HTTPCode() int }
+	if errors.As(err, &he) && he.HTTPCode() > 0 {
+		return he.HTTPCode()
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Internal:
+		return 503
+	case codes.ResourceExhausted:
+		return 429
+	case codes.DeadlineExceeded:
+		return 408
+	}
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,17 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	flipped.Recipients = []seal.Stanza{env.Recipients[0]}
 	flipped.Recipients[0].WrappedKey = base64.StdEncoding.EncodeToString(ct)
 	refused("changed ciphertext", &flipped)
+	// A key service that fails (500; the client retries 503 itself until
+	// sealkms.CallTimeout, which is a deadline, also unavailable) is not a
+	// tampered envelope: the machine retries (PayloadUnavailable, exit
+	// code 1).
+	f.down = http.StatusInternalServerError
+	if _, err := seal.Open(env, seal.Expect{SpecDigest: specDigestForTest}, ids...); !errors.Is(err, seal.ErrUnavailable) {
+		t.Errorf("service unavailable: %v, want PayloadUnavailable", err)
+	} else if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable {
+		t.Errorf("service unavailable: class %s, want PayloadUnavailable", c)
+	}
+	f.down = 0
 	// A machine whose service account the KMS does not accept.
 	delete(f.accept, "machine")
 	refused("unauthorised service account", env)

@@ -84,7 +84,14 @@ func (id *identity) login(ctx context.Context) (*vault.Client, error) {
 	return c, nil
 }
 
+// Unwrap is unwrap with a key service that did not answer marked as
+// such (sealkms.Unavailable), so the machine retries rather than refuses.
 func (id *identity) Unwrap(st seal.Stanza, info []byte) ([]byte, error) {
+	key, err := id.unwrap(st, info)
+	return key, sealkms.Unavailable(err, vaultStatus(err))
+}
+
+func (id *identity) unwrap(st seal.Stanza, info []byte) ([]byte, error) {
 	k, err := parseKeyURL(st.KeyID)
 	if err != nil {
 		return nil, err
@@ -170,4 +177,13 @@ func ParseIdentity(line string) (seal.Identity, error) {
 
 func init() {
 	sealkms.Register(Type, recipientPrefix, ParseRecipient, ParseIdentity)
+}
+
+// vaultStatus is the HTTP status of a Vault API response error, or 0.
+func vaultStatus(err error) int {
+	var re *vault.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
 }

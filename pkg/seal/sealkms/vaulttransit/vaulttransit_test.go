@@ -124,6 +124,15 @@ func TestRoundTripAndRefusals(t *testing.T) {
 	os.Chmod(tokenFile, 0o600)
 	delete(f.tokens, "machine-token")
 	refused("revoked token", "permission denied", env)
+
+	// A Vault that does not answer is not a tampered envelope: the machine
+	// retries (PayloadUnavailable, exit code 1).
+	f.tokens["machine-token"] = "machine"
+	f.Close()
+	_, err = seal.Open(env, seal.Expect{SpecDigest: specDigestForTest}, ids...)
+	if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable || !errors.Is(err, seal.ErrUnavailable) {
+		t.Errorf("Vault down: %v (class %s), want PayloadUnavailable", err, c)
+	}
 }
 
 func TestParse(t *testing.T) {

@@ -8,19 +8,6 @@ import (
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 )
 
-// Runtime is how a control-plane node runs its components.
-// +kubebuilder:validation:Enum=StaticPods;Systemd
-type Runtime string
-
-const (
-	// RuntimeStaticPods runs the components as static pods (kubeadm's
-	// manifests; the default).
-	RuntimeStaticPods Runtime = "StaticPods"
-	// RuntimeSystemd runs them as systemd units generated from the same
-	// pod specs (machine spec field spec.controlPlane.runtime).
-	RuntimeSystemd Runtime = "Systemd"
-)
-
 // MachineadmControlPlaneSpec is the desired state of a control plane.
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas % 2 == 1 || (has(self.machineadmConfigSpec.controlPlane) && has(self.machineadmConfigSpec.controlPlane.etcd) && has(self.machineadmConfigSpec.controlPlane.etcd.external))",message="must be odd with a stacked etcd: an even member count tolerates no more failures than one less",fieldPath=".replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.strategy) || !has(self.rollout.strategy.rollingUpdate) || !has(self.rollout.strategy.rollingUpdate.maxSurge) || self.rollout.strategy.rollingUpdate.maxSurge == 1 || (has(self.replicas) && self.replicas >= 3)",message="0 needs replicas >= 3: with fewer, removing a Machine before its replacement exists loses etcd quorum",fieldPath=".rollout.strategy.rollingUpdate.maxSurge"
@@ -50,16 +37,11 @@ type MachineadmControlPlaneSpec struct {
 
 	// MachineadmConfigSpec is the spec of every control-plane Machine's
 	// MachineadmConfig (bootstrap.machineadm.io): agent, recipients,
-	// Kubernetes and control-plane settings, node, host and report.
+	// Kubernetes and control-plane settings (among them
+	// controlPlane.runtime, StaticPods or Systemd), node, host and report.
 	// Changing it replaces the Machines one at a time.
 	// +required
 	MachineadmConfigSpec bootstrapv1.MachineadmConfigSpec `json:"machineadmConfigSpec"`
-
-	// Runtime is how the control-plane components run: "StaticPods"
-	// (default) or "Systemd". Changing it replaces the Machines.
-	// +optional
-	// +kubebuilder:default=StaticPods
-	Runtime Runtime `json:"runtime,omitempty"`
 
 	// Rollout says when and how Machines are replaced.
 	// +optional

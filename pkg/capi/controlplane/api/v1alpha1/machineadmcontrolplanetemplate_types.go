@@ -35,9 +35,6 @@ type MachineadmControlPlaneTemplateResourceSpec struct {
 	// MachineadmConfigSpec is as in MachineadmControlPlaneSpec.
 	// +required
 	MachineadmConfigSpec bootstrapv1.MachineadmConfigSpec `json:"machineadmConfigSpec"`
-	// Runtime is as in MachineadmControlPlaneSpec.
-	// +optional
-	Runtime Runtime `json:"runtime,omitempty"`
 	// Rollout is as in MachineadmControlPlaneSpec.
 	// +optional
 	Rollout Rollout `json:"rollout,omitempty,omitzero"`

@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"bytes"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+)
+
+// pool makes a MachinePool of the fixture's Cluster and its config.
+func (f *fixture) pool(name string) {
+	f.t.Helper()
+	p := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: "c1",
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: "c1",
+				Version:     "v1.37.2",
+				Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+					APIGroup: bootstrapv1.GroupVersion.Group, Kind: "MachineadmConfig", Name: name,
+				}},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.e2e.machineadm.io", Kind: "NspawnMachinePool", Name: name},
+			}},
+		},
+	}
+	f.must(k8s.Create(f.ctx, p))
+	f.must(k8s.Create(f.ctx, &bootstrapv1.MachineadmConfig{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: f.ns,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachinePool", Name: p.Name, UID: p.UID}},
+		},
+		Spec: f.spec(),
+	}))
+	if reqs := poolToConfig(f.ctx, p); len(reqs) != 1 || reqs[0].Name != name {
+		f.t.Fatalf("the pool maps to %v", reqs)
+	}
+}
+
+// A config owned by a MachinePool gets one worker-join data Secret (it
+// waited forever before); its token is rotated before it expires, and when
+// deleted, with the same Secret written again; the old token is left to
+// expire.
+func TestMachinePoolDataAndTokenRotation(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.pool("pool1")
+	c := f.reconcile("pool1")
+	wantCond(t, c, ReadyCondition, metav1.ConditionTrue, ReasonAvailable)
+	ds := f.dataSecret("pool1")
+	id0 := ds.Annotations[TokenIDAnnotation]
+	if ds.Annotations[ActionAnnotation] != "join" || id0 == "" {
+		t.Fatalf("pool data: action %q, token %q", ds.Annotations[ActionAnnotation], id0)
+	}
+	if _, ok := tokenExists(t, id0); !ok {
+		t.Fatal("no token for the pool")
+	}
+	f.noLeak(ds)
+
+	// Half the TTL later: still more than a third left, nothing changes.
+	f.now = f.now.Add(DefaultTokenTTL / 2)
+	f.reconcile("pool1")
+	if got := f.dataSecret("pool1").Annotations[TokenIDAnnotation]; got != id0 {
+		t.Fatalf("token rotated too early: %s -> %s", id0, got)
+	}
+	// Three quarters: less than a third left, rotated.
+	f.now = f.now.Add(DefaultTokenTTL / 4)
+	c = f.reconcile("pool1")
+	wantCond(t, c, ReadyCondition, metav1.ConditionTrue, ReasonTokenRotated)
+	after := f.dataSecret("pool1")
+	id1 := after.Annotations[TokenIDAnnotation]
+	if id1 == "" || id1 == id0 || after.UID != ds.UID || bytes.Equal(after.Data["value"], ds.Data["value"]) {
+		t.Fatalf("token %s -> %s, same Secret %v, data changed %v", id0, id1, after.UID == ds.UID, !bytes.Equal(after.Data["value"], ds.Data["value"]))
+	}
+	tok, ok := tokenExists(t, id1)
+	if !ok {
+		t.Fatal("the rotated token does not exist")
+	}
+	if _, items := f.opened(after.Data["value"]); string(items["spec.join.token"]) != id1+"."+string(tok.Data["token-secret"]) {
+		t.Fatal("the data does not carry the rotated token")
+	}
+	if _, ok := tokenExists(t, id0); !ok {
+		t.Fatal("the old token was deleted: an instance booting from the old data would not join")
+	}
+	// Deleted: rotated at once.
+	f.must(workload.CoreV1().Secrets(metav1.NamespaceSystem).Delete(f.ctx, "bootstrap-token-"+id1, metav1.DeleteOptions{}))
+	f.reconcile("pool1")
+	if id2 := f.dataSecret("pool1").Annotations[TokenIDAnnotation]; id2 == id1 || id2 == "" {
+		t.Fatalf("a deleted pool token was not replaced (%s)", id2)
+	}
+}

@@ -1,0 +1,50 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+)
+
+// Windows limits a computer (NetBIOS) name to 15 characters without
+// dots, and Cluster API names Machines after their MachineDeployment and
+// MachineSet with random suffixes ("win-workers-7d9f8-x2k4q", 23
+// characters). A Windows Machine's Node name is therefore the Machine's
+// name mapped into that limit by WindowsNodeName, the same value every
+// time, and it is the name the infrastructure provider should give the
+// computer (the data Secret carries it in NodeNameAnnotation).
+const (
+	// MaxWindowsNameLen is Windows' limit on a computer name (NetBIOS:
+	// 15 characters).
+	MaxWindowsNameLen = 15
+	// windowsHashLen is the length of the hash suffix: 5 base32
+	// characters, 25 bits.
+	windowsHashLen = 5
+	// NodeNameAnnotation holds, on the data Secret of a Windows Machine,
+	// the Node (and computer) name its spec sets (spec.node.name).
+	NodeNameAnnotation = "bootstrap.machineadm.io/node-name"
+)
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// WindowsNodeName maps a Machine name (a DNS-1123 subdomain: lower-case
+// letters, digits, '-' and '.') to a Windows computer name that is also a
+// valid Node name. A name of at most 15 characters without '.' is kept as
+// it is; any other becomes its first 9 characters ('.' turned into '-',
+// trailing '-' dropped), '-' and 5 characters of base32 of the SHA-256 of
+// the whole name, for example "win-worke-q3x7a". Two Machine names share
+// a mapped name only when they share the prefix and, by chance (1 in
+// 2^25), the hash.
+func WindowsNodeName(machine string) string {
+	if len(machine) <= MaxWindowsNameLen && !strings.Contains(machine, ".") {
+		return machine
+	}
+	prefix := machine[:min(len(machine), MaxWindowsNameLen-windowsHashLen-1)]
+	prefix = strings.TrimRight(strings.ReplaceAll(prefix, ".", "-"), "-")
+	sum := sha256.Sum256([]byte(machine))
+	hash := lowerBase32.EncodeToString(sum[:])[:windowsHashLen]
+	if prefix == "" {
+		return hash
+	}
+	return prefix + "-" + hash
+}

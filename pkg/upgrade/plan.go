@@ -138,7 +138,31 @@ func diff(a, b any, path, schema string, out *[]Change) {
 	if !ok {
 		f = Field{Path: schema, Effect: Refused, Why: "this machineadm does not know the field; upgrade with the machineadm that wrote the spec"}
 	}
-	*out = append(*out, Change{Path: path, Field: f, Old: show(a), New: show(b)})
+	c := Change{Path: path, Field: f, Old: show(a), New: show(b)}
+	if okA && okB {
+		c.Old, c.New = showKeys(ma, mb), showKeys(mb, ma)
+	}
+	*out = append(*out, c)
+}
+
+// showKeys shows the keys of a whose values differ from b's, sorted, as
+// "key=value" (show's values; a key b has and a lacks is "key=").
+func showKeys(a, b map[string]any) string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []string
+	for k := range keys {
+		if !equal(a[k], b[k]) {
+			out = append(out, k+"="+show(a[k]))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func join(p, k string) string {

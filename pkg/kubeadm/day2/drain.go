@@ -110,7 +110,7 @@ func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version 
 		}
 		select {
 		case <-ctx.Done():
-			return errclass.New(errclass.KubeletFailed, "", fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last))
+			return errclass.New(errclass.KubeletFailed, "The kubelet restarted but does not report the new version: deliver its binary before the upgrade (spec.host.files with a sha256, or the OS's kubelet package), then check `journalctl -u kubelet`.", fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last))
 		case <-time.After(2 * time.Second):
 		}
 	}

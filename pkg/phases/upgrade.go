@@ -290,6 +290,12 @@ func kubeadmUpgradePhase(cfg *machineadm.MachineBootstrapConfig) Phase {
 	return p
 }
 
+// systemdRuntime says whether cfg's control plane runs as systemd units.
+func systemdRuntime(cfg *machineadm.MachineBootstrapConfig) bool {
+	cp := cfg.Spec.ControlPlane
+	return cp != nil && cp.Runtime == machineadm.RuntimeSystemd
+}
+
 // FirstControlPlane says whether cfg is the cluster's first control plane
 // (role ControlPlane, action Init), where kubeadm's `upgrade apply` runs.
 func FirstControlPlane(cfg *machineadm.MachineBootstrapConfig) bool {
@@ -345,6 +351,11 @@ func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
 			_, skip, err := planned(d, upgrade.PhaseKubeadm)
 			if skip != nil || err != nil {
 				return resultOf(skip), err
+			}
+			if k.Name == "control-plane" && systemdRuntime(d.Config) {
+				// kubeadm writes static pod manifests; the units are
+				// upgraded by the control-plane phase.
+				return Result{Message: "Systemd runtime: the units are upgraded in the control-plane phase"}, nil
 			}
 			if d.DryRun {
 				return Result{Changed: true, Changes: []string{"would run kubeadm upgrade phase " + k.Name + " to " + d.Upgrade.Plan.To}}, nil

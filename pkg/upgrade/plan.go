@@ -97,9 +97,14 @@ func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
 			}
 		}
 	}
-	p.steps()
+	runtime, _ := lookupString(b, "spec", "controlPlane", "runtime")
+	p.steps(runtime == systemdRuntime)
 	return p, nil
 }
+
+// systemdRuntime is spec.controlPlane.runtime's value for a control plane
+// run as systemd units (machineadm.RuntimeSystemd).
+const systemdRuntime = "Systemd"
 
 func unmarshal(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))
@@ -271,15 +276,22 @@ func versionRefusal(from, to, kubeadm string) string {
 	return ""
 }
 
-// steps fills Steps and Drain from the changes that are not refused.
-func (p *Plan) steps() {
+// steps fills Steps and Drain from the changes that are not refused. On
+// a Systemd control plane (systemd) a version change also replaces every
+// component's unit in PhaseControlPlane: kubeadm's upgrade writes static
+// pod manifests, which that runtime does not run.
+func (p *Plan) steps(systemd bool) {
 	byPhase := map[string]*Step{}
 	for _, c := range p.Changes {
 		if c.Refused {
 			continue
 		}
 		p.Drain = p.Drain || c.Field.Disrupts
-		for _, ph := range c.Field.Phases {
+		phases := c.Field.Phases
+		if systemd && c.Field.Path == "spec.kubernetes.version" {
+			phases = append(slices.Clone(phases), PhaseControlPlane)
+		}
+		for _, ph := range phases {
 			name, comp, _ := strings.Cut(ph, "/")
 			s := byPhase[name]
 			if s == nil {

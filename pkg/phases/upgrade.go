@@ -446,11 +446,11 @@ func certsRenewPhase() Phase {
 				return Result{}, errNoUpgrade
 			}
 			if d.DryRun {
-				return Result{Message: "would renew the certificates that expire within the renewal window"}, nil
+				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String()}, nil
 			}
 			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
 			if err != nil || len(renewed) == 0 {
-				return Result{Message: "no certificate expires within the window"}, err
+				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, err
 			}
 			return Result{Changed: true, Changes: renewed}, nil
 		},

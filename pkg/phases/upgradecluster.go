@@ -157,7 +157,7 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return nil, errclass.New(errclass.Internal, "", err)
 	}
 	cfg.CertificatesDir = hostPathOrRoot(d, cfg.CertificatesDir)
-	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), day2.DefaultRenewBefore, time.Now())
+	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), time.Now())
 	var lines []string
 	for _, r := range renewed {
 		lines = append(lines, fmt.Sprintf("renewed %s (expired %s, now %s)", r.Name, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339)))
@@ -166,6 +166,18 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return lines, errclass.New(errclass.HostPreparationFailed, "", err)
 	}
 	return lines, nil
+}
+
+// RenewBefore is the certificate renewal window of cfg:
+// spec.controlPlane.pki.renewBefore (validated), or
+// day2.DefaultRenewBefore.
+func RenewBefore(cfg *machineadm.MachineBootstrapConfig) time.Duration {
+	if cp := cfg.Spec.ControlPlane; cp != nil && cp.PKI.RenewBefore != "" {
+		if w, err := time.ParseDuration(cp.PKI.RenewBefore); err == nil && w >= 0 {
+			return w
+		}
+	}
+	return day2.DefaultRenewBefore
 }
 
 // specInitYAML is the spec translated as the first control plane's

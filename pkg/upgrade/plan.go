@@ -97,9 +97,47 @@ func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
 			}
 		}
 	}
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if c.Field.Path == "spec.host.files" && !kubeletFileChanged(a, b) {
+			// Only a new kubelet binary restarts the kubelet.
+			c.Field.Phases = []string{PhaseFiles}
+		}
+	}
 	runtime, _ := lookupString(b, "spec", "controlPlane", "runtime")
 	p.steps(runtime == systemdRuntime)
 	return p, nil
+}
+
+// kubeletFileChanged says whether a spec.host.files entry whose path ends
+// in "/kubelet" (the kubelet's binary) differs between a and b, or is in
+// one of them only.
+func kubeletFileChanged(a, b any) bool {
+	kubelets := func(v any) map[string]string {
+		out := map[string]string{}
+		m, _ := v.(map[string]any)
+		spec, _ := m["spec"].(map[string]any)
+		host, _ := spec["host"].(map[string]any)
+		files, _ := host["files"].([]any)
+		for _, f := range files {
+			fm, _ := f.(map[string]any)
+			if p, _ := fm["path"].(string); strings.HasSuffix(p, "/kubelet") {
+				data, _ := json.Marshal(fm)
+				out[p] = string(data)
+			}
+		}
+		return out
+	}
+	x, y := kubelets(a), kubelets(b)
+	if len(x) != len(y) {
+		return true
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return true
+		}
+	}
+	return false
 }
 
 // systemdRuntime is spec.controlPlane.runtime's value for a control plane

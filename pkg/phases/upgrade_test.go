@@ -104,8 +104,8 @@ func upgradeWorker(t *testing.T, work, from, to string, cluster UpgradeCluster, 
 		Config: cfg, WorkDir: work, Root: t.TempDir(), StateFile: upgrade.JournalFile,
 		SpecDigest: upgrade.JournalKey(rec.SpecDigest, "sha256:new"),
 		Log:        slog.New(slog.DiscardHandler), Out: io.Discard,
-		Host:       &host.Env{Root: t.TempDir(), Offline: true},
-		Upgrade:    &UpgradeRun{Plan: p, Record: rec, SpecDigest: "sha256:new", Cluster: cluster, SkipDrain: skipDrain},
+		Host:    &host.Env{Root: t.TempDir(), Offline: true},
+		Upgrade: &UpgradeRun{Plan: p, Record: rec, SpecDigest: "sha256:new", Cluster: cluster, SkipDrain: skipDrain},
 	}
 	return Upgrade(cfg), d
 }

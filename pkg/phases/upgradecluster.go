@@ -99,7 +99,22 @@ func upgradeVerb(cfg *machineadm.MachineBootstrapConfig) string {
 }
 
 func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) error {
-	return runKubeadmUpgrade(ctx, d, upgradeVerb(d.Config), name)
+	verb := upgradeVerb(d.Config)
+	if verb == "apply" && name == "control-plane" && d.Upgrade.Plan.Has(upgrade.PhaseControlPlane) && !systemdRuntime(d.Config) {
+		// Settings and version change together: kubeadm's upgrade
+		// regenerates the control plane from the kubeadm-config
+		// ConfigMap, so it gets the new settings first and each
+		// component restarts once (the control-plane phase then finds
+		// its manifests as the spec asks).
+		yaml, err := specInitYAML(d.Config)
+		if err != nil {
+			return err
+		}
+		if err := day2.UploadSettings(adminConf(d), yaml); err != nil {
+			return err
+		}
+	}
+	return runKubeadmUpgrade(ctx, d, verb, name)
 }
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {

@@ -111,3 +111,28 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	}
 	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
 }
+
+// UploadSettings stores the cluster's configuration with the spec's
+// in-place settings laid over it (Overlay) in the kubeadm-config
+// ConfigMap, with kubeadm's uploadconfig and the admin credential. On the
+// first control plane, before kubeadm's `upgrade apply` regenerates the
+// control plane for a new version, it makes that one regeneration carry
+// the new settings too, so that no component restarts twice.
+func UploadSettings(adminKubeconfig string, specInitYAML []byte) error {
+	client, err := Client(adminKubeconfig)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+adminKubeconfig+" must be readable", err)
+	}
+	cluster, err := configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", true, true, false, false)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("reading the cluster's kubeadm configuration: %w", err))
+	}
+	spec, err := SpecClusterConfiguration(specInitYAML)
+	if err != nil {
+		return errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
+	}
+	if err := uploadconfig.UploadConfiguration(Overlay(cluster, spec), client); err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	}
+	return nil
+}

@@ -172,3 +172,29 @@ func TestUpgradeSkipDrain(t *testing.T) {
 		t.Errorf("calls %v", fc.calls)
 	}
 }
+
+// TestBootstrapRerunKeepsTheUpgradesRecord: a bootstrap that finds its
+// run finished (a rerun at boot, with the first spec) leaves the record
+// an upgrade wrote since; a bootstrap that ran records its spec.
+func TestBootstrapRerunKeepsTheUpgradesRecord(t *testing.T) {
+	work := t.TempDir()
+	_, d := upgradeWorker(t, work, "v1.37.2", "v1.37.2", &fakeCluster{}, true)
+	if _, err := RecordApplied(d, d.Upgrade.Record.Key, "sha256:upgraded", "upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	d.SpecDigest = "sha256:first"
+	d.finishedEarlier = true
+	if changed, err := RecordBootstrap(d); err != nil || changed {
+		t.Fatalf("a finished bootstrap's rerun replaced the upgrade's record: %v %v", changed, err)
+	}
+	if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:upgraded" {
+		t.Fatalf("record %s", r.SpecDigest)
+	}
+	d.finishedEarlier = false
+	if changed, err := RecordBootstrap(d); err != nil || !changed {
+		t.Fatalf("a bootstrap that ran did not record: %v %v", changed, err)
+	}
+	if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:first" || r.Command != "bootstrap" {
+		t.Fatalf("record %+v", r)
+	}
+}

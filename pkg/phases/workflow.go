@@ -327,6 +327,7 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
+		d.finishedEarlier = true
 		done := "already bootstrapped with this spec"
 		if w.Command != "bootstrap" {
 			done = "this " + w.Command + " already finished"

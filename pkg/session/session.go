@@ -282,7 +282,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// this spec) records the applied spec, which `machineadm upgrade`
 	// plans from.
 	if o.Command == Bootstrap && o.Only == "" && !o.DryRun {
-		if _, err := phases.RecordApplied(d, "", d.SpecDigest, string(Bootstrap)); err != nil {
+		if _, err := phases.RecordBootstrap(d); err != nil {
 			rec.log.Warn("the applied spec could not be recorded; `machineadm upgrade` will not find it", "error", err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -197,4 +199,61 @@ func TestBootstrapRerunKeepsTheUpgradesRecord(t *testing.T) {
 	if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:first" || r.Command != "bootstrap" {
 		t.Fatalf("record %+v", r)
 	}
+}
+
+// TestBootstrapAfterAnUpgrade: on a node an upgrade brought to another
+// spec, a bootstrap rerun with the first spec trusts its finished journal
+// (it does not converge the host back to the first spec, which the
+// read-only look would find differs), and a bootstrap with the upgrade's
+// spec changes nothing; neither runs a phase.
+func TestBootstrapAfterAnUpgrade(t *testing.T) {
+	work := t.TempDir()
+	_, d := upgradeWorker(t, work, "v1.37.2", "v1.37.2", &fakeCluster{}, true)
+	d.Config.Spec.Join = &machineadm.Join{APIServerEndpoint: "cp.example:6443"}
+	d.Config.Spec.Host.Files = []machineadm.File{{Path: "/etc/upgraded", Content: "new", Mode: "0644"}}
+	if _, err := RecordApplied(d, d.Upgrade.Record.Key, "sha256:upgraded", "upgrade"); err != nil {
+		t.Fatal(err)
+	}
+	journal := `{"specDigest":"sha256:first"}` + "\n" + `{"finishedAt":"2026-01-01T00:00:00Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(work, "state.jsonl"), []byte(journal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := Bootstrap(d.Config)
+	for i := range w.Phases {
+		w.Phases[i] = poison(t, w.Phases[i])
+	}
+	for _, digest := range []string{"sha256:first", "sha256:upgraded"} {
+		d.StateFile, d.SpecDigest, d.finishedEarlier = "", digest, false
+		obs := &recordObs{}
+		if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+			t.Fatalf("%s: %v", digest, err)
+		}
+		for _, e := range obs.events {
+			if !strings.HasPrefix(e, "Unchanged ") {
+				t.Errorf("%s: %s", digest, e)
+			}
+		}
+		if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:upgraded" {
+			t.Errorf("%s: record now %s", digest, r.SpecDigest)
+		}
+		if ok, _ := RecordBootstrap(d); ok {
+			t.Errorf("%s: the bootstrap replaced the upgrade's record", digest)
+		}
+	}
+}
+
+// poison makes every leaf of p fail the test when it runs.
+func poison(t *testing.T, p Phase) Phase {
+	if len(p.Phases) == 0 {
+		name := p.Name
+		p.Run = func(context.Context, *Data) (Result, error) {
+			t.Errorf("phase %s ran", name)
+			return Result{}, nil
+		}
+		return p
+	}
+	for i := range p.Phases {
+		p.Phases[i] = poison(t, p.Phases[i])
+	}
+	return p
 }

@@ -254,6 +254,12 @@ func Run(ctx context.Context, o Options) (err error) {
 			return rec.refused(&SealedError{Identity: phases.IdentityPath(d), Err: err})
 		}
 	}
+	// A bootstrap of another spec than the node runs is refused.
+	if o.Command == Bootstrap && o.Only == "" {
+		if err := checkRebootstrap(d, nodeWorkDir); err != nil {
+			return rec.invalid(err)
+		}
+	}
 	// An upgrade plans from the node's applied spec: a change that cannot
 	// be made in place refuses it (exit code 2) with nothing changed.
 	if o.Command == Upgrade {

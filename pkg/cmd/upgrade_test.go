@@ -1,0 +1,257 @@
+package cmd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+// upgradeSpec is a first control plane at version, with node name node
+// and one API server flag.
+func upgradeSpec(version, node, auditAge string) string {
+	return `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes:
+    version: ` + version + `
+    controlPlaneEndpoint: cp.example:6443
+  controlPlane:
+    advertiseAddress: 192.0.2.10
+    apiServer:
+      extraArgs:
+        - {name: audit-log-maxage, value: "` + auditAge + `"}
+    bootstrapTokens:
+      - token: {value: abcdef.0123456789abcdef}
+  node:
+    name: ` + node + `
+`
+}
+
+// recordSpec writes the applied-spec record of content into a new work
+// directory, as a finished bootstrap does, and returns the directory.
+func recordSpec(t *testing.T, content string) string {
+	t.Helper()
+	l, err := spec.Load([]byte(content), "spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := upgrade.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	r, err := upgrade.NewRecord(l.Config, "sha256:"+hex.EncodeToString(sum[:]), "bootstrap", "test", key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	if err := r.Write(work); err != nil {
+		t.Fatal(err)
+	}
+	return work
+}
+
+func upgradeCLI(t *testing.T, work, specText string, extra ...string) (int, string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	args := []string{"upgrade", "-f", writeSpec(t, specText), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr")}
+	for _, e := range extra {
+		if e == "--dry-run" {
+			args = append(args, "--dry-run-dir", filepath.Join(tmp, "dr"))
+		}
+	}
+	args = append(args, extra...)
+	return run(t, "", args...)
+}
+
+func TestUpgradeDryRunPrintsThePlanAndChangesNothing(t *testing.T) {
+	old := upgradeSpec("v1.36.3", "cp1", "30")
+	work := recordSpec(t, old)
+	before, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "7"), "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"Kubernetes v1.36.3 -> v1.37.2",
+		"spec.controlPlane.apiServer.extraArgs",
+		"1. drain", "2. kubeadm-upgrade", "3. control-plane (kube-apiserver, one at a time)", "4. kubelet", "5. uncordon",
+		"would run kubeadm upgrade phase preflight to v1.37.2",
+		"would cordon Node cp1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "0123456789abcdef") {
+		t.Errorf("the token leaked:\n%s\n%s", out, errOut)
+	}
+	after, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	if !bytes.Equal(before, after) {
+		t.Errorf("a dry run changed the record")
+	}
+	if _, err := os.Stat(filepath.Join(work, upgrade.JournalFile)); err == nil {
+		t.Errorf("a dry run wrote the upgrade journal")
+	}
+}
+
+func TestUpgradeSameSpecPlansNothing(t *testing.T) {
+	s := upgradeSpec("v1.37.2", "cp1", "30")
+	code, out, errOut := upgradeCLI(t, recordSpec(t, s), s, "--dry-run")
+	if code != 0 || !strings.Contains(out, "no change: the node already runs this spec") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "would run") || strings.Contains(out, "would cordon") || strings.Contains(out, "would restart") {
+		t.Errorf("a plan without changes would change something:\n%s", out)
+	}
+}
+
+func TestUpgradeRefusesAChangeThatCannotBeMadeInPlace(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.37.2", "cp1", "30"))
+	for _, dry := range []bool{true, false} {
+		var extra []string
+		if dry {
+			extra = append(extra, "--dry-run")
+		}
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp2", "30"), extra...)
+		if code != 2 {
+			t.Fatalf("dry run %v: exit %d, want 2\n%s\n%s", dry, code, out, errOut)
+		}
+		if !strings.Contains(errOut, "spec.node.name") || !strings.Contains(errOut, "identity in the cluster") {
+			t.Errorf("the refusal does not name the field and why:\n%s", errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, upgrade.JournalFile)); err == nil {
+		t.Errorf("a refused upgrade wrote the upgrade journal")
+	}
+	code, _, errOut := upgradeCLI(t, work, upgradeSpec("v1.36.3", "cp1", "30"), "--dry-run")
+	if code != 2 || !strings.Contains(errOut, "spec.kubernetes.version") || !strings.Contains(errOut, "does not downgrade") {
+		t.Errorf("a downgrade: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestUpgradeWithoutRecordIsRefused(t *testing.T) {
+	code, out, errOut := upgradeCLI(t, filepath.Join(t.TempDir(), "work"), upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run")
+	if code != 2 || !strings.Contains(errOut, "no applied-spec record") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// workerSpec is a worker at v1.37.2 reporting to the path report.
+func workerSpec(report string) string {
+	return `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  action: Join
+  kubernetes:
+    version: v1.37.2
+  join:
+    apiServerEndpoint: cp.example:6443
+    token: {file: /etc/machineadm/secrets/join-token}
+    caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
+  node:
+    name: w1
+  report:
+    path: ` + report + `
+`
+}
+
+// TestUpgradeRunsAndRepeats runs real upgrades (not dry runs) of a worker
+// whose plan touches nothing on the node: the first one, with a changed
+// report path (a field of the run only), records the new spec; a second
+// one to the same spec changes nothing and keeps the record.
+func TestUpgradeRunsAndRepeats(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	code, out, errOut := upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `RunOnly       spec.report: "path=/var/lib/machineadm/report.json" -> "path=/var/lib/machineadm/upgrade-report.json"`) || !strings.Contains(out, "record-spec: changed") {
+		t.Errorf("plan:\n%s", out)
+	}
+	rec, err := upgrade.ReadRecord(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(newSpec))
+	if rec.Command != "upgrade" || rec.SpecDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("the upgrade did not record its spec: %+v", rec)
+	}
+	before, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	code, out, errOut = upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "no change: the node already runs this spec") || strings.Contains(out, ": changed") {
+		t.Errorf("second run changed something:\n%s", out)
+	}
+	after, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	if !bytes.Equal(before, after) {
+		t.Errorf("a second upgrade to the same spec rewrote the record")
+	}
+}
+
+// TestUpgradeResumesAfterAKill plants the journal a killed upgrade leaves
+// (its first leaves completed, no end) and runs the same upgrade again:
+// it resumes after the completed leaves and finishes, recording the spec;
+// the journal of another upgrade (another recorded spec) is not resumed.
+func TestUpgradeResumesAfterAKill(t *testing.T) {
+	oldSpec := workerSpec("/var/lib/machineadm/report.json")
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	digest := func(s string) string { sum := sha256.Sum256([]byte(s)); return "sha256:" + hex.EncodeToString(sum[:]) }
+	for _, tc := range []struct {
+		from    string
+		resumed bool
+	}{{digest(oldSpec), true}, {digest("another spec"), false}} {
+		work := recordSpec(t, oldSpec)
+		journal := `{"specDigest":"` + upgrade.JournalKey(tc.from, digest(newSpec)) + `"}` + "\n" +
+			`{"completed":"inputs-check"}` + "\n" + `{"completed":"upgrade-plan"}` + "\n" + `{"completed":"drain"}` + "\n"
+		if err := os.WriteFile(filepath.Join(work, upgrade.JournalFile), []byte(journal), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := upgradeCLI(t, work, newSpec)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		resumed := strings.Contains(out, "drain: skipped") || strings.Contains(out, "completed by an earlier run")
+		if resumed != tc.resumed {
+			t.Errorf("journal of %s: resumed %v, want %v\n%s", tc.from, resumed, tc.resumed, out)
+		}
+		if rec, err := upgrade.ReadRecord(work); err != nil || rec.SpecDigest != digest(newSpec) {
+			t.Errorf("the rerun did not record the spec: %+v %v", rec, err)
+		}
+	}
+}
+
+// TestBootstrapOfAnotherSpecIsRefused: on a node that runs a recorded
+// spec, a bootstrap of another spec is refused (exit code 2) pointing at
+// upgrade, before it changes anything; the recorded spec itself is not
+// refused.
+func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
+	a := workerSpec("/var/lib/machineadm/report.json")
+	work := recordSpec(t, a)
+	tmp := t.TempDir()
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, workerSpec("/var/lib/machineadm/other.json")), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr"))
+	if code != 2 || !strings.Contains(errOut, "this node runs another spec") || !strings.Contains(errOut, "machineadm upgrade -f SPEC") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "dr", "kubeadm")); err == nil {
+		t.Errorf("a refused bootstrap's dry run ran kubeadm")
+	}
+	_, _, errOut = run(t, "", "bootstrap", "-f", writeSpec(t, a), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr2"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr2"))
+	if strings.Contains(errOut, "runs another spec") {
+		t.Errorf("the recorded spec was refused:\n%s", errOut)
+	}
+}

@@ -1,0 +1,328 @@
+package upgrade
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Change is one difference between the recorded spec and the new one.
+type Change struct {
+	// Path is the changed field's path with list indexes and map keys as
+	// the spec has them ("spec.host.sysctl", "spec.kubernetes.version").
+	// A field compared whole (a list, a map) is one change.
+	Path string
+	// Field is the row of the table that decides it.
+	Field Field
+	// Old and New are the values for a person: a scalar as it is, a list
+	// or map by its size, a withheld secret as "(secret)"; "" when unset.
+	Old, New string
+	// Why overrides Field.Why (a version change kubeadm refuses).
+	Why string
+	// Refused marks a change that cannot be made: Field.Effect Refused, or
+	// a version change outside kubeadm's skew rules.
+	Refused bool
+}
+
+// Reason is why the change is refused, or what it does.
+func (c Change) Reason() string {
+	if c.Why != "" {
+		return c.Why
+	}
+	return c.Field.Why
+}
+
+// Step is one phase of the plan with the changes that make it run.
+type Step struct {
+	// Phase is a PhaseOrder name; Components, for PhaseControlPlane, are
+	// the components it replaces, in ControlPlaneComponents' order (all of
+	// them for a change of spec.kubernetes.imageRepository or the
+	// Systemd runtime's binaries).
+	Phase      string
+	Components []string
+	// Paths are the changed fields that bring the phase in.
+	Paths []string
+}
+
+// Plan is what `machineadm upgrade` does to bring a node from its
+// recorded spec to a new one (Compute).
+type Plan struct {
+	// From and To are spec.kubernetes.version before and after.
+	From, To string
+	// Changes are every difference, in the spec's field order; the refused
+	// ones have Refused set.
+	Changes []Change
+	// Steps are the phases that apply the changes, in PhaseOrder.
+	Steps []Step
+	// Drain says the node is cordoned and drained first (a change with
+	// Field.Disrupts) and uncordoned after.
+	Drain bool
+}
+
+// Options are what Compute checks a version change against.
+type Options struct {
+	// KubeadmVersion is the embedded kubeadm's version ("v1.37.2"): it
+	// upgrades to its own minor only, and to no newer patch than its own.
+	KubeadmVersion string
+}
+
+// Compute compares the recorded spec old with the new spec new (both
+// snapshots under the same key, Snapshot) and returns the plan. A change
+// of a field without a row (a spec from a newer machineadm) is refused.
+func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
+	var a, b any
+	if err := unmarshal(old, &a); err != nil {
+		return nil, fmt.Errorf("recorded spec: %w", err)
+	}
+	if err := unmarshal(new, &b); err != nil {
+		return nil, fmt.Errorf("new spec: %w", err)
+	}
+	p := &Plan{}
+	p.From, _ = lookupString(a, "spec", "kubernetes", "version")
+	p.To, _ = lookupString(b, "spec", "kubernetes", "version")
+	diff(a, b, "", "", &p.Changes)
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		c.Refused = c.Field.Effect == Refused
+		if c.Field.Path == "spec.kubernetes.version" {
+			if why := versionRefusal(p.From, p.To, o.KubeadmVersion); why != "" {
+				c.Refused, c.Why = true, why
+			}
+		}
+	}
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if c.Field.Path == "spec.host.files" && !kubeletFileChanged(a, b) {
+			// Only a new kubelet binary restarts the kubelet.
+			c.Field.Phases = []string{PhaseFiles}
+		}
+	}
+	runtime, _ := lookupString(b, "spec", "controlPlane", "runtime")
+	p.steps(runtime == systemdRuntime)
+	return p, nil
+}
+
+// kubeletFileChanged says whether a spec.host.files entry whose path ends
+// in "/kubelet" (the kubelet's binary) differs between a and b, or is in
+// one of them only.
+func kubeletFileChanged(a, b any) bool {
+	kubelets := func(v any) map[string]string {
+		out := map[string]string{}
+		m, _ := v.(map[string]any)
+		spec, _ := m["spec"].(map[string]any)
+		host, _ := spec["host"].(map[string]any)
+		files, _ := host["files"].([]any)
+		for _, f := range files {
+			fm, _ := f.(map[string]any)
+			if p, _ := fm["path"].(string); strings.HasSuffix(p, "/kubelet") {
+				data, _ := json.Marshal(fm)
+				out[p] = string(data)
+			}
+		}
+		return out
+	}
+	x, y := kubelets(a), kubelets(b)
+	if len(x) != len(y) {
+		return true
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return true
+		}
+	}
+	return false
+}
+
+// systemdRuntime is spec.controlPlane.runtime's value for a control plane
+// run as systemd units (machineadm.RuntimeSystemd).
+const systemdRuntime = "Systemd"
+
+func unmarshal(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// diff appends to out a change for each difference between a and b at
+// path (schema: the same path without indexes and keys). An object with
+// rows below it is compared key by key; anything else whole.
+func diff(a, b any, path, schema string, out *[]Change) {
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if okA && okB && (schema == "" || hasRowsBelow(schema)) {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			diff(ma[k], mb[k], join(path, k), join(schema, k), out)
+		}
+		return
+	}
+	if equal(a, b) {
+		return
+	}
+	f, ok := Lookup(schema)
+	if !ok {
+		f = Field{Path: schema, Effect: Refused, Why: "this machineadm does not know the field; upgrade with the machineadm that wrote the spec"}
+	}
+	c := Change{Path: path, Field: f, Old: show(a), New: show(b)}
+	if okA && okB {
+		c.Old, c.New = showKeys(ma, mb), showKeys(mb, ma)
+	}
+	*out = append(*out, c)
+}
+
+func join(p, k string) string {
+	if p == "" {
+		return k
+	}
+	return p + "." + k
+}
+
+// equal compares two JSON values; an absent value equals an empty one
+// (null, "", false, 0, [] or {}), as omitempty writes them.
+func equal(a, b any) bool {
+	if empty(a) && empty(b) {
+		return true
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func empty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case json.Number:
+		return t.String() == "0"
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		for _, e := range t {
+			if !empty(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func lookupString(v any, keys ...string) (string, bool) {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		v = m[k]
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+// steps fills Steps and Drain from the changes that are not refused. On
+// a Systemd control plane (systemd) a version change also replaces every
+// component's unit in PhaseControlPlane: kubeadm's upgrade writes static
+// pod manifests, which that runtime does not run.
+func (p *Plan) steps(systemd bool) {
+	byPhase := map[string]*Step{}
+	for _, c := range p.Changes {
+		if c.Refused {
+			continue
+		}
+		p.Drain = p.Drain || c.Field.Disrupts
+		phases := c.Field.Phases
+		if systemd && c.Field.Path == "spec.kubernetes.version" {
+			phases = append(slices.Clone(phases), PhaseControlPlane)
+		}
+		for _, ph := range phases {
+			name, comp, _ := strings.Cut(ph, "/")
+			s := byPhase[name]
+			if s == nil {
+				s = &Step{Phase: name}
+				byPhase[name] = s
+			}
+			if !slices.Contains(s.Paths, c.Path) {
+				s.Paths = append(s.Paths, c.Path)
+			}
+			comps := []string{comp}
+			if name == PhaseControlPlane && comp == "" {
+				comps = ControlPlaneComponents
+			}
+			for _, cc := range comps {
+				if cc != "" && !slices.Contains(s.Components, cc) {
+					s.Components = append(s.Components, cc)
+				}
+			}
+		}
+	}
+	if p.Drain {
+		byPhase[PhaseDrain] = &Step{Phase: PhaseDrain}
+		byPhase[PhaseUncordon] = &Step{Phase: PhaseUncordon}
+	}
+	for _, name := range PhaseOrder {
+		if s := byPhase[name]; s != nil {
+			slices.SortFunc(s.Components, func(a, b string) int {
+				return slices.Index(ControlPlaneComponents, a) - slices.Index(ControlPlaneComponents, b)
+			})
+			p.Steps = append(p.Steps, *s)
+		}
+	}
+}
+
+// Refused returns the refused changes.
+func (p *Plan) Refused() []Change {
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Refused {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Errors returns one field error per refused change (field.Forbidden,
+// naming the path and why), for the InvalidSpec refusal (exit code 2).
+func (p *Plan) Errors() field.ErrorList {
+	var out field.ErrorList
+	for _, c := range p.Refused() {
+		out = append(out, field.Forbidden(field.NewPath(c.Path), "cannot change in place ("+c.Old+" -> "+c.New+"): "+c.Reason()))
+	}
+	return out
+}
+
+// Empty says the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// Has says whether phase is one of the plan's steps.
+func (p *Plan) Has(phase string) bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Phase == phase })
+}
+
+// Step returns the plan's step of phase.
+func (p *Plan) Step(phase string) (Step, bool) {
+	i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Phase == phase })
+	if i < 0 {
+		return Step{}, false
+	}
+	return p.Steps[i], true
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 
@@ -20,12 +21,14 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/staticpod"
 	"github.com/machineadm/machineadm/pkg/host/sysctl"
 	"github.com/machineadm/machineadm/pkg/host/windows"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/render"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
+	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
 // osContract is the OS maintainers' contract whose Files table must name
@@ -119,6 +122,10 @@ func writtenByConstant() []string {
 		// the run's own files (pkg/report, pkg/session, pkg/phases)
 		report.DefaultPath, report.PreviousPath(report.DefaultPath), report.DefaultSentinel,
 		path.Join(translate.DefaultWorkDir, session.LockFileName), path.Join(translate.DefaultWorkDir, session.LogFileName),
+		// day 2 (pkg/upgrade, pkg/kubeadm/day2): the applied-spec record,
+		// the upgrade's journal, a control-plane backup
+		path.Join(translate.DefaultWorkDir, upgrade.RecordFile), path.Join(translate.DefaultWorkDir, upgrade.JournalFile),
+		day2.BackupDir(kubeadmconstants.KubernetesDir, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) + "/kube-apiserver.yaml",
 		// host preparation
 		sysctl.ConfPath, kmod.ConfPath, containerd.ProxyDropIn, containerd.ConfigPath + "/registry.example/hosts.toml",
 		staticpod.DefaultDir + "/custom.yaml",

@@ -79,7 +79,11 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.Version == "" {
-		setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, "Machine "+m.Name+": spec.version is required")
+		msg := "Machine " + m.Name + ": spec.version is required"
+		if isPoolMachine(m) {
+			msg = "MachinePool " + m.Name + ": spec.template.spec.version is required"
+		}
+		setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, msg)
 		return ctrl.Result{}, nil
 	}
 	if r.Sealer == nil {
@@ -88,7 +92,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	}
 	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
 	initialized := controlPlaneInitialized(cl)
-	p := plan{controlPlane: isCP, action: mspec.ActionJoin}
+	p := plan{controlPlane: isCP, action: mspec.ActionJoin, pool: isPoolMachine(m)}
 	if !initialized && !isCP {
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInit, "workers join once the control plane is initialised")
 		return ctrl.Result{}, nil
@@ -267,7 +271,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		ds.Data[payloadKey] = rd.payload
 		ds.Annotations[PayloadDigestAnnotation] = rd.payloadDigest
 	}
-	if s.Spec.OS == mspec.OSWindows {
+	if s.Spec.OS == mspec.OSWindows && s.Spec.Node.Name != "" {
 		ds.Annotations[NodeNameAnnotation] = s.Spec.Node.Name
 	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {

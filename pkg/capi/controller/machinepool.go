@@ -53,12 +53,22 @@ func (r *Reconciler) ownerPool(ctx context.Context, cfg *bootstrapv1.MachineadmC
 	return nil, nil
 }
 
+// poolMachineAnnotation marks, in memory only, the Machine poolMachine
+// makes; it is never written to the API server.
+const poolMachineAnnotation = "bootstrap.machineadm.io/machine-pool"
+
+// isPoolMachine reports whether m stands for a MachinePool's instances
+// (poolMachine).
+func isPoolMachine(m *clusterv1.Machine) bool {
+	return m.Annotations[poolMachineAnnotation] == "true"
+}
+
 // poolMachine is the Machine the data of pool's instances is rendered
 // for: the pool's name (the token's label and description), Cluster and
 // version; no control-plane label.
 func poolMachine(p *clusterv1.MachinePool) *clusterv1.Machine {
 	return &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Annotations: map[string]string{poolMachineAnnotation: "true"}},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: p.Spec.ClusterName,
 			Version:     p.Spec.Template.Spec.Version,

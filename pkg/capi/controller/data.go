@@ -34,12 +34,27 @@ import (
 // the new token tokenID, into old, the config's data Secret, and records
 // the replacement in the Ready and DataSecretAvailable conditions
 // (reason TokenReplaced). The new token is deleted when the write fails.
+//
+// The payload the old data's stub fetches is kept beside the new one
+// (previousPayloadKey): a pool's instance that booted from the old data a
+// moment before fetches it, and its token is still valid.
 func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc kubernetes.Interface, tokenID string) (ctrl.Result, error) {
+	prev, prevDigest := old.Data[payloadKey], old.Annotations[PayloadDigestAnnotation]
 	old.Data = ds.Data
 	if old.Annotations == nil {
 		old.Annotations = map[string]string{}
 	}
+	delete(old.Annotations, PayloadDigestAnnotation)
+	delete(old.Annotations, PreviousPayloadDigestAnnotation)
 	maps.Copy(old.Annotations, ds.Annotations)
+	size := 0
+	for _, v := range old.Data {
+		size += len(v)
+	}
+	if len(prev) > 0 && prevDigest != "" && prevDigest != ds.Annotations[PayloadDigestAnnotation] && size+len(prev) <= maxDataBytes {
+		old.Data[previousPayloadKey] = prev
+		old.Annotations[PreviousPayloadDigestAnnotation] = prevDigest
+	}
 	if err := r.Client.Update(ctx, old); err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		return ctrl.Result{}, err

@@ -43,6 +43,13 @@ const (
 	// PayloadDigestAnnotation holds, on a data Secret with a payload, its
 	// SHA-256: "sha256:" and 64 hex digits.
 	PayloadDigestAnnotation = "bootstrap.machineadm.io/payload-digest"
+	// previousPayloadKey holds, after the data was written again (a
+	// pool's token rotated, a deleted token replaced), the payload the
+	// previous data's stub fetches; served until the next rewrite.
+	previousPayloadKey = "payload-previous"
+	// PreviousPayloadDigestAnnotation holds the SHA-256 of the data
+	// Secret's previous payload, in PayloadDigestAnnotation's form.
+	PreviousPayloadDigestAnnotation = "bootstrap.machineadm.io/previous-payload-digest"
 	// payloadPathPrefix is the payload endpoint's path below PayloadURL.
 	payloadPathPrefix = "/payloads/"
 )
@@ -142,12 +149,20 @@ func (s *PayloadServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	cfg := &bootstrapv1.MachineadmConfig{}
 	cfg.Name = key.Name
-	payload, ok := ds.Data[payloadKey]
-	want := ds.Annotations[PayloadDigestAnnotation]
-	sum := sha256.Sum256(payload)
-	got := "sha256:" + hex.EncodeToString(sum[:])
-	if !ok || !isDataSecretOf(ds, cfg) || want != got ||
-		subtle.ConstantTimeCompare([]byte(want), []byte("sha256:"+parts[2])) != 1 {
+	var payload []byte
+	found := false
+	// The current payload, or the previous one (the data was written
+	// again while a machine booted from the old data).
+	for _, k := range [...][2]string{{payloadKey, PayloadDigestAnnotation}, {previousPayloadKey, PreviousPayloadDigestAnnotation}} {
+		p, ok := ds.Data[k[0]]
+		want := ds.Annotations[k[1]]
+		sum := sha256.Sum256(p)
+		if ok && want == "sha256:"+hex.EncodeToString(sum[:]) &&
+			subtle.ConstantTimeCompare([]byte(want), []byte("sha256:"+parts[2])) == 1 {
+			payload, found = p, true
+		}
+	}
+	if !found || !isDataSecretOf(ds, cfg) {
 		s.Log.Info("refused a payload request", "config", key)
 		http.NotFound(w, req)
 		return

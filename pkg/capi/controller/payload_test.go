@@ -113,6 +113,10 @@ func TestPayloadOverUserDataLimit(t *testing.T) {
 		{http.MethodGet, payloadURL(srv.URL, f.ns, "other", digest), http.StatusNotFound},
 		{http.MethodGet, payloadURL(srv.URL, "default", "w1", digest), http.StatusNotFound},
 		{http.MethodGet, srv.URL + payloadPathPrefix + f.ns + "/w1/" + digest[:10], http.StatusNotFound},
+		// Not names: 404 like any other, not a failed read (503).
+		{http.MethodGet, srv.URL + payloadPathPrefix + f.ns + "/../" + digest, http.StatusNotFound},
+		{http.MethodGet, srv.URL + payloadPathPrefix + "../w1/" + digest, http.StatusNotFound},
+		{http.MethodGet, srv.URL + payloadPathPrefix + "%2e/w1/" + digest, http.StatusNotFound},
 		{http.MethodPost, url, http.StatusMethodNotAllowed},
 	} {
 		if code, _ := httpDo(t, bad.method, bad.url); code != bad.code {

@@ -143,6 +143,16 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	if err != nil {
 		return r.configErr(cfg, err)
 	}
+	if s.Spec.OS == mspec.OSWindows && s.Spec.Node.Name != "" {
+		who, err := windowsNameTaken(ctx, r.Client, cfg, m, cl, s.Spec.Node.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if who != "" {
+			setData(cfg, metav1.ConditionFalse, ReasonNodeNameTaken, "Machine "+m.Name+" would be Node "+s.Spec.Node.Name+" (its name within Windows' 15 characters), and "+who+": two kubelets would share one Node; rename one of the Machines")
+			return ctrl.Result{RequeueAfter: secretRetry}, nil
+		}
+	}
 	reportDigest := ""
 	if r.ReportURL != "" && s.Spec.Report.URL == "" {
 		capability, digest, err := newReportCapability()

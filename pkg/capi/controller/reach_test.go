@@ -15,8 +15,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	yaml "go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
@@ -432,4 +435,44 @@ func TestWindowsAndDomainJoinRefusedWithFieldPath(t *testing.T) {
 	if err := k8s.Create(f.ctx, tpl); err == nil || !strings.Contains(err.Error(), "spec.template.spec.host.files") {
 		t.Fatalf("template: %v", err)
 	}
+}
+
+// Two Windows Machines whose Node names meet after the 15-character
+// mapping (a Machine named like another's mapped name) would be one Node
+// with two kubelets: the second config waits, reason NodeNameTaken, with
+// no data, whichever came first; it goes on once the other is gone.
+func TestWindowsNodeNameCollision(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	windows := func(name string) {
+		_, c := f.machine(name, false)
+		c.Spec.OS, c.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{}
+		f.must(k8s.Update(f.ctx, c))
+	}
+	// The long one first: the Machine named its mapped name waits.
+	const long = "win-workers-7d9f8-x2k4q"
+	windows(long)
+	wantCond(t, f.reconcile(long), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	short := WindowsNodeName(long)
+	windows(short)
+	got := wantCond(t, f.reconcile(short), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonNodeNameTaken)
+	if !strings.Contains(got.Message, long) {
+		t.Fatalf("message %q does not name the other Machine's Secret", got.Message)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: short}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a data Secret was written for the colliding Machine: %v", err)
+	}
+	// The short one first: the long one whose mapped name it is waits.
+	const long2 = "win-workers-7d9f8-zz9zz"
+	short2 := WindowsNodeName(long2)
+	windows(short2)
+	wantCond(t, f.reconcile(short2), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	windows(long2)
+	got = wantCond(t, f.reconcile(long2), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonNodeNameTaken)
+	if !strings.Contains(got.Message, "Machine "+f.ns+"/"+short2) {
+		t.Fatalf("message %q does not name the Machine", got.Message)
+	}
+	// The first one gone: the second goes on.
+	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: long}}))
+	wantCond(t, f.reconcile(short), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
 }

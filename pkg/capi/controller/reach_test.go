@@ -476,3 +476,30 @@ func TestWindowsNodeNameCollision(t *testing.T) {
 	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: long}}))
 	wantCond(t, f.reconcile(short), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
 }
+
+// A domain join Secret whose value is only white space (an empty file
+// made into a Secret) is MissingSecret naming the config's field; it was
+// InvalidConfig naming the machine spec's spec.host.domainJoin.*.password,
+// a field the config does not have.
+func TestDomainJoinBlankSecret(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.secret("ad", map[string][]byte{"password": []byte(" \n"), "blob": {}})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.DomainJoin = &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		Credentials: &bootstrapv1.DomainCredentials{Username: "Administrator",
+			PasswordFrom: bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad", Key: "password"}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.credentials.passwordFrom.secret", "white space") {
+		t.Fatalf("message %q", got.Message)
+	}
+	_, w := f.machine("win1", false)
+	w.Spec.OS, w.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{DomainJoin: &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad", Key: "blob"}}}}
+	f.must(k8s.Update(f.ctx, w))
+	got = wantCond(t, f.reconcile("win1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+}

@@ -205,8 +205,10 @@ var urlCredentialParam = regexp.MustCompile(`(?i)(token|secret|password|passwd|a
 // a presigned signature or token-like parameter in its query or fragment
 // ("X-Amz-Signature", "X-Goog-Signature", Azure's "sig", "token",
 // "access_token", "api_key"...), or a parameter of any name whose value
-// SecretInText finds a secret in (Google's "?key=AIza..."): whoever reads
-// such a URL can use it. The phrase names the parameter, never its value.
+// SecretInText finds a secret in (Google's "?key=AIza..."), or a secret
+// SecretInText finds anywhere in its path, query or fragment (a pair the
+// query parser skips, a token in a path segment): whoever reads such a
+// URL can use it. The phrase names the parameter, never its value.
 func URLCredentials(raw string) string {
 	if machineadm.URLHasCredentials(raw) {
 		return "credentials in the URL"
@@ -234,6 +236,17 @@ func URLCredentials(raw string) string {
 					return fmt.Sprintf("%s in the URL's %s (parameter %q)", what, part.where, k)
 				}
 			}
+		}
+	}
+	// The text as a whole: a pair ParseQuery skips (a ';', a bad escape)
+	// and a path segment (a webhook's or bot's token) hold secrets too.
+	for _, part := range []struct{ where, raw string }{{"path", u.EscapedPath()}, {"query", u.RawQuery}, {"fragment", u.EscapedFragment()}} {
+		text := part.raw
+		if t, err := url.PathUnescape(text); err == nil {
+			text = t
+		}
+		if what := SecretInText([]byte(text)); what != "" {
+			return fmt.Sprintf("%s in the URL's %s", what, part.where)
 		}
 	}
 	return ""

@@ -503,3 +503,18 @@ func TestDomainJoinBlankSecret(t *testing.T) {
 		t.Fatalf("message %q", got.Message)
 	}
 }
+
+// A binarySources URL carrying a credential is InvalidConfig naming the
+// config's field; it was refused at render, naming the spec.host.files
+// entry the controller made from it.
+func TestSystemdBinarySourceCredentialNamesField(t *testing.T) {
+	f := newFixture(t)
+	_, c := f.machine("cp1", true)
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Runtime: "Systemd", BinarySources: &bootstrapv1.ControlPlaneBinarySources{
+		KubeScheduler: &bootstrapv1.RemoteSource{URL: "https://dl.example.invalid/raw/ghp_0123456789abcdefghijklmnopqrstuvwxyz/kube-scheduler", SHA256: strings.Repeat("a", 64)}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.HasPrefix(got.Message, "spec.controlPlane.binarySources.kubeScheduler.url: ") || strings.Contains(got.Message, "ghp_") {
+		t.Fatalf("message %q", got.Message)
+	}
+}

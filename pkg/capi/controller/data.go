@@ -281,7 +281,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 			Name:        cfg.Name,
 			Namespace:   cfg.Namespace,
 			Labels:      map[string]string{clusterv1.ClusterNameLabel: cl.Name},
-			Annotations: map[string]string{ActionAnnotation: actionName(p)},
+			Annotations: map[string]string{ActionAnnotation: actionName(p), VersionAnnotation: m.Spec.Version},
 		},
 		Type: ClusterSecretType,
 		Data: map[string][]byte{dataKey: data, formatKey: []byte(format(cfg))},

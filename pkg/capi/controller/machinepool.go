@@ -76,9 +76,15 @@ func poolMachine(p *clusterv1.MachinePool) *clusterv1.Machine {
 	}
 }
 
+// VersionAnnotation holds, on a data Secret, the Kubernetes version its
+// data was rendered for (the Machine's or the MachinePool's
+// spec.version).
+const VersionAnnotation = "bootstrap.machineadm.io/kubernetes-version"
+
 // reconcilePoolAfterData keeps a pool's data Secret usable: it rotates the
 // token (a new one, the data written again) when less than a third of the
-// TTL is left or it is gone, and looks again every sixth of the TTL.
+// TTL is left or it is gone, or the pool's version is no longer the one
+// the data was rendered for, and looks again every sixth of the TTL.
 func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
 	ds := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, ds); err != nil {
@@ -97,7 +103,10 @@ func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if left >= r.ttl()/3 {
+	// A pool whose version changed (an upgrade) gets data for it now:
+	// instances made from here on must not join with the old version
+	// until the next rotation.
+	if left >= r.ttl()/3 && ds.Annotations[VersionAnnotation] == m.Spec.Version {
 		if c := findCond(cfg, DataSecretAvailableCondition); c == nil || c.Status != metav1.ConditionTrue {
 			setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
 		}

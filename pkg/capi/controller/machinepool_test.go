@@ -147,3 +147,35 @@ func TestMachinePoolDataNamesNoMachine(t *testing.T) {
 		t.Fatalf("message %q does not name the pool's field", got.Message)
 	}
 }
+
+// A pool's version changed (an upgrade): the data is rendered again for
+// the new version at once, not at the next token rotation (two thirds of
+// the TTL later, or hours with a long --bootstrap-token-ttl), during which
+// new instances joined with the old version.
+func TestMachinePoolUpgradeRendersAgain(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.pool("pool1")
+	wantCond(t, f.reconcile("pool1"), ReadyCondition, metav1.ConditionTrue, ReasonAvailable)
+	if _, items := f.opened(f.dataSecret("pool1").Data["value"]); len(items) == 0 {
+		t.Fatal("no sealed items")
+	}
+	version := func() string {
+		cfg, _ := f.unsealed(f.dataSecret("pool1").Data["value"])
+		return cfg.Spec.Kubernetes.Version
+	}
+	if v := version(); v != "v1.37.2" {
+		t.Fatalf("version %q", v)
+	}
+	p := &clusterv1.MachinePool{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "pool1"}, p))
+	p.Spec.Template.Spec.Version = "v1.37.3"
+	f.must(k8s.Update(f.ctx, p))
+	f.reconcile("pool1")
+	if v := version(); v != "v1.37.3" {
+		t.Fatalf("after the pool's upgrade new instances still join with %q", v)
+	}
+	if a := f.dataSecret("pool1").Annotations[VersionAnnotation]; a != "v1.37.3" {
+		t.Fatalf("version annotation %q", a)
+	}
+}

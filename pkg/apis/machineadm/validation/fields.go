@@ -420,10 +420,10 @@ func validateSharedPaths(r *Result, files []machineadm.File, p *field.Path) {
 	secret := map[string]int{}
 	for i := range files {
 		f := &files[i]
-		j, ok := secret[f.Path]
+		j, ok := secret[r.fileKey(f.Path)]
 		if !ok {
 			if machineadm.OwnerOnly(f.Mode) {
-				secret[f.Path] = i
+				secret[r.fileKey(f.Path)] = i
 			}
 			continue
 		}
@@ -450,10 +450,10 @@ func orZero(s string) string {
 
 func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {
 	validateAbsFilePath(r, f.Path, false, p.Child("path"))
-	if f.Path != "" && seen[f.Path] && !f.Append {
+	if f.Path != "" && seen[r.fileKey(f.Path)] && !f.Append {
 		r.Errors = append(r.Errors, field.Duplicate(p.Child("path"), f.Path))
 	}
-	seen[f.Path] = true
+	seen[r.fileKey(f.Path)] = true
 	if f.Source != nil {
 		if f.Content != "" {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("source"), "content and source are mutually exclusive"))

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -219,5 +220,35 @@ func TestUnknownOS(t *testing.T) {
 	r := Validate(c)
 	if got, want := errorSet(r.Errors), wantSet([]fe{{"spec.os", nsup}}); !slices.Equal(got, want) {
 		t.Errorf("errors: got %q, want %q (%v)", got, want, r.Errors)
+	}
+}
+
+// TestWindowsFilesOneFileTwoSpellings: Windows file names ignore case and
+// trailing dots and spaces, so two entries spelling one file differently
+// are a duplicate, and a later readable entry of an owner-only file is
+// refused as for the same spelling; both passed, the second overwriting
+// the first. Linux paths keep their case.
+func TestWindowsFilesOneFileTwoSpellings(t *testing.T) {
+	c := windowsWorker(t)
+	c.Spec.Host.Files = []machineadm.File{
+		{Path: `C:\ProgramData\App\app.conf`, Content: "a"},
+		{Path: `c:/programdata/app/APP.CONF `, Content: "b"},
+		{Path: `C:\ProgramData\App\key`, Content: "k", Mode: "0600"},
+		{Path: `C:\PROGRAMDATA\app\Key.`, Content: "more", Mode: "0644", Append: true},
+	}
+	v1alpha1.SetDefaults(c)
+	got := map[string]bool{}
+	for _, e := range Validate(c).Errors {
+		got[e.Field] = true
+	}
+	if len(got) != 2 || !got["spec.host.files[1].path"] || !got["spec.host.files[3].mode"] {
+		t.Errorf("errors %v: want spec.host.files[1].path (duplicate) and spec.host.files[3].mode (owner-only)", got)
+	}
+	l := base(t, worker)
+	l.Spec.Host.Files = []machineadm.File{{Path: "/etc/app/A", Content: "a", Mode: "0644", Owner: "0", Group: "0"}, {Path: "/etc/app/a", Content: "b", Mode: "0644", Owner: "0", Group: "0"}}
+	for _, e := range Validate(l).Errors {
+		if strings.HasPrefix(e.Field, "spec.host.files") {
+			t.Errorf("Linux paths differing in case refused: %v", e)
+		}
 	}
 }

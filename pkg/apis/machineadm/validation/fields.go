@@ -209,6 +209,33 @@ func (r *Result) pathProblem(v string, clean bool) string {
 	if clean && path.Clean(v) != v {
 		return "must be a clean path (no '//', '.' or trailing '/')"
 	}
+	if r.targetOS() == machineadm.OSWindows {
+		return windowsNameProblem(v)
+	}
+	return ""
+}
+
+// windowsReservedRE is a Windows device name (CON, NUL, COM1…), which a
+// file name is whatever its extension ("nul.txt" is NUL too).
+var windowsReservedRE = regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$`)
+
+// windowsNameProblem says what is wrong with rest, a Windows path after
+// its drive in slash form, or "": a character no Windows file name has
+// (a ':' there names an alternate data stream of another file), a device
+// name, or a name ending in a dot or space (Windows drops them, so it is
+// another file than the one written).
+func windowsNameProblem(rest string) string {
+	for _, name := range strings.Split(rest, "/") {
+		switch {
+		case name == "":
+		case strings.ContainsAny(name, `<>:"|?*`):
+			return `must not contain < > : " | ? * after the drive (a ':' names an alternate data stream)`
+		case windowsReservedRE.MatchString(name):
+			return fmt.Sprintf("%q is a Windows device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9), not a file", name)
+		case strings.HasSuffix(name, ".") || strings.HasSuffix(name, " "):
+			return fmt.Sprintf("%q ends in a dot or space, which Windows drops", name)
+		}
+	}
 	return ""
 }
 

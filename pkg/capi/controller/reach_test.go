@@ -142,7 +142,7 @@ func TestWindowsNodeName(t *testing.T) {
 	seen := map[string]string{}
 	for _, name := range []string{
 		"w1", "win-0123456789a", "win-workers-7d9f8-x2k4q", "win-workers-7d9f8-x2k4r",
-		"a.b", "machine.example.com", "x-------------------y", "0123456789012345678",
+		"a.b", "machine.example.com", "x-------------------y", "0123456789012345678", "12345", "0",
 	} {
 		got := WindowsNodeName(name)
 		if again := WindowsNodeName(name); again != got {
@@ -158,7 +158,9 @@ func TestWindowsNodeName(t *testing.T) {
 			t.Errorf("%s and %s both map to %q", prev, name, got)
 		}
 		seen[got] = name
-		if len(name) <= MaxWindowsNameLen && !strings.Contains(name, ".") && got != name {
+		if strings.Trim(got, "0123456789") == "" {
+			t.Errorf("%s → %q: Windows refuses a computer name of digits only", name, got)
+		} else if len(name) <= MaxWindowsNameLen && !strings.Contains(name, ".") && strings.Trim(name, "0123456789") != "" && got != name {
 			t.Errorf("%s fits and must be kept, got %q", name, got)
 		}
 	}

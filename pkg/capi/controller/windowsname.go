@@ -39,14 +39,15 @@ var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 
 // WindowsNodeName maps a Machine name (a DNS-1123 subdomain: lower-case
 // letters, digits, '-' and '.') to a Windows computer name that is also a
-// valid Node name. A name of at most 15 characters without '.' is kept as
-// it is; any other becomes its first 9 characters ('.' turned into '-',
+// valid Node name. A name of at most 15 characters without '.', not of
+// digits only (Windows refuses those), is kept as it is; any other becomes its first 9 characters ('.' turned into '-',
 // trailing '-' dropped), '-' and 5 characters of base32 of the SHA-256 of
 // the whole name, for example "win-worke-q3x7a". Two Machine names share
 // a mapped name only when they share the prefix and, by chance (1 in
 // 2^25), the hash.
 func WindowsNodeName(machine string) string {
-	if len(machine) <= MaxWindowsNameLen && !strings.Contains(machine, ".") {
+	// Windows refuses a computer name of digits only ("12345").
+	if len(machine) <= MaxWindowsNameLen && !strings.Contains(machine, ".") && strings.Trim(machine, "0123456789") != "" {
 		return machine
 	}
 	prefix := machine[:min(len(machine), MaxWindowsNameLen-windowsHashLen-1)]

@@ -107,6 +107,10 @@ func TestURLCredentials(t *testing.T) {
 		{"https://dl.example/v1.37.2/bin/linux/amd64/kubelet", ""},
 		{"https://h.example/sha256/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/blob", ""},
 		{"https://h.example/x?key=amd64", ""},
+		// "name:value" text in a URL is no assignment of a credential.
+		{"https://h.example/oauth2/auth:authorize", ""},
+		{"https://h.example/x?scope=auth:read-write", ""},
+		{"https://h.example/auth=basic/file", ""},
 		{"https://h.example/x?version=1&arch=amd64", ""},
 		{"https://h.example/x", ""},
 		{"http://[::1]:8080/x", ""},

@@ -504,6 +504,18 @@ func TestDomainJoinBlankSecret(t *testing.T) {
 	if !contains(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom.secret") {
 		t.Fatalf("message %q", got.Message)
 	}
+	// A blob that is no djoin output (a password pasted by mistake): the
+	// config's field too, and never the value.
+	const notBlob = "Pa$$w0rd!-not-a-blob"
+	f.secret("ad2", map[string][]byte{"blob": []byte(notBlob)})
+	_, w2 := f.machine("win2", false)
+	w2.Spec.OS, w2.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{DomainJoin: &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad2", Key: "blob"}}}}
+	f.must(k8s.Update(f.ctx, w2))
+	got = wantCond(t, f.reconcile("win2"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom.secret", "djoin") || strings.Contains(got.Message, notBlob) {
+		t.Fatalf("message %q", got.Message)
+	}
 }
 
 // A binarySources URL carrying a credential is InvalidConfig naming the

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,6 +158,10 @@ func (r *secretReader) nonBlankKey(name, key, field string) ([]byte, error) {
 	return v, err
 }
 
+// offlineJoinBlobRE is the text of an offline domain join blob, as the
+// machine spec's validation takes it: base64 and white space.
+var offlineJoinBlobRE = regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`)
+
 // MaxSecretValueBytes bounds the values read from the Secrets one config
 // refers to, each and all together (128 KiB). More is MissingSecret
 // before anything is made: no cloud takes such user data, and the data
@@ -305,9 +310,13 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 			out.known = append(out.known, v)
 		}
 		if b := dj.OfflineJoinBlobFrom; b != nil {
-			v, err := r.nonBlankKey(b.Secret.Name, b.Secret.Key, "spec.host.domainJoin.offlineJoinBlobFrom.secret")
+			f := "spec.host.domainJoin.offlineJoinBlobFrom.secret"
+			v, err := r.nonBlankKey(b.Secret.Name, b.Secret.Key, f)
 			if err != nil {
 				return nil, err
+			}
+			if !offlineJoinBlobRE.Match(v) {
+				return nil, &MissingSecretError{Namespace: r.ns, Name: b.Secret.Name, Key: b.Secret.Key, Field: f, Reason: "is not the base64 text `djoin /provision /savefile` writes"}
 			}
 			out.offlineJoinBlob = v
 			out.known = append(out.known, v)

@@ -112,10 +112,14 @@ func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv
 		}
 		return ctrl.Result{RequeueAfter: r.ttl() / 6}, nil
 	}
+	why := "the pool's bootstrap token was rotated before it expired"
+	if v := ds.Annotations[VersionAnnotation]; v != m.Spec.Version {
+		why = "the pool's version changed from " + orNone(v) + " to " + m.Spec.Version + ": a new bootstrap token was made"
+	}
 	res, err := r.renderData(ctx, cfg, m, cl, ds)
 	if err == nil && ds.Annotations[TokenIDAnnotation] != "" {
 		if c := findCond(cfg, ReadyCondition); c != nil && c.Reason == ReasonTokenReplaced {
-			setData(cfg, metav1.ConditionTrue, ReasonTokenRotated, "the pool's bootstrap token was rotated before it expired and data Secret "+ds.Name+" written again; the old token expires by itself")
+			setData(cfg, metav1.ConditionTrue, ReasonTokenRotated, why+" and data Secret "+ds.Name+" written again; the old token expires by itself")
 		}
 		res.RequeueAfter = r.ttl() / 6
 	}
@@ -156,4 +160,12 @@ func poolToConfig(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}}}
+}
+
+// orNone is v, or "none" when it is empty.
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }

@@ -171,7 +171,10 @@ func TestMachinePoolUpgradeRendersAgain(t *testing.T) {
 	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "pool1"}, p))
 	p.Spec.Template.Spec.Version = "v1.37.3"
 	f.must(k8s.Update(f.ctx, p))
-	f.reconcile("pool1")
+	got := wantCond(t, f.reconcile("pool1"), ReadyCondition, metav1.ConditionTrue, ReasonTokenRotated)
+	if !strings.Contains(got.Message, "version changed from v1.37.2 to v1.37.3") {
+		t.Fatalf("message %q", got.Message)
+	}
 	if v := version(); v != "v1.37.3" {
 		t.Fatalf("after the pool's upgrade new instances still join with %q", v)
 	}

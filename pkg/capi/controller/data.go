@@ -34,12 +34,27 @@ import (
 // the new token tokenID, into old, the config's data Secret, and records
 // the replacement in the Ready and DataSecretAvailable conditions
 // (reason TokenReplaced). The new token is deleted when the write fails.
+//
+// The payload the old data's stub fetches is kept beside the new one
+// (previousPayloadKey): a pool's instance that booted from the old data a
+// moment before fetches it, and its token is still valid.
 func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc kubernetes.Interface, tokenID string) (ctrl.Result, error) {
+	prev, prevDigest := old.Data[payloadKey], old.Annotations[PayloadDigestAnnotation]
 	old.Data = ds.Data
 	if old.Annotations == nil {
 		old.Annotations = map[string]string{}
 	}
+	delete(old.Annotations, PayloadDigestAnnotation)
+	delete(old.Annotations, PreviousPayloadDigestAnnotation)
 	maps.Copy(old.Annotations, ds.Annotations)
+	size := 0
+	for _, v := range old.Data {
+		size += len(v)
+	}
+	if len(prev) > 0 && prevDigest != "" && prevDigest != ds.Annotations[PayloadDigestAnnotation] && size+len(prev) <= maxDataBytes {
+		old.Data[previousPayloadKey] = prev
+		old.Annotations[PreviousPayloadDigestAnnotation] = prevDigest
+	}
 	if err := r.Client.Update(ctx, old); err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		return ctrl.Result{}, err
@@ -79,7 +94,11 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		return ctrl.Result{}, nil
 	}
 	if m.Spec.Version == "" {
-		setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, "Machine "+m.Name+": spec.version is required")
+		msg := "Machine " + m.Name + ": spec.version is required"
+		if isPoolMachine(m) {
+			msg = "MachinePool " + m.Name + ": spec.template.spec.version is required"
+		}
+		setData(cfg, metav1.ConditionFalse, ReasonInvalidConfig, msg)
 		return ctrl.Result{}, nil
 	}
 	if r.Sealer == nil {
@@ -88,7 +107,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	}
 	_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
 	initialized := controlPlaneInitialized(cl)
-	p := plan{controlPlane: isCP, action: mspec.ActionJoin}
+	p := plan{controlPlane: isCP, action: mspec.ActionJoin, pool: isPoolMachine(m)}
 	if !initialized && !isCP {
 		setData(cfg, metav1.ConditionFalse, ReasonWaitingForInit, "workers join once the control plane is initialised")
 		return ctrl.Result{}, nil
@@ -123,6 +142,16 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	s, err := buildSpec(cfg, m, cl, p, j, refs)
 	if err != nil {
 		return r.configErr(cfg, err)
+	}
+	if s.Spec.OS == mspec.OSWindows && s.Spec.Node.Name != "" {
+		who, err := windowsNameTaken(ctx, r.Client, cfg, m, cl, s.Spec.Node.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if who != "" {
+			setData(cfg, metav1.ConditionFalse, ReasonNodeNameTaken, "Machine "+m.Name+" would be Node "+s.Spec.Node.Name+" (its name within Windows' 15 characters), and "+who+": two kubelets would share one Node; rename one of the Machines")
+			return ctrl.Result{RequeueAfter: secretRetry}, nil
+		}
 	}
 	reportDigest := ""
 	if r.ReportURL != "" && s.Spec.Report.URL == "" {
@@ -252,7 +281,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 			Name:        cfg.Name,
 			Namespace:   cfg.Namespace,
 			Labels:      map[string]string{clusterv1.ClusterNameLabel: cl.Name},
-			Annotations: map[string]string{ActionAnnotation: actionName(p)},
+			Annotations: map[string]string{ActionAnnotation: actionName(p), VersionAnnotation: m.Spec.Version},
 		},
 		Type: ClusterSecretType,
 		Data: map[string][]byte{dataKey: data, formatKey: []byte(format(cfg))},
@@ -267,7 +296,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		ds.Data[payloadKey] = rd.payload
 		ds.Annotations[PayloadDigestAnnotation] = rd.payloadDigest
 	}
-	if s.Spec.OS == mspec.OSWindows {
+	if s.Spec.OS == mspec.OSWindows && s.Spec.Node.Name != "" {
 		ds.Annotations[NodeNameAnnotation] = s.Spec.Node.Name
 	}
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {

@@ -53,12 +53,22 @@ func (r *Reconciler) ownerPool(ctx context.Context, cfg *bootstrapv1.MachineadmC
 	return nil, nil
 }
 
+// poolMachineAnnotation marks, in memory only, the Machine poolMachine
+// makes; it is never written to the API server.
+const poolMachineAnnotation = "bootstrap.machineadm.io/machine-pool"
+
+// isPoolMachine reports whether m stands for a MachinePool's instances
+// (poolMachine).
+func isPoolMachine(m *clusterv1.Machine) bool {
+	return m.Annotations[poolMachineAnnotation] == "true"
+}
+
 // poolMachine is the Machine the data of pool's instances is rendered
 // for: the pool's name (the token's label and description), Cluster and
 // version; no control-plane label.
 func poolMachine(p *clusterv1.MachinePool) *clusterv1.Machine {
 	return &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Annotations: map[string]string{poolMachineAnnotation: "true"}},
 		Spec: clusterv1.MachineSpec{
 			ClusterName: p.Spec.ClusterName,
 			Version:     p.Spec.Template.Spec.Version,
@@ -66,9 +76,15 @@ func poolMachine(p *clusterv1.MachinePool) *clusterv1.Machine {
 	}
 }
 
+// VersionAnnotation holds, on a data Secret, the Kubernetes version its
+// data was rendered for (the Machine's or the MachinePool's
+// spec.version).
+const VersionAnnotation = "bootstrap.machineadm.io/kubernetes-version"
+
 // reconcilePoolAfterData keeps a pool's data Secret usable: it rotates the
 // token (a new one, the data written again) when less than a third of the
-// TTL is left or it is gone, and looks again every sixth of the TTL.
+// TTL is left or it is gone, or the pool's version is no longer the one
+// the data was rendered for, and looks again every sixth of the TTL.
 func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
 	ds := &corev1.Secret{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, ds); err != nil {
@@ -87,16 +103,23 @@ func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if left >= r.ttl()/3 {
+	// A pool whose version changed (an upgrade) gets data for it now:
+	// instances made from here on must not join with the old version
+	// until the next rotation.
+	if left >= r.ttl()/3 && ds.Annotations[VersionAnnotation] == m.Spec.Version {
 		if c := findCond(cfg, DataSecretAvailableCondition); c == nil || c.Status != metav1.ConditionTrue {
 			setData(cfg, metav1.ConditionTrue, ReasonAvailable, "")
 		}
 		return ctrl.Result{RequeueAfter: r.ttl() / 6}, nil
 	}
+	why := "the pool's bootstrap token was rotated before it expired"
+	if v := ds.Annotations[VersionAnnotation]; v != m.Spec.Version {
+		why = "the pool's version changed from " + orNone(v) + " to " + m.Spec.Version + ": a new bootstrap token was made"
+	}
 	res, err := r.renderData(ctx, cfg, m, cl, ds)
 	if err == nil && ds.Annotations[TokenIDAnnotation] != "" {
 		if c := findCond(cfg, ReadyCondition); c != nil && c.Reason == ReasonTokenReplaced {
-			setData(cfg, metav1.ConditionTrue, ReasonTokenRotated, "the pool's bootstrap token was rotated before it expired and data Secret "+ds.Name+" written again; the old token expires by itself")
+			setData(cfg, metav1.ConditionTrue, ReasonTokenRotated, why+" and data Secret "+ds.Name+" written again; the old token expires by itself")
 		}
 		res.RequeueAfter = r.ttl() / 6
 	}
@@ -137,4 +160,12 @@ func poolToConfig(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}}}
+}
+
+// orNone is v, or "none" when it is empty.
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
 }

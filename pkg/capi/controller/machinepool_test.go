@@ -2,9 +2,13 @@ package controller
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -91,5 +95,90 @@ func TestMachinePoolDataAndTokenRotation(t *testing.T) {
 	f.reconcile("pool1")
 	if id2 := f.dataSecret("pool1").Annotations[TokenIDAnnotation]; id2 == id1 || id2 == "" {
 		t.Fatalf("a deleted pool token was not replaced (%s)", id2)
+	}
+}
+
+// A pool's data is every instance's: a Windows pool's carries no Node
+// name (one name for all instances was one Node, the pool's mapped name),
+// an offline join blob (one computer account) is refused naming its field,
+// and a pool without a version names the pool's field, not a Machine's.
+func TestMachinePoolDataNamesNoMachine(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.secret("djoin", map[string][]byte{"blob": []byte(offlineBlob)})
+	const name = "win-pool-workers"
+	f.pool(name)
+	c := &bootstrapv1.MachineadmConfig{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, c))
+	c.Spec.OS, c.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{}
+	f.must(k8s.Update(f.ctx, c))
+	wantCond(t, f.reconcile(name), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	ds := f.dataSecret(name)
+	if got, ok := ds.Annotations[NodeNameAnnotation]; ok {
+		t.Fatalf("the pool's data names node %q for every instance", got)
+	}
+	if _, cfg := f.unsealFile(powerShellSpec(t, ds.Data["value"])); cfg.Spec.Node.Name != "" {
+		t.Fatalf("every instance of the pool would be Node %q", cfg.Spec.Node.Name)
+	}
+
+	const blobPool = "win-pool-djoin"
+	f.pool(blobPool)
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: blobPool}, c))
+	c.Spec.OS = bootstrapv1.OSWindows
+	c.Spec.Host = bootstrapv1.HostSpec{DomainJoin: &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "djoin", Key: "blob"}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile(blobPool), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.HasPrefix(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom: ") || strings.Contains(got.Message, offlineBlob) {
+		t.Fatalf("message %q", got.Message)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: blobPool}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a data Secret was written for the blob pool: %v", err)
+	}
+
+	const noVersion = "pool-noversion"
+	f.pool(noVersion)
+	p := &clusterv1.MachinePool{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: noVersion}, p))
+	p.Spec.Template.Spec.Version = ""
+	f.must(k8s.Update(f.ctx, p))
+	got = wantCond(t, f.reconcile(noVersion), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.Contains(got.Message, "spec.template.spec.version") {
+		t.Fatalf("message %q does not name the pool's field", got.Message)
+	}
+}
+
+// A pool's version changed (an upgrade): the data is rendered again for
+// the new version at once, not at the next token rotation (two thirds of
+// the TTL later, or hours with a long --bootstrap-token-ttl), during which
+// new instances joined with the old version.
+func TestMachinePoolUpgradeRendersAgain(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.pool("pool1")
+	wantCond(t, f.reconcile("pool1"), ReadyCondition, metav1.ConditionTrue, ReasonAvailable)
+	if _, items := f.opened(f.dataSecret("pool1").Data["value"]); len(items) == 0 {
+		t.Fatal("no sealed items")
+	}
+	version := func() string {
+		cfg, _ := f.unsealed(f.dataSecret("pool1").Data["value"])
+		return cfg.Spec.Kubernetes.Version
+	}
+	if v := version(); v != "v1.37.2" {
+		t.Fatalf("version %q", v)
+	}
+	p := &clusterv1.MachinePool{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "pool1"}, p))
+	p.Spec.Template.Spec.Version = "v1.37.3"
+	f.must(k8s.Update(f.ctx, p))
+	got := wantCond(t, f.reconcile("pool1"), ReadyCondition, metav1.ConditionTrue, ReasonTokenRotated)
+	if !strings.Contains(got.Message, "version changed from v1.37.2 to v1.37.3") {
+		t.Fatalf("message %q", got.Message)
+	}
+	if v := version(); v != "v1.37.3" {
+		t.Fatalf("after the pool's upgrade new instances still join with %q", v)
+	}
+	if a := f.dataSecret("pool1").Annotations[VersionAnnotation]; a != "v1.37.3" {
+		t.Fatalf("version annotation %q", a)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -43,6 +44,13 @@ const (
 	// PayloadDigestAnnotation holds, on a data Secret with a payload, its
 	// SHA-256: "sha256:" and 64 hex digits.
 	PayloadDigestAnnotation = "bootstrap.machineadm.io/payload-digest"
+	// previousPayloadKey holds, after the data was written again (a
+	// pool's token rotated, a deleted token replaced), the payload the
+	// previous data's stub fetches; served until the next rewrite.
+	previousPayloadKey = "payload-previous"
+	// PreviousPayloadDigestAnnotation holds the SHA-256 of the data
+	// Secret's previous payload, in PayloadDigestAnnotation's form.
+	PreviousPayloadDigestAnnotation = "bootstrap.machineadm.io/previous-payload-digest"
 	// payloadPathPrefix is the payload endpoint's path below PayloadURL.
 	payloadPathPrefix = "/payloads/"
 )
@@ -103,6 +111,20 @@ func (r *Reconciler) withPayload(cfg *bootstrapv1.MachineadmConfig, rd *rendered
 	return &rendered{data: stub, payload: sealed, payloadDigest: "sha256:" + digest}, nil
 }
 
+// dataSecretPath splits PREFIX/NAMESPACE/NAME/LAST, the path of a data
+// Secret's endpoint (payloads, reports), into the Secret's key and LAST;
+// ok is false for any other path and for a NAMESPACE or NAME that is no
+// such name ("..", "."), which the endpoints answer 404 like any unknown
+// Secret rather than as a failed read.
+func dataSecretPath(path, prefix string) (key types.NamespacedName, last string, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(path, prefix), "/")
+	if !strings.HasPrefix(path, prefix) || len(parts) != 3 || parts[2] == "" ||
+		len(validation.IsDNS1123Label(parts[0])) > 0 || len(validation.IsDNS1123Subdomain(parts[1])) > 0 {
+		return key, "", false
+	}
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, parts[2], true
+}
+
 // PayloadServer is the HTTP handler of the payload endpoint: GET (or
 // HEAD) /payloads/NAMESPACE/NAME/SHA256 answers the payload of data
 // Secret NAMESPACE/NAME when the Secret is a MachineadmConfig's data
@@ -125,12 +147,11 @@ func (s *PayloadServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "GET a payload", http.StatusMethodNotAllowed)
 		return
 	}
-	parts := strings.Split(strings.TrimPrefix(req.URL.Path, payloadPathPrefix), "/")
-	if !strings.HasPrefix(req.URL.Path, payloadPathPrefix) || len(parts) != 3 || parts[0] == "" || parts[1] == "" || len(parts[2]) != sha256.Size*2 {
+	key, last, ok := dataSecretPath(req.URL.Path, payloadPathPrefix)
+	if !ok || len(last) != sha256.Size*2 {
 		http.NotFound(w, req)
 		return
 	}
-	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
 	ds := &corev1.Secret{}
 	if err := s.Client.Get(req.Context(), key, ds); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -142,12 +163,20 @@ func (s *PayloadServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	cfg := &bootstrapv1.MachineadmConfig{}
 	cfg.Name = key.Name
-	payload, ok := ds.Data[payloadKey]
-	want := ds.Annotations[PayloadDigestAnnotation]
-	sum := sha256.Sum256(payload)
-	got := "sha256:" + hex.EncodeToString(sum[:])
-	if !ok || !isDataSecretOf(ds, cfg) || want != got ||
-		subtle.ConstantTimeCompare([]byte(want), []byte("sha256:"+parts[2])) != 1 {
+	var payload []byte
+	found := false
+	// The current payload, or the previous one (the data was written
+	// again while a machine booted from the old data).
+	for _, k := range [...][2]string{{payloadKey, PayloadDigestAnnotation}, {previousPayloadKey, PreviousPayloadDigestAnnotation}} {
+		p, ok := ds.Data[k[0]]
+		want := ds.Annotations[k[1]]
+		sum := sha256.Sum256(p)
+		if ok && want == "sha256:"+hex.EncodeToString(sum[:]) &&
+			subtle.ConstantTimeCompare([]byte(want), []byte("sha256:"+last)) == 1 {
+			payload, found = p, true
+		}
+	}
+	if !found || !isDataSecretOf(ds, cfg) {
 		s.Log.Info("refused a payload request", "config", key)
 		http.NotFound(w, req)
 		return

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
@@ -112,6 +113,10 @@ func TestPayloadOverUserDataLimit(t *testing.T) {
 		{http.MethodGet, payloadURL(srv.URL, f.ns, "other", digest), http.StatusNotFound},
 		{http.MethodGet, payloadURL(srv.URL, "default", "w1", digest), http.StatusNotFound},
 		{http.MethodGet, srv.URL + payloadPathPrefix + f.ns + "/w1/" + digest[:10], http.StatusNotFound},
+		// Not names: 404 like any other, not a failed read (503).
+		{http.MethodGet, srv.URL + payloadPathPrefix + f.ns + "/../" + digest, http.StatusNotFound},
+		{http.MethodGet, srv.URL + payloadPathPrefix + "../w1/" + digest, http.StatusNotFound},
+		{http.MethodGet, srv.URL + payloadPathPrefix + "%2e/w1/" + digest, http.StatusNotFound},
 		{http.MethodPost, url, http.StatusMethodNotAllowed},
 	} {
 		if code, _ := httpDo(t, bad.method, bad.url); code != bad.code {
@@ -225,5 +230,55 @@ func TestPayloadStubRuns(t *testing.T) {
 	f.must(err)
 	if !bytes.Equal(got, ds.Data["payload"]) {
 		t.Fatalf("the agent was handed %d bytes, not the %d-byte payload", len(got), len(ds.Data["payload"]))
+	}
+}
+
+// A pool's token rotation writes new data with a new payload digest while
+// instances that booted from the old data a moment before still fetch the
+// old one, whose token stays valid: the endpoint serves the previous
+// payload too (it answered 404, and those instances never joined), and
+// nothing older.
+func TestPayloadOfPoolKeptOverRotation(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	srv := httptest.NewServer(&PayloadServer{Client: k8s})
+	defer srv.Close()
+	f.r.PayloadURL = srv.URL
+	f.pool("pool1")
+	c := &bootstrapv1.MachineadmConfig{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "pool1"}, c))
+	f.bigSecretFile(c, "big", "/etc/app/blob", 24<<10)
+	c.Spec.UserDataLimit = "aws"
+	f.must(k8s.Update(f.ctx, c))
+	wantCond(t, f.reconcile("pool1"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	digestOf := func() string {
+		d := f.dataSecret("pool1").Annotations[PayloadDigestAnnotation]
+		if !strings.HasPrefix(d, "sha256:") {
+			t.Fatalf("no payload digest: %q", d)
+		}
+		return strings.TrimPrefix(d, "sha256:")
+	}
+	d0 := digestOf()
+	rotate := func() {
+		f.now = f.now.Add(DefaultTokenTTL * 3 / 4)
+		wantCond(t, f.reconcile("pool1"), ReadyCondition, metav1.ConditionTrue, ReasonTokenRotated)
+	}
+	rotate()
+	d1 := digestOf()
+	if d1 == d0 {
+		t.Fatal("the rotated data has the same payload")
+	}
+	for _, d := range []string{d1, d0} {
+		if code, body := httpDo(t, http.MethodGet, payloadURL(srv.URL, f.ns, "pool1", d)); code != http.StatusOK || len(body) < 24<<10 {
+			t.Fatalf("payload %s after one rotation: %d, %d bytes", d[:8], code, len(body))
+		}
+	}
+	rotate()
+	d2 := digestOf()
+	if code, _ := httpDo(t, http.MethodGet, payloadURL(srv.URL, f.ns, "pool1", d1)); code != http.StatusOK {
+		t.Fatalf("the previous payload after a second rotation: %d", code)
+	}
+	if code, _ := httpDo(t, http.MethodGet, payloadURL(srv.URL, f.ns, "pool1", d0)); code != http.StatusNotFound || d2 == d1 {
+		t.Fatalf("the payload of two rotations ago (its token expired): %d", code)
 	}
 }

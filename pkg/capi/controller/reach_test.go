@@ -15,8 +15,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	yaml "go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
@@ -139,7 +142,7 @@ func TestWindowsNodeName(t *testing.T) {
 	seen := map[string]string{}
 	for _, name := range []string{
 		"w1", "win-0123456789a", "win-workers-7d9f8-x2k4q", "win-workers-7d9f8-x2k4r",
-		"a.b", "machine.example.com", "x-------------------y", "0123456789012345678",
+		"a.b", "machine.example.com", "x-------------------y", "0123456789012345678", "12345", "0",
 	} {
 		got := WindowsNodeName(name)
 		if again := WindowsNodeName(name); again != got {
@@ -155,7 +158,9 @@ func TestWindowsNodeName(t *testing.T) {
 			t.Errorf("%s and %s both map to %q", prev, name, got)
 		}
 		seen[got] = name
-		if len(name) <= MaxWindowsNameLen && !strings.Contains(name, ".") && got != name {
+		if strings.Trim(got, "0123456789") == "" {
+			t.Errorf("%s → %q: Windows refuses a computer name of digits only", name, got)
+		} else if len(name) <= MaxWindowsNameLen && !strings.Contains(name, ".") && strings.Trim(name, "0123456789") != "" && got != name {
 			t.Errorf("%s fits and must be kept, got %q", name, got)
 		}
 	}
@@ -431,5 +436,99 @@ func TestWindowsAndDomainJoinRefusedWithFieldPath(t *testing.T) {
 	tpl.Spec.Template.Spec.Host.Files = []bootstrapv1.File{{Path: `C:\x`, Owner: "0"}}
 	if err := k8s.Create(f.ctx, tpl); err == nil || !strings.Contains(err.Error(), "spec.template.spec.host.files") {
 		t.Fatalf("template: %v", err)
+	}
+}
+
+// Two Windows Machines whose Node names meet after the 15-character
+// mapping (a Machine named like another's mapped name) would be one Node
+// with two kubelets: the second config waits, reason NodeNameTaken, with
+// no data, whichever came first; it goes on once the other is gone.
+func TestWindowsNodeNameCollision(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	windows := func(name string) {
+		_, c := f.machine(name, false)
+		c.Spec.OS, c.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{}
+		f.must(k8s.Update(f.ctx, c))
+	}
+	// The long one first: the Machine named its mapped name waits.
+	const long = "win-workers-7d9f8-x2k4q"
+	windows(long)
+	wantCond(t, f.reconcile(long), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	short := WindowsNodeName(long)
+	windows(short)
+	got := wantCond(t, f.reconcile(short), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonNodeNameTaken)
+	if !strings.Contains(got.Message, long) {
+		t.Fatalf("message %q does not name the other Machine's Secret", got.Message)
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: short}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a data Secret was written for the colliding Machine: %v", err)
+	}
+	// The short one first: the long one whose mapped name it is waits.
+	const long2 = "win-workers-7d9f8-zz9zz"
+	short2 := WindowsNodeName(long2)
+	windows(short2)
+	wantCond(t, f.reconcile(short2), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	windows(long2)
+	got = wantCond(t, f.reconcile(long2), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonNodeNameTaken)
+	if !strings.Contains(got.Message, "Machine "+f.ns+"/"+short2) {
+		t.Fatalf("message %q does not name the Machine", got.Message)
+	}
+	// The first one gone: the second goes on.
+	f.must(k8s.Delete(f.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: long}}))
+	wantCond(t, f.reconcile(short), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+}
+
+// A domain join Secret whose value is only white space (an empty file
+// made into a Secret) is MissingSecret naming the config's field; it was
+// InvalidConfig naming the machine spec's spec.host.domainJoin.*.password,
+// a field the config does not have.
+func TestDomainJoinBlankSecret(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.secret("ad", map[string][]byte{"password": []byte(" \n"), "blob": {}})
+	_, c := f.machine("w1", false)
+	c.Spec.Host.DomainJoin = &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		Credentials: &bootstrapv1.DomainCredentials{Username: "Administrator",
+			PasswordFrom: bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad", Key: "password"}}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("w1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.credentials.passwordFrom.secret", "white space") {
+		t.Fatalf("message %q", got.Message)
+	}
+	_, w := f.machine("win1", false)
+	w.Spec.OS, w.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{DomainJoin: &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad", Key: "blob"}}}}
+	f.must(k8s.Update(f.ctx, w))
+	got = wantCond(t, f.reconcile("win1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom.secret") {
+		t.Fatalf("message %q", got.Message)
+	}
+	// A blob that is no djoin output (a password pasted by mistake): the
+	// config's field too, and never the value.
+	const notBlob = "Pa$$w0rd!-not-a-blob"
+	f.secret("ad2", map[string][]byte{"blob": []byte(notBlob)})
+	_, w2 := f.machine("win2", false)
+	w2.Spec.OS, w2.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{DomainJoin: &bootstrapv1.DomainJoin{Domain: "samdom.example.com",
+		OfflineJoinBlobFrom: &bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{Name: "ad2", Key: "blob"}}}}
+	f.must(k8s.Update(f.ctx, w2))
+	got = wantCond(t, f.reconcile("win2"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonMissingSecret)
+	if !contains(got.Message, "spec.host.domainJoin.offlineJoinBlobFrom.secret", "djoin") || strings.Contains(got.Message, notBlob) {
+		t.Fatalf("message %q", got.Message)
+	}
+}
+
+// A binarySources URL carrying a credential is InvalidConfig naming the
+// config's field; it was refused at render, naming the spec.host.files
+// entry the controller made from it.
+func TestSystemdBinarySourceCredentialNamesField(t *testing.T) {
+	f := newFixture(t)
+	_, c := f.machine("cp1", true)
+	c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{Runtime: "Systemd", BinarySources: &bootstrapv1.ControlPlaneBinarySources{
+		KubeScheduler: &bootstrapv1.RemoteSource{URL: "https://dl.example.invalid/raw/ghp_0123456789abcdefghijklmnopqrstuvwxyz/kube-scheduler", SHA256: strings.Repeat("a", 64)}}}
+	f.must(k8s.Update(f.ctx, c))
+	got := wantCond(t, f.reconcile("cp1"), DataSecretAvailableCondition, metav1.ConditionFalse, ReasonInvalidConfig)
+	if !strings.HasPrefix(got.Message, "spec.controlPlane.binarySources.kubeScheduler.url: ") || strings.Contains(got.Message, "ghp_") {
+		t.Fatalf("message %q", got.Message)
 	}
 }

@@ -112,12 +112,11 @@ func (s *ReportServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "POST a machineadm report", http.StatusMethodNotAllowed)
 		return
 	}
-	parts := strings.Split(strings.TrimPrefix(req.URL.Path, reportPathPrefix), "/")
-	if !strings.HasPrefix(req.URL.Path, reportPathPrefix) || len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+	key, capability, ok := dataSecretPath(req.URL.Path, reportPathPrefix)
+	if !ok {
 		http.NotFound(w, req)
 		return
 	}
-	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
 	ctx := req.Context()
 	ds := &corev1.Secret{}
 	if err := s.Client.Get(ctx, key, ds); err != nil {
@@ -129,7 +128,7 @@ func (s *ReportServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	want := ds.Annotations[ReportDigestAnnotation]
-	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(capabilityDigest(parts[2]))) != 1 {
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(capabilityDigest(capability))) != 1 {
 		s.Log.Info("refused a report with a wrong capability", "config", key)
 		http.NotFound(w, req)
 		return

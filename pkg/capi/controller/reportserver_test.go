@@ -65,6 +65,8 @@ func TestReportReceiverFailureBeforeNode(t *testing.T) {
 		{srv.URL + "/reports/" + f.ns + "/w1/AAAAAAAAAAAAAAAAAAAAAA", report, http.StatusNotFound}, // wrong capability
 		{w2, report, http.StatusNotFound},                                   // w1's capability for w2
 		{srv.URL + "/reports/" + f.ns + "/nope/" + capability, report, 404}, // no such config
+		{srv.URL + "/reports/" + f.ns + "/../" + capability, report, 404},   // not a name: 404, not 503
+		{srv.URL + "/reports/%2e/w1/" + capability, report, 404},
 		{url, `{"result":"Maybe"}`, http.StatusBadRequest},
 		{url, `not json`, http.StatusBadRequest},
 	} {

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +146,21 @@ func (r *secretReader) key(name, key, field string) ([]byte, error) {
 	r.total += len(v)
 	return v, nil
 }
+
+// nonBlankKey is key for a value the machine uses with the white space
+// around it dropped (a password, a blob): one that is nothing else is
+// MissingSecret naming field, not a machine spec without the value.
+func (r *secretReader) nonBlankKey(name, key, field string) ([]byte, error) {
+	v, err := r.key(name, key, field)
+	if err == nil && len(bytes.TrimSpace(v)) == 0 {
+		return nil, &MissingSecretError{Namespace: r.ns, Name: name, Key: key, Field: field, Reason: "is empty or only white space"}
+	}
+	return v, err
+}
+
+// offlineJoinBlobRE is the text of an offline domain join blob, as the
+// machine spec's validation takes it: base64 and white space.
+var offlineJoinBlobRE = regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`)
 
 // MaxSecretValueBytes bounds the values read from the Secrets one config
 // refers to, each and all together (128 KiB). More is MissingSecret
@@ -286,7 +302,7 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 	}
 	if dj := cfg.Spec.Host.DomainJoin; dj != nil {
 		if c := dj.Credentials; c != nil {
-			v, err := r.key(c.PasswordFrom.Secret.Name, c.PasswordFrom.Secret.Key, "spec.host.domainJoin.credentials.passwordFrom.secret")
+			v, err := r.nonBlankKey(c.PasswordFrom.Secret.Name, c.PasswordFrom.Secret.Key, "spec.host.domainJoin.credentials.passwordFrom.secret")
 			if err != nil {
 				return nil, err
 			}
@@ -294,9 +310,13 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 			out.known = append(out.known, v)
 		}
 		if b := dj.OfflineJoinBlobFrom; b != nil {
-			v, err := r.key(b.Secret.Name, b.Secret.Key, "spec.host.domainJoin.offlineJoinBlobFrom.secret")
+			f := "spec.host.domainJoin.offlineJoinBlobFrom.secret"
+			v, err := r.nonBlankKey(b.Secret.Name, b.Secret.Key, f)
 			if err != nil {
 				return nil, err
+			}
+			if !offlineJoinBlobRE.Match(v) {
+				return nil, &MissingSecretError{Namespace: r.ns, Name: b.Secret.Name, Key: b.Secret.Key, Field: f, Reason: "is not the base64 text `djoin /provision /savefile` writes"}
 			}
 			out.offlineJoinBlob = v
 			out.known = append(out.known, v)

@@ -28,6 +28,9 @@ const (
 type plan struct {
 	controlPlane bool
 	action       mspec.Action
+	// pool: the data is every instance of a MachinePool's, so it carries
+	// nothing that names one machine.
+	pool bool
 }
 
 // joinInfo is what a joining machine needs.
@@ -100,8 +103,13 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if err := strictCopy("spec.host", stripRefs(cfg.Spec.Host), &sp.Host); err != nil {
 		return nil, err
 	}
+	if p.pool && cfg.Spec.Host.DomainJoin != nil && cfg.Spec.Host.DomainJoin.OfflineJoinBlobFrom != nil {
+		return nil, fieldError("spec.host.domainJoin.offlineJoinBlobFrom", "a MachinePool's instances share its bootstrap data, and an offline join blob provisions one computer account: use credentials")
+	}
 	applyRefs(refs, cfg.Spec.Host.DomainJoin, &sp.Host)
-	if sp.OS == mspec.OSWindows {
+	if sp.OS == mspec.OSWindows && !p.pool {
+		// A pool's instances keep the computer names their infrastructure
+		// gives them: one name for all of them would be one Node.
 		sp.Node.Name = WindowsNodeName(m.Name)
 	}
 	if p.controlPlane {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	mspec "github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 )
 
@@ -60,6 +61,11 @@ func systemdRuntime(cfg *bootstrapv1.MachineadmConfig, sp *mspec.MachineBootstra
 			if f.Path == x.path {
 				return fieldError(fmt.Sprintf("spec.host.files[%d].path", i), fmt.Sprintf("%q is the control-plane binary that spec.controlPlane.binarySources.%s delivers", f.Path, x.field))
 			}
+		}
+		// Checked here so that the error names the config's field, not
+		// the spec.host.files entry made from it.
+		if what := validation.URLCredentials(x.src.URL); what != "" {
+			return fieldError("spec.controlPlane.binarySources."+x.field+".url", "holds "+what+", which would travel in the clear in the bootstrap data: fetch from a URL without it")
 		}
 		sp.Host.Files = append(sp.Host.Files, mspec.File{Path: x.path, Mode: "0755", Source: &mspec.RemoteSource{URL: x.src.URL, SHA256: x.src.SHA256}})
 	}

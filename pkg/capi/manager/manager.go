@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -197,12 +198,36 @@ func Main(args []string, stderr io.Writer) int {
 // /reports/ (capicontroller.ReportServer) and the payloads of data over a
 // config's spec.userDataLimit under /payloads/
 // (capicontroller.PayloadServer).
+//
+// The listener takes requests from anyone who reaches it, and each one
+// that names a Secret is a read from the API server through the
+// controller's own client, whose client-side rate limit the reconciles
+// share: requests over receiverRate a second (bursts of receiverBurst) are
+// answered 429 with Retry-After instead, so that a flood slows the
+// receiver and not the controller. Machines retry.
 func receiverMux(c client.Client) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/reports/", &capicontroller.ReportServer{Client: c, Log: ctrl.Log.WithName("report-receiver")})
 	mux.Handle("/payloads/", &capicontroller.PayloadServer{Client: c, Log: ctrl.Log.WithName("payload-server")})
-	return mux
+	limit := rate.NewLimiter(receiverRate, receiverBurst)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !limit.Allow() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
 }
+
+// receiverRate and receiverBurst bound the report receiver's requests:
+// 10 a second, bursts of 50 (a fleet of hundreds of machines booting at
+// once is served within a minute), half the controller client's default
+// 20 queries a second.
+const (
+	receiverRate  = rate.Limit(10)
+	receiverBurst = 50
+)
 
 // reportReceiver serves the report receiver on every replica (no leader
 // election: any replica records a report) until the manager stops.

@@ -28,3 +28,32 @@ func TestReceiverMuxRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiverMuxLimitsRequests: the receiver's listener is open to
+// anyone who reaches it and each request may be an API read through the
+// controller's client, whose rate limit the reconciles share: a flood past
+// the burst is answered 429 with Retry-After (it was served, every
+// request, at the reconciles' expense), the burst itself is not.
+func TestReceiverMuxLimitsRequests(t *testing.T) {
+	h := receiverMux(nil)
+	limited := 0
+	for i := range 4 * receiverBurst {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/payloads/ns/cfg/short", nil))
+		switch {
+		case w.Code == http.StatusTooManyRequests:
+			if w.Header().Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			if i < receiverBurst {
+				t.Fatalf("request %d of the first burst of %d refused", i, receiverBurst)
+			}
+			limited++
+		case w.Code != http.StatusNotFound:
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d requests at once, none refused", 4*receiverBurst)
+	}
+}

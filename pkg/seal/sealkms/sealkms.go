@@ -29,8 +29,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -143,8 +145,10 @@ func Register(typ, recipientPrefix string, parseRecipient func(string) (seal.Rec
 // that the key service did not answer, so that the machine retries (class
 // PayloadUnavailable, exit code 1) instead of refusing the envelope as
 // tampered (VerificationFailed, exit code 2): a network error (net.Error:
-// refused or reset connections, name resolution, timeouts), a context
-// deadline, or status, the HTTP status the service answered (0 when
+// refused or reset connections, name resolution, timeouts; a *url.Error
+// by its cause, so that an untrusted certificate is not one), a
+// connection closed before the answer, a context deadline, or status,
+// the HTTP status the service answered (0 when
 // unknown; also read from an error with an HTTPStatusCode method, as
 // the AWS SDK's response errors have), of 408, 429 or 5xx. Any other err
 // (nil included) is returned as it is: a denied key or a bad ciphertext
@@ -157,11 +161,24 @@ func Unavailable(err error, status int) error {
 	if status == 0 && errors.As(err, &sc) {
 		status = sc.HTTPStatusCode()
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || retryableStatus(status) {
+	if noAnswer(err) || retryableStatus(status) {
 		return fmt.Errorf("%w: %w", seal.ErrUnavailable, err)
 	}
 	return err
+}
+
+// noAnswer reports whether err says the service was not reached or did
+// not answer: a net.Error, a connection closed before the answer (EOF) or
+// a context deadline. A *url.Error (every error of an HTTP client) is a
+// net.Error whatever its cause, so its cause is looked at instead: a
+// certificate that does not verify is an answer, not retried.
+func noAnswer(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // retryableStatus reports whether an HTTP status means "try again later".

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/seal"
 )
@@ -113,5 +116,50 @@ func TestUnavailable(t *testing.T) {
 	}
 	if Unavailable(nil, 503) != nil {
 		t.Error("Unavailable(nil) is not nil")
+	}
+}
+
+// TestUnavailableRealHTTPErrors classifies the errors a real HTTP client
+// returns, each inside a *url.Error, which is itself a net.Error: a key
+// service that refuses connections, drops one or hangs did not answer; one
+// whose certificate does not verify answered, and is not retried (it was,
+// as every *url.Error was).
+func TestUnavailableRealHTTPErrors(t *testing.T) {
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer untrusted.Close()
+	dropped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	}))
+	defer dropped.Close()
+	release := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer hanging.Close()
+	defer close(release)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+
+	for _, tc := range []struct {
+		name string
+		url  string
+		want bool
+	}{
+		{"untrusted certificate", untrusted.URL, false},
+		{"connection refused", closedURL, true},
+		{"connection dropped", dropped.URL, true},
+		{"no answer", hanging.URL, true},
+	} {
+		c := &http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get(tc.url)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: no error", tc.name)
+		}
+		if got := Unavailable(err, 0); errors.Is(got, seal.ErrUnavailable) != tc.want {
+			t.Errorf("%s (%v): unavailable %v, want %v", tc.name, err, !tc.want, tc.want)
+		}
 	}
 }

@@ -209,6 +209,33 @@ func (r *Result) pathProblem(v string, clean bool) string {
 	if clean && path.Clean(v) != v {
 		return "must be a clean path (no '//', '.' or trailing '/')"
 	}
+	if r.targetOS() == machineadm.OSWindows {
+		return windowsNameProblem(v)
+	}
+	return ""
+}
+
+// windowsReservedRE is a Windows device name (CON, NUL, COM1…), which a
+// file name is whatever its extension ("nul.txt" is NUL too).
+var windowsReservedRE = regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$`)
+
+// windowsNameProblem says what is wrong with rest, a Windows path after
+// its drive in slash form, or "": a character no Windows file name has
+// (a ':' there names an alternate data stream of another file), a device
+// name, or a name ending in a dot or space (Windows drops them, so it is
+// another file than the one written).
+func windowsNameProblem(rest string) string {
+	for _, name := range strings.Split(rest, "/") {
+		switch {
+		case name == "":
+		case strings.ContainsAny(name, `<>:"|?*`):
+			return `must not contain < > : " | ? * after the drive (a ':' names an alternate data stream)`
+		case windowsReservedRE.MatchString(name):
+			return fmt.Sprintf("%q is a Windows device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9), not a file", name)
+		case strings.HasSuffix(name, ".") || strings.HasSuffix(name, " "):
+			return fmt.Sprintf("%q ends in a dot or space, which Windows drops", name)
+		}
+	}
 	return ""
 }
 
@@ -420,10 +447,10 @@ func validateSharedPaths(r *Result, files []machineadm.File, p *field.Path) {
 	secret := map[string]int{}
 	for i := range files {
 		f := &files[i]
-		j, ok := secret[f.Path]
+		j, ok := secret[r.fileKey(f.Path)]
 		if !ok {
 			if machineadm.OwnerOnly(f.Mode) {
-				secret[f.Path] = i
+				secret[r.fileKey(f.Path)] = i
 			}
 			continue
 		}
@@ -450,10 +477,10 @@ func orZero(s string) string {
 
 func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.Path) {
 	validateAbsFilePath(r, f.Path, false, p.Child("path"))
-	if f.Path != "" && seen[f.Path] && !f.Append {
+	if f.Path != "" && seen[r.fileKey(f.Path)] && !f.Append {
 		r.Errors = append(r.Errors, field.Duplicate(p.Child("path"), f.Path))
 	}
-	seen[f.Path] = true
+	seen[r.fileKey(f.Path)] = true
 	if f.Source != nil {
 		if f.Content != "" {
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("source"), "content and source are mutually exclusive"))

@@ -44,6 +44,23 @@ func (r *Result) targetOS() machineadm.OS {
 	return r.os
 }
 
+// fileKey is the file a path names, for telling two entries of one file
+// apart: the path itself on Linux; on Windows, whose file names ignore
+// case and drop trailing dots and spaces, the drive and each name lower
+// case without them, in slash form ("C:\App\x.conf " and "c:/app/X.CONF"
+// are one file).
+func (r *Result) fileKey(v string) string {
+	if r.targetOS() != machineadm.OSWindows {
+		return v
+	}
+	drive, rest := machineadm.SplitWindowsPath(v)
+	names := strings.Split(rest, "/")
+	for i, n := range names {
+		names[i] = strings.ToLower(strings.TrimRight(n, ". "))
+	}
+	return strings.ToLower(drive) + ":" + strings.Join(names, "/")
+}
+
 // splitVolume splits v by the path syntax of the spec's OS.
 func (r *Result) splitVolume(v string) (volume, rest string) { return r.rules().splitVolume(v) }
 

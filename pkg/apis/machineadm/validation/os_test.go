@@ -2,7 +2,10 @@ package validation
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
@@ -219,5 +222,66 @@ func TestUnknownOS(t *testing.T) {
 	r := Validate(c)
 	if got, want := errorSet(r.Errors), wantSet([]fe{{"spec.os", nsup}}); !slices.Equal(got, want) {
 		t.Errorf("errors: got %q, want %q (%v)", got, want, r.Errors)
+	}
+}
+
+// TestWindowsFilesOneFileTwoSpellings: Windows file names ignore case,
+// so two entries spelling one file differently
+// are a duplicate, and a later readable entry of an owner-only file is
+// refused as for the same spelling; both passed, the second overwriting
+// the first. Linux paths keep their case.
+func TestWindowsFilesOneFileTwoSpellings(t *testing.T) {
+	c := windowsWorker(t)
+	c.Spec.Host.Files = []machineadm.File{
+		{Path: `C:\ProgramData\App\app.conf`, Content: "a"},
+		{Path: `c:/programdata/app/APP.CONF`, Content: "b"},
+		{Path: `C:\ProgramData\App\key`, Content: "k", Mode: "0600"},
+		{Path: `C:\PROGRAMDATA\app\KEY`, Content: "more", Mode: "0644", Append: true},
+	}
+	v1alpha1.SetDefaults(c)
+	got := map[string]bool{}
+	for _, e := range Validate(c).Errors {
+		got[e.Field] = true
+	}
+	if len(got) != 2 || !got["spec.host.files[1].path"] || !got["spec.host.files[3].mode"] {
+		t.Errorf("errors %v: want spec.host.files[1].path (duplicate) and spec.host.files[3].mode (owner-only)", got)
+	}
+	l := base(t, worker)
+	l.Spec.Host.Files = []machineadm.File{{Path: "/etc/app/A", Content: "a", Mode: "0644", Owner: "0", Group: "0"}, {Path: "/etc/app/a", Content: "b", Mode: "0644", Owner: "0", Group: "0"}}
+	for _, e := range Validate(l).Errors {
+		if strings.HasPrefix(e.Field, "spec.host.files") {
+			t.Errorf("Linux paths differing in case refused: %v", e)
+		}
+	}
+}
+
+// TestWindowsFileNamesWindowsHas: a Windows path whose names Windows
+// reads as something else is refused by field: an alternate data stream
+// ("x:ads", another file's), a device (CON, NUL, COM1, "nul.txt"), a
+// name ending in a dot or space (dropped: another file than the one
+// meant), characters no file name has. All were accepted.
+func TestWindowsFileNamesWindowsHas(t *testing.T) {
+	for _, p := range []string{`C:\ProgramData\x:ads`, `C:\con`, `C:\ProgramData\NUL.txt`, `D:\com1\x`, `C:\ProgramData\app\x.`,
+		`C:\ProgramData\app \x`, `C:\ProgramData\a?b`, `C:\ProgramData\a|b`} {
+		c := windowsWorker(t)
+		c.Spec.Host.Files = []machineadm.File{{Path: p, Content: "x"}}
+		v1alpha1.SetDefaults(c)
+		if !slices.ContainsFunc(Validate(c).Errors, func(e *field.Error) bool { return e.Field == "spec.host.files[0].path" }) {
+			t.Errorf("%q accepted", p)
+		}
+	}
+	for _, p := range []string{`C:\ProgramData\console.conf`, `C:\ProgramData\auxiliary\x`, `C:\ProgramData\.hidden`, `C:/Program Files/app/x.conf`} {
+		c := windowsWorker(t)
+		c.Spec.Host.Files = []machineadm.File{{Path: p, Content: "x"}}
+		v1alpha1.SetDefaults(c)
+		if errs := Validate(c).Errors; len(errs) > 0 {
+			t.Errorf("%q refused: %v", p, errs)
+		}
+	}
+	// Linux names are not Windows': /etc/con and a trailing space pass.
+	l := base(t, worker)
+	l.Spec.Host.Files = []machineadm.File{{Path: "/etc/app/con", Content: "a", Mode: "0644", Owner: "0", Group: "0"}, {Path: "/etc/app/a:b ", Content: "b", Mode: "0644", Owner: "0", Group: "0"}}
+	if errs := Validate(l).Errors; len(errs) > 0 {
+		t.Errorf("Linux names refused: %v", errs)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // runtime is StaticPods or Systemd; Systemd allows no static pods (neither
 // spec.host.staticPods nor a kubelet staticPodPath); binaries belong to
 // Systemd only, each
-// an absolute path (etcd's only with a local etcd); a binary delivered by
+// an absolute path (etcd's only with a local etcd), no two the same; a binary delivered by
 // spec.host.files must come out executable by its owner.
 func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
 	cp := s.ControlPlane
@@ -49,6 +49,21 @@ func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 	validateBinary(r, s, b.KubeAPIServer, bp.Child("kubeAPIServer"))
 	validateBinary(r, s, b.KubeControllerManager, bp.Child("kubeControllerManager"))
 	validateBinary(r, s, b.KubeScheduler, bp.Child("kubeScheduler"))
+	// One path for two components would run one binary as both (the
+	// scheduler's unit starting kube-apiserver).
+	seen := map[string]string{}
+	for _, x := range []struct {
+		path, name string
+	}{{b.Etcd, "etcd"}, {b.KubeAPIServer, "kubeAPIServer"}, {b.KubeControllerManager, "kubeControllerManager"}, {b.KubeScheduler, "kubeScheduler"}} {
+		if x.path == "" {
+			continue
+		}
+		if other, ok := seen[x.path]; ok {
+			r.Errors = append(r.Errors, field.Invalid(bp.Child(x.name), x.path, "is also "+bp.Child(other).String()+": each component needs its own binary"))
+			continue
+		}
+		seen[x.path] = x.name
+	}
 }
 
 // validateBinary checks one binary path; when spec.host.files delivers

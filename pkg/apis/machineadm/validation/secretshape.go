@@ -121,10 +121,13 @@ func credentialKeyNames() []string {
 // a client secret), or any of these base64-encoded (a kubeconfig's
 // client-key-data holds a base64 PEM key), searched to two levels.
 func SecretInText(content []byte) string {
-	return secretInText(content, 2)
+	return secretInText(content, 2, true)
 }
 
-func secretInText(content []byte, depth int) string {
+// secretInText is SecretInText to depth levels of base64; without
+// assignments it looks for secrets by their own shape only, not for
+// "key: value" text (a URL's "/auth:authorize" is no credential).
+func secretInText(content []byte, depth int, assignments bool) string {
 	if m := privateKeyBlock.FindSubmatch(content); m != nil {
 		if strings.HasPrefix(string(m[1]), "PGP ") {
 			return "PGP private key"
@@ -142,6 +145,9 @@ func secretInText(content []byte, depth int) string {
 		return "API key"
 	}
 	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
+		if !assignments {
+			break
+		}
 		kind := credentialKinds[credentialKey(string(m[1]))]
 		v := strings.Trim(string(m[2]), `"'`)
 		if len(v) >= kind.min && !placeholder(v) {
@@ -153,7 +159,7 @@ func secretInText(content []byte, depth int) string {
 	}
 	for _, run := range base64Run.FindAll(content, -1) {
 		if dec := decodeBase64(string(run)); dec != nil {
-			if what := secretInText(dec, depth-1); what != "" {
+			if what := secretInText(dec, depth-1, assignments); what != "" {
 				return "base64-encoded " + what
 			}
 		}
@@ -204,8 +210,11 @@ var urlCredentialParam = regexp.MustCompile(`(?i)(token|secret|password|passwd|a
 // information ("credentials in the URL", machineadm.URLHasCredentials), or
 // a presigned signature or token-like parameter in its query or fragment
 // ("X-Amz-Signature", "X-Goog-Signature", Azure's "sig", "token",
-// "access_token", "api_key"...), or a parameter of any name whose value
-// SecretInText finds a secret in (Google's "?key=AIza..."): whoever reads
+// "access_token", "api_key"...), or a secret SecretInText knows by its
+// shape (a key, a token, a JWT, an API key, not "name: value" text, which
+// URLs are full of: "/auth:authorize") in a parameter of any name
+// (Google's "?key=AIza...") or anywhere in its path, query or fragment (a
+// pair the query parser skips, a token in a path segment): whoever reads
 // such a URL can use it. The phrase names the parameter, never its value.
 func URLCredentials(raw string) string {
 	if machineadm.URLHasCredentials(raw) {
@@ -230,10 +239,21 @@ func URLCredentials(raw string) string {
 				return fmt.Sprintf("a credential in the URL's %s (parameter %q)", part.where, k)
 			}
 			for _, v := range q[k] {
-				if what := SecretInText([]byte(v)); what != "" {
+				if what := secretInText([]byte(v), 2, false); what != "" {
 					return fmt.Sprintf("%s in the URL's %s (parameter %q)", what, part.where, k)
 				}
 			}
+		}
+	}
+	// The text as a whole: a pair ParseQuery skips (a ';', a bad escape)
+	// and a path segment (a webhook's or bot's token) hold secrets too.
+	for _, part := range []struct{ where, raw string }{{"path", u.EscapedPath()}, {"query", u.RawQuery}, {"fragment", u.EscapedFragment()}} {
+		text := part.raw
+		if t, err := url.PathUnescape(text); err == nil {
+			text = t
+		}
+		if what := secretInText([]byte(text), 2, false); what != "" {
+			return fmt.Sprintf("%s in the URL's %s", what, part.where)
 		}
 	}
 	return ""

@@ -215,6 +215,11 @@ func TestValidateControlPlane(t *testing.T) {
 			b.Etcd, b.KubeScheduler = "", "bin/kube-scheduler"
 			toSystemd(c, &b)
 		}, want: []fe{{p + "binaries.etcd", req}, {p + "binaries.kubeScheduler", inv}}},
+		{name: "Systemd one binary for two components", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeScheduler, b.KubeControllerManager = b.KubeAPIServer, b.Etcd
+			toSystemd(c, &b)
+		}, want: []fe{{p + "binaries.kubeControllerManager", inv}, {p + "binaries.kubeScheduler", inv}}},
 		{name: "Systemd runs no static pods", base: cpInit, mutate: func(c *spec) {
 			toSystemd(c, &systemdBinaries)
 			c.Spec.Host.StaticPods = base(t, cpInit).Spec.Host.StaticPods

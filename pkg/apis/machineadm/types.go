@@ -73,6 +73,10 @@ type (
 	DomainCredentials = latest.DomainCredentials
 	// LinuxDomainJoin is spec.host.domainJoin.linux.
 	LinuxDomainJoin = latest.LinuxDomainJoin
+	// Security is spec.security.
+	Security = latest.Security
+	// Waiver is spec.security.waivers[].
+	Waiver = latest.Waiver
 	// File is File of the latest version.
 	File = latest.File
 	// RemoteSource is RemoteSource of the latest version.

@@ -106,6 +106,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	}
 
 	setOSDefaults(s)
+	setSecurityDefaults(s)
 
 	r := &s.Report
 	setString(&r.Path, osd.ReportPath)

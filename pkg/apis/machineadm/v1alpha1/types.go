@@ -87,6 +87,9 @@ type MachineBootstrapSpec struct {
 	Host Host `json:"host,omitempty"`
 	// Report says where the outcome report goes.
 	Report Report `json:"report,omitempty"`
+	// Security asks for a security profile (CIS Kubernetes Benchmark,
+	// DISA STIG) with its waivers. Optional; see Security.
+	Security *Security `json:"security,omitempty"`
 }
 
 // Kubernetes holds cluster-wide settings (kubeadm ClusterConfiguration).

@@ -122,6 +122,8 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	}
 	validateOS(&r, s, p)
 	validateReport(&r, &s.Report, p.Child("report"))
+	validateSecurity(&r, s, p.Child("security"))
+	validateStaticPodPathOff(&r, s)
 	warnInlineSecrets(&r, c)
 	validateRanges(&r, c)
 	return r

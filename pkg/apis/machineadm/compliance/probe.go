@@ -100,8 +100,8 @@ type Probe struct {
 	UnsetOK bool
 }
 
-func mode(f File, max uint32) *Probe  { return &Probe{Kind: ProbeFileMode, File: f, Max: max} }
-func owner(f File, o string) *Probe   { return &Probe{Kind: ProbeFileOwner, File: f, Owner: o} }
+func mode(f File, max uint32) *Probe { return &Probe{Kind: ProbeFileMode, File: f, Max: max} }
+func owner(f File, o string) *Probe  { return &Probe{Kind: ProbeFileOwner, File: f, Owner: o} }
 func flag(c, name string, op Op, v string) *Probe {
 	return &Probe{Kind: ProbeFlag, Component: c, Flag: name, Op: op, Value: v}
 }

@@ -17,7 +17,7 @@ func argValue(args []Arg, name string) (string, bool) {
 func TestSecurityDefaults(t *testing.T) {
 	c := &MachineBootstrapConfig{Spec: MachineBootstrapSpec{
 		OS: OSLinux, Role: RoleControlPlane, Action: ActionInit,
-		Kubernetes: Kubernetes{Version: "v1.37.2"},
+		Kubernetes:   Kubernetes{Version: "v1.37.2"},
 		ControlPlane: &ControlPlane{APIServer: APIServer{Component: Component{ExtraArgs: []Arg{{Name: "profiling", Value: "true"}}}}},
 		Node:         Node{Kubelet: Kubelet{Config: map[string]any{"podPidsLimit": 100}}},
 		Security:     &Security{Profile: "cis-1.12"},

@@ -17,14 +17,14 @@ var secretName = regexp.MustCompile(`(?i)key|passw|token|secret|credential|auth|
 // notSecret lists fields whose names match secretName but hold no secret,
 // by "Type.Field", each with the reason.
 var notSecret = map[string]string{
-	"LinuxDomainJoin.Keytab":             "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
-	"Taint.Key":                          "a taint's key is public Node metadata",
-	"ExternalEtcd.KeyFile":               "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
-	"Proxy.NoProxy":                      "host names and CIDRs, no credentials",
-	"Join.APIServerEndpoint":             "host:port, validation refuses anything else",
-	"Kubernetes.ImageRepository":         "a registry prefix without scheme or user information (validated)",
-	"LocalEtcd.ServerCertSANs":           "names and IPs of the etcd serving certificate",
-	"ControlPlaneBinaries.KubeAPIServer": "the path of the kube-apiserver binary (validated absolute path)",
+	"LinuxDomainJoin.Keytab":               "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
+	"Taint.Key":                            "a taint's key is public Node metadata",
+	"ExternalEtcd.KeyFile":                 "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
+	"Proxy.NoProxy":                        "host names and CIDRs, no credentials",
+	"Join.APIServerEndpoint":               "host:port, validation refuses anything else",
+	"Kubernetes.ImageRepository":           "a registry prefix without scheme or user information (validated)",
+	"LocalEtcd.ServerCertSANs":             "names and IPs of the etcd serving certificate",
+	"ControlPlaneBinaries.KubeAPIServer":   "the path of the kube-apiserver binary (validated absolute path)",
 	"AuthorizationWebhook.AuthorizedTTL":   "a Go duration (cache lifetime of allowed answers)",
 	"AuthorizationWebhook.UnauthorizedTTL": "a Go duration (cache lifetime of denied answers)",
 }

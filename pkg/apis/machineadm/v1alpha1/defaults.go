@@ -57,6 +57,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 		if cp.Runtime == RuntimeSystemd {
 			setBinaries(cp)
 		}
+		setSecurityDefaults(&cp.APIServer)
 		if cp.Etcd.Local == nil && cp.Etcd.External == nil {
 			cp.Etcd.Local = &LocalEtcd{}
 		}

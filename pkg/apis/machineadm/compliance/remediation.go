@@ -86,3 +86,10 @@ func RemediationFor(p Profile, certificatesDir string) Remediation {
 	}
 	return r
 }
+
+// AnonymousPaths are the only paths a profile lets anonymous requests
+// reach (spec.controlPlane.apiServer.authentication.anonymous.conditions):
+// the health endpoints the kubelet's probes and load balancers read, and
+// the cluster-info ConfigMap kubeadm's token discovery reads before it has
+// any credential. (--anonymous-auth=false would break that discovery.)
+var AnonymousPaths = []string{"/livez", "/readyz", "/healthz", "/api/v1/namespaces/kube-public/configmaps/cluster-info"}

@@ -107,7 +107,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	}
 
 	setOSDefaults(s)
-	setSecurityDefaults(s)
+	setProfileDefaults(s)
 
 	r := &s.Report
 	setString(&r.Path, osd.ReportPath)

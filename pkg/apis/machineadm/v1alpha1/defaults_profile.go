@@ -6,12 +6,12 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
 )
 
-// setSecurityDefaults applies spec.security.profile's remediation
+// setProfileDefaults applies spec.security.profile's remediation
 // (compliance.RemediationFor) as defaults: each flag, kubelet
 // configuration field and kernel parameter the spec does not set itself.
 // Nothing for no profile, an unknown one (validation refuses it) or a
 // Windows spec (profiles are Linux only; validation refuses it).
-func setSecurityDefaults(s *MachineBootstrapSpec) {
+func setProfileDefaults(s *MachineBootstrapSpec) {
 	if s.Security == nil || s.OS == OSWindows {
 		return
 	}
@@ -28,6 +28,7 @@ func setSecurityDefaults(s *MachineBootstrapSpec) {
 		cp.APIServer.ExtraArgs = withArgs(cp.APIServer.ExtraArgs, r.APIServer)
 		cp.ControllerManager.ExtraArgs = withArgs(cp.ControllerManager.ExtraArgs, r.ControllerManager)
 		cp.Scheduler.ExtraArgs = withArgs(cp.Scheduler.ExtraArgs, r.Scheduler)
+		setProfileAPIServerDefaults(&cp.APIServer)
 	}
 	kubelet := r.Kubelet
 	if s.Role == RoleWorker {
@@ -62,4 +63,41 @@ func withArgs(args []Arg, defaults []compliance.Arg) []Arg {
 		}
 	}
 	return args
+}
+
+// profileAuditPolicy returns the audit policy a profile turns on when the
+// spec gives none: request bodies never logged for Secrets, ConfigMaps and
+// TokenReviews (they carry secrets), everything else at Metadata level,
+// without the RequestReceived stage.
+func profileAuditPolicy() map[string]any {
+	return map[string]any{
+		"omitStages": []any{"RequestReceived"},
+		"rules": []any{
+			map[string]any{"level": "Metadata", "resources": []any{
+				map[string]any{"group": "", "resources": []any{"secrets", "configmaps"}},
+				map[string]any{"group": "authentication.k8s.io", "resources": []any{"tokenreviews"}},
+			}},
+			map[string]any{"level": "Metadata"},
+		},
+	}
+}
+
+// setProfileAPIServerDefaults turns audit logging on (profileAuditPolicy
+// to a log file with the CIS rotation) and limits anonymous requests to
+// compliance.AnonymousPaths, where the spec does not configure them itself.
+func setProfileAPIServerDefaults(a *APIServer) {
+	if a.Audit == nil {
+		a.Audit = &Audit{Policy: profileAuditPolicy()}
+	}
+	if a.Authentication == nil {
+		a.Authentication = &Authentication{}
+	}
+	if a.Authentication.Anonymous == nil && !slices.ContainsFunc(a.ExtraArgs, func(x Arg) bool { return x.Name == "anonymous-auth" }) {
+		an := &AnonymousAuthentication{Enabled: true}
+		for _, p := range compliance.AnonymousPaths {
+			an.Conditions = append(an.Conditions, AnonymousCondition{Path: p})
+		}
+		a.Authentication.Anonymous = an
+	}
+	setSecurityDefaults(a)
 }

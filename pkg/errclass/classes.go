@@ -32,6 +32,8 @@ const (
 	DomainJoinFailed Class = "DomainJoinFailed"
 	// RebootRequired: a step (the Windows domain join) finished and the machine must reboot before the run continues.
 	RebootRequired Class = "RebootRequired"
+	// ComplianceFailed: a check of spec.security.profile failed on the node made, and the spec does not waive it.
+	ComplianceFailed Class = "ComplianceFailed"
 	// Timeout: a bounded wait ran out (endpoint unreachable, component too slow).
 	Timeout Class = "Timeout"
 	// Interrupted: the run was stopped by a signal (SIGTERM, SIGINT).
@@ -138,6 +140,12 @@ var registry = []Info{
 		Hint:  "The machine must reboot to finish the domain join; the first-boot script reboots and runs `machineadm bootstrap` again, which resumes after the join.",
 		Means: "Not a failure: the Windows domain join finished and takes effect only after a reboot. The `domain-join` phase is recorded with this class and the run stops (exit code 1); the first-boot script sees the class in the report, reboots, and runs `machineadm bootstrap` again, which finds the machine joined and resumes after the join (see [windows.md](windows.md)).",
 		Check: "Nothing, unless the machine does not come back: then the first-boot scheduled task (`machineadm-bootstrap`) and its log.",
+	},
+	{
+		Class: ComplianceFailed,
+		Hint:  "Read the report's compliance section: each FAIL names the check, the file or flag found and the value wanted; fix the spec value that overrides the profile, or waive the check in spec.security.waivers with a reason.",
+		Means: "The node was made, but a check of `spec.security.profile` that concerns it failed (FAIL in the report's `compliance` section) and `spec.security.waivers` does not waive it. The node may be in the cluster; it is not compliant.",
+		Check: "The report's `compliance.checks` entries with verdict `FAIL`: each names the benchmark ID, what was found and what is wanted. Usually a spec value overrides the profile's default (an `extraArgs` flag, a kubelet configuration field); docs/compliance.md says how machineadm satisfies each ID.",
 	},
 	{
 		Class: Timeout,

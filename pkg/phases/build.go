@@ -24,6 +24,7 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	}
 	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
+	w.Phases = append(w.Phases, CompliancePhase(cfg)...)
 	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }
 	w.Confirm = confirmBootstrap
 	return w

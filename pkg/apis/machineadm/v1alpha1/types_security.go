@@ -127,7 +127,7 @@ type EncryptionResource struct {
 type EncryptionProvider struct {
 	// AESGCM is the aesgcm provider (keys of 16, 24 or 32 bytes).
 	AESGCM *EncryptionKeys `json:"aesgcm,omitempty"`
-	// AESCBC is the aescbc provider (keys of 32 bytes).
+	// AESCBC is the aescbc provider (keys of 16, 24 or 32 bytes).
 	AESCBC *EncryptionKeys `json:"aescbc,omitempty"`
 	// Secretbox is the secretbox provider (keys of 32 bytes).
 	Secretbox *EncryptionKeys `json:"secretbox,omitempty"`

@@ -303,7 +303,7 @@ func authorizationConfig(a *machineadm.Authorization, p *field.Path) (*apiserver
 			}
 			for _, d := range []struct {
 				v, name, def string
-				out      *metav1.Duration
+				out          *metav1.Duration
 			}{
 				{w.Timeout, "timeout", "", &wc.Timeout},
 				{w.AuthorizedTTL, "authorizedTTL", "5m", &wc.AuthorizedTTL},

@@ -295,7 +295,7 @@ type HostPathMount struct {
 	// Name of the volume in the pod: a DNS-1123 label, unique among the
 	// component's volumes (kubeadm's own are "k8s-certs", "ca-certs",
 	// "etc-ca-certificates", "usr-share-ca-certificates",
-	// "usr-local-share-ca-certificates", "kubeconfig", "flexvolume-dir";
+	// "usr-local-share-ca-certificates", "kubeconfig", "etcd-certs-N";
 	// machineadm's are "machineadm-apiserver-config",
 	// "machineadm-audit-log" and "machineadm-kms-N"). Required.
 	Name string `json:"name"`

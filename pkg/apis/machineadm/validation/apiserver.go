@@ -18,23 +18,32 @@ import (
 // Names of the volumes kubeadm gives the control-plane static pods
 // (cmd/kubeadm/app/phases/controlplane/volumes.go and constants); an
 // extraVolumes entry of the same name would replace kubeadm's.
-var kubeadmVolumeNames = []string{"k8s-certs", "ca-certs", "kubeconfig", "flexvolume-dir",
+var kubeadmVolumeNames = []string{"k8s-certs", "ca-certs", "kubeconfig", "etcd-certs-0", "etcd-certs-1", "etcd-certs-2",
 	"etc-pki-ca-trust", "etc-pki-tls-certs", "etc-ca-certificates", "usr-share-ca-certificates", "usr-local-share-ca-certificates"}
 
 // KubeadmMounts are the host paths kubeadm mounts into each control-plane
 // static pod (by component: "kube-apiserver", "kube-controller-manager",
-// "kube-scheduler"), with certificatesDir the spec's; the CA bundle
+// "kube-scheduler") of control plane cp (its certificates directory, and
+// the directories of an external etcd's certificate files); the CA bundle
 // directories are mounted only where they exist on the host. The kubeadm
-// adapter's tests compare them with kubeadm's own pod specs.
-func KubeadmMounts(component, certificatesDir string) []string {
+// adapter's tests compare them with kubeadm's own pod specs
+// (cmd/kubeadm/app/phases/controlplane/volumes.go).
+func KubeadmMounts(component string, cp *machineadm.ControlPlane) []string {
 	caDirs := []string{"/etc/ssl/certs", "/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/ca-certificates",
 		"/usr/share/ca-certificates", "/usr/local/share/ca-certificates"}
 	switch component {
 	case "kube-apiserver":
-		return append([]string{certificatesDir}, caDirs...)
+		out := append([]string{cp.PKI.CertificatesDir}, caDirs...)
+		if x := cp.Etcd.External; x != nil {
+			for _, f := range []string{x.CAFile, x.CertFile, x.KeyFile} {
+				if f != "" {
+					out = append(out, path.Dir(f))
+				}
+			}
+		}
+		return out
 	case "kube-controller-manager":
-		return append([]string{certificatesDir, "/etc/kubernetes/controller-manager.conf",
-			"/usr/libexec/kubernetes/kubelet-plugins/volume/exec"}, caDirs...)
+		return append([]string{cp.PKI.CertificatesDir, "/etc/kubernetes/controller-manager.conf"}, caDirs...)
 	case "kube-scheduler":
 		return []string{"/etc/kubernetes/scheduler.conf"}
 	}
@@ -83,7 +92,7 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 	} {
 		validateExtraVolumes(r, cp, c.comp, c.p)
 		if cp.Runtime == machineadm.RuntimeStaticPods {
-			mounts := KubeadmMounts(c.name, cp.PKI.CertificatesDir)
+			mounts := KubeadmMounts(c.name, cp)
 			for _, v := range c.comp.ExtraVolumes {
 				mounts = append(mounts, v.HostPath)
 			}

@@ -21,7 +21,7 @@ func secured(t *testing.T) *machineadm.MachineBootstrapConfig {
 	c := base(t, cpInit)
 	a := &c.Spec.ControlPlane.APIServer
 	a.Audit = &machineadm.Audit{
-		Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}},
+		Policy:  map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}},
 		Webhook: &machineadm.AuditWebhook{KubeConfig: machineadm.SecretSource{File: "/etc/machineadm/secrets/audit.kubeconfig"}},
 		Log:     &machineadm.AuditLog{},
 	}

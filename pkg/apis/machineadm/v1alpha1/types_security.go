@@ -49,6 +49,12 @@ const (
 	// server caches webhook token authentications
 	// (--authentication-token-webhook-cache-ttl).
 	DefaultAuthenticationWebhookCacheTTL = "2m"
+	// DefaultAuthorizedTTL is how long an authorization webhook's allowed
+	// answers are cached by default (upstream's default).
+	DefaultAuthorizedTTL = "5m"
+	// DefaultUnauthorizedTTL is how long an authorization webhook's
+	// denied answers are cached by default (upstream's default).
+	DefaultUnauthorizedTTL = "30s"
 )
 
 // Audit configures the API server's audit logging

@@ -220,6 +220,10 @@ const (
 	DefaultAuthenticationWebhookVersion = latest.DefaultAuthenticationWebhookVersion
 	// DefaultAuthenticationWebhookCacheTTL is DefaultAuthenticationWebhookCacheTTL of the latest version.
 	DefaultAuthenticationWebhookCacheTTL = latest.DefaultAuthenticationWebhookCacheTTL
+	// DefaultAuthorizedTTL is DefaultAuthorizedTTL of the latest version.
+	DefaultAuthorizedTTL = latest.DefaultAuthorizedTTL
+	// DefaultUnauthorizedTTL is DefaultUnauthorizedTTL of the latest version.
+	DefaultUnauthorizedTTL = latest.DefaultUnauthorizedTTL
 )
 
 // SetDefaults fills every unset field of c that has a default, in place,

@@ -39,11 +39,23 @@ func setSecurityDefaults(a *APIServer) {
 			if z.Type != "Webhook" {
 				setString(&z.Name, strings.ToLower(z.Type))
 			}
+			if w := z.Webhook; w != nil {
+				setString(&w.AuthorizedTTL, DefaultAuthorizedTTL)
+				setString(&w.UnauthorizedTTL, DefaultUnauthorizedTTL)
+				setBool(&w.CacheAuthorizedRequests, true)
+				setBool(&w.CacheUnauthorizedRequests, true)
+			}
 		}
 	}
 }
 
 func setInt32(p **int32, def int32) {
+	if *p == nil {
+		*p = &def
+	}
+}
+
+func setBool(p **bool, def bool) {
 	if *p == nil {
 		*p = &def
 	}

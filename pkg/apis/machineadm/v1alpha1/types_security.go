@@ -49,6 +49,12 @@ const (
 	// server caches webhook token authentications
 	// (--authentication-token-webhook-cache-ttl).
 	DefaultAuthenticationWebhookCacheTTL = "2m"
+	// DefaultAuthorizedTTL is how long an authorization webhook's allowed
+	// answers are cached by default (upstream's default).
+	DefaultAuthorizedTTL = "5m"
+	// DefaultUnauthorizedTTL is how long an authorization webhook's
+	// denied answers are cached by default (upstream's default).
+	DefaultUnauthorizedTTL = "30s"
 )
 
 // Audit configures the API server's audit logging
@@ -127,7 +133,7 @@ type EncryptionResource struct {
 type EncryptionProvider struct {
 	// AESGCM is the aesgcm provider (keys of 16, 24 or 32 bytes).
 	AESGCM *EncryptionKeys `json:"aesgcm,omitempty"`
-	// AESCBC is the aescbc provider (keys of 32 bytes).
+	// AESCBC is the aescbc provider (keys of 16, 24 or 32 bytes).
 	AESCBC *EncryptionKeys `json:"aescbc,omitempty"`
 	// Secretbox is the secretbox provider (keys of 32 bytes).
 	Secretbox *EncryptionKeys `json:"secretbox,omitempty"`
@@ -295,7 +301,7 @@ type HostPathMount struct {
 	// Name of the volume in the pod: a DNS-1123 label, unique among the
 	// component's volumes (kubeadm's own are "k8s-certs", "ca-certs",
 	// "etc-ca-certificates", "usr-share-ca-certificates",
-	// "usr-local-share-ca-certificates", "kubeconfig", "flexvolume-dir";
+	// "usr-local-share-ca-certificates", "kubeconfig", "etcd-certs-N";
 	// machineadm's are "machineadm-apiserver-config",
 	// "machineadm-audit-log" and "machineadm-kms-N"). Required.
 	Name string `json:"name"`

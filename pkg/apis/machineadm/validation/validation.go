@@ -195,6 +195,7 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 		validateSAN(r, san, p.Child("apiServer", "certSANs").Index(i))
 	}
 	validateEtcd(r, &cp.Etcd, p.Child("etcd"))
+	validateAPIServerSecurity(r, s, p)
 	validateAbsPath(r, cp.PKI.Dir, true, p.Child("pki", "dir"))
 	validateAbsPath(r, cp.PKI.CertificatesDir, false, p.Child("pki", "certificatesDir"))
 	if !contains(encryptAlgos, cp.PKI.EncryptionAlgorithm) {

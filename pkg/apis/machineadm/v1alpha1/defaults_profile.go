@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
 )
@@ -86,13 +87,19 @@ func profileAuditPolicy() map[string]any {
 // to a log file with the CIS rotation) and limits anonymous requests to
 // compliance.AnonymousPaths, where the spec does not configure them itself.
 func setProfileAPIServerDefaults(a *APIServer) {
-	if a.Audit == nil {
+	// A spec that gives audit or authentication flags in extraArgs keeps
+	// them: the typed field would own (and refuse) those flags.
+	has := func(f func(name string) bool) bool {
+		return slices.ContainsFunc(a.ExtraArgs, func(x Arg) bool { return f(x.Name) })
+	}
+	if a.Audit == nil && !has(func(n string) bool { return strings.HasPrefix(n, "audit-") }) {
 		a.Audit = &Audit{Policy: profileAuditPolicy()}
 	}
-	if a.Authentication == nil {
-		a.Authentication = &Authentication{}
-	}
-	if a.Authentication.Anonymous == nil && !slices.ContainsFunc(a.ExtraArgs, func(x Arg) bool { return x.Name == "anonymous-auth" }) {
+	if (a.Authentication == nil || a.Authentication.Anonymous == nil) &&
+		!has(func(n string) bool { return n == "anonymous-auth" || n == "authentication-config" }) {
+		if a.Authentication == nil {
+			a.Authentication = &Authentication{}
+		}
 		an := &AnonymousAuthentication{Enabled: true}
 		for _, p := range compliance.AnonymousPaths {
 			an.Conditions = append(an.Conditions, AnonymousCondition{Path: p})

@@ -72,3 +72,19 @@ func TestValidateStaticPodPathOff(t *testing.T) {
 		}, want: []fe{{"spec.node.kubelet.config.staticPodPath", forb}}},
 	})
 }
+
+// A spec whose extraArgs give audit or anonymous flags keeps them under a
+// profile: the profile does not add the typed fields that own (and would
+// refuse) those flags.
+func TestProfileKeepsExtraArgsAuditFlags(t *testing.T) {
+	c := base(t, cpInit)
+	c.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "audit-log-maxage", Value: "30"}, {Name: "anonymous-auth", Value: "false"}}
+	c.Spec.Security = &machineadm.Security{Profile: "cis-1.12"}
+	machineadm.SetDefaults(c)
+	if r := Validate(c); len(r.Errors) > 0 {
+		t.Errorf("%v", r.Errors)
+	}
+	if a := c.Spec.ControlPlane.APIServer; a.Audit != nil || (a.Authentication != nil && a.Authentication.Anonymous != nil) {
+		t.Errorf("profile added typed audit or anonymous settings beside the extraArgs: %+v %+v", a.Audit, a.Authentication)
+	}
+}

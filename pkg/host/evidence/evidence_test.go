@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 )
 
 const apiserverPod = `apiVersion: v1
@@ -132,5 +133,35 @@ func TestExecStart(t *testing.T) {
 	f := parseFlags(got)
 	if f["name"] != "a b" || f["data-dir"] != "/var/lib/etcd" || f["x"] != "100%" {
 		t.Errorf("flags %v from %q", f, got)
+	}
+}
+
+// The Systemd runtime's flags are read back from the unit cpunits renders
+// (its quoting of blanks, "%" and "$"), the way the evidence reads a live
+// unit.
+func TestFlagsFromRenderedUnit(t *testing.T) {
+	c := cpunits.Component{
+		Name: "kube-apiserver", Description: "test", User: "kubeadm-kas", Group: "kubeadm-kas",
+		Command: []string{"/usr/local/bin/kube-apiserver", "--profiling=false", "--audit-log-path=/var/log/a b/audit.log",
+			"--token-auth-file=/x/100%$HOME", "--tls-min-version=VersionTLS12"},
+	}
+	fs, err := cpunits.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for _, f := range fs {
+		write(t, root, f.Path, string(f.Content), 0o600)
+	}
+	n := Node{Root: root, ControlPlane: true, Systemd: true}
+	got, ok, err := n.flags(compliance.KubeAPIServer)
+	if err != nil || !ok {
+		t.Fatalf("flags: %v %v", ok, err)
+	}
+	want := map[string]string{"profiling": "false", "audit-log-path": "/var/log/a b/audit.log", "token-auth-file": "/x/100%$HOME", "tls-min-version": "VersionTLS12"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("--%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
 	}
 }

@@ -112,7 +112,8 @@ func podCommand(data []byte) ([]string, error) {
 	return append(append([]string{}, c.Command...), c.Args...), nil
 }
 
-// execStart splits a unit's ExecStart= line into words: words are
+// execStart splits a unit's ExecStart= line (with its continuation
+// lines) into words: words are
 // separated by blanks, double or single quotes group, a backslash escapes
 // the next character, "%%" is "%" and "$$" is "$" (systemd.service(5);
 // pkg/host/cpunits writes them so).
@@ -123,6 +124,11 @@ func execStart(data []byte) ([]string, error) {
 		line, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "ExecStart=")
 		if !ok {
 			continue
+		}
+		// A line ending in a backslash continues on the next (cpunits
+		// writes one argument per line).
+		for strings.HasSuffix(line, `\`) && sc.Scan() {
+			line = strings.TrimSuffix(line, `\`) + " " + strings.TrimSpace(sc.Text())
 		}
 		line = strings.NewReplacer("%%", "%", "$$", "$").Replace(line)
 		var words []string

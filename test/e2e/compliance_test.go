@@ -177,6 +177,12 @@ func readCompliance(t *testing.T, m *Machine) *complianceSection {
 	return r.Compliance
 }
 
+// knownDisagreements are the checks where machineadm's verdict differs
+// from kube-bench's on purpose, each with the reason (docs/compliance.md).
+var knownDisagreements = map[string]string{
+	"4.2.9": "kube-bench wants --tls-cert-file; the profile's kubelet gets its serving certificate from the cluster CA through serverTLSBootstrap instead",
+}
+
 // compareVerdicts checks that machineadm's in-process verdict equals
 // kube-bench's for every check both evaluate (kube-bench: PASS, FAIL or
 // WARN; machineadm: anything but NOT_APPLICABLE), and returns how many
@@ -190,6 +196,10 @@ func compareVerdicts(t *testing.T, m *Machine, mine *complianceSection, bench ma
 			continue
 		}
 		n++
+		if why, ok := knownDisagreements[c.ID]; ok && c.Verdict != b.status {
+			t.Logf("%s %s: machineadm %s, kube-bench %s: %s", m.Name, c.ID, c.Verdict, b.status, why)
+			continue
+		}
 		if c.Verdict != b.status {
 			t.Errorf("%s %s: machineadm %s (%s), kube-bench %s (%s)", m.Name, c.ID, c.Verdict, c.Detail, b.status, b.actual)
 		}

@@ -202,6 +202,8 @@ func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip st
 	}
 	if !found {
 		t.Errorf("%s has no create event of secret %s/enc-probe", auditLogPath, securityNamespace)
+	} else if b, err := os.ReadFile(filepath.Join(m.Root, auditLogPath)); err == nil {
+		t.Logf("%s: %d audit events, the Secret's create among them", auditLogPath, bytes.Count(b, []byte("\n")))
 	}
 	for _, p := range []string{"/etc/kubernetes/apiserver/audit-policy.yaml", "/etc/kubernetes/apiserver/encryption-config.yaml"} {
 		fi, err := os.Stat(filepath.Join(m.Root, p))

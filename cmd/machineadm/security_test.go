@@ -67,3 +67,38 @@ func TestBootstrapDryRunSecured(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSecuredSpecRefusedWithExit2: bad typed security settings are bad
+// input: exit 2, every problem with its field path, nothing planned.
+func TestSecuredSpecRefusedWithExit2(t *testing.T) {
+	specPath := withInputs(t, "control-plane-secured", "")
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(raw), "      audit:\n", "      extraArgs:\n        - {name: encryption-provider-config, value: /etc/kubernetes/pki/enc.yaml}\n      audit:\n", 1)
+	doc = strings.Replace(doc, "- level: RequestResponse", "- level: Everything", 1)
+	doc = strings.Replace(doc, "endpoint: unix:///var/run/kmsplugin/socket.sock", "endpoint: tcp://10.0.0.1:9000", 1)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "validate", "-f", bad}, {"bootstrap", "-f", bad, "--dry-run", "--dry-run-dir", filepath.Join(t.TempDir(), "dr")}} {
+		out, code := machineadm(t, args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2:\n%s", args, code, out)
+		}
+		for _, want := range []string{
+			"spec.controlPlane.apiServer.extraArgs[0].name",
+			"spec.controlPlane.apiServer.audit.policy.rules[1].level",
+			"spec.controlPlane.apiServer.encryption.resources[0].providers[0].kms.endpoint",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %s:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(out, "would write") {
+			t.Errorf("%v: a refused spec planned writes:\n%s", args, out)
+		}
+	}
+}

@@ -31,16 +31,23 @@ func init() {
 	Register(Concern{Order: 12, Name: StepAPIServerConfig,
 		Short: "Write the API server's audit policy, encryption, authentication and authorization configuration and webhook kubeconfigs (0600, owned by the API server's account)",
 		Class: errclass.HostPreparationFailed, OS: []string{OSLinux},
-		Fields: []string{"spec.controlPlane.apiServer.audit", "spec.controlPlane.apiServer.encryption",
-			"spec.controlPlane.apiServer.authentication", "spec.controlPlane.apiServer.authorization"},
+		// Its fields are spec.controlPlane.apiServer.audit, encryption,
+		// authentication and authorization (Fields lists spec.host only).
 		Validation: "validateAPIServerSecurity",
 		checker:    apiServerChecker,
+		when:       apiServerAsked,
 	})
 }
 
 // hintAPIServerSecret is the hint of an unreadable or malformed key or
 // kubeconfig file.
 const hintAPIServerSecret = "deliver the file named by the field before machineadm runs (spec.host.files, a sealed value, or the image), with the content the field's documentation describes"
+
+// apiServerAsked says whether cfg has typed API-server security settings.
+func apiServerAsked(cfg *machineadm.MachineBootstrapConfig) bool {
+	cp := cfg.Spec.ControlPlane
+	return cfg.Spec.Role == machineadm.RoleControlPlane && cp != nil && apiserverconfig.Any(&cp.APIServer)
+}
 
 type apiServerPlan struct {
 	entries []fileEntry
@@ -55,7 +62,7 @@ type apiServerPlan struct {
 func apiServerChecker(cfg *machineadm.MachineBootstrapConfig) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		cp := cfg.Spec.ControlPlane
-		if cfg.Spec.Role != machineadm.RoleControlPlane || cp == nil || !apiserverconfig.Any(&cp.APIServer) {
+		if !apiServerAsked(cfg) {
 			return &apiServerPlan{}, nil
 		}
 		read := func(field string, src *machineadm.SecretSource) ([]byte, error) {

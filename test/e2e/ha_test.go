@@ -21,7 +21,7 @@ import (
 // members and cp2 carries the control-plane label, taint and static pods.
 func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	m := e.bootMachines(ctx, t, cp2)[0]
-	if err := deliver(m, controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash), c.secrets); err != nil {
+	if err := deliver(m, secureAPIServer(controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash)), c.secrets); err != nil {
 		t.Fatal(err)
 	}
 	// Not fatal: when bootstrap fails late, the checks below still show how

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
 )
 
 // kube-bench in the machines: the binary and its benchmark definitions
@@ -269,15 +270,9 @@ func TestComplianceProfile(t *testing.T) {
 	timing(t, "compliance-scenario", time.Since(scenario))
 }
 
-// systemdRuntimeWaivers are the cis-1.12 checks the Systemd runtime breaks
-// by design: its components run as their own accounts, so the etcd data
-// directory, the scheduler's and controller manager's kubeconfigs and
-// the keys each component reads belong to those accounts, not root or
-// etcd (docs/compliance.md).
-var systemdRuntimeWaivers = []string{"1.1.12", "1.1.15", "1.1.16", "1.1.17", "1.1.18", "1.1.19"}
-
 // TestComplianceProfileSystemd makes a control plane of runtime Systemd
-// with profile cis-1.12 (waiving systemdRuntimeWaivers) and a worker:
+// with profile cis-1.12 (waiving the runtime's by-design exceptions,
+// compliance.SystemdRuntimeExceptions) and a worker:
 // machineadm's evidence reads the units, the bootstrap succeeds with no
 // FAIL but the waived ones, and kube-bench's FAIL count is logged (it
 // looks for static pod manifests, which this runtime has none of).
@@ -307,7 +302,7 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	cp, w := ms[0], ms[1]
 	cpSpec := systemdSpec(controlPlaneSpec(cp1, machineadm.ActionInit, ""))
 	cpSpec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
-	for _, id := range systemdRuntimeWaivers {
+	for _, id := range compliance.SystemdRuntimeExceptions[kubeBenchBenchmark] {
 		cpSpec.Spec.Security.Waivers = append(cpSpec.Spec.Security.Waivers, machineadm.Waiver{ID: id, Reason: "runtime Systemd: the component's own account owns it"})
 	}
 	wSpec := workerSpec(w1, secrets.caHash)

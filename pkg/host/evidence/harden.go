@@ -8,8 +8,8 @@ import (
 )
 
 // EtcdAccount is the system account that owns the etcd data directory
-// under a profile (CIS 1.1.12): kubeadm's name, the Systemd runtime's
-// etcd account.
+// of a static-pod control plane under a profile (CIS 1.1.12 wants
+// etcd:etcd; the Systemd runtime's etcd runs as kubeadm-etcd instead).
 const EtcdAccount = "etcd"
 
 // Harden applies the profile's file remediations that exist only once

@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
@@ -249,9 +250,9 @@ func auditHasCreate(m *Machine, resource, namespace, name string) bool {
 	return false
 }
 
-// etcdGet reads keys raw from m's etcd member at ip, authenticating with
-// the API server's etcd client certificate from m's certificate directory.
-func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[string][]byte, error) {
+// etcdClient connects to the etcd member at ip with the API server's etcd
+// client certificate from m's certificate directory.
+func etcdClient(m *Machine, ip string) (*clientv3.Client, error) {
 	pki := filepath.Join(m.Root, "etc/kubernetes/pki")
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
 	if err != nil {
@@ -263,11 +264,16 @@ func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[st
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	c, err := clientv3.New(clientv3.Config{
+	return clientv3.New(clientv3.Config{
 		Endpoints:   []string{"https://" + ip + ":2379"},
 		DialTimeout: 10 * time.Second,
 		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 	})
+}
+
+// etcdGet reads keys raw from m's etcd member at ip (etcdClient).
+func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[string][]byte, error) {
+	c, err := etcdClient(m, ip)
 	if err != nil {
 		return nil, err
 	}
@@ -285,4 +291,38 @@ func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[st
 		}
 	}
 	return out, nil
+}
+
+// checkDecryptsThrough reads the probe Secret that checkAPIServerSecurity
+// wrote through cp1 back through the API server of the joined control
+// plane m (at ip): its own KMS plugin must decrypt the data key cp1's
+// plugin wrapped (the fake's key is the same on every machine, as a real
+// KMS's would be), and its journal shows the Decrypt call.
+func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, ip string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp1m.Root, "etc/kubernetes/admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host = "https://" + ip + ":6443"
+	cfg.Timeout = 15 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().Secrets(securityNamespace).Get(ctx, "enc-probe", metav1.GetOptions{})
+	if err != nil || string(got.Data["v"]) != "machineadm-e2e-plaintext-marker" {
+		t.Errorf("%s: the probe Secret through %s's API server: %v", m.Name, m.Name, err)
+		return
+	}
+	res, err := m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
+	if err != nil {
+		t.Errorf("%s: fake-kms-plugin journal: %v", m.Name, err)
+		return
+	}
+	if n := strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"); n == 0 {
+		t.Errorf("%s: its API server read the Secret without calling its KMS plugin's Decrypt:\n%s", m.Name, tail(res.Stdout, 10))
+	} else {
+		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s)", m.Name, m.Name, n)
+	}
 }

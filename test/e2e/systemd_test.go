@@ -128,6 +128,7 @@ func TestSystemdControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAPIServerSecurity(ctx, t, mcp1, cp1.IP, cs)
+	checkDecryptsThrough(ctx, t, mcp1, mcp2, cp2.IP)
 	for _, m := range []*Machine{mcp1, mcp2} {
 		if err := checkControlPlaneNode(ctx, cs, m.Name); err != nil {
 			t.Error(err)

@@ -81,6 +81,21 @@ gobuild containerd2-ctr "$CONTAINERD2_VERSION" "$TOOLS/containerd2" github.com/c
 # cluster (images.sh makes its image).
 CAPI_VERSION=$(cd "$TOOLS/capi" && go list -m -f '{{.Version}}' sigs.k8s.io/cluster-api)
 gobuild capi-manager "$CAPI_VERSION" "$TOOLS/capi" sigs.k8s.io/cluster-api/core
+# kube-bench, the independent CIS checker of the compliance e2e
+# (TestComplianceProfile), and its benchmark definitions: the module's cfg/
+# directory, copied to $CACHE/kube-bench-cfg (a new artefact with a stamp
+# of its own).
+KUBE_BENCH_VERSION=$(cd "$TOOLS/kubebench" && go list -m -f '{{.Version}}' github.com/aquasecurity/kube-bench)
+gobuild kube-bench "$KUBE_BENCH_VERSION" "$TOOLS/kubebench" github.com/aquasecurity/kube-bench
+if [ -d "$CACHE/kube-bench-cfg" ] && stamp_ok "$CACHE/kube-bench-cfg.stamp" "$KUBE_BENCH_VERSION"; then
+  log "kube-bench cfg: cached"
+else
+  kb_dir=$(cd "$TOOLS/kubebench" && go mod download -json github.com/aquasecurity/kube-bench | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$CACHE/kube-bench-cfg" && cp -r "$kb_dir/cfg" "$CACHE/kube-bench-cfg.tmp" && chmod -R u+w "$CACHE/kube-bench-cfg.tmp"
+  mv "$CACHE/kube-bench-cfg.tmp" "$CACHE/kube-bench-cfg"
+  echo "$KUBE_BENCH_VERSION" >"$CACHE/kube-bench-cfg.stamp"
+  log "kube-bench cfg $KUBE_BENCH_VERSION: $(ls "$CACHE/kube-bench-cfg" | wc -l) entries"
+fi
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"

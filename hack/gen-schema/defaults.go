@@ -86,6 +86,11 @@ func specDefaults() (defaults, error) {
 func grow(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
+		// A pointer to a scalar (maxAge *int32, console *bool) stays nil:
+		// a zero there is a value the user gave, which SetDefaults keeps.
+		if k := v.Type().Elem().Kind(); k != reflect.Struct && k != reflect.Slice && k != reflect.Map {
+			return
+		}
 		v.Set(reflect.New(v.Type().Elem()))
 		grow(v.Elem())
 	case reflect.Struct:

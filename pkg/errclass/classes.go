@@ -36,6 +36,8 @@ const (
 	DrainFailed Class = "DrainFailed"
 	// RolledBack: an upgraded control-plane component did not become healthy and was put back as it was.
 	RolledBack Class = "RolledBack"
+	// ComplianceFailed: a check of spec.security.profile failed on the node made, and the spec does not waive it.
+	ComplianceFailed Class = "ComplianceFailed"
 	// Timeout: a bounded wait ran out (endpoint unreachable, component too slow).
 	Timeout Class = "Timeout"
 	// Interrupted: the run was stopped by a signal (SIGTERM, SIGINT).
@@ -154,6 +156,12 @@ var registry = []Info{
 		Hint:  "The new settings made the component unhealthy and it was put back as it was: read the component's log (`crictl logs`) in the log tail, fix its settings in the spec and run `machineadm upgrade` again.",
 		Means: "An upgraded control-plane component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) did not become healthy with its new manifest or unit; machineadm put the backup back and the component runs as before. The failed phase names the component.",
 		Check: "The component's log (`crictl ps -a`, `crictl logs`), the flags the spec adds (`spec.controlPlane.*.extraArgs`); the backup in `/etc/kubernetes/tmp/machineadm-backup-*`.",
+	},
+	{
+		Class: ComplianceFailed,
+		Hint:  "Read the report's compliance section: each FAIL names the check, the file or flag found and the value wanted; fix the spec value that overrides the profile, or waive the check in spec.security.waivers with a reason.",
+		Means: "The node was made, but a check of `spec.security.profile` that concerns it failed (FAIL in the report's `compliance` section) and `spec.security.waivers` does not waive it. The node may be in the cluster; it is not compliant.",
+		Check: "The report's `compliance.checks` entries with verdict `FAIL`: each names the benchmark ID, what was found and what is wanted. Usually a spec value overrides the profile's default (an `extraArgs` flag, a kubelet configuration field); docs/compliance.md says how machineadm satisfies each ID.",
 	},
 	{
 		Class: Timeout,

@@ -67,6 +67,9 @@ type Concern struct {
 	// checker, for this package's own concerns, computes the step's plan
 	// from the spec; their steps share one dry-run view of the files.
 	checker func(cfg *machineadm.MachineBootstrapConfig) checker
+	// when, for this package's own concerns, says whether the spec asks
+	// for the concern; nil: always (the step then reports no change).
+	when func(cfg *machineadm.MachineBootstrapConfig) bool
 }
 
 // RunsOn says whether the concern runs on os (OSLinux or OSWindows).

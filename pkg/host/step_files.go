@@ -15,21 +15,28 @@ import (
 func init() {
 	Register(Concern{Order: 10, Name: StepFiles, Short: "Write the files of spec.host.files (content or verified remote source)", Class: errclass.HostPreparationFailed,
 		OS: []string{OSLinux}, Fields: []string{"spec.host.files"}, Validation: "validateHost, validateHostPrep",
-		checker: func(cfg *machineadm.MachineBootstrapConfig) checker { return filesChecker(cfg.Spec.Host.Files) }})
+		checker: func(cfg *machineadm.MachineBootstrapConfig) checker {
+			return filesChecker(cfg.Spec.Host.Files, pendingAccounts(cfg))
+		}})
 }
 
 // fileEntry is one checked spec file.
 type fileEntry struct {
 	field   string
 	desired files.Desired
+	// owner is the file's owner and group, which may name an account the
+	// accounts step creates (resolved in apply).
+	owner owner
 }
 
 type filesPlan struct{ entries []fileEntry }
 
 // filesChecker decodes or fetches (verifying SHA-256) every file's content
-// and resolves its path, mode, owner and group. All problems are returned
-// together, each naming its field.
-func filesChecker(specFiles []machineadm.File) checker {
+// and resolves its path, mode, owner and group. An owner or group that
+// the accounts step of this run creates (pending) is resolved when the
+// file is written. All problems are returned together, each naming its
+// field.
+func filesChecker(specFiles []machineadm.File, pending map[string]bool) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		if len(specFiles) == 0 {
 			return &filesPlan{}, nil
@@ -42,7 +49,7 @@ func filesChecker(specFiles []machineadm.File) checker {
 		var errs []error
 		for i, f := range specFiles {
 			fp := fmt.Sprintf("spec.host.files[%d]", i)
-			e, err := checkFile(ctx, env, ids, f, fp)
+			e, err := checkFile(ctx, env, ids, pending, f, fp)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -56,7 +63,7 @@ func filesChecker(specFiles []machineadm.File) checker {
 	}
 }
 
-func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File, fp string) (fileEntry, error) {
+func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string]bool, f machineadm.File, fp string) (fileEntry, error) {
 	if err := withheld(env, fp+".content", f.Path); err != nil {
 		return fileEntry{}, err
 	}
@@ -67,13 +74,9 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 	if err != nil || mode > 0o777 {
 		return fileEntry{}, hostErr(hintWrite, "%s.mode: %q is not an octal permission 0000-0777", fp, f.Mode)
 	}
-	uid, err := ids.UID(f.Owner)
+	own, err := resolveOwner(ids, f.Owner, f.Group, pending, fp+".owner", fp+".group")
 	if err != nil {
-		return fileEntry{}, hostErr(hintFileOwner, "%s.owner: %w", fp, err)
-	}
-	gid, err := ids.GID(f.Group)
-	if err != nil {
-		return fileEntry{}, hostErr(hintFileOwner, "%s.group: %w", fp, err)
+		return fileEntry{}, err
 	}
 	var content []byte
 	if f.Source != nil {
@@ -91,12 +94,10 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, f machineadm.File,
 		}
 	}
 	m := fs.FileMode(mode)
-	return fileEntry{field: fp, desired: files.Desired{
+	return fileEntry{field: fp, owner: own, desired: files.Desired{
 		Path:    f.Path,
 		Content: content,
 		Mode:    m,
-		UID:     uid,
-		GID:     gid,
 		Append:  f.Append,
 		// A file not readable by everyone may hold a secret: keep its
 		// content out of diffs.
@@ -121,6 +122,10 @@ func withheld(env *Env, field, target string) error {
 
 func (p *filesPlan) apply(ctx context.Context, env *Env, rec *recorder) error {
 	for _, e := range p.entries {
+		var err error
+		if e.desired.UID, e.desired.GID, err = e.owner.resolve(env, rec, e.desired.Path); err != nil {
+			return err
+		}
 		if _, err := rec.file(e.desired, e.field); err != nil {
 			return err
 		}

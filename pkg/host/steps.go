@@ -75,6 +75,9 @@ func StepsFor(cfg *machineadm.MachineBootstrapConfig, cs []Concern) []Step {
 	for _, c := range cs {
 		var st Step
 		if c.checker != nil {
+			if c.when != nil && !c.when(cfg) {
+				continue
+			}
 			st = newStep(c.Name, c.Short, c.checker(cfg), state, &mu)
 		} else {
 			var ok bool

@@ -25,6 +25,7 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	}
 	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
+	w.Phases = append(w.Phases, CompliancePhase(cfg)...)
 	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }
 	w.Confirm = func(d *Data) *Unconfirmed {
 		if upgradedSince(d) {

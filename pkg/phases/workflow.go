@@ -56,6 +56,9 @@ type Result struct {
 	// Warnings are what the phase found wrong without failing, one line
 	// each (host.Result.Warnings), recorded in the outcome report.
 	Warnings []string
+	// Evidence is the compliance/evidence phase's verdicts, recorded in the
+	// outcome report's compliance section; also set when the phase failed.
+	Evidence *Evidence
 	// NodeRegistered says that after this phase the join's Node exists in
 	// the cluster (set by the runner for a Phase.RegistersNode leaf).
 	NodeRegistered bool

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,6 +110,11 @@ type BootstrapReport struct {
 	// output of kubeadm and the kubelet checks recorded during the run,
 	// oldest first. Empty when nothing was recorded.
 	LogTail []string `json:"logTail,omitempty" show:"line"`
+	// Compliance is the evidence of spec.security.profile: each check
+	// that concerns this node with its verdict (PASS, FAIL, WARN,
+	// NOT_APPLICABLE) and benchmark ID. Absent without a profile, and when
+	// the run failed before the node was made.
+	Compliance *Compliance `json:"compliance,omitempty"`
 }
 
 // Upgrade is the plan of an upgrade run, as the report records it.
@@ -229,6 +235,13 @@ func (r *BootstrapReport) Validate() error {
 		return fmt.Errorf("failed report has error class %s, want one of %v", quoteShort(string(r.ErrorClass)), errclass.All())
 	case r.StartTime.IsZero():
 		return fmt.Errorf("report has no startTime")
+	}
+	if c := r.Compliance; c != nil {
+		for i, ch := range c.Checks {
+			if !slices.Contains(ComplianceVerdicts, ch.Verdict) {
+				return fmt.Errorf("report compliance.checks[%d] (%s) has verdict %s", i, quoteShort(ch.ID), quoteShort(ch.Verdict))
+			}
+		}
 	}
 	for i, p := range r.Phases {
 		switch p.Status {

@@ -496,6 +496,15 @@ func (r *Recorder) redact(rep BootstrapReport) BootstrapReport {
 		u.Changes = r.red.Strings(append([]string(nil), u.Changes...))
 		out.Upgrade = &u
 	}
+	if c := rep.Compliance; c != nil {
+		cc := *c
+		cc.Checks = append([]ComplianceCheck(nil), c.Checks...)
+		for i := range cc.Checks {
+			ch := &cc.Checks[i]
+			ch.Detail, ch.Waiver = s(ch.Detail), s(ch.Waiver)
+		}
+		out.Compliance = &cc
+	}
 	out.NodeRegistered = s(out.NodeRegistered)
 	out.Hint, out.Error = s(out.Hint), s(out.Error)
 	out.LogTail = r.red.Strings(append([]string(nil), rep.LogTail...))

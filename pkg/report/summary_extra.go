@@ -4,7 +4,8 @@ import "fmt"
 
 // extras renders, for the full view, what the phase table has no room
 // for: the warnings each phase recorded, the sysctl phase's desired and
-// effective values, and the Node a failed join left registered. Every
+// effective values, the Node a failed join left registered, and the
+// compliance counts with each FAIL and WARN check. Every
 // string was escaped by shownCopy before it reaches here.
 func (s *summary) extras() []string {
 	var out []string
@@ -30,6 +31,21 @@ func (s *summary) extras() []string {
 				line += fmt.Sprintf("  (next boot: %s from %s)", v.BootValue, orDash(v.BootFile))
 			}
 			out = append(out, line)
+		}
+	}
+	if c := s.r.Compliance; c != nil {
+		n := c.Counts
+		out = append(out, wrap("compliance: ", fmt.Sprintf("%s (%s): %d PASS, %d FAIL (%d waived), %d WARN, %d not applicable",
+			c.Profile, c.Benchmark, n.Pass, n.Fail, n.Waived, n.Warn, n.NotApplicable), s.opt.Width, 0)...)
+		for _, ch := range c.Checks {
+			if ch.Verdict != "FAIL" && ch.Verdict != "WARN" {
+				continue
+			}
+			line := fmt.Sprintf("%s %s %s: %s", ch.Verdict, ch.ID, ch.Title, orDash(ch.Detail))
+			if ch.Waiver != "" {
+				line += " (waived: " + ch.Waiver + ")"
+			}
+			out = append(out, wrap("  ", line, s.opt.Width, 2)...)
 		}
 	}
 	return out

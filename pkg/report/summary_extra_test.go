@@ -43,3 +43,25 @@ func TestSummaryFullShowsWarningsSysctlAndRegisteredNode(t *testing.T) {
 	// The one-screen view keeps its size.
 	checkScreen(t, Summary(r, OneScreen("/var/lib/machineadm/report.json")), ScreenWidth, ScreenHeight)
 }
+
+// The full view shows the compliance counts and each FAIL and WARN check
+// with its waiver, escaped like every other string.
+func TestSummaryCompliance(t *testing.T) {
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Result: ResultSucceeded, Command: "bootstrap",
+		Compliance: &Compliance{Profile: "cis-1.12", Benchmark: "CIS Kubernetes Benchmark v1.12.0",
+			Counts: ComplianceCounts{Pass: 2, Fail: 1, Warn: 1, Waived: 1},
+			Checks: []ComplianceCheck{
+				{ID: "4.1.9", Verdict: "PASS", Title: "kubelet config.yaml mode 600 or stricter"},
+				{ID: "4.2.7", Verdict: "FAIL", Title: "kubelet --hostname-override not set", Detail: "--hostname-override=x\x1b[31m", Waiver: "cloud names"},
+				{ID: "1.2.1", Verdict: "WARN", Title: "anonymous", Detail: "limited"},
+			}}}
+	out := Summary(r, SummaryOptions{Width: 200})
+	for _, want := range []string{"cis-1.12 (CIS Kubernetes Benchmark v1.12.0): 2 PASS, 1 FAIL (1 waived), 1 WARN", "FAIL 4.2.7", "(waived: cloud names)", "WARN 1.2.1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") || strings.Contains(out, "PASS 4.1.9") {
+		t.Errorf("summary shows a raw escape or a PASS line:\n%s", out)
+	}
+}

@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
+	"github.com/machineadm/machineadm/pkg/host/evidence"
 	"io"
 	"strings"
 	"time"
@@ -64,6 +66,9 @@ func (c *console) PhaseFinished(name string, status phases.Status, res phases.Re
 	msg := res.Summary()
 	if len(res.Sysctl) > 0 || len(res.Warnings) > 0 {
 		c.rec.PhaseDetails(name, sysctlValues(res.Sysctl), res.Warnings)
+	}
+	if res.Evidence != nil {
+		c.rec.Compliance(complianceSection(res.Evidence))
 	}
 	if res.NodeRegistered {
 		c.rec.NodeRegistered()
@@ -140,4 +145,30 @@ func sysctlValues(vs []sysctl.Value) []report.SysctlValue {
 		out = append(out, rv)
 	}
 	return out
+}
+
+// complianceSection turns the compliance phase's verdicts into the
+// report's compliance section.
+func complianceSection(e *phases.Evidence) *report.Compliance {
+	c := &report.Compliance{Profile: string(e.Profile), Benchmark: compliance.Benchmark(e.Profile)}
+	for _, r := range e.Results {
+		switch r.Verdict {
+		case evidence.Pass:
+			c.Counts.Pass++
+		case evidence.Fail:
+			c.Counts.Fail++
+			if r.Waiver != "" {
+				c.Counts.Waived++
+			}
+		case evidence.Warn:
+			c.Counts.Warn++
+		case evidence.NotApplicable:
+			c.Counts.NotApplicable++
+		}
+		c.Checks = append(c.Checks, report.ComplianceCheck{
+			ID: r.Check.ID, Scope: string(r.Check.Scope), Automated: r.Check.Automated, Verdict: string(r.Verdict),
+			Title: r.Check.Title, Detail: r.Detail, Waiver: r.Waiver,
+		})
+	}
+	return c
 }

@@ -4,14 +4,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 )
@@ -21,7 +15,7 @@ import (
 // members and cp2 carries the control-plane label, taint and static pods.
 func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	m := e.bootMachines(ctx, t, cp2)[0]
-	if err := deliver(m, controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash), c.secrets); err != nil {
+	if err := deliver(m, secureAPIServer(controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash)), c.secrets); err != nil {
 		t.Fatal(err)
 	}
 	// Not fatal: when bootstrap fails late, the checks below still show how
@@ -48,27 +42,13 @@ func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	if len(members) != 2 {
 		t.Errorf("etcd has %d members %v, want 2", len(members), members)
 	}
+	checkDecryptsThrough(ctx, t, c.cp1, m, cp2.IP)
 }
 
 // etcdMembers lists the etcd members through cp1's etcd client endpoint,
 // authenticating with the API server's etcd client certificate.
 func etcdMembers(ctx context.Context, cp *Machine) ([]string, error) {
-	pki := filepath.Join(cp.Root, "etc/kubernetes/pki")
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
-	if err != nil {
-		return nil, err
-	}
-	caPEM, err := os.ReadFile(filepath.Join(pki, "etcd/ca.crt"))
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://" + cp1.IP + ":2379"},
-		DialTimeout: 10 * time.Second,
-		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12},
-	})
+	cli, err := etcdClient(cp, cp1.IP)
 	if err != nil {
 		return nil, err
 	}

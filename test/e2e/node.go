@@ -82,6 +82,10 @@ func (e *env) installNodeComponents(m *Machine, withoutAgent bool) error {
 	names := nodeImages
 	if m.Name == cp1.Name || m.Name == cp2.Name || m.Name == cp3.Name {
 		names = append(slices.Clone(controlPlaneImages), nodeImages...)
+		// The KMS v2 plugin of secureAPIServer, up before the API server.
+		if err := e.installFakeKMSPlugin(m); err != nil {
+			return err
+		}
 	}
 	if err := m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
 		return err

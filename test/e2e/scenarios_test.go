@@ -108,7 +108,7 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 		t.Errorf("closed network: %v", err)
 	}
 
-	cpSpec := controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
+	cpSpec := secureAPIServer(controlPlaneSpec(cp1, v1alpha1.ActionInit, ""))
 	breakSpec(t, cpSpec)
 	if err := deliver(mcp1, cpSpec, secrets); err != nil {
 		t.Fatal(err)
@@ -153,6 +153,7 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	if err := checkControlPlaneNode(ctx, cs, cp1.Name); err != nil {
 		t.Error(err)
 	}
+	checkAPIServerSecurity(ctx, t, mcp1, cp1.IP, cs)
 	if err := waitStaticPodsRunning(ctx, cs, cp1.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mcp1)
 		t.Fatal(err)

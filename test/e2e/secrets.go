@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -28,6 +29,7 @@ type clusterSecrets struct {
 	caHash  string // the sha256: CA cert hash pki init printed
 	token   string // `machineadm token generate`
 	certKey string // 32 random bytes, hex: the certificate key
+	encKey  string // 32 random bytes, base64: the API server's aescbc key
 }
 
 // makeSecrets runs `machineadm pki init` and `machineadm token generate` on
@@ -59,6 +61,11 @@ func (e *env) makeSecrets(ctx context.Context, dir string) (clusterSecrets, erro
 		return s, err
 	}
 	s.certKey = hex.EncodeToString(key)
+	enc := make([]byte, 32)
+	if _, err := rand.Read(enc); err != nil {
+		return s, err
+	}
+	s.encKey = base64.StdEncoding.EncodeToString(enc)
 	return s, nil
 }
 
@@ -105,6 +112,11 @@ func deliver(m *Machine, spec *machineadm.MachineBootstrapConfig, s clusterSecre
 		}
 	}
 	cp := spec.Spec.ControlPlane
+	if usesEncryptionKeyFile(spec) {
+		if err := m.WriteFile(machineEncryptionKeyFile, []byte(s.encKey+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
 	if cp != nil && cp.CertificateKey != nil {
 		if err := m.WriteFile(machineCertKeyFile, []byte(s.certKey+"\n"), 0o600); err != nil {
 			return err

@@ -94,8 +94,8 @@ func TestSystemdControlPlane(t *testing.T) {
 	timing(t, "systemd-boot-cp1-cp2-w1", time.Since(start))
 	mcp1, mcp2, mw1 := ms[0], ms[1], ms[2]
 
-	cp1Spec := systemdSpec(controlPlaneSpec(cp1, v1alpha1.ActionInit, ""))
-	cp2Spec := systemdSpec(controlPlaneSpec(cp2, v1alpha1.ActionJoin, secrets.caHash))
+	cp1Spec := systemdSpec(secureAPIServer(controlPlaneSpec(cp1, v1alpha1.ActionInit, "")))
+	cp2Spec := systemdSpec(secureAPIServer(controlPlaneSpec(cp2, v1alpha1.ActionJoin, secrets.caHash)))
 	cp2Spec.Spec.Host.Files = append(cp2Spec.Spec.Host.Files, v1alpha1.File{
 		Path: "/usr/local/bin/kube-scheduler", Mode: "0755",
 		Source: &v1alpha1.RemoteSource{URL: "file://" + e2eBinDir + "/kube-scheduler", SHA256: sum},
@@ -127,6 +127,8 @@ func TestSystemdControlPlane(t *testing.T) {
 		dumpSystemdDiagnostics(ctx, t, mcp1, mcp2)
 		t.Fatal(err)
 	}
+	checkAPIServerSecurity(ctx, t, mcp1, cp1.IP, cs)
+	checkDecryptsThrough(ctx, t, mcp1, mcp2, cp2.IP)
 	for _, m := range []*Machine{mcp1, mcp2} {
 		if err := checkControlPlaneNode(ctx, cs, m.Name); err != nil {
 			t.Error(err)

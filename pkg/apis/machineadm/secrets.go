@@ -57,6 +57,15 @@ const (
 	// SecretFormatOfflineJoinBlob is the base64 text `djoin /provision`
 	// writes (spec.host.domainJoin.offlineJoinBlob).
 	SecretFormatOfflineJoinBlob = "offline-join-blob"
+	// SecretFormatEncryptionKey is an encryption-at-rest key of the API
+	// server: the base64 encoding of 16, 24 or 32 random bytes
+	// (spec.controlPlane.apiServer.encryption.resources[].providers[].
+	// aesgcm|aescbc|secretbox.keys[].secret).
+	SecretFormatEncryptionKey = "encryption-key"
+	// SecretFormatKubeConfig is a kubeconfig (YAML) that locates and
+	// authenticates to a webhook of the API server (audit, token
+	// authentication, authorization); it may hold client keys or tokens.
+	SecretFormatKubeConfig = "kubeconfig"
 )
 
 // secretTags maps each value of the `secret` struct tag on a string field

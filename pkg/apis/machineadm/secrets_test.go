@@ -17,18 +17,20 @@ var secretName = regexp.MustCompile(`(?i)key|passw|token|secret|credential|auth|
 // notSecret lists fields whose names match secretName but hold no secret,
 // by "Type.Field", each with the reason.
 var notSecret = map[string]string{
-	"LinuxDomainJoin.Keytab":             "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
-	"Taint.Key":                          "a taint's key is public Node metadata",
-	"ExternalEtcd.KeyFile":               "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
-	"Proxy.NoProxy":                      "host names and CIDRs, no credentials",
-	"Join.APIServerEndpoint":             "host:port, validation refuses anything else",
-	"Kubernetes.ImageRepository":         "a registry prefix without scheme or user information (validated)",
-	"LocalEtcd.ServerCertSANs":           "names and IPs of the etcd serving certificate",
-	"ControlPlaneBinaries.KubeAPIServer": "the path of the kube-apiserver binary (validated absolute path)",
+	"LinuxDomainJoin.Keytab":               "a path adcli writes the host keytab to (0600); machineadm never reads the keytab",
+	"Taint.Key":                            "a taint's key is public Node metadata",
+	"ExternalEtcd.KeyFile":                 "a path; the etcd client key is delivered to the machine and read by kube-apiserver, never by machineadm",
+	"Proxy.NoProxy":                        "host names and CIDRs, no credentials",
+	"Join.APIServerEndpoint":               "host:port, validation refuses anything else",
+	"Kubernetes.ImageRepository":           "a registry prefix without scheme or user information (validated)",
+	"LocalEtcd.ServerCertSANs":             "names and IPs of the etcd serving certificate",
+	"ControlPlaneBinaries.KubeAPIServer":   "the path of the kube-apiserver binary (validated absolute path)",
+	"AuthorizationWebhook.AuthorizedTTL":   "a Go duration (cache lifetime of allowed answers)",
+	"AuthorizationWebhook.UnauthorizedTTL": "a Go duration (cache lifetime of denied answers)",
 }
 
 // formats are the allowed `secret` tag values of SecretSource fields.
-var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey, SecretFormatPassword, SecretFormatOfflineJoinBlob}
+var formats = []string{SecretFormatBootstrapToken, SecretFormatCertificateKey, SecretFormatPassword, SecretFormatOfflineJoinBlob, SecretFormatEncryptionKey, SecretFormatKubeConfig}
 
 // auditSecretFields checks the type tree below t and lists every field
 // the walk would not know: a SecretSource without a format tag, a
@@ -185,6 +187,34 @@ func TestSecretFieldsFilledSpec(t *testing.T) {
 		got = append(got, f.Path+" "+string(f.Kind)+" "+f.Format)
 	}
 	want := []string{
+		"spec.controlPlane.apiServer.audit.webhook.kubeConfig SecretSource kubeconfig",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].aesgcm.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].aesgcm.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].aescbc.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].aescbc.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].secretbox.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[0].secretbox.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].aesgcm.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].aesgcm.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].aescbc.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].aescbc.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].secretbox.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[0].providers[1].secretbox.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].aesgcm.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].aesgcm.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].aescbc.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].aescbc.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].secretbox.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[0].secretbox.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].aesgcm.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].aesgcm.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].aescbc.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].aescbc.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].secretbox.keys[0].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.encryption.resources[1].providers[1].secretbox.keys[1].secret SecretSource encryption-key",
+		"spec.controlPlane.apiServer.authentication.webhook.kubeConfig SecretSource kubeconfig",
+		"spec.controlPlane.apiServer.authorization.authorizers[0].webhook.kubeConfig SecretSource kubeconfig",
+		"spec.controlPlane.apiServer.authorization.authorizers[1].webhook.kubeConfig SecretSource kubeconfig",
 		"spec.controlPlane.pki.dir CADir ",
 		"spec.controlPlane.certificateKey SecretSource certificate-key",
 		"spec.controlPlane.bootstrapTokens[0].token SecretSource bootstrap-token",

@@ -73,6 +73,10 @@ type (
 	DomainCredentials = latest.DomainCredentials
 	// LinuxDomainJoin is spec.host.domainJoin.linux.
 	LinuxDomainJoin = latest.LinuxDomainJoin
+	// Security is spec.security.
+	Security = latest.Security
+	// Waiver is spec.security.waivers[].
+	Waiver = latest.Waiver
 	// File is File of the latest version.
 	File = latest.File
 	// RemoteSource is RemoteSource of the latest version.
@@ -99,6 +103,44 @@ type (
 	OS = latest.OS
 	// OSDefaults is OSDefaults of the latest version.
 	OSDefaults = latest.OSDefaults
+	// Audit is Audit of the latest version (types_security.go).
+	Audit = latest.Audit
+	// AuditLog is AuditLog of the latest version (types_security.go).
+	AuditLog = latest.AuditLog
+	// AuditWebhook is AuditWebhook of the latest version (types_security.go).
+	AuditWebhook = latest.AuditWebhook
+	// Encryption is Encryption of the latest version (types_security.go).
+	Encryption = latest.Encryption
+	// EncryptionResource is EncryptionResource of the latest version (types_security.go).
+	EncryptionResource = latest.EncryptionResource
+	// EncryptionProvider is EncryptionProvider of the latest version (types_security.go).
+	EncryptionProvider = latest.EncryptionProvider
+	// EncryptionKeys is EncryptionKeys of the latest version (types_security.go).
+	EncryptionKeys = latest.EncryptionKeys
+	// EncryptionKey is EncryptionKey of the latest version (types_security.go).
+	EncryptionKey = latest.EncryptionKey
+	// IdentityProvider is IdentityProvider of the latest version (types_security.go).
+	IdentityProvider = latest.IdentityProvider
+	// KMSProvider is KMSProvider of the latest version (types_security.go).
+	KMSProvider = latest.KMSProvider
+	// Authentication is Authentication of the latest version (types_security.go).
+	Authentication = latest.Authentication
+	// AnonymousAuthentication is AnonymousAuthentication of the latest version (types_security.go).
+	AnonymousAuthentication = latest.AnonymousAuthentication
+	// AnonymousCondition is AnonymousCondition of the latest version (types_security.go).
+	AnonymousCondition = latest.AnonymousCondition
+	// AuthenticationWebhook is AuthenticationWebhook of the latest version (types_security.go).
+	AuthenticationWebhook = latest.AuthenticationWebhook
+	// Authorization is Authorization of the latest version (types_security.go).
+	Authorization = latest.Authorization
+	// Authorizer is Authorizer of the latest version (types_security.go).
+	Authorizer = latest.Authorizer
+	// AuthorizationWebhook is AuthorizationWebhook of the latest version (types_security.go).
+	AuthorizationWebhook = latest.AuthorizationWebhook
+	// WebhookMatchCondition is WebhookMatchCondition of the latest version (types_security.go).
+	WebhookMatchCondition = latest.WebhookMatchCondition
+	// HostPathMount is HostPathMount of the latest version (types_security.go).
+	HostPathMount = latest.HostPathMount
 )
 
 // Values of Role, Action and ControlPlaneRuntime.
@@ -158,6 +200,30 @@ const (
 	DefaultFileOwner = latest.DefaultFileOwner
 	// DefaultCgroupDriver is DefaultCgroupDriver of the latest version.
 	DefaultCgroupDriver = latest.DefaultCgroupDriver
+	// APIServerConfigDir is APIServerConfigDir of the latest version.
+	APIServerConfigDir = latest.APIServerConfigDir
+	// DefaultAuditLogPath is DefaultAuditLogPath of the latest version.
+	DefaultAuditLogPath = latest.DefaultAuditLogPath
+	// DefaultAuditLogMaxAge is DefaultAuditLogMaxAge of the latest version.
+	DefaultAuditLogMaxAge = latest.DefaultAuditLogMaxAge
+	// DefaultAuditLogMaxSize is DefaultAuditLogMaxSize of the latest version.
+	DefaultAuditLogMaxSize = latest.DefaultAuditLogMaxSize
+	// DefaultAuditLogMaxBackups is DefaultAuditLogMaxBackups of the latest version.
+	DefaultAuditLogMaxBackups = latest.DefaultAuditLogMaxBackups
+	// DefaultAuditWebhookMode is DefaultAuditWebhookMode of the latest version.
+	DefaultAuditWebhookMode = latest.DefaultAuditWebhookMode
+	// DefaultKMSAPIVersion is DefaultKMSAPIVersion of the latest version.
+	DefaultKMSAPIVersion = latest.DefaultKMSAPIVersion
+	// DefaultKMSTimeout is DefaultKMSTimeout of the latest version.
+	DefaultKMSTimeout = latest.DefaultKMSTimeout
+	// DefaultAuthenticationWebhookVersion is DefaultAuthenticationWebhookVersion of the latest version.
+	DefaultAuthenticationWebhookVersion = latest.DefaultAuthenticationWebhookVersion
+	// DefaultAuthenticationWebhookCacheTTL is DefaultAuthenticationWebhookCacheTTL of the latest version.
+	DefaultAuthenticationWebhookCacheTTL = latest.DefaultAuthenticationWebhookCacheTTL
+	// DefaultAuthorizedTTL is DefaultAuthorizedTTL of the latest version.
+	DefaultAuthorizedTTL = latest.DefaultAuthorizedTTL
+	// DefaultUnauthorizedTTL is DefaultUnauthorizedTTL of the latest version.
+	DefaultUnauthorizedTTL = latest.DefaultUnauthorizedTTL
 )
 
 // SetDefaults fills every unset field of c that has a default, in place,

@@ -28,6 +28,7 @@ type nodeReport struct {
 	FailedPhase string `json:"failedPhase"`
 	ErrorClass  string `json:"errorClass"`
 	Hint        string `json:"hint"`
+	Compliance  string `json:"compliance"`
 }
 
 // parseOutcome turns the annotation value into the status outcome.
@@ -48,6 +49,7 @@ func parseOutcome(v string) (*bootstrapv1.BootstrapOutcome, error) {
 	return &bootstrapv1.BootstrapOutcome{
 		Result: outcomeField(r.Result, maxOutcomeField), FailedPhase: outcomeField(r.FailedPhase, maxOutcomeField), ErrorClass: outcomeField(r.ErrorClass, maxOutcomeField),
 		Hint: outcomeField(r.Hint, maxHintBytes), DurationMs: r.DurationMs, MachineadmVersion: outcomeField(r.Machineadm, maxOutcomeField),
+		Compliance: outcomeField(r.Compliance, maxOutcomeField),
 	}, nil
 }
 
@@ -87,7 +89,7 @@ func clip(s string, n int) string {
 func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOutcome) {
 	cfg.Status.Outcome = o
 	if o.Result == "Succeeded" {
-		msg := fmt.Sprintf("bootstrapped in %dms by machineadm %s", o.DurationMs, o.MachineadmVersion)
+		msg := strings.TrimSuffix(fmt.Sprintf("bootstrapped in %dms by machineadm %s; %s", o.DurationMs, o.MachineadmVersion, o.Compliance), "; ")
 		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionTrue, ReasonSucceeded, msg)
 		if c := findCond(cfg, DataSecretAvailableCondition); c != nil && c.Status == metav1.ConditionTrue {
 			setCond(cfg, ReadyCondition, metav1.ConditionTrue, ReasonSucceeded, msg)
@@ -107,6 +109,9 @@ func applyOutcome(cfg *bootstrapv1.MachineadmConfig, o *bootstrapv1.BootstrapOut
 	}
 	if o.Hint != "" {
 		msg = append(msg, "hint: "+o.Hint)
+	}
+	if o.Compliance != "" {
+		msg = append(msg, o.Compliance)
 	}
 	setCond(cfg, BootstrapSucceededCondition, metav1.ConditionFalse, reason, strings.Join(msg, "; "))
 	setCond(cfg, ReadyCondition, metav1.ConditionFalse, phaseReason(o), strings.Join(msg, "; "))

@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/report/nodeannotation"
 )
 
 // The report receiver: the path by which a machine's outcome reaches the
@@ -103,6 +105,7 @@ type postedReport struct {
 		Action     string `json:"action"`
 		Machineadm string `json:"machineadmVersion"`
 	} `json:"machine"`
+	Compliance *report.Compliance `json:"compliance"`
 }
 
 // ServeHTTP implements http.Handler.
@@ -180,7 +183,7 @@ func outcomeFromReport(body []byte) (string, error) {
 		Result: r.Result, Action: outcomeField(r.Machine.Action, maxOutcomeField), DurationMs: ms,
 		Machineadm:  outcomeField(r.Machine.Machineadm, maxOutcomeField),
 		FailedPhase: outcomeField(r.FailedPhase, maxOutcomeField), ErrorClass: outcomeField(r.ErrorClass, maxOutcomeField),
-		Hint: outcomeField(r.Hint, maxHintBytes),
+		Hint: outcomeField(r.Hint, maxHintBytes), Compliance: outcomeField(nodeannotation.ComplianceCounts(r.Compliance), maxOutcomeField),
 	})
 	return string(b), err
 }

@@ -157,3 +157,23 @@ func TestHostileReportDoesNotWedgeTheConfig(t *testing.T) {
 		t.Fatalf("control characters reached the status raw: message %q, outcome %q / %q", got.Message[:80], o.ErrorClass, o.Hint[:40])
 	}
 }
+
+// A report with a compliance section carries its counts into the
+// outcome, and the success condition's message shows them.
+func TestOutcomeCarriesComplianceCounts(t *testing.T) {
+	v, err := outcomeFromReport([]byte(`{"result":"Succeeded","machine":{"machineadmVersion":"v1"},
+		"compliance":{"profile":"cis-1.12","benchmark":"CIS Kubernetes Benchmark v1.12.0","counts":{"pass":58,"fail":1,"warn":6,"notApplicable":3,"waived":1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseOutcome(v)
+	const want = "cis-1.12: 58 pass, 1 fail, 6 warn, 3 not applicable, 1 waived"
+	if err != nil || o.Compliance != want {
+		t.Fatalf("outcome %+v %v, want compliance %q", o, err, want)
+	}
+	cfg := &bootstrapv1.MachineadmConfig{}
+	applyOutcome(cfg, o)
+	if len(cfg.Status.Conditions) == 0 || !strings.Contains(cfg.Status.Conditions[0].Message, want) {
+		t.Fatalf("conditions %+v", cfg.Status.Conditions)
+	}
+}

@@ -36,14 +36,14 @@ type SystemdControlPlane struct {
 	kubeconfigDir string
 }
 
-// The accounts the units run as: kubeadm's own names for its
-// RootlessControlPlane feature (cmd/kubeadm/app/constants).
+// The accounts the units run as (cpunits.Accounts): kubeadm's own names
+// for its RootlessControlPlane feature, TestAccountNamesAreKubeadms.
 const (
-	EtcdUser                  = kubeadmconstants.EtcdUserName
-	APIServerUser             = kubeadmconstants.KubeAPIServerUserName
-	ControllerManagerUser     = kubeadmconstants.KubeControllerManagerUserName
-	SchedulerUser             = kubeadmconstants.KubeSchedulerUserName
-	ServiceAccountKeyReaders  = kubeadmconstants.ServiceAccountKeyReadersGroupName
+	EtcdUser                  = cpunits.EtcdUser
+	APIServerUser             = cpunits.APIServerUser
+	ControllerManagerUser     = cpunits.ControllerManagerUser
+	SchedulerUser             = cpunits.SchedulerUser
+	ServiceAccountKeyReaders  = cpunits.ServiceAccountKeyReaders
 	componentDocs             = "https://kubernetes.io/docs/reference/command-line-tools-reference/"
 	etcdDocs                  = "https://etcd.io/docs/"
 	unprivilegedPortThreshold = 1024
@@ -233,21 +233,6 @@ func (s *SystemdControlPlane) writablePaths(argv []string) []string {
 func within(p, dir string) bool {
 	p, dir = path.Clean(p), path.Clean(dir)
 	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
-// Accounts are the system accounts of the units: one per component
-// (kubeadm's RootlessControlPlane names) and the group that may read the
-// service-account signing key.
-func (s *SystemdControlPlane) Accounts() []cpunits.Account {
-	a := []cpunits.Account{{Name: ServiceAccountKeyReaders, GroupOnly: true}}
-	if s.LocalEtcd() {
-		a = append(a, cpunits.Account{Name: EtcdUser, Description: "etcd (machineadm control plane)"})
-	}
-	return append(a,
-		cpunits.Account{Name: APIServerUser, Description: "kube-apiserver (machineadm control plane)", MemberOf: []string{ServiceAccountKeyReaders}},
-		cpunits.Account{Name: ControllerManagerUser, Description: "kube-controller-manager (machineadm control plane)", MemberOf: []string{ServiceAccountKeyReaders}},
-		cpunits.Account{Name: SchedulerUser, Description: "kube-scheduler (machineadm control plane)"},
-	)
 }
 
 // EtcdPathRules are the owners and modes the etcd unit c needs: the data

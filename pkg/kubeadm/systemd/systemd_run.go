@@ -246,7 +246,7 @@ func (e *SystemdEnv) install(ctx context.Context, s *SystemdControlPlane, rules 
 	if e.DryRun {
 		prefix = "[systemd] dry run, not done: "
 	}
-	line, err := cpunits.CreateUsers(ctx, e.Root, s.Accounts(), e.Exec, e.DryRun)
+	line, err := cpunits.CreateUsers(ctx, e.Root, cpunits.Accounts(s.LocalEtcd()), e.Exec, e.DryRun)
 	if err != nil {
 		return fmt.Errorf("creating the control-plane accounts: %w", err)
 	}

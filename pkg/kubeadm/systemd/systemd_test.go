@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	controlplanephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
 	etcdphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/etcd"
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
@@ -243,7 +244,7 @@ func TestSystemdPathRules(t *testing.T) {
 		t.Error("etcd data dir not recursive")
 	}
 	var names []string
-	for _, a := range s.Accounts() {
+	for _, a := range cpunits.Accounts(s.LocalEtcd()) {
 		names = append(names, a.Name)
 	}
 	if want := []string{"kubeadm-sa-key-readers", "kubeadm-etcd", "kubeadm-kas", "kubeadm-kcm", "kubeadm-ks"}; !reflect.DeepEqual(names, want) {
@@ -404,6 +405,22 @@ func TestSystemdJoinDryRun(t *testing.T) {
 	for _, want := range []string{"kubeadm's defaults are shown", "would add etcd member https://" + cp.AdvertiseAddress + ":2380", adv, "ExecStart=/usr/local/bin/etcd"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestAccountNamesAreKubeadms: cpunits' account names, which host steps
+// use before kubeadm runs, are kubeadm's RootlessControlPlane names.
+func TestAccountNamesAreKubeadms(t *testing.T) {
+	for _, c := range []struct{ ours, kubeadms string }{
+		{cpunits.EtcdUser, kubeadmconstants.EtcdUserName},
+		{cpunits.APIServerUser, kubeadmconstants.KubeAPIServerUserName},
+		{cpunits.ControllerManagerUser, kubeadmconstants.KubeControllerManagerUserName},
+		{cpunits.SchedulerUser, kubeadmconstants.KubeSchedulerUserName},
+		{cpunits.ServiceAccountKeyReaders, kubeadmconstants.ServiceAccountKeyReadersGroupName},
+	} {
+		if c.ours != c.kubeadms {
+			t.Errorf("account %q, kubeadm's is %q", c.ours, c.kubeadms)
 		}
 	}
 }

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // validation on the documents.
 func TestTranslateGolden(t *testing.T) {
 	kubeadmtest.RequireStamped(t)
-	for _, name := range []string{"control-plane-init.yaml", "control-plane-join.yaml", "worker.yaml"} {
+	for _, name := range []string{"control-plane-init.yaml", "control-plane-join.yaml", "worker.yaml", "control-plane-secured.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := kubeadmtest.LoadExample(t, name)
 			docs, err := translate.Translate(cfg, kubeadmtest.Inputs(cfg))

@@ -14,6 +14,7 @@ import (
 	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 )
 
 // translateV1beta4 builds kubeadm.k8s.io/v1beta4 documents.
@@ -113,11 +114,20 @@ func v1beta4Cluster(cfg *machineadm.MachineBootstrapConfig, in Inputs) *v1beta4.
 			DNSDomain:     k.Networking.DNSDomain,
 		},
 		APIServer: v1beta4.APIServer{
-			ControlPlaneComponent: v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.APIServer.ExtraArgs)},
-			CertSANs:              cp.APIServer.CertSANs,
+			ControlPlaneComponent: v1beta4.ControlPlaneComponent{
+				ExtraArgs:    v1beta4Args(APIServerArgs(&cp.APIServer)),
+				ExtraVolumes: v1beta4Volumes(cp, APIServerVolumes(cp)),
+			},
+			CertSANs: cp.APIServer.CertSANs,
 		},
-		ControllerManager:   v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(withDefaultArgs(cp.ControllerManager.ExtraArgs, ControllerManagerDefaultArgs))},
-		Scheduler:           v1beta4.ControlPlaneComponent{ExtraArgs: v1beta4Args(cp.Scheduler.ExtraArgs)},
+		ControllerManager: v1beta4.ControlPlaneComponent{
+			ExtraArgs:    v1beta4Args(withDefaultArgs(cp.ControllerManager.ExtraArgs, ControllerManagerDefaultArgs)),
+			ExtraVolumes: v1beta4Volumes(cp, cp.ControllerManager.ExtraVolumes),
+		},
+		Scheduler: v1beta4.ControlPlaneComponent{
+			ExtraArgs:    v1beta4Args(cp.Scheduler.ExtraArgs),
+			ExtraVolumes: v1beta4Volumes(cp, cp.Scheduler.ExtraVolumes),
+		},
 		CertificatesDir:     cp.PKI.CertificatesDir,
 		EncryptionAlgorithm: v1beta4.EncryptionAlgorithmType(cp.PKI.EncryptionAlgorithm),
 	}
@@ -186,6 +196,35 @@ func v1beta4Args(args []machineadm.Arg) []v1beta4.Arg {
 	out := make([]v1beta4.Arg, 0, len(args))
 	for _, a := range args {
 		out = append(out, v1beta4.Arg{Name: a.Name, Value: a.Value})
+	}
+	return out
+}
+
+// APIServerArgs are the API server's extraArgs: the spec's, then the
+// flags of its typed security settings (apiserverconfig.Flags; validation
+// refuses an extraArgs entry of the same name).
+func APIServerArgs(a *machineadm.APIServer) []machineadm.Arg {
+	return append(slices.Clone(a.ExtraArgs), apiserverconfig.Flags(a)...)
+}
+
+// APIServerVolumes are the API server pod's extraVolumes with static
+// pods: the spec's, then the host paths of its typed security settings
+// (apiserverconfig.Volumes: the configuration directory and KMS socket
+// directories read-only, the audit log directory read-write).
+func APIServerVolumes(cp *machineadm.ControlPlane) []machineadm.HostPathMount {
+	return append(slices.Clone(cp.APIServer.ExtraVolumes), apiserverconfig.Volumes(&cp.APIServer)...)
+}
+
+// v1beta4Volumes are kubeadm's extraVolumes of vols; none with the
+// Systemd runtime, whose units read the host's files directly.
+func v1beta4Volumes(cp *machineadm.ControlPlane, vols []machineadm.HostPathMount) []v1beta4.HostPathMount {
+	if cp.Runtime == machineadm.RuntimeSystemd || len(vols) == 0 {
+		return nil
+	}
+	out := make([]v1beta4.HostPathMount, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, v1beta4.HostPathMount{Name: v.Name, HostPath: v.HostPath, MountPath: v.MountPath,
+			ReadOnly: v.ReadOnly, PathType: corev1.HostPathType(v.PathType)})
 	}
 	return out
 }

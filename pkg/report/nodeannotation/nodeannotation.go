@@ -90,8 +90,9 @@ const (
 func (w *Writer) Name() string { return "node-annotation" }
 
 // Value is the annotation's value for r: a compact JSON object with the
-// result, command, action, end time, duration in milliseconds, phase count
-// and machineadm version.
+// result, command, action, end time, duration in milliseconds, phase count,
+// machineadm version and, under a security profile, the compliance counts
+// (ComplianceCounts).
 func Value(r *report.BootstrapReport) (string, error) {
 	v := struct {
 		Result     report.Result `json:"result"`
@@ -101,7 +102,8 @@ func Value(r *report.BootstrapReport) (string, error) {
 		DurationMs int64         `json:"durationMs"`
 		Phases     int           `json:"phases"`
 		Machineadm string        `json:"machineadmVersion"`
-	}{r.Result, r.Command, r.Machine.Action, r.EndTime, r.Duration().Milliseconds(), len(r.Phases), r.Machine.MachineadmVersion}
+		Compliance string        `json:"compliance,omitempty"`
+	}{r.Result, r.Command, r.Machine.Action, r.EndTime, r.Duration().Milliseconds(), len(r.Phases), r.Machine.MachineadmVersion, ComplianceCounts(r.Compliance)}
 	data, err := json.Marshal(v)
 	return string(data), err
 }
@@ -347,4 +349,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// ComplianceCounts is a report's compliance section in one line, for the
+// annotation and the Cluster API outcome: "cis-1.12: 58 pass, 0 fail, 6
+// warn, 3 not applicable, 0 waived"; "" without a section.
+func ComplianceCounts(c *report.Compliance) string {
+	if c == nil {
+		return ""
+	}
+	n := c.Counts
+	return fmt.Sprintf("%s: %d pass, %d fail, %d warn, %d not applicable, %d waived", c.Profile, n.Pass, n.Fail, n.Warn, n.NotApplicable, n.Waived)
 }

@@ -57,6 +57,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 		if cp.Runtime == RuntimeSystemd {
 			setBinaries(cp)
 		}
+		setSecurityDefaults(&cp.APIServer)
 		if cp.Etcd.Local == nil && cp.Etcd.External == nil {
 			cp.Etcd.Local = &LocalEtcd{}
 		}
@@ -106,6 +107,7 @@ func SetDefaults(c *MachineBootstrapConfig) {
 	}
 
 	setOSDefaults(s)
+	setProfileDefaults(s)
 
 	r := &s.Report
 	setString(&r.Path, osd.ReportPath)

@@ -87,6 +87,9 @@ type MachineBootstrapSpec struct {
 	Host Host `json:"host,omitempty"`
 	// Report says where the outcome report goes.
 	Report Report `json:"report,omitempty"`
+	// Security asks for a security profile (CIS Kubernetes Benchmark,
+	// DISA STIG) with its waivers. Optional; see Security.
+	Security *Security `json:"security,omitempty"`
 }
 
 // Kubernetes holds cluster-wide settings (kubeadm ClusterConfiguration).
@@ -148,8 +151,14 @@ type Arg struct {
 // Component holds the settings shared by the control-plane components.
 type Component struct {
 	// ExtraArgs are extra flags, appended after kubeadm's own; a name given
-	// here overrides kubeadm's value. kubeadm field: extraArgs.
+	// here overrides kubeadm's value. A flag that a typed field of the
+	// component sets (for the API server: audit, encryption,
+	// authentication, authorization) is refused. kubeadm field: extraArgs.
 	ExtraArgs []Arg `json:"extraArgs,omitempty"`
+	// ExtraVolumes are host paths mounted into the component's static pod,
+	// for files its extraArgs name. Only with runtime StaticPods (units
+	// read the host's files). kubeadm field: extraVolumes.
+	ExtraVolumes []HostPathMount `json:"extraVolumes,omitempty"`
 }
 
 // APIServer holds kube-apiserver settings (kubeadm APIServer).
@@ -160,6 +169,17 @@ type APIServer struct {
 	// node name and advertise address are always included. kubeadm field:
 	// apiServer.certSANs.
 	CertSANs []string `json:"certSANs,omitempty"`
+	// Audit turns on audit logging with a policy and backends. Optional.
+	Audit *Audit `json:"audit,omitempty"`
+	// Encryption encrypts resources at rest in etcd (keys or KMS v2).
+	// Optional.
+	Encryption *Encryption `json:"encryption,omitempty"`
+	// Authentication adds JWT, anonymous and webhook authentication.
+	// Optional.
+	Authentication *Authentication `json:"authentication,omitempty"`
+	// Authorization replaces kubeadm's authorization modes (Node, RBAC)
+	// with an authorizer chain. Optional.
+	Authorization *Authorization `json:"authorization,omitempty"`
 }
 
 // ControlPlane holds control-plane node settings.

@@ -296,8 +296,9 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 	}
 	// machineadm writes spec.host.staticPods into this directory: it must
 	// be a usable machine path (a trailing "/" is fine, the kubelet and
-	// pkg/host/staticpod clean it).
-	if sp, ok := cfg["staticPodPath"].(string); ok {
+	// pkg/host/staticpod clean it). "" turns static pods off (the stig
+	// profile's default on workers; validateStaticPodPathOff).
+	if sp, ok := cfg["staticPodPath"].(string); ok && sp != "" {
 		if msg := r.pathProblem(sp, false); msg != "" {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("staticPodPath"), sp, msg))
 		}

@@ -21,8 +21,10 @@ import (
 // (machineadm.SecretFormatBootstrapToken) must be
 // "[a-z0-9]{6}.[a-z0-9]{16}", a certificate key
 // (machineadm.SecretFormatCertificateKey) 32 bytes in hex, either case, as
-// kubeadm decodes it (an inline value is held to lower case by Validate).
-// Other formats have no shape here. The phrase never quotes v. It is the
+// kubeadm decodes it (an inline value is held to lower case by Validate),
+// an encryption key the base64 of 16, 24 or 32 bytes, a kubeconfig a
+// kubeconfig with a current context and server. Other formats have no
+// shape here. The phrase never quotes v. It is the
 // one check of the machine's inputs-check (pki.CheckInputs in pkg/kubeadm/pki) and of
 // `machineadm seal`, which refuses such a file before it is sealed.
 func SecretShapeProblem(format, v string) string {
@@ -35,6 +37,10 @@ func SecretShapeProblem(format, v string) string {
 		if b, err := hex.DecodeString(v); err != nil || len(b) != 32 {
 			return "not 64 hex characters (a 32-byte AES key)"
 		}
+	case machineadm.SecretFormatEncryptionKey:
+		return encryptionKeyProblem(v)
+	case machineadm.SecretFormatKubeConfig:
+		return kubeConfigProblem(v)
 	}
 	return ""
 }

@@ -122,6 +122,8 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	}
 	validateOS(&r, s, p)
 	validateReport(&r, &s.Report, p.Child("report"))
+	validateSecurity(&r, s, p.Child("security"))
+	validateStaticPodPathOff(&r, s)
 	warnInlineSecrets(&r, c)
 	validateRanges(&r, c)
 	return r
@@ -193,6 +195,7 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 		validateSAN(r, san, p.Child("apiServer", "certSANs").Index(i))
 	}
 	validateEtcd(r, &cp.Etcd, p.Child("etcd"))
+	validateAPIServerSecurity(r, s, p)
 	validateAbsPath(r, cp.PKI.Dir, true, p.Child("pki", "dir"))
 	validateAbsPath(r, cp.PKI.CertificatesDir, false, p.Child("pki", "certificatesDir"))
 	if !contains(encryptAlgos, cp.PKI.EncryptionAlgorithm) {

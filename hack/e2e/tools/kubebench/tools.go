@@ -1,0 +1,5 @@
+//go:build tools
+
+package kubebench
+
+import _ "github.com/aquasecurity/kube-bench"

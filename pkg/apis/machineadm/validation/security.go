@@ -1,0 +1,90 @@
+package validation
+
+import (
+	"strings"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
+)
+
+// maxWaiverReason bounds a waiver's reason, in bytes.
+const maxWaiverReason = 1024
+
+// validateSecurity checks spec.security: a known profile, Linux only; each
+// waiver a check of that profile, once, with a one-line reason; and the
+// stig profile's static pod rule (V-242397) against a StaticPods control
+// plane.
+func validateSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
+	sec := s.Security
+	if sec == nil {
+		return
+	}
+	prof := compliance.Profile(sec.Profile)
+	switch {
+	case sec.Profile == "":
+		if len(sec.Waivers) > 0 {
+			r.Errors = append(r.Errors, field.Required(p.Child("profile"), "waivers excuse checks of a profile: name the profile"))
+		}
+		return
+	case !compliance.Known(prof):
+		r.Errors = append(r.Errors, field.NotSupported(p.Child("profile"), sec.Profile, compliance.Profiles))
+		return
+	}
+	if r.os == machineadm.OSWindows {
+		r.Errors = append(r.Errors, field.Forbidden(p.Child("profile"), "profiles are for Linux nodes: their checks read Linux files and flags"))
+		return
+	}
+	waived := map[string]bool{}
+	for i, w := range sec.Waivers {
+		wp := p.Child("waivers").Index(i)
+		switch _, ok := compliance.Lookup(prof, w.ID); {
+		case w.ID == "":
+			r.Errors = append(r.Errors, field.Required(wp.Child("id"), "the benchmark ID of the check, as docs/compliance.md lists it"))
+		case !ok:
+			r.Errors = append(r.Errors, field.Invalid(wp.Child("id"), w.ID, "not a check of profile "+sec.Profile+" (docs/compliance.md lists them)"))
+		case waived[w.ID]:
+			r.Errors = append(r.Errors, field.Duplicate(wp.Child("id"), w.ID))
+		}
+		waived[w.ID] = true
+		switch reason := strings.TrimSpace(w.Reason); {
+		case reason == "":
+			r.Errors = append(r.Errors, field.Required(wp.Child("reason"), "say why the check is waived: the report and an auditor read it"))
+		case len(w.Reason) > maxWaiverReason:
+			r.Errors = append(r.Errors, field.TooLong(wp.Child("reason"), "", maxWaiverReason))
+		case strings.IndexFunc(w.Reason, unicode.IsControl) >= 0:
+			r.Errors = append(r.Errors, field.Invalid(wp.Child("reason"), w.Reason, "one line without control characters"))
+		}
+	}
+	if s.Role == machineadm.RoleControlPlane && s.ControlPlane != nil && s.ControlPlane.Runtime == machineadm.RuntimeSystemd {
+		var missing []string
+		for _, id := range compliance.SystemdRuntimeExceptions[prof] {
+			if !waived[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			r.warn(p.Child("waivers"), "runtime Systemd runs each component as its own account, which owns the files checks %s want root's (or etcd's): they will FAIL and fail the bootstrap unless waived (docs/compliance.md)", strings.Join(missing, ", "))
+		}
+	}
+	if prof == compliance.STIG && s.Role == machineadm.RoleControlPlane && s.ControlPlane != nil &&
+		s.ControlPlane.Runtime == machineadm.RuntimeStaticPods && !waived["V-242397"] {
+		r.Errors = append(r.Errors, field.Invalid(field.NewPath("spec", "controlPlane", "runtime"), s.ControlPlane.Runtime,
+			"profile stig forbids the kubelet's static pod path (V-242397): use runtime Systemd, or waive V-242397 in spec.security.waivers with a reason"))
+	}
+}
+
+// validateStaticPodPathOff refuses a kubelet whose staticPodPath is ""
+// (off: the stig profile's default on workers, or the spec's own) on a
+// control plane of runtime StaticPods: the kubelet would run none of
+// kubeadm's manifests. (Workers run no static pods; runtime Systemd turns
+// the path off itself.)
+func validateStaticPodPathOff(r *Result, s *machineadm.MachineBootstrapSpec) {
+	cp := s.ControlPlane
+	if v, ok := s.Node.Kubelet.Config["staticPodPath"]; ok && v == "" && s.Role == machineadm.RoleControlPlane && cp != nil && cp.Runtime == machineadm.RuntimeStaticPods {
+		r.Errors = append(r.Errors, field.Forbidden(field.NewPath("spec", "node", "kubelet", "config", "staticPodPath"),
+			"\"\" turns static pods off, and runtime StaticPods runs the control plane as static pods: use runtime Systemd"))
+	}
+}

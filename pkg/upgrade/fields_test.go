@@ -224,6 +224,11 @@ func TestNamedRefusals(t *testing.T) {
 		"spec.kubernetes.networking", "spec.controlPlane", "spec.controlPlane.etcd", "spec.controlPlane.etcd.local",
 		"spec.controlPlane.etcd.external", "spec.controlPlane.runtime", "spec.node.name", "spec.node.criSocket",
 		"spec.controlPlane.advertiseAddress", "spec.join.apiServerEndpoint",
+		// typed security settings and profiles: refused with their own
+		// reason, not the parent's "changes the node's role"
+		"spec.controlPlane.apiServer.audit", "spec.controlPlane.apiServer.encryption",
+		"spec.controlPlane.apiServer.authentication", "spec.controlPlane.apiServer.authorization",
+		"spec.controlPlane.apiServer.extraVolumes", "spec.security",
 	} {
 		f, ok := Lookup(p)
 		if !ok || f.Path != p || f.Effect != Refused {

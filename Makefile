@@ -56,7 +56,7 @@ image-controller: build-controller
 # the controller-gen pinned in hack/tools/go.mod.
 capi-manifests:
 	cd hack/tools && $(GO) build -o ../../bin/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
-	bin/controller-gen object paths=./pkg/capi/api/...
+	bin/controller-gen object 'paths=./pkg/capi/api/...;./pkg/capi/controlplane/api/...'
 	$(GO) run ./hack/gen-capi -controller-gen bin/controller-gen -out contrib/cluster-api
 
 build-all:

@@ -56,8 +56,8 @@ func TestManifestsCurrent(t *testing.T) {
 	}
 	// The contract label is what Cluster API reads to find the version.
 	b, _ := os.ReadFile(filepath.Join(committed, "bootstrap-components.yaml"))
-	if n := bytes.Count(b, []byte(ContractLabel+": "+ContractValue)); n != 2 {
-		t.Fatalf("bootstrap-components.yaml: %d CRDs carry %s: %s, want 2", n, ContractLabel, ContractValue)
+	if n := bytes.Count(b, []byte(ContractLabel+": "+ContractValue)); n != 4 {
+		t.Fatalf("bootstrap-components.yaml: %d CRDs carry %s: %s, want 4 (two bootstrap, two control-plane)", n, ContractLabel, ContractValue)
 	}
 }
 

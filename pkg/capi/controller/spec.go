@@ -79,6 +79,9 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 		if err != nil {
 			return nil, err
 		}
+		if cp.Runtime, err = runtimeOf(cfg); err != nil {
+			return nil, err
+		}
 		cp.CertificateKey = &mspec.SecretSource{File: certificateKeyPath}
 		if p.action == mspec.ActionInit {
 			cp.PKI.Dir = pkiDir
@@ -86,6 +89,8 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 		sp.ControlPlane = cp
 	} else if cfg.Spec.ControlPlane != nil {
 		return nil, fieldError("spec.controlPlane", "is only for control-plane Machines (label "+clusterv1.MachineControlPlaneLabel+")")
+	} else if _, ok := cfg.Annotations[RuntimeAnnotation]; ok {
+		return nil, fieldError(`metadata.annotations["`+RuntimeAnnotation+`"]`, "is only for control-plane Machines (label "+clusterv1.MachineControlPlaneLabel+")")
 	}
 	if p.action == mspec.ActionJoin {
 		sp.Join = &mspec.Join{

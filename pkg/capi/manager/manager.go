@@ -30,14 +30,16 @@ import (
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	capicontroller "github.com/machineadm/machineadm/pkg/capi/controller"
+	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
+	cpcontroller "github.com/machineadm/machineadm/pkg/capi/controlplane/controller"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
-// Scheme returns a scheme with the core, Cluster API core and
-// bootstrap.machineadm.io types.
+// Scheme returns a scheme with the core, Cluster API core,
+// bootstrap.machineadm.io and controlplane.machineadm.io types.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme, cpv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -98,7 +100,7 @@ func Main(args []string, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; \"0\" disables it")
 	probeAddr := fs.String("health-probe-bind-address", ":9440", "address the health probes bind to")
 	leaderElect := fs.Bool("leader-elect", true, "use leader election, so only one replica reconciles")
-	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs reconciled at once")
+	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs, and MachineadmControlPlanes, reconciled at once (each kind)")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there, and fetch the sealed spec of data over a config's spec.userDataLimit. Default \"\": off")
 	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
@@ -160,6 +162,11 @@ func Main(args []string, stderr io.Writer) int {
 	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
+		return 1
+	}
+	cp := &cpcontroller.Reconciler{Client: mgr.GetClient()}
+	if err := cp.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
+		log.Error(err, "setting up the control-plane controller")
 		return 1
 	}
 	if *reportAddr != "" {

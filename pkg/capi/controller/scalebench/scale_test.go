@@ -35,12 +35,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machineadm/machineadm/pkg/seal"
 )
@@ -76,6 +78,7 @@ type result struct {
 }
 
 func TestScaleSideBySide(t *testing.T) {
+	logf.SetLogger(logr.Discard())
 	n := 1000
 	if s := os.Getenv("SCALE_N"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -112,7 +115,8 @@ func TestScaleSideBySide(t *testing.T) {
 		},
 		{
 			name: "kubeadm", binary: kubeadm, group: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", webhookDir: true,
-			spec: func() map[string]any { return map[string]any{} },
+			// Its smallest worker spec: the schema wants one property.
+			spec: func() map[string]any { return map[string]any{"format": "cloud-config"} },
 			args: func(dir string, health, webhook int) []string {
 				// Its default concurrency is 100; machineadm-controller's 10.
 				return []string{"--leader-elect=false", "--diagnostics-address=0", fmt.Sprintf("--health-addr=127.0.0.1:%d", health),
@@ -341,7 +345,7 @@ func setupCluster(ctx context.Context, t *testing.T, c client.Client, cfg *rest.
 	now := metav1.Now().UTC().Format(time.RFC3339)
 	cluster.Object["status"] = map[string]any{
 		"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true},
-		"conditions":     []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Bench", "lastTransitionTime": now}},
+		"conditions":     []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True", "reason": "Bench", "message": "", "lastTransitionTime": now}},
 	}
 	must(c.Status().Update(ctx, cluster))
 	crt, key := newCA(t)

@@ -105,7 +105,11 @@ func TestClusterctl(t *testing.T) {
 		if err != nil {
 			t.Fatalf("clusterctl %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 60), tail(string(out), 20))
 		}
-		t.Logf("clusterctl %s: %s\n%s", args[0]+" "+args[1], time.Since(start).Round(100*time.Millisecond), tail(stderr.String(), 30))
+		name := args[0]
+		if name == "generate" {
+			name += " " + args[1]
+		}
+		t.Logf("clusterctl %s: %s\n%s", name, time.Since(start).Round(100*time.Millisecond), tail(stderr.String(), 30))
 		return out
 	}
 	c := mc.c

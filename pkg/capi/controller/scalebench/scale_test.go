@@ -72,6 +72,7 @@ type side struct {
 type result struct {
 	ready, done      time.Duration // process start to healthy, to every data Secret
 	peakRSS          int64         // bytes (VmHWM)
+	cpu              time.Duration // user + system CPU time of the process
 	requests         map[string]int
 	byVerb           map[string]int
 	secrets, configs int
@@ -134,8 +135,8 @@ func TestScaleSideBySide(t *testing.T) {
 	for _, s := range sides {
 		r := runSide(t, s, n, assets, crdDirs)
 		results[s.name] = r
-		t.Logf("%s: %d configs, all data Secrets %.1fs after the start (healthy after %.1fs), peak RSS %.1f MiB, API requests: controller %d, workload %d (%v)",
-			s.name, r.configs, r.done.Seconds(), r.ready.Seconds(), float64(r.peakRSS)/(1<<20), r.requests[controllerUser], r.requests[workloadUser], r.byVerb)
+		t.Logf("%s: %d configs, all data Secrets %.1fs after the start (healthy after %.1fs), CPU %.1fs, peak RSS %.1f MiB, API requests: controller %d, workload %d (%v)",
+			s.name, r.configs, r.done.Seconds(), r.ready.Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/(1<<20), r.requests[controllerUser], r.requests[workloadUser], r.byVerb)
 	}
 	m, k := results["machineadm"], results["kubeadm"]
 	perConfig := func(r *result) float64 {
@@ -149,6 +150,7 @@ func TestScaleSideBySide(t *testing.T) {
 	}
 	row("start to every data Secret", m.done.Seconds(), k.done.Seconds(), "s")
 	row("healthy to every data Secret", (m.done - m.ready).Seconds(), (k.done - k.ready).Seconds(), "s")
+	row("controller CPU time", m.cpu.Seconds(), k.cpu.Seconds(), "s")
 	row("controller peak RSS", float64(m.peakRSS)/(1<<20), float64(k.peakRSS)/(1<<20), "M")
 	row("API requests per config", perConfig(m), perConfig(k), " ")
 	t.Log("\n" + b.String())
@@ -284,6 +286,7 @@ rules:
 		}
 	}
 	r.peakRSS = peakRSS(t, cmd.Process.Pid)
+	r.cpu = cpuTime(t, cmd.Process.Pid)
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
@@ -489,6 +492,31 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatalf("/proc/%d/status: no VmHWM", pid)
 	return 0
+}
+
+// cpuTime is the process's user and system CPU time so far
+// (/proc/PID/stat fields 14 and 15, in clock ticks of 1/100 s: Linux's
+// USER_HZ on every architecture Go supports here).
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces; fields after its ")".
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 func freePort(t *testing.T) int {

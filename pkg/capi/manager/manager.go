@@ -104,6 +104,7 @@ func Main(args []string, stderr io.Writer) int {
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there, and fetch the sealed spec of data over a config's spec.userDataLimit. Default \"\": off")
 	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
+	controlPlane := fs.Bool("control-plane", true, "also run the control-plane provider (MachineadmControlPlane); its CRDs must be installed, as bootstrap-components.yaml does. --control-plane=false runs the bootstrap provider alone")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -164,10 +165,12 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error(err, "setting up the controller")
 		return 1
 	}
-	cp := &cpcontroller.Reconciler{Client: mgr.GetClient()}
-	if err := cp.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
-		log.Error(err, "setting up the control-plane controller")
-		return 1
+	if *controlPlane {
+		cp := &cpcontroller.Reconciler{Client: mgr.GetClient()}
+		if err := cp.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
+			log.Error(err, "setting up the control-plane controller")
+			return 1
+		}
 	}
 	if *reportAddr != "" {
 		srv := &reportReceiver{addr: *reportAddr, handler: receiverMux(mgr.GetClient())}
@@ -182,7 +185,7 @@ func Main(args []string, stderr io.Writer) int {
 	if *reportAddr != "" {
 		receiver = *reportAddr
 	}
-	log.Info("starting", "version", version.Version, "sealer", "sealspec", "reportReceiver", receiver)
+	log.Info("starting", "version", version.Version, "sealer", "sealspec", "reportReceiver", receiver, "controlPlane", *controlPlane)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		return 1

@@ -88,7 +88,9 @@ func ensureCertificates(ctx context.Context, c client.Client, mcp *cpv1.Machinea
 		err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s)
 		if err == nil {
 			if metav1.GetControllerOf(s) == nil {
-				patch := client.MergeFrom(s.DeepCopy())
+				// ownerReferences is a list a merge patch replaces whole:
+				// refused if the Secret changed since it was read.
+				patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 				s.OwnerReferences = append(s.OwnerReferences, controllerRef(mcp))
 				if err := c.Patch(ctx, s, patch); err != nil {
 					return fmt.Errorf("adopting Secret %s: %w", name, err)

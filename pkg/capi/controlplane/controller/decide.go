@@ -143,6 +143,11 @@ func decide(s state) decision {
 		return decision{Kind: actCreate, FailureDomain: pickFailureDomain(s.FailureDomains, s.Machines), Reason: ReasonScalingUp, Message: "creating the first control-plane Machine (kubeadm init)"}
 	}
 	if !s.Initialized {
+		// A first Machine that fails before the control plane is
+		// initialised is replaced: no member has joined it yet.
+		if d, ok := remediate(s); ok {
+			return d
+		}
 		return decision{Kind: actWait, Reason: ReasonWaitingForInitialization, Message: "waiting for the first control-plane Machine's Node"}
 	}
 	if s.VersionProblem != "" {
@@ -254,7 +259,8 @@ func pickFailureDomain(fds []string, ms []machineInfo) string {
 }
 
 // canRemove reports whether removing Machine m keeps the control plane
-// alive: never the last Machine, and with a stacked etcd the members
+// alive: never the last Machine of an initialised control plane (before
+// initialisation there is nothing to keep), and with a stacked etcd the members
 // left must hold a healthy quorum (a majority of the remaining member
 // count). A Machine whose Node never joined etcd removes no member. When
 // it refuses, reason is ReasonLastMachine or
@@ -266,7 +272,7 @@ func canRemove(s state, m machineInfo) (ok bool, reason, why string) {
 			live++
 		}
 	}
-	if live <= 1 {
+	if live <= 1 && s.Initialized {
 		return false, ReasonLastMachine, "it is the last control-plane Machine"
 	}
 	if s.Etcd == nil {

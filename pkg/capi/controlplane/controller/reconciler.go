@@ -17,12 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -30,7 +27,6 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
@@ -166,6 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // apply carries out one decision and records it in the conditions.
 func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, st state, d decision) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
+	logger.V(1).Info("decision", "kind", d.Kind, "machine", d.Machine, "reason", d.Reason, "message", d.Message)
 	desired := st.Desired
 	n := len(st.Machines)
 	setCond(mcp, ScalingUpCondition, boolStatus(n < desired), scalingReason(n < desired, d), scalingMessage(n < desired, d))
@@ -186,7 +183,8 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 			return ctrl.Result{}, err
 		}
 		logger.Info("created control-plane Machine", "machine", name, "why", d.Message)
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+		// The next pass must see it, or it would create another.
+		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: name}, func(m *clusterv1.Machine) bool { return m != nil })
 	case actDelete, actRemediate:
 		m := &clusterv1.Machine{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: d.Machine}, m); err != nil {
@@ -199,7 +197,8 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 			return ctrl.Result{}, err
 		}
 		logger.Info("deleting control-plane Machine", "machine", d.Machine, "why", d.Message)
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
+		// The next pass must see the deletion, or it would delete another.
+		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) bool { return m == nil || !m.DeletionTimestamp.IsZero() })
 	case actWait:
 		if d.Machine != "" {
 			// A remediation that waits says why on the Machine too, where
@@ -211,47 +210,6 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: statusRequeue}, nil
-}
-
-// scalingReason is the decision's reason on a condition that is on (what
-// is done next, or why it waits), else NotScaling.
-func scalingReason(on bool, d decision) string {
-	if on && d.Reason != "" {
-		return d.Reason
-	}
-	return ReasonNotScaling
-}
-
-func rollingReason(on bool, d decision) string {
-	if on && d.Reason != "" {
-		return d.Reason
-	}
-	return ReasonNotRollingOut
-}
-
-// scalingMessage is the decision's message on the condition that is on:
-// what is done next, or why it waits.
-func scalingMessage(on bool, d decision) string {
-	if !on {
-		return ""
-	}
-	return d.Message
-}
-
-func (r *Reconciler) remediationCondition(mcp *cpv1.MachineadmControlPlane, st state, d decision) {
-	unhealthy := false
-	for _, m := range st.Machines {
-		unhealthy = unhealthy || m.Unhealthy
-	}
-	switch {
-	case !unhealthy:
-		setCond(mcp, RemediatingCondition, metav1.ConditionFalse, ReasonNotRemediating, "")
-	case d.Kind == actRemediate:
-		setCond(mcp, RemediatingCondition, metav1.ConditionTrue, ReasonRemediating, d.Message)
-	case d.Kind == actWait:
-		// The wait's reason says why remediation does not go ahead.
-		setCond(mcp, RemediatingCondition, metav1.ConditionTrue, d.Reason, d.Message)
-	}
 }
 
 // snapshot builds the decisions' input.
@@ -303,286 +261,6 @@ func (r *Reconciler) machines(ctx context.Context, mcp *cpv1.MachineadmControlPl
 	return out, nil
 }
 
-// updateCounts fills the contract's status fields from the Machines.
-func (r *Reconciler) updateCounts(mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, machines []clusterv1.Machine) {
-	now := r.now()
-	var ready, avail, upToDate int32
-	var lowest *version.Version
-	lowestStr := ""
-	initialized := ptrTrue(mcp.Status.Initialization.ControlPlaneInitialized)
-	for i := range machines {
-		m := &machines[i]
-		if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition) {
-			ready++
-		}
-		if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineAvailableCondition) {
-			avail++
-		}
-		if m.DeletionTimestamp.IsZero() && outdatedReason(mcp, m, now) == "" {
-			upToDate++
-		}
-		if m.Status.NodeRef.Name != "" {
-			initialized = true
-		}
-		if v, err := version.ParseSemantic(m.Spec.Version); err == nil && (lowest == nil || v.LessThan(lowest)) {
-			lowest, lowestStr = v, m.Spec.Version
-		}
-	}
-	n := int32(len(machines))
-	mcp.Status.Replicas, mcp.Status.ReadyReplicas, mcp.Status.AvailableReplicas, mcp.Status.UpToDateReplicas = &n, &ready, &avail, &upToDate
-	mcp.Status.Selector = labels.SelectorFromSet(selectorFor(mcp, cl.Name)).String()
-	mcp.Status.Version = lowestStr
-	if initialized {
-		mcp.Status.Initialization.ControlPlaneInitialized = ptr(true)
-	}
-	setCond(mcp, MachinesReadyCondition, boolStatus(ready == n), readyReason(ready == n), fmt.Sprintf("%d of %d Machines Ready", ready, n))
-	if upToDate == n {
-		setCond(mcp, MachinesUpToDateCondition, metav1.ConditionTrue, ReasonUpToDate, "")
-	} else {
-		var why []string
-		for i := range machines {
-			if r := outdatedReason(mcp, &machines[i], now); r != "" {
-				why = append(why, machines[i].Name+": "+r)
-			}
-		}
-		setCond(mcp, MachinesUpToDateCondition, metav1.ConditionFalse, ReasonNotUpToDate, strings.Join(why, "; "))
-	}
-}
-
-func readyReason(ok bool) string {
-	if ok {
-		return ReasonReady
-	}
-	return ReasonNotReady
-}
-
-// availability sets Available: initialised, at least one Machine Ready
-// and etcd with a healthy quorum (or external).
-func (r *Reconciler) availability(mcp *cpv1.MachineadmControlPlane, st state) {
-	ready := 0
-	for _, m := range st.Machines {
-		if m.Ready && !m.Deleting {
-			ready++
-		}
-	}
-	quorum := true
-	if st.Etcd != nil {
-		ok, _ := quorumAfterRemoval(st.Etcd.Members, "")
-		quorum = ok
-	}
-	switch {
-	case !st.Initialized:
-		setCond(mcp, AvailableCondition, metav1.ConditionFalse, ReasonWaitingForInitialization, "the control plane is not initialised yet")
-	case ready == 0:
-		setCond(mcp, AvailableCondition, metav1.ConditionFalse, ReasonNotAvailable, "no control-plane Machine is Ready")
-	case !quorum:
-		setCond(mcp, AvailableCondition, metav1.ConditionFalse, ReasonWaitingForQuorum, "etcd has no healthy quorum")
-	default:
-		setCond(mcp, AvailableCondition, metav1.ConditionTrue, ReasonAvailable, "")
-	}
-}
-
-func (r *Reconciler) etcdConditions(mcp *cpv1.MachineadmControlPlane, v *etcdView) {
-	var bad []string
-	for _, m := range v.Members {
-		if !m.Healthy {
-			bad = append(bad, fmt.Sprintf("%s (%x)", m.Name, m.ID))
-		}
-	}
-	if len(bad) == 0 {
-		setCond(mcp, EtcdClusterHealthyCondition, metav1.ConditionTrue, ReasonEtcdHealthy, fmt.Sprintf("%d members", len(v.Members)))
-		return
-	}
-	setCond(mcp, EtcdClusterHealthyCondition, metav1.ConditionFalse, ReasonEtcdUnhealthy, "unhealthy members: "+strings.Join(bad, ", "))
-}
-
-// etcdView connects to the stacked etcd through the Machines' internal
-// addresses and lists its members.
-func (r *Reconciler) etcdView(ctx context.Context, cl *clusterv1.Cluster, machines []clusterv1.Machine) (EtcdClient, *etcdView, error) {
-	var eps []string
-	for _, m := range machines {
-		for _, a := range m.Status.Addresses {
-			if a.Type == clusterv1.MachineInternalIP {
-				eps = append(eps, a.Address)
-				break
-			}
-		}
-	}
-	dial := r.EtcdDialer
-	if dial == nil {
-		dial = DirectEtcdDialer
-	}
-	c, err := dial(ctx, r.Client, cl, eps)
-	if err != nil {
-		return nil, nil, err
-	}
-	ms, err := c.Members(ctx)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return c, &etcdView{Members: ms}, nil
-}
-
-// reconcilePreTerminate runs the pre-terminate hook of the one deleting
-// Machine that holds it, once Cluster API waits on it (the Machine's
-// Deleting condition, reason WaitingForPreTerminateHook, after drain): it
-// removes the Machine's etcd member, when that keeps a healthy quorum,
-// and then the hook annotation. done is true when the pass should end
-// here.
-func (r *Reconciler) reconcilePreTerminate(ctx context.Context, mcp *cpv1.MachineadmControlPlane, machines []clusterv1.Machine, etcd EtcdClient, v *etcdView) (ctrl.Result, bool, error) {
-	var m *clusterv1.Machine
-	for i := range machines {
-		if !machines[i].DeletionTimestamp.IsZero() {
-			if _, ok := machines[i].Annotations[PreTerminateHookAnnotation]; ok {
-				m = &machines[i]
-				break
-			}
-		}
-	}
-	if m == nil {
-		return ctrl.Result{}, false, nil
-	}
-	c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineDeletingCondition)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != clusterv1.MachineDeletingWaitingForPreTerminateHookReason || otherPreTerminateHooks(m) {
-		return ctrl.Result{RequeueAfter: waitRequeue}, true, nil
-	}
-	if node := m.Status.NodeRef.Name; v != nil && node != "" && len(machines) > 1 {
-		for _, mb := range v.Members {
-			if mb.Name != node {
-				continue
-			}
-			if ok, why := quorumAfterRemoval(v.Members, node); !ok {
-				setCond(mcp, ScalingDownCondition, metav1.ConditionTrue, ReasonWaitingForQuorum, "Machine "+m.Name+" is held before its etcd member is removed: "+why)
-				return ctrl.Result{RequeueAfter: waitRequeue}, true, nil
-			}
-			if err := etcd.RemoveMember(ctx, mb.ID); err != nil {
-				return ctrl.Result{}, true, err
-			}
-			log.FromContext(ctx).Info("removed etcd member", "machine", m.Name, "member", mb.Name)
-		}
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	delete(m.Annotations, PreTerminateHookAnnotation)
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
-		return ctrl.Result{}, true, err
-	}
-	return ctrl.Result{RequeueAfter: waitRequeue}, true, nil
-}
-
-// otherPreTerminateHooks: another component's hook must run first, while
-// the kubelet and etcd still work.
-func otherPreTerminateHooks(m *clusterv1.Machine) bool {
-	for k := range m.Annotations {
-		if strings.HasPrefix(k, clusterv1.PreTerminateDeleteHookAnnotationPrefix) && k != PreTerminateHookAnnotation {
-			return true
-		}
-	}
-	return false
-}
-
-// reconcileDelete deletes every Machine, lets their hooks go (the cluster
-// is going away, etcd membership no longer matters) and removes the
-// finalizer once none is left.
-func (r *Reconciler) reconcileDelete(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, machines []clusterv1.Machine) (ctrl.Result, error) {
-	setCond(mcp, DeletingCondition, metav1.ConditionTrue, ReasonDeleting, fmt.Sprintf("deleting %d Machines", len(machines)))
-	for i := range machines {
-		m := &machines[i]
-		if _, ok := m.Annotations[PreTerminateHookAnnotation]; ok {
-			patch := client.MergeFrom(m.DeepCopy())
-			delete(m.Annotations, PreTerminateHookAnnotation)
-			if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-		}
-		if m.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	if len(machines) > 0 {
-		return ctrl.Result{RequeueAfter: waitRequeue}, nil
-	}
-	return ctrl.Result{}, r.removeFinalizerWhenNoMachines(ctx, mcp, cl)
-}
-
-func (r *Reconciler) removeFinalizerWhenNoMachines(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster) error {
-	if cl != nil {
-		ms, err := r.machines(ctx, mcp, cl)
-		if err != nil || len(ms) > 0 {
-			return err
-		}
-	}
-	if !controllerutil.ContainsFinalizer(mcp, Finalizer) {
-		return nil
-	}
-	fin := mcp.DeepCopy()
-	controllerutil.RemoveFinalizer(fin, Finalizer)
-	if err := r.Client.Patch(ctx, fin, client.MergeFrom(mcp)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	mcp.Finalizers = fin.Finalizers
-	return nil
-}
-
-// noteRemediationWait sets the unhealthy Machine's OwnerRemediated
-// condition (False) to the wait's reason and message.
-func (r *Reconciler) noteRemediationWait(ctx context.Context, ns string, d decision) error {
-	m := &clusterv1.Machine{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Machine}, m); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.MachineOwnerRemediatedCondition)
-	if c != nil && c.Reason == d.Reason && c.Message == d.Message {
-		return nil
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: clusterv1.MachineOwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: d.Reason, Message: d.Message, ObservedGeneration: m.Generation})
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, m, patch))
-}
-
-// syncUpToDate sets the Machine's UpToDate condition (control-plane
-// contract: the owner sets it).
-func (r *Reconciler) syncUpToDate(ctx context.Context, mcp *cpv1.MachineadmControlPlane, m *clusterv1.Machine) error {
-	why := outdatedReason(mcp, m, r.now())
-	want := metav1.Condition{Type: clusterv1.MachineUpToDateCondition, Status: metav1.ConditionTrue, Reason: ReasonUpToDate, ObservedGeneration: m.Generation}
-	if why != "" {
-		want.Status, want.Reason, want.Message = metav1.ConditionFalse, ReasonNotUpToDate, why
-	}
-	if c := meta.FindStatusCondition(m.Status.Conditions, want.Type); c != nil && c.Status == want.Status && c.Message == want.Message {
-		return nil
-	}
-	patch := client.MergeFrom(m.DeepCopy())
-	meta.SetStatusCondition(&m.Status.Conditions, want)
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, m, patch))
-}
-
-// reportOutcomes aggregates the Machines' machineadm outcomes into
-// MachinesBootstrapped.
-func (r *Reconciler) reportOutcomes(ctx context.Context, mcp *cpv1.MachineadmControlPlane, machines []clusterv1.Machine) error {
-	if len(machines) == 0 {
-		setCond(mcp, MachinesBootstrappedCondition, metav1.ConditionUnknown, ReasonWaitingForBootstrap, "no Machines yet")
-		return nil
-	}
-	outs := make([]machineOutcome, 0, len(machines))
-	for _, m := range machines {
-		o := machineOutcome{Machine: m.Name}
-		cfg := &bootstrapv1.MachineadmConfig{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Bootstrap.ConfigRef.Name}, cfg)
-		switch {
-		case err == nil:
-			o.Config = cfg
-		case !apierrors.IsNotFound(err):
-			return err
-		}
-		outs = append(outs, o)
-	}
-	s, reason, msg := aggregateOutcomes(outs)
-	setCond(mcp, MachinesBootstrappedCondition, s, reason, msg)
-	return nil
-}
-
 // ownerCluster is the Cluster named by the control plane's owner
 // reference (set by Cluster API's Cluster controller from
 // spec.controlPlaneRef); nil when there is none yet.
@@ -601,21 +279,6 @@ func (r *Reconciler) ownerCluster(ctx context.Context, mcp *cpv1.MachineadmContr
 	return nil, nil
 }
 
-// patchStatus writes the status when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, before, after *cpv1.MachineadmControlPlane) error {
-	after.Status.ObservedGeneration = after.Generation
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	base := before.DeepCopy()
-	base.ResourceVersion = after.ResourceVersion
-	st := after.DeepCopy()
-	if err := r.Client.Status().Patch(ctx, st, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
-
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -632,4 +295,30 @@ func ptrInt(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// cacheWait bounds waitForCache.
+const cacheWait = 30 * time.Second
+
+// waitForCache waits until the client (a manager's cached client) shows
+// the Machine as ok says (nil: not found), as Cluster API's MachineSet
+// controller does after it creates Machines: the next pass decides from
+// the cache, and a cache that lags one create or delete would make it do
+// the same again.
+func (r *Reconciler) waitForCache(ctx context.Context, key client.ObjectKey, ok func(*clusterv1.Machine) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		m := &clusterv1.Machine{}
+		err := r.Client.Get(ctx, key, m)
+		if apierrors.IsNotFound(err) {
+			return ok(nil), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return ok(m), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the cache to show Machine %s: %w", key.Name, err)
+	}
+	return nil
 }

@@ -307,6 +307,10 @@ func TestEnvtestRolloutOnVersionChange(t *testing.T) {
 	if c := cond(mcp, RollingOutCondition); c.Status != metav1.ConditionTrue {
 		t.Fatalf("RollingOut = %+v", c)
 	}
+	mcp = f.reconcile()
+	if v := mcp.Status.Versions; len(v) != 2 || v[0].Version != "v1.36.4" || v[0].Replicas != 1 || v[1].Version != "v1.37.2" || v[1].Replicas != 1 || mcp.Status.Version != "v1.36.4" {
+		t.Fatalf("versions %+v, version %s", v, mcp.Status.Version)
+	}
 	m := &clusterv1.Machine{}
 	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(&old), m))
 	if c := findCond(m.Status.Conditions, clusterv1.MachineUpToDateCondition); c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "v1.37.2") {
@@ -542,5 +546,30 @@ func TestEnvtestVersionSkipRefused(t *testing.T) {
 	}
 	if c := cond(mcp, RollingOutCondition); c.Reason != ReasonVersionSkew || !strings.Contains(c.Message, "v1.36.4") {
 		t.Fatalf("RollingOut = %+v", c)
+	}
+}
+
+// TestEnvtestFirstMachineRemediatedBeforeInit: a first Machine that a
+// MachineHealthCheck marks before any Node exists is replaced by a new
+// first Machine.
+func TestEnvtestFirstMachineRemediatedBeforeInit(t *testing.T) {
+	f := newFixture(t, 3, nil)
+	f.reconcile()
+	first := f.live()[0].Name
+	f.markUnhealthy(first)
+	mcp := f.reconcile()
+	if l := mcp.Status.LastRemediation; l == nil || l.Machine != first {
+		t.Fatalf("lastRemediation %+v, want %s", l, first)
+	}
+	f.waitingForHook(first)
+	f.reconcile()
+	f.release(first)
+	f.reconcile()
+	ms := f.live()
+	if len(ms) != 1 || ms[0].Name == first {
+		t.Fatalf("Machines %d after remediating the first, want one new first Machine", len(ms))
+	}
+	if ptrTrue(f.reconcile().Status.Initialization.ControlPlaneInitialized) {
+		t.Fatal("initialised without a Node")
 	}
 }

@@ -228,10 +228,20 @@ type MachineadmControlPlaneStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
-	// Version is the lowest Kubernetes version among the Machines.
+	// Version is the lowest Kubernetes version among the Machines
+	// (the contract's fallback for Versions).
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Version string `json:"version,omitempty"`
+
+	// Versions are the Kubernetes versions of the Machines with the number
+	// of Machines at each, oldest first.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []clusterv1.StatusVersion `json:"versions,omitempty"`
 
 	// LastRemediation is the last Machine remediated.
 	// +optional

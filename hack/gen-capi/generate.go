@@ -48,8 +48,9 @@ const (
 // ControlPlaneComponentsFile is the control-plane provider's components
 // file for clusterctl (provider type ControlPlaneProvider, name
 // machineadm). One machineadm-controller Deployment runs both providers'
-// controllers, and it cannot start without the control-plane CRDs (its
-// control-plane controller watches MachineadmControlPlanes), so:
+// controllers, and by default (--control-plane=true) it cannot start
+// without the control-plane CRDs (its control-plane controller watches
+// MachineadmControlPlanes), so:
 //   - bootstrap-components.yaml is the whole controller: the Namespace,
 //     all four CRDs, the RBAC of both controllers, the Deployment and the
 //     report Service; installed alone it serves both API groups;

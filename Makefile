@@ -165,7 +165,8 @@ bench-e2e: e2e-no-demo build e2e-prepare
 # side-by-side scale benchmark of the bootstrap provider. SCALE_N worker
 # configs (default 1000) reconciled by machineadm-controller, then as many
 # KubeadmConfigs by Cluster API's kubeadm bootstrap manager (built from
-# the Cluster API module, hack/e2e/tools/capi-kubeadm), each binary alone
+# the Cluster API module, hack/e2e/tools/capi-kubeadm; once as shipped,
+# once without its client-side rate limits), each binary alone
 # against a fresh envtest API server (kube-apiserver and etcd from
 # $(MACHINEADM_E2E_CACHE)/bin: make e2e-prepare) with the same CRDs and
 # Cluster; prints time to every data Secret, peak RSS, API requests per

@@ -96,6 +96,12 @@ else
   echo "$KUBE_BENCH_VERSION" >"$CACHE/kube-bench-cfg.stamp"
   log "kube-bench cfg $KUBE_BENCH_VERSION: $(ls "$CACHE/kube-bench-cfg" | wc -l) entries"
 fi
+# clusterctl from the same module (TestClusterctl: init from a local
+# provider repository, generate cluster from the committed template).
+gobuild clusterctl "$CAPI_VERSION" "$TOOLS/capi" sigs.k8s.io/cluster-api/cmd/clusterctl
+# (Cluster API's kubeadm bootstrap manager, the other side of the scale
+# benchmark, is built by `make bench-capi` itself: neither the tests nor the
+# e2e run it, so a cold CI run does not build it.)
 # One at a time: kube-apiserver alone needs about 2.4 GB and 4 minutes.
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
@@ -122,4 +128,20 @@ else
   mv "$CACHE/capi/core-components.yaml.tmp" "$CACHE/capi/core-components.yaml"
   echo "$capi_stamp" >"$CACHE/capi/.stamp"
   log "Cluster API core components $CAPI_VERSION: $(grep -c '^kind: CustomResourceDefinition' "$CACHE/capi/core-components.yaml") CRDs"
+fi
+# What clusterctl needs of Cluster API's module besides its binary, for
+# TestClusterctl's local provider repository: the core provider's
+# metadata.yaml (release series and contracts) and clusterctl's inventory
+# CRD (Provider), whose entry for the core provider the test writes, since
+# it installs the core components itself.
+clusterctl_stamp="$CAPI_VERSION clusterctl-repo"
+if [ -f "$CACHE/clusterctl/metadata.yaml" ] && stamp_ok "$CACHE/clusterctl/.stamp" "$clusterctl_stamp"; then
+  log "clusterctl repository files: cached"
+else
+  capi_dir=$(cd "$TOOLS/capi" && go mod download -json sigs.k8s.io/cluster-api | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$CACHE/clusterctl" && mkdir -p "$CACHE/clusterctl"
+  cp "$capi_dir/metadata.yaml" "$capi_dir/cmd/clusterctl/config/manifest/clusterctl-api.yaml" "$CACHE/clusterctl/"
+  chmod 0644 "$CACHE/clusterctl/"*.yaml
+  echo "$clusterctl_stamp" >"$CACHE/clusterctl/.stamp"
+  log "clusterctl repository files $CAPI_VERSION"
 fi

@@ -45,6 +45,27 @@ const (
 	contractString            = "v1beta2"
 )
 
+// ControlPlaneComponentsFile is the control-plane provider's components
+// file for clusterctl (provider type ControlPlaneProvider, name
+// machineadm). One machineadm-controller Deployment runs both providers'
+// controllers, and by default (--control-plane=true) it cannot start
+// without the control-plane CRDs (its control-plane controller watches
+// MachineadmControlPlanes), so:
+//   - bootstrap-components.yaml is the whole controller: the Namespace,
+//     all four CRDs, the RBAC of both controllers, the Deployment and the
+//     report Service; installed alone it serves both API groups;
+//   - control-plane-components.yaml holds the same Namespace and the two
+//     controlplane.machineadm.io CRDs, byte for byte those of
+//     bootstrap-components.yaml, and nothing that runs: installing it
+//     after the bootstrap provider (clusterctl init installs bootstrap
+//     providers before control-plane ones) re-applies identical CRDs and
+//     makes the control-plane provider's inventory entry own them, so
+//     clusterctl upgrade, move and delete --include-crd treat them as the
+//     control-plane provider's. It requires the bootstrap provider
+//     machineadm: a second Deployment would run a second, competing
+//     controller.
+const ControlPlaneComponentsFile = "control-plane-components.yaml"
+
 // generate writes every manifest into out; root is the module root the
 // controller-gen paths are relative to.
 func generate(controllerGen, root, out string) error {
@@ -69,6 +90,11 @@ func generate(controllerGen, root, out string) error {
 		all = append(all, b)
 		return nil
 	}
+	// The control-plane provider's components: its Namespace (the same
+	// one) and its CRDs, nothing that runs (see controlPlaneComponents).
+	cpNamespace := namespace()
+	labels(cpNamespace)[ProviderLabel] = ControlPlaneProviderValue
+	cpDocs := []map[string]any{cpNamespace}
 	if err := add(namespace()); err != nil {
 		return err
 	}
@@ -89,6 +115,7 @@ func generate(controllerGen, root, out string) error {
 		labels(doc)[ProviderLabel] = ProviderValue
 		if strings.HasPrefix(filepath.Base(f), controlPlaneGroup+"_") {
 			labels(doc)[ProviderLabel] = ControlPlaneProviderValue
+			cpDocs = append(cpDocs, doc)
 		}
 		if err := writeDocs(filepath.Join(out, "crd", filepath.Base(f)), doc); err != nil {
 			return err
@@ -122,6 +149,9 @@ func generate(controllerGen, root, out string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(out, "bootstrap-components.yaml"), join(all), 0o644); err != nil {
+		return err
+	}
+	if err := writeDocs(filepath.Join(out, ControlPlaneComponentsFile), cpDocs...); err != nil {
 		return err
 	}
 	return writeDocs(filepath.Join(out, "metadata.yaml"), metadata())

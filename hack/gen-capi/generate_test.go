@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -213,5 +214,69 @@ func TestCoreManagerRole(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("bootstrap-components.yaml has no ClusterRole labelled %s for bootstrap.machineadm.io", AggregateToManagerLabel)
+	}
+}
+
+// TestControlPlaneComponents: the committed control-plane-components.yaml
+// holds the Namespace of bootstrap-components.yaml and every
+// controlplane.machineadm.io CRD, equal to the bootstrap file's, and
+// nothing that runs (no Deployment, Service or RBAC): the one Deployment,
+// which needs those CRDs to start, is the bootstrap provider's.
+func TestControlPlaneComponents(t *testing.T) {
+	read := func(name string) map[string][]map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("..", "..", "contrib", "cluster-api", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKind := map[string][]map[string]any{}
+		for _, doc := range strings.Split(string(b), "\n---\n")[1:] {
+			o := map[string]any{}
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			k, _ := o["kind"].(string)
+			byKind[k] = append(byKind[k], o)
+		}
+		return byKind
+	}
+	name := func(o map[string]any) string { return o["metadata"].(map[string]any)["name"].(string) }
+	boot, cp := read("bootstrap-components.yaml"), read(ControlPlaneComponentsFile)
+	for k := range cp {
+		if k != "Namespace" && k != "CustomResourceDefinition" {
+			t.Errorf("%s has a %s: only the Namespace and CRDs belong there", ControlPlaneComponentsFile, k)
+		}
+	}
+	if len(cp["Namespace"]) != 1 || name(cp["Namespace"][0]) != Namespace {
+		t.Errorf("%s: Namespaces %v, want one, %s", ControlPlaneComponentsFile, cp["Namespace"], Namespace)
+	}
+	if n := len(boot["Deployment"]); n != 1 {
+		t.Errorf("bootstrap-components.yaml: %d Deployments, want 1", n)
+	}
+	want := map[string]map[string]any{}
+	for _, crd := range boot["CustomResourceDefinition"] {
+		if strings.HasSuffix(name(crd), "."+controlPlaneGroup) {
+			want[name(crd)] = crd
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("bootstrap-components.yaml: %d %s CRDs, want 2", len(want), controlPlaneGroup)
+	}
+	for _, crd := range cp["CustomResourceDefinition"] {
+		w, ok := want[name(crd)]
+		if !ok {
+			t.Errorf("%s: CRD %s is not a %s CRD of bootstrap-components.yaml", ControlPlaneComponentsFile, name(crd), controlPlaneGroup)
+			continue
+		}
+		if !reflect.DeepEqual(w, crd) {
+			t.Errorf("%s: CRD %s differs from bootstrap-components.yaml's", ControlPlaneComponentsFile, name(crd))
+		}
+		if labels(crd)[ContractLabel] != ContractValue {
+			t.Errorf("%s: CRD %s lacks %s: %s", ControlPlaneComponentsFile, name(crd), ContractLabel, ContractValue)
+		}
+		delete(want, name(crd))
+	}
+	if len(want) > 0 {
+		t.Errorf("%s lacks CRDs %v", ControlPlaneComponentsFile, want)
 	}
 }

@@ -2,8 +2,11 @@
 // contrib/cluster-api: the CRDs (controller-gen, plus Cluster API's
 // contract-version label), the RBAC role (controller-gen, from the
 // reconciler's +kubebuilder:rbac markers), the Deployment, clusterctl's
-// metadata.yaml and bootstrap-components.yaml (everything in one file, as
-// clusterctl installs it). Run it through `make capi-manifests`.
+// metadata.yaml, bootstrap-components.yaml (everything the one controller
+// needs, in one file, as clusterctl installs it) and
+// control-plane-components.yaml (the control-plane CRDs again, for
+// clusterctl's control-plane provider; see ControlPlaneComponentsFile).
+// Run it through `make capi-manifests`.
 //
 // Usage: gen-capi -controller-gen PATH [-out DIR]
 package main

@@ -66,6 +66,9 @@ the lock (nothing was done).`,
 			if f.drainTimeout < 0 {
 				return session.Usagef("--drain-timeout must not be negative, got %s", f.drainTimeout)
 			}
+			if err := checkFileFlag("kubeconfig", f.kubeconfig); err != nil {
+				return err
+			}
 			return session.Run(cmd.Context(), so)
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +254,38 @@ func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
 	_, _, errOut = run(t, "", "bootstrap", "-f", writeSpec(t, a), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr2"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr2"))
 	if strings.Contains(errOut, "runs another spec") {
 		t.Errorf("the recorded spec was refused:\n%s", errOut)
+	}
+}
+
+// TestUpgradeRefusesARecordWithASecretInTheClear: a record holding an
+// inline secret that is not withheld (hand-edited, or not written by
+// machineadm) is refused, exit code 2 naming the field and never the
+// value; the plan printed it ("value=<token>") as the old value of a
+// changed spec.join.token.
+func TestUpgradeRefusesARecordWithASecretInTheClear(t *testing.T) {
+	const tok = "not-token-shaped-Sesame-2718"
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	p := filepath.Join(work, upgrade.RecordFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["spec"].(map[string]any)["spec"].(map[string]any)["join"].(map[string]any)["token"] = map[string]any{"value": tok}
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := upgradeCLI(t, work, workerSpec("/var/lib/machineadm/report.json"), extra...)
+		if strings.Contains(out+errOut, tok) {
+			t.Errorf("%v: the record's clear token was printed:\n%s\n%s", extra, out, errOut)
+		}
+		if code != 2 || !strings.Contains(errOut, "spec.join.token") {
+			t.Errorf("%v: exit %d, want 2 naming spec.join.token\n%s\n%s", extra, code, out, errOut)
+		}
 	}
 }

@@ -141,7 +141,8 @@ var ErrNoRecord = errors.New("no applied-spec record")
 
 // ReadRecord reads the record in workDir (a host path). A missing record
 // is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
-// not a record of a known version, or one whose spec holds an inline
+// not a record of a known version (a 32-byte hex key, a spec that is a
+// JSON object with a spec member), or one whose spec holds an inline
 // secret that is not withheld (the error names its path, never its
 // value), is an error.
 func ReadRecord(workDir string) (*Record, error) {
@@ -166,6 +167,13 @@ func ReadRecord(workDir string) (*Record, error) {
 	}
 	if r.Kind != RecordKind || r.Version != RecordVersion || len(r.Spec) == 0 || r.Key == "" {
 		return nil, fmt.Errorf("%s: not an applied-spec record of version %d", p, RecordVersion)
+	}
+	if k, err := hex.DecodeString(r.Key); err != nil || len(k) != 32 {
+		return nil, fmt.Errorf("%s: key: not 32 bytes in hex", p)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(r.Spec, &top); err != nil || top == nil || len(top["spec"]) == 0 {
+		return nil, fmt.Errorf("%s: spec: not a machine spec (a JSON object with a spec member)", p)
 	}
 	if path, err := clearSecret(r.Spec); err != nil {
 		return nil, fmt.Errorf("%s: spec: %w", p, err)

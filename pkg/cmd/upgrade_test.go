@@ -289,3 +289,33 @@ func TestUpgradeRefusesARecordWithASecretInTheClear(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeRecordSpecCannotBeSkipped: `--skip-phases record-spec` is a
+// usage error (exit 2, nothing changed). It ran, the journal marked the
+// upgrade finished, and every later run of it (without the flag) reported
+// "already finished" and never wrote the record: the node stayed on its
+// old applied spec, and a bootstrap of the new one was refused.
+func TestUpgradeRecordSpecCannotBeSkipped(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	before, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	code, out, errOut := upgradeCLI(t, work, newSpec, "--skip-phases", "record-spec")
+	if code != 2 || !strings.Contains(errOut, "record-spec cannot be skipped") {
+		t.Errorf("exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile)); !bytes.Equal(before, after) {
+		t.Errorf("the refused run changed the record")
+	}
+	code, out, errOut = upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	sum := sha256.Sum256([]byte(newSpec))
+	r, err := upgrade.ReadRecord(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Command != "upgrade" || r.SpecDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("the upgrade did not record its spec: the record is %s's, %s", r.Command, r.SpecDigest)
+	}
+}

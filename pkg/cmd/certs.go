@@ -28,9 +28,15 @@ is externally managed, then the CAs. The cluster configuration comes from
 kubeadm's defaults. It changes nothing; 'machineadm upgrade' renews the
 certificates that expire within the renewal window (docs/upgrade.md).
 
-Exit codes: 0 printed, 1 kubeadm failed, 2 usage.`,
+Exit codes: 0 printed, 1 kubeadm failed, 2 usage (also a --config or
+--kubeconfig that is not a regular file: a FIFO, a device, a directory).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, f := range []struct{ name, v string }{{"config", config}, {"kubeconfig", kubeconfig}} {
+				if err := checkFileFlag(f.name, f.v); err != nil {
+					return err
+				}
+			}
 			var a []string
 			for _, f := range []struct{ name, v string }{{"cert-dir", certDir}, {"config", config}, {"kubeconfig", kubeconfig}, {"output", output}} {
 				if cmd.Flags().Changed(f.name) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +254,68 @@ func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
 	_, _, errOut = run(t, "", "bootstrap", "-f", writeSpec(t, a), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr2"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr2"))
 	if strings.Contains(errOut, "runs another spec") {
 		t.Errorf("the recorded spec was refused:\n%s", errOut)
+	}
+}
+
+// TestUpgradeRefusesARecordWithASecretInTheClear: a record holding an
+// inline secret that is not withheld (hand-edited, or not written by
+// machineadm) is refused, exit code 2 naming the field and never the
+// value; the plan printed it ("value=<token>") as the old value of a
+// changed spec.join.token.
+func TestUpgradeRefusesARecordWithASecretInTheClear(t *testing.T) {
+	const tok = "not-token-shaped-Sesame-2718"
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	p := filepath.Join(work, upgrade.RecordFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	rec["spec"].(map[string]any)["spec"].(map[string]any)["join"].(map[string]any)["token"] = map[string]any{"value": tok}
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := upgradeCLI(t, work, workerSpec("/var/lib/machineadm/report.json"), extra...)
+		if strings.Contains(out+errOut, tok) {
+			t.Errorf("%v: the record's clear token was printed:\n%s\n%s", extra, out, errOut)
+		}
+		if code != 2 || !strings.Contains(errOut, "spec.join.token") {
+			t.Errorf("%v: exit %d, want 2 naming spec.join.token\n%s\n%s", extra, code, out, errOut)
+		}
+	}
+}
+
+// TestUpgradeRecordSpecCannotBeSkipped: `--skip-phases record-spec` is a
+// usage error (exit 2, nothing changed). It ran, the journal marked the
+// upgrade finished, and every later run of it (without the flag) reported
+// "already finished" and never wrote the record: the node stayed on its
+// old applied spec, and a bootstrap of the new one was refused.
+func TestUpgradeRecordSpecCannotBeSkipped(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	before, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	code, out, errOut := upgradeCLI(t, work, newSpec, "--skip-phases", "record-spec")
+	if code != 2 || !strings.Contains(errOut, "record-spec cannot be skipped") {
+		t.Errorf("exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile)); !bytes.Equal(before, after) {
+		t.Errorf("the refused run changed the record")
+	}
+	code, out, errOut = upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	sum := sha256.Sum256([]byte(newSpec))
+	r, err := upgrade.ReadRecord(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Command != "upgrade" || r.SpecDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("the upgrade did not record its spec: the record is %s's, %s", r.Command, r.SpecDigest)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -300,6 +301,12 @@ func Run(ctx context.Context, o Options) (err error) {
 func checkPhaseNames(w *phases.Workflow, o Options) error {
 	if err := w.CheckNames(o.Skip); err != nil {
 		return &UsageError{Err: fmt.Errorf("--skip-phases: %w", err)}
+	}
+	if o.Command == Upgrade && slices.Contains(o.Skip, upgrade.PhaseRecord) {
+		// The upgrade's journal marks a run finished even with a phase
+		// skipped, so a run without the record would never write it: every
+		// later run of the same upgrade reports it finished.
+		return Usagef("--skip-phases: %s cannot be skipped: it records the new spec as the node's applied spec, which a later run of this upgrade would not write", upgrade.PhaseRecord)
 	}
 	if o.Only != "" {
 		if err := w.CheckNames([]string{o.Only}); err != nil {

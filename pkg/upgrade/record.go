@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -139,8 +140,11 @@ func NewRecord(cfg *machineadm.MachineBootstrapConfig, specDigest, command, mach
 var ErrNoRecord = errors.New("no applied-spec record")
 
 // ReadRecord reads the record in workDir (a host path). A missing record
-// is ErrNoRecord; a record that is not a regular file of at most 8 MiB, or
-// not a record of a known version, is an error.
+// is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
+// not a record of a known version (a 32-byte hex key, a spec that is a
+// JSON object with a spec member), or one whose spec holds an inline
+// secret that is not withheld (the error names its path, never its
+// value), is an error.
 func ReadRecord(workDir string) (*Record, error) {
 	p := filepath.Join(workDir, RecordFile)
 	fi, err := os.Lstat(p)
@@ -164,7 +168,56 @@ func ReadRecord(workDir string) (*Record, error) {
 	if r.Kind != RecordKind || r.Version != RecordVersion || len(r.Spec) == 0 || r.Key == "" {
 		return nil, fmt.Errorf("%s: not an applied-spec record of version %d", p, RecordVersion)
 	}
+	if k, err := hex.DecodeString(r.Key); err != nil || len(k) != 32 {
+		return nil, fmt.Errorf("%s: key: not 32 bytes in hex", p)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(r.Spec, &top); err != nil || top == nil || len(top["spec"]) == 0 {
+		return nil, fmt.Errorf("%s: spec: not a machine spec (a JSON object with a spec member)", p)
+	}
+	if path, err := clearSecret(r.Spec); err != nil {
+		return nil, fmt.Errorf("%s: spec: %w", p, err)
+	} else if path != "" {
+		return nil, fmt.Errorf("%s: holds a secret in the clear at %s, where a record keeps only its withheld digest: not a record machineadm wrote; remove it and run `machineadm bootstrap -f SPEC` with the node's spec to record it again", p, path)
+	}
 	return &r, nil
+}
+
+// clearSecret returns the path of the first inline secret of a record's
+// spec that is not withheld (Withheld and 64 hex digits), "" when there
+// is none, so that no plan ever prints one; an error when spec is not a
+// spec.
+func clearSecret(spec json.RawMessage) (string, error) {
+	var c machineadm.MachineBootstrapConfig
+	if err := json.Unmarshal(spec, &c); err != nil {
+		return "", err
+	}
+	for _, f := range machineadm.SecretFields(&c) {
+		if !f.Inline() {
+			continue
+		}
+		v := ""
+		if f.Kind == machineadm.SecretKindSource {
+			v = f.Source.Value
+		} else {
+			v = *f.Value
+		}
+		if !isWithheld(v) {
+			return f.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// isWithheld says whether v is a withheld value: Withheld followed by a
+// hex HMAC-SHA256.
+func isWithheld(v string) bool {
+	h, ok := strings.CutPrefix(v, Withheld)
+	if !ok || len(h) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // Write writes the record to workDir (a host path, created 0700 when

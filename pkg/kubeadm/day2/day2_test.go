@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
@@ -216,5 +218,13 @@ func TestUpgradeRunnerReachesKubeadm(t *testing.T) {
 		if c, _ := errclass.Of(err); c == "" {
 			t.Errorf("%s: unclassified: %v", name, err)
 		}
+	}
+}
+
+// TestMaxRenewBeforeIsKubeadmsLifetime: the spec's renewal window is
+// bounded by the lifetime of the certificates the embedded kubeadm issues.
+func TestMaxRenewBeforeIsKubeadmsLifetime(t *testing.T) {
+	if validation.MaxRenewBefore != kubeadmconstants.CertificateValidityPeriod {
+		t.Errorf("validation.MaxRenewBefore %s, kubeadm's certificate lifetime %s", validation.MaxRenewBefore, kubeadmconstants.CertificateValidityPeriod)
 	}
 }

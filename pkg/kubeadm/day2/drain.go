@@ -14,14 +14,40 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
+// maxKubeconfigSize bounds a kubeconfig file Client reads (16 MiB).
+const maxKubeconfigSize = 16 << 20
+
 // Client returns a clientset for the kubeconfig at path (a host path),
-// with user agent "machineadm".
+// with user agent "machineadm". A path that names something other than a
+// regular file (a FIFO, a device, a directory), or a file larger than
+// 16 MiB, is an error, never read: reading a FIFO would block the run
+// forever.
 func Client(path string) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	data, err := readlimit.File(path, maxKubeconfigSize)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	cc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	// Relative file references resolve against the file's directory, as
+	// when clientcmd reads the file itself.
+	for _, a := range cc.AuthInfos {
+		a.LocationOfOrigin = path
+	}
+	for _, c := range cc.Clusters {
+		c.LocationOfOrigin = path
+	}
+	if err := clientcmd.ResolveLocalPaths(cc); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*cc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.UserAgent = "machineadm"
 	return kubernetes.NewForConfig(cfg)

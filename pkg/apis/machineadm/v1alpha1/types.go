@@ -318,7 +318,9 @@ type PKI struct {
 	// upgrade`: a kubeadm certificate (in CertificatesDir, or embedded in
 	// a kubeconfig file of /etc/kubernetes) that expires within it is
 	// renewed from the local CA. A Go duration ("720h", "2160h"), at least
-	// 0 ("0s": renew none but the expired). Default empty: 720h (30 days).
+	// 0 ("0s": renew none but the expired) and shorter than the
+	// certificates' one-year lifetime (8760h, refused: every run would
+	// renew every certificate). Default empty: 720h (30 days).
 	// A Kubernetes version change renews every certificate anyway, as
 	// kubeadm's upgrade does. Not used at bootstrap.
 	RenewBefore string `json:"renewBefore,omitempty"`

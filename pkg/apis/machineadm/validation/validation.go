@@ -49,6 +49,12 @@ func (r *Result) warn(p *field.Path, format string, args ...any) {
 	r.Warnings = append(r.Warnings, Warning{Field: p.String(), Message: fmt.Sprintf(format, args...)})
 }
 
+// MaxRenewBefore bounds spec.controlPlane.pki.renewBefore (exclusive):
+// the lifetime of the certificates kubeadm issues (its
+// CertificateValidityPeriod, 8760h). A window as long as that covers
+// every certificate, which each upgrade run would renew again.
+const MaxRenewBefore = 365 * 24 * time.Hour
+
 var (
 	versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
 	tokenRE   = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
@@ -204,6 +210,8 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 	if w := cp.PKI.RenewBefore; w != "" {
 		if d, err := time.ParseDuration(w); err != nil || d < 0 {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("pki", "renewBefore"), w, "must be a duration of at least 0, such as 720h"))
+		} else if d >= MaxRenewBefore {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("pki", "renewBefore"), w, "must be shorter than the certificates' lifetime, "+MaxRenewBefore.String()+" (kubeadm's one year): a longer window renews every certificate at every upgrade run"))
 		}
 	}
 	if cp.CertificateKey != nil {

@@ -174,6 +174,8 @@ func TestValidateControlPlane(t *testing.T) {
 		{name: "certificatesDir missing", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.CertificatesDir = "" }), want: []fe{{p + "pki.certificatesDir", req}}},
 		{name: "renewBefore not a duration", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "30d" }), want: []fe{{p + "pki.renewBefore", inv}}},
 		{name: "renewBefore negative", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "-1h" }), want: []fe{{p + "pki.renewBefore", inv}}},
+		{name: "renewBefore the certificates' lifetime", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "8760h" }), want: []fe{{p + "pki.renewBefore", inv}}},
+		{name: "renewBefore a century", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "876000h" }), want: []fe{{p + "pki.renewBefore", inv}}},
 		{name: "encryptionAlgorithm unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.EncryptionAlgorithm = "RSA-1024" }), want: []fe{{p + "pki.encryptionAlgorithm", nsup}}},
 		{name: "certificateKey value and file", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.CertificateKey = &machineadm.SecretSource{Value: validCertKey, File: "/k"}

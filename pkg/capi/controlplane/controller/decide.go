@@ -38,7 +38,8 @@ type EtcdMember struct {
 	ID uint64
 	// Name is the member name, which kubeadm sets to the node name.
 	Name string
-	// Healthy: the member answered a status request.
+	// Healthy: the member answered a status request with a leader and
+	// without an alarm or error.
 	Healthy bool
 }
 

@@ -111,9 +111,9 @@ func (d *directEtcd) Members(ctx context.Context) ([]EtcdMember, error) {
 				continue
 			}
 			sctx, cancel := context.WithTimeout(ctx, etcdRequestTimeout)
-			_, err := d.cli.Status(sctx, u)
+			st, err := d.cli.Status(sctx, u)
 			cancel()
-			if err == nil {
+			if err == nil && statusHealthy(st) {
 				mb.Healthy = true
 				break
 			}
@@ -121,6 +121,15 @@ func (d *directEtcd) Members(ctx context.Context) ([]EtcdMember, error) {
 		out = append(out, mb)
 	}
 	return out, nil
+}
+
+// statusHealthy says whether a member's status answer is that of a
+// working member: it follows (or is) a leader, and reports no alarm or
+// error (NOSPACE, CORRUPT). A member that answers but has no leader (cut
+// off from its peers) or raises an alarm does not count towards the
+// quorum the guard keeps.
+func statusHealthy(st *clientv3.StatusResponse) bool {
+	return st != nil && st.Leader != 0 && len(st.Errors) == 0
 }
 
 func (d *directEtcd) RemoveMember(ctx context.Context, id uint64) error {

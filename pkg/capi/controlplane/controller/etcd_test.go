@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/keyutil"
@@ -126,6 +128,33 @@ func TestDirectEtcdDialerRealCluster(t *testing.T) {
 			t.Fatalf("etcd cluster not healthy: %+v %v", ms, err)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+	// A member raising an alarm (NOSPACE: the cluster takes no more
+	// writes) answers its status requests but is not healthy: the guard
+	// must not count it. It counted as healthy.
+	cli := ec.(*directEtcd).cli
+	if _, err := etcdserverpb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: ms[1].ID, Alarm: etcdserverpb.AlarmType_NOSPACE,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err = ec.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Healthy {
+			t.Errorf("member %s counted healthy while the cluster raises a NOSPACE alarm", m.Name)
+		}
+	}
+	if ok, _ := quorumAfterRemoval(ms, "node-c"); ok {
+		t.Errorf("the quorum guard allows a removal while etcd raises an alarm")
+	}
+	if _, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ms[1].ID, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err = ec.Members(ctx); err != nil || !ms[0].Healthy || !ms[1].Healthy || !ms[2].Healthy {
+		t.Fatalf("members after the alarm was disarmed: %+v %v", ms, err)
 	}
 	// Stop node-c: it stays a member but no longer answers.
 	_ = procs[2].Process.Kill()

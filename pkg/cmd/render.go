@@ -37,11 +37,15 @@ it, writes the spec (mode 0600) and runs "machineadm bootstrap -f SPEC".
 Formats:
 ` + formatHelp() + `
 The agent comes from --agent-url: http(s):// (a release, object storage, a
-mirror in the management cluster) with a required --agent-sha256, or
+mirror in the management cluster) with a required --agent-sha256;
+oci://REGISTRY/REPOSITORY@sha256:DIGEST, a blob in a container registry
+(or its blob URL http(s)://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST),
+pinned by that digest, the stub answering the registry's anonymous Bearer
+token challenge (the token is kept off command lines and logs); or
 file:///path for an agent already in the image (--agent-sha256 optional;
 control characters in the decoded path are refused).
---agent-signature-url and --agent-public-key add a signature check (Linux
-formats; checked with openssl on the machine).
+--agent-signature-url (http(s) or a registry blob) and --agent-public-key
+add a signature check (Linux formats; checked with openssl on the machine).
 
 Secure by default: a spec with inline secrets (token/certificate key values,
 private keys, tokens or passwords in files, manifests, configPatch or
@@ -81,8 +85,8 @@ over the size limit) and nothing written.`,
 	fl.StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
 	fl.StringVar(&f.format, "format", "", "output format: "+render.FormatNames()+" (see Formats above)")
 	fl.StringVar(&f.ignitionVersion, "ignition-version", "", "Ignition config spec version for --format ignition: "+strings.Join(render.IgnitionVersions(), ", ")+" (default "+render.DefaultIgnitionVersion+")")
-	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, or file:///path of an agent in the image")
-	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs)")
+	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, oci://REGISTRY/REPOSITORY@sha256:DIGEST, or file:///path of an agent in the image")
+	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs; a registry blob's is its digest)")
 	fl.StringVar(&f.signatureURL, "agent-signature-url", "", "http(s) URL of the agent's detached signature (base64 DER, as cosign sign-blob writes it)")
 	fl.StringVar(&f.publicKeyFile, "agent-public-key", "", "PEM file of the ECDSA or RSA public key the signature must verify with")
 	fl.StringVar(&f.payloadURL, "payload-url", "", "http(s) URL the stub fetches the spec from instead of carrying it inline")

@@ -53,19 +53,30 @@ type Options struct {
 
 // AgentSource is where the stub gets the machineadm binary.
 type AgentSource struct {
-	// URL is an http:// or https:// URL to download the agent from (a
-	// release, object storage, an OCI-registry blob URL that answers an
-	// anonymous GET (not one that answers with a Bearer challenge), or a
-	// mirror inside the management cluster), or a file:// URL of an agent already in the
-	// machine image (nothing is downloaded). Required.
+	// URL is where the agent comes from. Required. One of:
+	//   - an http:// or https:// URL (a release, object storage, a mirror
+	//     inside the management cluster);
+	//   - a container registry blob: oci://REGISTRY/REPOSITORY@sha256:HEX
+	//     (fetched over HTTPS from REGISTRY's /v2/ API; docker.io means
+	//     registry-1.docker.io), or its blob URL
+	//     http(s)://REGISTRY/v2/REPOSITORY/blobs/sha256:HEX (how a
+	//     plain-http registry is named). The stubs answer the registry's
+	//     anonymous Bearer challenge (401 with WWW-Authenticate: Bearer
+	//     realm, service, scope: a token from the realm, then the blob with
+	//     it); the token never reaches a command line or a log;
+	//   - a file:// URL of an agent already in the machine image (nothing is
+	//     downloaded).
 	URL string
 	// SHA256 is the agent's hex SHA-256 digest (64 hex digits). Required for
-	// http(s) URLs; optional for file:// URLs, where it is checked when given.
+	// http(s) URLs; for a registry blob it is the blob's digest and may be
+	// left out (when given it must be equal); optional for file:// URLs,
+	// where it is checked when given.
 	SHA256 string
-	// SignatureURL is an http(s) URL of a detached signature of the agent:
-	// base64 of an ASN.1 DER ECDSA or RSA PKCS #1 v1.5 signature over the
-	// binary with SHA-256, as `cosign sign-blob` writes it. Optional; needs
-	// PublicKey. Linux formats only.
+	// SignatureURL is an http(s) URL, or a registry blob as URL accepts,
+	// of a detached signature of the agent: base64 of an ASN.1 DER ECDSA
+	// or RSA PKCS #1 v1.5 signature over the binary with SHA-256, as
+	// `cosign sign-blob` writes it. Optional; needs PublicKey. Linux
+	// formats only.
 	SignatureURL string
 	// PublicKey is the PEM public key (ECDSA or RSA) that SignatureURL's
 	// signature must verify with (ReadPublicKeyFile reads it from a file).
@@ -113,6 +124,11 @@ type resolved struct {
 	agentPath string
 	// publicKeyPEM is the public key re-encoded as PKIX PEM.
 	publicKeyPEM string
+	// registry is set when the agent or its signature comes from a
+	// container registry (parseRegistrySource); Agent.URL and
+	// Agent.SignatureURL are then the blobs' http(s) URLs, and the stubs
+	// answer the registry's anonymous Bearer challenge.
+	registry bool
 }
 
 // resolve validates o and normalises digests and keys.
@@ -121,17 +137,29 @@ func resolve(o Options) (*resolved, error) {
 	if !slices.Contains(Formats, o.Format) {
 		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, FormatNames())
 	}
-	u, err := checkURL("--agent-url", o.Agent.URL, true)
-	if err != nil {
-		return nil, err
-	}
 	for _, c := range urlFlags(o) {
 		if err := checkURLCredentials(c.flag, c.url, o.AllowInlineSecrets); err != nil {
 			return nil, err
 		}
 	}
+	agentReg, err := parseRegistrySource("--agent-url", o.Agent.URL)
+	if err != nil {
+		return nil, err
+	}
+	if agentReg != nil {
+		r.Agent.URL, r.registry = agentReg.URL, true
+	}
+	u, err := checkURL("--agent-url", r.Agent.URL, true)
+	if err != nil {
+		return nil, err
+	}
 	if r.Agent.SHA256, err = checkSHA256("--agent-sha256", o.Agent.SHA256); err != nil {
 		return nil, err
+	}
+	if agentReg != nil {
+		if r.Agent.SHA256, err = pinRegistryDigest(agentReg, "--agent-url", "--agent-sha256", r.Agent.SHA256); err != nil {
+			return nil, err
+		}
 	}
 	if u.Scheme == "file" {
 		r.agentPath = u.Path
@@ -213,7 +241,14 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 	case agent.Scheme == "file":
 		return optErr("--agent-signature-url", "needs an http(s) --agent-url; an agent in the image is trusted with the image")
 	}
-	if _, err := checkURL("--agent-signature-url", sig, false); err != nil {
+	sigReg, err := parseRegistrySource("--agent-signature-url", sig)
+	if err != nil {
+		return err
+	}
+	if sigReg != nil {
+		r.Agent.SignatureURL, r.registry = sigReg.URL, true
+	}
+	if _, err := checkURL("--agent-signature-url", r.Agent.SignatureURL, false); err != nil {
 		return err
 	}
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(key)
@@ -337,7 +372,7 @@ func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 			return nil, optErr(flag, "file URL %q must name the agent file by a clean absolute path (no trailing slash, no . or .. segments)", shown)
 		}
 	case allowFile:
-		return nil, optErr(flag, "%q: scheme must be http, https or file", shown)
+		return nil, optErr(flag, "%q: scheme must be http, https, oci or file", shown)
 	default:
 		return nil, optErr(flag, "%q: scheme must be http or https", shown)
 	}

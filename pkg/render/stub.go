@@ -85,6 +85,14 @@ type stub struct {
 	// Standalone adds an explanatory header; the cloud-config, which must
 	// stay small, carries the script without it.
 	Standalone bool
+	// Registry makes every download answer a container registry's
+	// anonymous Bearer challenge (the agent or its signature is a registry
+	// blob).
+	Registry bool
+	// FetchOnly makes the shell script stop once the agent is installed
+	// (Ignition's fetch script: Ignition writes the spec, the unit runs
+	// the agent).
+	FetchOnly bool
 }
 
 // Attempts, Delay, Timeout and MaxDelay give the templates the retry
@@ -110,6 +118,7 @@ func newStub(r *resolved, spec []byte, agentPath, specPath string, specInline bo
 		SignatureURL: r.Agent.SignatureURL,
 		PublicKeyPEM: r.publicKeyPEM,
 		SpecPath:     specPath,
+		Registry:     r.registry,
 	}
 	if r.agentPath != "" {
 		s.AgentURL, s.AgentPath, s.InImage = "", r.agentPath, true

@@ -61,6 +61,9 @@ func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
 	var cfg types.Config
 	cfg.Ignition.Version = r.IgnitionVersion
 	cfg.Ignition.Timeouts.HTTPTotal = ptr(FetchTimeoutSeconds)
+	if r.caPEM != "" && !r.registry {
+		cfg.Ignition.Security.TLS.CertificateAuthorities = []types.Resource{{Source: ptr(dataURL([]byte(r.caPEM)))}}
+	}
 	files := &cfg.Storage.Files
 	var pre []string
 	switch {
@@ -71,7 +74,7 @@ func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
 		script, err := execute("stub.sh.tmpl", &stub{
 			AgentURL: r.Agent.URL, AgentSHA256: r.Agent.SHA256, AgentPath: agent,
 			SignatureURL: r.Agent.SignatureURL, PublicKeyPEM: r.publicKeyPEM,
-			SpecPath: LinuxSpecPath, Registry: true, FetchOnly: true,
+			SpecPath: LinuxSpecPath, Registry: true, FetchOnly: true, AgentCA: r.caPEM,
 		})
 		if err != nil {
 			return nil, err

@@ -1,10 +1,13 @@
 package render
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"net/url"
 	"path"
@@ -81,6 +84,14 @@ type AgentSource struct {
 	// PublicKey is the PEM public key (ECDSA or RSA) that SignatureURL's
 	// signature must verify with (ReadPublicKeyFile reads it from a file).
 	PublicKey []byte
+	// CACert is a PEM bundle of CA certificates that an https agent (and
+	// signature) download is verified against, instead of the machine's
+	// own trust store: a server with a private CA, such as the agent server
+	// of machineadm-controller. The shell stub hands it to curl (--cacert)
+	// or wget (--ca-certificate) for those downloads only; Ignition adds it
+	// to its trust (ignition.security.tls.certificateAuthorities). Optional;
+	// Linux formats only, and not with a file:// URL.
+	CACert []byte
 }
 
 // MaxPublicKeyFileSize bounds the file ReadPublicKeyFile reads (64 KiB):
@@ -124,6 +135,8 @@ type resolved struct {
 	agentPath string
 	// publicKeyPEM is the public key re-encoded as PKIX PEM.
 	publicKeyPEM string
+	// caPEM is CACert's certificates re-encoded as PEM.
+	caPEM string
 	// registry is set when the agent or its signature comes from a
 	// container registry (parseRegistrySource); Agent.URL and
 	// Agent.SignatureURL are then the blobs' http(s) URLs, and the stubs
@@ -173,6 +186,9 @@ func resolve(o Options) (*resolved, error) {
 		return nil, optErr("--agent-sha256", "required for an http(s) --agent-url: the agent is verified before it runs")
 	}
 	if err := r.resolveSignature(u); err != nil {
+		return nil, err
+	}
+	if err := r.resolveCA(u); err != nil {
 		return nil, err
 	}
 	if o.Payload != nil {
@@ -268,6 +284,41 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 		return optErr("--agent-public-key", "%v", err)
 	}
 	r.publicKeyPEM = string(pemBytes)
+	return nil
+}
+
+// resolveCA checks CACert: PEM certificates only, for a download on a
+// Linux format.
+func (r *resolved) resolveCA(agent *url.URL) error {
+	if len(r.Agent.CACert) == 0 {
+		return nil
+	}
+	switch {
+	case r.Format.windows():
+		return optErr("--agent-ca", "not supported for --format %s: the Windows stubs use the machine's trust store", r.Format)
+	case agent.Scheme == "file":
+		return optErr("--agent-ca", "needs an http(s) --agent-url; nothing is downloaded for an agent in the image")
+	}
+	var b strings.Builder
+	rest := r.Agent.CACert
+	for {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return optErr("--agent-ca", "holds a PEM %q block; only CERTIFICATE blocks belong there", blk.Type)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return optErr("--agent-ca", "a certificate does not parse: %v", err)
+		}
+		b.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes}))
+	}
+	if b.Len() == 0 || len(bytes.TrimSpace(rest)) > 0 {
+		return optErr("--agent-ca", "not a PEM bundle of CA certificates")
+	}
+	r.caPEM = b.String()
 	return nil
 }
 

@@ -74,6 +74,9 @@ type stub struct {
 	// SignatureURL and PublicKeyPEM enable signature verification.
 	SignatureURL string
 	PublicKeyPEM string
+	// AgentCA is the PEM bundle the agent and signature downloads are
+	// verified against; empty for the machine's trust store.
+	AgentCA string
 	// SpecPath is where the spec is written.
 	SpecPath string
 	// SpecB64 is the inline spec, gzip-compressed and base64-encoded in
@@ -119,6 +122,7 @@ func newStub(r *resolved, spec []byte, agentPath, specPath string, specInline bo
 		PublicKeyPEM: r.publicKeyPEM,
 		SpecPath:     specPath,
 		Registry:     r.registry,
+		AgentCA:      r.caPEM,
 	}
 	if r.agentPath != "" {
 		s.AgentURL, s.AgentPath, s.InImage = "", r.agentPath, true

@@ -3,9 +3,9 @@ package render
 import (
 	"encoding/pem"
 	"errors"
-	"os"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"

@@ -74,6 +74,10 @@ type Reconciler struct {
 	// unless the config sets one). Default "": no receiver, outcomes come
 	// from the Node annotation only.
 	ReportURL string
+	// Agents serves the agent builds from the management cluster; a
+	// config without spec.agent.url downloads its build from there.
+	// Default nil: such a config is InvalidConfig.
+	Agents *AgentStore
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch

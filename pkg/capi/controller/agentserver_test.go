@@ -31,9 +31,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
-	"github.com/machineadm/machineadm/pkg/spec"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/render"
+	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // testAgentBuild is a stand-in for an agent build: a script that records

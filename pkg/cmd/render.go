@@ -19,6 +19,7 @@ type renderFlags struct {
 	file, format, ignitionVersion      string
 	agentURL, agentSHA256              string
 	signatureURL, publicKeyFile        string
+	caFile                             string
 	payloadURL, payloadSHA256, maxSize string
 	output                             string
 	insecureInlineSecrets, gzip        bool
@@ -46,6 +47,8 @@ file:///path for an agent already in the image (--agent-sha256 optional;
 control characters in the decoded path are refused).
 --agent-signature-url (http(s) or a registry blob) and --agent-public-key
 add a signature check (Linux formats; checked with openssl on the machine).
+--agent-ca pins the CA of an https agent server with a private CA (the
+agent server of machineadm-controller) for the agent's downloads.
 
 Secure by default: a spec with inline secrets (token/certificate key values,
 private keys, tokens or passwords in files, manifests, configPatch or
@@ -89,6 +92,7 @@ over the size limit) and nothing written.`,
 	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs; a registry blob's is its digest)")
 	fl.StringVar(&f.signatureURL, "agent-signature-url", "", "http(s) URL of the agent's detached signature (base64 DER, as cosign sign-blob writes it)")
 	fl.StringVar(&f.publicKeyFile, "agent-public-key", "", "PEM file of the ECDSA or RSA public key the signature must verify with")
+	fl.StringVar(&f.caFile, "agent-ca", "", "PEM file of the CA certificates an https agent server is verified with instead of the machine's trust store (Linux formats)")
 	fl.StringVar(&f.payloadURL, "payload-url", "", "http(s) URL the stub fetches the spec from instead of carrying it inline")
 	fl.StringVar(&f.payloadSHA256, "payload-sha256", "", "hex SHA-256 digest of the spec at --payload-url (default: computed from -f)")
 	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes (> 0), or aws, azure, openstack, vsphere (default: no limit)")
@@ -120,6 +124,11 @@ func runRender(o *options, f *renderFlags) error {
 	if f.publicKeyFile != "" {
 		if opts.Agent.PublicKey, err = render.ReadPublicKeyFile(f.publicKeyFile); err != nil {
 			return session.Usagef("--agent-public-key: %v", err)
+		}
+	}
+	if f.caFile != "" {
+		if opts.Agent.CACert, err = render.ReadPublicKeyFile(f.caFile); err != nil {
+			return session.Usagef("--agent-ca: %v", err)
 		}
 	}
 	if opts.MaxSize, err = render.ParseLimit(f.maxSize); err != nil {

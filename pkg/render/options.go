@@ -99,7 +99,8 @@ type AgentSource struct {
 const MaxPublicKeyFileSize = 64 << 10
 
 // ReadPublicKeyFile reads AgentSource.PublicKey from path (`render
-// --agent-public-key`) through readlimit.File: a regular file of at most
+// --agent-public-key`), or AgentSource.CACert (`--agent-ca`), through
+// readlimit.File: a regular file of at most
 // MaxPublicKeyFileSize bytes, so that a FIFO or device given by mistake is
 // refused at once (*readlimit.NotRegularError) instead of blocking, and a
 // large file (*readlimit.TooLargeError) is not read whole.

@@ -66,6 +66,9 @@ func startTokenRegistry(ctx context.Context, dir string) (*tokenRegistry, error)
 	if _, err := os.Stat(registryBin); err != nil {
 		return nil, fmt.Errorf("%s: %w (install the docker-registry package: hack/install-deps.sh)", registryBin, err)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	r := &tokenRegistry{storage: filepath.Join(dir, "storage")}
 	var err error
 	if r.key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader); err != nil {

@@ -150,6 +150,9 @@ func TestClusterAPI(t *testing.T) {
 	}
 	timing(t, "capi-cluster-create-to-3-nodes-ready", allReady.Sub(created))
 	w.checkConfigs(ctx, t, good)
+	if n := p.checkAgentDownloads(t); n < 2 {
+		t.Errorf("%d workers downloaded their agent from the management cluster, want at least 2", n)
+	}
 
 	// Scale the MachineDeployment to 3.
 	md := &clusterv1.MachineDeployment{}
@@ -237,8 +240,9 @@ func (e *env) capiKeygen(ctx context.Context, t *testing.T, name string) (string
 }
 
 // capiConfigSpec is the MachineadmConfig of the e2e machines: what a
-// kubelet 1.37 in an nspawn machine needs (spec.go), the agent in the
-// image, secrets sealed to recipient.
+// kubelet 1.37 in an nspawn machine needs (spec.go), secrets sealed to
+// recipient; the control plane's agent is in its image, workers name no
+// agent source and download the build machineadm-controller serves.
 func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrapv1.MachineadmConfigSpec {
 	t.Helper()
 	raw := func(v any) *apiextensionsv1.JSON {
@@ -269,6 +273,8 @@ func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrap
 	}
 	if controlPlane {
 		s.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
+	} else {
+		s.Agent = bootstrapv1.AgentSource{}
 	}
 	return s
 }

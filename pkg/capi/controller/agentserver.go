@@ -230,8 +230,8 @@ func readSmall(p string) ([]byte, error) {
 
 // agentSource is the render agent source of cfg: its spec.agent, or, when
 // that names no url, the build Agents serves for the config's platform
-// (linux, spec.agent.architecture, default amd64). The error names the
-// config's field.
+// (the OS of its format, spec.agent.architecture, default amd64). The
+// error names the config's field.
 func (r *Reconciler) agentSource(cfg *bootstrapv1.MachineadmConfig) (render.AgentSource, error) {
 	a := cfg.Spec.Agent
 	if a.URL != "" {
@@ -244,7 +244,11 @@ func (r *Reconciler) agentSource(cfg *bootstrapv1.MachineadmConfig) (render.Agen
 	if arch == "" {
 		arch = "amd64"
 	}
-	platform := "linux/" + arch
+	os := "linux"
+	if info, ok := render.LookupFormat(render.Format(format(cfg))); ok && info.OS == render.Windows {
+		os = "windows"
+	}
+	platform := os + "/" + arch
 	src, ok := r.Agents.Source(platform)
 	if !ok {
 		return render.AgentSource{}, fmt.Errorf("spec.agent.architecture: machineadm-controller serves no %s build (it serves %v); set spec.agent.url", platform, r.Agents.Platforms())

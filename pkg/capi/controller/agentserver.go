@@ -244,11 +244,11 @@ func (r *Reconciler) agentSource(cfg *bootstrapv1.MachineadmConfig) (render.Agen
 	if arch == "" {
 		arch = "amd64"
 	}
-	os := "linux"
+	goos := "linux"
 	if info, ok := render.LookupFormat(render.Format(format(cfg))); ok && info.OS == render.Windows {
-		os = "windows"
+		goos = "windows"
 	}
-	platform := os + "/" + arch
+	platform := goos + "/" + arch
 	src, ok := r.Agents.Source(platform)
 	if !ok {
 		return render.AgentSource{}, fmt.Errorf("spec.agent.architecture: machineadm-controller serves no %s build (it serves %v); set spec.agent.url", platform, r.Agents.Platforms())

@@ -460,3 +460,17 @@ func testSigner(t *testing.T) *ecdsa.PrivateKey {
 	}
 	return k
 }
+
+// TestShellStubRegistryAnonymous: a registry that serves blobs without a
+// challenge (no auth configured) works the same, with one request.
+func TestShellStubRegistryAnonymous(t *testing.T) {
+	spec, _ := loadExample(t, "worker")
+	agent := []byte(testAgentScript)
+	path := "/v2/machineadm/agent/blobs/sha256:" + sha256Hex(agent)
+	srv := newAgentServer(t, map[string][]byte{path: agent})
+	r := runStub(t, shellFor(t, spec, Options{Agent: AgentSource{URL: srv.URL + path}}))
+	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
+	if n := srv.count(path); n != 1 {
+		t.Errorf("blob requested %d times, want 1", n)
+	}
+}

@@ -114,6 +114,9 @@ func LoadAgentStore(dir, baseURL string, caCert []byte) (*AgentStore, error) {
 	if pub, err := readSmall(filepath.Join(dir, agentPublicKeyFile)); err == nil {
 		s.publicKey = pub
 		s.served[agentPublicKeyFile] = filepath.Join(dir, agentPublicKeyFile)
+		if _, err := os.Stat(filepath.Join(dir, agentSumsFile+agentSigSuffix)); err == nil {
+			s.served[agentSumsFile+agentSigSuffix] = filepath.Join(dir, agentSumsFile+agentSigSuffix)
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

@@ -125,3 +125,23 @@ func (p *nspawnProvider) checkAgentDownloads(t *testing.T) int {
 	}
 	return n
 }
+
+// servedAgentDigests are the digests SHA256SUMS lists for the builds
+// machineadm-controller's image carries (make agents wrote them to
+// bin/agents-root/agents, or MACHINEADM_E2E_AGENTS): the workers' data
+// pins them, and the leak check must not take them for certificate keys.
+func servedAgentDigests(t *testing.T, e *env) []string {
+	t.Helper()
+	dir := getenv("MACHINEADM_E2E_AGENTS", filepath.Join(e.repo, "bin/agents-root/agents"))
+	b, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatalf("the agent builds the controller image carries: %v (make image-controller)", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, _, ok := strings.Cut(line, "  "); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -106,9 +106,10 @@ func parseRegistrySource(flag, raw string) (*registrySource, error) {
 	}, nil
 }
 
-// pinRegistryDigest reconciles a registry source's digest with the digest
-// flag's value (digestFlag, already lower-cased; "" when not given): the
-// source's digest when none is given, an *OptionError when they differ.
+// pinRegistryDigest reconciles a registry source's digest with given, the
+// value of the digest flag digestFlag (already lower-cased; "" when not
+// given): the source's digest when none is given, an *OptionError naming
+// digestFlag when they differ.
 func pinRegistryDigest(src *registrySource, urlFlag, digestFlag, given string) (string, error) {
 	if given != "" && given != src.SHA256 {
 		return "", optErr(digestFlag, "%s differs from the digest %s in %s: a registry blob is named by its content's digest", given, src.SHA256, urlFlag)

@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e bench-capi clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller agents capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e bench-capi clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -43,13 +43,35 @@ build-controller:
 
 # image-controller writes the controller's container image as a
 # docker-archive tarball (bin/images/machineadm-controller.tar: the static
-# binary at /machineadm-controller on an empty base), built without Docker by
-# the e2e's image builder; `ctr -n k8s.io images import` or
-# `crane push` take it from there.
+# binary at /machineadm-controller and the signed agent builds of `make
+# agents` under /agents, on an empty base), built without Docker by the
+# e2e's image builder; `ctr -n k8s.io images import` or `crane push` take
+# it from there.
 CONTROLLER_IMAGE ?= ghcr.io/machineadm/machineadm-controller:$(VERSION)
-image-controller: build-controller
+image-controller: build-controller agents
 	cd hack/e2e/tools && $(GO) build -o ../../../bin/e2e-images ./cmd/e2e-images
-	bin/e2e-images -out bin/images $(CONTROLLER_IMAGE)=bin/machineadm-controller:/machineadm-controller
+	bin/e2e-images -out bin/images -base $(AGENTS_ROOT) $(CONTROLLER_IMAGE)=bin/machineadm-controller:/machineadm-controller
+
+# agents: the agent builds machineadm-controller serves from the management
+# cluster (R10, --agent-dir /agents), as a release signs them: the $(PLATFORMS)
+# binaries, SHA256SUMS, BINARY.sig and machineadm-release.pub
+# (hack/release -agents-only), in $(AGENTS_ROOT)/agents. Signed with
+# SIGNING_KEY; without one, with a throwaway ECDSA P-256 key made once at
+# bin/agent-signing.key (development and e2e images only: machines pin
+# whatever key the controller serves beside the builds).
+AGENTS_ROOT ?= bin/agents-root
+agents:
+	@mkdir -p $(AGENTS_ROOT)/agents
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "agents: building $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+	    -o $(AGENTS_ROOT)/agents/machineadm-$$os-$$arch$$ext ./cmd/machineadm; \
+	done
+	@if [ -z "$(SIGNING_KEY)" ] && [ ! -f bin/agent-signing.key ]; then \
+	  (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out bin/agent-signing.key); fi
+	cd hack/release && CGO_ENABLED=0 $(GO) build -trimpath -o $(CURDIR)/bin/machineadm-release .
+	bin/machineadm-release -agents-only -dist $(AGENTS_ROOT)/agents -key $(or $(SIGNING_KEY),bin/agent-signing.key)
 
 # capi-manifests regenerates deepcopy, CRDs, RBAC, the Deployment,
 # metadata.yaml and bootstrap-components.yaml in contrib/cluster-api with

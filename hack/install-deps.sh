@@ -16,9 +16,14 @@
 #   adcli, krb5-user  the Linux domain join itself and klist -k in its test
 #   wine64, gcc-mingw-w64-x86-64-posix  hack/wine-test.sh runs the Windows
 #               build under wine with a stub bcryptprimitives.dll it compiles
+#   docker-registry  the distribution registry (2.8) the e2e's render scenario
+#               serves the agent from, with token authentication (its service
+#               is not used: the test starts its own instance in the e2e's
+#               network namespace)
 set -euo pipefail
 pkgs=(util-linux containerd runc cloud-init ignition systemd dash python3-yaml openssl curl wget iproute2 kmod procps swtpm swtpm-tools tpm2-tools rpm
-	samba samba-ad-dc samba-ad-provision winbind adcli krb5-user wine64 gcc-mingw-w64-x86-64-posix)
+	samba samba-ad-dc samba-ad-provision winbind adcli krb5-user wine64 gcc-mingw-w64-x86-64-posix
+	docker-registry)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

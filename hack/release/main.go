@@ -25,6 +25,13 @@
 // Usage:
 //
 //	release -repo DIR -dist DIR -version vX.Y.Z -source-date-epoch S -key KEY.pem
+//	release -agents-only -dist DIR -key KEY.pem
+//
+// -agents-only writes only what machineadm-controller's image carries to
+// serve the agent from the management cluster (make image-controller):
+// SHA256SUMS of the three binaries, BINARY.sig for each and for
+// SHA256SUMS, and the public key; no packages, zip or SBOMs, so no
+// version or source date.
 //
 // Exit codes: 0 done; 1 a step failed; 2 bad arguments (nothing written).
 package main
@@ -81,6 +88,8 @@ type Config struct {
 	// Key is the path of the PEM signing key (ECDSA or RSA, unencrypted
 	// PKCS #8, SEC 1 or PKCS #1), readable by its owner only.
 	Key string
+	// AgentsOnly signs the binaries only (-agents-only).
+	AgentsOnly bool
 }
 
 func main() {
@@ -111,11 +120,15 @@ func parseFlags(args []string) (*Config, error) {
 	fs.StringVar(&cfg.Version, "version", "", "release version vX.Y.Z (required)")
 	fs.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "seconds since the epoch written into every artifact (default $SOURCE_DATE_EPOCH)")
 	fs.StringVar(&cfg.Key, "key", "", "PEM signing key, ECDSA or RSA (required)")
+	fs.BoolVar(&cfg.AgentsOnly, "agents-only", false, "only SHA256SUMS, signatures and the public key of the three binaries (the controller image's agent builds)")
 	if err := fs.Parse(args); err != nil {
 		return nil, usagef("%v", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected arguments %q", fs.Args())
+	}
+	if cfg.AgentsOnly {
+		return cfg, checkKeyAndBinaries(cfg)
 	}
 	if !semver.MatchString(cfg.Version) {
 		return nil, usagef("-version %q: want vMAJOR.MINOR.PATCH[-PRERELEASE], e.g. VERSION=v0.3.0", cfg.Version)
@@ -125,18 +138,23 @@ func parseFlags(args []string) (*Config, error) {
 		return nil, usagef("-source-date-epoch %q: want seconds since the epoch, 1980 or later (the commit time: git log -1 --format=%%ct)", epoch)
 	}
 	cfg.Epoch = time.Unix(s, 0).UTC()
+	return cfg, checkKeyAndBinaries(cfg)
+}
+
+// checkKeyAndBinaries checks -key and that the three binaries exist.
+func checkKeyAndBinaries(cfg *Config) error {
 	if cfg.Key == "" {
-		return nil, usagef("-key: required (SIGNING_KEY=path of an ECDSA P-256 PEM private key)")
+		return usagef("-key: required (SIGNING_KEY=path of an ECDSA P-256 PEM private key)")
 	}
 	if err := checkKeyFile(cfg.Key); err != nil {
-		return nil, &usageError{err.Error()}
+		return &usageError{err.Error()}
 	}
 	for _, b := range Binaries {
 		if _, err := os.Stat(filepath.Join(cfg.Dist, b.File)); err != nil {
-			return nil, usagef("binary missing (make release builds it): %v", err)
+			return usagef("binary missing (make release builds it): %v", err)
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // checkKeyFile refuses a signing key that others can read.
@@ -158,22 +176,27 @@ func run(cfg *Config) error {
 	var artifacts []string
 	for _, b := range Binaries {
 		artifacts = append(artifacts, b.File)
+		if cfg.AgentsOnly {
+			continue
+		}
 		sbom, err := writeSBOM(cfg, b)
 		if err != nil {
 			return fmt.Errorf("SBOM of %s: %w", b.File, err)
 		}
 		artifacts = append(artifacts, sbom)
 	}
-	pkgs, err := writePackages(cfg)
-	if err != nil {
-		return err
+	if !cfg.AgentsOnly {
+		pkgs, err := writePackages(cfg)
+		if err != nil {
+			return err
+		}
+		artifacts = append(artifacts, pkgs...)
+		zip, err := writeWindowsZip(cfg)
+		if err != nil {
+			return fmt.Errorf("windows zip: %w", err)
+		}
+		artifacts = append(artifacts, zip)
 	}
-	artifacts = append(artifacts, pkgs...)
-	zip, err := writeWindowsZip(cfg)
-	if err != nil {
-		return fmt.Errorf("windows zip: %w", err)
-	}
-	artifacts = append(artifacts, zip)
 	if err := writeSums(cfg.Dist, artifacts); err != nil {
 		return err
 	}

@@ -398,3 +398,48 @@ func TestModulePackage(t *testing.T) {
 		t.Errorf("local replacement: %+v %v", p, err)
 	}
 }
+
+// TestAgentsOnly: -agents-only needs no version or source date and writes
+// exactly what the controller image serves: SHA256SUMS of the three
+// binaries, a verifying signature for each and for SHA256SUMS, and the
+// public key; nothing else.
+func TestAgentsOnly(t *testing.T) {
+	dir := t.TempDir()
+	key, pub := writeKey(t, t.TempDir(), "k", "ecdsa")
+	for _, b := range Binaries {
+		if err := os.WriteFile(filepath.Join(dir, b.File), []byte("build "+b.File), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := parseFlags([]string{"-agents-only", "-dist", dir, "-key", key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.LoadVerifierFromPEMFile(pub, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{SumsFile, SumsFile + SigSuffix, PublicKeyFile}
+	for _, b := range Binaries {
+		want = append(want, b.File, b.File+SigSuffix)
+		msg, _ := os.ReadFile(filepath.Join(dir, b.File))
+		sig, _ := os.ReadFile(filepath.Join(dir, b.File+SigSuffix))
+		if err := Verify(v, sig, msg); err != nil {
+			t.Errorf("%s: %v", b.File, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(want) {
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		t.Errorf("dist holds %v, want exactly %v", got, want)
+	}
+	if _, err := parseFlags([]string{"-agents-only", "-dist", dir}); err == nil {
+		t.Error("-agents-only without -key accepted")
+	}
+}

@@ -19,6 +19,7 @@ type renderFlags struct {
 	file, format, ignitionVersion      string
 	agentURL, agentSHA256              string
 	signatureURL, publicKeyFile        string
+	caFile                             string
 	payloadURL, payloadSHA256, maxSize string
 	output                             string
 	insecureInlineSecrets, gzip        bool
@@ -37,11 +38,17 @@ it, writes the spec (mode 0600) and runs "machineadm bootstrap -f SPEC".
 Formats:
 ` + formatHelp() + `
 The agent comes from --agent-url: http(s):// (a release, object storage, a
-mirror in the management cluster) with a required --agent-sha256, or
+mirror in the management cluster) with a required --agent-sha256;
+oci://REGISTRY/REPOSITORY@sha256:DIGEST, a blob in a container registry
+(or its blob URL http(s)://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST),
+pinned by that digest, the stub answering the registry's anonymous Bearer
+token challenge (the token is kept off command lines and logs); or
 file:///path for an agent already in the image (--agent-sha256 optional;
 control characters in the decoded path are refused).
---agent-signature-url and --agent-public-key add a signature check (Linux
-formats; checked with openssl on the machine).
+--agent-signature-url (http(s) or a registry blob) and --agent-public-key
+add a signature check (Linux formats; checked with openssl on the machine).
+--agent-ca pins the CA of an https agent server with a private CA (the
+agent server of machineadm-controller) for the agent's downloads.
 
 Secure by default: a spec with inline secrets (token/certificate key values,
 private keys, tokens or passwords in files, manifests, configPatch or
@@ -81,10 +88,11 @@ over the size limit) and nothing written.`,
 	fl.StringVarP(&f.file, "file", "f", "", "machine spec path, or - for standard input")
 	fl.StringVar(&f.format, "format", "", "output format: "+render.FormatNames()+" (see Formats above)")
 	fl.StringVar(&f.ignitionVersion, "ignition-version", "", "Ignition config spec version for --format ignition: "+strings.Join(render.IgnitionVersions(), ", ")+" (default "+render.DefaultIgnitionVersion+")")
-	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, or file:///path of an agent in the image")
-	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs)")
+	fl.StringVar(&f.agentURL, "agent-url", "", "where the machineadm agent comes from: http(s):// URL, oci://REGISTRY/REPOSITORY@sha256:DIGEST, or file:///path of an agent in the image")
+	fl.StringVar(&f.agentSHA256, "agent-sha256", "", "hex SHA-256 digest of the agent (required for http(s) agent URLs; a registry blob's is its digest)")
 	fl.StringVar(&f.signatureURL, "agent-signature-url", "", "http(s) URL of the agent's detached signature (base64 DER, as cosign sign-blob writes it)")
 	fl.StringVar(&f.publicKeyFile, "agent-public-key", "", "PEM file of the ECDSA or RSA public key the signature must verify with")
+	fl.StringVar(&f.caFile, "agent-ca", "", "PEM file of the CA certificates an https agent server is verified with instead of the machine's trust store (Linux formats)")
 	fl.StringVar(&f.payloadURL, "payload-url", "", "http(s) URL the stub fetches the spec from instead of carrying it inline")
 	fl.StringVar(&f.payloadSHA256, "payload-sha256", "", "hex SHA-256 digest of the spec at --payload-url (default: computed from -f)")
 	fl.StringVar(&f.maxSize, "max-size", "", "fail when the output is larger: bytes (> 0), or aws, azure, openstack, vsphere (default: no limit)")
@@ -116,6 +124,11 @@ func runRender(o *options, f *renderFlags) error {
 	if f.publicKeyFile != "" {
 		if opts.Agent.PublicKey, err = render.ReadPublicKeyFile(f.publicKeyFile); err != nil {
 			return session.Usagef("--agent-public-key: %v", err)
+		}
+	}
+	if f.caFile != "" {
+		if opts.Agent.CACert, err = render.ReadPublicKeyFile(f.caFile); err != nil {
+			return session.Usagef("--agent-ca: %v", err)
 		}
 	}
 	if opts.MaxSize, err = render.ParseLimit(f.maxSize); err != nil {

@@ -143,6 +143,11 @@ func TestRenderCommandBadInput(t *testing.T) {
 		"presigned payload url":           {append([]string{"-f", worker, "--format", "shell", "--payload-url", "https://specs.example/w.yaml?X-Amz-Signature=0123456789abcdef"}, agent...), "--payload-url: the URL carries a credential"},
 		"line feed in agent path":         {[]string{"-f", worker, "--format", "cloud-config", "--agent-url", "file:///opt/bin/m%0Aadm"}, "--agent-url: file URL path"},
 		"NUL in windows agent path":       {[]string{"-f", worker, "--format", "powershell", "--agent-url", "file:///C:/m%00.exe"}, "--agent-url: file URL path"},
+		// --agent-ca takes PEM certificates, for a download on Linux.
+		"agent CA not PEM": {append([]string{"-f", worker, "--format", "shell", "--agent-ca", worker}, agent...), "--agent-ca: not a PEM bundle"},
+		// A registry source must be a digest-pinned reference.
+		"oci reference with a tag":   {[]string{"-f", worker, "--format", "ignition", "--agent-url", "oci://ghcr.io/machineadm/agent:v1"}, "--agent-url: \"oci://ghcr.io/machineadm/agent:v1\" is not pinned by a digest"},
+		"oci digest and flag differ": {[]string{"-f", worker, "--format", "shell", "--agent-url", "oci://ghcr.io/machineadm/agent@sha256:" + strings.Repeat("0", 64), "--agent-sha256", renderAgentSum}, "--agent-sha256: " + renderAgentSum + " differs from the digest"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

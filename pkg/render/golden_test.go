@@ -22,6 +22,15 @@ func TestGolden(t *testing.T) {
 	signed := AgentSource{URL: testAgentURL, SHA256: testAgentSHA256, SignatureURL: testAgentURL + ".sig", PublicKey: []byte(testPublicKeyPEM)}
 	cases["worker-signed.shell"] = Options{Format: FormatShell, Agent: signed}
 	cases["worker-signed.ignition"] = Options{Format: FormatIgnition, Agent: signed}
+	// The agent (and, for the Linux formats, its signature) from a
+	// container registry.
+	oci := AgentSource{URL: "oci://registry.example.com/machineadm/agent@sha256:" + testAgentSHA256}
+	ociSigned := oci
+	ociSigned.SignatureURL, ociSigned.PublicKey = "oci://registry.example.com/machineadm/agent@sha256:"+sha256Hex([]byte("signature")), []byte(testPublicKeyPEM)
+	cases["worker-oci.shell"] = Options{Format: FormatShell, Agent: ociSigned}
+	cases["worker-oci.ignition"] = Options{Format: FormatIgnition, Agent: ociSigned}
+	cases["worker-oci.cloud-config"] = Options{Format: FormatCloudConfig, Agent: oci}
+	cases["worker-oci.powershell"] = Options{Format: FormatPowerShell, Agent: oci}
 	for _, v := range IgnitionVersions() {
 		cases["worker.ignition-"+v] = Options{Format: FormatIgnition, IgnitionVersion: v, Agent: agent}
 	}

@@ -22,6 +22,10 @@ const (
 	// downloaded signature.
 	ignitionKeyPath = "/etc/machineadm/agent.pub"
 	ignitionSigPath = "/etc/machineadm/agent.sig"
+	// ignitionFetchPath is the script that fetches an agent from a
+	// container registry (the shell stub's download code, run by the
+	// unit's first ExecStartPre).
+	ignitionFetchPath = "/etc/machineadm/fetch-agent.sh"
 	// ignitionVerifyDropin checks the agent before every start.
 	ignitionVerifyDropin = "10-verify-agent.conf"
 )
@@ -40,7 +44,13 @@ const (
 //     drop-in whose ExecStartPre lines check the digest (sha256sum) and the
 //     signature (openssl) before machineadm runs;
 //   - ignition.timeouts.httpTotal: FetchTimeoutSeconds, so Ignition's own
-//     retries of a download are bounded in time.
+//     retries of a download are bounded in time;
+//   - for an agent (or signature) in a container registry, whose anonymous
+//     Bearer challenge Ignition's fetcher cannot answer: instead of the
+//     agent file, the script ignitionFetchPath (the shell stub's download
+//     code: bounded retries, token handshake, digest and signature checked
+//     before the agent is installed), run by the drop-in's first
+//     ExecStartPre; the digest is still checked before every start.
 //
 // The result passes the library's validation for that spec version.
 func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
@@ -51,8 +61,27 @@ func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
 	var cfg types.Config
 	cfg.Ignition.Version = r.IgnitionVersion
 	cfg.Ignition.Timeouts.HTTPTotal = ptr(FetchTimeoutSeconds)
+	if r.caPEM != "" && !r.registry {
+		cfg.Ignition.Security.TLS.CertificateAuthorities = []types.Resource{{Source: ptr(dataURL([]byte(r.caPEM)))}}
+	}
 	files := &cfg.Storage.Files
-	if r.agentPath == "" {
+	var pre []string
+	switch {
+	case r.registry:
+		// Ignition's fetcher cannot answer a registry's Bearer
+		// challenge: the unit fetches the agent with the shell stub's
+		// code (digest and signature checked before it is installed).
+		script, err := execute("stub.sh.tmpl", &stub{
+			AgentURL: r.Agent.URL, AgentSHA256: r.Agent.SHA256, AgentPath: agent,
+			SignatureURL: r.Agent.SignatureURL, PublicKeyPEM: r.publicKeyPEM,
+			SpecPath: LinuxSpecPath, Registry: true, FetchOnly: true, AgentCA: r.caPEM,
+		})
+		if err != nil {
+			return nil, err
+		}
+		*files = append(*files, ignFile(ignitionFetchPath, 0o700, dataURL(gzipData(script)), "", true))
+		pre = append(pre, "ExecStartPre=/bin/sh "+ignitionFetchPath) // constants, plain words
+	case r.agentPath == "":
 		*files = append(*files, ignFile(agent, 0o755, r.Agent.URL, r.Agent.SHA256, false))
 	}
 	if r.Payload != nil {
@@ -60,12 +89,11 @@ func renderIgnition(r *resolved, spec []byte) ([]byte, error) {
 	} else {
 		*files = append(*files, ignFile(LinuxSpecPath, 0o600, dataURL(gzipData(spec)), "", true))
 	}
-	var pre []string
 	if r.Agent.SHA256 != "" {
 		*files = append(*files, ignFile(ignitionDigestPath, 0o644, dataURL([]byte(r.Agent.SHA256+"  "+agent+"\n")), "", false))
 		pre = append(pre, "ExecStartPre=/usr/bin/sha256sum --check --quiet "+ignitionDigestPath) // constants, plain words
 	}
-	if r.Agent.SignatureURL != "" {
+	if r.Agent.SignatureURL != "" && !r.registry {
 		*files = append(*files,
 			ignFile(ignitionKeyPath, 0o644, dataURL([]byte(r.publicKeyPEM)), "", false),
 			ignFile(ignitionSigPath, 0o644, r.Agent.SignatureURL, "", false))

@@ -1,10 +1,13 @@
 package render
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"net/url"
 	"path"
@@ -53,23 +56,42 @@ type Options struct {
 
 // AgentSource is where the stub gets the machineadm binary.
 type AgentSource struct {
-	// URL is an http:// or https:// URL to download the agent from (a
-	// release, object storage, an OCI-registry blob URL that answers an
-	// anonymous GET (not one that answers with a Bearer challenge), or a
-	// mirror inside the management cluster), or a file:// URL of an agent already in the
-	// machine image (nothing is downloaded). Required.
+	// URL is where the agent comes from. Required. One of:
+	//   - an http:// or https:// URL (a release, object storage, a mirror
+	//     inside the management cluster);
+	//   - a container registry blob: oci://REGISTRY/REPOSITORY@sha256:HEX
+	//     (fetched over HTTPS from REGISTRY's /v2/ API; docker.io means
+	//     registry-1.docker.io), or its blob URL
+	//     http(s)://REGISTRY/v2/REPOSITORY/blobs/sha256:HEX (how a
+	//     plain-http registry is named). The stubs answer the registry's
+	//     anonymous Bearer challenge (401 with WWW-Authenticate: Bearer
+	//     realm, service, scope: a token from the realm, then the blob with
+	//     it); the token never reaches a command line or a log;
+	//   - a file:// URL of an agent already in the machine image (nothing is
+	//     downloaded).
 	URL string
 	// SHA256 is the agent's hex SHA-256 digest (64 hex digits). Required for
-	// http(s) URLs; optional for file:// URLs, where it is checked when given.
+	// http(s) URLs; for a registry blob it is the blob's digest and may be
+	// left out (when given it must be equal); optional for file:// URLs,
+	// where it is checked when given.
 	SHA256 string
-	// SignatureURL is an http(s) URL of a detached signature of the agent:
-	// base64 of an ASN.1 DER ECDSA or RSA PKCS #1 v1.5 signature over the
-	// binary with SHA-256, as `cosign sign-blob` writes it. Optional; needs
-	// PublicKey. Linux formats only.
+	// SignatureURL is an http(s) URL, or a registry blob as URL accepts,
+	// of a detached signature of the agent: base64 of an ASN.1 DER ECDSA
+	// or RSA PKCS #1 v1.5 signature over the binary with SHA-256, as
+	// `cosign sign-blob` writes it. Optional; needs PublicKey. Linux
+	// formats only.
 	SignatureURL string
 	// PublicKey is the PEM public key (ECDSA or RSA) that SignatureURL's
 	// signature must verify with (ReadPublicKeyFile reads it from a file).
 	PublicKey []byte
+	// CACert is a PEM bundle of CA certificates that an https agent (and
+	// signature) download is verified against, instead of the machine's
+	// own trust store: a server with a private CA, such as the agent server
+	// of machineadm-controller. The shell stub hands it to curl (--cacert)
+	// or wget (--ca-certificate) for those downloads only; Ignition adds it
+	// to its trust (ignition.security.tls.certificateAuthorities). Optional;
+	// Linux formats only, and not with a file:// URL.
+	CACert []byte
 }
 
 // MaxPublicKeyFileSize bounds the file ReadPublicKeyFile reads (64 KiB):
@@ -77,7 +99,8 @@ type AgentSource struct {
 const MaxPublicKeyFileSize = 64 << 10
 
 // ReadPublicKeyFile reads AgentSource.PublicKey from path (`render
-// --agent-public-key`) through readlimit.File: a regular file of at most
+// --agent-public-key`), or AgentSource.CACert (`--agent-ca`), through
+// readlimit.File: a regular file of at most
 // MaxPublicKeyFileSize bytes, so that a FIFO or device given by mistake is
 // refused at once (*readlimit.NotRegularError) instead of blocking, and a
 // large file (*readlimit.TooLargeError) is not read whole.
@@ -113,6 +136,13 @@ type resolved struct {
 	agentPath string
 	// publicKeyPEM is the public key re-encoded as PKIX PEM.
 	publicKeyPEM string
+	// caPEM is CACert's certificates re-encoded as PEM.
+	caPEM string
+	// registry is set when the agent or its signature comes from a
+	// container registry (parseRegistrySource); Agent.URL and
+	// Agent.SignatureURL are then the blobs' http(s) URLs, and the stubs
+	// answer the registry's anonymous Bearer challenge.
+	registry bool
 }
 
 // resolve validates o and normalises digests and keys.
@@ -121,17 +151,29 @@ func resolve(o Options) (*resolved, error) {
 	if !slices.Contains(Formats, o.Format) {
 		return nil, optErr("--format", "unknown format %q; one of %s", o.Format, FormatNames())
 	}
-	u, err := checkURL("--agent-url", o.Agent.URL, true)
-	if err != nil {
-		return nil, err
-	}
 	for _, c := range urlFlags(o) {
 		if err := checkURLCredentials(c.flag, c.url, o.AllowInlineSecrets); err != nil {
 			return nil, err
 		}
 	}
+	agentReg, err := parseRegistrySource("--agent-url", o.Agent.URL)
+	if err != nil {
+		return nil, err
+	}
+	if agentReg != nil {
+		r.Agent.URL, r.registry = agentReg.URL, true
+	}
+	u, err := checkURL("--agent-url", r.Agent.URL, true)
+	if err != nil {
+		return nil, err
+	}
 	if r.Agent.SHA256, err = checkSHA256("--agent-sha256", o.Agent.SHA256); err != nil {
 		return nil, err
+	}
+	if agentReg != nil {
+		if r.Agent.SHA256, err = pinRegistryDigest(agentReg, "--agent-url", "--agent-sha256", r.Agent.SHA256); err != nil {
+			return nil, err
+		}
 	}
 	if u.Scheme == "file" {
 		r.agentPath = u.Path
@@ -145,6 +187,9 @@ func resolve(o Options) (*resolved, error) {
 		return nil, optErr("--agent-sha256", "required for an http(s) --agent-url: the agent is verified before it runs")
 	}
 	if err := r.resolveSignature(u); err != nil {
+		return nil, err
+	}
+	if err := r.resolveCA(u); err != nil {
 		return nil, err
 	}
 	if o.Payload != nil {
@@ -213,7 +258,14 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 	case agent.Scheme == "file":
 		return optErr("--agent-signature-url", "needs an http(s) --agent-url; an agent in the image is trusted with the image")
 	}
-	if _, err := checkURL("--agent-signature-url", sig, false); err != nil {
+	sigReg, err := parseRegistrySource("--agent-signature-url", sig)
+	if err != nil {
+		return err
+	}
+	if sigReg != nil {
+		r.Agent.SignatureURL, r.registry = sigReg.URL, true
+	}
+	if _, err := checkURL("--agent-signature-url", r.Agent.SignatureURL, false); err != nil {
 		return err
 	}
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(key)
@@ -233,6 +285,41 @@ func (r *resolved) resolveSignature(agent *url.URL) error {
 		return optErr("--agent-public-key", "%v", err)
 	}
 	r.publicKeyPEM = string(pemBytes)
+	return nil
+}
+
+// resolveCA checks CACert: PEM certificates only, for a download on a
+// Linux format.
+func (r *resolved) resolveCA(agent *url.URL) error {
+	if len(r.Agent.CACert) == 0 {
+		return nil
+	}
+	switch {
+	case r.Format.windows():
+		return optErr("--agent-ca", "not supported for --format %s: the Windows stubs use the machine's trust store", r.Format)
+	case agent.Scheme == "file":
+		return optErr("--agent-ca", "needs an http(s) --agent-url; nothing is downloaded for an agent in the image")
+	}
+	var b strings.Builder
+	rest := r.Agent.CACert
+	for {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return optErr("--agent-ca", "holds a PEM %q block; only CERTIFICATE blocks belong there", blk.Type)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return optErr("--agent-ca", "a certificate does not parse: %v", err)
+		}
+		b.Write(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes}))
+	}
+	if b.Len() == 0 || len(bytes.TrimSpace(rest)) > 0 {
+		return optErr("--agent-ca", "not a PEM bundle of CA certificates")
+	}
+	r.caPEM = b.String()
 	return nil
 }
 
@@ -337,7 +424,7 @@ func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 			return nil, optErr(flag, "file URL %q must name the agent file by a clean absolute path (no trailing slash, no . or .. segments)", shown)
 		}
 	case allowFile:
-		return nil, optErr(flag, "%q: scheme must be http, https or file", shown)
+		return nil, optErr(flag, "%q: scheme must be http, https, oci or file", shown)
 	default:
 		return nil, optErr(flag, "%q: scheme must be http or https", shown)
 	}

@@ -34,6 +34,23 @@ func TestOptionErrors(t *testing.T) {
 		"payload file url":     {Options{Format: FormatShell, Agent: ok, Payload: &PayloadSource{URL: "file:///spec.yaml", SHA256: testAgentSHA256}}, "--payload-url"},
 		"ignition odd path":    {Options{Format: FormatIgnition, Agent: AgentSource{URL: "file:///opt/my%20bin/machineadm"}}, "--agent-url"},
 		"ignition version 2.3": {Options{Format: FormatIgnition, IgnitionVersion: "2.3.0", Agent: ok}, "--ignition-version"},
+		// Registry sources: malformed, not pinned by a sha256 digest, or a
+		// digest flag that disagrees with the reference.
+		"oci without digest":      {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm/agent:v1", SHA256: testAgentSHA256}}, "--agent-url"},
+		"oci tag and digest":      {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm/agent:v1@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci without repository":  {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci without registry":    {Options{Format: FormatShell, Agent: AgentSource{URL: "oci:///agent@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci upper-case repo":     {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/Machineadm@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci short digest":        {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm@sha256:abc"}}, "--agent-url"},
+		"oci sha512":              {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm@sha512:" + testAgentSHA256 + testAgentSHA256}}, "--agent-url"},
+		"oci query":               {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm@sha256:" + testAgentSHA256 + "?x=1"}}, "--agent-url"},
+		"oci user information":    {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://robot@registry.example/machineadm@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci space":               {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machine adm@sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci digest disagrees":    {Options{Format: FormatShell, Agent: AgentSource{URL: "oci://registry.example/machineadm@sha256:" + testAgentSHA256, SHA256: sha256Hex([]byte("x"))}}, "--agent-sha256"},
+		"blob url digest differs": {Options{Format: FormatShell, Agent: AgentSource{URL: "http://10.0.0.1:5000/v2/machineadm/blobs/sha256:" + testAgentSHA256, SHA256: sha256Hex([]byte("x"))}}, "--agent-sha256"},
+		"blob url bad repository": {Options{Format: FormatShell, Agent: AgentSource{URL: "http://10.0.0.1:5000/v2/Machine_/blobs/sha256:" + testAgentSHA256}}, "--agent-url"},
+		"oci signature malformed": {Options{Format: FormatShell, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256, SignatureURL: "oci://registry.example/sig:latest", PublicKey: []byte(testPublicKeyPEM)}}, "--agent-signature-url"},
+		"oci signature windows":   {Options{Format: FormatPowerShell, Agent: AgentSource{URL: "oci://registry.example/machineadm@sha256:" + testAgentSHA256, SignatureURL: "oci://registry.example/machineadm@sha256:" + testAgentSHA256, PublicKey: []byte(testPublicKeyPEM)}}, "--agent-signature-url"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -57,6 +74,37 @@ func TestOptionNormalisation(t *testing.T) {
 	r, err = resolve(Options{Format: FormatPowerShell, Agent: AgentSource{URL: "file:///C:/Program%20Files/machineadm/machineadm.exe"}})
 	if err != nil || r.agentPath != `C:\Program Files\machineadm\machineadm.exe` {
 		t.Errorf("windows path %q, %v", r.agentPath, err)
+	}
+}
+
+// TestRegistrySourceResolution: an oci:// reference becomes the blob's
+// HTTPS URL with its digest pinned (docker.io through registry-1.docker.io,
+// a registry port kept); an http(s) blob URL is kept as it is and pinned
+// by its path's digest; any other URL is not a registry source.
+func TestRegistrySourceResolution(t *testing.T) {
+	d := testAgentSHA256
+	cases := map[string]struct{ url, sha string }{
+		"oci://ghcr.io/machineadm/agent@sha256:" + d:                  {"https://ghcr.io/v2/machineadm/agent/blobs/sha256:" + d, d},
+		"oci://docker.io/machineadm/agent@sha256:" + d:                {"https://registry-1.docker.io/v2/machineadm/agent/blobs/sha256:" + d, d},
+		"oci://10.0.0.1:5000/a/b/c@sha256:" + d:                       {"https://10.0.0.1:5000/v2/a/b/c/blobs/sha256:" + d, d},
+		"OCI://localhost:5000/agent@sha256:" + d:                      {"https://localhost:5000/v2/agent/blobs/sha256:" + d, d},
+		"http://10.0.0.1:5000/v2/machine-adm/agent/blobs/sha256:" + d: {"http://10.0.0.1:5000/v2/machine-adm/agent/blobs/sha256:" + d, d},
+	}
+	for in, want := range cases {
+		r, err := resolve(Options{Format: FormatShell, Agent: AgentSource{URL: in}})
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if r.Agent.URL != want.url || r.Agent.SHA256 != want.sha || !r.registry {
+			t.Errorf("%s: URL %q digest %q registry %v, want %q %q true", in, r.Agent.URL, r.Agent.SHA256, r.registry, want.url, want.sha)
+		}
+	}
+	for _, in := range []string{testAgentURL, "https://example.com/v2/agent/blobs/sha256:" + d + "?x=1", "https://example.com/v2/agent/manifests/sha256:" + d} {
+		r, err := resolve(Options{Format: FormatShell, Agent: AgentSource{URL: in, SHA256: d}})
+		if err != nil || r.registry {
+			t.Errorf("%s: registry %v, %v; want a plain URL", in, r != nil && r.registry, err)
+		}
 	}
 }
 

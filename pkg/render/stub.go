@@ -74,6 +74,9 @@ type stub struct {
 	// SignatureURL and PublicKeyPEM enable signature verification.
 	SignatureURL string
 	PublicKeyPEM string
+	// AgentCA is the PEM bundle the agent and signature downloads are
+	// verified against; empty for the machine's trust store.
+	AgentCA string
 	// SpecPath is where the spec is written.
 	SpecPath string
 	// SpecB64 is the inline spec, gzip-compressed and base64-encoded in
@@ -85,6 +88,14 @@ type stub struct {
 	// Standalone adds an explanatory header; the cloud-config, which must
 	// stay small, carries the script without it.
 	Standalone bool
+	// Registry makes every download answer a container registry's
+	// anonymous Bearer challenge (the agent or its signature is a registry
+	// blob).
+	Registry bool
+	// FetchOnly makes the shell script stop once the agent is installed
+	// (Ignition's fetch script: Ignition writes the spec, the unit runs
+	// the agent).
+	FetchOnly bool
 }
 
 // Attempts, Delay, Timeout and MaxDelay give the templates the retry
@@ -110,6 +121,8 @@ func newStub(r *resolved, spec []byte, agentPath, specPath string, specInline bo
 		SignatureURL: r.Agent.SignatureURL,
 		PublicKeyPEM: r.publicKeyPEM,
 		SpecPath:     specPath,
+		Registry:     r.registry,
+		AgentCA:      r.caPEM,
 	}
 	if r.agentPath != "" {
 		s.AgentURL, s.AgentPath, s.InImage = "", r.agentPath, true

@@ -321,7 +321,10 @@ func (p *nspawnProvider) bootMachine(pm *providerMachine, name string, userData 
 	p.mu.Lock()
 	pm.m = m
 	p.mu.Unlock()
-	if err := e.installNodeComponents(m, false); err != nil {
+	// Workers' images have no agent: their configs name no agent
+	// source, and they download it from machineadm-controller's agent
+	// server (capi_agents.go).
+	if err := e.installNodeComponents(m, !controlPlane); err != nil {
 		return err
 	}
 	images := nodeImages

@@ -531,6 +531,11 @@ func machineadmComponents(objs []*unstructured.Unstructured, image string) (out 
 				return nil, fmt.Errorf("Deployment machineadm-controller: --report-bind-address %q, want port %d", bind, capiReportPort)
 			}
 			onManagementNode(&d.Spec.Template.Spec)
+			agentSecret, err := serveAgents(d, c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, agentSecret)
 			if err := convertBack(d, u); err != nil {
 				return nil, err
 			}

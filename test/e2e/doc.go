@@ -16,6 +16,8 @@
 //	MACHINEADM_BIN        the machineadm binary (default ../../bin/machineadm)
 //	MACHINEADM_CONTROLLER_IMAGE  machineadm-controller's image tarball for TestClusterAPI
 //	                      (default ../../bin/images/machineadm-controller.tar, make image-controller)
+//	MACHINEADM_E2E_AGENTS  the agent builds that image carries, for their digests
+//	                      (default ../../bin/agents-root/agents, make agents)
 //	MACHINEADM_E2E_NETNS  a network namespace file to run in instead of a new one
 //	MACHINEADM_E2E_DEMO_DIR  `make demo` (demo.go): scenario 1, narrated, cluster kept
 //

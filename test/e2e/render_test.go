@@ -24,7 +24,11 @@ import (
 //     runs the stub; w2 becomes Ready.
 //   - w4 runs the shell stub: first one whose agent URL serves a tampered
 //     binary (refused before it runs: nothing installed, no spec, no
-//     report, no Node), then the genuine one; w4 becomes Ready.
+//     report, no Node); then, from the real distribution registry
+//     configured for token authentication (Debian's docker-registry, with
+//     the test's token issuer), a blob whose stored content was tampered
+//     with (refused the same way), then the genuine blob, fetched with an
+//     anonymous pull token the stub got from the issuer; w4 becomes Ready.
 func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	agent, digest, sig := e.renderAgent(t)
 	tampered := append(append([]byte{}, agent...), []byte("tampered")...)
@@ -94,14 +98,64 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 			t.Errorf("after the refused agent %s exists", p)
 		}
 	}
-	good := e.render(ctx, t, w4, "shell", srv.url("/machineadm"), digest, sig)
+	// The registry: the agent (and its signature) pushed as blobs; the
+	// stub is rendered for the blob URL (a plain-http registry) and
+	// answers the registry's Bearer challenge.
+	start = time.Now()
+	reg, err := startTokenRegistry(ctx, filepath.Join(e.runDir, "registry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.close()
+	agentURL, err := reg.push("machineadm/agent", agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var regSig *releaseSignature
+	if sig != nil {
+		sigURL, err := reg.push("machineadm/agent", sig.signature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regSig = &releaseSignature{signature: sig.signature, publicKey: sig.publicKey, url: sigURL}
+	}
+	timing(t, "registry-start-and-push", time.Since(start))
+	stored := reg.blobData(agent)
+	if err := os.WriteFile(stored, tampered[len(tampered)-len(agent):], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := e.render(ctx, t, w4, "shell", agentURL, digest, regSig)
 	if err := mw4.WriteFile("/root/machineadm-stub.sh", good, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = mw4.Exec(ctx, nil, "sh", "/root/machineadm-stub.sh")
+	t.Logf("tampered registry blob: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "agent: SHA-256 digest is") {
+		t.Errorf("the stub did not refuse the tampered registry blob (exit %d)", res.ExitCode)
+	}
+	if len(reg.tokens()) == 0 {
+		t.Errorf("the stub got the tampered blob without a token: the registry's token authentication is off")
+	}
+	for _, p := range []string{"/usr/local/bin/machineadm", machineSpecFile, reportPath, "/var/lib/kubelet/config.yaml"} {
+		if _, err := os.Stat(filepath.Join(mw4.Root, p)); err == nil {
+			t.Errorf("after the refused registry blob %s exists", p)
+		}
+	}
+	if err := os.WriteFile(stored, agent, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
 	bctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
 	res, err = mw4.Exec(bctx, nil, "sh", "/root/machineadm-stub.sh")
 	cancel()
+	for _, tok := range reg.tokens() {
+		if strings.Contains(res.Stdout+res.Stderr, tok) {
+			t.Errorf("the stub's output shows the registry token")
+		}
+	}
+	if !strings.Contains(res.Stderr, agentURL+": attempt 1 of") {
+		t.Errorf("the stub did not fetch the agent from the registry:\n%s", tail(res.Stderr, 10))
+	}
 	_ = os.WriteFile(filepath.Join(mw4.Dir, "bootstrap.log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mw4)
@@ -111,7 +165,7 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timing(t, "w4-shell-stub-start-to-node-ready", ready[w4.Name].Sub(start))
+	timing(t, "w4-registry-shell-stub-start-to-node-ready", ready[w4.Name].Sub(start))
 	checkReport(t, mw4, workerJoinPhases)
 	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w4.Name, metav1.GetOptions{}); err != nil {
 		t.Error(err)

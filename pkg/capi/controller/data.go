@@ -363,10 +363,14 @@ func (r *Reconciler) sealAndRender(ctx context.Context, cfg *bootstrapv1.Machine
 		}
 		return nil, &condErr{ReasonSealingFailed, err}
 	}
+	agent, err := r.agentSource(cfg)
+	if err != nil {
+		return nil, &condErr{ReasonInvalidConfig, err}
+	}
 	opts := render.Options{
 		Format:          render.Format(format(cfg)),
 		IgnitionVersion: cfg.Spec.IgnitionVersion,
-		Agent:           render.AgentSource{URL: cfg.Spec.Agent.URL, SHA256: cfg.Spec.Agent.SHA256},
+		Agent:           agent,
 	}
 	// The clear part of the sealed file is what render checks for inline
 	// secrets: they must all be references now.

@@ -83,6 +83,10 @@ type Reconciler struct {
 	// there. Default "": such data is DataTooLarge. machineadm-controller
 	// sets it to ReportURL: one listener serves both.
 	PayloadURL string
+	// Agents serves the agent builds from the management cluster; a
+	// config without spec.agent.url downloads its build from there.
+	// Default nil: such a config is InvalidConfig.
+	Agents *AgentStore
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch

@@ -2,8 +2,18 @@ package manager
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Bad report receiver flags exit 2 with the flag named, before anything
@@ -63,5 +73,55 @@ func TestReportURLExplicitlyEmptyTurnsReceiverOff(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %q, %v; want %q", c, got, err, c.want)
 		}
+	}
+}
+
+// Bad agent server flags exit 2 with the flags named, before anything
+// connects anywhere: half of the pair, no serving certificate, a
+// certificate that does not load, a directory without pinned builds.
+func TestAgentFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeSelfSigned(t, cert, key)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--agent-bind-address=:9446"}, "--agent-bind-address and --agent-url: set both or neither"},
+		{[]string{"--agent-url=https://agents.example:9446"}, "set both or neither"},
+		{[]string{"--agent-bind-address=:9446", "--agent-url=https://agents.example:9446"}, "--agent-tls-cert-file and --agent-tls-key-file: required"},
+		{[]string{"--agent-bind-address=:9446", "--agent-url=https://agents.example:9446", "--agent-tls-cert-file=" + key, "--agent-tls-key-file=" + key}, "--agent-tls-cert-file, --agent-tls-key-file"},
+		{[]string{"--agent-bind-address=:9446", "--agent-url=https://agents.example:9446", "--agent-tls-cert-file=" + cert, "--agent-tls-key-file=" + key, "--agent-dir=" + dir}, "--agent-dir, --agent-url: agent builds"},
+		{[]string{"--agent-bind-address=:9446", "--agent-url=http://agents.example:9446", "--agent-tls-cert-file=" + cert, "--agent-tls-key-file=" + key, "--agent-dir=" + dir}, "must be https://HOST[:PORT]"},
+	} {
+		var stderr bytes.Buffer
+		if code := Main(c.args, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+// writeSelfSigned writes a self-signed ECDSA serving certificate and key.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agents"}, DNSNames: []string{"agents.example"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -106,6 +107,7 @@ func Main(args []string, stderr io.Writer) int {
 	reportAddr := fs.String("report-bind-address", "", "address the report receiver (plain HTTP) binds to, e.g. \":9445\"; machines without a Node post their outcome there, and fetch the sealed spec of data over a config's spec.userDataLimit. Default \"\": off")
 	reportURLFlag := fs.String("report-url", "", "base URL at which machines reach --report-bind-address (http(s)://HOST[:PORT][/PATH] without user information, query or fragment, through a Service or load balancer); required with it. An explicitly empty value (--report-url=) turns the receiver off whatever --report-bind-address says: the generated Deployment passes --report-url=$(MACHINEADM_REPORT_URL)")
 	controlPlane := fs.Bool("control-plane", true, "also run the control-plane provider (MachineadmControlPlane); its CRDs must be installed, as bootstrap-components.yaml does. --control-plane=false runs the bootstrap provider alone")
+	agentFl := bindAgentFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -138,6 +140,11 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	agents, err := agentFl.load()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	log := ctrl.Log.WithName("setup")
 	scheme, err := Scheme()
 	if err != nil {
@@ -161,7 +168,7 @@ func Main(args []string, stderr io.Writer) int {
 		log.Error(err, "creating the manager")
 		return 1
 	}
-	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag, Agents: agents}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
 		return 1
@@ -179,6 +186,18 @@ func Main(args []string, stderr io.Writer) int {
 			log.Error(err, "adding the report receiver")
 			return 1
 		}
+	}
+	if agents != nil {
+		certs, err := certwatcher.New(*agentFl.certFile, *agentFl.keyFile)
+		if err != nil {
+			log.Error(err, "reading the agent server's certificate")
+			return 1
+		}
+		if err := mgr.Add(&agentServer{addr: *agentFl.addr, handler: agents, certs: certs}); err != nil {
+			log.Error(err, "adding the agent server")
+			return 1
+		}
+		log.Info("agent server", "address", *agentFl.addr, "url", agents.BaseURL, "platforms", agents.Platforms())
 	}
 	_ = mgr.AddHealthzCheck("healthz", healthz.Ping)
 	_ = mgr.AddReadyzCheck("readyz", healthz.Ping)

@@ -88,8 +88,12 @@ type MachineadmConfigSpec struct {
 	// +kubebuilder:validation:Pattern=`^3\.[1-5](\.0)?$`
 	IgnitionVersion string `json:"ignitionVersion,omitempty"`
 
-	// Agent says where the machine gets the machineadm binary. Required.
-	Agent AgentSource `json:"agent"`
+	// Agent says where the machine gets the machineadm binary. Default
+	// (no agent, or no agent.url): the build machineadm-controller serves
+	// from the management cluster (its --agent-url), pinned by digest and
+	// signature; the config is refused when the controller serves none.
+	// +optional
+	Agent AgentSource `json:"agent,omitempty,omitzero"`
 
 	// Recipients are the sealing recipients: every secret in the bootstrap
 	// data (CA keys, bootstrap token, certificate key, and the values the
@@ -132,20 +136,34 @@ type MachineadmConfigSpec struct {
 }
 
 // AgentSource is where the stub gets the machineadm binary: a URL pinned
-// by SHA-256, or a file already in the machine image.
-// +kubebuilder:validation:XValidation:rule="self.url.startsWith('file:///') || has(self.sha256)",message="sha256 is required for an http(s) agent url",fieldPath=".sha256"
+// by SHA-256, a container registry blob, a file already in the machine
+// image, or (no url) the build machineadm-controller serves.
+// +kubebuilder:validation:XValidation:rule="!has(self.url) || self.url.startsWith('file:///') || self.url.startsWith('oci://') || self.url.matches('/v2/.+/blobs/sha256:[0-9a-f]{64}$') || has(self.sha256)",message="sha256 is required for an http(s) agent url",fieldPath=".sha256"
+// +kubebuilder:validation:XValidation:rule="!has(self.url) || !has(self.architecture)",message="architecture only applies without url (the build machineadm-controller serves)",fieldPath=".architecture"
 type AgentSource struct {
-	// URL is an http(s) URL to download the agent from, or a file:///
-	// URL of an agent already in the machine image.
+	// URL is an http(s) URL to download the agent from, a container
+	// registry blob (oci://REGISTRY/REPOSITORY@sha256:HEX, or its
+	// http(s)://REGISTRY/v2/REPOSITORY/blobs/sha256:HEX URL; the stub
+	// answers the registry's anonymous Bearer challenge), or a file:///
+	// URL of an agent already in the machine image. Default: the build
+	// machineadm-controller serves.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?|file:///[^\s\x00-\x1f\x7f]*)$`
-	URL string `json:"url"`
+	// +kubebuilder:validation:Pattern=`^(https?://[^/@\s\x00-\x1f\x7f]+(/[^\s\x00-\x1f\x7f]*)?|oci://[^/@\s\x00-\x1f\x7f]+/[^\s\x00-\x1f\x7f]+|file:///[^\s\x00-\x1f\x7f]*)$`
+	URL string `json:"url,omitempty"`
 	// SHA256 is the agent's hex SHA-256 digest (64 lower-case hex
-	// digits). Required for http(s) URLs.
+	// digits). Required for http(s) URLs other than registry blob URLs;
+	// a registry blob's digest is in its reference.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
 	SHA256 string `json:"sha256,omitempty"`
+	// Architecture selects the build machineadm-controller serves when
+	// url is empty: "amd64" (default) or "arm64". The Machine's
+	// infrastructure decides it; Cluster API does not say it.
+	// +optional
+	// +kubebuilder:validation:Enum=amd64;arm64
+	Architecture string `json:"architecture,omitempty"`
 }
 
 // KubernetesSpec holds cluster-wide settings not carried by the Cluster.

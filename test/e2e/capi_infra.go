@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -481,6 +482,34 @@ func (p *nspawnProvider) release(key types.NamespacedName) {
 	p.mu.Lock()
 	delete(p.used, pm.ip)
 	p.mu.Unlock()
+}
+
+// kill SIGKILLs the machine of the NspawnMachine name (no shutdown: the
+// kubelet, the API server and etcd vanish at once, as in a host's
+// crash). Its NspawnMachine stays; deleting it cleans up as usual.
+func (p *nspawnProvider) kill(name string) error {
+	p.mu.Lock()
+	pm := p.machines[types.NamespacedName{Namespace: capiNS, Name: name}]
+	p.mu.Unlock()
+	if pm == nil {
+		return fmt.Errorf("no machine %s", name)
+	}
+	<-pm.booted
+	m := pm.m
+	if m == nil || m.cmd == nil || m.cmd.Process == nil {
+		return fmt.Errorf("machine %s is not running", name)
+	}
+	if m.leader > 0 {
+		_ = syscall.Kill(m.leader, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-m.exited:
+		p.logf("machine %s: killed", name)
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("machine %s: still running 30s after SIGKILL", name)
+	}
 }
 
 // stopAll stops every machine the provider booted.

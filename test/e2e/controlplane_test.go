@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -50,6 +51,11 @@ const (
 //     plane's contract status (initialized, 3 ready and up to date) and
 //     3 healthy etcd members (asked directly, with a client certificate
 //     the etcd CA of <cluster>-etcd signs, as the controller does);
+//   - one control-plane machine (the newest) killed (SIGKILL, no
+//     shutdown) with a MachineHealthCheck on the control-plane Machines
+//     (Node Ready Unknown or False for 10 s): its Machine is replaced by
+//     exactly one new Machine, status 3/3/3 again and 3 healthy etcd
+//     members named after the current Nodes (the dead member removed);
 //   - scaled to 1: 1 control-plane Machine, 1 healthy etcd member, while
 //     the API server is asked for /readyz through the endpoint every
 //     200 ms; failed probes are counted and logged, and a run of them
@@ -62,7 +68,8 @@ const (
 //
 // Lines "TIMING cp-…" are the figures: the Cluster's creation to 3 Ready
 // control planes, each control-plane Machine's creation to its Node
-// Ready, the scale-down, the rollout.
+// Ready, the kill to the remediated control plane, the scale-down, the
+// rollout.
 func TestControlPlaneProvider(t *testing.T) {
 	e := theEnv
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
@@ -161,7 +168,40 @@ func TestControlPlaneProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// 2. Scale to 1 with the API server probed through the endpoint.
+	// 2. A MachineHealthCheck remediates a killed control-plane machine.
+	mhc := &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: cpName, Namespace: capiNS},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: capiCluster,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineControlPlaneLabel: ""}},
+			Checks: clusterv1.MachineHealthCheckChecks{UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptrTo(int32(10))},
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptrTo(int32(10))},
+			}},
+		},
+	}
+	if err := c.Create(ctx, mhc); err != nil {
+		t.Fatal(err)
+	}
+	before := controlPlaneMachineNames(ctx, t, c)
+	victim := newestControlPlaneMachine(ctx, t, c)
+	killed := time.Now()
+	if err := ce.p.kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed control-plane machine %s", victim)
+	if err := waitReplaced(ctx, c, before, victim, 3, 12*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	timing(t, "cp-kill-to-remediated-3-ready", time.Since(killed))
+	if err := c.Delete(ctx, mhc); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3. Scale to 1 with the API server probed through the endpoint.
 	probe := startAPIProbe(ctx, cs)
 	scaled := time.Now()
 	setReplicas(ctx, t, c, 1)
@@ -181,8 +221,8 @@ func TestControlPlaneProvider(t *testing.T) {
 		t.Errorf("the API server did not answer for %s during the scale-down (%d of %d probes failed), want at most %s", d, len(failures), total, cpMaxOutage)
 	}
 
-	// 3. A machine-spec change rolls the one control-plane Machine.
-	before := controlPlaneMachineNames(ctx, t, c)
+	// 4. A machine-spec change rolls the one control-plane Machine.
+	before = controlPlaneMachineNames(ctx, t, c)
 	probe = startAPIProbe(ctx, cs)
 	rolled := time.Now()
 	cur := &controlplanev1.MachineadmControlPlane{}
@@ -275,6 +315,48 @@ func waitControlPlaneStatus(ctx context.Context, c client.Client, want int32, ti
 		return fmt.Errorf("MachineadmControlPlane %s: %d replicas ready and up to date not reached within %s (last: %s): %w", cpName, want, timeout, last, err)
 	}
 	return nil
+}
+
+// newestControlPlaneMachine is the name of the newest control-plane
+// Machine (not the one that initialised the cluster).
+func newestControlPlaneMachine(ctx context.Context, t *testing.T, c client.Client) string {
+	t.Helper()
+	ms, err := controlPlaneMachines(ctx, c)
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("control-plane Machines: %v (%d)", err, len(ms))
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].CreationTimestamp.Before(&ms[j].CreationTimestamp) })
+	return ms[len(ms)-1].Name
+}
+
+// waitReplaced waits until the Machine victim is gone, one control-plane
+// Machine not in before replaced it, and the control plane reports want
+// ready, up-to-date replicas.
+func waitReplaced(ctx context.Context, c client.Client, before map[string]bool, victim string, want int32, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		ms, err := controlPlaneMachines(ctx, c)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		var names []string
+		gone, added := true, 0
+		for _, m := range ms {
+			names = append(names, m.Name)
+			if m.Name == victim {
+				gone = false
+			} else if !before[m.Name] {
+				added++
+			}
+		}
+		last = fmt.Sprintf("Machines %v", names)
+		return gone && added == 1, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s not replaced within %s (last: %s): %w", victim, timeout, last, err)
+	}
+	return waitControlPlaneStatus(ctx, c, want, timeout)
 }
 
 // waitRolledOut waits until none of the Machines in before is left and

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,23 +79,38 @@ type nspawnProvider struct {
 	identity string // the identity file every machine image carries
 	logf     func(string, ...any)
 
+	// lb is the control-plane load balancer, nil when the first pool
+	// address is the endpoint (providerOptions).
+	lb *controlPlaneLB
+
 	mu       sync.Mutex
 	machines map[types.NamespacedName]*providerMachine
 	used     map[string]bool // pool addresses in use
 }
 
+// providerOptions shape the nspawn provider.
+type providerOptions struct {
+	// loadBalancer: the control-plane endpoint is the load balancer
+	// (capi_lb.go) on the bridge address, and control-plane machines take
+	// any pool address, so a control plane of several machines can come,
+	// go and be replaced. Without it the first pool address is the
+	// endpoint and the one control-plane machine takes it.
+	loadBalancer bool
+}
+
 // providerMachine is one booted (or booting) nspawn machine.
 type providerMachine struct {
-	m       *Machine
-	ip      string
-	booted  chan struct{} // closed when Boot returned
-	bootErr error
-	patched bool // the Node carries the provider ID
+	m            *Machine
+	ip           string
+	booted       chan struct{} // closed when Boot returned
+	bootErr      error
+	controlPlane bool
+	patched      bool // the Node carries the provider ID
 }
 
 // startNspawnProvider runs the provider's controllers in the test binary
 // until the test ends; then every machine it booted is stopped.
-func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *managementCluster, identity string) *nspawnProvider {
+func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *managementCluster, identity string, opts providerOptions) *nspawnProvider {
 	t.Helper()
 	scheme, err := managementScheme()
 	if err != nil {
@@ -117,6 +133,13 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 		machines: map[types.NamespacedName]*providerMachine{},
 		used:     map[string]bool{},
 	}
+	mctx, cancel := context.WithCancel(ctx)
+	if opts.loadBalancer {
+		if p.lb, err = startControlPlaneLB(mctx, p.controlPlaneAddresses, p.logf); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+	}
 	for kind, r := range map[string]reconcile.Func{"NspawnCluster": p.reconcileCluster, "NspawnMachine": p.reconcileMachine} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(infraGVK(kind))
@@ -124,7 +147,6 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 			t.Fatal(err)
 		}
 	}
-	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -140,8 +162,32 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 	return p
 }
 
+// controlPlaneAddresses are the addresses of the booted control-plane
+// machines, the load balancer's backends.
+func (p *nspawnProvider) controlPlaneAddresses() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, pm := range p.machines {
+		if pm.controlPlane {
+			out = append(out, pm.ip)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// endpoint is the control-plane endpoint's host: the load balancer's or
+// the pool's first address.
+func (p *nspawnProvider) endpoint() string {
+	if p.lb != nil {
+		return bridgeIP
+	}
+	return capiPool[0]
+}
+
 // reconcileCluster provisions an NspawnCluster: its control-plane endpoint
-// is the pool's first address.
+// is the load balancer or the pool's first address.
 func (p *nspawnProvider) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(infraGVK("NspawnCluster"))
@@ -149,7 +195,7 @@ func (p *nspawnProvider) reconcileCluster(ctx context.Context, req reconcile.Req
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if host, _, _ := unstructured.NestedString(u.Object, "spec", "controlPlaneEndpoint", "host"); host == "" {
-		_ = unstructured.SetNestedMap(u.Object, map[string]any{"host": capiPool[0], "port": int64(6443)}, "spec", "controlPlaneEndpoint")
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"host": p.endpoint(), "port": int64(6443)}, "spec", "controlPlaneEndpoint")
 		if err := p.c.Update(ctx, u); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -159,7 +205,7 @@ func (p *nspawnProvider) reconcileCluster(ctx context.Context, req reconcile.Req
 		if err := p.c.Status().Update(ctx, u); err != nil {
 			return reconcile.Result{}, err
 		}
-		p.logf("cluster %s provisioned, endpoint %s:6443", req, capiPool[0])
+		p.logf("cluster %s provisioned, endpoint %s:6443", req, p.endpoint())
 	}
 	return reconcile.Result{}, nil
 }
@@ -275,10 +321,16 @@ func (p *nspawnProvider) boot(key types.NamespacedName, name string, userData []
 	}
 	p.mu.Lock()
 	ip := ""
-	if controlPlane && !p.used[capiPool[0]] {
-		ip = capiPool[0]
-	} else if !controlPlane {
-		for _, a := range capiPool[1:] {
+	if controlPlane && p.lb == nil {
+		if !p.used[capiPool[0]] {
+			ip = capiPool[0]
+		}
+	} else {
+		pool := capiPool[1:]
+		if p.lb != nil {
+			pool = capiPool
+		}
+		for _, a := range pool {
 			if !p.used[a] {
 				ip = a
 				break
@@ -290,7 +342,7 @@ func (p *nspawnProvider) boot(key types.NamespacedName, name string, userData []
 		return fmt.Errorf("no free address for %s (control plane: %v)", key, controlPlane)
 	}
 	p.used[ip] = true
-	pm := &providerMachine{ip: ip, booted: make(chan struct{})}
+	pm := &providerMachine{ip: ip, booted: make(chan struct{}), controlPlane: controlPlane}
 	p.machines[key] = pm
 	p.mu.Unlock()
 	p.logf("machine %s: booting %s at %s (control plane: %v, %d bytes of user data)", key, name, ip, controlPlane, len(userData))
@@ -433,6 +485,34 @@ func (p *nspawnProvider) release(key types.NamespacedName) {
 	p.mu.Lock()
 	delete(p.used, pm.ip)
 	p.mu.Unlock()
+}
+
+// kill SIGKILLs the machine of the NspawnMachine name (no shutdown: the
+// kubelet, the API server and etcd vanish at once, as in a host's
+// crash). Its NspawnMachine stays; deleting it cleans up as usual.
+func (p *nspawnProvider) kill(name string) error {
+	p.mu.Lock()
+	pm := p.machines[types.NamespacedName{Namespace: capiNS, Name: name}]
+	p.mu.Unlock()
+	if pm == nil {
+		return fmt.Errorf("no machine %s", name)
+	}
+	<-pm.booted
+	m := pm.m
+	if m == nil || m.cmd == nil || m.cmd.Process == nil {
+		return fmt.Errorf("machine %s is not running", name)
+	}
+	if m.leader > 0 {
+		_ = syscall.Kill(m.leader, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-m.exited:
+		p.logf("machine %s: killed", name)
+		return nil
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("machine %s: still running 30s after SIGKILL", name)
+	}
 }
 
 // stopAll stops every machine the provider booted.

@@ -53,6 +53,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
+	controlplanev1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
 // managementCluster is the Cluster API e2e's management cluster: the
@@ -129,10 +130,10 @@ var capiControllers = []capiController{
 }
 
 // managementScheme knows the core, CRD, Cluster API core and machineadm
-// bootstrap types.
+// bootstrap and control-plane types.
 func managementScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme, controlplanev1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}

@@ -64,22 +64,10 @@ func TestClusterAPI(t *testing.T) {
 	e := theEnv
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
-	stopAllMachines(t, e)
 	start := time.Now()
-
-	mc := e.startManagementCluster(ctx, t)
-	identity, recipient := e.capiKeygen(ctx, t, "image")
+	ce := e.startCAPI(ctx, t, providerOptions{})
+	mc, recipient, p := ce.mc, ce.recipient, ce.p
 	_, wrongRecipient := e.capiKeygen(ctx, t, "elsewhere")
-	p := startNspawnProvider(ctx, t, e, mc, identity)
-	failed := true
-	defer func() {
-		if failed {
-			mc.dumpLogs(t)
-			t.Logf("nspawn provider log:\n%s", mc.logTail("nspawn-provider", 40))
-			dumpCAPIState(ctx, t, mc.c)
-			p.dumpMachines(t)
-		}
-	}()
 
 	c := mc.c
 	create := func(objs ...client.Object) {
@@ -207,7 +195,38 @@ func TestClusterAPI(t *testing.T) {
 		t.Error(err)
 	}
 	timing(t, "capi-total", time.Since(start))
-	failed = t.Failed()
+}
+
+// capiEnv is the Cluster API tests' common setup.
+type capiEnv struct {
+	mc        *managementCluster
+	p         *nspawnProvider
+	recipient string // the recipient of the identity every machine image carries
+}
+
+// startCAPI stops the machines of earlier tests, starts the management
+// cluster (Cluster API's core controllers and machineadm-controller, with
+// the control-plane provider), makes the machines' identity and starts
+// the nspawn provider. If the test fails, the controllers' and the
+// provider's logs, the Cluster API objects and the machines' cloud-init
+// output are logged at its end.
+func (e *env) startCAPI(ctx context.Context, t *testing.T, opts providerOptions) *capiEnv {
+	t.Helper()
+	stopAllMachines(t, e)
+	mc := e.startManagementCluster(ctx, t)
+	identity, recipient := e.capiKeygen(ctx, t, "image")
+	p := startNspawnProvider(ctx, t, e, mc, identity, opts)
+	// Registered after the provider's cleanup, so it runs before the
+	// machines stop.
+	t.Cleanup(func() {
+		if t.Failed() {
+			mc.dumpLogs(t)
+			t.Logf("nspawn provider log:\n%s", mc.logTail("nspawn-provider", 60))
+			dumpCAPIState(context.Background(), t, mc.c)
+			p.dumpMachines(t)
+		}
+	})
+	return &capiEnv{mc: mc, p: p, recipient: recipient}
 }
 
 func ptrTo[T any](v T) *T { return &v }

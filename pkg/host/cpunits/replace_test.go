@@ -216,10 +216,10 @@ func TestReplaceDryRun(t *testing.T) {
 func TestExecBinary(t *testing.T) {
 	for in, want := range map[string]string{
 		"[Service]\nExecStart=/usr/bin/etcd \\\n\t--name=a\n": "/usr/bin/etcd",
-		"ExecStart=/opt/k8s/kube-apiserver\n":               "/opt/k8s/kube-apiserver",
-		"ExecStart=\"/opt/my dir/etcd\" \\\n":               "/opt/my dir/etcd",
-		"ExecStart=/opt/100%%/etcd\n":                       "/opt/100%/etcd",
-		"[Service]\n":                                       "",
+		"ExecStart=/opt/k8s/kube-apiserver\n":                 "/opt/k8s/kube-apiserver",
+		"ExecStart=\"/opt/my dir/etcd\" \\\n":                 "/opt/my dir/etcd",
+		"ExecStart=/opt/100%%/etcd\n":                         "/opt/100%/etcd",
+		"[Service]\n":                                         "",
 	} {
 		if got := cpunits.ExecBinary([]byte(in)); got != want {
 			t.Errorf("ExecBinary(%q) = %q, want %q", in, got, want)

@@ -1,0 +1,367 @@
+package upgrade
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+)
+
+// Change is one difference between the recorded spec and the new one.
+type Change struct {
+	// Path is the changed field's path with list indexes and map keys as
+	// the spec has them ("spec.host.sysctl", "spec.kubernetes.version").
+	// A field compared whole (a list, a map) is one change.
+	Path string
+	// Field is the row of the table that decides it.
+	Field Field
+	// Old and New are the values for a person: a scalar as it is, a list
+	// or map by its size, a withheld secret as "(secret)"; "" when unset.
+	Old, New string
+	// Why overrides Field.Why (a version change kubeadm refuses).
+	Why string
+	// Refused marks a change that cannot be made: Field.Effect Refused, or
+	// a version change outside kubeadm's skew rules.
+	Refused bool
+}
+
+// Reason is why the change is refused, or what it does.
+func (c Change) Reason() string {
+	if c.Why != "" {
+		return c.Why
+	}
+	return c.Field.Why
+}
+
+// Step is one phase of the plan with the changes that make it run.
+type Step struct {
+	// Phase is a PhaseOrder name; Components, for PhaseControlPlane, are
+	// the components it replaces, in ControlPlaneComponents' order (all of
+	// them for a change of spec.kubernetes.imageRepository or the
+	// Systemd runtime's binaries).
+	Phase      string
+	Components []string
+	// Paths are the changed fields that bring the phase in.
+	Paths []string
+}
+
+// Plan is what `machineadm upgrade` does to bring a node from its
+// recorded spec to a new one (Compute).
+type Plan struct {
+	// From and To are spec.kubernetes.version before and after.
+	From, To string
+	// Changes are every difference, in the spec's field order; the refused
+	// ones have Refused set.
+	Changes []Change
+	// Steps are the phases that apply the changes, in PhaseOrder.
+	Steps []Step
+	// Drain says the node is cordoned and drained first (a change with
+	// Field.Disrupts) and uncordoned after.
+	Drain bool
+}
+
+// Options are what Compute checks a version change against.
+type Options struct {
+	// KubeadmVersion is the embedded kubeadm's version ("v1.37.2"): it
+	// upgrades to its own minor only, and to no newer patch than its own.
+	KubeadmVersion string
+}
+
+// Compute compares the recorded spec old with the new spec new (both
+// snapshots under the same key, Snapshot) and returns the plan. A change
+// of a field without a row (a spec from a newer machineadm) is refused.
+func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
+	var a, b any
+	if err := unmarshal(old, &a); err != nil {
+		return nil, fmt.Errorf("recorded spec: %w", err)
+	}
+	if err := unmarshal(new, &b); err != nil {
+		return nil, fmt.Errorf("new spec: %w", err)
+	}
+	p := &Plan{}
+	p.From, _ = lookupString(a, "spec", "kubernetes", "version")
+	p.To, _ = lookupString(b, "spec", "kubernetes", "version")
+	diff(a, b, "", "", &p.Changes)
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		c.Refused = c.Field.Effect == Refused
+		if c.Field.Path == "spec.kubernetes.version" {
+			if why := versionRefusal(p.From, p.To, o.KubeadmVersion); why != "" {
+				c.Refused, c.Why = true, why
+			}
+		}
+	}
+	p.steps()
+	return p, nil
+}
+
+func unmarshal(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// diff appends to out a change for each difference between a and b at
+// path (schema: the same path without indexes and keys). An object with
+// rows below it is compared key by key; anything else whole.
+func diff(a, b any, path, schema string, out *[]Change) {
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if okA && okB && (schema == "" || hasRowsBelow(schema)) {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			diff(ma[k], mb[k], join(path, k), join(schema, k), out)
+		}
+		return
+	}
+	if equal(a, b) {
+		return
+	}
+	f, ok := Lookup(schema)
+	if !ok {
+		f = Field{Path: schema, Effect: Refused, Why: "this machineadm does not know the field; upgrade with the machineadm that wrote the spec"}
+	}
+	*out = append(*out, Change{Path: path, Field: f, Old: show(a), New: show(b)})
+}
+
+func join(p, k string) string {
+	if p == "" {
+		return k
+	}
+	return p + "." + k
+}
+
+// equal compares two JSON values; an absent value equals an empty one
+// (null, "", false, 0, [] or {}), as omitempty writes them.
+func equal(a, b any) bool {
+	if empty(a) && empty(b) {
+		return true
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func empty(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case json.Number:
+		return t.String() == "0"
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		for _, e := range t {
+			if !empty(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// show is a value for a person: never a secret (those are withheld in
+// the snapshot already, and shown as "(secret)").
+func show(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		if strings.HasPrefix(t, Withheld) {
+			return "(secret)"
+		}
+		return t
+	case bool, json.Number:
+		return fmt.Sprint(t)
+	case []any:
+		return fmt.Sprintf("(%d items)", len(t))
+	case map[string]any:
+		return fmt.Sprintf("(%d keys)", len(t))
+	}
+	return "(value)"
+}
+
+func lookupString(v any, keys ...string) (string, bool) {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		v = m[k]
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+// versionRefusal says why the move from version from to to is refused by
+// the skew rules of the embedded kubeadm (kubeadm, its version): never
+// down; one minor at a time; only to kubeadm's own minor, at most its own
+// patch. "" when allowed.
+func versionRefusal(from, to, kubeadm string) string {
+	f, err1 := utilversion.ParseSemantic(from)
+	t, err2 := utilversion.ParseSemantic(to)
+	if err1 != nil || err2 != nil {
+		return fmt.Sprintf("cannot compare the versions %q and %q", from, to)
+	}
+	if t.LessThan(f) {
+		return fmt.Sprintf("%s is older than the node's %s: machineadm does not downgrade", to, from)
+	}
+	if t.Major() != f.Major() || t.Minor() > f.Minor()+1 {
+		return fmt.Sprintf("kubeadm upgrades one minor version at a time: from %s go to v%d.%d.x first", from, f.Major(), f.Minor()+1)
+	}
+	if kubeadm == "" {
+		return ""
+	}
+	k, err := utilversion.ParseSemantic(kubeadm)
+	if err != nil {
+		return fmt.Sprintf("the embedded kubeadm's version %q is not a version: build machineadm with `make build`", kubeadm)
+	}
+	if t.Major() != k.Major() || t.Minor() != k.Minor() {
+		return fmt.Sprintf("the embedded kubeadm %s upgrades to v%d.%d.x only; use the machineadm built with kubeadm v%d.%d", kubeadm, k.Major(), k.Minor(), t.Major(), t.Minor())
+	}
+	if k.LessThan(t) {
+		return fmt.Sprintf("%s is newer than the embedded kubeadm %s: use a machineadm built with it", to, kubeadm)
+	}
+	return ""
+}
+
+// steps fills Steps and Drain from the changes that are not refused.
+func (p *Plan) steps() {
+	byPhase := map[string]*Step{}
+	for _, c := range p.Changes {
+		if c.Refused {
+			continue
+		}
+		p.Drain = p.Drain || c.Field.Disrupts
+		for _, ph := range c.Field.Phases {
+			name, comp, _ := strings.Cut(ph, "/")
+			s := byPhase[name]
+			if s == nil {
+				s = &Step{Phase: name}
+				byPhase[name] = s
+			}
+			if !slices.Contains(s.Paths, c.Path) {
+				s.Paths = append(s.Paths, c.Path)
+			}
+			comps := []string{comp}
+			if name == PhaseControlPlane && comp == "" {
+				comps = ControlPlaneComponents
+			}
+			for _, cc := range comps {
+				if cc != "" && !slices.Contains(s.Components, cc) {
+					s.Components = append(s.Components, cc)
+				}
+			}
+		}
+	}
+	if p.Drain {
+		byPhase[PhaseDrain] = &Step{Phase: PhaseDrain}
+		byPhase[PhaseUncordon] = &Step{Phase: PhaseUncordon}
+	}
+	for _, name := range PhaseOrder {
+		if s := byPhase[name]; s != nil {
+			slices.SortFunc(s.Components, func(a, b string) int {
+				return slices.Index(ControlPlaneComponents, a) - slices.Index(ControlPlaneComponents, b)
+			})
+			p.Steps = append(p.Steps, *s)
+		}
+	}
+}
+
+// Refused returns the refused changes.
+func (p *Plan) Refused() []Change {
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Refused {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Errors returns one field error per refused change (field.Forbidden,
+// naming the path and why), for the InvalidSpec refusal (exit code 2).
+func (p *Plan) Errors() field.ErrorList {
+	var out field.ErrorList
+	for _, c := range p.Refused() {
+		out = append(out, field.Forbidden(field.NewPath(c.Path), "cannot change in place ("+c.Old+" -> "+c.New+"): "+c.Reason()))
+	}
+	return out
+}
+
+// Empty says the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// Has says whether phase is one of the plan's steps.
+func (p *Plan) Has(phase string) bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Phase == phase })
+}
+
+// Step returns the plan's step of phase.
+func (p *Plan) Step(phase string) (Step, bool) {
+	i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Phase == phase })
+	if i < 0 {
+		return Step{}, false
+	}
+	return p.Steps[i], true
+}
+
+// Print writes the plan for a person: the versions, each change with its
+// effect, then the phases in order.
+func (p *Plan) Print(w io.Writer) {
+	if p.From == p.To {
+		fmt.Fprintf(w, "Kubernetes %s (unchanged)\n", p.From)
+	} else {
+		fmt.Fprintf(w, "Kubernetes %s -> %s\n", p.From, p.To)
+	}
+	if len(p.Changes) == 0 {
+		fmt.Fprintln(w, "no change: the node already runs this spec")
+		return
+	}
+	fmt.Fprintln(w, "changes:")
+	for _, c := range p.Changes {
+		effect := string(c.Field.Effect)
+		if c.Refused {
+			effect = "REFUSED"
+		}
+		fmt.Fprintf(w, "  %-13s %s: %q -> %q: %s\n", effect, c.Path, c.Old, c.New, c.Reason())
+	}
+	if len(p.Steps) == 0 {
+		fmt.Fprintln(w, "phases: none (no change touches the node)")
+		return
+	}
+	fmt.Fprintln(w, "phases, in order:")
+	for i, s := range p.Steps {
+		name := s.Phase
+		if len(s.Components) > 0 {
+			name += " (" + strings.Join(s.Components, ", ") + ", one at a time)"
+		}
+		why := strings.Join(s.Paths, ", ")
+		if why == "" {
+			why = "around the disruptive changes"
+		}
+		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, name, why)
+	}
+}

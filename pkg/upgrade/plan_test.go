@@ -1,0 +1,210 @@
+package upgrade
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+// cp returns a small control-plane spec at version v.
+func cp(v string) *machineadm.MachineBootstrapConfig {
+	c := &machineadm.MachineBootstrapConfig{APIVersion: machineadm.LatestAPIVersion, Kind: machineadm.Kind}
+	c.Spec.Role, c.Spec.Action = machineadm.RoleControlPlane, machineadm.ActionInit
+	c.Spec.Kubernetes.Version = v
+	c.Spec.Kubernetes.ControlPlaneEndpoint = "cp.example:6443"
+	c.Spec.ControlPlane = &machineadm.ControlPlane{AdvertiseAddress: "192.0.2.10"}
+	c.Spec.ControlPlane.BootstrapTokens = []machineadm.BootstrapToken{{Token: machineadm.SecretSource{Value: "abcdef.0123456789abcdef"}}}
+	c.Spec.Node.Name = "cp1"
+	c.Spec.Host.Files = []machineadm.File{{Path: "/etc/x", Content: "top-secret-content", Mode: "0600"}}
+	return c
+}
+
+func plan(t *testing.T, a, b *machineadm.MachineBootstrapConfig) *Plan {
+	t.Helper()
+	x, err := Snapshot(a, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Snapshot(b, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compute(x, y, Options{KubeadmVersion: "v1.37.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSameSpecPlansNothing(t *testing.T) {
+	p := plan(t, cp("v1.37.2"), cp("v1.37.2"))
+	if len(p.Changes) != 0 || !p.Empty() || p.Drain {
+		t.Fatalf("same spec: %+v", p)
+	}
+	var b strings.Builder
+	p.Print(&b)
+	if !strings.Contains(b.String(), "no change") {
+		t.Errorf("plan print: %s", b.String())
+	}
+}
+
+// TestPlanOrder changes fields of every in-place kind at once and checks
+// the phases come in PhaseOrder, control-plane components in kubeadm's
+// order, whatever the order of the fields in the spec.
+func TestPlanOrder(t *testing.T) {
+	a := cp("v1.36.3")
+	b := cp("v1.37.2")
+	b.Spec.Host.StaticPods = []machineadm.StaticPod{{Name: "x", Manifest: "apiVersion: v1"}}
+	b.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: "2"}}
+	b.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "audit-log-maxage", Value: "3"}}
+	b.Spec.ControlPlane.Etcd.Local = &machineadm.LocalEtcd{}
+	a.Spec.ControlPlane.Etcd.Local = &machineadm.LocalEtcd{}
+	b.Spec.ControlPlane.Etcd.Local.ExtraArgs = []machineadm.Arg{{Name: "snapshot-count", Value: "1000"}}
+	b.Spec.Host.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}
+	b.Spec.Host.Containerd = &machineadm.Containerd{SandboxImage: "pause:3.10"}
+	b.Spec.Host.Files[0].Content = "other"
+	b.Spec.Host.KernelModules = []string{"overlay"}
+	p := plan(t, a, b)
+	if r := p.Refused(); len(r) != 0 {
+		t.Fatalf("refused: %+v", r)
+	}
+	var got []string
+	for _, s := range p.Steps {
+		got = append(got, s.Phase)
+	}
+	want := []string{PhaseDrain, PhaseFiles, PhaseKernelModules, PhaseSysctl, PhaseContainerd, PhaseKubeadm, PhaseControlPlane, PhaseKubelet, PhaseStaticPods, PhaseUncordon}
+	if !slices.Equal(got, want) {
+		t.Fatalf("phases %v\nwant %v", got, want)
+	}
+	s, _ := p.Step(PhaseControlPlane)
+	if !slices.Equal(s.Components, []string{ComponentEtcd, ComponentAPIServer, ComponentScheduler}) {
+		t.Errorf("components %v", s.Components)
+	}
+	if p.From != "v1.36.3" || p.To != "v1.37.2" {
+		t.Errorf("versions %s -> %s", p.From, p.To)
+	}
+	var out strings.Builder
+	p.Print(&out)
+	text := out.String()
+	if strings.Contains(text, "other") || strings.Contains(text, "top-secret") || strings.Contains(text, "apiVersion: v1") {
+		t.Errorf("the plan shows a secret value:\n%s", text)
+	}
+	for i, ph := range want {
+		if !strings.Contains(text, fmt.Sprintf("%d. %s", i+1, ph)) {
+			t.Errorf("plan print lacks step %d %s:\n%s", i+1, ph, text)
+		}
+	}
+}
+
+func TestVersionRules(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		refused  string
+	}{
+		{"v1.36.3", "v1.37.2", ""},
+		{"v1.37.0", "v1.37.2", ""},
+		{"v1.37.2", "v1.37.1", "does not downgrade"},
+		{"v1.36.3", "v1.35.0", "does not downgrade"},
+		{"v1.35.3", "v1.37.2", "one minor version at a time"},
+		{"v1.36.3", "v1.36.5", "upgrades to v1.37.x only"},
+		{"v1.37.0", "v1.37.3", "newer than the embedded kubeadm"},
+		{"v1.37.0", "latest", "cannot compare"},
+	} {
+		p := plan(t, cp(tc.from), cp(tc.to))
+		if len(p.Changes) != 1 || p.Changes[0].Path != "spec.kubernetes.version" {
+			t.Fatalf("%s -> %s: %+v", tc.from, tc.to, p.Changes)
+		}
+		c := p.Changes[0]
+		if tc.refused == "" {
+			if c.Refused || !p.Has(PhaseKubeadm) || !p.Has(PhaseKubelet) || !p.Drain {
+				t.Errorf("%s -> %s: %+v steps %+v", tc.from, tc.to, c, p.Steps)
+			}
+			continue
+		}
+		if !c.Refused || !strings.Contains(c.Reason(), tc.refused) || len(p.Steps) != 0 {
+			t.Errorf("%s -> %s: refused %v (%s), want %q", tc.from, tc.to, c.Refused, c.Reason(), tc.refused)
+		}
+		if errs := p.Errors(); len(errs) != 1 || !strings.Contains(errs.ToAggregate().Error(), "spec.kubernetes.version") {
+			t.Errorf("%s -> %s: errors %v", tc.from, tc.to, errs)
+		}
+	}
+}
+
+func TestUnknownFieldIsRefused(t *testing.T) {
+	p, err := Compute(json.RawMessage(`{"spec":{"newThing":"a"}}`), json.RawMessage(`{"spec":{"newThing":"b"}}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || !p.Changes[0].Refused || !strings.Contains(p.Changes[0].Reason(), "does not know") {
+		t.Fatalf("%+v", p.Changes)
+	}
+}
+
+// TestRecordWithholdsSecrets writes a record and checks the file: mode
+// 0600, no secret value in it, and a changed secret still found.
+func TestRecordWithholdsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	c := cp("v1.37.2")
+	key, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecord(c, "sha256:aa", "bootstrap", "v0.1.0", key, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(filepath.Join(dir, "work")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "work", RecordFile)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("record mode %v", fi.Mode().Perm())
+	}
+	data, _ := os.ReadFile(p)
+	for _, s := range []string{"top-secret-content", "0123456789abcdef"} {
+		if strings.Contains(string(data), s) {
+			t.Errorf("record holds secret %q:\n%s", s, data)
+		}
+	}
+	if c.Spec.Host.Files[0].Content != "top-secret-content" {
+		t.Errorf("Snapshot changed the spec it was given")
+	}
+	got, err := ReadRecord(filepath.Join(dir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SpecDigest != "sha256:aa" || got.KubernetesVersion != "v1.37.2" || got.Key != key {
+		t.Errorf("record read back: %+v", got)
+	}
+	b := cp("v1.37.2")
+	b.Spec.Host.Files[0].Content = "new-secret-content"
+	snap, err := Snapshot(b, got.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := Compute(got.Spec, snap, Options{KubeadmVersion: "v1.37.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Changes) != 1 || pl.Changes[0].Path != "spec.host.files" || !pl.Has(PhaseFiles) {
+		t.Fatalf("a changed secret file content: %+v", pl.Changes)
+	}
+	same, _ := Snapshot(cp("v1.37.2"), got.Key)
+	if pl, _ := Compute(got.Spec, same, Options{}); len(pl.Changes) != 0 {
+		t.Errorf("the recorded spec differs from itself: %+v", pl.Changes)
+	}
+	if _, err := ReadRecord(t.TempDir()); err == nil || !strings.Contains(err.Error(), ErrNoRecord.Error()) {
+		t.Errorf("missing record: %v", err)
+	}
+}

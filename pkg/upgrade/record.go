@@ -1,0 +1,171 @@
+package upgrade
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/readlimit"
+)
+
+// RecordFile is the applied-spec record's name in machineadm's work
+// directory (/var/lib/machineadm/applied-spec.json on a host).
+const RecordFile = "applied-spec.json"
+
+// RecordKind is the record's kind; RecordVersion its format version.
+const (
+	RecordKind    = "AppliedSpec"
+	RecordVersion = 1
+)
+
+// maxRecordSize bounds reading a record: a spec is at most 4 MiB.
+const maxRecordSize = 8 << 20
+
+// Record is the spec a node was last brought to, as `machineadm bootstrap`
+// (after a successful run) and `machineadm upgrade` (its last phase) keep
+// it: root-owned, mode 0600, in the work directory. It holds no secret:
+// every secret value of the spec (machineadm.SecretFields: tokens, keys,
+// file contents, URLs with credentials, manifests) is replaced by
+// Withheld, a keyed digest that tells a changed value from an unchanged
+// one and nothing more. References to secret files stay (they are paths).
+type Record struct {
+	// Kind is RecordKind; Version is RecordVersion.
+	Kind    string `json:"kind"`
+	Version int    `json:"version"`
+	// SpecDigest is "sha256:<hex>" of the spec file that was applied (the
+	// state file's digest).
+	SpecDigest string `json:"specDigest"`
+	// Command is the command that applied it: "bootstrap" or "upgrade".
+	Command string `json:"command"`
+	// AppliedAt is when the run finished (RFC 3339, UTC).
+	AppliedAt string `json:"appliedAt"`
+	// MachineadmVersion is the version of the machineadm that applied it.
+	MachineadmVersion string `json:"machineadmVersion,omitempty"`
+	// KubernetesVersion is spec.kubernetes.version of the applied spec.
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// Key is the hex key of the withheld values' digests (32 random bytes
+	// made when the node's first record was written, kept by later ones).
+	Key string `json:"key"`
+	// Spec is the applied hub spec, defaulted, secrets withheld.
+	Spec json.RawMessage `json:"spec"`
+}
+
+// Withheld is the prefix of a secret value in Record.Spec, followed by
+// the hex HMAC-SHA256 of the value under Record.Key.
+const Withheld = "withheld:hmac-sha256:"
+
+// NewKey returns a new random key for a record (hex).
+func NewKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Snapshot returns cfg as JSON with each inline secret value replaced by
+// Withheld and its keyed digest under key (hex). cfg is not changed. The
+// same spec and key always give the same bytes, so two snapshots under a
+// record's key compare field by field (Compute).
+func Snapshot(cfg *machineadm.MachineBootstrapConfig, key string) (json.RawMessage, error) {
+	k, err := hex.DecodeString(key)
+	if err != nil || len(k) == 0 {
+		return nil, fmt.Errorf("record key: not a hex key")
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var c machineadm.MachineBootstrapConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	for _, f := range machineadm.SecretFields(&c) {
+		if !f.Inline() {
+			continue
+		}
+		if f.Kind == machineadm.SecretKindSource {
+			f.Source.Value = withhold(k, f.Source.Value)
+			continue
+		}
+		*f.Value = withhold(k, *f.Value)
+	}
+	return json.Marshal(&c)
+}
+
+func withhold(key []byte, v string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(v))
+	return Withheld + hex.EncodeToString(m.Sum(nil))
+}
+
+// NewRecord returns the record of cfg applied by command from the spec
+// file with digest specDigest, under key (NewKey's, or the earlier
+// record's so that digests stay comparable).
+func NewRecord(cfg *machineadm.MachineBootstrapConfig, specDigest, command, machineadmVersion, key string, at time.Time) (*Record, error) {
+	snap, err := Snapshot(cfg, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Record{
+		Kind: RecordKind, Version: RecordVersion, SpecDigest: specDigest, Command: command,
+		AppliedAt: at.UTC().Format(time.RFC3339), MachineadmVersion: machineadmVersion,
+		KubernetesVersion: cfg.Spec.Kubernetes.Version, Key: key, Spec: snap,
+	}, nil
+}
+
+// ErrNoRecord is returned by ReadRecord when the work directory has no
+// record: the node was not bootstrapped by a machineadm that keeps one.
+var ErrNoRecord = errors.New("no applied-spec record")
+
+// ReadRecord reads the record in workDir (a host path). A missing record
+// is ErrNoRecord; a record that is not a regular file of at most 8 MiB, or
+// not a record of a known version, is an error.
+func ReadRecord(workDir string) (*Record, error) {
+	p := filepath.Join(workDir, RecordFile)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", p, ErrNoRecord)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	data, err := readlimit.File(p, maxRecordSize)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if r.Kind != RecordKind || r.Version != RecordVersion || len(r.Spec) == 0 || r.Key == "" {
+		return nil, fmt.Errorf("%s: not an applied-spec record of version %d", p, RecordVersion)
+	}
+	return &r, nil
+}
+
+// Write writes the record to workDir (a host path, created 0700 when
+// missing) atomically, mode 0600.
+func (r *Record) Write(workDir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(workDir, RecordFile), append(data, '\n'), 0o600)
+}

@@ -167,53 +167,85 @@ func (u *SystemdUpgrade) Backup(ctx context.Context) error {
 }
 
 // Run replaces the units one at a time in kubeadm's order (etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler): each changed
-// one is backed up, rewritten, restarted and checked healthy (etcd's
-// /readyz; kubeadm's waiter on the three components' health endpoints,
-// and the API server's /version at the spec's version) before the next.
-// A unit that is not healthy is rolled back to its backup and the upgrade
-// stops there with an error saying so; the units after it are left as
-// they were. An unchanged unit is only started, so a rerun after success
-// changes nothing, and a rerun after a kill finishes the unit it was in
-// (its backup kept). In a dry run it plans the changes (unit diffs to
+// kube-apiserver, kube-controller-manager, kube-scheduler), as Component
+// does for each, and stops at the first that fails; the units after it
+// are left as they were. In a dry run it plans the changes (unit diffs to
 // Out, lines in Env.Plan) and touches nothing.
 func (u *SystemdUpgrade) Run(ctx context.Context) (*SystemdUpgradeResult, error) {
-	env := u.Env
-	if err := env.check(); err != nil {
-		return nil, err
-	}
-	s, comps, err := u.components()
+	s, comps, err := u.prepare()
 	if err != nil {
 		return nil, err
 	}
 	res := &SystemdUpgradeResult{}
 	for _, c := range comps {
-		start := time.Now()
-		opts := cpunits.ReplaceOptions{Root: env.Root, BackupDir: u.BackupDir, DryRun: env.DryRun, Out: env.out()}
-		if !env.DryRun {
-			opts.Manager = env.Services
-			name := c.Name
-			opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, name) }
-		}
-		r, err := cpunits.Replace(ctx, c, opts)
+		r, err := u.replace(ctx, s, c)
 		res.Units = append(res.Units, r)
-		for _, l := range r.Changes {
-			if env.DryRun {
-				if pl, ok := planLine(l); ok {
-					l = pl
-				}
-				env.planned(l)
-				continue
-			}
-			fmt.Fprintln(env.out(), "[systemd] "+l)
-		}
-		env.log().Info("control-plane unit upgrade", "unit", c.Unit(), "changed", r.Changed, "rolledBack", r.RolledBack,
-			"dryRun", env.DryRun, "duration", time.Since(start), "error", err)
 		if err != nil {
-			return res, fmt.Errorf("upgrading %s (journalctl -u %s): %w", c.Unit(), c.Name, err)
+			return res, err
 		}
 	}
 	return res, nil
+}
+
+// Component replaces one unit, by kubeadm's component name ("etcd",
+// "kube-apiserver", "kube-controller-manager", "kube-scheduler"; the
+// upgrade plan's control-plane sub-phases): a changed one is backed up,
+// rewritten, restarted and checked healthy (etcd's /readyz; kubeadm's
+// waiter on the three components' health endpoints, and the API server's
+// /version at the spec's version); one that is not healthy is rolled back
+// to its backup and the error says so. An unchanged unit is only started,
+// so a rerun after success changes nothing, and a rerun after a kill
+// finishes the unit it was in (its backup kept). etcd with an external
+// etcd does nothing.
+func (u *SystemdUpgrade) Component(ctx context.Context, name string) (cpunits.ReplaceResult, error) {
+	s, comps, err := u.prepare()
+	if err != nil {
+		return cpunits.ReplaceResult{}, err
+	}
+	for _, c := range comps {
+		if c.Name == name {
+			return u.replace(ctx, s, c)
+		}
+	}
+	if name == kubeadmconstants.Etcd && !s.LocalEtcd() {
+		return cpunits.ReplaceResult{Unit: name + ".service"}, nil
+	}
+	return cpunits.ReplaceResult{}, fmt.Errorf("unknown control-plane component %q (want etcd or one of %s)", name, strings.Join(kubeadmconstants.ControlPlaneComponents, ", "))
+}
+
+func (u *SystemdUpgrade) prepare() (*SystemdControlPlane, []cpunits.Component, error) {
+	if err := u.Env.check(); err != nil {
+		return nil, nil, err
+	}
+	return u.components()
+}
+
+// replace runs cpunits.Replace for c and prints or plans its changes.
+func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c cpunits.Component) (cpunits.ReplaceResult, error) {
+	env := u.Env
+	start := time.Now()
+	opts := cpunits.ReplaceOptions{Root: env.Root, BackupDir: u.BackupDir, DryRun: env.DryRun, Out: env.out()}
+	if !env.DryRun {
+		opts.Manager = env.Services
+		opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, c.Name) }
+	}
+	r, err := cpunits.Replace(ctx, c, opts)
+	for _, l := range r.Changes {
+		if env.DryRun {
+			if pl, ok := planLine(l); ok {
+				l = pl
+			}
+			env.planned(l)
+			continue
+		}
+		fmt.Fprintln(env.out(), "[systemd] "+l)
+	}
+	env.log().Info("control-plane unit upgrade", "unit", c.Unit(), "changed", r.Changed, "rolledBack", r.RolledBack,
+		"dryRun", env.DryRun, "duration", time.Since(start), "error", err)
+	if err != nil {
+		return r, fmt.Errorf("upgrading %s (journalctl -u %s): %w", c.Unit(), c.Name, err)
+	}
+	return r, nil
 }
 
 // healthy waits until component is healthy after its restart.

@@ -201,3 +201,36 @@ func TestSystemdUpgradeDryRun(t *testing.T) {
 		t.Errorf("the dry run made a backup: %v", err)
 	}
 }
+
+// One component alone, by kubeadm's name: only its unit is replaced; an
+// unknown name is refused.
+func TestSystemdUpgradeOneComponent(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.36.3")
+	rec := &service.Recorder{}
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: rec}
+	u := &SystemdUpgrade{Env: env, Healthy: func(context.Context, string) error { return nil }}
+	_, old, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, old, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	versioned(t, cfg, root, "v1.37.2")
+	r, err := u.Component(t.Context(), "kube-scheduler")
+	if err != nil || !r.Changed || r.Unit != "kube-scheduler.service" {
+		t.Fatalf("kube-scheduler: %+v, %v", r, err)
+	}
+	if want := []string{"daemon-reload", "restart kube-scheduler.service"}; !reflect.DeepEqual(rec.Calls, want) {
+		t.Errorf("calls %q, want %q", rec.Calls, want)
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "kube-apiserver.service"))
+	if !strings.Contains(string(unit), "kube-apiserver-v1.36.3") {
+		t.Error("replacing the scheduler changed the API server's unit")
+	}
+	if _, err := u.Component(t.Context(), "apiserver"); err == nil {
+		t.Error("an unknown component was accepted")
+	}
+}

@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e bench-upgrade-e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -160,6 +160,16 @@ e2e-soak: e2e-no-demo build image-controller e2e-prepare
 BENCH_N ?= 5
 bench-e2e: e2e-no-demo build e2e-prepare
 	BENCH_N=$(BENCH_N) hack/bench/run.sh
+
+# bench-upgrade-e2e: per node, `machineadm upgrade` against plain kubeadm's
+# `upgrade apply` / `upgrade node` (plus the kubelet binary and restart),
+# v1.36.3 -> v1.37.2, on clusters of their own in one run; BENCH_UPGRADE_N
+# samples each (default 1): time, peak RSS, API server unavailability
+# (test/e2e/bench_upgrade_test.go). Like every e2e run:
+#   flock /tmp/machineadm-e2e.lock make bench-upgrade-e2e
+BENCH_UPGRADE_N ?= 1
+bench-upgrade-e2e: e2e-no-demo build e2e-prepare
+	BENCH_N=$(BENCH_UPGRADE_N) BENCH_RUN='^TestBenchUpgrade$$' hack/bench/run.sh
 
 # The README's "run the main job" (hack/e2e/demo.sh): builds machineadm and
 # the components, boots cp1 and w1, creates the cluster on cp1 and joins w1

@@ -118,14 +118,20 @@ func TestUpgrade(t *testing.T) {
 // and for a Systemd control plane its binaries at versioned paths, also
 // by spec.host.files.
 func (c *upgradeCluster) upgradeSpec(e *env, node hostsEntry, version string) (*v1alpha1.MachineBootstrapConfig, error) {
+	return upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+}
+
+// upgradeNodeSpec is upgradeSpec for a cluster whose CA has caHash (cp1
+// initialises, cp2 joins as a control plane, any other joins as a worker).
+func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, systemd bool) (*v1alpha1.MachineBootstrapConfig, error) {
 	var s *v1alpha1.MachineBootstrapConfig
 	switch node {
 	case cp1:
 		s = controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
 	case cp2:
-		s = controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash)
+		s = controlPlaneSpec(cp2, v1alpha1.ActionJoin, caHash)
 	default:
-		s = workerSpec(node, c.secrets.caHash)
+		s = workerSpec(node, caHash)
 	}
 	s.Spec.Kubernetes.Version = version
 	binDir, src := e2eBinDir, func(n string) string { return e.binPath(n) }
@@ -144,7 +150,7 @@ func (c *upgradeCluster) upgradeSpec(e *env, node hostsEntry, version string) (*
 		return nil, err
 	}
 	s.Spec.Host.Files = append(s.Spec.Host.Files, f)
-	if c.systemd && s.Spec.ControlPlane != nil {
+	if systemd && s.Spec.ControlPlane != nil {
 		s = systemdSpec(s)
 		b := &machineadm.ControlPlaneBinaries{
 			// etcd is the same v3.7.0 in both (kubeadm's etcd for 1.36 and 1.37).

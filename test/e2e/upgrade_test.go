@@ -71,15 +71,11 @@ func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2,
 // its own.
 func TestUpgrade(t *testing.T) {
 	e := theEnv
-	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	e.mu.Lock()
-	earlier := append([]*Machine(nil), e.machines...)
-	e.mu.Unlock()
-	for _, m := range earlier {
-		if err := e.stopMachine(m); err != nil {
-			t.Fatal(err)
-		}
+	stopAll(t, e) // a cluster of its own: the machines of earlier tests go
+	if t.Failed() {
+		return
 	}
 	runDir := e.runDir
 	defer func() { e.runDir = runDir }()
@@ -90,6 +86,9 @@ func TestUpgrade(t *testing.T) {
 		}
 		e.runDir = filepath.Join(runDir, "upgrade-"+name)
 		t.Run(name, func(t *testing.T) {
+			// The next cluster reuses the names: these machines go first,
+			// however this one ends.
+			defer stopAll(t, e)
 			start := time.Now()
 			c := bootPrevCluster(ctx, t, e, systemd)
 			timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
@@ -104,12 +103,19 @@ func TestUpgrade(t *testing.T) {
 				reconfigureAPIServer(ctx, t, c)
 				timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 			}
-			for _, m := range c.machines() {
-				if err := e.stopMachine(m); err != nil {
-					t.Error(err)
-				}
-			}
 		})
+	}
+}
+
+// stopAll stops every machine of the run.
+func stopAll(t *testing.T, e *env) {
+	e.mu.Lock()
+	all := append([]*Machine(nil), e.machines...)
+	e.mu.Unlock()
+	for _, m := range all {
+		if err := e.stopMachine(m); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

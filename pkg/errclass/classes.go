@@ -32,6 +32,10 @@ const (
 	DomainJoinFailed Class = "DomainJoinFailed"
 	// RebootRequired: a step (the Windows domain join) finished and the machine must reboot before the run continues.
 	RebootRequired Class = "RebootRequired"
+	// DrainFailed: cordoning or draining the node before an upgrade, or uncordoning it after, failed.
+	DrainFailed Class = "DrainFailed"
+	// RolledBack: an upgraded control-plane component did not become healthy and was put back as it was.
+	RolledBack Class = "RolledBack"
 	// Timeout: a bounded wait ran out (endpoint unreachable, component too slow).
 	Timeout Class = "Timeout"
 	// Interrupted: the run was stopped by a signal (SIGTERM, SIGINT).
@@ -138,6 +142,18 @@ var registry = []Info{
 		Hint:  "The machine must reboot to finish the domain join; the first-boot script reboots and runs `machineadm bootstrap` again, which resumes after the join.",
 		Means: "Not a failure: the Windows domain join finished and takes effect only after a reboot. The `domain-join` phase is recorded with this class and the run stops (exit code 1); the first-boot script sees the class in the report, reboots, and runs `machineadm bootstrap` again, which finds the machine joined and resumes after the join (see [windows.md](windows.md)).",
 		Check: "Nothing, unless the machine does not come back: then the first-boot scheduled task (`machineadm-bootstrap`) and its log.",
+	},
+	{
+		Class: DrainFailed,
+		Hint:  "Check what kept the drain from finishing: a PodDisruptionBudget that allows no eviction, a pod without a controller, or a credential that may not evict (--kubeconfig); fix it, or run `machineadm upgrade` again with --skip-drain.",
+		Means: "`machineadm upgrade` could not cordon and drain the node within `--drain-timeout` (evictions through the Eviction API refused by a PodDisruptionBudget, pods that do not terminate), or could not uncordon it after the upgrade. Nothing of the upgrade ran after a failed drain.",
+		Check: "`kubectl get pdb -A` and the pods still on the node (`kubectl get pods -A --field-selector spec.nodeName=NODE`); the drain credential (`--kubeconfig`, default `/etc/kubernetes/admin.conf`, which only control planes have). Rerun `machineadm upgrade`: it resumes at the drain.",
+	},
+	{
+		Class: RolledBack,
+		Hint:  "The new settings made the component unhealthy and it was put back as it was: read the component's log (`crictl logs`) in the log tail, fix its settings in the spec and run `machineadm upgrade` again.",
+		Means: "An upgraded control-plane component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) did not become healthy with its new manifest or unit; machineadm put the backup back and the component runs as before. The failed phase names the component.",
+		Check: "The component's log (`crictl ps -a`, `crictl logs`), the flags the spec adds (`spec.controlPlane.*.extraArgs`); the backup in `/etc/kubernetes/tmp/machineadm-backup-*`.",
 	},
 	{
 		Class: Timeout,

@@ -38,6 +38,13 @@ type Data struct {
 	// WorkDir is machineadm's state directory: /var/lib/machineadm on a
 	// host, a temporary directory in a dry run.
 	WorkDir string
+	// StateFile is the state file's name in WorkDir: "" is bootstrap's
+	// (state.jsonl); an upgrade keeps its own (upgrade.JournalFile), so
+	// that it never disturbs the bootstrap's record of completion.
+	StateFile string
+	// Upgrade is what an upgrade's phases share (the plan, the recorded
+	// spec, the drain settings); nil for every other command.
+	Upgrade *UpgradeRun
 	// Log is the structured logger. Default: discard.
 	Log *slog.Logger
 	// Out receives console output: dry-run plans and kubeadm's output

@@ -90,12 +90,16 @@ func loadState(d *Data) *state {
 	if err != nil {
 		return &state{}
 	}
-	data, err := readState(filepath.Join(dir, stateFile))
+	data, err := readState(filepath.Join(dir, d.journalName()))
 	if err == nil {
 		return parseState(data)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		d.log().Warn("the state file cannot be read; the run starts from its first phase", "path", filepath.Join(dir, stateFile), "error", err)
+		d.log().Warn("the state file cannot be read; the run starts from its first phase", "path", filepath.Join(dir, d.journalName()), "error", err)
+		return &state{}
+	}
+	if d.journalName() != stateFile {
+		// Only bootstrap's journal has a legacy predecessor.
 		return &state{}
 	}
 	data, err = readState(filepath.Join(dir, legacyStateFile))
@@ -110,6 +114,15 @@ func loadState(d *Data) *state {
 		return &state{}
 	}
 	return &state{SpecDigest: l.SpecDigest, Completed: l.Completed, FinishedAt: l.FinishedAt}
+}
+
+// journalName is the state file's name in the work directory: Data.StateFile,
+// or bootstrap's stateFile.
+func (d *Data) journalName() string {
+	if d.StateFile != "" {
+		return d.StateFile
+	}
+	return stateFile
 }
 
 // errStateLink is a symbolic link in a state file's place; errStateHardLink
@@ -141,7 +154,11 @@ func CheckJournal(d *Data) error {
 	if err != nil {
 		return nil
 	}
-	for _, name := range []string{stateFile, legacyStateFile} {
+	names := []string{stateFile, legacyStateFile}
+	if d.journalName() != stateFile {
+		names = []string{d.journalName()}
+	}
+	for _, name := range names {
 		p := filepath.Join(dir, name)
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -269,7 +286,7 @@ func (s *state) save(d *Data, rec stateRecord, durable bool) error {
 	if err != nil {
 		return err
 	}
-	hp := filepath.Join(dir, stateFile)
+	hp := filepath.Join(dir, d.journalName())
 	if s.journal {
 		if err := appendRecord(hp, rec, durable); err == nil {
 			return nil
@@ -283,6 +300,9 @@ func (s *state) save(d *Data, rec stateRecord, durable bool) error {
 		return err
 	}
 	s.journal = true
+	if d.journalName() != stateFile {
+		return nil
+	}
 	// The legacy file would only mislead a reader now.
 	lp := filepath.Join(dir, legacyStateFile)
 	if err := os.Remove(lp); err != nil && !errors.Is(err, fs.ErrNotExist) {

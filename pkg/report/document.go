@@ -63,7 +63,8 @@ type BootstrapReport struct {
 	Kind string `json:"kind"`
 	// Machine identifies the machine and the software that ran.
 	Machine Machine `json:"machine"`
-	// Command is the machineadm command that ran: "bootstrap" or "prepare".
+	// Command is the machineadm command that ran: "bootstrap", "prepare"
+	// or "upgrade".
 	Command string `json:"command"`
 	// StartTime is when the run started (RFC 3339, UTC).
 	StartTime time.Time `json:"startTime"`
@@ -100,10 +101,25 @@ type BootstrapReport struct {
 	// Node of that name. Empty on success, for Init, and when the join
 	// failed before its kubelet bootstrapped.
 	NodeRegistered string `json:"nodeRegistered,omitempty"`
+	// Upgrade is what an upgrade planned: the Kubernetes versions before
+	// and after, and the changed fields. Only for command "upgrade", once
+	// its plan was made.
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
 	// LogTail holds the last lines (at most DefaultTailLines) of the
 	// output of kubeadm and the kubelet checks recorded during the run,
 	// oldest first. Empty when nothing was recorded.
 	LogTail []string `json:"logTail,omitempty" show:"line"`
+}
+
+// Upgrade is the plan of an upgrade run, as the report records it.
+type Upgrade struct {
+	// FromVersion and ToVersion are spec.kubernetes.version of the node's
+	// applied spec and of the new one ("v1.36.3", "v1.37.2").
+	FromVersion string `json:"fromVersion"`
+	ToVersion   string `json:"toVersion"`
+	// Changes are the paths of the changed spec fields
+	// ("spec.host.sysctl"); never values.
+	Changes []string `json:"changes,omitempty" show:"line"`
 }
 
 // Machine identifies the machine a report is about.

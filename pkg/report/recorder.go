@@ -100,6 +100,14 @@ func NewRecorder(meta Meta, writers []Writer, red *redact.Redactor, now func() t
 // uses the logger set when it started.
 func (r *Recorder) SetLogger(l *slog.Logger) { r.log.Store(l) }
 
+// SetUpgrade records an upgrade's plan: the Kubernetes versions before
+// and after and the changed fields' paths (BootstrapReport.Upgrade).
+func (r *Recorder) SetUpgrade(from, to string, changes []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rep.Upgrade = &Upgrade{FromVersion: from, ToVersion: to, Changes: append([]string(nil), changes...)}
+}
+
 // Plan declares the phases the run intends to run, in order. Planned
 // phases that never start are reported as Skipped ("not reached" after a
 // failure). Optional.
@@ -481,6 +489,12 @@ func (r *Recorder) redact(rep BootstrapReport) BootstrapReport {
 				v.Key, v.Desired, v.Effective, v.ReadError, v.BootValue, v.BootFile = s(v.Key), s(v.Desired), s(v.Effective), s(v.ReadError), s(v.BootValue), s(v.BootFile)
 			}
 		}
+	}
+	if rep.Upgrade != nil {
+		u := *rep.Upgrade
+		u.FromVersion, u.ToVersion = s(u.FromVersion), s(u.ToVersion)
+		u.Changes = r.red.Strings(append([]string(nil), u.Changes...))
+		out.Upgrade = &u
 	}
 	out.NodeRegistered = s(out.NodeRegistered)
 	out.Hint, out.Error = s(out.Hint), s(out.Error)

@@ -121,7 +121,7 @@ func reportSettings(o Options, cfg *machineadm.MachineBootstrapConfig, reportRoo
 		settings.Console = &no
 		settings.Sentinel = "-"
 		settings.URL = ""
-	} else if o.Command == Bootstrap && cfg != nil {
+	} else if (o.Command == Bootstrap || o.Command == Upgrade) && cfg != nil {
 		opts.Extra = append(opts.Extra, &nodeannotation.Writer{Root: reportRoot})
 	}
 	return settings, opts

@@ -34,6 +34,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/upgrade"
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
@@ -46,11 +47,14 @@ const (
 	Bootstrap Command = "bootstrap"
 	// Prepare runs the host group alone (`machineadm prepare`).
 	Prepare Command = "prepare"
+	// Upgrade brings a bootstrapped node to a new spec (`machineadm
+	// upgrade`, docs/upgrade.md).
+	Upgrade Command = "upgrade"
 )
 
 // Options are what one run is asked to do.
 type Options struct {
-	// Command is Bootstrap or Prepare.
+	// Command is Bootstrap, Prepare or Upgrade.
 	Command Command
 	// SpecFile is the spec's path, or "-" for In.
 	SpecFile string
@@ -87,12 +91,21 @@ type Options struct {
 	// LogFile writes the structured log and kubeadm's output to
 	// LogFileName beside the outcome report (bootstrap and prepare).
 	LogFile bool
+	// SkipDrain, DrainTimeout and Kubeconfig are upgrade's --skip-drain,
+	// --drain-timeout (0: phases.DefaultDrainTimeout) and --kubeconfig
+	// (the drain's credential; "": kubeadm's admin.conf).
+	SkipDrain    bool
+	DrainTimeout time.Duration
+	Kubeconfig   string
 }
 
 // Workflow returns the workflow of command for cfg.
 func Workflow(command Command, cfg *machineadm.MachineBootstrapConfig) *phases.Workflow {
-	if command == Prepare {
+	switch command {
+	case Prepare:
 		return phases.Prepare(cfg)
+	case Upgrade:
+		return phases.Upgrade(cfg)
 	}
 	return phases.Bootstrap(cfg)
 }
@@ -124,6 +137,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if workDir == "" {
 		workDir = translate.DefaultWorkDir
 	}
+	// The node's own work directory, where an upgrade finds the applied
+	// spec even in a dry run (which works in a directory of its own).
+	nodeWorkDir := workDir
 	if o.SpecFile == "" {
 		// A command-line typo: nothing ran, and no report replaces the
 		// last run's.
@@ -158,7 +174,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		// where a spec that cannot be used sends it (cfg nil).
 		if fe := host.OSMismatch(cfg); fe != nil {
 			loadErr, cfg = &spec.InvalidSpecError{Source: o.SpecFile, Errors: field.ErrorList{fe}}, nil
-		} else if o.Command == Bootstrap {
+		} else if o.Command == Bootstrap || o.Command == Upgrade {
 			_, loadErr = translate.CheckSpec(cfg, o.SpecFile)
 		}
 	}
@@ -192,7 +208,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if badInput != nil {
 		return rec.invalid(badInput)
 	}
-	if o.Command == Bootstrap && !o.DryRun {
+	if (o.Command == Bootstrap || o.Command == Upgrade) && !o.DryRun {
 		if err := version.CheckStamped(); err != nil {
 			return rec.failed(err)
 		}
@@ -238,9 +254,20 @@ func Run(ctx context.Context, o Options) (err error) {
 			return rec.refused(&SealedError{Identity: phases.IdentityPath(d), Err: err})
 		}
 	}
+	// An upgrade plans from the node's applied spec: a change that cannot
+	// be made in place refuses it (exit code 2) with nothing changed.
+	if o.Command == Upgrade {
+		u, err := planUpgrade(o, d, nodeWorkDir)
+		if err != nil {
+			return rec.invalid(err)
+		}
+		d.Upgrade, d.StateFile = u, upgrade.JournalFile
+		d.SpecDigest = upgrade.JournalKey(u.Record.SpecDigest, u.SpecDigest)
+		rec.rec.SetUpgrade(u.Plan.From, u.Plan.To, changedPaths(u.Plan))
+	}
 	// The journal decides which phases run: one that is not machineadm's
 	// own file (a link, a hard link, a FIFO) refuses the run.
-	if o.Command == Bootstrap && o.Only == "" {
+	if (o.Command == Bootstrap || o.Command == Upgrade) && o.Only == "" {
 		if err := phases.CheckJournal(d); err != nil {
 			return rec.failed(err)
 		}
@@ -248,7 +275,18 @@ func Run(ctx context.Context, o Options) (err error) {
 	var outputDone func()
 	d.KubeadmOutput, outputDone = rec.kubeadmOutput()
 	defer outputDone()
-	return rec.workflow(ctx, w, d, phases.RunOptions{Skip: o.Skip, Only: o.Only})
+	if err := rec.workflow(ctx, w, d, phases.RunOptions{Skip: o.Skip, Only: o.Only}); err != nil {
+		return err
+	}
+	// A finished bootstrap (also one that found the node bootstrapped with
+	// this spec) records the applied spec, which `machineadm upgrade`
+	// plans from.
+	if o.Command == Bootstrap && o.Only == "" && !o.DryRun {
+		if _, err := phases.RecordApplied(d, "", d.SpecDigest, string(Bootstrap)); err != nil {
+			rec.log.Warn("the applied spec could not be recorded; `machineadm upgrade` will not find it", "error", err)
+		}
+	}
+	return nil
 }
 
 // checkPhaseNames checks the phase names of --skip-phases and of

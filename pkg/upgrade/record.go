@@ -22,6 +22,16 @@ import (
 // directory (/var/lib/machineadm/applied-spec.json on a host).
 const RecordFile = "applied-spec.json"
 
+// JournalFile is the upgrade's state file in the work directory, beside
+// bootstrap's state.jsonl: its header is the digest of the recorded spec
+// and the new one (JournalKey), so that a rerun after a crash resumes the
+// same upgrade and any other upgrade starts afresh.
+const JournalFile = "upgrade.jsonl"
+
+// JournalKey is the journal digest of an upgrade from the recorded spec
+// with digest from to the spec with digest to.
+func JournalKey(from, to string) string { return "upgrade:" + from + ">" + to }
+
 // RecordKind is the record's kind; RecordVersion its format version.
 const (
 	RecordKind    = "AppliedSpec"

@@ -1,0 +1,46 @@
+package phases
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// RecordApplied writes d.Config as the node's applied spec
+// (upgrade.Record) into d.WorkDir, with key (hex; "" keeps the key of the
+// record there, or makes one), the spec file's digest and the command
+// that applied it. It reports whether the record changed: a record of the
+// same spec and digest is kept as it is. Not in a dry run (false, nil).
+func RecordApplied(d *Data, key, specDigest, command string) (bool, error) {
+	if d.DryRun {
+		return false, nil
+	}
+	old, err := upgrade.ReadRecord(d.WorkDir)
+	if err != nil && !errors.Is(err, upgrade.ErrNoRecord) {
+		d.log().Warn("the applied-spec record cannot be read; writing a new one", "error", err)
+		old = nil
+	}
+	if key == "" && old != nil {
+		key = old.Key
+	}
+	if key == "" {
+		if key, err = upgrade.NewKey(); err != nil {
+			return false, errclass.New(errclass.Internal, "", err)
+		}
+	}
+	r, err := upgrade.NewRecord(d.Config, specDigest, command, version.Version, key, time.Now())
+	if err != nil {
+		return false, errclass.New(errclass.Internal, "", err)
+	}
+	if old != nil && old.Key == key && old.SpecDigest == specDigest && bytes.Equal(old.Spec, r.Spec) {
+		return false, nil
+	}
+	if err := r.Write(d.WorkDir); err != nil {
+		return false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+	}
+	return true, nil
+}

@@ -1,0 +1,467 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+// UpgradeRun is what the phases of one `machineadm upgrade` share, set by
+// the session before the run (Data.Upgrade).
+type UpgradeRun struct {
+	// Plan is the plan from the recorded spec to the new one; the session
+	// refused the run (exit code 2) when it had a refused change.
+	Plan *upgrade.Plan
+	// Record is the node's recorded spec; its Key keeps the new record's
+	// withheld digests comparable.
+	Record *upgrade.Record
+	// SpecDigest is the new spec file's digest ("sha256:<hex>"), recorded
+	// by record-spec. (Data.SpecDigest is the journal's key,
+	// upgrade.JournalKey.)
+	SpecDigest string
+	// SkipDrain skips drain and uncordon (--skip-drain).
+	SkipDrain bool
+	// DrainTimeout bounds the drain (--drain-timeout); 0 is
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// Kubeconfig is the credential for cordon, drain and uncordon (host
+	// path); "" is kubeadm's admin.conf, which a control plane has.
+	Kubeconfig string
+	// Cluster does what the upgrade asks of the cluster and of kubeadm;
+	// nil is the real one (NewCluster, pkg/kubeadm/day2). Tests set a
+	// fake.
+	Cluster UpgradeCluster
+}
+
+// DefaultDrainTimeout bounds a drain when --drain-timeout is not given.
+const DefaultDrainTimeout = 5 * time.Minute
+
+// UpgradeCluster is what the upgrade phases do to the cluster and through
+// kubeadm: one implementation (pkg/kubeadm/day2, NewCluster), a fake in
+// tests.
+type UpgradeCluster interface {
+	// Drain cordons the node and evicts its pods (Eviction API), within
+	// timeout; it returns lines for the report.
+	Drain(ctx context.Context, kubeconfig, node string, timeout time.Duration) ([]string, error)
+	// Uncordon makes the node schedulable.
+	Uncordon(ctx context.Context, kubeconfig, node string) error
+	// KubeadmPhase runs one phase of kubeadm's upgrade (apply on the first
+	// control plane, node elsewhere) by its kubeadm name.
+	KubeadmPhase(ctx context.Context, d *Data, name string) error
+	// RestartKubelet restarts the kubelet and waits, bounded, until the
+	// Node reports version.
+	RestartKubelet(ctx context.Context, d *Data, node, version string) ([]string, error)
+	// RenewCertificates renews kubeadm's certificates that expire within
+	// the window; it returns the renewed ones.
+	RenewCertificates(ctx context.Context, d *Data) ([]string, error)
+}
+
+// ControlPlaneUpgrader replaces one control-plane component of a runtime
+// (upgrade.ControlPlaneComponents) with what the new spec asks: the
+// static pods' upgrader regenerates the component's manifest with
+// kubeadm's code, backs the old one up, waits for the component's health
+// and puts the old one back when it does not become healthy. The Systemd
+// runtime registers its own (RegisterControlPlaneUpgrader).
+type ControlPlaneUpgrader interface {
+	// UpgradeComponent replaces component (Changed false when it already
+	// is as the spec asks). A rollback is said in the Result's changes and
+	// the error.
+	UpgradeComponent(ctx context.Context, d *Data, component string) (Result, error)
+}
+
+var (
+	cpUpgradersMu sync.Mutex
+	cpUpgraders   = map[machineadm.ControlPlaneRuntime]ControlPlaneUpgrader{}
+)
+
+// RegisterControlPlaneUpgrader sets the upgrader of runtime's control
+// plane; call it from an init function. A second registration of a
+// runtime replaces the first.
+func RegisterControlPlaneUpgrader(runtime machineadm.ControlPlaneRuntime, u ControlPlaneUpgrader) {
+	cpUpgradersMu.Lock()
+	defer cpUpgradersMu.Unlock()
+	cpUpgraders[runtime] = u
+}
+
+func controlPlaneUpgrader(runtime machineadm.ControlPlaneRuntime) ControlPlaneUpgrader {
+	cpUpgradersMu.Lock()
+	defer cpUpgradersMu.Unlock()
+	return cpUpgraders[runtime]
+}
+
+// NewCluster returns the real UpgradeCluster; set by pkg/phases'
+// kubeadm-side file (upgradecluster.go).
+var newCluster func() UpgradeCluster
+
+func (u *UpgradeRun) cluster() UpgradeCluster {
+	if u.Cluster == nil && newCluster != nil {
+		u.Cluster = newCluster()
+	}
+	return u.Cluster
+}
+
+// notPlanned is the message of an upgrade phase the plan does not need.
+const notPlanned = "not in the plan"
+
+// Upgrade returns the `machineadm upgrade` workflow for a validated hub
+// spec: the same tree on every run of the spec (upgrade.PhaseOrder), each
+// phase doing its part of Data.Upgrade.Plan and reporting Unchanged
+// ("not in the plan") when the plan does not need it. The host phases
+// are bootstrap's, converging the host as at bootstrap.
+func Upgrade(cfg *machineadm.MachineBootstrapConfig) *Workflow {
+	before, after := HostGroup(cfg)
+	w := &Workflow{Command: "upgrade", State: true}
+	w.Phases = append(w.Phases, upgradeInputsCheck(), upgradePlanPhase(), drainPhase())
+	w.Phases = append(w.Phases, before...)
+	w.Phases = append(w.Phases, kubeadmUpgradePhase(cfg))
+	if cfg.Spec.ControlPlane != nil {
+		w.Phases = append(w.Phases, controlPlanePhase())
+	}
+	w.Phases = append(w.Phases, kubeletPhase())
+	w.Phases = append(w.Phases, after...)
+	if cfg.Spec.ControlPlane != nil {
+		w.Phases = append(w.Phases, certsRenewPhase())
+	}
+	w.Phases = append(w.Phases, uncordonPhase(), recordSpecPhase())
+	return w
+}
+
+// errNoUpgrade is an upgrade phase run without Data.Upgrade: a bug.
+var errNoUpgrade = errclass.New(errclass.Internal, "", fmt.Errorf("no upgrade plan for the upgrade phases"))
+
+// upgradeInputsCheck refuses a spec for another OS and opens its sealed
+// secrets, as bootstrap's inputs-check; the secret files a bootstrap
+// reads once (a join's token, the certificate key) may be gone by now and
+// are not read.
+func upgradeInputsCheck() Phase {
+	return Phase{
+		Name:       InputsCheckPhase,
+		Short:      "Check the spec is for this OS and open its sealed secrets; change nothing",
+		Class:      errclass.PayloadUnavailable,
+		Check:      true,
+		reconverge: true,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if err := host.CheckOS(d.Config); err != nil {
+				return Result{}, err
+			}
+			u, err := unseal(d)
+			if err != nil {
+				return Result{}, err
+			}
+			if u != nil {
+				return Result{Message: fmt.Sprintf("sealed secrets opened by %s key %s (%d items)", u.By.Type, u.By.KeyID, len(u.Items))}, nil
+			}
+			return Result{Message: "inputs checked"}, nil
+		},
+	}
+}
+
+func upgradePlanPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhasePlan,
+		Short: "Compare the recorded spec with the new one and print the plan; change nothing",
+		Class: errclass.InvalidSpec,
+		Check: true,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if d.Upgrade == nil || d.Upgrade.Plan == nil {
+				return Result{}, errNoUpgrade
+			}
+			p := d.Upgrade.Plan
+			var b strings.Builder
+			p.Print(&b)
+			fmt.Fprint(d.out(), b.String())
+			var phases []string
+			for _, s := range p.Steps {
+				phases = append(phases, s.Phase)
+			}
+			msg := fmt.Sprintf("Kubernetes %s -> %s; %d change(s)", p.From, p.To, len(p.Changes))
+			if len(phases) > 0 {
+				msg += "; phases: " + strings.Join(phases, ", ")
+			}
+			return Result{Message: msg}, nil
+		},
+	}
+}
+
+// planned returns the plan's step of phase, or a Result saying the plan
+// does not need it.
+func planned(d *Data, phase string) (upgrade.Step, *Result, error) {
+	if d.Upgrade == nil || d.Upgrade.Plan == nil {
+		return upgrade.Step{}, nil, errNoUpgrade
+	}
+	s, ok := d.Upgrade.Plan.Step(phase)
+	if !ok {
+		return s, &Result{Message: notPlanned}, nil
+	}
+	return s, nil, nil
+}
+
+func nodeName(d *Data) string { return NodeName(d.Config) }
+
+func drainPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhaseDrain,
+		Short: "Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets hold), bounded by --drain-timeout",
+		Class: errclass.DrainFailed,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			_, skip, err := planned(d, upgrade.PhaseDrain)
+			if skip != nil || err != nil {
+				return resultOf(skip), err
+			}
+			u := d.Upgrade
+			if u.SkipDrain {
+				return Result{Message: "skipped by --skip-drain"}, nil
+			}
+			timeout := u.DrainTimeout
+			if timeout <= 0 {
+				timeout = DefaultDrainTimeout
+			}
+			node := nodeName(d)
+			if d.DryRun {
+				return Result{Changed: true, Changes: []string{fmt.Sprintf("would cordon Node %s and evict its pods (at most %s)", node, timeout)}}, nil
+			}
+			lines, err := u.cluster().Drain(ctx, u.Kubeconfig, node, timeout)
+			return Result{Changed: true, Changes: lines}, err
+		},
+	}
+}
+
+func uncordonPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhaseUncordon,
+		Short: "Make the node schedulable again after the drain",
+		Class: errclass.DrainFailed,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			_, skip, err := planned(d, upgrade.PhaseUncordon)
+			if skip != nil || err != nil {
+				return resultOf(skip), err
+			}
+			u := d.Upgrade
+			if u.SkipDrain {
+				return Result{Message: "skipped by --skip-drain"}, nil
+			}
+			node := nodeName(d)
+			if d.DryRun {
+				return Result{Changed: true, Changes: []string{"would uncordon Node " + node}}, nil
+			}
+			if err := u.cluster().Uncordon(ctx, u.Kubeconfig, node); err != nil {
+				return Result{}, err
+			}
+			return Result{Changed: true, Changes: []string{"uncordoned Node " + node}}, nil
+		},
+	}
+}
+
+func resultOf(r *Result) Result {
+	if r == nil {
+		return Result{}
+	}
+	return *r
+}
+
+// kubeadmUpgradePhase is kubeadm's `upgrade apply` (the first control
+// plane) or `upgrade node` (every other node), each of its phases a
+// sub-phase under kubeadm's name.
+func kubeadmUpgradePhase(cfg *machineadm.MachineBootstrapConfig) Phase {
+	verb := "node"
+	if FirstControlPlane(cfg) {
+		verb = "apply"
+	}
+	p := Phase{Name: upgrade.PhaseKubeadm, Short: "kubeadm upgrade " + verb + "'s phases, in-process", Class: errclass.ControlPlaneUnhealthy}
+	for _, k := range KubeadmUpgradePhases(verb) {
+		leaf := kubeadmUpgradeLeaf(k)
+		if n := len(p.Phases); n > 0 && len(leaf.Phases) > 0 && p.Phases[n-1].Name == leaf.Name {
+			// A sibling of the previous sub-phase (addon/kube-proxy
+			// after addon/coredns) joins its parent.
+			p.Phases[n-1].Phases = append(p.Phases[n-1].Phases, leaf.Phases...)
+			continue
+		}
+		p.Phases = append(p.Phases, leaf)
+	}
+	return p
+}
+
+// FirstControlPlane says whether cfg is the cluster's first control plane
+// (role ControlPlane, action Init), where kubeadm's `upgrade apply` runs.
+func FirstControlPlane(cfg *machineadm.MachineBootstrapConfig) bool {
+	return cfg.Spec.Role == machineadm.RoleControlPlane && cfg.Spec.Action == machineadm.ActionInit
+}
+
+// KubeadmUpgradePhase is one phase of kubeadm's upgrade apply or node
+// (v1.37), by kubeadm's name ("addon/coredns").
+type KubeadmUpgradePhase struct {
+	Name, Short string
+	Class       errclass.Class
+}
+
+// KubeadmUpgradePhases returns kubeadm v1.37's `upgrade apply` (verb
+// "apply") or `upgrade node` phases (cmd/kubeadm/app/cmd/upgrade), leaves
+// in order.
+func KubeadmUpgradePhases(verb string) []KubeadmUpgradePhase {
+	cp, pre := errclass.ControlPlaneUnhealthy, errclass.PreflightFailed
+	if verb == "apply" {
+		return []KubeadmUpgradePhase{
+			{"preflight", "kubeadm's upgrade preflight checks and version skew policy", pre},
+			{"control-plane", "Upgrade the control plane (etcd, then each component; kubeadm backs up and rolls back)", cp},
+			{"upload-config/kubeadm", "Upload the kubeadm ClusterConfiguration to the kubeadm-config ConfigMap", cp},
+			{"upload-config/kubelet", "Upload the kubelet configuration to the kubelet-config ConfigMap", cp},
+			{"kubeconfig", "Upgrade the kubeconfig files", cp},
+			{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed},
+			{"bootstrap-token", "Configure the bootstrap token and cluster-info RBAC rules", cp},
+			{"addon/coredns", "Upgrade the CoreDNS addon", cp},
+			{"addon/kube-proxy", "Upgrade the kube-proxy addon", cp},
+			{"post-upgrade", "kubeadm's post-upgrade tasks", cp},
+		}
+	}
+	return []KubeadmUpgradePhase{
+		{"preflight", "kubeadm's upgrade node preflight checks", pre},
+		{"control-plane", "Upgrade the control plane of this node, if it has one (kubeadm backs up and rolls back)", cp},
+		{"kubeconfig", "Upgrade the kubeconfig files", cp},
+		{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed},
+		{"addon/coredns", "Upgrade the CoreDNS addon (once every control plane is upgraded)", cp},
+		{"addon/kube-proxy", "Upgrade the kube-proxy addon (once every control plane is upgraded)", cp},
+		{"post-upgrade", "kubeadm's post-upgrade tasks", cp},
+	}
+}
+
+func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
+	parent, leaf, nested := strings.Cut(k.Name, "/")
+	name := k.Name
+	if nested {
+		name = leaf
+	}
+	ph := Phase{
+		Name: name, Short: k.Short, Class: k.Class,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			_, skip, err := planned(d, upgrade.PhaseKubeadm)
+			if skip != nil || err != nil {
+				return resultOf(skip), err
+			}
+			if d.DryRun {
+				return Result{Changed: true, Changes: []string{"would run kubeadm upgrade phase " + k.Name + " to " + d.Upgrade.Plan.To}}, nil
+			}
+			if err := d.Upgrade.cluster().KubeadmPhase(ctx, d, k.Name); err != nil {
+				return Result{}, err
+			}
+			return Result{Changed: true, Message: "kubeadm " + k.Name + " done"}, nil
+		},
+	}
+	if nested {
+		return Phase{Name: parent, Short: "kubeadm's " + parent + " phase", Class: k.Class, Phases: []Phase{ph}}
+	}
+	return ph
+}
+
+// controlPlanePhase replaces the components the plan names, one at a
+// time, with the runtime's ControlPlaneUpgrader.
+func controlPlanePhase() Phase {
+	p := Phase{Name: upgrade.PhaseControlPlane, Short: "Apply changed control-plane settings, one component at a time, each healthy before the next (backup, rollback)", Class: errclass.ControlPlaneUnhealthy}
+	for _, c := range upgrade.ControlPlaneComponents {
+		p.Phases = append(p.Phases, Phase{
+			Name:  c,
+			Short: "Regenerate and replace " + c + " when its settings changed",
+			Class: errclass.ControlPlaneUnhealthy,
+			Run: func(ctx context.Context, d *Data) (Result, error) {
+				s, skip, err := planned(d, upgrade.PhaseControlPlane)
+				if skip != nil || err != nil {
+					return resultOf(skip), err
+				}
+				if !containsString(s.Components, c) {
+					return Result{Message: notPlanned}, nil
+				}
+				rt := d.Config.Spec.ControlPlane.Runtime
+				if rt == "" {
+					rt = machineadm.RuntimeStaticPods
+				}
+				if d.DryRun {
+					return Result{Changed: true, Changes: []string{"would replace " + c + " (" + string(rt) + " runtime) with the new settings: back it up, wait until it is healthy, roll it back if it is not"}}, nil
+				}
+				u := controlPlaneUpgrader(rt)
+				if u == nil {
+					return Result{}, errclass.New(errclass.Internal, "", fmt.Errorf("no control-plane upgrader for runtime %s in this build", rt))
+				}
+				return u.UpgradeComponent(ctx, d, c)
+			},
+		})
+	}
+	return p
+}
+
+func containsString(l []string, s string) bool {
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kubeletPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhaseKubelet,
+		Short: "Restart the kubelet on its new binary or configuration and wait until the Node reports the new version",
+		Class: errclass.KubeletFailed,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			_, skip, err := planned(d, upgrade.PhaseKubelet)
+			if skip != nil || err != nil {
+				return resultOf(skip), err
+			}
+			node, v := nodeName(d), d.Upgrade.Plan.To
+			if d.DryRun {
+				return Result{Changed: true, Changes: []string{"would restart kubelet.service and wait until Node " + node + " reports " + v}}, nil
+			}
+			lines, err := d.Upgrade.cluster().RestartKubelet(ctx, d, node, v)
+			return Result{Changed: true, Changes: lines}, err
+		},
+	}
+}
+
+func certsRenewPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhaseCerts,
+		Short: "Renew kubeadm's certificates that expire within the renewal window",
+		Class: errclass.HostPreparationFailed,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if d.Upgrade == nil {
+				return Result{}, errNoUpgrade
+			}
+			if d.DryRun {
+				return Result{Message: "would renew the certificates that expire within the renewal window"}, nil
+			}
+			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
+			if err != nil || len(renewed) == 0 {
+				return Result{Message: "no certificate expires within the window"}, err
+			}
+			return Result{Changed: true, Changes: renewed}, nil
+		},
+	}
+}
+
+// recordSpecPhase records the new spec as the node's applied spec.
+func recordSpecPhase() Phase {
+	return Phase{
+		Name:  upgrade.PhaseRecord,
+		Short: "Record the new spec as the node's applied spec (secrets withheld)",
+		Class: errclass.HostPreparationFailed,
+		Run: func(ctx context.Context, d *Data) (Result, error) {
+			if d.Upgrade == nil || d.Upgrade.Record == nil {
+				return Result{}, errNoUpgrade
+			}
+			if d.DryRun {
+				return Result{Message: "would record the spec in " + upgrade.RecordFile}, nil
+			}
+			changed, err := RecordApplied(d, d.Upgrade.Record.Key, d.Upgrade.SpecDigest, "upgrade")
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Changed: changed, Message: "recorded in " + upgrade.RecordFile}, nil
+		},
+	}
+}

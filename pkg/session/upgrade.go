@@ -1,0 +1,49 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/machineadm/machineadm/pkg/phases"
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// planUpgrade reads the node's applied spec from workDir and plans the
+// upgrade to d.Config (opened, when sealed). A node without a record is
+// a *UsageError; a plan with a refused change an *spec.InvalidSpecError
+// naming each refused field and why. Both: exit code 2, nothing changed.
+func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun, error) {
+	r, err := upgrade.ReadRecord(workDir)
+	if errors.Is(err, upgrade.ErrNoRecord) {
+		return nil, Usagef("this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)
+	}
+	if err != nil {
+		return nil, Usagef("the node's applied-spec record cannot be used: %v", err)
+	}
+	snap, err := upgrade.Snapshot(d.Config, r.Key)
+	if err != nil {
+		return nil, fmt.Errorf("applied-spec record: %w", err)
+	}
+	p, err := upgrade.Compute(r.Spec, snap, upgrade.Options{KubeadmVersion: version.Get().Kubernetes})
+	if err != nil {
+		return nil, Usagef("the node's applied-spec record cannot be compared: %v", err)
+	}
+	if errs := p.Errors(); len(errs) > 0 {
+		return nil, &spec.InvalidSpecError{Source: o.SpecFile, Errors: errs}
+	}
+	return &phases.UpgradeRun{
+		Plan: p, Record: r, SpecDigest: d.SpecDigest,
+		SkipDrain: o.SkipDrain, DrainTimeout: o.DrainTimeout, Kubeconfig: o.Kubeconfig,
+	}, nil
+}
+
+// changedPaths are the plan's changed fields, for the report.
+func changedPaths(p *upgrade.Plan) []string {
+	var out []string
+	for _, c := range p.Changes {
+		out = append(out, c.Path)
+	}
+	return out
+}

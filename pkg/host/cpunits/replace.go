@@ -34,6 +34,10 @@ const (
 	BackupTaken = "Taken"
 )
 
+// ErrRollbackUnhealthy is in the error of a Replace whose unit was not
+// healthy after the change nor after the rollback to its backup.
+var ErrRollbackUnhealthy = errors.New("not healthy after the rollback either")
+
 // ReplaceOptions say how Replace reaches the host.
 type ReplaceOptions struct {
 	// Root is the host's root, "/" on a real node.
@@ -204,7 +208,7 @@ func Replace(ctx context.Context, c Component, opts ReplaceOptions) (ReplaceResu
 	rerr := restartHealthy(ctx, c.Unit(), opts)
 	if rerr != nil {
 		res.Changes = append(res.Changes, "rolled back "+c.Unit()+", and it is still not healthy: "+rerr.Error())
-		return res, fmt.Errorf("%s is not healthy after the change (%w) nor after the rollback to its backup (%v)", c.Unit(), herr, rerr)
+		return res, fmt.Errorf("%s is not healthy after the change (%w) and %w: %v", c.Unit(), herr, ErrRollbackUnhealthy, rerr)
 	}
 	rec.Status = BackupHealthy
 	rec.Binary, err = fileSum(opts.Root, installedBinary(rec))

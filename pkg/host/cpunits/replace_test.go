@@ -119,7 +119,7 @@ func TestReplaceRollsBackUnhealthy(t *testing.T) {
 		return nil
 	}}
 	res, err := cpunits.Replace(t.Context(), c, opts)
-	if err == nil || !strings.Contains(err.Error(), "rolled back") || !res.RolledBack {
+	if err == nil || !strings.Contains(err.Error(), "rolled back") || !res.RolledBack || errors.Is(err, cpunits.ErrRollbackUnhealthy) {
 		t.Fatalf("Replace of an unhealthy unit: %+v, %v", res, err)
 	}
 	if want := []string{"new, broken", "old"}; !reflect.DeepEqual(seen, want) {
@@ -163,7 +163,7 @@ func TestReplaceAfterKillKeepsFirstBackup(t *testing.T) {
 	rec2 := &service.Recorder{}
 	res, err := cpunits.Replace(t.Context(), c, cpunits.ReplaceOptions{Root: crashed, Manager: rec2,
 		Healthy: func(context.Context) error { return errors.New("not ready") }})
-	if err == nil || !res.RolledBack {
+	if err == nil || !res.RolledBack || !errors.Is(err, cpunits.ErrRollbackUnhealthy) {
 		t.Fatalf("rerun: %+v, %v", res, err)
 	}
 	if readHost(t, crashed, c.UnitPath()) != oldUnit {

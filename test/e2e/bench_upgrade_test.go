@@ -112,6 +112,8 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 			}
 		}
 	}()
+	var cfg *rest.Config
+	var cs *kubernetes.Clientset
 	for k, d := range []struct {
 		node   hostsEntry
 		phases []string
@@ -124,15 +126,19 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 			t.Fatal(err)
 		}
 		mustBootstrap(ctx, t, ms[k], d.phases, true)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(ms[0].Root, "etc/kubernetes/admin.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout, cfg.QPS, cfg.Burst = 2*time.Second, 50, 100
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
+		if k == 0 {
+			cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(ms[0].Root, "etc/kubernetes/admin.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Timeout, cfg.QPS, cfg.Burst = 2*time.Second, 50, 100
+			if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := keepConntrackMax(ctx, cs); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name); err != nil {
 		t.Fatal(err)

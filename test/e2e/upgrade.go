@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 )
 
 // The previous minor the upgrade e2e bootstraps with (hack/e2e/lib.sh
@@ -207,4 +208,37 @@ func (s probeStats) String() string {
 		out += " " + f.UTC().Format("15:04:05.000")
 	}
 	return out
+}
+
+// keepConntrackMax sets conntrack.maxPerCore: 0 in the kube-proxy
+// ConfigMap kubeadm made (kube-proxy then leaves nf_conntrack_max as it
+// is) and restarts the kube-proxy pods. kube-proxy v1.36 sets
+// nf_conntrack_max at start even when the current value is larger (v1.37
+// does not), and in a machine's network namespace that sysctl is read
+// only: it would exit. kubeadm's upgrade keeps the setting (it reads the
+// ConfigMap back).
+func keepConntrackMax(ctx context.Context, cs kubernetes.Interface) error {
+	cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["config.conf"]), &cfg); err != nil {
+		return fmt.Errorf("kube-proxy config.conf: %w", err)
+	}
+	ct, _ := cfg["conntrack"].(map[string]any)
+	if ct == nil {
+		ct = map[string]any{}
+	}
+	ct["maxPerCore"] = 0
+	cfg["conntrack"] = ct
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	cm.Data["config.conf"] = string(b)
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return cs.CoreV1().Pods(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
 }

@@ -211,6 +211,9 @@ func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *u
 			if c.cs, err = adminClient(c.cp1); err != nil {
 				t.Fatal(err)
 			}
+			if err := keepConntrackMax(ctx, c.cs); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if _, err := waitNodesReady(ctx, c.cs, readyTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {

@@ -146,3 +146,91 @@ func TestUpgradeWithoutRecordIsRefused(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// workerSpec is a worker at v1.37.2 reporting to the path report.
+func workerSpec(report string) string {
+	return `apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: Worker
+  action: Join
+  kubernetes:
+    version: v1.37.2
+  join:
+    apiServerEndpoint: cp.example:6443
+    token: {file: /etc/machineadm/secrets/join-token}
+    caCertHashes: ["sha256:` + strings.Repeat("ab", 32) + `"]
+  node:
+    name: w1
+  report:
+    path: ` + report + `
+`
+}
+
+// TestUpgradeRunsAndRepeats runs real upgrades (not dry runs) of a worker
+// whose plan touches nothing on the node: the first one, with a changed
+// report path (a field of the run only), records the new spec; a second
+// one to the same spec changes nothing and keeps the record.
+func TestUpgradeRunsAndRepeats(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	code, out, errOut := upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `RunOnly       spec.report: "path=/var/lib/machineadm/report.json" -> "path=/var/lib/machineadm/upgrade-report.json"`) || !strings.Contains(out, "record-spec: changed") {
+		t.Errorf("plan:\n%s", out)
+	}
+	rec, err := upgrade.ReadRecord(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(newSpec))
+	if rec.Command != "upgrade" || rec.SpecDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("the upgrade did not record its spec: %+v", rec)
+	}
+	before, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	code, out, errOut = upgradeCLI(t, work, newSpec)
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "no change: the node already runs this spec") || strings.Contains(out, ": changed") {
+		t.Errorf("second run changed something:\n%s", out)
+	}
+	after, _ := os.ReadFile(filepath.Join(work, upgrade.RecordFile))
+	if !bytes.Equal(before, after) {
+		t.Errorf("a second upgrade to the same spec rewrote the record")
+	}
+}
+
+// TestUpgradeResumesAfterAKill plants the journal a killed upgrade leaves
+// (its first leaves completed, no end) and runs the same upgrade again:
+// it resumes after the completed leaves and finishes, recording the spec;
+// the journal of another upgrade (another recorded spec) is not resumed.
+func TestUpgradeResumesAfterAKill(t *testing.T) {
+	oldSpec := workerSpec("/var/lib/machineadm/report.json")
+	newSpec := workerSpec("/var/lib/machineadm/upgrade-report.json")
+	digest := func(s string) string { sum := sha256.Sum256([]byte(s)); return "sha256:" + hex.EncodeToString(sum[:]) }
+	for _, tc := range []struct {
+		from    string
+		resumed bool
+	}{{digest(oldSpec), true}, {digest("another spec"), false}} {
+		work := recordSpec(t, oldSpec)
+		journal := `{"specDigest":"` + upgrade.JournalKey(tc.from, digest(newSpec)) + `"}` + "\n" +
+			`{"completed":"inputs-check"}` + "\n" + `{"completed":"upgrade-plan"}` + "\n" + `{"completed":"drain"}` + "\n"
+		if err := os.WriteFile(filepath.Join(work, upgrade.JournalFile), []byte(journal), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := upgradeCLI(t, work, newSpec)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		resumed := strings.Contains(out, "drain: skipped") || strings.Contains(out, "completed by an earlier run")
+		if resumed != tc.resumed {
+			t.Errorf("journal of %s: resumed %v, want %v\n%s", tc.from, resumed, tc.resumed, out)
+		}
+		if rec, err := upgrade.ReadRecord(work); err != nil || rec.SpecDigest != digest(newSpec) {
+			t.Errorf("the rerun did not record the spec: %+v %v", rec, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -36,11 +37,18 @@ func RecordApplied(d *Data, key, specDigest, command string) (bool, error) {
 	if err != nil {
 		return false, errclass.New(errclass.Internal, "", err)
 	}
-	if old != nil && old.Key == key && old.SpecDigest == specDigest && bytes.Equal(old.Spec, r.Spec) {
+	if old != nil && old.Key == key && old.SpecDigest == specDigest && sameJSON(old.Spec, r.Spec) {
 		return false, nil
 	}
 	if err := r.Write(d.WorkDir); err != nil {
 		return false, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
 	}
 	return true, nil
+}
+
+// sameJSON says whether a and b are the same JSON text but for
+// insignificant white space (a record's spec is written indented).
+func sameJSON(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
 }

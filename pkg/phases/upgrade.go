@@ -35,9 +35,12 @@ type UpgradeRun struct {
 	// path); "" is kubeadm's admin.conf, which a control plane has.
 	Kubeconfig string
 	// Cluster does what the upgrade asks of the cluster and of kubeadm;
-	// nil is the real one (NewCluster, pkg/kubeadm/day2). Tests set a
-	// fake.
+	// nil is the real one (pkg/kubeadm/day2, upgradecluster.go). Tests
+	// set a fake.
 	Cluster UpgradeCluster
+
+	// backupDir is where this run backs up the manifests it replaces.
+	backupDir string
 }
 
 // DefaultDrainTimeout bounds a drain when --drain-timeout is not given.
@@ -96,8 +99,7 @@ func controlPlaneUpgrader(runtime machineadm.ControlPlaneRuntime) ControlPlaneUp
 	return cpUpgraders[runtime]
 }
 
-// NewCluster returns the real UpgradeCluster; set by pkg/phases'
-// kubeadm-side file (upgradecluster.go).
+// newCluster returns the real UpgradeCluster (upgradecluster.go).
 var newCluster func() UpgradeCluster
 
 func (u *UpgradeRun) cluster() UpgradeCluster {
@@ -227,7 +229,7 @@ func drainPhase() Phase {
 			if d.DryRun {
 				return Result{Changed: true, Changes: []string{fmt.Sprintf("would cordon Node %s and evict its pods (at most %s)", node, timeout)}}, nil
 			}
-			lines, err := u.cluster().Drain(ctx, u.Kubeconfig, node, timeout)
+			lines, err := u.cluster().Drain(ctx, drainCredential(d, u.Kubeconfig), node, timeout)
 			return Result{Changed: true, Changes: lines}, err
 		},
 	}
@@ -251,7 +253,7 @@ func uncordonPhase() Phase {
 			if d.DryRun {
 				return Result{Changed: true, Changes: []string{"would uncordon Node " + node}}, nil
 			}
-			if err := u.cluster().Uncordon(ctx, u.Kubeconfig, node); err != nil {
+			if err := u.cluster().Uncordon(ctx, drainCredential(d, u.Kubeconfig), node); err != nil {
 				return Result{}, err
 			}
 			return Result{Changed: true, Changes: []string{"uncordoned Node " + node}}, nil
@@ -286,6 +288,12 @@ func kubeadmUpgradePhase(cfg *machineadm.MachineBootstrapConfig) Phase {
 		p.Phases = append(p.Phases, leaf)
 	}
 	return p
+}
+
+// systemdRuntime says whether cfg's control plane runs as systemd units.
+func systemdRuntime(cfg *machineadm.MachineBootstrapConfig) bool {
+	cp := cfg.Spec.ControlPlane
+	return cp != nil && cp.Runtime == machineadm.RuntimeSystemd
 }
 
 // FirstControlPlane says whether cfg is the cluster's first control plane
@@ -343,6 +351,11 @@ func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
 			_, skip, err := planned(d, upgrade.PhaseKubeadm)
 			if skip != nil || err != nil {
 				return resultOf(skip), err
+			}
+			if k.Name == "control-plane" && systemdRuntime(d.Config) {
+				// kubeadm writes static pod manifests; the units are
+				// upgraded by the control-plane phase.
+				return Result{Message: "Systemd runtime: the units are upgraded in the control-plane phase"}, nil
 			}
 			if d.DryRun {
 				return Result{Changed: true, Changes: []string{"would run kubeadm upgrade phase " + k.Name + " to " + d.Upgrade.Plan.To}}, nil

@@ -327,8 +327,12 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
+		done := "already bootstrapped with this spec"
+		if w.Command != "bootstrap" {
+			done = "this " + w.Command + " already finished"
+		}
 		for _, n := range w.Nodes() {
-			obs.PhaseFinished(n.Name, StatusUnchanged, Result{Message: "already bootstrapped with this spec (" + st.FinishedAt + ")"}, nil)
+			obs.PhaseFinished(n.Name, StatusUnchanged, Result{Message: done + " (" + st.FinishedAt + ")"}, nil)
 		}
 		return "", nil
 	}

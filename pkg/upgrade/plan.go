@@ -97,9 +97,14 @@ func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
 			}
 		}
 	}
-	p.steps()
+	runtime, _ := lookupString(b, "spec", "controlPlane", "runtime")
+	p.steps(runtime == systemdRuntime)
 	return p, nil
 }
+
+// systemdRuntime is spec.controlPlane.runtime's value for a control plane
+// run as systemd units (machineadm.RuntimeSystemd).
+const systemdRuntime = "Systemd"
 
 func unmarshal(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))
@@ -138,7 +143,31 @@ func diff(a, b any, path, schema string, out *[]Change) {
 	if !ok {
 		f = Field{Path: schema, Effect: Refused, Why: "this machineadm does not know the field; upgrade with the machineadm that wrote the spec"}
 	}
-	*out = append(*out, Change{Path: path, Field: f, Old: show(a), New: show(b)})
+	c := Change{Path: path, Field: f, Old: show(a), New: show(b)}
+	if okA && okB {
+		c.Old, c.New = showKeys(ma, mb), showKeys(mb, ma)
+	}
+	*out = append(*out, c)
+}
+
+// showKeys shows the keys of a whose values differ from b's, sorted, as
+// "key=value" (show's values; a key b has and a lacks is "key=").
+func showKeys(a, b map[string]any) string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []string
+	for k := range keys {
+		if !equal(a[k], b[k]) {
+			out = append(out, k+"="+show(a[k]))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 func join(p, k string) string {
@@ -247,15 +276,22 @@ func versionRefusal(from, to, kubeadm string) string {
 	return ""
 }
 
-// steps fills Steps and Drain from the changes that are not refused.
-func (p *Plan) steps() {
+// steps fills Steps and Drain from the changes that are not refused. On
+// a Systemd control plane (systemd) a version change also replaces every
+// component's unit in PhaseControlPlane: kubeadm's upgrade writes static
+// pod manifests, which that runtime does not run.
+func (p *Plan) steps(systemd bool) {
 	byPhase := map[string]*Step{}
 	for _, c := range p.Changes {
 		if c.Refused {
 			continue
 		}
 		p.Drain = p.Drain || c.Field.Disrupts
-		for _, ph := range c.Field.Phases {
+		phases := c.Field.Phases
+		if systemd && c.Field.Path == "spec.kubernetes.version" {
+			phases = append(slices.Clone(phases), PhaseControlPlane)
+		}
+		for _, ph := range phases {
 			name, comp, _ := strings.Cut(ph, "/")
 			s := byPhase[name]
 			if s == nil {

@@ -208,3 +208,19 @@ func TestRecordWithholdsSecrets(t *testing.T) {
 		t.Errorf("missing record: %v", err)
 	}
 }
+
+// TestSystemdVersionChangeReplacesUnits: on a Systemd control plane a
+// version change brings every component into the control-plane step
+// (the units' upgrade), in order; on static pods it does not.
+func TestSystemdVersionChangeReplacesUnits(t *testing.T) {
+	a, b := cp("v1.36.3"), cp("v1.37.2")
+	a.Spec.ControlPlane.Runtime, b.Spec.ControlPlane.Runtime = machineadm.RuntimeSystemd, machineadm.RuntimeSystemd
+	p := plan(t, a, b)
+	s, ok := p.Step(PhaseControlPlane)
+	if !ok || !slices.Equal(s.Components, ControlPlaneComponents) || !slices.Contains(s.Paths, "spec.kubernetes.version") {
+		t.Fatalf("systemd: %+v", p.Steps)
+	}
+	if p := plan(t, cp("v1.36.3"), cp("v1.37.2")); p.Has(PhaseControlPlane) {
+		t.Errorf("static pods: a version change alone planned control-plane: %+v", p.Steps)
+	}
+}

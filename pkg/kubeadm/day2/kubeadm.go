@@ -87,6 +87,10 @@ type UpgradeRunner struct {
 	// Output receives every line kubeadm prints; it must redact before the
 	// lines go anywhere. Nil discards them.
 	Output func(line string)
+	// All are the names of every phase of the verb (leaves), for the
+	// --skip-phases of a hidden phase, which kubeadm runs only as part of
+	// the whole command.
+	All []string
 }
 
 // upgradeFlags are the flags a phase command gets when it has them.
@@ -114,7 +118,7 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 		defer stdio.Mu.Unlock()
 		return stdio.Capture(output, func(out, errOut io.Writer) error {
 			root := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
-			args, err := upgradeArgs(root, r.Verb, name, r.ConfigPath)
+			args, err := upgradeArgs(root, r.Verb, name, r.ConfigPath, r.All)
 			if err != nil {
 				return err
 			}
@@ -132,14 +136,39 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 	return errclass.New(c, hint, err)
 }
 
+// PhaseArgs returns the arguments that run kubeadm's single-phase
+// command of name under `upgrade VERB phase` with the configuration file
+// config, or an error when kubeadm v1.37 has no such phase.
+func PhaseArgs(verb, name, config string, all []string) ([]string, error) {
+	return upgradeArgs(kubeadmcmd.NewKubeadmCommand(nil, io.Discard, io.Discard), verb, name, config, all)
+}
+
 // upgradeArgs are the arguments of kubeadm's single-phase command of
 // name under `upgrade VERB phase`, with the configuration file and the
-// upgradeFlags it takes.
-func upgradeArgs(root *cobra.Command, verb, name, config string) ([]string, error) {
+// upgradeFlags it takes. A phase kubeadm hides (kubeconfig: no
+// single-phase command) runs as the whole `upgrade VERB` with every other
+// phase of all in --skip-phases; a name that is in neither is an error.
+func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) ([]string, error) {
 	path := append([]string{"upgrade", verb, "phase"}, strings.Split(name, "/")...)
 	c, rest, err := root.Find(path)
 	if err != nil || len(rest) > 0 || c.Name() != path[len(path)-1] {
-		return nil, fmt.Errorf("kubeadm has no phase %q under `upgrade %s`", name, verb)
+		whole, _, err := root.Find([]string{"upgrade", verb})
+		if err != nil || !hiddenPhases[name] {
+			return nil, fmt.Errorf("kubeadm has no phase %q under `upgrade %s`", name, verb)
+		}
+		var skip []string
+		for _, a := range all {
+			if a != name {
+				skip = append(skip, a)
+			}
+		}
+		args := []string{"upgrade", verb, "--config", config, "--skip-phases", strings.Join(skip, ",")}
+		for _, f := range upgradeFlags {
+			if whole.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
+				args = append(args, f)
+			}
+		}
+		return args, nil
 	}
 	args := append(path, "--config", config)
 	for _, f := range upgradeFlags {
@@ -149,3 +178,9 @@ func upgradeArgs(root *cobra.Command, verb, name, config string) ([]string, erro
 	}
 	return args, nil
 }
+
+// hiddenPhases are the phases of kubeadm v1.37's `upgrade apply` and
+// `upgrade node` that it hides (workflow.Phase.Hidden): they have no
+// single-phase command, run as part of the whole command, and
+// --skip-phases names them.
+var hiddenPhases = map[string]bool{"kubeconfig": true}

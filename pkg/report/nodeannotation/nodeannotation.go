@@ -115,9 +115,45 @@ func Patch(r *report.BootstrapReport) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{Annotation: val}}})
 }
 
-// Write patches the Node when r is a success.
+// UpgradeValue is the annotation's "upgrade" member for an upgrade's
+// report r: its result, the versions before and after, end time,
+// duration, machineadm version and, for a failure, the failed phase,
+// class and hint.
+func UpgradeValue(r *report.BootstrapReport) map[string]any {
+	v := map[string]any{
+		"result": r.Result, "endTime": r.EndTime, "durationMs": r.Duration().Milliseconds(),
+		"machineadmVersion": r.Machine.MachineadmVersion,
+	}
+	if r.Upgrade != nil {
+		v["fromVersion"], v["toVersion"] = r.Upgrade.FromVersion, r.Upgrade.ToVersion
+	}
+	if r.Result != report.ResultSucceeded {
+		v["failedPhase"], v["errorClass"], v["hint"] = r.FailedPhase, r.ErrorClass, r.Hint
+	}
+	return v
+}
+
+// MergeUpgrade returns the annotation value old (the bootstrap's, "" when
+// the Node has none) with its "upgrade" member set to UpgradeValue(r):
+// the bootstrap's outcome stays as it was, beside the last upgrade's.
+func MergeUpgrade(old string, r *report.BootstrapReport) (string, error) {
+	m := map[string]any{}
+	if old != "" {
+		if err := json.Unmarshal([]byte(old), &m); err != nil {
+			m = map[string]any{}
+		}
+	}
+	m["upgrade"] = UpgradeValue(r)
+	data, err := json.Marshal(m)
+	return string(data), err
+}
+
+// Write patches the Node when r is a successful bootstrap; for an
+// upgrade (command "upgrade"), successful or not, it sets the
+// annotation's "upgrade" member and keeps the rest (MergeUpgrade).
 func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
-	if r.Result != report.ResultSucceeded || r.Machine.NodeName == "" {
+	isUpgrade := r.Command == "upgrade"
+	if (r.Result != report.ResultSucceeded && !isUpgrade) || r.Machine.NodeName == "" {
 		return nil
 	}
 	patch, err := Patch(r)
@@ -142,6 +178,20 @@ func (w *Writer) Write(ctx context.Context, r *report.BootstrapReport) error {
 		retry = DefaultRetry
 	}
 	return retry.Do(ctx, func(ctx context.Context) error {
+		if isUpgrade {
+			// The upgraded Node exists; its bootstrap outcome stays.
+			n, err := client.Nodes().Get(ctx, r.Machine.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return classify(err)
+			}
+			val, err := MergeUpgrade(n.Annotations[Annotation], r)
+			if err != nil {
+				return &report.Permanent{Err: err}
+			}
+			if patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{Annotation: val}}}); err != nil {
+				return &report.Permanent{Err: err}
+			}
+		}
 		return classify(w.attempt(ctx, client, r.Machine.NodeName, patch))
 	})
 }

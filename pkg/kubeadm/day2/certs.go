@@ -1,0 +1,86 @@
+package day2
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/certs/renewal"
+
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
+)
+
+// DefaultRenewBefore is the renewal window when the spec sets none: a
+// certificate that expires within 30 days is renewed. kubeadm's own
+// upgrade renews every certificate it manages whenever the Kubernetes
+// version changes (its certificateRenewal default), which the
+// kubeadm-upgrade phase keeps.
+const DefaultRenewBefore = 30 * 24 * time.Hour
+
+// Renewed is one certificate RenewExpiring renewed.
+type Renewed struct {
+	// Name is kubeadm's name of the certificate ("apiserver",
+	// "admin.conf").
+	Name string
+	// Before and After are its expiry dates.
+	Before, After time.Time
+}
+
+// RenewExpiring renews, with kubeadm's renewal manager and the local CA,
+// every certificate of cfg's cluster (its certificates directory, and the
+// kubeconfig files in kubernetesDir) that expires within window of now.
+// A certificate whose CA has no key here (an external CA) is left alone.
+func RenewExpiring(cfg *kubeadmapi.ClusterConfiguration, kubernetesDir string, window time.Duration, now time.Time) ([]Renewed, error) {
+	rm, err := renewal.NewManager(cfg, kubernetesDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Renewed
+	for _, h := range rm.Certificates() {
+		ok, err := rm.CertificateExists(h.Name)
+		if err != nil {
+			return out, fmt.Errorf("certificate %s: %w", h.Name, err)
+		}
+		if !ok {
+			continue
+		}
+		info, err := rm.GetCertificateExpirationInfo(h.Name)
+		if err != nil {
+			return out, fmt.Errorf("certificate %s: %w", h.Name, err)
+		}
+		if info.ExpirationDate.Sub(now) > window {
+			continue
+		}
+		done, err := rm.RenewUsingLocalCA(h.Name)
+		if err != nil {
+			return out, fmt.Errorf("renewing %s: %w", h.Name, err)
+		}
+		if !done {
+			continue
+		}
+		after, err := rm.GetCertificateExpirationInfo(h.Name)
+		if err != nil {
+			return out, fmt.Errorf("certificate %s: %w", h.Name, err)
+		}
+		out = append(out, Renewed{Name: h.Name, Before: info.ExpirationDate, After: after.ExpirationDate})
+	}
+	return out, nil
+}
+
+// CheckExpiration runs kubeadm's own `certs check-expiration` in-process
+// with args (--cert-dir, --config, --kubeconfig, -o) and writes its
+// table to out.
+// Everything kubeadm prints (its table, and its notes on standard output
+// or through klog) goes to out, line by line.
+func CheckExpiration(out io.Writer, args []string) error {
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
+	return stdio.Capture(func(line string) { fmt.Fprintln(out, line) }, func(o, e io.Writer) error {
+		root := kubeadmcmd.NewKubeadmCommand(nil, o, e)
+		root.SetArgs(append([]string{"certs", "check-expiration"}, args...))
+		root.SilenceErrors, root.SilenceUsage = true, true
+		return root.Execute()
+	})
+}

@@ -1,0 +1,184 @@
+package day2
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
+)
+
+// exampleInit is docs/examples/control-plane-init.yaml translated by
+// machineadm and read back by kubeadm.
+func exampleInit(t *testing.T, mutate func(yaml []byte) []byte) []byte {
+	t.Helper()
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-init.yaml")
+	docs, err := translate.Translate(cfg, kubeadmtest.Inputs(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		return mutate(docs.YAML)
+	}
+	return docs.YAML
+}
+
+func TestUpgradeConfigIsKubeadms(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	data, err := UpgradeConfig(UpgradeOptions{KubernetesVersion: "v1.37.2", PatchesDir: "/var/lib/machineadm/patches", IgnorePreflightErrors: []string{"Swap"}, EtcdUpgrade: true, CertificateRenewal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: UpgradeConfiguration", "kubernetesVersion: v1.37.2", "directory: /var/lib/machineadm/patches", "- Swap"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("UpgradeConfiguration lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+func TestPhaseArgs(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	args, err := PhaseArgs("apply", "addon/coredns", "/c.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(args, " "); got != "upgrade apply phase addon coredns --config /c.yaml" {
+		t.Errorf("args %q", got)
+	}
+	args, err = PhaseArgs("apply", "preflight", "/c.yaml", nil)
+	if err != nil || !strings.Contains(strings.Join(args, " "), "--yes") {
+		t.Errorf("apply preflight must be non-interactive: %q %v", args, err)
+	}
+	args, err = PhaseArgs("apply", "kubeconfig", "/c.yaml", []string{"preflight", "kubeconfig", "addon/coredns"})
+	if got := strings.Join(args, " "); err != nil || got != "upgrade apply --config /c.yaml --skip-phases preflight,addon/coredns --yes" {
+		t.Errorf("a hidden phase runs as the whole command with the others skipped: %q %v", got, err)
+	}
+	if _, err := PhaseArgs("node", "upload-config", "/c.yaml", nil); err == nil {
+		t.Errorf("upgrade node has no upload-config phase, but PhaseArgs found one")
+	}
+}
+
+// TestRegenerateAndSwap regenerates the API server's manifest with
+// kubeadm's code into temporary directories and swaps it: an equal
+// manifest is left alone; a changed one is backed up and replaced; one
+// whose component does not become healthy is put back.
+func TestRegenerateAndSwap(t *testing.T) {
+	base, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := t.TempDir()
+	cur, err := Regenerate(manifests, "", base, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	original, _ := os.ReadFile(cur)
+	if !bytes.Contains(original, []byte("--audit-log-maxage=30")) {
+		t.Fatalf("the manifest lacks the spec's flag:\n%s", original)
+	}
+	again, err := Regenerate(t.TempDir(), "", base, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := 0
+	s := Swap{ManifestDir: manifests, BackupDir: filepath.Join(t.TempDir(), "backup"), Wait: func() error { waited++; return nil }}
+	changed, _, err := s.Component("kube-apiserver", again)
+	if err != nil || changed || waited != 0 {
+		t.Fatalf("an equal manifest: changed %v, waited %d, %v", changed, waited, err)
+	}
+
+	spec, err := SpecClusterConfiguration(exampleInit(t, func(y []byte) []byte {
+		return bytes.Replace(y, []byte("value: \"30\""), []byte("value: \"7\""), 1)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := Overlay(base, spec)
+	if base.APIServer.ExtraArgs[0].Value == next.APIServer.ExtraArgs[0].Value {
+		t.Fatalf("Overlay kept the cluster's flag: %+v", next.APIServer.ExtraArgs)
+	}
+	newPath, err := Regenerate(t.TempDir(), "", next, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unhealthy: rolled back.
+	s.Wait = func() error { return errors.New("no healthy kube-apiserver") }
+	changed, lines, err := s.Component("kube-apiserver", newPath)
+	if c, _ := errclass.Of(err); err == nil || c != errclass.RolledBack || !changed {
+		t.Fatalf("unhealthy component: changed %v, err %v", changed, err)
+	}
+	if got, _ := os.ReadFile(cur); !bytes.Equal(got, original) {
+		t.Errorf("the manifest was not rolled back")
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.BackupDir, "kube-apiserver.yaml")); !bytes.Equal(b, original) {
+		t.Errorf("no backup of the manifest")
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "rolled back") {
+		t.Errorf("lines do not say rolled back: %q", lines)
+	}
+	// Healthy: replaced.
+	s.Wait = func() error { return nil }
+	changed, _, err = s.Component("kube-apiserver", newPath)
+	if err != nil || !changed {
+		t.Fatalf("healthy component: changed %v, %v", changed, err)
+	}
+	if got, _ := os.ReadFile(cur); !bytes.Contains(got, []byte("--audit-log-maxage=7")) {
+		t.Errorf("the new manifest is not in place:\n%s", got)
+	}
+	if fi, _ := os.Stat(cur); fi.Mode().Perm() != 0o600 {
+		t.Errorf("manifest mode %v, want kubeadm's 0600", fi.Mode().Perm())
+	}
+}
+
+// TestRenewExpiringAndCheckExpiration makes a PKI with kubeadm's own
+// certs phase in a temporary directory, renews with kubeadm's renewal
+// manager what expires within the window, and prints kubeadm's
+// expiration table for it.
+func TestRenewExpiringAndCheckExpiration(t *testing.T) {
+	dir, _ := kubeadmtest.PKISetup(t)
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CertificatesDir = dir
+	if err := certsphase.CreatePKIAssets(cfg); err != nil {
+		t.Fatal(err)
+	}
+	kdir := t.TempDir()
+	before, _ := os.ReadFile(filepath.Join(dir, "apiserver.crt"))
+	renewed, err := RenewExpiring(&cfg.ClusterConfiguration, kdir, 24*time.Hour, time.Now())
+	if err != nil || len(renewed) != 0 {
+		t.Fatalf("nothing expires within a day, renewed %+v, %v", renewed, err)
+	}
+	renewed, err = RenewExpiring(&cfg.ClusterConfiguration, kdir, 2*365*24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range renewed {
+		names = append(names, r.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "apiserver") || len(renewed) < 5 {
+		t.Errorf("renewed %v", names)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "apiserver.crt")); bytes.Equal(before, after) {
+		t.Errorf("apiserver.crt not renewed")
+	}
+	var out bytes.Buffer
+	if err := CheckExpiration(&out, []string{"--cert-dir", dir, "--kubeconfig", filepath.Join(kdir, "none.conf")}); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	if !strings.Contains(table, "CERTIFICATE AUTHORITY") || strings.Contains(table, "!MISSING! apiserver ") || !strings.Contains(table, "apiserver ") {
+		t.Errorf("kubeadm's table:\n%s", table)
+	}
+}

@@ -1,0 +1,126 @@
+package day2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// Client returns a clientset for the kubeconfig at path (a host path),
+// with user agent "machineadm".
+func Client(path string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "machineadm"
+	return kubernetes.NewForConfig(cfg)
+}
+
+// drainHint is the hint of a drain that failed for want of rights.
+const drainHint = "the drain's credential (--kubeconfig; default /etc/kubernetes/admin.conf) must be allowed to patch the Node and evict its pods; a worker has no such credential: pass one, or --skip-drain"
+
+// Drainer cordons, drains and uncordons one node through
+// k8s.io/kubectl/pkg/drain (kubectl drain's library): pods are evicted
+// through the Eviction API, so PodDisruptionBudgets hold; DaemonSet pods
+// stay; pods with emptyDir data are evicted (their data goes); pods
+// without a controller are evicted too (kubectl's --force), since the
+// node is about to restart its kubelet.
+type Drainer struct {
+	// Client is the cluster.
+	Client kubernetes.Interface
+	// Out receives the drain's progress lines; nil discards them.
+	Out io.Writer
+}
+
+// Drain cordons node and evicts its pods, within timeout; it returns
+// lines for the report. A failure is class DrainFailed (Timeout when the
+// time ran out).
+func (d Drainer) Drain(ctx context.Context, node string, timeout time.Duration) ([]string, error) {
+	out := d.Out
+	if out == nil {
+		out = io.Discard
+	}
+	var evicted []string
+	h := &drain.Helper{
+		Ctx: ctx, Client: d.Client, Force: true, GracePeriodSeconds: -1,
+		IgnoreAllDaemonSets: true, DeleteEmptyDirData: true, Timeout: timeout,
+		Out: out, ErrOut: out,
+		OnPodDeletionOrEvictionFinished: func(pod *corev1.Pod, usingEviction bool, err error) {
+			if err == nil {
+				evicted = append(evicted, pod.Namespace+"/"+pod.Name)
+			}
+		},
+	}
+	n, err := d.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, errclass.New(errclass.DrainFailed, drainHint, fmt.Errorf("reading Node %s: %w", node, err))
+	}
+	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+		return nil, errclass.New(errclass.DrainFailed, drainHint, fmt.Errorf("cordoning Node %s: %w", node, err))
+	}
+	lines := []string{"cordoned Node " + node}
+	if err := drain.RunNodeDrain(h, node); err != nil {
+		class := errclass.DrainFailed
+		if strings.Contains(err.Error(), "global timeout") || ctx.Err() != nil {
+			class = errclass.Timeout
+		}
+		return lines, errclass.New(class, errclass.DefaultHint(errclass.DrainFailed), fmt.Errorf("draining Node %s (within %s): %w", node, timeout, err))
+	}
+	lines = append(lines, fmt.Sprintf("evicted %d pod(s) from Node %s through the Eviction API", len(evicted), node))
+	return lines, nil
+}
+
+// Uncordon makes node schedulable (a no-op when it is).
+func (d Drainer) Uncordon(ctx context.Context, node string) error {
+	n, err := d.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return errclass.New(errclass.DrainFailed, drainHint, fmt.Errorf("reading Node %s: %w", node, err))
+	}
+	h := &drain.Helper{Ctx: ctx, Client: d.Client, Out: io.Discard, ErrOut: io.Discard}
+	if err := drain.RunCordonOrUncordon(h, n, false); err != nil {
+		return errclass.New(errclass.DrainFailed, drainHint, fmt.Errorf("uncordoning Node %s: %w", node, err))
+	}
+	return nil
+}
+
+// WaitNodeVersion waits, at most timeout, until node reports kubelet
+// version and is Ready; a poll every 2 s.
+func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last string
+	for {
+		n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err == nil {
+			last = n.Status.NodeInfo.KubeletVersion
+			if last == version && ready(n) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errclass.New(errclass.KubeletFailed, "The kubelet restarted but does not report the new version: deliver its binary before the upgrade (spec.host.files with a sha256, or the OS's kubelet package), then check `journalctl -u kubelet`.", fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last))
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,113 @@
+package day2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
+	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// StaticPodOptions are one static pod component's upgrade
+// (UpgradeStaticPodComponent).
+type StaticPodOptions struct {
+	// Component is "etcd", "kube-apiserver", "kube-controller-manager" or
+	// "kube-scheduler".
+	Component string
+	// SpecInitYAML is the spec translated as an Init (InitConfiguration
+	// and ClusterConfiguration): the settings to apply (Overlay).
+	SpecInitYAML []byte
+	// AdminKubeconfig is the admin credential (host path).
+	AdminKubeconfig string
+	// KubernetesDir is /etc/kubernetes (host path): the manifests are in
+	// its manifests directory, backups go under its tmp directory.
+	KubernetesDir string
+	// BackupDir receives the current manifests (BackupDir's).
+	BackupDir string
+	// PatchesDir is kubeadm's patches directory, "" none.
+	PatchesDir string
+	// Upload, on the first control plane, stores the resulting cluster
+	// configuration in the kubeadm-config ConfigMap (kubeadm's
+	// uploadconfig), so that later upgrades and joins keep the settings.
+	Upload bool
+	// Timeout bounds the wait for the component (default 5 minutes, as
+	// kubeadm's upgrade timeout).
+	Timeout time.Duration
+	// Output receives kubeadm's waiter lines.
+	Output io.Writer
+}
+
+// UpgradeStaticPodComponent applies the spec's settings to one component
+// of a static pod control plane: the cluster's configuration (the
+// kubeadm-config ConfigMap, as `kubeadm upgrade node` reads it) with the
+// spec's in-place settings (Overlay) regenerates the component's
+// manifest with kubeadm's code (Regenerate) into a temporary directory; a
+// manifest equal to the running one is left alone; otherwise Swap backs
+// it up, replaces it and waits as kubeadm's upgrade waits (the mirror
+// pod's hash changes, the component's pod runs), rolling back when it
+// does not.
+func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, []string, error) {
+	client, err := Client(o.AdminKubeconfig)
+	if err != nil {
+		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+o.AdminKubeconfig+" must be readable", err)
+	}
+	cluster, err := configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", true, true, false, false)
+	if err != nil {
+		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("reading the cluster's kubeadm configuration: %w", err))
+	}
+	spec, err := SpecClusterConfiguration(o.SpecInitYAML)
+	if err != nil {
+		return false, nil, errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
+	}
+	cfg := Overlay(cluster, spec)
+	tmp, err := os.MkdirTemp(filepath.Join(o.KubernetesDir, "tmp"), "machineadm-upgraded-manifests")
+	if err != nil {
+		if err := os.MkdirAll(filepath.Join(o.KubernetesDir, "tmp"), 0o700); err == nil {
+			tmp, err = os.MkdirTemp(filepath.Join(o.KubernetesDir, "tmp"), "machineadm-upgraded-manifests")
+		}
+		if err != nil {
+			return false, nil, errclass.New(errclass.HostPreparationFailed, "", err)
+		}
+	}
+	defer os.RemoveAll(tmp)
+	newPath, err := Regenerate(tmp, o.PatchesDir, cfg, o.Component)
+	if err != nil {
+		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("kubeadm could not write the %s manifest: %w", o.Component, err))
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	out := o.Output
+	if out == nil {
+		out = io.Discard
+	}
+	waiter := apiclient.NewKubeWaiter(client, timeout, out)
+	node := cfg.NodeRegistration.Name
+	var before string
+	s := Swap{
+		ManifestDir: filepath.Join(o.KubernetesDir, kubeadmconstants.ManifestsSubDirName),
+		BackupDir:   o.BackupDir,
+		Wait:        func() error { return StaticPodWait(waiter, node, o.Component, before)() },
+	}
+	// The mirror pod's hash before the change, as kubeadm reads it.
+	if before, err = waiter.WaitForStaticPodSingleHash(node, o.Component); err != nil {
+		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("%s's mirror pod on Node %s: %w", o.Component, node, err))
+	}
+	changed, lines, err := s.Component(o.Component, newPath)
+	if err != nil || !o.Upload {
+		return changed, lines, err
+	}
+	if err := uploadconfig.UploadConfiguration(cfg, client); err != nil {
+		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	}
+	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
+}

@@ -1,0 +1,220 @@
+package phases
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+// The real UpgradeCluster and the static pods' ControlPlaneUpgrader: the
+// kubeadm adapter's day-2 half (pkg/kubeadm/day2).
+func init() {
+	newCluster = func() UpgradeCluster { return kubeadmCluster{} }
+	RegisterControlPlaneUpgrader(machineadm.RuntimeStaticPods, staticPodUpgrader{})
+}
+
+// kubernetesDir is kubeadm's directory on the machine.
+const kubernetesDir = "/etc/kubernetes"
+
+// Timeouts of the upgrade's waits.
+const (
+	// nodeVersionTimeout bounds the wait for the Node to report the new
+	// kubelet version after the restart.
+	nodeVersionTimeout = 3 * time.Minute
+	// componentTimeout bounds the wait for one control-plane component.
+	componentTimeout = 5 * time.Minute
+)
+
+type kubeadmCluster struct{}
+
+func adminConf(d *Data) string { return hostPathOrRoot(d, filepath.Join(kubernetesDir, "admin.conf")) }
+
+func drainCredential(d *Data, kubeconfig string) string {
+	if kubeconfig != "" {
+		return kubeconfig
+	}
+	return adminConf(d)
+}
+
+func (kubeadmCluster) Drain(ctx context.Context, kubeconfig, node string, timeout time.Duration) ([]string, error) {
+	c, err := day2.Client(kubeconfig)
+	if err != nil {
+		return nil, errclass.New(errclass.DrainFailed, "pass a credential that may evict pods with --kubeconfig, or --skip-drain", err)
+	}
+	return day2.Drainer{Client: c}.Drain(ctx, node, timeout)
+}
+
+func (kubeadmCluster) Uncordon(ctx context.Context, kubeconfig, node string) error {
+	c, err := day2.Client(kubeconfig)
+	if err != nil {
+		return errclass.New(errclass.DrainFailed, "pass a credential that may patch the Node with --kubeconfig", err)
+	}
+	return day2.Drainer{Client: c}.Uncordon(ctx, node)
+}
+
+// upgradeConfig writes kubeadm's UpgradeConfiguration for the run (and
+// the kubelet patch it names) into the work directory; it returns the
+// file's host path.
+func upgradeConfig(d *Data) (string, error) {
+	o := day2.UpgradeOptions{
+		KubernetesVersion:     d.Config.Spec.Kubernetes.Version,
+		IgnorePreflightErrors: d.Config.Spec.Node.IgnorePreflightErrors,
+		CertificateRenewal:    true,
+	}
+	if cp := d.Config.Spec.ControlPlane; cp != nil && cp.Etcd.External == nil {
+		o.EtcdUpgrade = true
+	}
+	if _, content, ok, err := translate.KubeletPatch(d.Config); err != nil {
+		return "", errclass.New(errclass.Internal, "", err)
+	} else if ok {
+		name, _, _, _ := translate.KubeletPatch(d.Config)
+		if _, err := d.work().WriteFile("/patches/"+name, content, 0o600); err != nil {
+			return "", errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+		}
+		o.PatchesDir = filepath.Join(d.WorkDir, "patches")
+	}
+	data, err := day2.UpgradeConfig(o)
+	if err != nil {
+		return "", errclass.New(errclass.Internal, "", err)
+	}
+	if _, err := d.work().WriteFile("/kubeadm-upgrade.yaml", data, 0o600); err != nil {
+		return "", errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+	}
+	return filepath.Join(d.WorkDir, "kubeadm-upgrade.yaml"), nil
+}
+
+func upgradeVerb(cfg *machineadm.MachineBootstrapConfig) string {
+	if FirstControlPlane(cfg) {
+		return "apply"
+	}
+	return "node"
+}
+
+func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) error {
+	return runKubeadmUpgrade(ctx, d, upgradeVerb(d.Config), name)
+}
+
+func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
+	path, err := upgradeConfig(d)
+	if err != nil {
+		return err
+	}
+	class := errclass.ControlPlaneUnhealthy
+	var all []string
+	for _, k := range KubeadmUpgradePhases(verb) {
+		all = append(all, k.Name)
+		if k.Name == name {
+			class = k.Class
+		}
+	}
+	r := &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
+	return r.Run(ctx, name, class)
+}
+
+func (kubeadmCluster) RestartKubelet(ctx context.Context, d *Data, node, version string) ([]string, error) {
+	var lines []string
+	p := d.Upgrade.Plan
+	if s, _ := p.Step(upgrade.PhaseKubelet); !p.Has(upgrade.PhaseKubeadm) && containsString(s.Paths, "spec.node.kubelet.config") {
+		// No kubeadm upgrade wrote the kubelet's configuration: kubeadm's
+		// kubelet-config phase writes it with the new patch.
+		if err := runKubeadmUpgrade(ctx, d, "node", "kubelet-config"); err != nil {
+			return nil, err
+		}
+		lines = append(lines, "kubeadm wrote the kubelet configuration with the new patch")
+	}
+	if d.Host == nil || d.Host.Services == nil {
+		return lines, errclass.New(errclass.KubeletFailed, "", fmt.Errorf("no service manager to restart the kubelet"))
+	}
+	if err := d.Host.Services.Restart(ctx, "kubelet.service"); err != nil {
+		return lines, errclass.New(errclass.KubeletFailed, "", fmt.Errorf("restarting kubelet.service: %w", err))
+	}
+	lines = append(lines, "restarted kubelet.service")
+	c, err := day2.Client(hostPathOrRoot(d, translate.KubeletKubeconfigPath()))
+	if err != nil {
+		return lines, errclass.New(errclass.KubeletFailed, "", err)
+	}
+	if err := day2.WaitNodeVersion(ctx, c, node, version, nodeVersionTimeout); err != nil {
+		return lines, err
+	}
+	return append(lines, "Node "+node+" reports kubelet "+version+" and Ready"), nil
+}
+
+func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string, error) {
+	yaml, err := specInitYAML(d.Config)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := day2.SpecClusterConfiguration(yaml)
+	if err != nil {
+		return nil, errclass.New(errclass.Internal, "", err)
+	}
+	cfg.CertificatesDir = hostPathOrRoot(d, cfg.CertificatesDir)
+	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), day2.DefaultRenewBefore, time.Now())
+	var lines []string
+	for _, r := range renewed {
+		lines = append(lines, fmt.Sprintf("renewed %s (expired %s, now %s)", r.Name, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339)))
+	}
+	if err != nil {
+		return lines, errclass.New(errclass.HostPreparationFailed, "", err)
+	}
+	return lines, nil
+}
+
+// specInitYAML is the spec translated as the first control plane's
+// (action Init, secrets as placeholders): the cluster settings it asks
+// for, whichever node it is.
+func specInitYAML(cfg *machineadm.MachineBootstrapConfig) ([]byte, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, errclass.New(errclass.Internal, "", err)
+	}
+	var c machineadm.MachineBootstrapConfig
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, errclass.New(errclass.Internal, "", err)
+	}
+	c.Spec.Action, c.Spec.Join = machineadm.ActionInit, nil
+	if c.Spec.ControlPlane != nil {
+		c.Spec.ControlPlane.CertificateKey, c.Spec.ControlPlane.BootstrapTokens = nil, nil
+		c.Spec.ControlPlane.PKI.Dir = ""
+	}
+	docs, err := translate.CheckSpec(&c, "spec")
+	if err != nil {
+		return nil, errclass.New(errclass.Internal, "", err)
+	}
+	return docs.YAML, nil
+}
+
+type staticPodUpgrader struct{}
+
+func (staticPodUpgrader) UpgradeComponent(ctx context.Context, d *Data, component string) (Result, error) {
+	if component == upgrade.ComponentEtcd && d.Config.Spec.ControlPlane.Etcd.External != nil {
+		return Result{Message: "etcd is external"}, nil
+	}
+	yaml, err := specInitYAML(d.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	u := d.Upgrade
+	if u.backupDir == "" {
+		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
+	}
+	out := &lineWriter{emit: d.KubeadmOutput}
+	defer out.Flush()
+	changed, lines, err := day2.UpgradeStaticPodComponent(ctx, day2.StaticPodOptions{
+		Component: component, SpecInitYAML: yaml, AdminKubeconfig: adminConf(d),
+		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
+		Upload: FirstControlPlane(d.Config), Timeout: componentTimeout, Output: out,
+	})
+	if err == nil && !changed {
+		return Result{Changes: lines, Message: component + " already runs the spec's settings"}, nil
+	}
+	return Result{Changed: changed, Changes: lines}, err
+}

@@ -27,6 +27,9 @@ import (
 // Bounds of the upgrade scenario.
 const (
 	upgradeTimeout = 10 * time.Minute
+	// drainKubeconfig is where a worker gets the credential its drain
+	// uses (machineadm upgrade --kubeconfig).
+	drainKubeconfig = "/etc/machineadm/drain.conf"
 	// upgradeStatePath is the upgrade's journal (docs/upgrade.md).
 	upgradeStatePath = "/var/lib/machineadm/upgrade.jsonl"
 	// The audit policy the reconfiguration adds. It lives below the
@@ -267,7 +270,20 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		if kills && m == c.cp1 {
 			upgradeCrashChain(ctx, t, m)
 		}
-		res, dur := runUpgrade(ctx, t, m, "upgrade")
+		var flags []string
+		if m == c.w1 {
+			// A worker has no credential that may evict pods: the
+			// cluster's admin.conf, delivered for the drain (0600).
+			b, err := os.ReadFile(filepath.Join(c.cp1.Root, "etc/kubernetes/admin.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.WriteFile(drainKubeconfig, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			flags = []string{"--kubeconfig", drainKubeconfig}
+		}
+		res, dur := runUpgrade(ctx, t, m, "upgrade", flags...)
 		timing(t, "upgrade-"+m.Name, dur)
 		if res.ExitCode != 0 {
 			dumpDiagnostics(ctx, t, m)
@@ -350,12 +366,12 @@ func upgradeCrashChain(ctx context.Context, t *testing.T, m *Machine) {
 
 // runUpgrade runs `machineadm upgrade -f SPEC` in m, its output kept in
 // m's directory as NAME.log.
-func runUpgrade(ctx context.Context, t *testing.T, m *Machine, name string) (ExecResult, time.Duration) {
+func runUpgrade(ctx context.Context, t *testing.T, m *Machine, name string, flags ...string) (ExecResult, time.Duration) {
 	t.Helper()
 	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := m.Exec(uctx, nil, "machineadm", "upgrade", "-f", machineSpecFile)
+	res, err := m.Exec(uctx, nil, append([]string{"machineadm", "upgrade", "-f", machineSpecFile}, flags...)...)
 	dur := time.Since(start)
 	_ = os.WriteFile(filepath.Join(m.Dir, name+".log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {

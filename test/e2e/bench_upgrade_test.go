@@ -154,9 +154,9 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 		}
 		cmd := []string{"machineadm", "upgrade", "-f", machineSpecFile, "--skip-drain"}
 		if tool == toolKubeadm {
-			up := "node"
+			up := "node --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",")
 			if node == cp1 {
-				up = "apply " + kubernetesVersion + " --yes --ignore-preflight-errors=" + strings.Join(ignoredPreflight, ",")
+				up = "apply " + kubernetesVersion + " --yes --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",")
 			}
 			cmd = []string{"/bin/sh", "-ec", machineKubeadm + " upgrade " + up +
 				"; install -m 0755 " + e2eBinDir + "/kubelet /usr/bin/kubelet; systemctl daemon-reload; systemctl restart kubelet"}

@@ -57,3 +57,14 @@ func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component 
 	}
 	return res, err
 }
+
+// systemdIgnoredUpgradeChecks are kubeadm upgrade health checks that do
+// not apply to a Systemd control plane: StaticPodManifest looks for the
+// control-plane manifests, which the units replace (kubeadm's
+// phases/upgrade CheckClusterHealth). None for static pods.
+func systemdIgnoredUpgradeChecks(cfg *machineadm.MachineBootstrapConfig) []string {
+	if !systemd.SystemdRuntime(cfg) {
+		return nil
+	}
+	return []string{"StaticPodManifest"}
+}

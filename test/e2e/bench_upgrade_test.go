@@ -154,9 +154,12 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 		}
 		cmd := []string{"machineadm", "upgrade", "-f", machineSpecFile, "--skip-drain"}
 		if tool == toolKubeadm {
-			up := "node --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",")
+			// The kubelet patch machineadm's bootstrap wrote (its work
+			// directory's patches), as machineadm's upgrade passes it.
+			flags := " --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",") + " --patches " + machineWorkDir + "/patches"
+			up := "node" + flags
 			if node == cp1 {
-				up = "apply " + kubernetesVersion + " --yes --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",")
+				up = "apply " + kubernetesVersion + " --yes" + flags
 			}
 			cmd = []string{"/bin/sh", "-ec", machineKubeadm + " upgrade " + up +
 				"; install -m 0755 " + e2eBinDir + "/kubelet /usr/bin/kubelet; systemctl daemon-reload; systemctl restart kubelet"}

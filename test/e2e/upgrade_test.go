@@ -254,6 +254,27 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		}
 	}
 	probing := time.Now()
+	var once sync.Once
+	finishProbes := func() {
+		once.Do(func() {
+			timing(t, "upgrade-probed", time.Since(probing))
+			for _, m := range c.machines() {
+				st, err := stopProbe(ctx, m)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				t.Logf("probe of the echo Service from %s: %s", m.Name, st)
+				if st.failed > 0 {
+					t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
+				}
+				if st.total == 0 {
+					t.Errorf("probe from %s ran no probe", m.Name)
+				}
+			}
+		})
+	}
+	defer finishProbes()
 	if out, err := exec.CommandContext(ctx, e.machineadm, "upgrade", "--help").CombinedOutput(); err != nil {
 		time.Sleep(10 * time.Second)
 		for _, m := range c.machines() {
@@ -303,22 +324,17 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		if _, err := waitNodesReady(ctx, c.cs, readyTimeout, m.Name); err != nil {
 			t.Error(err)
 		}
+		// An operator goes on to the next node once the control plane
+		// is healthy again: the kubelet of the new version may restart
+		// the node's static pods after machineadm is done.
+		after := time.Now()
+		if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
+			dumpDiagnostics(ctx, t, m)
+			t.Fatalf("after %s's upgrade: %v", m.Name, err)
+		}
+		timing(t, "upgrade-"+m.Name+"-exit-to-control-plane-healthy", time.Since(after))
 	}
-	timing(t, "upgrade-probed", time.Since(probing))
-	for _, m := range c.machines() {
-		st, err := stopProbe(ctx, m)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		t.Logf("probe of the echo Service from %s: %s", m.Name, st)
-		if st.failed > 0 {
-			t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
-		}
-		if st.total == 0 {
-			t.Errorf("probe from %s ran no probe", m.Name)
-		}
-	}
+	finishProbes()
 	if err := checkVersions(ctx, c, kubernetesVersion); err != nil {
 		t.Error(err)
 	}
@@ -434,6 +450,30 @@ func checkVersions(ctx context.Context, c *upgradeCluster, version string) error
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("not at %s: %s", version, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// waitControlPlaneHealthy waits until both API servers answer /readyz
+// and, for static pods, every control-plane static pod runs.
+func waitControlPlaneHealthy(ctx context.Context, c *upgradeCluster, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, m := range []*Machine{c.cp1, c.cp2} {
+		cs, err := nodeClient(m)
+		if err != nil {
+			return err
+		}
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+			return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: the API server is not ready: %w", m.Name, err)
+		}
+		if !c.systemd {
+			if err := waitStaticPodsRunning(ctx, c.cs, m.Name, time.Until(deadline)); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
 	}
 	return nil
 }

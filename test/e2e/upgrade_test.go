@@ -69,9 +69,10 @@ func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2,
 // component reports the new version, etcd has both members and
 // kubeadm-config names the new version. On the same cluster a changed
 // spec adds an audit policy file and API server flags: the API server
-// restarts once with them, and a rerun changes nothing. Then the same
-// version upgrade for a `runtime: Systemd` control plane, on a cluster of
-// its own.
+// restarts once with them, and a rerun changes nothing. Then on a
+// `runtime: Systemd` control plane of its own: the same reconfiguration
+// at v1.36.3 (the units replaced by the Systemd runtime's upgrader), then
+// the same version upgrade.
 func TestUpgrade(t *testing.T) {
 	e := theEnv
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
@@ -95,17 +96,22 @@ func TestUpgrade(t *testing.T) {
 			start := time.Now()
 			c := bootPrevCluster(ctx, t, e, systemd)
 			timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
+			if systemd {
+				// The units' in-place reconfiguration first (the
+				// Systemd runtime's upgrader, no kubeadm upgrade).
+				start = time.Now()
+				reconfigureAPIServer(ctx, t, c, prevKubernetesVersion)
+				timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
+			}
 			start = time.Now()
 			upgradeClusterNodes(ctx, t, e, c, !systemd)
 			timing(t, "upgrade-"+name+"-upgrade", time.Since(start))
-			if t.Failed() {
+			if t.Failed() || systemd {
 				return
 			}
-			if !systemd {
-				start = time.Now()
-				reconfigureAPIServer(ctx, t, c)
-				timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
-			}
+			start = time.Now()
+			reconfigureAPIServer(ctx, t, c, kubernetesVersion)
+			timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 		})
 	}
 }
@@ -490,13 +496,13 @@ func nodeClient(cp *Machine) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// reconfigureAPIServer: cp1's spec gains an audit policy (a new
+// reconfigureAPIServer: cp1's spec at version gains an audit policy (a new
 // spec.host.files entry) and the API server flags that use it; `machineadm
 // upgrade` restarts the API server once with them (its process watched
 // every 200 ms), and a rerun changes nothing (the same process).
-func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster) {
+func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, version string) {
 	m := c.cp1
-	s, err := c.upgradeSpec(theEnv, cp1, kubernetesVersion)
+	s, err := c.upgradeSpec(theEnv, cp1, version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,9 @@ nothing changed. Running again after success changes nothing, once a
 read-only look at the host bears the state file out (kubelet.conf, the
 kubelet's configuration, the spec's files; otherwise the run converges
 again); running again after an interrupted run resumes at the first phase
-that did not finish.
+that did not finish. On a node that runs another spec (its applied-spec
+record, written by a finished bootstrap or upgrade), a bootstrap is refused
+with exit code 2: apply a changed spec with 'machineadm upgrade'.
 
 The console shows one line a phase and a summary; kubeadm's own output goes
 to the log file (` + session.LogFileName + ` beside the report) and the report's

@@ -234,3 +234,24 @@ func TestUpgradeResumesAfterAKill(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapOfAnotherSpecIsRefused: on a node that runs a recorded
+// spec, a bootstrap of another spec is refused (exit code 2) pointing at
+// upgrade, before it changes anything; the recorded spec itself is not
+// refused.
+func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
+	a := workerSpec("/var/lib/machineadm/report.json")
+	work := recordSpec(t, a)
+	tmp := t.TempDir()
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, workerSpec("/var/lib/machineadm/other.json")), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr"))
+	if code != 2 || !strings.Contains(errOut, "this node runs another spec") || !strings.Contains(errOut, "machineadm upgrade -f SPEC") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "dr", "kubeadm")); err == nil {
+		t.Errorf("a refused bootstrap's dry run ran kubeadm")
+	}
+	_, _, errOut = run(t, "", "bootstrap", "-f", writeSpec(t, a), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr2"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr2"))
+	if strings.Contains(errOut, "runs another spec") {
+		t.Errorf("the recorded spec was refused:\n%s", errOut)
+	}
+}

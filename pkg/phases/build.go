@@ -5,6 +5,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/kubeadm/run"
+	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
 // Bootstrap returns the bootstrap workflow for a validated hub spec:
@@ -25,8 +26,42 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	w.Phases = append(w.Phases, KubeadmPhases(cfg)...)
 	w.Phases = append(w.Phases, after...)
 	w.Absent = func(name string) string { return absentKubeadmPhase(cfg, name) }
-	w.Confirm = confirmBootstrap
+	w.Confirm = func(d *Data) *Unconfirmed {
+		if upgradedSince(d) {
+			// The host is the upgrade's now: converging it back to the
+			// first spec would undo the upgrade.
+			return nil
+		}
+		return confirmBootstrap(d)
+	}
+	w.Done = upgradedTo
 	return w
+}
+
+// upgradedSince says whether `machineadm upgrade` recorded another spec
+// on this node after its bootstrap (the applied-spec record is an
+// upgrade's). Not in a dry run.
+func upgradedSince(d *Data) bool {
+	if d.DryRun {
+		return false
+	}
+	r, err := upgrade.ReadRecord(d.WorkDir)
+	return err == nil && r.Command == "upgrade"
+}
+
+// upgradedTo says, for a bootstrap with the spec a `machineadm upgrade`
+// applied last (the record's digest is this spec's: an operator or boot
+// unit that keeps the spec file current), that the node already runs it;
+// "" otherwise. A bootstrap of that spec changes nothing then.
+func upgradedTo(d *Data) string {
+	if d.DryRun {
+		return ""
+	}
+	r, err := upgrade.ReadRecord(d.WorkDir)
+	if err != nil || r.Command != "upgrade" || r.SpecDigest != d.SpecDigest {
+		return ""
+	}
+	return "the node runs this spec, applied by machineadm upgrade (" + r.AppliedAt + ")"
 }
 
 // absentKubeadmPhase says why kubeadm's phase name is not in cfg's

@@ -78,6 +78,9 @@ type Data struct {
 	AddSecrets func(secrets ...string)
 
 	opts RunOptions
+	// finishedEarlier is set by Run when the state file showed this
+	// spec's run finished (every phase Unchanged).
+	finishedEarlier bool
 	// resumedAt is the leaf at which this run resumed an unfinished run of
 	// the same spec (its first leaf to run after completed ones), while
 	// that leaf runs; "" otherwise.

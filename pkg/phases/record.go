@@ -11,6 +11,21 @@ import (
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
+// RecordBootstrap records d.Config as the applied spec after a successful
+// bootstrap (RecordApplied), except after a bootstrap that found this
+// spec's run finished (a rerun at boot) on a node an upgrade has since
+// brought to another spec: that record stays, since the node runs the
+// upgrade's spec, not the bootstrap's.
+func RecordBootstrap(d *Data) (bool, error) {
+	if d.finishedEarlier {
+		if r, err := upgrade.ReadRecord(d.WorkDir); err == nil && r.Command != "bootstrap" {
+			d.log().Debug("applied-spec record kept: an upgrade wrote it after this bootstrap", "record", r.SpecDigest)
+			return false, nil
+		}
+	}
+	return RecordApplied(d, "", d.SpecDigest, "bootstrap")
+}
+
 // RecordApplied writes d.Config as the node's applied spec
 // (upgrade.Record) into d.WorkDir, with key (hex; "" keeps the key of the
 // record there, or makes one), the spec file's digest and the command

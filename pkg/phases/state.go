@@ -125,6 +125,15 @@ func (d *Data) journalName() string {
 	return stateFile
 }
 
+// JournalSpec returns the spec digest bootstrap's state file in d's work
+// directory is about ("" without one): the spec whose bootstrap finished
+// there, or is under way.
+func JournalSpec(d *Data) string {
+	c := *d
+	c.StateFile, c.DryRun = "", false
+	return loadState(&c).SpecDigest
+}
+
 // errStateLink is a symbolic link in a state file's place; errStateHardLink
 // a regular file with other names too; errStateNotRegular anything else
 // that is not a regular file (a FIFO, a device, a directory).

@@ -99,7 +99,22 @@ func upgradeVerb(cfg *machineadm.MachineBootstrapConfig) string {
 }
 
 func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) error {
-	return runKubeadmUpgrade(ctx, d, upgradeVerb(d.Config), name)
+	verb := upgradeVerb(d.Config)
+	if verb == "apply" && name == "control-plane" && d.Upgrade.Plan.Has(upgrade.PhaseControlPlane) && !systemdRuntime(d.Config) {
+		// Settings and version change together: kubeadm's upgrade
+		// regenerates the control plane from the kubeadm-config
+		// ConfigMap, so it gets the new settings first and each
+		// component restarts once (the control-plane phase then finds
+		// its manifests as the spec asks).
+		yaml, err := specInitYAML(d.Config)
+		if err != nil {
+			return err
+		}
+		if err := day2.UploadSettings(adminConf(d), yaml); err != nil {
+			return err
+		}
+	}
+	return runKubeadmUpgrade(ctx, d, verb, name)
 }
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
@@ -157,7 +172,7 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return nil, errclass.New(errclass.Internal, "", err)
 	}
 	cfg.CertificatesDir = hostPathOrRoot(d, cfg.CertificatesDir)
-	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), day2.DefaultRenewBefore, time.Now())
+	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), time.Now())
 	var lines []string
 	for _, r := range renewed {
 		lines = append(lines, fmt.Sprintf("renewed %s (expired %s, now %s)", r.Name, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339)))
@@ -166,6 +181,18 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return lines, errclass.New(errclass.HostPreparationFailed, "", err)
 	}
 	return lines, nil
+}
+
+// RenewBefore is the certificate renewal window of cfg:
+// spec.controlPlane.pki.renewBefore (validated), or
+// day2.DefaultRenewBefore.
+func RenewBefore(cfg *machineadm.MachineBootstrapConfig) time.Duration {
+	if cp := cfg.Spec.ControlPlane; cp != nil && cp.PKI.RenewBefore != "" {
+		if w, err := time.ParseDuration(cp.PKI.RenewBefore); err == nil && w >= 0 {
+			return w
+		}
+	}
+	return day2.DefaultRenewBefore
 }
 
 // specInitYAML is the spec translated as the first control plane's

@@ -135,6 +135,11 @@ type Workflow struct {
 	// Unchanged: it runs the leaves Unconfirmed says again, and records
 	// success only when they succeed. Bootstrap sets it (confirmBootstrap).
 	Confirm func(d *Data) *Unconfirmed
+	// Done, when set, says why the run has nothing to do although the
+	// state file does not say so ("" when it has): bootstrap with the
+	// spec an upgrade applied since. Every phase is then reported
+	// Unchanged with that message. Not for a run of one phase.
+	Done func(d *Data) string
 	// Absent, when set, says why name, which is not in the tree, is
 	// missing (a kubeadm phase that machineadm never runs, or whose
 	// condition does not hold for the spec); "" when it names no phase at
@@ -309,6 +314,15 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 	// a leaf it recorded would be skipped by a later full run, and its
 	// spec, another, would replace a finished journal.
 	useState := w.State && opts.Only == ""
+	if w.Done != nil && opts.Only == "" {
+		if why := w.Done(d); why != "" {
+			d.finishedEarlier = true
+			for _, n := range w.Nodes() {
+				obs.PhaseFinished(n.Name, StatusUnchanged, Result{Message: why}, nil)
+			}
+			return "", nil
+		}
+	}
 	st := &state{}
 	if useState {
 		st = loadState(d)
@@ -327,6 +341,7 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 	}
 	if opts.Only == "" && st.completedRun(d.SpecDigest) {
+		d.finishedEarlier = true
 		done := "already bootstrapped with this spec"
 		if w.Command != "bootstrap" {
 			done = "this " + w.Command + " already finished"

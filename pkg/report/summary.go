@@ -153,7 +153,10 @@ func (s *summary) header() []string {
 		id = append(id, "resumed at "+r.ResumedFrom)
 	}
 	run := []string{"machineadm " + orDash(m.MachineadmVersion)}
-	if m.KubernetesVersion != "" {
+	switch {
+	case r.Upgrade != nil && r.Upgrade.FromVersion != r.Upgrade.ToVersion:
+		run = append(run, "kubernetes "+orDash(r.Upgrade.FromVersion)+" -> "+orDash(r.Upgrade.ToVersion))
+	case m.KubernetesVersion != "":
 		run = append(run, "kubernetes "+m.KubernetesVersion)
 	}
 	run = append(run, "started "+stamp(r.StartTime), "took "+duration(r.Duration()))

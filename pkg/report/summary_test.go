@@ -184,3 +184,17 @@ func TestSummaryFooterLongPath(t *testing.T) {
 		t.Errorf("footer does not name %s whole:\n%s", long, text)
 	}
 }
+
+// TestSummaryShowsTheUpgradesVersions: an upgrade's summary names the
+// versions before and after; one that kept its version names it once.
+func TestSummaryShowsTheUpgradesVersions(t *testing.T) {
+	r := &BootstrapReport{Command: "upgrade", Result: ResultSucceeded, Machine: Machine{Hostname: "cp1", KubernetesVersion: "v1.37.2"},
+		Upgrade: &Upgrade{FromVersion: "v1.36.3", ToVersion: "v1.37.2"}}
+	if out := Summary(r, SummaryOptions{}); !strings.Contains(out, "kubernetes v1.36.3 -> v1.37.2") {
+		t.Errorf("summary:\n%s", out)
+	}
+	r.Upgrade.FromVersion = "v1.37.2"
+	if out := Summary(r, SummaryOptions{}); !strings.Contains(out, "kubernetes v1.37.2  ") || strings.Contains(out, "->") {
+		t.Errorf("summary:\n%s", out)
+	}
+}

@@ -254,6 +254,12 @@ func Run(ctx context.Context, o Options) (err error) {
 			return rec.refused(&SealedError{Identity: phases.IdentityPath(d), Err: err})
 		}
 	}
+	// A bootstrap of another spec than the node runs is refused.
+	if o.Command == Bootstrap && o.Only == "" {
+		if err := checkRebootstrap(d, nodeWorkDir); err != nil {
+			return rec.invalid(err)
+		}
+	}
 	// An upgrade plans from the node's applied spec: a change that cannot
 	// be made in place refuses it (exit code 2) with nothing changed.
 	if o.Command == Upgrade {
@@ -282,7 +288,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// this spec) records the applied spec, which `machineadm upgrade`
 	// plans from.
 	if o.Command == Bootstrap && o.Only == "" && !o.DryRun {
-		if _, err := phases.RecordApplied(d, "", d.SpecDigest, string(Bootstrap)); err != nil {
+		if _, err := phases.RecordBootstrap(d); err != nil {
 			rec.log.Warn("the applied spec could not be recorded; `machineadm upgrade` will not find it", "error", err)
 		}
 	}

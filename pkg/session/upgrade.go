@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/spec"
@@ -46,4 +47,25 @@ func changedPaths(p *upgrade.Plan) []string {
 		out = append(out, c.Path)
 	}
 	return out
+}
+
+// checkRebootstrap refuses a bootstrap of a spec other than the one this
+// node runs: the work directory workDir holds an applied-spec record of
+// another spec, and bootstrap's state file is not about this spec either
+// (a bootstrap of it finished or under way). Such a bootstrap would start
+// over on a bootstrapped node until kubeadm's preflight refused it. The
+// error is a *UsageError (exit code 2, nothing changed) pointing at
+// `machineadm upgrade`.
+func checkRebootstrap(d *phases.Data, workDir string) error {
+	r, err := upgrade.ReadRecord(workDir)
+	if err != nil || r.SpecDigest == d.SpecDigest {
+		return nil
+	}
+	probe := *d
+	probe.WorkDir = workDir
+	if phases.JournalSpec(&probe) == d.SpecDigest {
+		return nil
+	}
+	return Usagef("this node runs another spec (%s, applied by machineadm %s at %s): a changed spec is applied with `machineadm upgrade -f SPEC`; to bootstrap this machine afresh, reset it and remove %s first",
+		r.SpecDigest, r.Command, r.AppliedAt, filepath.Join(workDir, upgrade.RecordFile))
 }

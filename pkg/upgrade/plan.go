@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
 // Change is one difference between the recorded spec and the new one.
@@ -97,9 +95,47 @@ func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
 			}
 		}
 	}
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if c.Field.Path == "spec.host.files" && !kubeletFileChanged(a, b) {
+			// Only a new kubelet binary restarts the kubelet.
+			c.Field.Phases = []string{PhaseFiles}
+		}
+	}
 	runtime, _ := lookupString(b, "spec", "controlPlane", "runtime")
 	p.steps(runtime == systemdRuntime)
 	return p, nil
+}
+
+// kubeletFileChanged says whether a spec.host.files entry whose path ends
+// in "/kubelet" (the kubelet's binary) differs between a and b, or is in
+// one of them only.
+func kubeletFileChanged(a, b any) bool {
+	kubelets := func(v any) map[string]string {
+		out := map[string]string{}
+		m, _ := v.(map[string]any)
+		spec, _ := m["spec"].(map[string]any)
+		host, _ := spec["host"].(map[string]any)
+		files, _ := host["files"].([]any)
+		for _, f := range files {
+			fm, _ := f.(map[string]any)
+			if p, _ := fm["path"].(string); strings.HasSuffix(p, "/kubelet") {
+				data, _ := json.Marshal(fm)
+				out[p] = string(data)
+			}
+		}
+		return out
+	}
+	x, y := kubelets(a), kubelets(b)
+	if len(x) != len(y) {
+		return true
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return true
+		}
+	}
+	return false
 }
 
 // systemdRuntime is spec.controlPlane.runtime's value for a control plane
@@ -150,26 +186,6 @@ func diff(a, b any, path, schema string, out *[]Change) {
 	*out = append(*out, c)
 }
 
-// showKeys shows the keys of a whose values differ from b's, sorted, as
-// "key=value" (show's values; a key b has and a lacks is "key=").
-func showKeys(a, b map[string]any) string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var out []string
-	for k := range keys {
-		if !equal(a[k], b[k]) {
-			out = append(out, k+"="+show(a[k]))
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
-}
-
 func join(p, k string) string {
 	if p == "" {
 		return k
@@ -211,27 +227,6 @@ func empty(v any) bool {
 	return false
 }
 
-// show is a value for a person: never a secret (those are withheld in
-// the snapshot already, and shown as "(secret)").
-func show(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		if strings.HasPrefix(t, Withheld) {
-			return "(secret)"
-		}
-		return t
-	case bool, json.Number:
-		return fmt.Sprint(t)
-	case []any:
-		return fmt.Sprintf("(%d items)", len(t))
-	case map[string]any:
-		return fmt.Sprintf("(%d keys)", len(t))
-	}
-	return "(value)"
-}
-
 func lookupString(v any, keys ...string) (string, bool) {
 	for _, k := range keys {
 		m, ok := v.(map[string]any)
@@ -242,38 +237,6 @@ func lookupString(v any, keys ...string) (string, bool) {
 	}
 	s, ok := v.(string)
 	return s, ok
-}
-
-// versionRefusal says why the move from version from to to is refused by
-// the skew rules of the embedded kubeadm (kubeadm, its version): never
-// down; one minor at a time; only to kubeadm's own minor, at most its own
-// patch. "" when allowed.
-func versionRefusal(from, to, kubeadm string) string {
-	f, err1 := utilversion.ParseSemantic(from)
-	t, err2 := utilversion.ParseSemantic(to)
-	if err1 != nil || err2 != nil {
-		return fmt.Sprintf("cannot compare the versions %q and %q", from, to)
-	}
-	if t.LessThan(f) {
-		return fmt.Sprintf("%s is older than the node's %s: machineadm does not downgrade", to, from)
-	}
-	if t.Major() != f.Major() || t.Minor() > f.Minor()+1 {
-		return fmt.Sprintf("kubeadm upgrades one minor version at a time: from %s go to v%d.%d.x first", from, f.Major(), f.Minor()+1)
-	}
-	if kubeadm == "" {
-		return ""
-	}
-	k, err := utilversion.ParseSemantic(kubeadm)
-	if err != nil {
-		return fmt.Sprintf("the embedded kubeadm's version %q is not a version: build machineadm with `make build`", kubeadm)
-	}
-	if t.Major() != k.Major() || t.Minor() != k.Minor() {
-		return fmt.Sprintf("the embedded kubeadm %s upgrades to v%d.%d.x only; use the machineadm built with kubeadm v%d.%d", kubeadm, k.Major(), k.Minor(), t.Major(), t.Minor())
-	}
-	if k.LessThan(t) {
-		return fmt.Sprintf("%s is newer than the embedded kubeadm %s: use a machineadm built with it", to, kubeadm)
-	}
-	return ""
 }
 
 // steps fills Steps and Drain from the changes that are not refused. On
@@ -362,42 +325,4 @@ func (p *Plan) Step(phase string) (Step, bool) {
 		return Step{}, false
 	}
 	return p.Steps[i], true
-}
-
-// Print writes the plan for a person: the versions, each change with its
-// effect, then the phases in order.
-func (p *Plan) Print(w io.Writer) {
-	if p.From == p.To {
-		fmt.Fprintf(w, "Kubernetes %s (unchanged)\n", p.From)
-	} else {
-		fmt.Fprintf(w, "Kubernetes %s -> %s\n", p.From, p.To)
-	}
-	if len(p.Changes) == 0 {
-		fmt.Fprintln(w, "no change: the node already runs this spec")
-		return
-	}
-	fmt.Fprintln(w, "changes:")
-	for _, c := range p.Changes {
-		effect := string(c.Field.Effect)
-		if c.Refused {
-			effect = "REFUSED"
-		}
-		fmt.Fprintf(w, "  %-13s %s: %q -> %q: %s\n", effect, c.Path, c.Old, c.New, c.Reason())
-	}
-	if len(p.Steps) == 0 {
-		fmt.Fprintln(w, "phases: none (no change touches the node)")
-		return
-	}
-	fmt.Fprintln(w, "phases, in order:")
-	for i, s := range p.Steps {
-		name := s.Phase
-		if len(s.Components) > 0 {
-			name += " (" + strings.Join(s.Components, ", ") + ", one at a time)"
-		}
-		why := strings.Join(s.Paths, ", ")
-		if why == "" {
-			why = "around the disruptive changes"
-		}
-		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, name, why)
-	}
 }

@@ -224,3 +224,23 @@ func TestSystemdVersionChangeReplacesUnits(t *testing.T) {
 		t.Errorf("static pods: a version change alone planned control-plane: %+v", p.Steps)
 	}
 }
+
+// TestOnlyANewKubeletBinaryRestartsTheKubelet: a changed file plans the
+// files phase alone; a changed kubelet binary (a digest-pinned source)
+// also the kubelet's restart.
+func TestOnlyANewKubeletBinaryRestartsTheKubelet(t *testing.T) {
+	a, b := cp("v1.37.2"), cp("v1.37.2")
+	b.Spec.Host.Files[0].Content = "changed"
+	if p := plan(t, a, b); !p.Has(PhaseFiles) || p.Has(PhaseKubelet) {
+		t.Errorf("a changed file: %+v", p.Steps)
+	}
+	kubelet := func(sum string) machineadm.File {
+		return machineadm.File{Path: "/usr/local/bin/kubelet", Mode: "0755", Source: &machineadm.RemoteSource{URL: "https://dl.example/kubelet", SHA256: sum}}
+	}
+	a.Spec.Host.Files = append(a.Spec.Host.Files, kubelet(strings.Repeat("a", 64)))
+	b = cp("v1.37.2")
+	b.Spec.Host.Files = append(b.Spec.Host.Files, kubelet(strings.Repeat("b", 64)))
+	if p := plan(t, a, b); !p.Has(PhaseFiles) || !p.Has(PhaseKubelet) {
+		t.Errorf("a new kubelet binary: %+v", p.Steps)
+	}
+}

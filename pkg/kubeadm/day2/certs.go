@@ -12,8 +12,9 @@ import (
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 )
 
-// DefaultRenewBefore is the renewal window when the spec sets none: a
-// certificate that expires within 30 days is renewed. kubeadm's own
+// DefaultRenewBefore is the renewal window when the spec sets none
+// (spec.controlPlane.pki.renewBefore): a certificate that expires within
+// 30 days is renewed. kubeadm's own
 // upgrade renews every certificate it manages whenever the Kubernetes
 // version changes (its certificateRenewal default), which the
 // kubeadm-upgrade phase keeps.

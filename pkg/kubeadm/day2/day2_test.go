@@ -182,3 +182,39 @@ func TestRenewExpiringAndCheckExpiration(t *testing.T) {
 		t.Errorf("kubeadm's table:\n%s", table)
 	}
 }
+
+// TestUpgradeRunnerReachesKubeadm runs a single-phase and a hidden phase
+// of kubeadm's upgrade apply for real, on a machine without a cluster:
+// kubeadm accepts the arguments and the configuration, and fails where
+// it needs the cluster's credential, classified.
+func TestUpgradeRunnerReachesKubeadm(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	for _, p := range []string{"/etc/kubernetes/admin.conf", "/etc/kubernetes/kubelet.conf"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: this machine is a node, and the test must not reach its cluster", p)
+		}
+	}
+	data, err := UpgradeConfig(UpgradeOptions{KubernetesVersion: "v1.37.2", EtcdUpgrade: true, CertificateRenewal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "kubeadm-upgrade.yaml")
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"preflight", "kubeconfig"} {
+		var lines []string
+		r := &UpgradeRunner{Verb: "apply", ConfigPath: cfg, Output: func(l string) { lines = append(lines, l) }, All: []string{"preflight", "control-plane", "kubeconfig"}}
+		err := r.Run(t.Context(), name, errclass.PreflightFailed)
+		if err == nil {
+			t.Fatalf("%s: kubeadm ran without a cluster", name)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "unknown flag") || strings.Contains(msg, "unknown command") || !strings.Contains(msg, "admin.conf") {
+			t.Errorf("%s: kubeadm did not get as far as the cluster's credential: %v\n%s", name, err, strings.Join(lines, "\n"))
+		}
+		if c, _ := errclass.Of(err); c == "" {
+			t.Errorf("%s: unclassified: %v", name, err)
+		}
+	}
+}

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"time"
 
+	clientset "k8s.io/client-go/kubernetes"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 )
 
 // StaticPodOptions are one static pod component's upgrade
@@ -59,9 +62,9 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	if err != nil {
 		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+o.AdminKubeconfig+" must be readable", err)
 	}
-	cluster, err := configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", true, true, false, false)
+	cluster, err := fetchCluster(client, o.Output)
 	if err != nil {
-		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("reading the cluster's kubeadm configuration: %w", err))
+		return false, nil, err
 	}
 	spec, err := SpecClusterConfiguration(o.SpecInitYAML)
 	if err != nil {
@@ -110,4 +113,51 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
+}
+
+// UploadSettings stores the cluster's configuration with the spec's
+// in-place settings laid over it (Overlay) in the kubeadm-config
+// ConfigMap, with kubeadm's uploadconfig and the admin credential. On the
+// first control plane, before kubeadm's `upgrade apply` regenerates the
+// control plane for a new version, it makes that one regeneration carry
+// the new settings too, so that no component restarts twice.
+func UploadSettings(adminKubeconfig string, specInitYAML []byte) error {
+	client, err := Client(adminKubeconfig)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+adminKubeconfig+" must be readable", err)
+	}
+	cluster, err := fetchCluster(client, nil)
+	if err != nil {
+		return err
+	}
+	spec, err := SpecClusterConfiguration(specInitYAML)
+	if err != nil {
+		return errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
+	}
+	if err := uploadconfig.UploadConfiguration(Overlay(cluster, spec), client); err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	}
+	return nil
+}
+
+// fetchCluster reads the cluster's kubeadm configuration as `kubeadm
+// upgrade node` does (configutil.FetchInitConfigurationFromCluster, with
+// this node's registration and API endpoint), kubeadm's notes going to
+// out (nil: discarded) instead of the process's standard output.
+func fetchCluster(client clientset.Interface, out io.Writer) (*kubeadmapi.InitConfiguration, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	var cfg *kubeadmapi.InitConfiguration
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
+	err := stdio.Capture(func(line string) { fmt.Fprintln(out, line) }, func(io.Writer, io.Writer) error {
+		var err error
+		cfg, err = configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", true, true, false, false)
+		return err
+	})
+	if err != nil {
+		return nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("reading the cluster's kubeadm configuration: %w", err))
+	}
+	return cfg, nil
 }

@@ -294,6 +294,14 @@ type PKI struct {
 	// "ECDSA-P256" (default), "ECDSA-P384", "RSA-2048", "RSA-3072" or
 	// "RSA-4096". kubeadm field: encryptionAlgorithm.
 	EncryptionAlgorithm string `json:"encryptionAlgorithm,omitempty"`
+	// RenewBefore is the certificate renewal window of `machineadm
+	// upgrade`: a kubeadm certificate (in CertificatesDir, or embedded in
+	// a kubeconfig file of /etc/kubernetes) that expires within it is
+	// renewed from the local CA. A Go duration ("720h", "2160h"), at least
+	// 0 ("0s": renew none but the expired). Default empty: 720h (30 days).
+	// A Kubernetes version change renews every certificate anyway, as
+	// kubeadm's upgrade does. Not used at bootstrap.
+	RenewBefore string `json:"renewBefore,omitempty"`
 }
 
 // SecretSource gives a secret value either inline or as a file on this

@@ -198,6 +198,11 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 	if !contains(encryptAlgos, cp.PKI.EncryptionAlgorithm) {
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("pki", "encryptionAlgorithm"), cp.PKI.EncryptionAlgorithm, encryptAlgos))
 	}
+	if w := cp.PKI.RenewBefore; w != "" {
+		if d, err := time.ParseDuration(w); err != nil || d < 0 {
+			r.Errors = append(r.Errors, field.Invalid(p.Child("pki", "renewBefore"), w, "must be a duration of at least 0, such as 720h"))
+		}
+	}
 	if cp.CertificateKey != nil {
 		validateSecret(r, cp.CertificateKey, certKeyRE, "64 lower-case hex characters (a 32-byte AES key)", p.Child("certificateKey"))
 	}

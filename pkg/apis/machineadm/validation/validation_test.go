@@ -172,6 +172,8 @@ func TestValidateControlPlane(t *testing.T) {
 			cp.PKI.CertificatesDir = "/etc/kubernetes/pki/"
 		}), want: []fe{{p + "pki.dir", inv}, {p + "pki.certificatesDir", inv}}},
 		{name: "certificatesDir missing", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.CertificatesDir = "" }), want: []fe{{p + "pki.certificatesDir", req}}},
+		{name: "renewBefore not a duration", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "30d" }), want: []fe{{p + "pki.renewBefore", inv}}},
+		{name: "renewBefore negative", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.RenewBefore = "-1h" }), want: []fe{{p + "pki.renewBefore", inv}}},
 		{name: "encryptionAlgorithm unknown", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) { cp.PKI.EncryptionAlgorithm = "RSA-1024" }), want: []fe{{p + "pki.encryptionAlgorithm", nsup}}},
 		{name: "certificateKey value and file", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.CertificateKey = &machineadm.SecretSource{Value: validCertKey, File: "/k"}

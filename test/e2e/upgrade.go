@@ -159,6 +159,14 @@ func startEchoService(ctx context.Context, cs kubernetes.Interface, timeout time
 // http://IP/ every 200 ms (1 s timeout each) through kube-proxy's rules,
 // one line per probe in upgradeProbeLog: "UNIXMILLIS ok|fail".
 func startProbe(ctx context.Context, m *Machine, clusterIP string) error {
+	// The machines have no default route, so a ClusterIP has no route
+	// in a node's own namespace (pods have theirs through cni0): route
+	// the Service range out of the bridge interface from the node's
+	// address; kube-proxy's OUTPUT rules then translate it.
+	route := fmt.Sprintf(`dev=$(ip -o route get %s | sed -n 's/.* dev \([^ ]*\).*/\1/p'); ip route replace 10.96.0.0/12 dev "$dev" src %s`, bridgeIP, m.IP)
+	if _, err := m.Exec(ctx, nil, "/bin/sh", "-c", route); err != nil {
+		return err
+	}
 	script := fmt.Sprintf(`while :; do t=$(date +%%s%%3N); if curl -fs -m 1 -o /dev/null http://%s/; then echo "$t ok"; else echo "$t fail"; fi; sleep 0.2; done >>%s`, clusterIP, upgradeProbeLog)
 	_, err := m.Exec(ctx, nil, "systemd-run", "--unit="+upgradeProbeUnit, "--collect", "/bin/sh", "-c", script)
 	return err

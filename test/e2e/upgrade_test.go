@@ -553,11 +553,13 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 	}
 }
 
-// processPIDs are the host PIDs of m's processes named comm.
+// processPIDs are the host PIDs of m's processes whose command name
+// starts with comm: the kernel truncates it to 15 bytes, so a versioned
+// binary (kube-apiserver-v1.36.3) shows as "kube-apiserver-".
 func processPIDs(m *Machine, comm string) []int {
 	var out []int
 	for _, p := range descendants(m.leader) {
-		if commOf(p) == comm {
+		if strings.HasPrefix(commOf(p), comm) {
 			out = append(out, p)
 		}
 	}

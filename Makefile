@@ -28,7 +28,7 @@ PLATFORMS ?= linux/amd64 linux/arm64 windows/amd64
 BUILD_TAGS ?=
 KMS_PKGS   := ./pkg/seal/sealkms/...
 
-.PHONY: build build-kms build-all build-controller image-controller agents capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e bench-capi clean release release-check fuzz-short fuzz
+.PHONY: build build-kms build-all build-controller image-controller agents capi-manifests deps test doc-test bench vet fmt schema demo demo-kubectl demo-down e2e e2e-no-demo e2e-soak bench-e2e bench-capi bench-upgrade-e2e clean release release-check fuzz-short fuzz
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(BUILD_TAGS)" -ldflags "$(LDFLAGS)" -o bin/machineadm ./cmd/machineadm
@@ -201,6 +201,15 @@ bench-capi: build-controller
 	  MACHINEADM_CONTROLLER=$(CURDIR)/bin/machineadm-controller CAPI_KUBEADM_BOOTSTRAP=$(CURDIR)/bin/capi-kubeadm-bootstrap \
 	  SCALE_N=$(SCALE_N) $(TEST_ENV) $(GO) test $(TRIM) -tags scalebench -ldflags "$(TEST_LDFLAGS)" -count=1 -timeout 60m -v \
 	  -run TestScaleSideBySide ./pkg/capi/controller/scalebench/
+# bench-upgrade-e2e: per node, `machineadm upgrade` against plain kubeadm's
+# `upgrade apply` / `upgrade node` (plus the kubelet binary and restart),
+# v1.36.3 -> v1.37.2, on clusters of their own in one run; BENCH_UPGRADE_N
+# samples each (default 1): time, peak RSS, API server unavailability
+# (test/e2e/bench_upgrade_test.go). Like every e2e run:
+#   flock /tmp/machineadm-e2e.lock make bench-upgrade-e2e
+BENCH_UPGRADE_N ?= 1
+bench-upgrade-e2e: e2e-no-demo build e2e-prepare
+	BENCH_N=$(BENCH_UPGRADE_N) BENCH_RUN='^TestBenchUpgrade$$' hack/bench/run.sh
 
 # The README's "run the main job" (hack/e2e/demo.sh): builds machineadm and
 # the components, boots cp1 and w1, creates the cluster on cp1 and joins w1

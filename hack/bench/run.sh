@@ -14,6 +14,8 @@ export MACHINEADM_E2E_CACHE=$CACHE MACHINEADM_E2E_BENCH=1 MACHINEADM_BENCH_N=${B
 # As hack/e2e/run.sh: the dependencies compiled for make build are reused.
 export CGO_ENABLED=0
 rc=0
-go test -trimpath -tags e2e -count=1 -v -timeout 90m -run '^TestBench$' ./test/e2e/ || rc=$?
+# BENCH_RUN picks the benchmark: TestBench (bootstrap, the default) or
+# TestBenchUpgrade (make bench-upgrade-e2e).
+go test -trimpath -tags e2e -count=1 -v -timeout 90m -run "${BENCH_RUN:-^TestBench\$}" ./test/e2e/ || rc=$?
 "$REPO_ROOT/hack/e2e/cleanup.sh"
 exit $rc

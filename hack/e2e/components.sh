@@ -2,9 +2,10 @@
 # Builds, pinned and cached in $CACHE/bin, every binary the e2e machines run
 # that Debian does not ship: kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubelet and kube-proxy (k8s.io/kubernetes, module
-# hack/e2e/tools/kube), etcd, the CNI plugins bridge/host-local/loopback/
-# portmap, a pause binary and the netcheck probe (module hack/e2e/tools),
-# CoreDNS (module hack/e2e/tools/coredns), crictl (module
+# hack/e2e/tools/kube; the previous minor's, for TestUpgrade, from
+# hack/e2e/tools/kube136 into $KUBE_PREV_DIR), etcd, the CNI plugins
+# bridge/host-local/loopback/portmap, a pause binary and the netcheck
+# probe (module hack/e2e/tools), CoreDNS (module hack/e2e/tools/coredns), crictl (module
 # hack/e2e/tools/crictl), kubectl for the host (module
 # hack/e2e/tools/kubectl), containerd 2.x with its runc shim (module
 # hack/e2e/tools/containerd2; the host tests and one e2e worker run it,
@@ -106,6 +107,23 @@ gobuild clusterctl "$CAPI_VERSION" "$TOOLS/capi" sigs.k8s.io/cluster-api/cmd/clu
 for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
   gobuild "$c" "$KUBERNETES_VERSION" "$TOOLS/kube" "k8s.io/kubernetes/cmd/$c" "$KUBE_LDFLAGS"
 done
+# The previous minor for TestUpgrade, in a directory of its own
+# ($KUBE_PREV_DIR/bin, own stamps) so the current components' artefacts and
+# stamps stay untouched. Same order and one at a time, as above.
+build_prev_components() {
+  local BIN=$KUBE_PREV_DIR/bin c
+  mkdir -p "$BIN/.stamps"
+  for c in kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver; do
+    gobuild "$c" "$KUBE_PREV_VERSION" "$TOOLS/kube136" "k8s.io/kubernetes/cmd/$c" "$(kube_ldflags "$KUBE_PREV_VERSION")"
+  done
+}
+# Only the extended scenarios use them: a core run (MACHINEADM_E2E_CORE=1,
+# .ci/run) leaves out their 15 cold minutes.
+if [ "${MACHINEADM_E2E_CORE:-}" = 1 ]; then
+  log "previous minor $KUBE_PREV_VERSION: not needed by the core scenarios (MACHINEADM_E2E_CORE=1)"
+else
+  build_prev_components
+fi
 # kubectl runs on the host, not in the machines: `make demo` and `make
 # demo-kubectl` use it. Its own module (hack/e2e/tools/kubectl), so its
 # dependencies leave the components' go.sum, and their stamps, alone.

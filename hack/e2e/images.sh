@@ -22,6 +22,9 @@ source "$(dirname "$0")/lib.sh"
 
 BIN=$CACHE/bin
 IMAGES=$CACHE/images
+# The image builder, also for the previous minor's images (whose BIN is
+# another directory).
+E2E_IMAGES=$CACHE/bin/e2e-images
 BASE=$CACHE/rootfs/base
 mkdir -p "$IMAGES"
 
@@ -30,7 +33,7 @@ mkdir -p "$IMAGES"
 image() {
   local ref=$1 src=$2 tree=${3:-} bin=${2%%:*} name
   name=$(basename "${ref%:*}")
-  local stamp="$ref $src $(sha256sum "$BIN/$bin" | cut -c1-16) $(sha256sum "$BIN/e2e-images" | cut -c1-16)"
+  local stamp="$ref $src $(sha256sum "$BIN/$bin" | cut -c1-16) $(sha256sum "$E2E_IMAGES" | cut -c1-16)"
   local args=()
   if [ -n "$tree" ]; then
     stamp+=" $(cat "$tree/.stamp")"
@@ -40,7 +43,7 @@ image() {
     log "image $ref: cached"
     return 0
   fi
-  "$BIN/e2e-images" -out "$IMAGES" "${args[@]}" "$ref=$BIN/$src" >/dev/null
+  "$E2E_IMAGES" -out "$IMAGES" "${args[@]}" "$ref=$BIN/$src" >/dev/null
   echo "$stamp" >"$IMAGES/.$name.stamp"
   log "image $ref: built"
 }
@@ -114,3 +117,17 @@ image "$IMAGE_REPOSITORY/cluster-api-controller:$CAPI_VERSION" capi-manager:/man
 stage_iptables "$CACHE/stage/iptables-root"
 # kubeadm's kube-proxy DaemonSet runs /usr/local/bin/kube-proxy.
 image "$IMAGE_REPOSITORY/kube-proxy:$KUBERNETES_VERSION" kube-proxy "$CACHE/stage/iptables-root"
+# The previous minor's control-plane and kube-proxy images (TestUpgrade
+# bootstraps with them), from $KUBE_PREV_DIR/bin into $KUBE_PREV_DIR/images:
+# their file names are the current ones', so they live apart.
+prev_images() {
+  local BIN=$KUBE_PREV_DIR/bin IMAGES=$KUBE_PREV_DIR/images c
+  mkdir -p "$IMAGES"
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    image "$IMAGE_REPOSITORY/$c:$KUBE_PREV_VERSION" "$c"
+  done
+  image "$IMAGE_REPOSITORY/kube-proxy:$KUBE_PREV_VERSION" kube-proxy "$CACHE/stage/iptables-root"
+}
+if [ "${MACHINEADM_E2E_CORE:-}" != 1 ]; then
+  prev_images
+fi

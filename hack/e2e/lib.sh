@@ -59,13 +59,23 @@ DEMO_DIR=${MACHINEADM_DEMO_DIR:-/var/tmp/machineadm-demo}
 DEMO_NETNS=machineadm-demo
 DEMO_NETNS_PATH=/run/netns/$DEMO_NETNS
 
+# kube_ldflags VERSION: the -ldflags that stamp a binary built from
+# k8s.io/kubernetes with VERSION, as Kubernetes' own build does, and strip it.
+kube_ldflags() {
+  local v=$1 f="-s -w" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$(echo "${v#v}" | cut -d. -f1)"
+    f+=" -X $pkg.gitMinor=$(echo "${v#v}" | cut -d. -f2)"
+    f+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$f"
+}
 # KUBE_LDFLAGS stamp a binary built from k8s.io/kubernetes (the e2e
-# components, the benchmark's kubeadm) with KUBERNETES_VERSION, as
-# Kubernetes' own build does, and strip it.
-KUBE_LDFLAGS="-s -w"
-for _pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  KUBE_LDFLAGS+=" -X $_pkg.gitVersion=$KUBERNETES_VERSION -X $_pkg.gitMajor=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f1)"
-  KUBE_LDFLAGS+=" -X $_pkg.gitMinor=$(echo "${KUBERNETES_VERSION#v}" | cut -d. -f2)"
-  KUBE_LDFLAGS+=" -X $_pkg.gitTreeState=clean -X $_pkg.buildDate=1970-01-01T00:00:00Z"
-done
-unset _pkg
+# components, the benchmark's kubeadm) with KUBERNETES_VERSION.
+KUBE_LDFLAGS=$(kube_ldflags "$KUBERNETES_VERSION")
+# The previous minor's components (module hack/e2e/tools/kube136) that
+# TestUpgrade bootstraps a cluster with before upgrading it to
+# KUBERNETES_VERSION. Cached apart from the current ones, in
+# $KUBE_PREV_DIR/bin with its own stamps and images.
+KUBE_PREV_VERSION=${KUBE_PREV_VERSION:-v1.36.3}
+KUBE_PREV_DIR=$CACHE/kube-$KUBE_PREV_VERSION

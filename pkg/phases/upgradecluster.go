@@ -66,7 +66,7 @@ func (kubeadmCluster) Uncordon(ctx context.Context, kubeconfig, node string) err
 func upgradeConfig(d *Data) (string, error) {
 	o := day2.UpgradeOptions{
 		KubernetesVersion:     d.Config.Spec.Kubernetes.Version,
-		IgnorePreflightErrors: d.Config.Spec.Node.IgnorePreflightErrors,
+		IgnorePreflightErrors: append(systemdIgnoredUpgradeChecks(d.Config), d.Config.Spec.Node.IgnorePreflightErrors...),
 		CertificateRenewal:    true,
 	}
 	if cp := d.Config.Spec.ControlPlane; cp != nil && cp.Etcd.External == nil {

@@ -375,6 +375,24 @@ func parseStateJournal(b []byte) (phaseStateFile, error) {
 // the same and the test fails: the kill was not in phase.
 func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase string, at killPoint, i int, resumes bool) *crashRun {
 	t.Helper()
+	return killInRun(ctx, t, m, bootstrapCrashCmd, all, phase, at, i, resumes)
+}
+
+// crashCmd is a machineadm command that TestCrash's kills can stop: its
+// command line and the machine path of its state journal.
+type crashCmd struct {
+	args  []string
+	state string
+}
+
+// bootstrapCrashCmd is `machineadm bootstrap`.
+var bootstrapCrashCmd = crashCmd{args: []string{"machineadm", "bootstrap", "-f", machineSpecFile}, state: statePathOnHost}
+
+// killInRun is killIn for the command c (bootstrap, upgrade), whose
+// workflow has the top-level phases all.
+func killInRun(ctx context.Context, t *testing.T, m *Machine, c crashCmd, all []string, phase string, at killPoint, i int, resumes bool) *crashRun {
+	t.Helper()
+	args := c.args
 	gate, err := newOpenGate(m.Root)
 	if err != nil {
 		t.Fatalf("%s: %v", m.Name, err)
@@ -389,7 +407,7 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 		_ = gate.Close()
 		<-done
 	}
-	cmd, out := m.start(ctx, "machineadm", "bootstrap", "-f", machineSpecFile)
+	cmd, out := m.start(ctx, args...)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		closeGate()
@@ -398,7 +416,7 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
-		_ = os.WriteFile(filepath.Join(m.Dir, fmt.Sprintf("bootstrap-crash-%d.log", i)), out.Bytes(), 0o600)
+		_ = os.WriteFile(filepath.Join(m.Dir, fmt.Sprintf("%s-crash-%d.log", args[1], i)), out.Bytes(), 0o600)
 	}()
 	timeout := time.NewTimer(crashWatchTimeout)
 	defer timeout.Stop()
@@ -413,7 +431,7 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 		case v = <-watched:
 		case <-time.After(5 * time.Second):
 			closeGate()
-			t.Fatalf("%s: bootstrap ended (%v) before phase %s started; output tail:\n%s", m.Name, err, phase, tail(out.String(), 40))
+			t.Fatalf("%s: machineadm %s ended (%v) before phase %s started; output tail:\n%s", m.Name, args[1], err, phase, tail(out.String(), 40))
 		}
 	case <-timeout.C:
 		closeGate()
@@ -450,7 +468,7 @@ func killIn(ctx context.Context, t *testing.T, m *Machine, all []string, phase s
 		t.Fatalf("%s: run %d: the kill came too late: it was sent in %s, and the run had reached %s when it died", m.Name, i+1, phase, r.FailedPhase)
 	}
 	var st phaseStateFile
-	if b, err := m.ReadFile(statePathOnHost); err == nil {
+	if b, err := m.ReadFile(c.state); err == nil {
 		if st, err = parseStateJournal(b); err != nil {
 			t.Errorf("%s: state file: %v", m.Name, err)
 		}

@@ -1,0 +1,193 @@
+package cpunits
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/host/files"
+)
+
+// recordName is the backup directory's record.
+const recordName = "backup.json"
+
+// readRecord reads dir's record; nil when there is none.
+func readRecord(dir string) (*backupRecord, error) {
+	b, err := os.ReadFile(filepath.Join(dir, recordName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec backupRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("reading the backup record %s: %w", filepath.Join(dir, recordName), err)
+	}
+	return &rec, nil
+}
+
+// writeRecord replaces dir's record atomically (0600: it names paths and
+// digests only).
+func writeRecord(dir string, rec *backupRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, recordName), append(b, '\n'), 0o600)
+}
+
+// takeBackup saves, into dir (0700), the installed unit file of c, its
+// environment file and the binary the installed unit runs, and records
+// them as Pending. The binary is hard-linked when it can be (the files
+// phase replaces a binary by rename, so the link keeps the old content at
+// no cost), copied otherwise. The record is written last, so a backup
+// interrupted half way is taken again.
+func takeBackup(root, dir string, c Component) (*backupRecord, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	rec := &backupRecord{Unit: c.Unit(), Status: BackupPending}
+	unitHost, err := files.Resolve(root, c.UnitPath())
+	if err != nil {
+		return nil, err
+	}
+	unit, err := os.ReadFile(unitHost)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	saved := []struct{ path, stored string }{{c.UnitPath(), "unit"}, {c.EnvPath(), "env"}}
+	if bin := ExecBinary(unit); bin != "" {
+		saved = append(saved, struct{ path, stored string }{bin, "binary"})
+	}
+	for _, s := range saved {
+		f, err := saveFile(root, dir, s.path, s.stored)
+		if err != nil {
+			return nil, err
+		}
+		rec.Files = append(rec.Files, f)
+	}
+	return rec, writeRecord(dir, rec)
+}
+
+// saveFile stores the file at machine path p as dir/stored.
+func saveFile(root, dir, p, stored string) (backupFile, error) {
+	hp, err := files.Resolve(root, p)
+	if err != nil {
+		return backupFile{}, err
+	}
+	fi, err := os.Stat(hp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return backupFile{Path: p, Absent: true}, nil
+	}
+	if err != nil {
+		return backupFile{}, err
+	}
+	dst := filepath.Join(dir, stored)
+	if err := os.Link(hp, dst); err != nil {
+		if err := copyFile(hp, dst, fi.Mode().Perm()); err != nil {
+			return backupFile{}, err
+		}
+	}
+	sum, err := fileSum("/", dst)
+	if err != nil {
+		return backupFile{}, err
+	}
+	return backupFile{Path: p, Stored: stored, Mode: fi.Mode().Perm(), SHA256: sum}, nil
+}
+
+// restoreBackup puts rec's files back: each saved file (checked against
+// its digest) by atomic rename of a copy, each absent one removed.
+func restoreBackup(root, dir string, rec *backupRecord) error {
+	for _, f := range rec.Files {
+		hp, err := files.Resolve(root, f.Path)
+		if err != nil {
+			return err
+		}
+		if f.Absent {
+			if err := os.Remove(hp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		src := filepath.Join(dir, f.Stored)
+		sum, err := fileSum("/", src)
+		if err != nil {
+			return err
+		}
+		if sum != f.SHA256 {
+			return fmt.Errorf("the backup of %s (%s) does not match its recorded sha256", f.Path, src)
+		}
+		if cur, err := fileSum("/", hp); err == nil && cur == f.SHA256 {
+			continue
+		}
+		tmp := hp + ".machineadm-restore"
+		if err := copyFile(src, tmp, f.Mode); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, hp); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile copies src to dst with mode, synced.
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}
+
+// Backup takes the backup Replace would take of c's installed unit, its
+// environment file and the binary it runs, unless a Pending one (from an
+// interrupted replacement) or a Taken one (from an earlier Backup of
+// this upgrade) is there. Call it before anything replaces the
+// binary in place (the files phase of an upgrade): the hard link then
+// keeps the old binary, which a rollback puts back. It returns whether it
+// took one.
+func Backup(root, backupDir string, c Component) (bool, error) {
+	if backupDir == "" {
+		backupDir = DefaultBackupDir
+	}
+	dir, err := files.Resolve(root, filepath.Join(backupDir, c.Name))
+	if err != nil {
+		return false, err
+	}
+	rec, err := readRecord(dir)
+	if err != nil || rec != nil && rec.Status != BackupHealthy {
+		return false, err
+	}
+	if rec, err = takeBackup(root, dir, c); err != nil {
+		return false, fmt.Errorf("backing up %s: %w", c.Unit(), err)
+	}
+	rec.Status = BackupTaken
+	return true, writeRecord(dir, rec)
+}

@@ -1,0 +1,307 @@
+package systemd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	controlplanephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
+
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/files"
+)
+
+// SystemdUpgrade moves the running control-plane units of the Systemd
+// runtime to the spec being applied by `machineadm upgrade`: a new
+// Kubernetes version (new binaries under spec.controlPlane.binaries,
+// delivered by the image or by spec.host.files with their sha256, and
+// kubeadm's flags of the new version) or changed component settings.
+type SystemdUpgrade struct {
+	// Env is the run's Systemd environment; its Config and Docs are the
+	// new spec's. Required.
+	Env *SystemdEnv
+	// BackupDir is the machine path of the units' backups. Default
+	// cpunits.DefaultBackupDir.
+	BackupDir string
+	// Healthy, when set, replaces the health checks (tests): it waits
+	// until the component (kubeadm's name: "etcd", "kube-apiserver", ...)
+	// is healthy.
+	Healthy func(ctx context.Context, component string) error
+}
+
+// SystemdUpgradeResult is what the upgrade did, one entry per unit in the
+// order they were handled.
+type SystemdUpgradeResult struct {
+	// Units are the per-unit results (cpunits.Replace).
+	Units []cpunits.ReplaceResult
+}
+
+// Changed lists the units that were replaced (or would be, in a dry run).
+func (r *SystemdUpgradeResult) Changed() []string {
+	var out []string
+	for _, u := range r.Units {
+		if u.Changed {
+			out = append(out, u.Unit)
+		}
+	}
+	return out
+}
+
+// components derives the new units in kubeadm's upgrade order: etcd (when
+// local), kube-apiserver, kube-controller-manager, kube-scheduler. The
+// configuration is the run's (the new spec's on the node that initialised
+// the cluster, the cluster's kubeadm-config on the others, as kubeadm's
+// upgrade node reads it), at the spec's Kubernetes version. etcd keeps the
+// member list and cluster state of its installed unit: they only matter
+// when a member first starts, and kubeadm's upgrade keeps them too.
+func (u *SystemdUpgrade) components() (*SystemdControlPlane, []cpunits.Component, error) {
+	env := u.Env
+	s, err := env.controlPlane()
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := env.Config.Spec.Kubernetes.Version; v != "" {
+		s.cfg.KubernetesVersion = v
+	}
+	var comps []cpunits.Component
+	if s.LocalEtcd() {
+		members, err := installedEtcdMembers(env.Root)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := s.EtcdComponent(members)
+		if err != nil {
+			return nil, nil, err
+		}
+		comps = append(comps, c)
+	}
+	cps, err := s.ControlPlaneComponents()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, append(comps, cps...), nil
+}
+
+// installedEtcdMembers reads --initial-cluster of the installed etcd unit
+// when it also has --initial-cluster-state=existing (a member that
+// joined); nil otherwise (the first member, whose unit kubeadm derives
+// without a member list).
+func installedEtcdMembers(root string) ([]EtcdMember, error) {
+	unit := filepath.Join(cpunits.UnitDir, kubeadmconstants.Etcd+".service")
+	hp, err := files.Resolve(root, unit)
+	if err != nil {
+		return nil, err
+	}
+	st, err := files.ReadState(hp)
+	if err != nil || !st.Exists {
+		return nil, err
+	}
+	args := unitArgs(string(st.Content))
+	if args["initial-cluster-state"] != "existing" {
+		return nil, nil
+	}
+	var members []EtcdMember
+	for _, m := range strings.Split(args["initial-cluster"], ",") {
+		name, url, ok := strings.Cut(m, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s: --initial-cluster entry %q is not NAME=URL", unit, m)
+		}
+		members = append(members, EtcdMember{Name: name, PeerURL: url})
+	}
+	return members, nil
+}
+
+// unitArgs collects the "--name=value" words of a unit's ExecStart
+// (cpunits.Render writes one argument a line).
+func unitArgs(unit string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(unit, "\n") {
+		l = strings.TrimSuffix(strings.TrimSpace(l), `\`)
+		l = strings.TrimSpace(strings.TrimPrefix(l, "ExecStart="))
+		if name, val, ok := strings.Cut(strings.TrimPrefix(l, "--"), "="); ok && strings.HasPrefix(l, "--") {
+			out[name] = strings.Trim(val, `"`)
+		}
+	}
+	return out
+}
+
+// Backup takes the backup of every installed unit (its unit file,
+// environment file and the binary it runs) that has no pending one. Call
+// it before the files phase of the upgrade replaces binaries in place, so
+// a rollback can put the old binary back; Run takes any backup still
+// missing itself. A dry run takes none.
+func (u *SystemdUpgrade) Backup(ctx context.Context) error {
+	if u.Env.DryRun {
+		return nil
+	}
+	_, comps, err := u.components()
+	if err != nil {
+		return err
+	}
+	for _, c := range comps {
+		hp, err := files.Resolve(u.Env.Root, c.UnitPath())
+		if err != nil {
+			return err
+		}
+		if st, err := files.ReadState(hp); err != nil || !st.Exists {
+			continue // not installed: nothing to keep
+		}
+		took, err := cpunits.Backup(u.Env.Root, u.BackupDir, c)
+		if err != nil {
+			return err
+		}
+		if took {
+			fmt.Fprintf(u.Env.out(), "[systemd] backed up %s before the upgrade\n", c.Unit())
+		}
+	}
+	return nil
+}
+
+// Run replaces the units one at a time in kubeadm's order (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler), as Component
+// does for each, and stops at the first that fails; the units after it
+// are left as they were. In a dry run it plans the changes (unit diffs to
+// Out, lines in Env.Plan) and touches nothing.
+func (u *SystemdUpgrade) Run(ctx context.Context) (*SystemdUpgradeResult, error) {
+	s, comps, err := u.prepare()
+	if err != nil {
+		return nil, err
+	}
+	res := &SystemdUpgradeResult{}
+	for _, c := range comps {
+		r, err := u.replace(ctx, s, c)
+		res.Units = append(res.Units, r)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Component replaces one unit, by kubeadm's component name ("etcd",
+// "kube-apiserver", "kube-controller-manager", "kube-scheduler"; the
+// upgrade plan's control-plane sub-phases): a changed one is backed up,
+// rewritten, restarted and checked healthy (etcd's /readyz; kubeadm's
+// waiter on the three components' health endpoints, and the API server's
+// /version at the spec's version); one that is not healthy is rolled back
+// to its backup and the error says so. An unchanged unit is only started,
+// so a rerun after success changes nothing, and a rerun after a kill
+// finishes the unit it was in (its backup kept). etcd with an external
+// etcd does nothing.
+func (u *SystemdUpgrade) Component(ctx context.Context, name string) (cpunits.ReplaceResult, error) {
+	s, comps, err := u.prepare()
+	if err != nil {
+		return cpunits.ReplaceResult{}, err
+	}
+	for _, c := range comps {
+		if c.Name == name {
+			return u.replace(ctx, s, c)
+		}
+	}
+	if name == kubeadmconstants.Etcd && !s.LocalEtcd() {
+		return cpunits.ReplaceResult{Unit: name + ".service"}, nil
+	}
+	return cpunits.ReplaceResult{}, fmt.Errorf("unknown control-plane component %q (want etcd or one of %s)", name, strings.Join(kubeadmconstants.ControlPlaneComponents, ", "))
+}
+
+func (u *SystemdUpgrade) prepare() (*SystemdControlPlane, []cpunits.Component, error) {
+	if err := u.Env.check(); err != nil {
+		return nil, nil, err
+	}
+	return u.components()
+}
+
+// replace runs cpunits.Replace for c and prints or plans its changes.
+func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c cpunits.Component) (cpunits.ReplaceResult, error) {
+	env := u.Env
+	start := time.Now()
+	opts := cpunits.ReplaceOptions{Root: env.Root, BackupDir: u.BackupDir, DryRun: env.DryRun, Out: env.out()}
+	if !env.DryRun {
+		opts.Manager = env.Services
+		opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, c.Name) }
+	}
+	r, err := cpunits.Replace(ctx, c, opts)
+	for _, l := range r.Changes {
+		if env.DryRun {
+			if pl, ok := planLine(l); ok {
+				l = pl
+			}
+			env.planned(l)
+			continue
+		}
+		fmt.Fprintln(env.out(), "[systemd] "+l)
+	}
+	env.log().Info("control-plane unit upgrade", "unit", c.Unit(), "changed", r.Changed, "rolledBack", r.RolledBack,
+		"dryRun", env.DryRun, "duration", time.Since(start), "error", err)
+	if err != nil {
+		return r, fmt.Errorf("upgrading %s (journalctl -u %s): %w", c.Unit(), c.Name, err)
+	}
+	return r, nil
+}
+
+// healthy waits until component is healthy after its restart.
+func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, component string) error {
+	if u.Healthy != nil {
+		return u.Healthy(ctx, component)
+	}
+	if component == kubeadmconstants.Etcd {
+		return u.Env.waitEtcd(ctx, s)
+	}
+	client, err := u.Env.localClient(s)
+	if err != nil {
+		return err
+	}
+	waiter := apiclient.NewKubeWaiter(client, u.Env.timeout(s.cfg), u.Env.out())
+	pods := controlplanephase.GetStaticPodSpecs(&s.cfg.ClusterConfiguration, &s.cfg.LocalAPIEndpoint, nil)
+	podMap := map[string]*v1.Pod{}
+	for _, name := range kubeadmconstants.ControlPlaneComponents {
+		p := pods[name]
+		podMap[name] = &p
+	}
+	if err := waiter.WaitForControlPlaneComponents(podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress); err != nil {
+		return err
+	}
+	if component != kubeadmconstants.KubeAPIServer {
+		return nil
+	}
+	return waitAPIServerVersion(ctx, client.Discovery().ServerVersion, &s.cfg.ClusterConfiguration, u.Env.timeout(s.cfg))
+}
+
+// waitAPIServerVersion polls the local API server's /version until it
+// reports the configuration's Kubernetes version, by major, minor and
+// patch (a vendor's build suffix is not compared): the new binary runs,
+// not an old process still answering. Bounded by timeout; polled every
+// second.
+func waitAPIServerVersion(ctx context.Context, get func() (*apimachineryversion.Info, error), cfg *kubeadmapi.ClusterConfiguration, timeout time.Duration) error {
+	want, err := utilversion.ParseSemantic(cfg.KubernetesVersion)
+	if err != nil {
+		return fmt.Errorf("the configuration's Kubernetes version: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "nothing"
+	for {
+		v, err := get()
+		if err == nil {
+			last = v.GitVersion
+			if got, perr := utilversion.ParseSemantic(v.GitVersion); perr == nil &&
+				got.Major() == want.Major() && got.Minor() == want.Minor() && got.Patch() == want.Patch() {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("the API server reports version " + last + ", want " + cfg.KubernetesVersion)
+		case <-time.After(time.Second):
+		}
+	}
+}

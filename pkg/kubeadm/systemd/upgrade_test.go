@@ -1,0 +1,236 @@
+package systemd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/service"
+)
+
+// versioned points the spec's binaries at versioned paths (as an upgrade
+// delivers them side by side) and writes them under root.
+func versioned(t *testing.T, cfg *machineadm.MachineBootstrapConfig, root, v string) {
+	t.Helper()
+	b := &machineadm.ControlPlaneBinaries{}
+	b.Etcd = "/usr/local/bin/etcd-" + v
+	b.KubeAPIServer = "/usr/local/bin/kube-apiserver-" + v
+	b.KubeControllerManager = "/usr/local/bin/kube-controller-manager-" + v
+	b.KubeScheduler = "/usr/local/bin/kube-scheduler-" + v
+	cfg.Spec.ControlPlane.Binaries = b
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler} {
+		hp := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, []byte(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// events records restarts and health checks in order.
+type events struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (e *events) add(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.log = append(e.log, s)
+}
+
+// The upgrade replaces the four units one at a time in kubeadm's order,
+// each checked healthy before the next, runs the new binaries, and a
+// rerun changes nothing; an unhealthy API server is rolled back and the
+// units after it are left alone.
+func TestSystemdUpgradeOrderHealthAndRollback(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.36.3")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env, Healthy: func(context.Context, string) error { return nil }}
+	_, old, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, old, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	versioned(t, cfg, root, "v1.37.2")
+	ev := &events{}
+	rec := &service.Recorder{}
+	env.Services = rec
+	// Each health check logs the service manager's calls since the last.
+	seen := 0
+	calls := func() {
+		all := rec.Snapshot()
+		for _, c := range all[seen:] {
+			ev.add(c)
+		}
+		seen = len(all)
+	}
+	u.Healthy = func(_ context.Context, c string) error { calls(); ev.add("healthy? " + c); return nil }
+	res, err := u.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"daemon-reload", "restart etcd.service", "healthy? etcd", "daemon-reload", "restart kube-apiserver.service", "healthy? kube-apiserver",
+		"daemon-reload", "restart kube-controller-manager.service", "healthy? kube-controller-manager", "daemon-reload", "restart kube-scheduler.service", "healthy? kube-scheduler"}
+	if !reflect.DeepEqual(ev.log, want) {
+		t.Errorf("upgrade order\n%q\nwant\n%q", ev.log, want)
+	}
+	if len(res.Changed()) != 4 {
+		t.Errorf("changed %q", res.Changed())
+	}
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, c+".service"))
+		if got := cpunits.ExecBinary(unit); got != "/usr/local/bin/"+c+"-v1.37.2" {
+			t.Errorf("%s runs %s after the upgrade", c, got)
+		}
+	}
+
+	ev.log = nil
+	if res, err = u.Run(t.Context()); err != nil || len(res.Changed()) != 0 || len(ev.log) != 0 {
+		t.Errorf("rerun: changed %q, health checks %q, %v", res.Changed(), ev.log, err)
+	}
+	calls()
+	if want := []string{"start etcd.service", "start kube-apiserver.service", "start kube-controller-manager.service", "start kube-scheduler.service"}; !reflect.DeepEqual(ev.log, want) {
+		t.Errorf("rerun calls %q, want %q", ev.log, want)
+	}
+
+	// A broken API server: rolled back, the controller manager and the
+	// scheduler untouched.
+	versioned(t, cfg, root, "v1.38.0")
+	ev.log = nil
+	u.Healthy = func(_ context.Context, c string) error {
+		calls()
+		ev.add("healthy? " + c)
+		unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "kube-apiserver.service"))
+		if c == "kube-apiserver" && strings.Contains(cpunits.ExecBinary(unit), "v1.38.0") {
+			return errors.New("livez: connection refused")
+		}
+		return nil
+	}
+	_, err = u.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("broken API server: %v", err)
+	}
+	for c, v := range map[string]string{"etcd": "v1.38.0", "kube-apiserver": "v1.37.2", "kube-controller-manager": "v1.37.2", "kube-scheduler": "v1.37.2"} {
+		unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, c+".service"))
+		if got := cpunits.ExecBinary(unit); got != "/usr/local/bin/"+c+"-"+v {
+			t.Errorf("after the rollback %s runs %s, want %s", c, got, v)
+		}
+	}
+	if want := []string{"daemon-reload", "restart etcd.service", "healthy? etcd", "daemon-reload", "restart kube-apiserver.service", "healthy? kube-apiserver",
+		"daemon-reload", "restart kube-apiserver.service", "healthy? kube-apiserver"}; !reflect.DeepEqual(ev.log, want) {
+		t.Errorf("rollback events\n%q\nwant\n%q", ev.log, want)
+	}
+}
+
+// A joined member's etcd unit keeps its member list and
+// --initial-cluster-state=existing through an upgrade: only the binary
+// changes.
+func TestSystemdUpgradeKeepsEtcdMembers(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.36.3")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env}
+	s, _, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, err := s.EtcdComponent([]EtcdMember{{Name: "cp0", PeerURL: "https://192.0.2.9:2380"}, {Name: s.NodeName(), PeerURL: "https://192.0.2.10:2380"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, []cpunits.Component{joined}, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	versioned(t, cfg, root, "v1.37.2")
+	_, comps, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := comps[0].Command[1:], joined.Command[1:]
+	if comps[0].Name != "etcd" || !reflect.DeepEqual(got, want) {
+		t.Errorf("upgraded etcd flags\n%q\nwant the installed ones\n%q", got, want)
+	}
+}
+
+// A dry run plans each unit's replacement and writes nothing.
+func TestSystemdUpgradeDryRun(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.36.3")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env}
+	_, old, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, old, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	versioned(t, cfg, root, "v1.37.2")
+	var out strings.Builder
+	dry := &SystemdEnv{Config: cfg, Docs: docs, Root: root, DryRun: true, Out: &out}
+	res, err := (&SystemdUpgrade{Env: dry}).Run(t.Context())
+	if err != nil || len(res.Changed()) != 4 {
+		t.Fatalf("dry run: %v, changed %q", err, res.Changed())
+	}
+	if !strings.Contains(strings.Join(dry.Plan, "\n"), "would back up and restart kube-scheduler.service") ||
+		!strings.Contains(out.String(), "kube-apiserver-v1.37.2") {
+		t.Errorf("plan %q\nout:\n%s", dry.Plan, out.String())
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "kube-apiserver.service"))
+	if !strings.Contains(string(unit), "kube-apiserver-v1.36.3") {
+		t.Error("the dry run changed a unit")
+	}
+	if _, err := os.Stat(filepath.Join(root, cpunits.DefaultBackupDir)); !os.IsNotExist(err) {
+		t.Errorf("the dry run made a backup: %v", err)
+	}
+}
+
+// One component alone, by kubeadm's name: only its unit is replaced; an
+// unknown name is refused.
+func TestSystemdUpgradeOneComponent(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.36.3")
+	rec := &service.Recorder{}
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: rec}
+	u := &SystemdUpgrade{Env: env, Healthy: func(context.Context, string) error { return nil }}
+	_, old, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, old, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	versioned(t, cfg, root, "v1.37.2")
+	r, err := u.Component(t.Context(), "kube-scheduler")
+	if err != nil || !r.Changed || r.Unit != "kube-scheduler.service" {
+		t.Fatalf("kube-scheduler: %+v, %v", r, err)
+	}
+	if want := []string{"daemon-reload", "restart kube-scheduler.service"}; !reflect.DeepEqual(rec.Calls, want) {
+		t.Errorf("calls %q, want %q", rec.Calls, want)
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "kube-apiserver.service"))
+	if !strings.Contains(string(unit), "kube-apiserver-v1.36.3") {
+		t.Error("replacing the scheduler changed the API server's unit")
+	}
+	if _, err := u.Component(t.Context(), "apiserver"); err == nil {
+		t.Error("an unknown component was accepted")
+	}
+}

@@ -1,0 +1,294 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// benchUpgradeSample is one measured node upgrade.
+type benchUpgradeSample struct {
+	// wall is from the command's start to the Node reporting the new
+	// kubelet version and Ready (polled every benchReadyPoll).
+	wall time.Duration
+	// exec is the command's own run time; rssKiB its process tree's peak
+	// resident set (KiB).
+	exec   time.Duration
+	rssKiB int64
+	// apiDown is how long cp1's API server did not answer /readyz during
+	// the command (probed every apiProbeEvery), longest the longest
+	// stretch of it.
+	apiDown, longest time.Duration
+}
+
+// apiProbeEvery is the API server probe's period during an upgrade.
+const apiProbeEvery = 100 * time.Millisecond
+
+// TestBenchUpgrade is `make bench-upgrade-e2e` (hack/bench): per node, the
+// upgrade from prevKubernetesVersion to kubernetesVersion by `machineadm
+// upgrade --skip-drain` against plain kubeadm (hack/bench/kubeadm.sh, the
+// same k8s.io/kubernetes as the embedded one) doing what its upgrade guide
+// says: `kubeadm upgrade apply VERSION --yes` on the first control plane,
+// `kubeadm upgrade node` on a worker, each followed by the new kubelet
+// binary installed from the same file machineadm's spec names and a
+// kubelet restart. Neither drains (a drain is the cluster's time, and
+// plain kubeadm leaves it to kubectl). Each sample is a cluster of its own
+// (cp1 Init, w1 Join) bootstrapped by machineadm at the previous minor;
+// the tools alternate. It prints the medians, the ratios
+// machineadm/kubeadm against the targets (time <= 1.05, peak RSS <= 1.10)
+// and how long cp1's API server was unavailable under each (target: no
+// longer than under plain kubeadm); it fails only when an upgrade fails.
+func TestBenchUpgrade(t *testing.T) {
+	if os.Getenv("MACHINEADM_E2E_BENCH") != "1" {
+		t.Skip("the benchmark runs with `make bench-upgrade-e2e` (MACHINEADM_E2E_BENCH=1)")
+	}
+	e := theEnv
+	n := 1
+	if v := os.Getenv("MACHINEADM_BENCH_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 20 {
+			t.Fatalf("MACHINEADM_BENCH_N=%q: want a count from 1 to 20", v)
+		}
+	}
+	if _, err := os.Stat(e.binPath("kubeadm")); err != nil {
+		t.Fatalf("%v: hack/bench/kubeadm.sh builds it (make bench-upgrade-e2e runs it)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+	defer cancel()
+	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "bench-upgrade-pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[string]map[string][]benchUpgradeSample{} // node -> tool -> samples
+	for i := range n {
+		for _, tool := range benchOrder(i) {
+			cp, w := benchUpgradeSampleRun(ctx, t, e, secrets, tool, i)
+			for node, s := range map[string]benchUpgradeSample{"control-plane": cp, "worker": w} {
+				if samples[node] == nil {
+					samples[node] = map[string][]benchUpgradeSample{}
+				}
+				samples[node][tool] = append(samples[node][tool], s)
+			}
+		}
+	}
+	report := benchUpgradeReport(n, samples)
+	t.Log("\n" + report)
+	fmt.Print("\n" + report)
+	if out := os.Getenv("MACHINEADM_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// benchUpgradeSampleRun boots cp1 and w1, bootstraps them at the previous
+// minor with machineadm, and times the upgrade of cp1, then of w1, by
+// tool. The machines are stopped afterwards.
+func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets clusterSecrets, tool string, i int) (cp, w benchUpgradeSample) {
+	kubeadmBin := e.binPath("kubeadm")
+	ms := e.bootMachinesWith(ctx, t, bootOptions{subdir: fmt.Sprintf("bench-upgrade-%s-%d", tool, i), prepare: func(m *Machine) error {
+		if err := e.prepareUpgradeMachine(m); err != nil {
+			return err
+		}
+		return copyFile(kubeadmBin, filepath.Join(m.Root, machineKubeadm), 0o755)
+	}}, cp1, w1)
+	defer func() {
+		for _, m := range ms {
+			if err := e.stopMachine(m); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	var cfg *rest.Config
+	var cs *kubernetes.Clientset
+	for k, d := range []struct {
+		node   hostsEntry
+		phases []string
+	}{{cp1, initPhases}, {w1, workerJoinPhases}} {
+		s, err := upgradeNodeSpec(e, secrets.caHash, d.node, prevKubernetesVersion, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deliver(ms[k], s, secrets); err != nil {
+			t.Fatal(err)
+		}
+		mustBootstrap(ctx, t, ms[k], d.phases, true)
+		if k == 0 {
+			cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(ms[0].Root, "etc/kubernetes/admin.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Timeout, cfg.QPS, cfg.Burst = 2*time.Second, 50, 100
+			if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+			if err := keepConntrackMax(ctx, cs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name); err != nil {
+		t.Fatal(err)
+	}
+	for k, node := range []hostsEntry{cp1, w1} {
+		m := ms[k]
+		s, err := upgradeNodeSpec(e, secrets.caHash, node, kubernetesVersion, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deliver(m, s, secrets); err != nil {
+			t.Fatal(err)
+		}
+		cmd := []string{"machineadm", "upgrade", "-f", machineSpecFile, "--skip-drain"}
+		if tool == toolKubeadm {
+			// The kubelet patch machineadm's bootstrap wrote (its work
+			// directory's patches), as machineadm's upgrade passes it.
+			flags := " --ignore-preflight-errors=" + strings.Join(s.Spec.Node.IgnorePreflightErrors, ",") + " --patches " + machineWorkDir + "/patches"
+			up := "node" + flags
+			if node == cp1 {
+				up = "apply " + kubernetesVersion + " --yes" + flags
+			}
+			cmd = []string{"/bin/sh", "-ec", machineKubeadm + " upgrade " + up +
+				"; install -m 0755 " + e2eBinDir + "/kubelet /usr/bin/kubelet; systemctl daemon-reload; systemctl restart kubelet"}
+		}
+		sample := benchUpgradeRun(ctx, t, m, cs, cfg, tool, cmd)
+		t.Logf("BENCH sample upgrade %s %s #%d: wall %s exec %s rss %d KiB API unavailable %s (longest %s)",
+			node.Name, tool, i, sample.wall, sample.exec, sample.rssKiB, sample.apiDown, sample.longest)
+		if k == 0 {
+			cp = sample
+		} else {
+			w = sample
+		}
+	}
+	return cp, w
+}
+
+// benchUpgradeRun times cmd in m: until m's Node reports the new kubelet
+// version and is Ready, its peak RSS, and cp1's API server unavailability
+// meanwhile.
+func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernetes.Interface, cfg *rest.Config, tool string, cmd []string) benchUpgradeSample {
+	probe := startAPIProbe(ctx, cfg)
+	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := m.Exec(uctx, nil, cmd...)
+	s := benchUpgradeSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB}
+	_ = os.WriteFile(filepath.Join(m.Dir, "bench-upgrade.log"), []byte(res.Stdout+res.Stderr), 0o600)
+	if err != nil {
+		probe.stop()
+		dumpDiagnostics(ctx, t, m)
+		t.Fatalf("%s %s: %v\n%s", m.Name, tool, err, tail(res.Stdout+res.Stderr, 40))
+	}
+	for deadline := time.Now().Add(readyTimeout); ; time.Sleep(benchReadyPoll) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, m.Name, metav1.GetOptions{})
+		if err == nil && n.Status.NodeInfo.KubeletVersion == kubernetesVersion && !nodeReadyTime(n).IsZero() {
+			s.wall = time.Since(start)
+			break
+		}
+		if time.Now().After(deadline) {
+			probe.stop()
+			t.Fatalf("%s %s: the Node did not report %s and Ready within %s", m.Name, tool, kubernetesVersion, readyTimeout)
+		}
+	}
+	s.apiDown, s.longest = probe.stop()
+	return s
+}
+
+// apiProbe GETs /readyz every apiProbeEvery and adds up the time it got
+// no 200 (a probe's failure counts from it to the next probe).
+type apiProbe struct {
+	done          chan struct{}
+	wg            sync.WaitGroup
+	down, longest time.Duration
+}
+
+func startAPIProbe(ctx context.Context, cfg *rest.Config) *apiProbe {
+	p := &apiProbe{done: make(chan struct{})}
+	c := rest.CopyConfig(cfg)
+	c.Timeout = time.Second
+	cs, err := kubernetes.NewForConfig(c)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		var stretch time.Duration
+		for {
+			t0 := time.Now()
+			ok := err == nil && cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
+			select {
+			case <-p.done:
+				return
+			case <-time.After(time.Until(t0.Add(apiProbeEvery))):
+			}
+			if ok {
+				stretch = 0
+				continue
+			}
+			d := time.Since(t0)
+			p.down += d
+			stretch += d
+			p.longest = max(p.longest, stretch)
+		}
+	}()
+	return p
+}
+
+// stop ends the probe: total and longest unavailability.
+func (p *apiProbe) stop() (time.Duration, time.Duration) {
+	close(p.done)
+	p.wg.Wait()
+	return p.down, p.longest
+}
+
+// benchUpgradeReport prints, per node kind, each tool's medians, the
+// ratios machineadm/kubeadm with their targets, and every sample.
+func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "BENCH machineadm upgrade vs plain kubeadm upgrade, %s -> %s: %d samples each, same machines and images\n", prevKubernetesVersion, kubernetesVersion, n)
+	for _, node := range []string{"control-plane", "worker"} {
+		ka, ma := samples[node][toolKubeadm], samples[node][toolMachineadm]
+		med := func(ss []benchUpgradeSample, f func(benchUpgradeSample) float64) float64 {
+			v := make([]float64, len(ss))
+			for i, s := range ss {
+				v[i] = f(s)
+			}
+			return median(v)
+		}
+		fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %12s %12s   %s\n", node, "", toolKubeadm, toolMachineadm, "ratio")
+		for _, l := range []struct {
+			name, unit string
+			f          func(benchUpgradeSample) float64
+			target     float64
+		}{
+			{"start -> Node at new version", "s", func(s benchUpgradeSample) float64 { return s.wall.Seconds() }, benchTargetWall},
+			{"peak RSS", "Mi", func(s benchUpgradeSample) float64 { return float64(s.rssKiB) / 1024 }, benchTargetRSS},
+		} {
+			k, m := med(ka, l.f), med(ma, l.f)
+			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2f%-2s %10.2f%-2s   %.3f   target <= %.2f: %s\n", node, l.name, k, l.unit, m, l.unit, m/k, l.target, metWord(m/k <= l.target))
+		}
+		down := func(s benchUpgradeSample) float64 { return s.apiDown.Seconds() }
+		k, m := med(ka, down), med(ma, down)
+		fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fs  %10.2fs    target <= kubeadm's: %s\n", node, "API server unavailable", k, m, metWord(m <= k))
+		longest := func(s benchUpgradeSample) float64 { return s.longest.Seconds() }
+		fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fs  %10.2fs\n", node, "  longest stretch", med(ka, longest), med(ma, longest))
+		for _, tool := range []string{toolKubeadm, toolMachineadm} {
+			for i, s := range samples[node][tool] {
+				fmt.Fprintf(&b, "BENCH upgrade %-13s sample %s #%d: wall %.2fs exec %.2fs rss %.1fMi API unavailable %.2fs (longest %.2fs)\n",
+					node, tool, i, s.wall.Seconds(), s.exec.Seconds(), float64(s.rssKiB)/1024, s.apiDown.Seconds(), s.longest.Seconds())
+			}
+		}
+	}
+	return b.String()
+}

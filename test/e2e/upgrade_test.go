@@ -1,0 +1,606 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+// Bounds of the upgrade scenario.
+const (
+	upgradeTimeout = 10 * time.Minute
+	// drainKubeconfig is where a worker gets the credential its drain
+	// uses (machineadm upgrade --kubeconfig).
+	drainKubeconfig = "/etc/machineadm/drain.conf"
+	// upgradeStatePath is the upgrade's journal (docs/upgrade.md).
+	upgradeStatePath = "/var/lib/machineadm/upgrade.jsonl"
+	// The audit policy the reconfiguration adds. It lives below the
+	// certificates directory, which kubeadm's API server pod mounts
+	// (read-only) from the host, so the static pod sees it too; the
+	// audit log goes to the API server's standard output ("-").
+	auditPolicyPath = "/etc/kubernetes/pki/machineadm-e2e-audit-policy.yaml"
+	auditPolicy     = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"secrets\"]\n- level: None\n"
+)
+
+// upgradeKills are the SIGKILLs of cp1's control-plane upgrade, in three
+// different top-level phases of the upgrade workflow, each at its first
+// open for the phase's work; every rerun resumes in the phase it was
+// killed in.
+var upgradeKills = []crashKill{{phase: upgrade.PhaseDrain}, {phase: upgrade.PhaseKubeadm}, {phase: upgrade.PhaseKubelet}}
+
+// upgradeCrashCmd is `machineadm upgrade` for the kills.
+var upgradeCrashCmd = crashCmd{args: []string{"machineadm", "upgrade", "-f", machineSpecFile}, state: upgradeStatePath}
+
+// upgradeCluster is an HA cluster of the previous minor: cp1 (Init), cp2
+// (control-plane Join), w1 (worker).
+type upgradeCluster struct {
+	secrets       clusterSecrets
+	cp1, cp2, w1  *Machine
+	cs            *kubernetes.Clientset
+	systemd       bool
+	kubeletSHA256 map[string]string // by version
+}
+
+func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2, c.w1} }
+
+// TestUpgrade: an HA cluster (cp1, cp2, w1) bootstrapped at the previous
+// minor is upgraded to the embedded kubeadm's version with `machineadm
+// upgrade`, node by node, while a ClusterIP Service backed by pods on two
+// nodes is probed every 200 ms from every node; cp1's upgrade is killed
+// (SIGKILL) in three phases and run again. Afterwards every kubelet and
+// component reports the new version, etcd has both members and
+// kubeadm-config names the new version. On the same cluster a changed
+// spec adds an audit policy file and API server flags: the API server
+// restarts once with them, and a rerun changes nothing. Then on a
+// `runtime: Systemd` control plane of its own: the same reconfiguration
+// at v1.36.3 (the units replaced by the Systemd runtime's upgrader), then
+// the same version upgrade.
+func TestUpgrade(t *testing.T) {
+	e := theEnv
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	stopAll(t, e) // a cluster of its own: the machines of earlier tests go
+	if t.Failed() {
+		return
+	}
+	runDir := e.runDir
+	defer func() { e.runDir = runDir }()
+	for _, systemd := range []bool{false, true} {
+		name := "static-pods"
+		if systemd {
+			name = "systemd"
+		}
+		e.runDir = filepath.Join(runDir, "upgrade-"+name)
+		t.Run(name, func(t *testing.T) {
+			// The next cluster reuses the names: these machines go first,
+			// however this one ends.
+			defer stopAll(t, e)
+			start := time.Now()
+			c := bootPrevCluster(ctx, t, e, systemd)
+			timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
+			if systemd {
+				// The units' in-place reconfiguration first (the
+				// Systemd runtime's upgrader, no kubeadm upgrade).
+				start = time.Now()
+				reconfigureAPIServer(ctx, t, c, prevKubernetesVersion)
+				timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
+			}
+			start = time.Now()
+			upgradeClusterNodes(ctx, t, e, c, !systemd)
+			timing(t, "upgrade-"+name+"-upgrade", time.Since(start))
+			if systemd {
+				return
+			}
+			start = time.Now()
+			reconfigureAPIServer(ctx, t, c, kubernetesVersion)
+			timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
+		})
+	}
+}
+
+// stopAll stops every machine of the run.
+func stopAll(t *testing.T, e *env) {
+	e.mu.Lock()
+	all := append([]*Machine(nil), e.machines...)
+	e.mu.Unlock()
+	for _, m := range all {
+		if err := e.stopMachine(m); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// upgradeSpec is node's spec at version: the e2e spec, the kubelet
+// delivered by spec.host.files from the cached binaries (sha256-pinned),
+// and for a Systemd control plane its binaries at versioned paths, also
+// by spec.host.files.
+func (c *upgradeCluster) upgradeSpec(e *env, node hostsEntry, version string) (*v1alpha1.MachineBootstrapConfig, error) {
+	return upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+}
+
+// upgradeNodeSpec is upgradeSpec for a cluster whose CA has caHash (cp1
+// initialises, cp2 joins as a control plane, any other joins as a worker).
+func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, systemd bool) (*v1alpha1.MachineBootstrapConfig, error) {
+	var s *v1alpha1.MachineBootstrapConfig
+	switch node {
+	case cp1:
+		s = controlPlaneSpec(cp1, v1alpha1.ActionInit, "")
+	case cp2:
+		s = controlPlaneSpec(cp2, v1alpha1.ActionJoin, caHash)
+	default:
+		s = workerSpec(node, caHash)
+	}
+	s.Spec.Kubernetes.Version = version
+	// kubeadm's upgrade preflight runs a Job of the pause image with "-v"
+	// and waits for it to complete; the e2e's pause (hack/e2e/tools/cmd/
+	// pause) sleeps until it is stopped, whatever its arguments.
+	s.Spec.Node.IgnorePreflightErrors = append(slices.Clone(s.Spec.Node.IgnorePreflightErrors), "CreateJob")
+	binDir, src := e2eBinDir, func(n string) string { return e.binPath(n) }
+	if version == prevKubernetesVersion {
+		binDir, src = e2ePrevBinDir, e.prevBinPath
+	}
+	file := func(path, name string) (machineadm.File, error) {
+		sum, err := fileSHA256(src(name))
+		if err != nil {
+			return machineadm.File{}, err
+		}
+		return machineadm.File{Path: path, Mode: "0755", Source: &machineadm.RemoteSource{URL: "file://" + binDir + "/" + name, SHA256: sum}}, nil
+	}
+	f, err := file("/usr/bin/kubelet", "kubelet")
+	if err != nil {
+		return nil, err
+	}
+	s.Spec.Host.Files = append(s.Spec.Host.Files, f)
+	if systemd && s.Spec.ControlPlane != nil {
+		s = systemdSpec(s)
+		b := &machineadm.ControlPlaneBinaries{
+			// etcd is the same v3.7.0 in both (kubeadm's etcd for 1.36 and 1.37).
+			Etcd:                  "/usr/local/bin/etcd",
+			KubeAPIServer:         "/usr/local/bin/kube-apiserver-" + version,
+			KubeControllerManager: "/usr/local/bin/kube-controller-manager-" + version,
+			KubeScheduler:         "/usr/local/bin/kube-scheduler-" + version,
+		}
+		s.Spec.ControlPlane.Binaries = b
+		for _, p := range []string{b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler} {
+			f, err := file(p, strings.TrimSuffix(filepath.Base(p), "-"+version))
+			if err != nil {
+				return nil, err
+			}
+			s.Spec.Host.Files = append(s.Spec.Host.Files, f)
+		}
+		sum, err := fileSHA256(e.binPath("etcd"))
+		if err != nil {
+			return nil, err
+		}
+		s.Spec.Host.Files = append(s.Spec.Host.Files, machineadm.File{Path: b.Etcd, Mode: "0755",
+			Source: &machineadm.RemoteSource{URL: "file://" + e2eBinDir + "/etcd", SHA256: sum}})
+	}
+	return s, nil
+}
+
+// bootPrevCluster boots cp1, cp2 and w1 with the previous minor's kubelet
+// and images and bootstraps them at prevKubernetesVersion.
+func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *upgradeCluster {
+	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ms := e.bootMachinesWith(ctx, t, bootOptions{prepare: e.prepareUpgradeMachine}, cp1, cp2, w1)
+	timing(t, "upgrade-boot-cp1-cp2-w1", time.Since(start))
+	c := &upgradeCluster{secrets: secrets, cp1: ms[0], cp2: ms[1], w1: ms[2], systemd: systemd}
+	for _, d := range []struct {
+		m      *Machine
+		node   hostsEntry
+		phases []string
+	}{{c.cp1, cp1, initPhases}, {c.cp2, cp2, controlPlaneJoinPhases}, {c.w1, w1, workerJoinPhases}} {
+		s, err := c.upgradeSpec(e, d.node, prevKubernetesVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deliver(d.m, s, secrets); err != nil {
+			t.Fatal(err)
+		}
+		mustBootstrap(ctx, t, d.m, d.phases, true)
+		if d.m == c.cp1 {
+			if c.cs, err = adminClient(c.cp1); err != nil {
+				t.Fatal(err)
+			}
+			if err := keepConntrackMax(ctx, c.cs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := waitNodesReady(ctx, c.cs, readyTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
+		dumpDiagnostics(ctx, t, c.machines()...)
+		t.Fatal(err)
+	}
+	if err := waitDaemonPodsRunning(ctx, c.cs, "kube-proxy", podTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
+		dumpDiagnostics(ctx, t, c.machines()...)
+		t.Fatal(err)
+	}
+	if err := checkVersions(ctx, c, prevKubernetesVersion); err != nil {
+		t.Fatalf("the cluster before the upgrade: %v", err)
+	}
+	t.Logf("cluster at %s: cp1, cp2 (runtime Systemd: %v), w1 Ready", prevKubernetesVersion, systemd)
+	return c
+}
+
+// upgradeClusterNodes upgrades cp1, cp2 and w1 in that order to
+// kubernetesVersion with `machineadm upgrade`, the echo Service probed
+// from every node throughout; with kills, cp1's upgrade is killed in
+// upgradeKills' phases first.
+func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCluster, kills bool) {
+	clusterIP, err := startEchoService(ctx, c.cs, podTimeout)
+	if err != nil {
+		dumpDiagnostics(ctx, t, c.machines()...)
+		t.Fatal(err)
+	}
+	for _, m := range c.machines() {
+		if err := startProbe(ctx, m, clusterIP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probing := time.Now()
+	var once sync.Once
+	finishProbes := func() {
+		once.Do(func() {
+			timing(t, "upgrade-probed", time.Since(probing))
+			for _, m := range c.machines() {
+				st, err := stopProbe(ctx, m)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				t.Logf("probe of the echo Service from %s: %s", m.Name, st)
+				if st.failed > 0 {
+					t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
+				}
+				if st.total == 0 {
+					t.Errorf("probe from %s ran no probe", m.Name)
+				}
+			}
+		})
+	}
+	defer finishProbes()
+	if out, err := exec.CommandContext(ctx, e.machineadm, "upgrade", "--help").CombinedOutput(); err != nil {
+		time.Sleep(10 * time.Second)
+		for _, m := range c.machines() {
+			st, err := stopProbe(ctx, m)
+			t.Logf("probe of the echo Service from %s for 10 s: %s %v", m.Name, st, err)
+		}
+		t.Fatalf("this machineadm has no upgrade command: %v\n%s", err, out)
+	}
+	for i, m := range c.machines() {
+		node := []hostsEntry{cp1, cp2, w1}[i]
+		s, err := c.upgradeSpec(e, node, kubernetesVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := deliver(m, s, c.secrets); err != nil {
+			t.Fatal(err)
+		}
+		if kills && m == c.cp1 {
+			upgradeCrashChain(ctx, t, m)
+		}
+		var flags []string
+		if m == c.w1 {
+			// A worker has no credential that may evict pods: the
+			// cluster's admin.conf, delivered for the drain (0600).
+			b, err := os.ReadFile(filepath.Join(c.cp1.Root, "etc/kubernetes/admin.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.WriteFile(drainKubeconfig, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			flags = []string{"--kubeconfig", drainKubeconfig}
+		}
+		res, dur := runUpgrade(ctx, t, m, "upgrade", flags...)
+		timing(t, "upgrade-"+m.Name, dur)
+		if res.ExitCode != 0 {
+			dumpDiagnostics(ctx, t, m)
+			t.Fatalf("%s: machineadm upgrade exited %d:\n%s", m.Name, res.ExitCode, tail(res.Stdout+res.Stderr, 40))
+		}
+		if r, raw, err := readReport(m); err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+		} else if r.Result != "Succeeded" {
+			t.Errorf("%s: upgrade report %s\n%s", m.Name, r.summary(), raw)
+		} else {
+			t.Logf("%s upgrade report: %s", m.Name, r.summary())
+		}
+		if _, err := waitNodesReady(ctx, c.cs, readyTimeout, m.Name); err != nil {
+			t.Error(err)
+		}
+		// An operator goes on to the next node once the control plane
+		// is healthy again: the kubelet of the new version may restart
+		// the node's static pods after machineadm is done.
+		after := time.Now()
+		if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
+			dumpDiagnostics(ctx, t, m)
+			t.Fatalf("after %s's upgrade: %v", m.Name, err)
+		}
+		timing(t, "upgrade-"+m.Name+"-exit-to-control-plane-healthy", time.Since(after))
+	}
+	finishProbes()
+	if err := checkVersions(ctx, c, kubernetesVersion); err != nil {
+		t.Error(err)
+	}
+	members, err := etcdMembers(ctx, c.cp1)
+	if err != nil || len(members) != 2 {
+		t.Errorf("etcd members after the upgrade: %v, %v; want cp1 and cp2", members, err)
+	}
+	cm, err := c.cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		t.Error(err)
+	} else if !strings.Contains(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+kubernetesVersion) {
+		t.Errorf("kube-system/kubeadm-config after the upgrade:\n%s", cm.Data["ClusterConfiguration"])
+	}
+	// A second upgrade to the same spec changes nothing.
+	res, _ := runUpgrade(ctx, t, c.cp2, "upgrade-again")
+	if res.ExitCode != 0 {
+		t.Errorf("cp2: a second upgrade to the same spec exited %d", res.ExitCode)
+	} else if r, raw, err := readReport(c.cp2); err == nil {
+		for _, p := range r.Phases {
+			if p.Status == "Succeeded" && !slices.Contains([]string{"inputs-check", upgrade.PhasePlan, "host-check", upgrade.PhaseRecord}, p.Name) {
+				t.Errorf("cp2: the second upgrade to the same spec ran %s (%s)\n%s", p.Name, p.Message, raw)
+			}
+		}
+	}
+}
+
+// upgradeCrashChain kills cp1's upgrade in each of upgradeKills' phases
+// (each rerun resuming in the phase killed before) and checks that no kill
+// left a Succeeded report.
+func upgradeCrashChain(ctx context.Context, t *testing.T, m *Machine) {
+	t.Helper()
+	var prev *crashRun
+	for i, k := range upgradeKills {
+		run := killInRun(ctx, t, m, upgradeCrashCmd, upgrade.PhaseOrder, k.phase, k.at.orDefault(), i, prev != nil)
+		if prev != nil {
+			checkResumedIn(t, m, run.report, prev.phase)
+		}
+		r := run.report
+		top, _, _ := strings.Cut(r.FailedPhase, "/")
+		if r.Result == "Succeeded" || r.ErrorClass != "Interrupted" || top != run.phase {
+			t.Errorf("%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase)
+		}
+		if run.state.FinishedAt != "" {
+			t.Errorf("%s: the upgrade journal says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
+		}
+		prev = run
+	}
+}
+
+// runUpgrade runs `machineadm upgrade -f SPEC` in m, its output kept in
+// m's directory as NAME.log.
+func runUpgrade(ctx context.Context, t *testing.T, m *Machine, name string, flags ...string) (ExecResult, time.Duration) {
+	t.Helper()
+	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := m.Exec(uctx, nil, append([]string{"machineadm", "upgrade", "-f", machineSpecFile}, flags...)...)
+	dur := time.Since(start)
+	_ = os.WriteFile(filepath.Join(m.Dir, name+".log"), []byte(res.Stdout+res.Stderr), 0o600)
+	if err != nil {
+		t.Logf("%s: %v (after %s); output tail:\n%s", m.Name, err, dur.Round(time.Second), tail(res.Stdout+res.Stderr, 40))
+	}
+	if uctx.Err() != nil {
+		t.Fatalf("%s: machineadm upgrade did not finish within %s", m.Name, upgradeTimeout)
+	}
+	return res, dur
+}
+
+// checkVersions: every Node's kubelet, every control-plane component's
+// running image (static pods) or the API servers' /version (both
+// runtimes), and the kube-proxy DaemonSet are at version.
+func checkVersions(ctx context.Context, c *upgradeCluster, version string) error {
+	var errs []string
+	nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		if v := n.Status.NodeInfo.KubeletVersion; v != version {
+			errs = append(errs, fmt.Sprintf("node %s: kubelet %s", n.Name, v))
+		}
+	}
+	for _, m := range []*Machine{c.cp1, c.cp2} {
+		cs, err := nodeClient(m)
+		if err != nil {
+			return err
+		}
+		v, err := cs.Discovery().ServerVersion()
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: API server /version: %v", m.Name, err))
+		} else if v.GitVersion != version {
+			errs = append(errs, fmt.Sprintf("%s: API server %s", m.Name, v.GitVersion))
+		}
+		if c.systemd {
+			continue
+		}
+		for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			p, err := c.cs.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, comp+"-"+m.Name, metav1.GetOptions{})
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			if img := p.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+version) {
+				errs = append(errs, fmt.Sprintf("%s: %s runs %s", m.Name, comp, img))
+			}
+		}
+	}
+	ds, err := c.cs.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil {
+		errs = append(errs, err.Error())
+	} else if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+version) {
+		errs = append(errs, "kube-proxy DaemonSet runs "+img)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("not at %s: %s", version, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// waitControlPlaneHealthy waits until both API servers answer /readyz
+// and, for static pods, every control-plane static pod runs.
+func waitControlPlaneHealthy(ctx context.Context, c *upgradeCluster, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, m := range []*Machine{c.cp1, c.cp2} {
+		cs, err := nodeClient(m)
+		if err != nil {
+			return err
+		}
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Until(deadline), true, func(ctx context.Context) (bool, error) {
+			return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: the API server is not ready: %w", m.Name, err)
+		}
+		if !c.systemd {
+			if err := waitStaticPodsRunning(ctx, c.cs, m.Name, time.Until(deadline)); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// nodeClient is cp's admin.conf pointed at cp's own API server (the
+// control-plane endpoint is cp1's).
+func nodeClient(cp *Machine) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp.Root, "etc/kubernetes/admin.conf"))
+	if err != nil {
+		return nil, fmt.Errorf("admin.conf: %w", err)
+	}
+	cfg.Host = "https://" + cp.IP + ":6443"
+	cfg.Timeout = 15 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+// reconfigureAPIServer: cp1's spec at version gains an audit policy (a new
+// spec.host.files entry) and the API server flags that use it; `machineadm
+// upgrade` restarts the API server once with them (its process watched
+// every 200 ms), and a rerun changes nothing (the same process).
+func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, version string) {
+	m := c.cp1
+	s, err := c.upgradeSpec(theEnv, cp1, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Host.Files = append(s.Spec.Host.Files, machineadm.File{Path: auditPolicyPath, Mode: "0644", Content: auditPolicy})
+	s.Spec.ControlPlane.APIServer.ExtraArgs = append(s.Spec.ControlPlane.APIServer.ExtraArgs,
+		machineadm.Arg{Name: "audit-policy-file", Value: auditPolicyPath}, machineadm.Arg{Name: "audit-log-path", Value: "-"})
+	if err := deliver(m, s, c.secrets); err != nil {
+		t.Fatal(err)
+	}
+	before := processPIDs(m, "kube-apiserver")
+	w := watchPIDs(m, "kube-apiserver")
+	res, dur := runUpgrade(ctx, t, m, "reconfigure")
+	timing(t, "reconfigure-cp1", dur)
+	if res.ExitCode != 0 {
+		w.stop()
+		t.Fatalf("cp1: reconfiguring upgrade exited %d:\n%s", res.ExitCode, tail(res.Stdout+res.Stderr, 40))
+	}
+	var after []int
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		after = processPIDs(m, "kube-apiserver")
+		return len(after) == 1 && !slices.Contains(before, after[0]), nil
+	})
+	seen := w.stop()
+	if err != nil {
+		t.Fatalf("cp1: kube-apiserver before %v, after %v: not restarted", before, after)
+	}
+	// The processes seen: the old one and the new one.
+	if len(seen) != 2 {
+		t.Errorf("cp1: kube-apiserver processes seen during the reconfiguration %v (before %v), want the old and one new", seen, before)
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", after[0]))
+	if !strings.Contains(string(cmdline), "--audit-policy-file="+auditPolicyPath) {
+		t.Errorf("cp1: the new kube-apiserver runs without the audit policy: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	}); err != nil {
+		t.Errorf("the API server does not answer after the reconfiguration: %v", err)
+	}
+	// The rerun: nothing restarts.
+	res, _ = runUpgrade(ctx, t, m, "reconfigure-again")
+	if res.ExitCode != 0 {
+		t.Errorf("cp1: rerun of the reconfiguration exited %d", res.ExitCode)
+	}
+	if again := processPIDs(m, "kube-apiserver"); !slices.Equal(again, after) {
+		t.Errorf("cp1: the rerun restarted kube-apiserver (%v, then %v)", after, again)
+	}
+}
+
+// processPIDs are the host PIDs of m's processes whose command name
+// starts with comm: the kernel truncates it to 15 bytes, so a versioned
+// binary (kube-apiserver-v1.36.3) shows as "kube-apiserver-".
+func processPIDs(m *Machine, comm string) []int {
+	var out []int
+	for _, p := range descendants(m.leader) {
+		if strings.HasPrefix(commOf(p), comm) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pidWatch samples processPIDs every 200 ms.
+type pidWatch struct {
+	mu   sync.Mutex
+	seen []int
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func watchPIDs(m *Machine, comm string) *pidWatch {
+	w := &pidWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			for _, p := range processPIDs(m, comm) {
+				w.mu.Lock()
+				if !slices.Contains(w.seen, p) {
+					w.seen = append(w.seen, p)
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns every PID seen.
+func (w *pidWatch) stop() []int {
+	close(w.done)
+	w.wg.Wait()
+	return w.seen
+}

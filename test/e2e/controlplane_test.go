@@ -202,7 +202,7 @@ func TestControlPlaneProvider(t *testing.T) {
 	}
 
 	// 3. Scale to 1 with the API server probed through the endpoint.
-	probe := startAPIProbe(ctx, cs)
+	probe := startEndpointProbe(ctx, cs)
 	scaled := time.Now()
 	setReplicas(ctx, t, c, 1)
 	if err := waitControlPlaneStatus(ctx, c, 1, 10*time.Minute); err != nil {
@@ -223,7 +223,7 @@ func TestControlPlaneProvider(t *testing.T) {
 
 	// 4. A machine-spec change rolls the one control-plane Machine.
 	before = controlPlaneMachineNames(ctx, t, c)
-	probe = startAPIProbe(ctx, cs)
+	probe = startEndpointProbe(ctx, cs)
 	rolled := time.Now()
 	cur := &controlplanev1.MachineadmControlPlane{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cpName}, cur); err != nil {
@@ -443,9 +443,9 @@ func waitEtcdMembers(ctx context.Context, c client.Client, want int, timeout tim
 	return nil
 }
 
-// apiProbe asks the workload API server's /readyz through the
+// endpointProbe asks the workload API server's /readyz through the
 // control-plane endpoint every cpProbeInterval.
-type apiProbe struct {
+type endpointProbe struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	total    atomic.Int64
@@ -457,9 +457,9 @@ type apiProbe struct {
 	longest     time.Duration
 }
 
-func startAPIProbe(ctx context.Context, cs *kubernetes.Clientset) *apiProbe {
+func startEndpointProbe(ctx context.Context, cs *kubernetes.Clientset) *endpointProbe {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &apiProbe{cancel: cancel, done: make(chan struct{})}
+	p := &endpointProbe{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(cpProbeInterval)
@@ -495,7 +495,7 @@ func startAPIProbe(ctx context.Context, cs *kubernetes.Clientset) *apiProbe {
 }
 
 // stop ends the probe and returns the probes made and the failures.
-func (p *apiProbe) stop() (int64, []string) {
+func (p *endpointProbe) stop() (int64, []string) {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
@@ -504,7 +504,7 @@ func (p *apiProbe) stop() (int64, []string) {
 }
 
 // summary is the longest outage and the first failures, for the log.
-func (p *apiProbe) summary() string {
+func (p *endpointProbe) summary() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.failures) == 0 {
@@ -515,7 +515,7 @@ func (p *apiProbe) summary() string {
 }
 
 // longestOutage is the longest run of failed probes.
-func (p *apiProbe) longestOutage() time.Duration {
+func (p *endpointProbe) longestOutage() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.longest

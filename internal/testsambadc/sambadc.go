@@ -38,7 +38,8 @@ type Options struct {
 	HostName string
 	// IP is the DC's IPv4 address; it must already be on Interface.
 	IP string
-	// Interface is the link samba binds to ("bind interfaces only").
+	// Interface is what samba binds to, its "interfaces" option with "bind
+	// interfaces only": a link name (every address on it) or one address.
 	Interface string
 	// AdminPassword is the Administrator's password. It is on
 	// samba-tool's command line during the provision (samba-tool reads

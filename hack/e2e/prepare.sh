@@ -26,6 +26,9 @@ rootfs_rc=0
 wait "$rootfs_pid" || rootfs_rc=$?
 [ "$components_rc" -eq 0 ] || { log "prepare: components failed"; exit 1; }
 [ "$rootfs_rc" -eq 0 ] || { log "prepare: root filesystem failed"; exit 1; }
+# The adcli overlay (the domain-joining Cluster API machine) is what apt
+# adds to the root filesystem.
+"$(dirname "$0")/adcli.sh" || { log "prepare: adcli overlay failed"; exit 1; }
 # The kube-proxy image takes its iptables from the root filesystem.
 t=$(date +%s)
 "$(dirname "$0")/images.sh" || { log "prepare: images failed"; exit 1; }

@@ -47,7 +47,8 @@ import (
 //     with the data Secret's value as NoCloud user data, its own address
 //     from the pool with a default route to the (closed) harness bridge,
 //     and the bridge CNI configuration for its pod CIDR: the machine's
-//     network as a cloud would provide it. When the machine is up it sets
+//     network as a cloud would provide it; spec.image "adjoin" (adjoin.go)
+//     is that image with adcli and the e2e's AD DC as name server. When the machine is up it sets
 //     spec.providerID (nspawn://NAME), status.addresses and
 //     status.initialization.provisioned, and, like the Docker provider,
 //     writes the provider ID onto the workload cluster's Node of that name
@@ -262,7 +263,8 @@ func (p *nspawnProvider) reconcileMachine(ctx context.Context, req reconcile.Req
 			return reconcile.Result{}, err
 		}
 		_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
-		if err := p.boot(req.NamespacedName, u.GetName(), ds.Data["value"], controlPlane); err != nil {
+		image, _, _ := unstructured.NestedString(u.Object, "spec", "image")
+		if err := p.boot(req.NamespacedName, u.GetName(), image, ds.Data["value"], controlPlane); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: capiRequeue}, nil
@@ -315,7 +317,7 @@ func (p *nspawnProvider) reconcileMachine(ctx context.Context, req reconcile.Req
 }
 
 // boot allocates an address and boots the machine in the background.
-func (p *nspawnProvider) boot(key types.NamespacedName, name string, userData []byte, controlPlane bool) error {
+func (p *nspawnProvider) boot(key types.NamespacedName, name, image string, userData []byte, controlPlane bool) error {
 	if len(userData) == 0 {
 		return fmt.Errorf("data Secret of %s has no value", key)
 	}
@@ -348,15 +350,16 @@ func (p *nspawnProvider) boot(key types.NamespacedName, name string, userData []
 	p.logf("machine %s: booting %s at %s (control plane: %v, %d bytes of user data)", key, name, ip, controlPlane, len(userData))
 	go func() {
 		defer close(pm.booted)
-		pm.bootErr = p.bootMachine(pm, name, userData, controlPlane)
+		pm.bootErr = p.bootMachine(pm, name, image, userData, controlPlane)
 		p.logf("machine %s: boot returned: %v", key, pm.bootErr)
 	}()
 	return nil
 }
 
-// bootMachine makes the machine's root filesystem (the OS image), writes
-// its network, identity and user data, and boots it.
-func (p *nspawnProvider) bootMachine(pm *providerMachine, name string, userData []byte, controlPlane bool) error {
+// bootMachine makes the machine's root filesystem (the OS image; image
+// "adjoin" adds adcli and the AD DC as name server, adImage), writes its
+// network, identity and user data, and boots it.
+func (p *nspawnProvider) bootMachine(pm *providerMachine, name, image string, userData []byte, controlPlane bool) error {
 	e := p.e
 	self := hostsEntry{IP: pm.ip, Name: name}
 	hosts := append(allHosts(), self)
@@ -378,6 +381,15 @@ func (p *nspawnProvider) bootMachine(pm *providerMachine, name string, userData 
 	// server (capi_agents.go).
 	if err := e.installNodeComponents(m, !controlPlane); err != nil {
 		return err
+	}
+	switch image {
+	case "":
+	case adImage:
+		if err := e.layADImage(ctx, m); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("NspawnMachine %s: unknown spec.image %q", name, image)
 	}
 	images := nodeImages
 	if controlPlane {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -25,18 +26,23 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/machineadm/machineadm/internal/testsambadc"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
 )
 
 // Names of TestClusterAPI's objects (namespace default).
 const (
-	capiNS        = "default"
-	capiCluster   = "e2e"
-	capiCP        = "e2e-cp-0"
-	capiMD        = "e2e-workers"
-	capiBad       = "e2e-wrong-recipient"
-	capiUpTimeout = 14 * time.Minute
+	capiNS      = "default"
+	capiCluster = "e2e"
+	capiCP      = "e2e-cp-0"
+	capiMD      = "e2e-workers"
+	capiBad     = "e2e-wrong-recipient"
+	// capiADJoin is a worker that joins the AD domain (adjoin.go) before
+	// the cluster; its name is its computer account's (15 characters at most).
+	capiADJoin       = "e2e-adjoin"
+	capiADJoinSecret = "e2e-ad-join"
+	capiUpTimeout    = 14 * time.Minute
 )
 
 // TestClusterAPI is the Cluster API e2e (issue 11): cp1, bootstrapped by
@@ -48,6 +54,10 @@ const (
 //   - one control-plane Machine and a MachineDeployment of two workers:
 //     every Machine Running with a nodeRef, the Nodes Ready,
 //     BootstrapSucceeded True on every MachineadmConfig;
+//   - a worker Machine whose config has spec.host.domainJoin, its
+//     password from a Secret: it joins the samba AD DC in the harness
+//     namespace (adjoin.go) with adcli, its computer account is in the
+//     DC's database and its Node is Ready;
 //   - the MachineDeployment scaled to three: a third Node Ready;
 //   - a Machine whose config seals to a recipient its image has no key
 //     for: BootstrapSucceeded False with class VerificationFailed (posted
@@ -65,10 +75,36 @@ func TestClusterAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
 	start := time.Now()
+
+	// The AD DC comes up while the management cluster does.
+	var ad struct {
+		dc       *testsambadc.DC
+		password string
+		err      error
+	}
+	dcDone := make(chan struct{})
+	dcStart := time.Now()
+	go func() {
+		defer close(dcDone)
+		ad.dc, ad.password, ad.err = e.startADDC(ctx)
+		timing(t, "capi-ad-dc-up", time.Since(dcStart))
+	}()
+	t.Cleanup(func() {
+		<-dcDone
+		if ad.dc != nil {
+			ad.dc.Stop()
+		}
+	})
 	ce := e.startCAPI(ctx, t, providerOptions{})
 	mc, recipient, p := ce.mc, ce.recipient, ce.p
 	_, wrongRecipient := e.capiKeygen(ctx, t, "elsewhere")
 
+	<-dcDone
+	if ad.err != nil {
+		t.Fatal(ad.err)
+	}
+	t.Logf("AD DC %s (%s) at %s: provisioned in %s, serving after %s", adDCName, adRealm, adDCIP,
+		ad.dc.Provisioned.Round(time.Second), ad.dc.Serving.Round(time.Second))
 	c := mc.c
 	create := func(objs ...client.Object) {
 		t.Helper()
@@ -120,12 +156,24 @@ func TestClusterAPI(t *testing.T) {
 		},
 		infraObject("NspawnMachine", capiBad, nil),
 		capiMachine(capiBad, false),
+		// The domain-joining worker, its password from a Secret.
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: capiADJoinSecret, Namespace: capiNS},
+			StringData: map[string]string{"password": ad.password},
+		},
+		&bootstrapv1.MachineadmConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: capiADJoin, Namespace: capiNS},
+			Spec:       capiADJoinSpec(t, recipient),
+		},
+		infraObject("NspawnMachine", capiADJoin, map[string]any{"image": adImage}),
+		capiMachine(capiADJoin, false),
 	)
 	t.Logf("Cluster API objects created %s after the start", time.Since(start).Round(time.Second))
 
 	w := &capiWatcher{c: c, tokens: map[string]string{}, allowHex: servedAgentDigests(t, e)}
-	// 1 control-plane Machine + 2 workers Running with Ready Nodes.
-	good, err := w.waitMachines(ctx, 3, capiUpTimeout)
+	// 1 control-plane Machine + 2 workers + the domain-joining worker
+	// Running with Ready Nodes.
+	good, err := w.waitMachines(ctx, 4, capiUpTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +184,18 @@ func TestClusterAPI(t *testing.T) {
 			allReady = m.ready
 		}
 	}
-	timing(t, "capi-cluster-create-to-3-nodes-ready", allReady.Sub(created))
+	timing(t, "capi-cluster-create-to-4-nodes-ready", allReady.Sub(created))
 	w.checkConfigs(ctx, t, good)
 	if n := p.checkAgentDownloads(t); n < 2 {
 		t.Errorf("%d workers downloaded their agent from the management cluster, want at least 2", n)
+	}
+	// The domain-joining worker's computer account is in the DC's database.
+	if names, err := ad.dc.Computers(ctx); err != nil {
+		t.Error(err)
+	} else if !slices.Contains(names, strings.ToUpper(capiADJoin)+"$") {
+		t.Errorf("the DC's computer accounts %q lack %s$", names, strings.ToUpper(capiADJoin))
+	} else {
+		t.Logf("the DC's computer accounts: %q", names)
 	}
 
 	// Scale the MachineDeployment to 3.
@@ -153,7 +209,7 @@ func TestClusterAPI(t *testing.T) {
 	if err := c.Patch(ctx, md, patch); err != nil {
 		t.Fatal(err)
 	}
-	all, err := w.waitMachines(ctx, 4, 8*time.Minute)
+	all, err := w.waitMachines(ctx, 5, 8*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +244,8 @@ func TestClusterAPI(t *testing.T) {
 		}
 	}
 
-	// No data Secret holds a secret in the clear.
-	w.checkLeaks(ctx, t)
+	// No data Secret holds a secret in the clear, nor the domain password.
+	w.checkLeaks(ctx, t, ad.password)
 	// The controllers ran the whole test in the management cluster.
 	if err := mc.checkControllers(ctx, t); err != nil {
 		t.Error(err)
@@ -294,6 +350,23 @@ func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrap
 		s.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
 	} else {
 		s.Agent = bootstrapv1.AgentSource{}
+	}
+	return s
+}
+
+// capiADJoinSpec is capiConfigSpec of a worker that joins the e2e's AD
+// domain with adcli first, the password from Secret capiADJoinSecret.
+func capiADJoinSpec(t *testing.T, recipient string) bootstrapv1.MachineadmConfigSpec {
+	s := capiConfigSpec(t, recipient, false)
+	s.Host.DomainJoin = &bootstrapv1.DomainJoin{
+		Domain:           adDomain,
+		DomainController: adDCIP,
+		Credentials: &bootstrapv1.DomainCredentials{
+			Username: "Administrator",
+			PasswordFrom: bootstrapv1.SecretValueSource{Secret: bootstrapv1.SecretKeyReference{
+				Name: capiADJoinSecret, Key: "password"}},
+		},
+		Linux: &bootstrapv1.LinuxDomainJoin{WriteKrb5Conf: true},
 	}
 	return s
 }
@@ -489,10 +562,10 @@ func (w *capiWatcher) waitBootstrapFailed(ctx context.Context, name, reason stri
 // shapes on, over every data Secret of the namespace, looking besides for
 // the cluster's CA keys, the certificate key and every bootstrap token
 // seen in the workload cluster.
-func (w *capiWatcher) checkLeaks(ctx context.Context, t *testing.T) {
+func (w *capiWatcher) checkLeaks(ctx context.Context, t *testing.T, domainPassword string) {
 	t.Helper()
-	var known [][]byte
-	names := []string{}
+	known := [][]byte{[]byte(domainPassword)}
+	names := []string{"the domain join password"}
 	for _, s := range []string{"ca", "etcd", "proxy", "sa"} {
 		sec := &corev1.Secret{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiCluster + "-" + s}, sec); err != nil {

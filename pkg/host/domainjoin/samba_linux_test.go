@@ -7,16 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/machineadm/machineadm/internal/testsambadc"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
@@ -66,7 +67,7 @@ func TestJoinRealSambaDC(t *testing.T) {
 	if os.Geteuid() != 0 {
 		skip("needs root for unshare --net --mount --uts")
 	}
-	for _, bin := range []string{"unshare", "samba", "samba-tool", "adcli", "klist", "ip"} {
+	for _, bin := range append([]string{"adcli", "klist", "ip"}, testsambadc.Binaries...) {
 		if _, err := exec.LookPath(bin); err != nil {
 			skip(bin + " not installed (hack/install-deps.sh)")
 		}
@@ -113,7 +114,7 @@ func sambaInNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 	dc := startDC(t, filepath.Join(dir, "dc"))
-	defer dc()
+	defer dc.Stop()
 
 	root := filepath.Join(dir, "root")
 	secretFile := "/etc/machineadm/secrets/ad-password"
@@ -168,6 +169,11 @@ func sambaInNetns(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, Krb5ConfPath)); !strings.Contains(string(data), "default_realm = "+testRealm) {
 		t.Errorf("krb5.conf:\n%s", data)
+	}
+
+	// The DC's own database has the computer account.
+	if names, err := dc.Computers(context.Background()); err != nil || !slices.Contains(names, "NODE1$") {
+		t.Errorf("computer accounts %q (%v): want NODE1$", names, err)
 	}
 
 	// Run 2 (a new run) finds the join and changes nothing.
@@ -252,55 +258,21 @@ func runRecorded(t *testing.T, rec *report.Recorder, logs *bytes.Buffer, root st
 }
 
 // startDC provisions a samba AD DC in dir and serves it until the
-// returned function is called.
-func startDC(t *testing.T, dir string) func() {
+// DC's Stop is called.
+func startDC(t *testing.T, dir string) *testsambadc.DC {
 	t.Helper()
-	start := time.Now()
 	// The DC has a host name of its own (a UTS namespace inside this one),
 	// so that the joining host "node1" gets a computer account of its own.
-	prov := exec.Command("unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, dcName,
-		"samba-tool", "domain", "provision", "--targetdir", dir, "--realm", testRealm, "--domain", "CORP",
-		"--server-role=dc", "--dns-backend=SAMBA_INTERNAL", "--adminpass", adminPass, "--host-name="+dcName,
-		"--host-ip="+dcIP, "--option=interfaces=dcv0", "--option=bind interfaces only=yes", "--option=dns forwarder=127.0.0.1")
-	if out, err := prov.CombinedOutput(); err != nil {
-		t.Fatalf("samba-tool domain provision: %v\n%s", err, out)
-	}
-	t.Logf("provisioned %s in %s", testRealm, time.Since(start).Round(time.Second))
-	var log bytes.Buffer
-	samba := exec.Command("unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, dcName,
-		"samba", "-s", filepath.Join(dir, "etc/smb.conf"), "-i")
-	samba.Stdout, samba.Stderr = &log, &log
-	samba.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := samba.Start(); err != nil {
+	dc, err := testsambadc.Start(context.Background(), testsambadc.Options{
+		Dir: dir, Realm: testRealm, Domain: "CORP", HostName: dcName, IP: dcIP, Interface: "dcv0",
+		AdminPassword: adminPass, Wait: sambaWait,
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	stop := func() {
-		_ = syscall.Kill(-samba.Process.Pid, syscall.SIGTERM)
-		_ = samba.Wait()
-	}
-	deadline := time.Now().Add(sambaWait)
-	for {
-		c, err := net.DialTimeout("tcp", dcIP+":389", time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("samba did not serve LDAP within %s:\n%s", sambaWait, log.String())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	// Kerberos (88) comes up with LDAP's process group; wait for it too.
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", dcIP+":88", time.Second); err == nil {
-			c.Close()
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Logf("samba serves LDAP and Kerberos after %s", time.Since(start).Round(time.Second))
-	return stop
+	t.Logf("provisioned %s in %s; samba serves LDAP and Kerberos after %s", testRealm,
+		dc.Provisioned.Round(time.Second), dc.Serving.Round(time.Second))
+	return dc
 }
 
 // scanProcs watches /proc/*/cmdline and /proc/*/environ for secret

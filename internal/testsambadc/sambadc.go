@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package testsambadc provisions and serves a real samba Active Directory
 // domain controller (Debian's samba: samba-tool and samba) for tests: the
 // domain join test (pkg/host/domainjoin) in namespaces of its own and the

@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command fake-kms-plugin is a test double of a KMS v2 plugin for the
 // end-to-end tests: it serves k8s.io/kms's v2 gRPC service
 // (KeyManagementService) on a unix socket and encrypts data keys with

@@ -155,6 +155,9 @@ func runRender(o *options, f *renderFlags) error {
 		}
 	}
 
+	if err := render.CheckSpecOS(opts.Format, loaded.Config); err != nil {
+		return renderError(err)
+	}
 	out, err := render.Render(data, loaded.Config, opts)
 	if err != nil {
 		return renderError(err)

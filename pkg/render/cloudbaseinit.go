@@ -5,6 +5,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/render/quote"
 )
 
@@ -84,4 +85,20 @@ func renderCloudbaseInit(r *resolved, spec []byte) ([]byte, error) {
 // spec or the stub appears unencoded.
 func cbiEntry(path string, data []byte) cbiFile {
 	return cbiFile{Path: quote.YAMLString(path), Encoding: "gz+b64", Content: quote.YAMLString(gzipBase64(data))}
+}
+
+// CheckSpecOS refuses, with an *OptionError for --format, a spec whose
+// spec.os (already defaulted by the loader: the building binary's OS when
+// the document has none) is not the cloudbase-init format's Windows: a
+// Linux spec's paths and rules mean nothing to a Windows agent. The
+// other formats render a spec of any OS, as they did before spec.os
+// existed. `machineadm render` calls it before Render.
+func CheckSpecOS(f Format, cfg *machineadm.MachineBootstrapConfig) error {
+	if f != FormatCloudbaseInit || cfg == nil {
+		return nil
+	}
+	if cfg.Spec.OS != machineadm.OSWindows {
+		return optErr("--format", "%s is bootstrap data for Windows, but the spec is for %q (spec.os): write os: windows in the spec, or pick a Linux format", f, cfg.Spec.OS)
+	}
+	return nil
 }

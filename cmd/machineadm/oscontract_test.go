@@ -135,7 +135,7 @@ func writtenByConstant() []string {
 		cpunits.SysusersPath,
 		// the stubs `machineadm render` writes
 		render.LinuxAgentPath, render.IgnitionAgentPath, render.LinuxSpecPath, render.CloudConfigStubPath,
-		render.WindowsAgentPath, render.WindowsSpecPath, render.WindowsReportPath,
+		render.WindowsAgentPath, render.WindowsSpecPath, render.WindowsReportPath, render.CloudbaseInitStubPath,
 		// Windows: kubeadm's kubelet files and containerd's configuration
 		windows.KubeadmFlagsFile, windows.KubeletConfigFile, windows.BootstrapKubeconfig, windows.Kubeconfig,
 		windows.KubeletCertDir + `\kubelet-client-current.pem`, windows.RegistryConfigPath + `\registry.example\hosts.toml`,

@@ -155,6 +155,9 @@ func runRender(o *options, f *renderFlags) error {
 		}
 	}
 
+	if err := render.CheckSpecOS(opts.Format, loaded.Config); err != nil {
+		return renderError(err)
+	}
 	out, err := render.Render(data, loaded.Config, opts)
 	if err != nil {
 		return renderError(err)
@@ -168,11 +171,16 @@ func runRender(o *options, f *renderFlags) error {
 }
 
 // formatHelp is the Formats list of render's help: one line per format of
-// the registry, name and help.
+// the registry, name and help, the help texts aligned after the longest
+// name.
 func formatHelp() string {
 	var b strings.Builder
+	width := 0
 	for _, f := range render.FormatInfos() {
-		fmt.Fprintf(&b, "  %-12s  %s\n", f.Format, f.Help)
+		width = max(width, len(f.Format))
+	}
+	for _, f := range render.FormatInfos() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, f.Format, f.Help)
 	}
 	return b.String()
 }

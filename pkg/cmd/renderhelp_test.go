@@ -21,9 +21,13 @@ func TestRenderHelpListsTheRegistry(t *testing.T) {
 	}
 	help := out.String()
 	var names []string
+	width := 0 // the help texts start in one column, after the longest name
+	for _, f := range render.FormatInfos() {
+		width = max(width, len(f.Format))
+	}
 	for _, f := range render.FormatInfos() {
 		names = append(names, string(f.Format))
-		if line := "  " + string(f.Format) + strings.Repeat(" ", max(2, 14-len(f.Format))) + f.Help + "\n"; !strings.Contains(help, line) {
+		if line := "  " + string(f.Format) + strings.Repeat(" ", 2+width-len(f.Format)) + f.Help + "\n"; !strings.Contains(help, line) {
 			t.Errorf("render --help lacks the line %q", line)
 		}
 	}

@@ -28,7 +28,7 @@ func docsWindowsSpec(t *testing.T) string {
 }
 
 // TestWindowsSpecOnThisBuild: any build (this one included, Linux in CI)
-// validates, seals and renders (powershell, unattend) docs/windows.md's
+// validates, seals and renders (powershell, cloudbase-init, unattend) docs/windows.md's
 // spec.os windows spec with drive paths and an offline-join blob, exit 0;
 // `seal --root` reads its C:\ paths from ROOT/C/.
 func TestWindowsSpecOnThisBuild(t *testing.T) {
@@ -62,6 +62,7 @@ func TestWindowsSpecOnThisBuild(t *testing.T) {
 		{"seal", "-f", specFile, "--root", root, "--recipient", strings.TrimSpace(rcpt), "-o", sealed},
 		{"unseal", "--check", "-f", sealed, "--identity", id},
 		{"render", "-f", sealed, "--format", "powershell", "--agent-url", "https://downloads.example.com/machineadm.exe", "--agent-sha256", sha, "-o", filepath.Join(dir, "user-data.ps1")},
+		{"render", "-f", sealed, "--format", "cloudbase-init", "--agent-url", "https://downloads.example.com/machineadm.exe", "--agent-sha256", sha, "-o", filepath.Join(dir, "user-data.yaml")},
 		{"render", "-f", sealed, "--format", "unattend", "--agent-url", "https://downloads.example.com/machineadm.exe", "--agent-sha256", sha, "-o", filepath.Join(dir, "unattend.xml")},
 	} {
 		code, out, errOut := run(t, "", args...)
@@ -73,6 +74,9 @@ func TestWindowsSpecOnThisBuild(t *testing.T) {
 		if args[0] == "config" && runtime.GOOS != "windows" && strings.Contains(out+errOut, "does not exist") {
 			t.Errorf("config validate of a spec for another OS warns about this machine's files:\n%s%s", out, errOut)
 		}
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "user-data.yaml")); !strings.HasPrefix(string(out), "#cloud-config\n") || !strings.Contains(string(out), `path: C:\ProgramData\machineadm\firstboot.ps1`) {
+		t.Errorf("render --format cloudbase-init wrote no cloudbase-init cloud-config:\n%s", out)
 	}
 	if out, _ := os.ReadFile(sealed); strings.Contains(string(out), "ARAAAAAAAAA=") || strings.Contains(string(out), "0123456789abcdef") {
 		t.Error("the sealed spec holds a secret")
@@ -103,5 +107,24 @@ func TestSpecOSRefusesOtherOSFields(t *testing.T) {
 				t.Errorf("exit %d, want %d naming %s\n%s\n%s", code, session.ExitBadInput, c.field, out, errOut)
 			}
 		})
+	}
+}
+
+// TestRenderCloudbaseInitRefusesLinuxSpec: render --format cloudbase-init
+// of a spec for Linux (os: linux, or the Linux examples on a Linux build)
+// exits 2 naming the format and spec.os, and writes nothing.
+func TestRenderCloudbaseInitRefusesLinuxSpec(t *testing.T) {
+	worker, err := os.ReadFile("../../docs/examples/worker.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linux := strings.Replace(string(worker), "spec:\n", "spec:\n  os: linux\n", 1)
+	dst := filepath.Join(t.TempDir(), "user-data")
+	code, out, errOut := run(t, linux, "render", "-f", "-", "--format", "cloudbase-init", "--agent-url", "https://downloads.example.com/machineadm.exe", "--agent-sha256", strings.Repeat("0", 64), "-o", dst)
+	if code != session.ExitBadInput || !strings.Contains(errOut, "--format: cloudbase-init") || !strings.Contains(errOut, "spec.os") {
+		t.Fatalf("exit %d, want %d naming --format cloudbase-init and spec.os\n%s\n%s", code, session.ExitBadInput, out, errOut)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("a refused render wrote %s (%v)", dst, err)
 	}
 }

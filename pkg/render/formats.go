@@ -24,6 +24,10 @@ const (
 	// FormatPowerShell is a first-boot PowerShell script for Windows
 	// (cloudbase-init "#ps1_sysnative" user data, or run by hand).
 	FormatPowerShell Format = "powershell"
+	// FormatCloudbaseInit is a "#cloud-config" document for cloudbase-init
+	// on Windows, using only the write_files and runcmd plugins, that
+	// writes the spec and the PowerShell stub and runs the stub.
+	FormatCloudbaseInit Format = "cloudbase-init"
 	// FormatUnattend is a Windows answer file (unattend.xml) whose specialize
 	// pass writes and runs the PowerShell stub.
 	FormatUnattend Format = "unattend"
@@ -100,6 +104,16 @@ var formats = []FormatInfo{
 		// Cluster API: MachineadmConfig spec.os windows.
 		ClusterAPI: true,
 		render:     renderPowerShell,
+	},
+	{
+		Format: FormatCloudbaseInit,
+		OS:     Windows,
+		Help:   "cloudbase-init cloud-config: write_files + runcmd running the PowerShell stub",
+		For:    "Windows with cloudbase-init (`#cloud-config` user data)",
+		Doc:    "`#cloud-config` with only the `write_files` and `runcmd` plugins cloudbase-init implements. `write_files` writes the spec (`C:\\ProgramData\\machineadm\\spec.yaml`, unless `--payload-url` serves it) and the PowerShell stub (`C:\\ProgramData\\machineadm\\firstboot.ps1`), both `encoding: gz+b64`; `runcmd` runs the stub with `powershell.exe -ExecutionPolicy Bypass -File`, and the stub restricts the directory to SYSTEM and Administrators before bootstrap reads the spec; see Windows below",
+		// Cluster API: MachineadmConfig spec.os windows.
+		ClusterAPI: true,
+		render:     renderCloudbaseInit,
 	},
 	{
 		Format: FormatUnattend,

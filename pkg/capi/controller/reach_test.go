@@ -342,6 +342,35 @@ func TestWindowsWorker(t *testing.T) {
 		t.Fatalf("format %q annotation %q data %.200s", ds2.Data["format"], ds2.Annotations[NodeNameAnnotation], ds2.Data["value"])
 	}
 
+	// cloudbase-init's cloud-config: write_files carries the sealed spec
+	// (unsealed here as the machine does) and the PowerShell stub, and
+	// runcmd runs the stub.
+	_, c3 := f.machine("win3", false)
+	c3.Spec.OS, c3.Spec.Format, c3.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.FormatCloudbaseInit, bootstrapv1.HostSpec{}
+	f.must(k8s.Update(f.ctx, c3))
+	wantCond(t, f.reconcile("win3"), DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	ds3 := f.dataSecret("win3")
+	if string(ds3.Data["format"]) != "cloudbase-init" || !bytes.HasPrefix(ds3.Data["value"], []byte("#cloud-config\n")) ||
+		!bytes.Contains(ds3.Data["value"], []byte(`powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File "C:\ProgramData\machineadm\firstboot.ps1"`)) {
+		t.Fatalf("format %q data %.300s", ds3.Data["format"], ds3.Data["value"])
+	}
+	var cbi struct {
+		WriteFiles []struct{ Path, Encoding, Content string } `yaml:"write_files"`
+	}
+	f.must(yaml.Unmarshal(ds3.Data["value"], &cbi))
+	var specFile []byte
+	for _, wf := range cbi.WriteFiles {
+		if wf.Path == `C:\ProgramData\machineadm\spec.yaml` && wf.Encoding == "gz+b64" {
+			specFile = gunzipBase64(t, wf.Content)
+		}
+	}
+	if specFile == nil {
+		t.Fatalf("no gz+b64 spec in write_files: %+v", cbi.WriteFiles)
+	}
+	if _, cfg3 := f.unsealFile(specFile); cfg3.Spec.OS != machineadm.OSWindows || cfg3.Spec.Node.Name != "win3" {
+		t.Fatalf("os %q node %q", cfg3.Spec.OS, cfg3.Spec.Node.Name)
+	}
+
 	// A Windows config on a control-plane Machine: InvalidConfig, spec.os.
 	_, cp := f.machine("wincp", true)
 	cp.Spec.OS, cp.Spec.Host = bootstrapv1.OSWindows, bootstrapv1.HostSpec{}
@@ -378,7 +407,8 @@ func TestWindowsAndDomainJoinRefusedWithFieldPath(t *testing.T) {
 			win(s)
 			s.Format = bootstrapv1.FormatCloudConfig
 		}, "spec.format"},
-		"linux with powershell": {func(s *bootstrapv1.MachineadmConfigSpec) { s.Format = bootstrapv1.FormatPowerShell }, "spec.format"},
+		"linux with powershell":     {func(s *bootstrapv1.MachineadmConfigSpec) { s.Format = bootstrapv1.FormatPowerShell }, "spec.format"},
+		"linux with cloudbase-init": {func(s *bootstrapv1.MachineadmConfigSpec) { s.Format = bootstrapv1.FormatCloudbaseInit }, "spec.format"},
 		"windows sysctl": {func(s *bootstrapv1.MachineadmConfigSpec) {
 			win(s)
 			s.Host.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}

@@ -6,7 +6,7 @@ import (
 
 // Format is the bootstrap data format the infrastructure provider hands to
 // the machine's OS bootstrapper.
-// +kubebuilder:validation:Enum=cloud-config;ignition;powershell;unattend
+// +kubebuilder:validation:Enum=cloud-config;ignition;powershell;cloudbase-init;unattend
 type Format string
 
 const (
@@ -19,6 +19,10 @@ const (
 	// "#ps1_sysnative" user data cloudbase-init runs (os windows; the
 	// default there).
 	FormatPowerShell Format = "powershell"
+	// FormatCloudbaseInit is a "#cloud-config" document for
+	// cloudbase-init (write_files and runcmd only) that writes the spec
+	// and the PowerShell stub and runs the stub (os windows).
+	FormatCloudbaseInit Format = "cloudbase-init"
 	// FormatUnattend is a Windows answer file (unattend.xml) whose
 	// specialize pass writes and runs the PowerShell stub (os windows).
 	FormatUnattend Format = "unattend"
@@ -40,7 +44,7 @@ const (
 // action, Kubernetes version, cluster name, endpoint, networking and the
 // join credentials come from the Machine and its Cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.ignitionVersion) || (has(self.format) && self.format == 'ignition')",message="ignitionVersion only applies to format ignition",fieldPath=".ignitionVersion"
-// +kubebuilder:validation:XValidation:rule="!has(self.format) || (self.format == 'powershell' || self.format == 'unattend') == (has(self.os) && self.os == 'windows')",message="formats powershell and unattend are for os windows, cloud-config and ignition for os linux",fieldPath=".format"
+// +kubebuilder:validation:XValidation:rule="!has(self.format) || (self.format == 'powershell' || self.format == 'cloudbase-init' || self.format == 'unattend') == (has(self.os) && self.os == 'windows')",message="formats powershell, cloudbase-init and unattend are for os windows, cloud-config and ignition for os linux",fieldPath=".format"
 // +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.controlPlane)",message="a Windows Machine is a worker: kubeadm runs no control plane on Windows",fieldPath=".controlPlane"
 // +kubebuilder:validation:XValidation:rule="!(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.files) || self.host.files.all(f, !has(f.owner) && !has(f.group))",message="file owners and groups have no meaning on Windows (os windows): leave owner and group out",fieldPath=".host.files"
 // +kubebuilder:validation:XValidation:rule="(has(self.os) && self.os == 'windows') || !has(self.host) || !has(self.host.files) || self.host.files.all(f, f.path.startsWith('/'))",message="a Linux file path is absolute (starts with /); drive paths are for os windows",fieldPath=".host.files"
@@ -52,7 +56,8 @@ const (
 type MachineadmConfigSpec struct {
 	// OS is the Machine's operating system: "linux" (default) or
 	// "windows" (machine spec field spec.os). A Windows Machine is a
-	// worker; its format is powershell (default) or unattend; file owners
+	// worker; its format is powershell (default), cloudbase-init or
+	// unattend; file owners
 	// and groups, sysctl, kernel modules and domainJoin.linux are refused
 	// at admission; its Node name (and the computer name its
 	// infrastructure should give it) is the Machine's name mapped into
@@ -62,8 +67,8 @@ type MachineadmConfigSpec struct {
 	OS OS `json:"os,omitempty"`
 
 	// Format of the bootstrap data: "cloud-config" (default for os
-	// linux), "ignition", or for os windows "powershell" (default there)
-	// or "unattend".
+	// linux), "ignition", or for os windows "powershell" (default there),
+	// "cloudbase-init" or "unattend".
 	// +optional
 	Format Format `json:"format,omitempty"`
 

@@ -92,6 +92,9 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 	} {
 		validateExtraVolumes(r, cp, c.comp, c.p)
 		if cp.Runtime == machineadm.RuntimeStaticPods {
+			validateMountPaths(r, c.name, cp, c.comp, p, c.p)
+		}
+		if cp.Runtime == machineadm.RuntimeStaticPods {
 			mounts := KubeadmMounts(c.name, cp)
 			for _, v := range c.comp.ExtraVolumes {
 				mounts = append(mounts, v.HostPath)
@@ -165,6 +168,68 @@ func validateExtraVolumes(r *Result, cp *machineadm.ControlPlane, c *machineadm.
 		if !slices.Contains(hostPathTypes, v.PathType) {
 			r.Errors = append(r.Errors, field.NotSupported(ip.Child("pathType"), v.PathType, hostPathTypes[1:]))
 		}
+	}
+}
+
+// validateMountPaths refuses a static pod whose mounts collide: two
+// volumes mounted at one path make the kubelet drop the pod (its
+// validation requires unique mount paths), so the component would never
+// start; and an extraVolumes entry mounted inside a directory kubeadm or
+// machineadm mounts would shadow the files the component needs there
+// (its certificates, kubeconfig, machineadm's configuration). Checked:
+// machineadm's own volumes (the audit log's and KMS sockets'
+// directories) against kubeadm's, then each extraVolumes entry against
+// all of them and the entries before it. p is spec.controlPlane, cp the
+// component's path.
+func validateMountPaths(r *Result, component string, cp *machineadm.ControlPlane, c *machineadm.Component, p, compPath *field.Path) {
+	taken := map[string]string{} // mount path -> who mounts it
+	for _, m := range KubeadmMounts(component, cp) {
+		taken[path.Clean(m)] = "kubeadm"
+	}
+	if component == "kube-apiserver" {
+		a := &cp.APIServer
+		ap := p.Child("apiServer")
+		for _, v := range apiserverconfig.Volumes(a) {
+			var fp *field.Path
+			switch {
+			case v.Name == apiserverconfig.VolumeAuditLog:
+				fp = ap.Child("audit", "log", "path")
+			case strings.HasPrefix(v.Name, apiserverconfig.VolumeKMSPrefix):
+				fp = ap.Child("encryption")
+			}
+			if fp != nil && (v.MountPath == "/" || within(v.MountPath, machineadm.APIServerConfigDir)) {
+				continue // refused with the audit log's path or the KMS endpoint
+			}
+			if who, ok := taken[v.MountPath]; ok && fp != nil {
+				r.Errors = append(r.Errors, field.Invalid(fp, v.MountPath,
+					fmt.Sprintf("its directory %s is a directory %s already mounts into the API server's pod; two mounts at one path make the kubelet refuse the pod: use a directory of its own", v.MountPath, who)))
+				continue
+			}
+			taken[v.MountPath] = "machineadm"
+		}
+	}
+	owned := make([]string, 0, len(taken))
+	for m := range taken {
+		owned = append(owned, m)
+	}
+	slices.Sort(owned)
+	vp := compPath.Child("extraVolumes")
+	for i, v := range c.ExtraVolumes {
+		if !path.IsAbs(v.MountPath) || path.Clean(v.MountPath) != v.MountPath {
+			continue // refused by validateExtraVolumes
+		}
+		ip := vp.Index(i).Child("mountPath")
+		if who, ok := taken[v.MountPath]; ok {
+			r.Errors = append(r.Errors, field.Invalid(ip, v.MountPath,
+				fmt.Sprintf("%s already mounts a volume at this path; two mounts at one path make the kubelet refuse the pod", who)))
+			continue
+		}
+		if i := slices.IndexFunc(owned, func(m string) bool { return within(v.MountPath, m) }); i >= 0 {
+			r.Errors = append(r.Errors, field.Invalid(ip, v.MountPath,
+				fmt.Sprintf("inside %s, which %s mounts: the volume would shadow files the component needs there; mount it elsewhere", owned[i], taken[owned[i]])))
+			continue
+		}
+		taken[v.MountPath] = fmt.Sprintf("%s[%d]", vp, i)
 	}
 }
 

@@ -169,6 +169,24 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 		}, []fe{{ap + ".extraVolumes[1].name", inv}, {ap + ".extraVolumes[2].name", inv}, {ap + ".extraVolumes[3].name", inv},
 			{ap + ".extraVolumes[3].hostPath", inv}, {ap + ".extraVolumes[3].pathType", nsup},
 			{ap + ".extraVolumes[4].name", dup}, {ap + ".extraVolumes[4].mountPath", inv}}},
+		{"extraVolumes mounted where kubeadm, machineadm or another entry mounts", func(c *machineadm.MachineBootstrapConfig) {
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraVolumes = append(cp.APIServer.ExtraVolumes,
+				machineadm.HostPathMount{Name: "pki", HostPath: "/srv/pki", MountPath: "/etc/kubernetes/pki"},
+				machineadm.HostPathMount{Name: "cfg", HostPath: "/srv/cfg", MountPath: machineadm.APIServerConfigDir},
+				machineadm.HostPathMount{Name: "kms", HostPath: "/srv/kms", MountPath: "/var/run/kms"},
+				machineadm.HostPathMount{Name: "ca", HostPath: "/srv/ca", MountPath: "/etc/kubernetes/pki/ca.crt"},
+				machineadm.HostPathMount{Name: "again", HostPath: "/srv/again", MountPath: "/etc/extra-ca"},
+				machineadm.HostPathMount{Name: "fine", HostPath: "/srv/fine", MountPath: "/etc/kubernetes"})
+			cp.Scheduler.ExtraVolumes = []machineadm.HostPathMount{{Name: "conf", HostPath: "/srv/s.conf", MountPath: "/etc/kubernetes/scheduler.conf", PathType: "File"}}
+		}, []fe{{ap + ".extraVolumes[1].mountPath", inv}, {ap + ".extraVolumes[2].mountPath", inv}, {ap + ".extraVolumes[3].mountPath", inv},
+			{ap + ".extraVolumes[4].mountPath", inv}, {ap + ".extraVolumes[5].mountPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[0].mountPath", inv}}},
+		{"machineadm's volumes where kubeadm mounts", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.Audit.Log.Path = "/etc/ssl/certs/audit.log"
+			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///etc/ca-certificates/kms.sock"
+		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

@@ -64,9 +64,11 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 	ap := p.Child("apiServer")
 	owned := apiserverconfig.OwnedFlags(a)
 	for i, arg := range a.ExtraArgs {
-		if f, ok := owned[arg.Name]; ok {
+		// Any spelling of an owned flag (--audit_policy_file, …) is
+		// refused with the field that owns it, not only as a bad name.
+		if f, ok := owned[argName(arg.Name)]; ok {
 			r.Errors = append(r.Errors, field.Forbidden(ap.Child("extraArgs").Index(i).Child("name"),
-				fmt.Sprintf("--%s is set by %s: configure it there", arg.Name, ap.Child(f))))
+				fmt.Sprintf("--%s is set by %s: configure it there", argName(arg.Name), ap.Child(f))))
 		}
 	}
 	if au := a.Audit; au != nil {

@@ -187,6 +187,12 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 			a.Audit.Log.Path = "/etc/ssl/certs/audit.log"
 			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///etc/ca-certificates/kms.sock"
 		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption", inv}}},
+		{"an owned flag in another spelling", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.ExtraArgs = append(a.ExtraArgs, machineadm.Arg{Name: "audit_policy_file", Value: "x"},
+				machineadm.Arg{Name: "--encryption-provider-config", Value: "x"}, machineadm.Arg{Name: "Authorization-Mode=Node", Value: "RBAC"})
+		}, []fe{{ap + ".extraArgs[2].name", inv}, {ap + ".extraArgs[2].name", forb}, {ap + ".extraArgs[3].name", inv}, {ap + ".extraArgs[3].name", forb},
+			{ap + ".extraArgs[4].name", inv}, {ap + ".extraArgs[4].name", forb}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

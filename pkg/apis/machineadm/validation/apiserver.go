@@ -207,7 +207,14 @@ func validateMountPaths(r *Result, component string, cp *machineadm.ControlPlane
 					fmt.Sprintf("its directory %s is a directory %s already mounts into the API server's pod; two mounts at one path make the kubelet refuse the pod: use a directory of its own", v.MountPath, who)))
 				continue
 			}
-			taken[v.MountPath] = "machineadm"
+			switch {
+			case v.Name == apiserverconfig.VolumeAuditLog:
+				taken[v.MountPath] = "machineadm (the audit log's directory)"
+			case strings.HasPrefix(v.Name, apiserverconfig.VolumeKMSPrefix):
+				taken[v.MountPath] = "machineadm (a KMS socket's directory)"
+			default:
+				taken[v.MountPath] = "machineadm"
+			}
 		}
 	}
 	owned := make([]string, 0, len(taken))

@@ -193,6 +193,9 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 				machineadm.Arg{Name: "--encryption-provider-config", Value: "x"}, machineadm.Arg{Name: "Authorization-Mode=Node", Value: "RBAC"})
 		}, []fe{{ap + ".extraArgs[2].name", inv}, {ap + ".extraArgs[2].name", forb}, {ap + ".extraArgs[3].name", inv}, {ap + ".extraArgs[3].name", forb},
 			{ap + ".extraArgs[4].name", inv}, {ap + ".extraArgs[4].name", forb}}},
+		{"audit log and KMS socket in one directory", func(c *machineadm.MachineBootstrapConfig) {
+			c.Spec.ControlPlane.APIServer.Audit.Log.Path = "/var/run/kms/audit.log"
+		}, []fe{{ap + ".encryption", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

@@ -97,13 +97,17 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 			validateMountPaths(r, c.name, cp, c.comp, p, c.p)
 		}
 		if cp.Runtime == machineadm.RuntimeStaticPods {
+			// The component reads its flags' paths inside its pod: an
+			// extraVolumes entry serves the paths below its mountPath,
+			// not below its hostPath (kubeadm's and machineadm's own
+			// mounts use one path on both sides).
 			mounts := KubeadmMounts(c.name, cp)
 			for _, v := range c.comp.ExtraVolumes {
-				mounts = append(mounts, v.HostPath)
+				mounts = append(mounts, v.MountPath)
 			}
 			if c.name == "kube-apiserver" {
 				for _, v := range apiserverconfig.Volumes(a) {
-					mounts = append(mounts, v.HostPath)
+					mounts = append(mounts, v.MountPath)
 				}
 			}
 			var owned map[string]string
@@ -116,8 +120,9 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 }
 
 // validateArgPaths refuses a flag whose value is an absolute path (or a
-// comma-separated list of them) outside every host path the static pod
-// mounts: the component could not read it and would crash-loop.
+// comma-separated list of them) outside every path the static pod
+// mounts (mounts are paths inside the pod): the component could not read
+// it and would crash-loop.
 func validateArgPaths(r *Result, args []machineadm.Arg, skip map[string]string, mounts []string, p *field.Path) {
 	for i, arg := range args {
 		if _, ok := skip[arg.Name]; ok {
@@ -129,7 +134,7 @@ func validateArgPaths(r *Result, args []machineadm.Arg, skip map[string]string, 
 			}
 			if !slices.ContainsFunc(mounts, func(m string) bool { return within(path.Clean(v), m) }) {
 				r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), arg.Value,
-					fmt.Sprintf("the static pod mounts no host path that contains %s, so the component cannot read it: add an extraVolumes entry for it, or use the typed field that owns the flag", v)))
+					fmt.Sprintf("the static pod mounts nothing that contains %s (an extraVolumes entry serves the paths below its mountPath), so the component cannot read it: add an extraVolumes entry for it, or use the typed field that owns the flag", v)))
 				break
 			}
 		}

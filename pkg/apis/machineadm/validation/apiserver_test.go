@@ -196,6 +196,12 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 		{"audit log and KMS socket in one directory", func(c *machineadm.MachineBootstrapConfig) {
 			c.Spec.ControlPlane.APIServer.Audit.Log.Path = "/var/run/kms/audit.log"
 		}, []fe{{ap + ".encryption", inv}}},
+		{"flag paths are judged inside the pod (mountPath), not on the host (hostPath)", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.ExtraVolumes = append(a.ExtraVolumes, machineadm.HostPathMount{Name: "adm", HostPath: "/srv/admission", MountPath: "/etc/admission", ReadOnly: true})
+			a.ExtraArgs = append(a.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/admission/config.yaml"},
+				machineadm.Arg{Name: "egress-selector-config-file", Value: "/srv/admission/egress.yaml"})
+		}, []fe{{ap + ".extraArgs[3].value", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

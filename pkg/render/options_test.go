@@ -90,6 +90,8 @@ func TestRegistrySourceResolution(t *testing.T) {
 	cases := map[string]struct{ url, sha string }{
 		"oci://ghcr.io/machineadm/agent@sha256:" + d:                  {"https://ghcr.io/v2/machineadm/agent/blobs/sha256:" + d, d},
 		"oci://docker.io/machineadm/agent@sha256:" + d:                {"https://registry-1.docker.io/v2/machineadm/agent/blobs/sha256:" + d, d},
+		"oci://docker.io/alpine@sha256:" + d:                          {"https://registry-1.docker.io/v2/library/alpine/blobs/sha256:" + d, d},
+		"oci://index.docker.io/alpine@sha256:" + d:                    {"https://registry-1.docker.io/v2/library/alpine/blobs/sha256:" + d, d},
 		"oci://10.0.0.1:5000/a/b/c@sha256:" + d:                       {"https://10.0.0.1:5000/v2/a/b/c/blobs/sha256:" + d, d},
 		"OCI://localhost:5000/agent@sha256:" + d:                      {"https://localhost:5000/v2/agent/blobs/sha256:" + d, d},
 		"http://10.0.0.1:5000/v2/machine-adm/agent/blobs/sha256:" + d: {"http://10.0.0.1:5000/v2/machine-adm/agent/blobs/sha256:" + d, d},

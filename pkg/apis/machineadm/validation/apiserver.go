@@ -257,9 +257,19 @@ func reservedDir(p, certificatesDir string) string {
 		return "must not be in the certificates directory " + certificatesDir
 	case path.Dir(p) == "/":
 		return "must be in a directory of its own, not in /"
+	case slices.Contains(hostSystemDirs, path.Dir(p)):
+		return "must be in a directory of its own, not in " + path.Dir(p) + ": machineadm mounts the whole directory into the API server's pod, and it holds the host's other files and sockets"
 	}
 	return ""
 }
+
+// hostSystemDirs are host directories that hold other programs' files
+// and sockets (the container runtime's, the kubelet's): an audit log or
+// a KMS socket directly in one would have machineadm mount all of it
+// into the API server's pod (a socket is reachable through a read-only
+// mount).
+var hostSystemDirs = []string{"/etc", "/run", "/var/run", "/var", "/var/lib", "/var/log", "/usr", "/usr/lib",
+	"/usr/local", "/opt", "/dev", "/proc", "/sys", "/boot", "/root", "/home", "/tmp", "/bin", "/sbin", "/lib", "/lib64", "/srv", "/mnt"}
 
 func validateAudit(r *Result, au *machineadm.Audit, p *field.Path, certificatesDir string) {
 	r.Errors = append(r.Errors, apiserverconfig.ValidatePolicy(au.Policy, p.Child("policy"))...)
@@ -319,8 +329,8 @@ func validateEncryption(r *Result, e *machineadm.Encryption, p *field.Path) {
 					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "must be unix:// and an absolute, clean socket path, for example unix:///var/run/kms/plugin.sock"))
 				} else if msg := controlByteProblem(sock); msg != "" {
 					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, msg))
-				} else if within(sock, machineadm.APIServerConfigDir) || path.Dir(sock) == "/" {
-					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "the socket must be in a directory of its own (mounted into the API server's pod), not in / or "+machineadm.APIServerConfigDir))
+				} else if within(sock, machineadm.APIServerConfigDir) || path.Dir(sock) == "/" || slices.Contains(hostSystemDirs, path.Dir(sock)) {
+					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "the socket must be in a directory of its own (mounted into the API server's pod), not in "+path.Dir(sock)+" (not in /, "+machineadm.APIServerConfigDir+" or a host system directory such as /run or /var/run, whose other sockets the pod would reach)"))
 				}
 			}
 		}

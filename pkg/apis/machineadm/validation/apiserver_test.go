@@ -202,6 +202,11 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 			a.ExtraArgs = append(a.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/admission/config.yaml"},
 				machineadm.Arg{Name: "egress-selector-config-file", Value: "/srv/admission/egress.yaml"})
 		}, []fe{{ap + ".extraArgs[3].value", inv}}},
+		{"audit log or KMS socket directly in a host system directory", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.Audit.Log.Path = "/var/log/kube-apiserver-audit.log"
+			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///run/kms.sock"
+		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption.resources[0].providers[0].kms.endpoint", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

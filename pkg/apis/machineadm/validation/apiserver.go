@@ -171,6 +171,10 @@ func validateExtraVolumes(r *Result, cp *machineadm.ControlPlane, c *machineadm.
 		}
 		seen[v.Name] = true
 		validateAbsPath(r, v.HostPath, false, ip.Child("hostPath"))
+		if slices.Contains(hostWideDirs, v.HostPath) {
+			r.Errors = append(r.Errors, field.Invalid(ip.Child("hostPath"), v.HostPath,
+				"would hand the component the host itself (its root, devices, kernel interfaces or every daemon's socket, the container runtime's among them, reachable even read-only): mount the directory the files are in"))
+		}
 		validateAbsPath(r, v.MountPath, false, ip.Child("mountPath"))
 		if !slices.Contains(hostPathTypes, v.PathType) {
 			r.Errors = append(r.Errors, field.NotSupported(ip.Child("pathType"), v.PathType, hostPathTypes[1:]))
@@ -262,6 +266,10 @@ func reservedDir(p, certificatesDir string) string {
 	}
 	return ""
 }
+
+// hostWideDirs are host paths an extraVolumes entry may not mount: each
+// gives the pod the host itself rather than a component's files.
+var hostWideDirs = []string{"/", "/run", "/var/run", "/proc", "/sys", "/dev"}
 
 // hostSystemDirs are host directories that hold other programs' files
 // and sockets (the container runtime's, the kubelet's): an audit log or

@@ -207,6 +207,14 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 			a.Audit.Log.Path = "/var/log/kube-apiserver-audit.log"
 			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///run/kms.sock"
 		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption.resources[0].providers[0].kms.endpoint", inv}}},
+		{"extraVolumes of the host itself", func(c *machineadm.MachineBootstrapConfig) {
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraVolumes = append(cp.APIServer.ExtraVolumes,
+				machineadm.HostPathMount{Name: "root", HostPath: "/", MountPath: "/host", ReadOnly: true},
+				machineadm.HostPathMount{Name: "run", HostPath: "/run", MountPath: "/host-run", ReadOnly: true})
+			cp.ControllerManager.ExtraVolumes = []machineadm.HostPathMount{{Name: "dev", HostPath: "/dev", MountPath: "/host-dev"}}
+		}, []fe{{ap + ".extraVolumes[1].hostPath", inv}, {ap + ".extraVolumes[2].hostPath", inv},
+			{"spec.controlPlane.controllerManager.extraVolumes[0].hostPath", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

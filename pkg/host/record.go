@@ -2,7 +2,6 @@ package host
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
@@ -101,14 +100,4 @@ func pastTense(line string) string {
 
 // wouldLine turns a file summary ("wrote X …") into its dry-run form
 // ("would write X …").
-func wouldLine(summary string) string {
-	for _, v := range []struct{ from, to string }{
-		{"wrote ", "would write "}, {"rewrote ", "would rewrite "}, {"appended to ", "would append to "},
-		{"removed ", "would remove "}, {"set ", "would set "},
-	} {
-		if strings.HasPrefix(summary, v.from) {
-			return v.to + strings.TrimPrefix(summary, v.from)
-		}
-	}
-	return "would change " + summary
-}
+func wouldLine(summary string) string { return files.Would(summary) }

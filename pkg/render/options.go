@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -408,6 +409,13 @@ func checkURL(flag, raw string, allowFile bool) (*url.URL, error) {
 	case u.Scheme == "http" || u.Scheme == "https":
 		if u.Host == "" {
 			return nil, optErr(flag, "%q has no host", shown)
+		}
+		// url.Parse takes any digits for a port; a port out of range
+		// would only fail on the machine, at every boot.
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return nil, optErr(flag, "%q: port %s is not between 1 and 65535", shown, p)
+			}
 		}
 	case u.Scheme == "file" && allowFile:
 		if u.Host != "" && u.Host != "localhost" {

@@ -16,10 +16,13 @@ import (
 // signature.
 const OCIScheme = "oci"
 
-// dockerHubRegistry and dockerHubAPI: references to docker.io are served by
-// registry-1.docker.io (the host docker and containerd use for it).
+// dockerHubRegistry (and its old name dockerHubLegacy) and dockerHubAPI:
+// references to docker.io are served by registry-1.docker.io (the host
+// docker and containerd use for it); a one-component repository there is
+// an official image, under library/.
 const (
 	dockerHubRegistry = "docker.io"
+	dockerHubLegacy   = "index.docker.io"
 	dockerHubAPI      = "registry-1.docker.io"
 )
 
@@ -96,12 +99,17 @@ func parseRegistrySource(flag, raw string) (*registrySource, error) {
 		// "oci://repo@sha256:..." without a registry host.
 		return nil, optErr(flag, "%q names no registry host before the repository; the form is %s", raw, form)
 	}
-	api := registry
-	if api == dockerHubRegistry {
+	api, repo := registry, reference.Path(named)
+	if api == dockerHubRegistry || api == dockerHubLegacy {
+		// Docker Hub's official images live under library/, as docker
+		// and containerd read "docker.io/alpine".
 		api = dockerHubAPI
+		if !strings.Contains(repo, "/") {
+			repo = "library/" + repo
+		}
 	}
 	return &registrySource{
-		URL:    "https://" + api + "/v2/" + reference.Path(named) + "/blobs/" + d.String(),
+		URL:    "https://" + api + "/v2/" + repo + "/blobs/" + d.String(),
 		SHA256: d.Encoded(),
 	}, nil
 }

@@ -36,6 +36,10 @@ type testRegistry struct {
 	lastTok string
 	// tokenStatus, when not 0, is the token service's answer status.
 	tokenStatus int
+	// location, when set, is the Location of the redirect to storage,
+	// from the storage server's URL and the blob's digest hex (a
+	// registry that answers a relative or hostile Location).
+	location func(storage, hex string) string
 }
 
 // newTestRegistry starts a registry (TLS when tls) serving blobs (content
@@ -92,6 +96,9 @@ func newTestRegistry(t *testing.T, tls, redirect bool, blobs ...[]byte) *testReg
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
 		case !ok:
 			http.Error(w, `{"errors":[{"code":"BLOB_UNKNOWN"}]}`, http.StatusNotFound)
+		case reg.storage != nil && reg.location != nil:
+			w.Header().Set("Location", reg.location(reg.storage.URL, m[2]))
+			w.WriteHeader(http.StatusTemporaryRedirect)
 		case reg.storage != nil:
 			http.Redirect(w, r, reg.storage.URL+"/blobs/"+m[2], http.StatusTemporaryRedirect)
 		default:
@@ -472,5 +479,48 @@ func TestShellStubRegistryAnonymous(t *testing.T) {
 	checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
 	if n := srv.count(path); n != 1 {
 		t.Errorf("blob requested %d times, want 1", n)
+	}
+}
+
+// TestShellStubRegistryRedirectLocation: the Location a registry answers
+// the authorised blob request with is the registry's word, not a command
+// line: a scheme-relative one ("//host/path") is resolved against the
+// registry's scheme, and one that is not http(s) (another scheme, or
+// text curl or wget would take for an option) is refused without reaching
+// the tools' command lines.
+func TestShellStubRegistryRedirectLocation(t *testing.T) {
+	spec, _ := loadExample(t, "worker")
+	agent := []byte(testAgentScript)
+	t.Run("scheme-relative", func(t *testing.T) {
+		reg := newTestRegistry(t, false, true, agent)
+		reg.location = func(storage, hex string) string { return strings.TrimPrefix(storage, "http:") + "/blobs/" + hex }
+		script := shellFor(t, spec, Options{Agent: AgentSource{URL: reg.blobURL("machineadm/agent", agent)}})
+		r := runStub(t, script)
+		checkBootstrapped(t, r, filepath.Join(r.root, LinuxAgentPath), spec)
+		if reg.count("storage") != 1 || reg.count("storage-with-auth") != 0 {
+			t.Errorf("storage saw %v; want one request, without the token", reg.hits)
+		}
+	})
+	for _, loc := range []string{"-V", "--output=/tmp/x", "file:///etc/hostname", "ftp://127.0.0.1/blob"} {
+		t.Run(loc, func(t *testing.T) {
+			reg := newTestRegistry(t, false, true, agent)
+			reg.location = func(string, string) string { return loc }
+			script := shellFor(t, spec, Options{Agent: AgentSource{URL: reg.blobURL("machineadm/agent", agent)}})
+			path, rec := argRecorder(t, os.Getenv("PATH"))
+			r := runStub(t, script, "PATH="+path)
+			if r.exitCode == 0 || r.ran() {
+				t.Fatalf("stub exit %d, agent ran %v; stderr:\n%s", r.exitCode, r.ran(), r.stderr)
+			}
+			wantStderr(t, r, "attempt 1 failed: HTTP 307: the registry redirects to a location that is not http(s)", "download failed 3 times")
+			args, _ := os.ReadFile(rec)
+			for _, a := range strings.Split(string(args), "\n") {
+				if a == loc {
+					t.Errorf("the Location %q reached a command line", loc)
+				}
+			}
+			if reg.count("storage") != 0 {
+				t.Errorf("storage saw %v", reg.hits)
+			}
+		})
 	}
 }

@@ -72,14 +72,15 @@ func RunCommand(ctx context.Context, name string, args ...string) ([]byte, error
 // CreateUsers writes SysusersPath under root and runs `systemd-sysusers
 // --root=ROOT SysusersPath`, which creates what is missing and leaves
 // existing accounts alone (idempotent). It returns the summary of the file
-// change. With dryRun nothing is written or run.
+// change. With dryRun nothing is written or run, and the summary says
+// what would change ("would write …").
 func CreateUsers(ctx context.Context, root string, accounts []Account, run Exec, dryRun bool) (string, error) {
 	c, err := planFile(root, File{Path: SysusersPath, Content: SysusersConfig(accounts), Mode: 0o644})
 	if err != nil {
 		return "", err
 	}
 	if dryRun {
-		return c.Summary(), nil
+		return files.Would(c.Summary()), nil
 	}
 	if err := files.Apply(c); err != nil {
 		return "", fmt.Errorf("writing %s: %w", SysusersPath, err)
@@ -115,15 +116,22 @@ type PathRule struct {
 
 // ApplyPaths gives each rule's path its owner and mode, creating rule
 // directories, and returns one line per change. A missing file that is
-// not Optional is an error. With dryRun it only reports (a missing
-// account or path is then reported as "would set": earlier steps make
-// them).
+// not Optional is an error. With dryRun it only reports, every line
+// phrased as planned ("would set …", "would create …"; a missing account
+// or path is then reported as "would set": earlier steps make them).
 func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 	ids, err := files.LoadIDs(root)
 	if err != nil {
 		return nil, err
 	}
 	var changes []string
+	defer func() {
+		if dryRun {
+			for i, c := range changes {
+				changes[i] = files.Would(c) // "set …" is only planned
+			}
+		}
+	}()
 	for _, r := range rules {
 		hp, err := files.Resolve(root, r.Path)
 		if err != nil {

@@ -165,3 +165,34 @@ func TestFlagsFromRenderedUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestHardenDryRunSaysWould: a dry run of Harden on a static-pod control
+// plane with a local etcd changes nothing and phrases every change as
+// planned ("would write /etc/sysusers.d/…", "would set /var/lib/etcd …"),
+// never as done: the dry run's plan said "wrote" for the sysusers file it
+// had not written.
+func TestHardenDryRunSaysWould(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644)
+	write(t, root, "/etc/group", "root:x:0:\n", 0o644)
+	write(t, root, KubeletConfigFile, kubeletConfig, 0o644)
+	n := Node{Root: root, ControlPlane: true, EtcdDataDir: "/var/lib/etcd", CertificatesDir: "/etc/kubernetes/pki"}
+	changes, err := Harden(context.Background(), n, func(context.Context, string, ...string) ([]byte, error) {
+		t.Fatal("a dry run ran a command")
+		return nil, nil
+	}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) < 2 {
+		t.Fatalf("dry run changes %q, want the sysusers file and the kubelet config at least", changes)
+	}
+	for _, c := range changes {
+		if !strings.HasPrefix(c, "would ") {
+			t.Errorf("dry-run change %q is not phrased as planned", c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/sysusers.d")); !os.IsNotExist(err) {
+		t.Errorf("the dry run wrote sysusers.d: %v", err)
+	}
+}

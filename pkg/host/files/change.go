@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 )
 
 // Desired is the state one file should have on the machine.
@@ -161,4 +162,24 @@ func Apply(c Change) error {
 		}
 	}
 	return os.Chmod(c.HostPath, c.New.Mode)
+}
+
+// Would rephrases a change line (a Summary, or "created …", "set …")
+// for a dry run, which changed nothing: "wrote P …" becomes "would write
+// P …", and so on; a line saying nothing changes ("P unchanged", "P
+// absent") or already phrased so ("would …") is kept; a line of another
+// form is prefixed with "would change ".
+func Would(summary string) string {
+	if strings.HasPrefix(summary, "would ") || strings.HasSuffix(summary, " unchanged") || strings.HasSuffix(summary, " absent") {
+		return summary
+	}
+	for _, v := range []struct{ from, to string }{
+		{"wrote ", "would write "}, {"rewrote ", "would rewrite "}, {"appended to ", "would append to "},
+		{"removed ", "would remove "}, {"set ", "would set "}, {"created ", "would create "},
+	} {
+		if strings.HasPrefix(summary, v.from) {
+			return v.to + strings.TrimPrefix(summary, v.from)
+		}
+	}
+	return "would change " + summary
 }

@@ -64,9 +64,11 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 	ap := p.Child("apiServer")
 	owned := apiserverconfig.OwnedFlags(a)
 	for i, arg := range a.ExtraArgs {
-		if f, ok := owned[arg.Name]; ok {
+		// Any spelling of an owned flag (--audit_policy_file, …) is
+		// refused with the field that owns it, not only as a bad name.
+		if f, ok := owned[argName(arg.Name)]; ok {
 			r.Errors = append(r.Errors, field.Forbidden(ap.Child("extraArgs").Index(i).Child("name"),
-				fmt.Sprintf("--%s is set by %s: configure it there", arg.Name, ap.Child(f))))
+				fmt.Sprintf("--%s is set by %s: configure it there", argName(arg.Name), ap.Child(f))))
 		}
 	}
 	if au := a.Audit; au != nil {
@@ -92,13 +94,20 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 	} {
 		validateExtraVolumes(r, cp, c.comp, c.p)
 		if cp.Runtime == machineadm.RuntimeStaticPods {
+			validateMountPaths(r, c.name, cp, c.comp, p, c.p)
+		}
+		if cp.Runtime == machineadm.RuntimeStaticPods {
+			// The component reads its flags' paths inside its pod: an
+			// extraVolumes entry serves the paths below its mountPath,
+			// not below its hostPath (kubeadm's and machineadm's own
+			// mounts use one path on both sides).
 			mounts := KubeadmMounts(c.name, cp)
 			for _, v := range c.comp.ExtraVolumes {
-				mounts = append(mounts, v.HostPath)
+				mounts = append(mounts, v.MountPath)
 			}
 			if c.name == "kube-apiserver" {
 				for _, v := range apiserverconfig.Volumes(a) {
-					mounts = append(mounts, v.HostPath)
+					mounts = append(mounts, v.MountPath)
 				}
 			}
 			var owned map[string]string
@@ -111,8 +120,9 @@ func validateAPIServerSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p 
 }
 
 // validateArgPaths refuses a flag whose value is an absolute path (or a
-// comma-separated list of them) outside every host path the static pod
-// mounts: the component could not read it and would crash-loop.
+// comma-separated list of them) outside every path the static pod
+// mounts (mounts are paths inside the pod): the component could not read
+// it and would crash-loop.
 func validateArgPaths(r *Result, args []machineadm.Arg, skip map[string]string, mounts []string, p *field.Path) {
 	for i, arg := range args {
 		if _, ok := skip[arg.Name]; ok {
@@ -124,7 +134,7 @@ func validateArgPaths(r *Result, args []machineadm.Arg, skip map[string]string, 
 			}
 			if !slices.ContainsFunc(mounts, func(m string) bool { return within(path.Clean(v), m) }) {
 				r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), arg.Value,
-					fmt.Sprintf("the static pod mounts no host path that contains %s, so the component cannot read it: add an extraVolumes entry for it, or use the typed field that owns the flag", v)))
+					fmt.Sprintf("the static pod mounts nothing that contains %s (an extraVolumes entry serves the paths below its mountPath), so the component cannot read it: add an extraVolumes entry for it, or use the typed field that owns the flag", v)))
 				break
 			}
 		}
@@ -161,10 +171,83 @@ func validateExtraVolumes(r *Result, cp *machineadm.ControlPlane, c *machineadm.
 		}
 		seen[v.Name] = true
 		validateAbsPath(r, v.HostPath, false, ip.Child("hostPath"))
+		if slices.Contains(hostWideDirs, v.HostPath) {
+			r.Errors = append(r.Errors, field.Invalid(ip.Child("hostPath"), v.HostPath,
+				"would hand the component the host itself (its root, devices, kernel interfaces or every daemon's socket, the container runtime's among them, reachable even read-only): mount the directory the files are in"))
+		}
 		validateAbsPath(r, v.MountPath, false, ip.Child("mountPath"))
 		if !slices.Contains(hostPathTypes, v.PathType) {
 			r.Errors = append(r.Errors, field.NotSupported(ip.Child("pathType"), v.PathType, hostPathTypes[1:]))
 		}
+	}
+}
+
+// validateMountPaths refuses a static pod whose mounts collide: two
+// volumes mounted at one path make the kubelet drop the pod (its
+// validation requires unique mount paths), so the component would never
+// start; and an extraVolumes entry mounted inside a directory kubeadm or
+// machineadm mounts would shadow the files the component needs there
+// (its certificates, kubeconfig, machineadm's configuration). Checked:
+// machineadm's own volumes (the audit log's and KMS sockets'
+// directories) against kubeadm's, then each extraVolumes entry against
+// all of them and the entries before it. p is spec.controlPlane, cp the
+// component's path.
+func validateMountPaths(r *Result, component string, cp *machineadm.ControlPlane, c *machineadm.Component, p, compPath *field.Path) {
+	taken := map[string]string{} // mount path -> who mounts it
+	for _, m := range KubeadmMounts(component, cp) {
+		taken[path.Clean(m)] = "kubeadm"
+	}
+	if component == "kube-apiserver" {
+		a := &cp.APIServer
+		ap := p.Child("apiServer")
+		for _, v := range apiserverconfig.Volumes(a) {
+			var fp *field.Path
+			switch {
+			case v.Name == apiserverconfig.VolumeAuditLog:
+				fp = ap.Child("audit", "log", "path")
+			case strings.HasPrefix(v.Name, apiserverconfig.VolumeKMSPrefix):
+				fp = ap.Child("encryption")
+			}
+			if fp != nil && (v.MountPath == "/" || within(v.MountPath, machineadm.APIServerConfigDir)) {
+				continue // refused with the audit log's path or the KMS endpoint
+			}
+			if who, ok := taken[v.MountPath]; ok && fp != nil {
+				r.Errors = append(r.Errors, field.Invalid(fp, v.MountPath,
+					fmt.Sprintf("its directory %s is a directory %s already mounts into the API server's pod; two mounts at one path make the kubelet refuse the pod: use a directory of its own", v.MountPath, who)))
+				continue
+			}
+			switch {
+			case v.Name == apiserverconfig.VolumeAuditLog:
+				taken[v.MountPath] = "machineadm (the audit log's directory)"
+			case strings.HasPrefix(v.Name, apiserverconfig.VolumeKMSPrefix):
+				taken[v.MountPath] = "machineadm (a KMS socket's directory)"
+			default:
+				taken[v.MountPath] = "machineadm"
+			}
+		}
+	}
+	owned := make([]string, 0, len(taken))
+	for m := range taken {
+		owned = append(owned, m)
+	}
+	slices.Sort(owned)
+	vp := compPath.Child("extraVolumes")
+	for i, v := range c.ExtraVolumes {
+		if !path.IsAbs(v.MountPath) || path.Clean(v.MountPath) != v.MountPath {
+			continue // refused by validateExtraVolumes
+		}
+		ip := vp.Index(i).Child("mountPath")
+		if who, ok := taken[v.MountPath]; ok {
+			r.Errors = append(r.Errors, field.Invalid(ip, v.MountPath,
+				fmt.Sprintf("%s already mounts a volume at this path; two mounts at one path make the kubelet refuse the pod", who)))
+			continue
+		}
+		if i := slices.IndexFunc(owned, func(m string) bool { return within(v.MountPath, m) }); i >= 0 {
+			r.Errors = append(r.Errors, field.Invalid(ip, v.MountPath,
+				fmt.Sprintf("inside %s, which %s mounts: the volume would shadow files the component needs there; mount it elsewhere", owned[i], taken[owned[i]])))
+			continue
+		}
+		taken[v.MountPath] = fmt.Sprintf("%s[%d]", vp, i)
 	}
 }
 
@@ -178,9 +261,23 @@ func reservedDir(p, certificatesDir string) string {
 		return "must not be in the certificates directory " + certificatesDir
 	case path.Dir(p) == "/":
 		return "must be in a directory of its own, not in /"
+	case slices.Contains(hostSystemDirs, path.Dir(p)):
+		return "must be in a directory of its own, not in " + path.Dir(p) + ": machineadm mounts the whole directory into the API server's pod, and it holds the host's other files and sockets"
 	}
 	return ""
 }
+
+// hostWideDirs are host paths an extraVolumes entry may not mount: each
+// gives the pod the host itself rather than a component's files.
+var hostWideDirs = []string{"/", "/run", "/var/run", "/proc", "/sys", "/dev"}
+
+// hostSystemDirs are host directories that hold other programs' files
+// and sockets (the container runtime's, the kubelet's): an audit log or
+// a KMS socket directly in one would have machineadm mount all of it
+// into the API server's pod (a socket is reachable through a read-only
+// mount).
+var hostSystemDirs = []string{"/etc", "/run", "/var/run", "/var", "/var/lib", "/var/log", "/usr", "/usr/lib",
+	"/usr/local", "/opt", "/dev", "/proc", "/sys", "/boot", "/root", "/home", "/tmp", "/bin", "/sbin", "/lib", "/lib64", "/srv", "/mnt"}
 
 func validateAudit(r *Result, au *machineadm.Audit, p *field.Path, certificatesDir string) {
 	r.Errors = append(r.Errors, apiserverconfig.ValidatePolicy(au.Policy, p.Child("policy"))...)
@@ -240,8 +337,8 @@ func validateEncryption(r *Result, e *machineadm.Encryption, p *field.Path) {
 					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "must be unix:// and an absolute, clean socket path, for example unix:///var/run/kms/plugin.sock"))
 				} else if msg := controlByteProblem(sock); msg != "" {
 					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, msg))
-				} else if within(sock, machineadm.APIServerConfigDir) || path.Dir(sock) == "/" {
-					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "the socket must be in a directory of its own (mounted into the API server's pod), not in / or "+machineadm.APIServerConfigDir))
+				} else if within(sock, machineadm.APIServerConfigDir) || path.Dir(sock) == "/" || slices.Contains(hostSystemDirs, path.Dir(sock)) {
+					r.Errors = append(r.Errors, field.Invalid(kp.Child("endpoint"), k.Endpoint, "the socket must be in a directory of its own (mounted into the API server's pod), not in "+path.Dir(sock)+" (not in /, "+machineadm.APIServerConfigDir+" or a host system directory such as /run or /var/run, whose other sockets the pod would reach)"))
 				}
 			}
 		}

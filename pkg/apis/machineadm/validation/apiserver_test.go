@@ -169,6 +169,52 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 		}, []fe{{ap + ".extraVolumes[1].name", inv}, {ap + ".extraVolumes[2].name", inv}, {ap + ".extraVolumes[3].name", inv},
 			{ap + ".extraVolumes[3].hostPath", inv}, {ap + ".extraVolumes[3].pathType", nsup},
 			{ap + ".extraVolumes[4].name", dup}, {ap + ".extraVolumes[4].mountPath", inv}}},
+		{"extraVolumes mounted where kubeadm, machineadm or another entry mounts", func(c *machineadm.MachineBootstrapConfig) {
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraVolumes = append(cp.APIServer.ExtraVolumes,
+				machineadm.HostPathMount{Name: "pki", HostPath: "/srv/pki", MountPath: "/etc/kubernetes/pki"},
+				machineadm.HostPathMount{Name: "cfg", HostPath: "/srv/cfg", MountPath: machineadm.APIServerConfigDir},
+				machineadm.HostPathMount{Name: "kms", HostPath: "/srv/kms", MountPath: "/var/run/kms"},
+				machineadm.HostPathMount{Name: "ca", HostPath: "/srv/ca", MountPath: "/etc/kubernetes/pki/ca.crt"},
+				machineadm.HostPathMount{Name: "again", HostPath: "/srv/again", MountPath: "/etc/extra-ca"},
+				machineadm.HostPathMount{Name: "fine", HostPath: "/srv/fine", MountPath: "/etc/kubernetes"})
+			cp.Scheduler.ExtraVolumes = []machineadm.HostPathMount{{Name: "conf", HostPath: "/srv/s.conf", MountPath: "/etc/kubernetes/scheduler.conf", PathType: "File"}}
+		}, []fe{{ap + ".extraVolumes[1].mountPath", inv}, {ap + ".extraVolumes[2].mountPath", inv}, {ap + ".extraVolumes[3].mountPath", inv},
+			{ap + ".extraVolumes[4].mountPath", inv}, {ap + ".extraVolumes[5].mountPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[0].mountPath", inv}}},
+		{"machineadm's volumes where kubeadm mounts", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.Audit.Log.Path = "/etc/ssl/certs/audit.log"
+			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///etc/ca-certificates/kms.sock"
+		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption", inv}}},
+		{"an owned flag in another spelling", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.ExtraArgs = append(a.ExtraArgs, machineadm.Arg{Name: "audit_policy_file", Value: "x"},
+				machineadm.Arg{Name: "--encryption-provider-config", Value: "x"}, machineadm.Arg{Name: "Authorization-Mode=Node", Value: "RBAC"})
+		}, []fe{{ap + ".extraArgs[2].name", inv}, {ap + ".extraArgs[2].name", forb}, {ap + ".extraArgs[3].name", inv}, {ap + ".extraArgs[3].name", forb},
+			{ap + ".extraArgs[4].name", inv}, {ap + ".extraArgs[4].name", forb}}},
+		{"audit log and KMS socket in one directory", func(c *machineadm.MachineBootstrapConfig) {
+			c.Spec.ControlPlane.APIServer.Audit.Log.Path = "/var/run/kms/audit.log"
+		}, []fe{{ap + ".encryption", inv}}},
+		{"flag paths are judged inside the pod (mountPath), not on the host (hostPath)", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.ExtraVolumes = append(a.ExtraVolumes, machineadm.HostPathMount{Name: "adm", HostPath: "/srv/admission", MountPath: "/etc/admission", ReadOnly: true})
+			a.ExtraArgs = append(a.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/admission/config.yaml"},
+				machineadm.Arg{Name: "egress-selector-config-file", Value: "/srv/admission/egress.yaml"})
+		}, []fe{{ap + ".extraArgs[3].value", inv}}},
+		{"audit log or KMS socket directly in a host system directory", func(c *machineadm.MachineBootstrapConfig) {
+			a := &c.Spec.ControlPlane.APIServer
+			a.Audit.Log.Path = "/var/log/kube-apiserver-audit.log"
+			a.Encryption.Resources[0].Providers[0].KMS.Endpoint = "unix:///run/kms.sock"
+		}, []fe{{ap + ".audit.log.path", inv}, {ap + ".encryption.resources[0].providers[0].kms.endpoint", inv}}},
+		{"extraVolumes of the host itself", func(c *machineadm.MachineBootstrapConfig) {
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraVolumes = append(cp.APIServer.ExtraVolumes,
+				machineadm.HostPathMount{Name: "root", HostPath: "/", MountPath: "/host", ReadOnly: true},
+				machineadm.HostPathMount{Name: "run", HostPath: "/run", MountPath: "/host-run", ReadOnly: true})
+			cp.ControllerManager.ExtraVolumes = []machineadm.HostPathMount{{Name: "dev", HostPath: "/dev", MountPath: "/host-dev"}}
+		}, []fe{{ap + ".extraVolumes[1].hostPath", inv}, {ap + ".extraVolumes[2].hostPath", inv},
+			{"spec.controlPlane.controllerManager.extraVolumes[0].hostPath", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

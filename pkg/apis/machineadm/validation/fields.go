@@ -38,7 +38,11 @@ func qualifiedName(v string) string {
 func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
 	for i, a := range args {
 		if !argNameRE.MatchString(a.Name) {
-			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("name"), a.Name, "must be a flag name without leading dashes, for example audit-log-maxage"))
+			msg := "must be a flag name (lower-case letters, digits and dashes; no leading dashes, no =VALUE), for example audit-log-maxage"
+			if n := argName(a.Name); n != a.Name && argNameRE.MatchString(n) {
+				msg += "; did you mean " + n + "?"
+			}
+			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("name"), a.Name, msg))
 		}
 		// A flag value lands in a command line: a static pod's command, a
 		// systemd unit's ExecStart= (a line break there would start a new
@@ -48,6 +52,14 @@ func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
 			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("value"), field.OmitValueType{}, msg))
 		}
 	}
+}
+
+// argName is the flag a component would take name for: without leading
+// dashes or "=VALUE", lower case, "_" read as "-" (the components'
+// flag sets normalise "_" to "-").
+func argName(name string) string {
+	name, _, _ = strings.Cut(strings.TrimLeft(name, "-"), "=")
+	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
 }
 
 // validateSAN accepts an IP address or a DNS name, optionally with one

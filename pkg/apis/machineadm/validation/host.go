@@ -100,6 +100,10 @@ func validateContainerdPrep(r *Result, c *machineadm.Containerd, kubelet *machin
 				r.Errors = append(r.Errors, field.Invalid(pp.Child(kv.name), "<redacted>", "must be a URL such as http://proxy.example.com:3128 (the value is not shown: it may hold credentials)"))
 				continue
 			}
+			if u, _ := url.Parse(kv.value); portProblem(u.Port()) != "" {
+				r.Errors = append(r.Errors, field.Invalid(pp.Child(kv.name), "<redacted>", portProblem(u.Port())+" (the value is not shown: it may hold credentials)"))
+				continue
+			}
 			// With credentials the drop-in is written 0600
 			// (pkg/host/containerd); warnInlineSecrets warns.
 		}

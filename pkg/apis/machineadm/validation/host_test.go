@@ -55,6 +55,9 @@ func TestValidateHostPrep(t *testing.T) {
 		{name: "proxy", base: worker, mutate: cd(func(c *machineadm.Containerd) {
 			c.Proxy = &machineadm.Proxy{HTTPProxy: "proxy.example:3128", HTTPSProxy: "http://u:pw@proxy.example:3128\"\nX=1", NoProxy: "a, b"}
 		}), want: []fe{{p + "proxy.httpProxy", inv}, {p + "proxy.httpsProxy", inv}, {p + "proxy.noProxy", inv}}, secret: "pw@"},
+		{name: "proxy port out of range", base: worker, mutate: cd(func(c *machineadm.Containerd) {
+			c.Proxy = &machineadm.Proxy{HTTPProxy: "http://u:pw@proxy.example:99999", HTTPSProxy: "socks5://proxy.example:0"}
+		}), want: []fe{{p + "proxy.httpProxy", inv}, {p + "proxy.httpsProxy", inv}}, secret: "pw@"},
 		{name: "proxy ok", base: worker, mutate: cd(func(c *machineadm.Containerd) {
 			c.Proxy = &machineadm.Proxy{HTTPProxy: "http://proxy.example:3128", NoProxy: "10.0.0.0/8,.svc"}
 		})},

@@ -147,8 +147,19 @@ func clusterSecret(cl *clusterv1.Cluster, name string, data map[string][]byte) *
 }
 
 // newCA makes a self-signed CA (or, for the service-account entry, a bare
-// key pair) with the configured key type, PEM-encoded.
+// key pair) with the configured key type, PEM-encoded (NewCAMaterial).
 func newCA(ca caSpec, alg string) (crtPEM, keyPEM []byte, err error) {
+	return NewCAMaterial(ca.commonName, ca.keyPair, alg)
+}
+
+// NewCAMaterial makes the PEM of a self-signed CA certificate named
+// commonName and its private key — or, with keyPair (the service-account
+// signing key), a public key instead of a certificate — with a key of alg,
+// spec.controlPlane.encryptionAlgorithm ("" or "ECDSA-P256", "ECDSA-P384",
+// "RSA-2048", "RSA-3072", "RSA-4096"; another is an error). The
+// bootstrap provider and the control-plane provider make the Cluster's
+// CAs with it.
+func NewCAMaterial(commonName string, keyPair bool, alg string) (crtPEM, keyPEM []byte, err error) {
 	key, err := newKey(alg)
 	if err != nil {
 		return nil, nil, err
@@ -156,14 +167,14 @@ func newCA(ca caSpec, alg string) (crtPEM, keyPEM []byte, err error) {
 	if keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key); err != nil {
 		return nil, nil, err
 	}
-	if ca.keyPair {
+	if keyPair {
 		der, err := x509.MarshalPKIXPublicKey(key.Public())
 		if err != nil {
 			return nil, nil, err
 		}
 		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), keyPEM, nil
 	}
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: ca.commonName}, key)
+	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -27,6 +26,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	bootstrapctl "github.com/machineadm/machineadm/pkg/capi/controller"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
 
@@ -132,45 +132,10 @@ func clusterSecret(mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, name
 	}
 }
 
+// newCA makes a CA's PEM as the bootstrap provider makes it
+// (bootstrapctl.NewCAMaterial).
 func newCA(a ca, alg string) (crtPEM, keyPEM []byte, err error) {
-	key, err := newKey(alg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key); err != nil {
-		return nil, nil, err
-	}
-	if a.keyPair {
-		der, err := x509.MarshalPKIXPublicKey(key.Public())
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), keyPEM, nil
-	}
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: a.commonName}, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	crtPEM, err = certutil.EncodeCertificates(cert)
-	return crtPEM, keyPEM, err
-}
-
-// newKey makes a key of spec.controlPlane.encryptionAlgorithm (default
-// ECDSA-P256).
-func newKey(alg string) (crypto.Signer, error) {
-	switch alg {
-	case "", "ECDSA-P256":
-		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case "ECDSA-P384":
-		return ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case "RSA-2048":
-		return rsa.GenerateKey(rand.Reader, 2048)
-	case "RSA-3072":
-		return rsa.GenerateKey(rand.Reader, 3072)
-	case "RSA-4096":
-		return rsa.GenerateKey(rand.Reader, 4096)
-	}
-	return nil, fmt.Errorf("unknown encryptionAlgorithm %q", alg)
+	return bootstrapctl.NewCAMaterial(a.commonName, a.keyPair, alg)
 }
 
 // readCA reads a CA Secret's certificate and key.

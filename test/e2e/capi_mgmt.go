@@ -190,7 +190,9 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	// cp1 and its cluster, as scenario 1 makes them; the controllers'
 	// images preloaded besides the control plane's.
 	start := time.Now()
-	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "capi-management-pki"))
+	// A management cluster made earlier in this run (TestClusterAPI's before
+	// TestClusterctl's) left its CA set: each gets a new one.
+	secrets, err := e.makeSecrets(ctx, unusedPath(filepath.Join(e.runDir, "capi-management-pki")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -923,7 +925,7 @@ func (mc *managementCluster) stop(t *testing.T, e *env) {
 		t.Errorf("stop the management machine %s: %v", m.Name, err)
 		return
 	}
-	if err := os.Rename(dir, dir+".capi-management"); err != nil {
+	if err := os.Rename(dir, unusedPath(dir+".capi-management")); err != nil {
 		t.Errorf("moving %s aside: %v", dir, err)
 	}
 }
@@ -932,4 +934,16 @@ func (mc *managementCluster) stop(t *testing.T, e *env) {
 func (mc *managementCluster) logTail(name string, n int) string {
 	b, _ := os.ReadFile(filepath.Join(mc.dir, name+".log"))
 	return strings.TrimSpace(tail(string(b), n))
+}
+
+// unusedPath is p, or p-2, p-3, … : the first that does not exist, for a
+// directory a later test of the same run makes again under that name.
+func unusedPath(p string) string {
+	q := p
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(q); os.IsNotExist(err) {
+			return q
+		}
+		q = fmt.Sprintf("%s-%d", p, i)
+	}
 }

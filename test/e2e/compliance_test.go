@@ -217,6 +217,9 @@ func compareVerdicts(t *testing.T, m *Machine, mine *complianceSection, bench ma
 // two init start → Node Ready times give the profile's cost.
 func TestComplianceProfile(t *testing.T) {
 	e := theEnv
+	// cp1 and w1 are the names later tests boot too: none left running.
+	stopAllMachines(t, e)
+	t.Cleanup(func() { stopAllMachines(t, e) })
 	if _, err := os.Stat(e.binPath("kube-bench")); err != nil {
 		t.Fatalf("kube-bench not built (make e2e-prepare): %v", err)
 	}
@@ -278,6 +281,8 @@ func TestComplianceProfile(t *testing.T) {
 // looks for static pod manifests, which this runtime has none of).
 func TestComplianceProfileSystemd(t *testing.T) {
 	e := theEnv
+	stopAllMachines(t, e)
+	t.Cleanup(func() { stopAllMachines(t, e) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "systemd-profile", "pki"))

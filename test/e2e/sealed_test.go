@@ -221,7 +221,7 @@ func stopAllMachines(t *testing.T, e *env) {
 		// earlier cluster's /etc/kubernetes/pki): move its directory aside
 		// (cleanup removes the run directory).
 		dir := filepath.Join(e.runDir, m.Name)
-		if err := os.Rename(dir, dir+".earlier"); err != nil && !os.IsNotExist(err) {
+		if err := os.Rename(dir, unusedPath(dir+".earlier")); err != nil && !os.IsNotExist(err) {
 			t.Fatalf("moving %s aside: %v", dir, err)
 		}
 	}

@@ -229,6 +229,25 @@ func TestStepWithFakeJoiner(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+	t.Run("password file of two lines", func(t *testing.T) {
+		root := t.TempDir()
+		dj := credsJoin()
+		dj.Credentials.Password = machineadm.SecretSource{File: "/etc/machineadm/secrets/ad"}
+		if err := os.MkdirAll(filepath.Join(root, "etc/machineadm/secrets"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "etc/machineadm/secrets/ad"), []byte("p4ss-w0rd\nsecond-line\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f := &fakeJoiner{}
+		_, err := Step(dj, Options{Joiner: f}).Apply(ctx, newEnv(root))
+		if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "spec.host.domainJoin.credentials.password") || len(f.joins) != 0 {
+			t.Fatalf("%v, %d joins", err, len(f.joins))
+		}
+		if strings.Contains(err.Error(), "second-line") || strings.Contains(err.Error(), "p4ss") {
+			t.Fatalf("the error quotes the password: %v", err)
+		}
+	})
 	t.Run("no domain join", func(t *testing.T) {
 		res, err := Step(nil, Options{}).Apply(ctx, newEnv(t.TempDir()))
 		if err != nil || res.Changed {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/files"
@@ -199,7 +200,11 @@ func readSecret(env *host.Env, dj *machineadm.DomainJoin) (Secret, error) {
 		}
 	}
 	if dj.Credentials != nil {
-		return Secret{Password: strings.TrimSpace(string(data))}, nil
+		pw := strings.TrimSpace(string(data))
+		if msg := validation.SecretShapeProblem(machineadm.SecretFormatPassword, pw); msg != "" {
+			return Secret{}, errclass.Errorf(errclass.PayloadUnavailable, "write the password alone, on one line, into the file named by "+field, "%s: the file %s", field, msg)
+		}
+		return Secret{Password: pw}, nil
 	}
 	return Secret{Blob: data}, nil
 }

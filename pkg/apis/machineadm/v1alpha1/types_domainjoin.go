@@ -41,8 +41,11 @@ type DomainCredentials struct {
 	// Username is the account name, "user" or "user@REALM" (Linux) or
 	// "DOMAIN\user" (Windows, "user" is qualified with Domain). Required.
 	Username string `json:"username"`
-	// Password is the account's password. Secret; on Linux it reaches adcli
-	// on standard input only. Required.
+	// Password is the account's password: one line without control
+	// characters (a line break, tab or NUL is refused, inline with exit 2
+	// and from a file when the run reads it, since adcli reads one line and
+	// NetJoinDomain a NUL-terminated string). Secret; on Linux it reaches
+	// adcli on standard input only. Required.
 	Password SecretSource `json:"password" secret:"password"`
 }
 

@@ -10,9 +10,11 @@ import (
 )
 
 var (
-	// anyValueRE accepts any non-empty secret value (passwords and
-	// offline-join blobs have no shape machineadm could check).
-	anyValueRE = regexp.MustCompile(`(?s)^.+$`)
+	// passwordRE is a password on one line, without control characters
+	// (SecretShapeProblem's SecretFormatPassword rule), with the white
+	// space around it that a YAML block scalar or a file adds and the
+	// run trims.
+	passwordRE = regexp.MustCompile(`^[\t\n\r ]*[^\x00-\x1f\x7f-\x{9f}]+[\t\n\r ]*$`)
 	// blobRE is the base64 text `djoin /provision` writes (UTF-16 files
 	// are converted by the Windows applier, not accepted inline).
 	blobRE = regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`)
@@ -55,7 +57,7 @@ func validateDomainJoin(r *Result, dj *machineadm.DomainJoin, p *field.Path) {
 		} else if !userRE.MatchString(c.Username) {
 			r.Errors = append(r.Errors, field.Invalid(cp.Child("username"), c.Username, `must be an account name: user, user@REALM or DOMAIN\user`))
 		}
-		validateSecret(r, &c.Password, anyValueRE, "a password", cp.Child("password"))
+		validateSecret(r, &c.Password, passwordRE, "a password on one line, without control characters (line breaks, tabs, NUL)", cp.Child("password"))
 	}
 	if b := dj.OfflineJoinBlob; b != nil {
 		validateSecret(r, b, blobRE, "the base64 text written by djoin /provision", p.Child("offlineJoinBlob"))

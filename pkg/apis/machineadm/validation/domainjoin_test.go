@@ -45,6 +45,20 @@ func TestValidateDomainJoin(t *testing.T) {
 		{name: "inline password warns, never echoed", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
 			d.Credentials.Password = machineadm.SecretSource{Value: "Sup3r-Secret!"}
 		}), warn: []string{p + "credentials.password.value"}, secret: "Sup3r-Secret!"},
+		{name: "inline password from a block scalar keeps its line end", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "Sup3r Secret!\n"}
+		}), warn: []string{p + "credentials.password.value"}, secret: "Sup3r Secret!"},
+		// adcli reads a line, NetJoinDomain a NUL-terminated string: the
+		// join would use another password than the one given.
+		{name: "password with a line break", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "first\nsecond"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		{name: "password with a NUL", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "first\x00second"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		{name: "password with a C1 control", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "first\u0085second"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
 		{name: "relative keytab", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "krb5.keytab" }), want: []fe{{p + "linux.keytab", inv}}},
 		{name: "keytab the root directory", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "/" }), want: []fe{{p + "linux.keytab", inv}}},
 		{name: "domain controller with a path", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.DomainController = `CORP\dc1` }), want: []fe{{p + "domainController", inv}}},

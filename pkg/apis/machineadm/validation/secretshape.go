@@ -23,7 +23,11 @@ import (
 // (machineadm.SecretFormatCertificateKey) 32 bytes in hex, either case, as
 // kubeadm decodes it (an inline value is held to lower case by Validate),
 // an encryption key the base64 of 16, 24 or 32 bytes, a kubeconfig a
-// kubeconfig with a current context and server. Other formats have no
+// kubeconfig with a current context and server, a password
+// (machineadm.SecretFormatPassword) one line without control characters
+// (adcli reads it from its standard input up to a line's end, and
+// NetJoinDomain takes a NUL-terminated string: either would join with
+// another password than the one given). Other formats have no
 // shape here. The phrase never quotes v. It is the
 // one check of the machine's inputs-check (pki.CheckInputs in pkg/kubeadm/pki) and of
 // `machineadm seal`, which refuses such a file before it is sealed.
@@ -41,6 +45,10 @@ func SecretShapeProblem(format, v string) string {
 		return encryptionKeyProblem(v)
 	case machineadm.SecretFormatKubeConfig:
 		return kubeConfigProblem(v)
+	case machineadm.SecretFormatPassword:
+		if hasControl(v, false) {
+			return "holds a control character (a line break, tab or NUL): a domain password is one line of printable characters"
+		}
 	}
 	return ""
 }

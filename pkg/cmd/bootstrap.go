@@ -57,7 +57,9 @@ host preparation phases, machineadm's kubeadm-config phase, then kubeadm's
 init phases (action Init) or join phases (action Join) in-process, each under
 kubeadm's own name with its sub-phases (certs/apiserver, addon/kube-proxy,
 ...), and last the extra static pods. --skip-phases takes full names: a
-parent skips its sub-phases. A failure names the sub-phase that failed.
+parent skips its sub-phases; a run that skipped phases is not recorded as
+finished, so a later run without --skip-phases runs just those. A failure
+names the sub-phase that failed.
 A spec sealed with 'machineadm seal' (the spec followed by its
 SealedSecrets document) is opened with --identity before any phase runs
 (a whole run, one phase, a resumed run); an identity that does not open

@@ -74,7 +74,7 @@ the lock (nothing was done).`,
 	}
 	f.bind(c, true)
 	c.Flags().Lookup("dry-run").Usage = "change nothing: print the plan and what each phase would do (host phases print their writes); the node's applied-spec record and journal stay as they are"
-	c.Flags().Lookup("skip-phases").Usage = "phases not to run, by full name: a parent (kubeadm-upgrade) skips its sub-phases; record-spec cannot be skipped; see docs/upgrade.md"
+	c.Flags().Lookup("skip-phases").Usage = "phases not to run, by full name: a parent (kubeadm-upgrade) skips its sub-phases; record-spec cannot be skipped, and a run that skips any phase does not record the spec, so a run without the flag finishes it; see docs/upgrade.md"
 	c.Flags().BoolVar(&f.skipDrain, "skip-drain", false, "do not cordon, drain or uncordon the node (its pods keep running through the upgrade)")
 	c.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 0, "how long the drain may take before the upgrade fails (class DrainFailed); default 5m")
 	c.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "credential that may cordon the node and evict its pods (default /etc/kubernetes/admin.conf, which only control planes have; a worker needs one, or --skip-drain)")

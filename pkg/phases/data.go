@@ -78,6 +78,9 @@ type Data struct {
 	AddSecrets func(secrets ...string)
 
 	opts RunOptions
+	// skipped are the phases --skip-phases has left out of this run so
+	// far, in order.
+	skipped []string
 	// finishedEarlier is set by Run when the state file showed this
 	// spec's run finished (every phase Unchanged).
 	finishedEarlier bool

@@ -356,15 +356,22 @@ func certsRenewPhase() Phase {
 // recordSpecPhase records the new spec as the node's applied spec.
 func recordSpecPhase() Phase {
 	return Phase{
-		Name:  upgrade.PhaseRecord,
-		Short: "Record the new spec as the node's applied spec (secrets withheld)",
-		Class: errclass.HostPreparationFailed,
+		Name:      upgrade.PhaseRecord,
+		Short:     "Record the new spec as the node's applied spec (secrets withheld)",
+		Class:     errclass.HostPreparationFailed,
+		Completes: true,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if d.Upgrade == nil || d.Upgrade.Record == nil {
 				return Result{}, errNoUpgrade
 			}
 			if d.DryRun {
 				return Result{Message: "would record the spec in " + upgrade.RecordFile}, nil
+			}
+			if len(d.skipped) > 0 {
+				// The node does not run the whole new spec: the record
+				// keeps the old one, so the next run plans the same change
+				// and, without --skip-phases, runs what was skipped.
+				return Result{Message: "not recorded: " + strings.Join(d.skipped, ", ") + " skipped by --skip-phases; run again without it to finish the upgrade"}, nil
 			}
 			changed, err := RecordApplied(d, d.Upgrade.Record.Key, d.Upgrade.SpecDigest, "upgrade")
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,38 @@ func TestUpgradeWorkflowOrderAndResume(t *testing.T) {
 	}
 	if len(fc.calls) != 0 {
 		t.Errorf("an upgrade to the recorded spec called %v", fc.calls)
+	}
+}
+
+// TestUpgradeWithSkippedPhaseIsNotRecorded: an upgrade that skipped a
+// phase (--skip-phases) keeps the old record, so the next run plans the
+// same change; without the flag it runs only the skipped phase and then
+// records the spec.
+func TestUpgradeWithSkippedPhaseIsNotRecorded(t *testing.T) {
+	work := t.TempDir()
+	fc := &fakeCluster{}
+	w, d := upgradeWorker(t, work, "v1.36.3", "v1.37.2", fc, false)
+	if _, err := w.Run(context.Background(), d, &recordObs{}, RunOptions{Skip: []string{upgrade.PhaseUncordon}}); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(fc.calls, "uncordon w1") {
+		t.Fatalf("the skipped phase ran: %v", fc.calls)
+	}
+	if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:old" {
+		t.Fatalf("an upgrade that skipped %s recorded its spec", upgrade.PhaseUncordon)
+	}
+	fc = &fakeCluster{}
+	w, d = upgradeWorker(t, work, "v1.36.3", "v1.37.2", fc, false)
+	d.Upgrade.Record, _ = upgrade.ReadRecord(work)
+	d.SpecDigest = upgrade.JournalKey(d.Upgrade.Record.SpecDigest, "sha256:new")
+	if _, err := w.Run(context.Background(), d, &recordObs{}, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"uncordon w1"}; !reflect.DeepEqual(fc.calls, want) {
+		t.Fatalf("the run without --skip-phases called %v, want %v", fc.calls, want)
+	}
+	if r, _ := upgrade.ReadRecord(work); r.SpecDigest != "sha256:new" {
+		t.Fatalf("record %s after the upgrade finished", r.SpecDigest)
 	}
 }
 

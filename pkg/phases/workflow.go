@@ -114,6 +114,11 @@ type Phase struct {
 	// with the Node's name (Result.NodeRegistered), so an operator deletes
 	// it before retrying. Not in a dry run.
 	RegistersNode bool
+	// Completes marks a leaf that completes the run only when no phase was
+	// skipped (upgrade's record-spec): after a run with --skip-phases the
+	// journal does not record it, so the run without the flag runs it
+	// again, after the skipped phases.
+	Completes bool
 	// Run performs a leaf phase. Parents have no Run.
 	Run func(ctx context.Context, d *Data) (Result, error)
 	// Phases are the sub-phases, in order.
@@ -309,9 +314,11 @@ func (o RunOptions) selected(name string) bool {
 // when the error had none. A run whose state file shows the same spec
 // already bootstrapped reports every phase Unchanged and returns nil; a
 // run after an interrupted one skips the leaves that completed. A run of
-// one phase (opts.Only) keeps no state.
+// one phase (opts.Only) keeps no state. A run that skipped phases
+// (opts.Skip) records its leaves but not the run as finished, so a later
+// run without the skips runs the skipped phases.
 func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptions) (string, error) {
-	d.opts = opts
+	d.opts, d.skipped = opts, nil
 	defer d.releaseKubeadm()
 	// A run of one phase (Only) neither consults nor completes the state:
 	// a leaf it recorded would be skipped by a later full run, and its
@@ -363,6 +370,14 @@ func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptio
 		}
 		i = next
 	}
+	if useState && len(d.skipped) > 0 {
+		// A run that left phases out has not done the spec's work: the
+		// completed leaves stay recorded, so a run without --skip-phases
+		// runs only the skipped ones and then finishes, and a run with the
+		// same skips changes nothing.
+		d.log().Info("not recorded as finished: phases were skipped; a run without --skip-phases runs them", "skipped", strings.Join(d.skipped, ","))
+		return "", nil
+	}
 	if useState {
 		if err := st.markDone(d); err != nil {
 			d.log().Warn("could not record success in the state file", "error", err)
@@ -397,6 +412,7 @@ func (r *runner) node(ctx context.Context, nodes []Node, i int) (Status, int, er
 		return "", end, nil
 	}
 	if r.opts.Skipped(n.Name) {
+		r.d.skipped = append(r.d.skipped, n.Name)
 		for _, m := range nodes[i:end] {
 			r.obs.PhaseFinished(m.Name, StatusSkipped, Result{Message: "skipped by --skip-phases"}, nil)
 		}
@@ -472,7 +488,7 @@ func (r *runner) leaf(ctx context.Context, n Node) (Status, error) {
 	d.log().Info("phase finished", "phase", n.Name, "status", status, "duration", dur)
 	res.NodeRegistered = n.Phase.RegistersNode && !d.DryRun
 	r.obs.PhaseFinished(n.Name, status, res, nil)
-	if !r.state {
+	if !r.state || (n.Phase.Completes && len(d.skipped) > 0) {
 		return status, nil
 	}
 	if err := r.st.markPhase(d, n.Name, n.Phase.Durable); err != nil {

@@ -103,6 +103,29 @@ func TestWorkflowSkipAndOnly(t *testing.T) {
 	if !reflect.DeepEqual(obs.events, want) {
 		t.Errorf("skip events %v, want %v", obs.events, want)
 	}
+	// The run left b out, so it is not finished: the same skips change
+	// nothing, and a run without them runs b alone, then finishes.
+	obs = &recordObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{Skip: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Skipped a", "Skipped b", "Skipped c"}; !reflect.DeepEqual(obs.events, want) || runs["a"] != 1 || runs["c"] != 1 {
+		t.Errorf("rerun with the same skips: events %v, runs %v", obs.events, runs)
+	}
+	obs = &recordObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Skipped a", "start b", "Succeeded b", "Skipped c"}; !reflect.DeepEqual(obs.events, want) || runs["b"] != 1 {
+		t.Errorf("run without the skips: events %v, runs %v", obs.events, runs)
+	}
+	obs = &recordObs{}
+	if _, err := w.Run(context.Background(), d, obs, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Unchanged a", "Unchanged b", "Unchanged c"}; !reflect.DeepEqual(obs.events, want) {
+		t.Errorf("run after the finished one: events %v", obs.events)
+	}
 	obs = &recordObs{}
 	if _, err := w.Run(context.Background(), d, obs, RunOptions{Only: "c"}); err != nil {
 		t.Fatal(err)

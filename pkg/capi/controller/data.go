@@ -47,6 +47,10 @@ func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.Machinead
 	delete(old.Annotations, PayloadDigestAnnotation)
 	delete(old.Annotations, PreviousPayloadDigestAnnotation)
 	maps.Copy(old.Annotations, ds.Annotations)
+	if old.Labels == nil {
+		old.Labels = map[string]string{}
+	}
+	maps.Copy(old.Labels, ds.Labels)
 	size := 0
 	for _, v := range old.Data {
 		size += len(v)

@@ -270,6 +270,17 @@ func (f *fixture) reconcile(name string) *bootstrapv1.MachineadmConfig {
 	return c
 }
 
+// namesData sets the Machine's spec.bootstrap.dataSecretName to its
+// config's data Secret, as Cluster API's Machine controller does once the
+// config reports it (and clusterctl move carries over).
+func (f *fixture) namesData(name string) {
+	f.t.Helper()
+	m := &clusterv1.Machine{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, m))
+	m.Spec.Bootstrap.DataSecretName = &name
+	f.must(k8s.Update(f.ctx, m))
+}
+
 func (f *fixture) dataSecret(name string) *corev1.Secret {
 	f.t.Helper()
 	s := &corev1.Secret{}

@@ -401,6 +401,7 @@ func TestClusterctlMoveAdoption(t *testing.T) {
 	f.initialized()
 	f.machine("w1", false)
 	f.reconcile("w1")
+	f.namesData("w1")
 	ds := f.dataSecret("w1")
 	id := ds.Annotations[TokenIDAnnotation]
 	// clusterctl move: the config arrives without status.

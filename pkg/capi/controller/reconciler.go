@@ -169,6 +169,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			setData(cfg, metav1.ConditionFalse, ReasonDataSecretNameTaken, "Secret "+cfg.Namespace+"/"+cfg.Name+" exists and is not this config's data Secret (it is not of type "+string(ClusterSecretType)+" controlled by MachineadmConfig "+cfg.Name+"); rename or delete it, or give the config another name")
 			return ctrl.Result{RequeueAfter: secretRetry}, nil
 		}
+		if !namesDataSecret(m, pool, ds.Name) {
+			// Not a moved Secret: its Machine never took it as its data.
+			// Whoever can create Secrets here could have written it, so
+			// its content is not trusted: the data is rendered again
+			// over it.
+			return r.rewriteData(ctx, cfg, m, cl, ds)
+		}
 		if err := r.adopt(ctx, cfg, ds); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -191,6 +198,46 @@ func isDataSecretOf(ds *corev1.Secret, cfg *bootstrapv1.MachineadmConfig) bool {
 	}
 	g, err := schemaGroup(o.APIVersion)
 	return err == nil && g == bootstrapv1.GroupVersion.Group
+}
+
+// namesDataSecret reports whether the Machine m (or, for a pool's config,
+// the MachinePool pool) already names the Secret name as its bootstrap
+// data (spec.bootstrap.dataSecretName, which Cluster API copies from the
+// config's status and clusterctl move carries over with the spec).
+func namesDataSecret(m *clusterv1.Machine, pool *clusterv1.MachinePool, name string) bool {
+	ref := m.Spec.Bootstrap.DataSecretName
+	if pool != nil {
+		ref = pool.Spec.Template.Spec.Bootstrap.DataSecretName
+	}
+	return ref != nil && *ref == name
+}
+
+// rewriteData renders cfg's data again into ds, a Secret of the data
+// Secret's name, type and controller that the config's Machine does not
+// name (written by someone else, or by a reconcile whose status update
+// was lost): its labels, annotations, owners and data are replaced, so
+// nothing of what it held reaches a machine. The condition says
+// DataRewritten.
+func (r *Reconciler) rewriteData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, ds *corev1.Secret) (ctrl.Result, error) {
+	ds.Labels, ds.Annotations, ds.Data = nil, nil, nil
+	refs := ds.OwnerReferences[:0:0]
+	for _, ref := range ds.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			refs = append(refs, ref)
+		}
+	}
+	ds.OwnerReferences = refs
+	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := r.renderData(ctx, cfg, m, cl, ds)
+	if c := findCond(cfg, ReadyCondition); err == nil && c != nil && c.Reason == ReasonTokenReplaced {
+		cfg.Status.DataSecretName = ds.Name
+		cfg.Status.Initialization.DataSecretCreated = ptr(true)
+		setData(cfg, metav1.ConditionTrue, ReasonDataRewritten, "Secret "+ds.Name+" existed without this config's status and its Machine did not name it: its content was not trusted, and the data was rendered again into it")
+		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
+	}
+	return res, err
 }
 
 // adopt takes over ds, a data Secret of cfg's that exists without the

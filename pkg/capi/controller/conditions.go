@@ -42,6 +42,9 @@ const (
 	ReasonDataTooLarge             = "DataTooLarge"
 	ReasonDataSecretMissing        = "DataSecretMissing"
 	ReasonDataSecretNameTaken      = "DataSecretNameTaken"
+	// ReasonInvalidCA: a CA Secret's certificate and key do not belong
+	// together (InvalidCAError); looked at again every secretRetry.
+	ReasonInvalidCA = "InvalidCertificateAuthority"
 	// ReasonDataRewritten: a Secret of the data Secret's name, type and
 	// controller existed that the config's Machine did not name; the data
 	// was rendered again into it rather than adopted.

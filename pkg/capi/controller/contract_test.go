@@ -286,6 +286,39 @@ func TestRestoredCAResumesTheConfig(t *testing.T) {
 	wantCond(t, c, ReadyCondition, metav1.ConditionTrue, ReasonAvailable)
 }
 
+// A CA Secret whose key is not its certificate's (another CA's key, an
+// operator's copy-paste) stops the control-plane join with a condition
+// naming the Secret, never the key, and a fixed Secret resumes it.
+func TestMismatchedCAKeyIsRefused(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	ca, proxy := &corev1.Secret{}, &corev1.Secret{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "c1-ca"}, ca))
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "c1-proxy"}, proxy))
+	good := ca.Data[tlsKey]
+	ca.Data[tlsKey] = proxy.Data[tlsKey]
+	f.must(k8s.Update(f.ctx, ca))
+	f.machine("cp2", true)
+	res, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: f.ns, Name: "cp2"}})
+	f.must(err)
+	c := f.reconcile("cp2")
+	wantCond(t, c, ReadyCondition, metav1.ConditionFalse, ReasonInvalidCA)
+	if m := cond(c, ReadyCondition).Message; !strings.Contains(m, "c1-ca") || strings.Contains(m, "PRIVATE KEY") {
+		t.Fatalf("condition message %q", m)
+	}
+	if res.RequeueAfter <= 0 {
+		t.Fatal("a config with a bad CA is never looked at again")
+	}
+	if err := k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "cp2"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("data written with a mismatched CA: %v", err)
+	}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "c1-ca"}, ca))
+	ca.Data[tlsKey] = good
+	f.must(k8s.Update(f.ctx, ca))
+	c = f.reconcile("cp2")
+	wantCond(t, c, ReadyCondition, metav1.ConditionTrue, ReasonAvailable)
+}
+
 // A Cluster maps to the configs of its Machines, labelled or not.
 func TestClusterMapsToConfigsThroughMachines(t *testing.T) {
 	f := newFixture(t)

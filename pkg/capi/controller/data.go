@@ -445,7 +445,11 @@ func (r *Reconciler) configErr(cfg *bootstrapv1.MachineadmConfig, err error) (ct
 // secretErr reports a problem gathering secrets.
 func (r *Reconciler) secretErr(cfg *bootstrapv1.MachineadmConfig, err error) (ctrl.Result, error) {
 	var missing *MissingCAError
+	var invalid *InvalidCAError
 	switch {
+	case errors.As(err, &invalid):
+		setData(cfg, metav1.ConditionFalse, ReasonInvalidCA, err.Error())
+		return ctrl.Result{RequeueAfter: secretRetry}, nil
 	case errors.As(err, &missing):
 		// Secrets are read live, not watched: look again, so that a
 		// restored Secret resumes the config.

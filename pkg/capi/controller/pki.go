@@ -60,6 +60,56 @@ func (e *MissingCAError) Error() string {
 	return fmt.Sprintf("Secret %s is missing: the control plane is initialised, so it is not regenerated; restore it from a backup", e.Name)
 }
 
+// InvalidCAError says a CA Secret's certificate and key do not belong
+// together (CheckCAMaterial): whatever the machines signed with them would
+// not verify against the certificate the cluster trusts.
+type InvalidCAError struct {
+	// Name is the Secret's name; Problem says what is wrong, never
+	// quoting the key.
+	Name, Problem string
+}
+
+func (e *InvalidCAError) Error() string {
+	return fmt.Sprintf("Secret %s: %s; replace it with a CA certificate and its own key", e.Name, e.Problem)
+}
+
+// CheckCAMaterial checks a CA Secret's tls.crt and tls.key (PEM): the key
+// is a private signing key whose public half is the certificate's, and the
+// certificate is a CA; with keyPair (the service-account Secret) tls.crt is
+// the PEM public key of tls.key instead. It returns "" or the problem,
+// which never quotes the key.
+func CheckCAMaterial(crt, key []byte, keyPair bool) string {
+	k, err := keyutil.ParsePrivateKeyPEM(key)
+	if err != nil {
+		return tlsKey + " is not a PEM private key"
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return tlsKey + " is not a signing key"
+	}
+	var pub crypto.PublicKey
+	if keyPair {
+		keys, err := keyutil.ParsePublicKeysPEM(crt)
+		if err != nil || len(keys) == 0 {
+			return tlsCrt + " is not a PEM public key"
+		}
+		pub = keys[0]
+	} else {
+		certs, err := certutil.ParseCertsPEM(crt)
+		if err != nil || len(certs) == 0 {
+			return tlsCrt + " is not a PEM certificate"
+		}
+		if !certs[0].IsCA {
+			return tlsCrt + " is not a CA certificate"
+		}
+		pub = certs[0].PublicKey
+	}
+	if p, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !p.Equal(pub) {
+		return tlsKey + " is not the key of " + tlsCrt
+	}
+	return ""
+}
+
 func secretName(cluster, suffix string) string { return cluster + "-" + suffix }
 
 // ensureCAs returns the CA set's files for pki.dir, reading Cluster API's
@@ -91,6 +141,9 @@ func caFiles(ctx context.Context, c client.Client, cl *clusterv1.Cluster, alg st
 		crt, key := s.Data[tlsCrt], s.Data[tlsKey]
 		if len(crt) == 0 || len(key) == 0 {
 			return nil, fmt.Errorf("Secret %s lacks %s or %s", s.Name, tlsCrt, tlsKey)
+		}
+		if p := CheckCAMaterial(crt, key, ca.keyPair); p != "" {
+			return nil, &InvalidCAError{Name: s.Name, Problem: p}
 		}
 		out = append(out,
 			SecretFile{Path: path.Join(pkiDir, ca.crt), Data: crt},

@@ -138,7 +138,10 @@ func newCA(a ca, alg string) (crtPEM, keyPEM []byte, err error) {
 	return bootstrapctl.NewCAMaterial(a.commonName, a.keyPair, alg)
 }
 
-// readCA reads a CA Secret's certificate and key.
+// readCA reads a CA Secret's certificate and key. A certificate that is
+// not a CA, or a key that is not the certificate's, is an error naming the
+// Secret: what it signed would not verify against the certificate the
+// machines trust.
 func readCA(ctx context.Context, c client.Client, namespace, name string) (*x509.Certificate, crypto.Signer, error) {
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
@@ -155,6 +158,9 @@ func readCA(ctx context.Context, c client.Client, namespace, name string) (*x509
 	signer, ok := k.(crypto.Signer)
 	if !ok {
 		return nil, nil, fmt.Errorf("Secret %s: %s is not a signing key", name, tlsKey)
+	}
+	if p := bootstrapctl.CheckCAMaterial(s.Data[tlsCrt], s.Data[tlsKey], false); p != "" {
+		return nil, nil, &bootstrapctl.InvalidCAError{Name: name, Problem: p}
 	}
 	return certs[0], signer, nil
 }

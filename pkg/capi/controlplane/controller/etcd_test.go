@@ -207,3 +207,54 @@ func freePorts(t *testing.T, n int) []int {
 	}
 	return out
 }
+
+// TestReadCARefusesAMismatchedKey: a CA Secret whose key is another CA's,
+// or whose certificate is no CA, is refused with the Secret's name instead
+// of signing certificates that do not verify against it.
+func TestReadCARefusesAMismatchedKey(t *testing.T) {
+	requireEnv(t)
+	ctx := context.Background()
+	ns := fmt.Sprintf("readca-%d", time.Now().UnixNano()%100000)
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns}}
+	mcp := &cpv1.MachineadmControlPlane{ObjectMeta: metav1.ObjectMeta{Name: "cp", Namespace: ns, UID: "u1"}}
+	crt, key, err := newCA(ca{suffix: "ca", commonName: "kubernetes"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := newCA(ca{suffix: "ca", commonName: "kubernetes"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, clusterSecret(mcp, cl, "c1-ca", map[string][]byte{tlsCrt: crt, tlsKey: key})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readCA(ctx, k8s, ns, "c1-ca"); err != nil {
+		t.Fatalf("a matching CA refused: %v", err)
+	}
+	if err := k8s.Create(ctx, clusterSecret(mcp, cl, "c1-etcd", map[string][]byte{tlsCrt: crt, tlsKey: otherKey})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readCA(ctx, k8s, ns, "c1-etcd"); err == nil || !strings.Contains(err.Error(), "c1-etcd") || !strings.Contains(err.Error(), "not the key") {
+		t.Fatalf("a CA Secret with another key: %v", err)
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(9), Subject: pkix.Name{CommonName: "not-a-ca"}, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, leafKey.Public(), leafKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafKeyPEM, _ := keyutil.MarshalPrivateKeyToPEM(leafKey)
+	leafPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := k8s.Create(ctx, clusterSecret(mcp, cl, "c1-sa", map[string][]byte{tlsCrt: leafPEM, tlsKey: leafKeyPEM})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := readCA(ctx, k8s, ns, "c1-sa"); err == nil || !strings.Contains(err.Error(), "not a CA") {
+		t.Fatalf("a Secret whose certificate is no CA: %v", err)
+	}
+}

@@ -32,13 +32,20 @@ func KubeconfigSecretClient(ctx context.Context, c client.Client, cl *clusterv1.
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Secret %s: %w", name, errNoKubeconfig)
+			return nil, kubeconfigMissing(name)
 		}
 		return nil, err
 	}
+	return workloadFromSecret(s)
+}
+
+func kubeconfigMissing(name string) error { return fmt.Errorf("Secret %s: %w", name, errNoKubeconfig) }
+
+// workloadFromSecret builds a workload client from the kubeconfig in s.
+func workloadFromSecret(s *corev1.Secret) (kubernetes.Interface, error) {
 	rc, err := clientcmd.RESTConfigFromKubeConfig(s.Data[kubeconfigKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s: %w", name, err)
+		return nil, fmt.Errorf("Secret %s: %w", s.Name, err)
 	}
 	rc.Timeout = workloadTimeout
 	rc.UserAgent = "machineadm-controller"

@@ -50,8 +50,9 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // ClientOptions reads Secrets and ConfigMaps live: caching every Secret of
-// the management cluster would cost memory, and the init lock and data
-// Secrets must be read fresh.
+// the management cluster would cost memory and keep keys in an informer,
+// and the init lock must be read fresh. The cache holds the metadata of
+// Cluster API's Secrets only (capicontroller.SecretCacheOptions).
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
@@ -163,12 +164,13 @@ func Main(args []string, stderr io.Writer) int {
 		LeaderElection:         *leaderElect,
 		LeaderElectionID:       "machineadm-controller.bootstrap.machineadm.io",
 		Client:                 ClientOptions(),
+		Cache:                  capicontroller.SecretCacheOptions(),
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
 		return 1
 	}
-	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag, Agents: agents}
+	r := &capicontroller.Reconciler{Client: mgr.GetClient(), Sealer: capicontroller.SpecSealer{}, TokenTTL: *tokenTTL, ReportURL: *reportURLFlag, PayloadURL: *reportURLFlag, Agents: agents, SecretMeta: mgr.GetCache()}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
 		log.Error(err, "setting up the controller")
 		return 1

@@ -6,7 +6,9 @@ import (
 	"embed"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/machineadm/machineadm/pkg/render/quote"
@@ -149,11 +151,37 @@ func execute(name string, data any) ([]byte, error) {
 // output is reproducible.
 func gzipData(data []byte) []byte {
 	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
+	z := gzipWriters.Get().(*pooledGzip)
+	z.out.w = &b
+	z.zw.Reset(&z.out)
+	_, _ = z.zw.Write(data) // writes to a bytes.Buffer do not fail
+	_ = z.zw.Close()
+	z.out.w = nil // hold no reference to b
+	gzipWriters.Put(z)
 	return b.Bytes()
 }
+
+// gzipWriters reuses gzip writers: each holds about a megabyte of
+// compression state, which the controller otherwise allocated and
+// collected for every file of every render. Reset makes a reused writer's
+// output the same as a new one's.
+var gzipWriters = sync.Pool{New: func() any {
+	z := &pooledGzip{}
+	z.zw, _ = gzip.NewWriterLevel(&z.out, gzip.BestCompression) // the level is valid
+	return z
+}}
+
+// pooledGzip is a gzip writer writing through out, whose destination is
+// set for one use.
+type pooledGzip struct {
+	zw  *gzip.Writer
+	out redirect
+}
+
+// redirect writes to w.
+type redirect struct{ w io.Writer }
+
+func (r *redirect) Write(p []byte) (int, error) { return r.w.Write(p) }
 
 // gzipBase64 compresses data and encodes it in standard base64.
 func gzipBase64(data []byte) string {

@@ -48,6 +48,12 @@ func workloadFromSecret(s *corev1.Secret) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("Secret %s: %w", s.Name, err)
 	}
 	rc.Timeout = workloadTimeout
+	// No client-side rate limit, as controller-runtime's client for the
+	// management cluster: the workload API server's priority and
+	// fairness limits the requests. The client is kept per Cluster and
+	// shared by every reconcile (Reconciler.workloadClient); client-go's
+	// default, 5 a second, would throttle a fleet's joins.
+	rc.QPS = -1
 	rc.UserAgent = "machineadm-controller"
 	return kubernetes.NewForConfig(rc)
 }

@@ -221,3 +221,23 @@ func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	}
 	return s.Client.Get(ctx, key, obj, opts...)
 }
+
+// The workload client is kept per Cluster and shared by every reconcile:
+// it has no client-side rate limit (client-go's default, 5 requests a
+// second, throttled a fleet's joins once the client was shared).
+func TestWorkloadClientNotRateLimited(t *testing.T) {
+	kc := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`)
+	wc, err := workloadFromSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c1-kubeconfig"}, Data: map[string][]byte{kubeconfigKey: kc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rl := wc.CoreV1().RESTClient().GetRateLimiter(); rl != nil {
+		t.Fatalf("the workload client has a client-side rate limit (%d a second)", int(rl.QPS()))
+	}
+}

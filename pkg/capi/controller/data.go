@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -212,6 +213,9 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		}
 		controllerutil.AddFinalizer(cfg, Finalizer)
 		cfg.ResourceVersion = fin.ResourceVersion
+		if w, ok := ctx.Value(finalizersKey{}).(*finalizersWritten); ok {
+			w.list = slices.Clone(fin.Finalizers)
+		}
 	}
 	var secrets []SecretFile
 	var tokenID string

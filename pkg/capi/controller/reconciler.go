@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, nil
 	}
 	before := cfg.DeepCopy()
+	ctx = context.WithValue(ctx, finalizersKey{}, &finalizersWritten{})
 	defer func() {
 		if err := r.patch(ctx, before, cfg); err != nil && retErr == nil {
 			retErr = err
@@ -426,6 +428,13 @@ func (r *Reconciler) ownerMachine(ctx context.Context, cfg *bootstrapv1.Machinea
 	return nil, nil
 }
 
+// finalizersWritten, in a reconcile's context, holds the finalizers the
+// reconcile already wrote to the server (renderData adds its finalizer
+// before it makes a token), so that patch does not write them again.
+type finalizersWritten struct{ list []string }
+
+type finalizersKey struct{}
+
 // patch writes metadata and status changes.
 func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.MachineadmConfig) error {
 	after.Status.ObservedGeneration = after.Generation
@@ -448,7 +457,8 @@ func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.Machi
 			r.status.wrote(after.UID, r.now(), before.ResourceVersion, base.ResourceVersion)
 		}
 	}
-	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) {
+	written, _ := ctx.Value(finalizersKey{}).(*finalizersWritten)
+	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) && (written == nil || written.list == nil || !slices.Equal(written.list, after.Finalizers)) {
 		meta := after.DeepCopy()
 		if err := r.Client.Patch(ctx, meta, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching finalizers: %w", err)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 )
@@ -239,5 +241,41 @@ current-context: c
 	}
 	if rl := wc.CoreV1().RESTClient().GetRateLimiter(); rl != nil {
 		t.Fatalf("the workload client has a client-side rate limit (%d a second)", int(rl.QPS()))
+	}
+}
+
+// A new worker config's reconcile writes the config twice: its finalizer
+// (before the token exists) and its status; the closing patch does not
+// write the finalizer again.
+func TestNewConfigPatchedTwice(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	f.machine("w1", false)
+	var meta, status int
+	ww, err := client.NewWithWatch(testEnv.Config, client.Options{Scheme: testScheme})
+	f.must(err)
+	f.r.Client = interceptor.NewClient(ww, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*bootstrapv1.MachineadmConfig); ok {
+				meta++
+			}
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*bootstrapv1.MachineadmConfig); ok {
+				status++
+			}
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	defer func() { f.r.Client = k8s }()
+	if _, err := f.r.Reconcile(f.ctx, reqFor(f.ns, "w1")); err != nil {
+		t.Fatal(err)
+	}
+	c := &bootstrapv1.MachineadmConfig{}
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "w1"}, c))
+	wantCond(t, c, DataSecretAvailableCondition, metav1.ConditionTrue, ReasonAvailable)
+	if !controllerutil.ContainsFinalizer(c, Finalizer) || meta != 1 || status != 1 {
+		t.Fatalf("finalizers %v; %d metadata and %d status patches, want 1 and 1", c.Finalizers, meta, status)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Finding is one secret found in the clear.
@@ -223,12 +224,29 @@ func allowed(h string, list []string) bool {
 }
 
 func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	defer func() {
+		if zr != nil {
+			gzipReaders.Put(zr)
+		}
+	}()
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(data))
+	} else {
+		err = zr.Reset(bytes.NewReader(data))
+	}
 	if err != nil {
+		zr = nil // not reusable
 		return nil, err
 	}
 	return io.ReadAll(io.LimitReader(zr, maxDecoded))
 }
+
+// gzipReaders reuses gzip readers: each holds tens of kilobytes of
+// decompression state, and every data Secret the controller checks holds
+// gzip layers.
+var gzipReaders sync.Pool
 
 func decodeB64(m []byte) ([]byte, bool) {
 	s := string(m)

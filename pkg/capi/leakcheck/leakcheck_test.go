@@ -143,3 +143,22 @@ func TestB64RunsMatchesTheExpression(t *testing.T) {
 		}
 	}
 }
+
+// gzip layers are read with reused readers: each check sees its own
+// data's content, never a previous one's.
+func TestGzipReadersReused(t *testing.T) {
+	secret := []byte("a-known-secret-value-0001")
+	for i := range 3 {
+		leaky := base64.StdEncoding.EncodeToString(gz(t, append([]byte("x: "), secret...)))
+		clean := base64.StdEncoding.EncodeToString(gz(t, []byte("x: nothing to see here, nothing at all")))
+		if f := Check([]byte(leaky), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) == 0 {
+			t.Fatalf("round %d: the gzipped secret is not found", i)
+		}
+		if f := Check([]byte(clean), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) != 0 {
+			t.Fatalf("round %d: found %v in clean data", i, f)
+		}
+		if f := Check([]byte("H4sIAAAAbroken-gzip-header-and-more"), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) != 0 {
+			t.Fatalf("round %d: found %v in broken gzip", i, f)
+		}
+	}
+}

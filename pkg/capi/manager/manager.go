@@ -102,6 +102,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; \"0\" disables it")
 	probeAddr := fs.String("health-probe-bind-address", ":9440", "address the health probes bind to")
+	profilerAddr := fs.String("profiler-address", "", "address the Go profiler (net/http/pprof under /debug/pprof/) binds to, e.g. \"127.0.0.1:6060\"; it serves without authentication, so bind it to loopback. Default \"\": off")
 	leaderElect := fs.Bool("leader-elect", true, "use leader election, so only one replica reconciles")
 	concurrency := fs.Int("concurrency", 10, "MachineadmConfigs, and MachineadmControlPlanes, reconciled at once (each kind)")
 	tokenTTL := fs.Duration("bootstrap-token-ttl", capicontroller.DefaultTokenTTL, "lifetime of join tokens; refreshed while the Machine has no Node")
@@ -161,6 +162,7 @@ func Main(args []string, stderr io.Writer) int {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress: *probeAddr,
+		PprofBindAddress:       *profilerAddr,
 		LeaderElection:         *leaderElect,
 		LeaderElectionID:       "machineadm-controller.bootstrap.machineadm.io",
 		Client:                 ClientOptions(),

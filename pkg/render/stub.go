@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"text/template"
@@ -151,6 +152,8 @@ func execute(name string, data any) ([]byte, error) {
 // output is reproducible.
 func gzipData(data []byte) []byte {
 	var b bytes.Buffer
+	compressing <- struct{}{}
+	defer func() { <-compressing }()
 	z := gzipWriters.Get().(*pooledGzip)
 	z.out.w = &b
 	z.zw.Reset(&z.out)
@@ -165,6 +168,11 @@ func gzipData(data []byte) []byte {
 // compression state, which the controller otherwise allocated and
 // collected for every file of every render. Reset makes a reused writer's
 // output the same as a new one's.
+// compressing holds one slot per compression running: compression is
+// CPU-bound, so more at once than the CPUs run only hold more
+// compressors (about a megabyte each) in memory at the same time.
+var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 var gzipWriters = sync.Pool{New: func() any {
 	z := &pooledGzip{}
 	z.zw, _ = gzip.NewWriterLevel(&z.out, gzip.BestCompression) // the level is valid

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -56,6 +57,8 @@ func pemBody(secret []byte) ([]byte, bool) {
 
 func deflate(b []byte) []byte {
 	var out bytes.Buffer
+	compressing <- struct{}{}
+	defer func() { <-compressing }()
 	z := flateWriters.Get().(*pooledFlate)
 	z.out.w = &out
 	z.w.Reset(&z.out)
@@ -70,6 +73,11 @@ func deflate(b []byte) []byte {
 // which sealing otherwise allocated and collected for every item (the
 // controller seals a few items per data Secret). Reset makes a reused
 // writer's output the same as a new one's.
+// compressing holds one slot per compression running: compression is
+// CPU-bound, so more at once than the CPUs run only hold more
+// compressors (about a megabyte each) in memory at the same time.
+var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 var flateWriters = sync.Pool{New: func() any {
 	z := &pooledFlate{}
 	z.w, _ = flate.NewWriter(&z.out, flate.BestCompression) // the level is valid

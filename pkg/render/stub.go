@@ -6,10 +6,8 @@ import (
 	"embed"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"text/template"
 
 	"github.com/machineadm/machineadm/pkg/render/quote"
@@ -151,45 +149,21 @@ func execute(name string, data any) ([]byte, error) {
 // gzipData compresses data with a fixed header (no name, no time) so the
 // output is reproducible.
 func gzipData(data []byte) []byte {
-	var b bytes.Buffer
 	compressing <- struct{}{}
 	defer func() { <-compressing }()
-	z := gzipWriters.Get().(*pooledGzip)
-	z.out.w = &b
-	z.zw.Reset(&z.out)
-	_, _ = z.zw.Write(data) // writes to a bytes.Buffer do not fail
-	_ = z.zw.Close()
-	z.out.w = nil // hold no reference to b
-	gzipWriters.Put(z)
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
+	_, _ = zw.Write(data)                                  // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
 	return b.Bytes()
 }
 
-// gzipWriters reuses gzip writers: each holds about a megabyte of
-// compression state, which the controller otherwise allocated and
-// collected for every file of every render. Reset makes a reused writer's
-// output the same as a new one's.
-// compressing holds one slot per compression running: compression is
-// CPU-bound, so more at once than the CPUs run only hold more
-// compressors (about a megabyte each) in memory at the same time.
+// compressing holds one slot per compression running. Each compressor
+// holds about a megabyte of state; compression is CPU-bound, so more at
+// once than the CPUs run only hold more of them in memory together
+// (concurrent reconciles render at once). They are not reused: a pool
+// kept them live between renders, raising the collector's target.
 var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
-
-var gzipWriters = sync.Pool{New: func() any {
-	z := &pooledGzip{}
-	z.zw, _ = gzip.NewWriterLevel(&z.out, gzip.BestCompression) // the level is valid
-	return z
-}}
-
-// pooledGzip is a gzip writer writing through out, whose destination is
-// set for one use.
-type pooledGzip struct {
-	zw  *gzip.Writer
-	out redirect
-}
-
-// redirect writes to w.
-type redirect struct{ w io.Writer }
-
-func (r *redirect) Write(p []byte) (int, error) { return r.w.Write(p) }
 
 // gzipBase64 compresses data and encodes it in standard base64.
 func gzipBase64(data []byte) string {

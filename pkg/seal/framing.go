@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 )
 
 // Item plaintext formats: the first byte of every item's plaintext.
@@ -56,45 +55,21 @@ func pemBody(secret []byte) ([]byte, bool) {
 }
 
 func deflate(b []byte) []byte {
-	var out bytes.Buffer
 	compressing <- struct{}{}
 	defer func() { <-compressing }()
-	z := flateWriters.Get().(*pooledFlate)
-	z.out.w = &out
-	z.w.Reset(&z.out)
-	z.w.Write(b)
-	z.w.Close()
-	z.out.w = nil // hold no reference to out
-	flateWriters.Put(z)
+	var out bytes.Buffer
+	w, _ := flate.NewWriter(&out, flate.BestCompression) // level is valid
+	w.Write(b)
+	w.Close()
 	return out.Bytes()
 }
 
-// flateWriters reuses compressors: each holds about a megabyte of state,
-// which sealing otherwise allocated and collected for every item (the
-// controller seals a few items per data Secret). Reset makes a reused
-// writer's output the same as a new one's.
-// compressing holds one slot per compression running: compression is
-// CPU-bound, so more at once than the CPUs run only hold more
-// compressors (about a megabyte each) in memory at the same time.
+// compressing holds one slot per compression running. Each compressor
+// holds about a megabyte of state; compression is CPU-bound, so more at
+// once than the CPUs run only hold more of them in memory together (the
+// controller seals for several reconciles at once). They are not reused:
+// a pool kept them live between seals, raising the collector's target.
 var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
-
-var flateWriters = sync.Pool{New: func() any {
-	z := &pooledFlate{}
-	z.w, _ = flate.NewWriter(&z.out, flate.BestCompression) // the level is valid
-	return z
-}}
-
-// pooledFlate is a compressor writing through out, whose destination is
-// set for one use.
-type pooledFlate struct {
-	w   *flate.Writer
-	out redirect
-}
-
-// redirect writes to w.
-type redirect struct{ w io.Writer }
-
-func (r *redirect) Write(p []byte) (int, error) { return r.w.Write(p) }
 
 // inflate decompresses at most MaxPlaintextBytes.
 func inflate(b []byte) ([]byte, error) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,14 +42,47 @@ import (
 // API's Secret type, cluster.x-k8s.io/secret, by field selector, and
 // strips managedFields from every cached object (Machines and configs
 // carry several kilobytes of them). Only the metadata of those Secrets is
-// cached (Reconciler.SecretMeta reads metav1.PartialObjectMetadata).
+// cached (Reconciler.SecretMeta reads metav1.PartialObjectMetadata), and
+// of their annotations only this controller's (secretAnnotationPrefix):
+// another's may hold the Secret's data (kubectl apply's
+// last-applied-configuration of a CA Secret holds its key).
 func SecretCacheOptions() cache.Options {
+	strip := cache.TransformStripManagedFields()
 	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: strip,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Field: fields.OneTermEqualSelector("type", string(ClusterSecretType))},
+			&corev1.Secret{}: {
+				Field: fields.OneTermEqualSelector("type", string(ClusterSecretType)),
+				Transform: func(in any) (any, error) {
+					out, err := strip(in)
+					if o, ok := out.(metav1.Object); ok && err == nil {
+						o.SetAnnotations(ownAnnotations(o.GetAnnotations()))
+					}
+					return out, err
+				},
+			},
 		},
 	}
+}
+
+// secretAnnotationPrefix starts the annotations this controller writes on
+// its data Secrets and reads back (TokenIDAnnotation, ActionAnnotation and
+// the rest).
+const secretAnnotationPrefix = "bootstrap.machineadm.io/"
+
+// ownAnnotations returns the annotations of a that start with
+// secretAnnotationPrefix, nil when there are none.
+func ownAnnotations(a map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range a {
+		if strings.HasPrefix(k, secretAnnotationPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // secretMeta returns the cached metadata of Secret key, or nil when the

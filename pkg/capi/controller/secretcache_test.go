@@ -279,3 +279,27 @@ func TestNewConfigPatchedTwice(t *testing.T) {
 		t.Fatalf("finalizers %v; %d metadata and %d status patches, want 1 and 1", c.Finalizers, meta, status)
 	}
 }
+
+// The Secret cache keeps no annotation but this controller's: kubectl
+// apply's last-applied-configuration of a CA Secret holds its key.
+func TestSecretCacheHoldsNoOtherAnnotation(t *testing.T) {
+	f := newFixture(t)
+	key := "-----BEGIN EC PRIVATE KEY-----\nnot-a-real-key-but-secret\n-----END EC PRIVATE KEY-----\n"
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "c1-proxy", Namespace: f.ns, Annotations: map[string]string{
+			"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"tls.key":"` + key + `"}}`,
+			TokenIDAnnotation: "abcdef",
+		}},
+		Type: ClusterSecretType,
+		Data: map[string][]byte{tlsKey: []byte(key)},
+	}
+	f.must(k8s.Create(f.ctx, s))
+	sc := f.withSecretCache()
+	f.cachedRV(sc, s.Name, s.ResourceVersion)
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	f.must(sc.Get(f.ctx, client.ObjectKeyFromObject(s), m))
+	if len(m.Annotations) != 1 || m.Annotations[TokenIDAnnotation] != "abcdef" || m.ManagedFields != nil {
+		t.Fatalf("cached annotations %v, managedFields %d", m.Annotations, len(m.ManagedFields))
+	}
+}

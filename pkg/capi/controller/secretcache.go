@@ -197,6 +197,13 @@ func (sm *statusMemo) wrote(uid types.UID, now time.Time, before ...string) {
 	if sm.m == nil {
 		sm.m = map[types.UID]statusWrite{}
 	}
+	// Entries go when their config is read up to date; those of configs
+	// deleted before that go here.
+	for k, w := range sm.m {
+		if now.Sub(w.at) > statusLag {
+			delete(sm.m, k)
+		}
+	}
 	sm.m[uid] = statusWrite{at: now, before: before}
 }
 

@@ -184,6 +184,12 @@ func TestStatusMemo(t *testing.T) {
 	if sm.stale(uid, "1", false, now.Add(statusLag+time.Second)) {
 		t.Fatal("stale after statusLag")
 	}
+	// The entry of a config never read again goes with a later write.
+	sm.wrote("gone", now, "1")
+	sm.wrote(uid, now.Add(statusLag+time.Second), "1")
+	if _, ok := sm.m["gone"]; ok || len(sm.m) != 1 {
+		t.Fatalf("entries %v", sm.m)
+	}
 }
 
 // A config whose status this reconciler just wrote, read back without it

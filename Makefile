@@ -193,6 +193,8 @@ bench-e2e: e2e-no-demo build e2e-prepare
 # $(MACHINEADM_E2E_CACHE)/bin: make e2e-prepare) with the same CRDs and
 # Cluster; prints time to every data Secret, peak RSS, API requests per
 # config (the API server's audit log) and their ratios. Loopback only.
+# SCALE_SIDES=machineadm SCALE_PPROF_DIR=DIR: that side alone, with its
+# heap and allocation profiles written into DIR.
 SCALE_N ?= 1000
 bench-capi: build-controller
 	cd hack/e2e/tools/capi-kubeadm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(CURDIR)/bin/capi-kubeadm-bootstrap sigs.k8s.io/cluster-api/bootstrap/kubeadm

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"fmt"
+	"runtime"
 	"strings"
 	"text/template"
 
@@ -148,12 +149,21 @@ func execute(name string, data any) ([]byte, error) {
 // gzipData compresses data with a fixed header (no name, no time) so the
 // output is reproducible.
 func gzipData(data []byte) []byte {
+	compressing <- struct{}{}
+	defer func() { <-compressing }()
 	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
+	_, _ = zw.Write(data)                                  // writes to a bytes.Buffer do not fail
 	_ = zw.Close()
 	return b.Bytes()
 }
+
+// compressing holds one slot per compression running. Each compressor
+// holds about a megabyte of state; compression is CPU-bound, so more at
+// once than the CPUs run only hold more of them in memory together
+// (concurrent reconciles render at once). They are not reused: a pool
+// kept them live between renders, raising the collector's target.
+var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // gzipBase64 compresses data and encodes it in standard base64.
 func gzipBase64(data []byte) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 )
 
 // Item plaintext formats: the first byte of every item's plaintext.
@@ -54,12 +55,21 @@ func pemBody(secret []byte) ([]byte, bool) {
 }
 
 func deflate(b []byte) []byte {
+	compressing <- struct{}{}
+	defer func() { <-compressing }()
 	var out bytes.Buffer
 	w, _ := flate.NewWriter(&out, flate.BestCompression) // level is valid
 	w.Write(b)
 	w.Close()
 	return out.Bytes()
 }
+
+// compressing holds one slot per compression running. Each compressor
+// holds about a megabyte of state; compression is CPU-bound, so more at
+// once than the CPUs run only hold more of them in memory together (the
+// controller seals for several reconciles at once). They are not reused:
+// a pool kept them live between seals, raising the collector's target.
+var compressing = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // inflate decompresses at most MaxPlaintextBytes.
 func inflate(b []byte) ([]byte, error) {

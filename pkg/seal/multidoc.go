@@ -64,7 +64,9 @@ func splitDocuments(data []byte) [][]byte {
 		cur.Reset()
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), MaxSealedSpecBytes)
+	// The buffer grows to the longest line (at most MaxSealedSpecBytes);
+	// it starts no larger than data.
+	sc.Buffer(make([]byte, 0, min(len(data)+1, 64<<10)), MaxSealedSpecBytes)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "---" || strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "---\t") {

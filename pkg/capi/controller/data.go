@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -137,7 +138,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	// Build and validate the spec before anything is created.
 	var j joinInfo
 	if p.action == mspec.ActionJoin {
-		hash, err := caCertHash(ctx, r.Client, cl)
+		hash, err := r.caCertHashOf(ctx, cl)
 		if err != nil {
 			return r.secretErr(cfg, err)
 		}
@@ -185,6 +186,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		return ctrl.Result{}, nil
 	}
 	if p.action == mspec.ActionInit {
+		r.initLock.set(cl.UID, false)
 		ok, err := acquireInitLock(ctx, r.Client, cl, m.Name, cfg.Name)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -215,6 +217,9 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		}
 		controllerutil.AddFinalizer(cfg, Finalizer)
 		cfg.ResourceVersion = fin.ResourceVersion
+		if w, ok := ctx.Value(finalizersKey{}).(*finalizersWritten); ok {
+			w.list = slices.Clone(fin.Finalizers)
+		}
 	}
 	var secrets []SecretFile
 	var tokenID string
@@ -244,7 +249,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 		if p.action == mspec.ActionInit {
 			secrets = append(secrets, cas...)
 		} else {
-			if wc, err = r.workload()(ctx, r.Client, cl); err != nil {
+			if wc, err = r.workloadClient(ctx, cl); err != nil {
 				return r.secretErr(cfg, err)
 			}
 			if tokenID, err = r.addToken(ctx, wc, m, &secrets); err != nil {
@@ -256,7 +261,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 			}
 		}
 	} else {
-		if wc, err = r.workload()(ctx, r.Client, cl); err != nil {
+		if wc, err = r.workloadClient(ctx, cl); err != nil {
 			return r.secretErr(cfg, err)
 		}
 		if tokenID, err = r.addToken(ctx, wc, m, &secrets); err != nil {
@@ -312,6 +317,15 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	if err := r.Client.Create(ctx, ds); err != nil {
 		r.dropToken(ctx, wc, tokenID)
 		if apierrors.IsAlreadyExists(err) {
+			// A Secret the cache did not show (of another type, or made a
+			// moment ago): read it live, then refuse or adopt it.
+			old := &corev1.Secret{}
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), old); err != nil {
+				return ctrl.Result{}, client.IgnoreNotFound(err)
+			}
+			if !isDataSecretOf(old, cfg) {
+				return r.takeExisting(ctx, cfg, m, nil, cl, old, nil)
+			}
 			return ctrl.Result{Requeue: true}, nil
 		}
 		return ctrl.Result{}, err

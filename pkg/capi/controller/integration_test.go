@@ -56,7 +56,7 @@ func TestWorkerDataSecret(t *testing.T) {
 	if got := string(items["spec.join.token"]); got != string(full) {
 		t.Fatalf("sealed token %q is not the workload token", got)
 	}
-	hash, err := caCertHash(f.ctx, k8s, f.cluster)
+	hash, err := (&Reconciler{Client: k8s}).caCertHashOf(f.ctx, f.cluster)
 	f.must(err)
 	if !strings.Contains(clear, hash) {
 		t.Fatalf("clear spec does not pin the cluster CA %s", hash)

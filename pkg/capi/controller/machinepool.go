@@ -95,7 +95,7 @@ func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv
 		}
 		return ctrl.Result{}, err
 	}
-	wc, err := r.workload()(ctx, r.Client, cl)
+	wc, err := r.workloadClient(ctx, cl)
 	if err != nil {
 		return r.secretErr(cfg, err)
 	}

@@ -22,7 +22,9 @@ import (
 // as machineadm-controller does, and checks that the watches drive it: a
 // worker config waits while the control plane is not initialised and gets
 // its data Secret, with no direct Reconcile call, once the Cluster says it
-// is.
+// is. The manager caches as machineadm-controller's does
+// (SecretCacheOptions): the data Secret is looked up in the metadata
+// cache.
 func TestManagerWatches(t *testing.T) {
 	f := newFixture(t)
 	_, err := ensureCAs(f.ctx, k8s, f.cluster, "", true)
@@ -30,12 +32,12 @@ func TestManagerWatches(t *testing.T) {
 	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
 		Scheme:  testScheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cacheFor(f.ns),
+		Cache:   secretCacheFor(f.ns),
 		// As pkg/capi/manager.ClientOptions (that package imports this one).
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 	})
 	f.must(err)
-	r := &Reconciler{Sealer: SpecSealer{TempDir: t.TempDir()}}
+	r := &Reconciler{Sealer: SpecSealer{}, SecretMeta: mgr.GetCache()}
 	skip := true
 	f.must(r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,6 +73,9 @@ func get(t *testing.T, ns, name string) *bootstrapv1.MachineadmConfig {
 	return c
 }
 
-func cacheFor(ns string) cache.Options {
-	return cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}
+// secretCacheFor is SecretCacheOptions limited to namespace ns.
+func secretCacheFor(ns string) cache.Options {
+	o := SecretCacheOptions()
+	o.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	return o
 }

@@ -251,21 +251,13 @@ func newKey(alg string) (crypto.Signer, error) {
 	return nil, fmt.Errorf("unknown encryptionAlgorithm %q", alg)
 }
 
-// caCertHash reads <cluster>-ca and returns kubeadm's discovery pin for
-// it: "sha256:" and the hex SHA-256 of the certificate's
-// SubjectPublicKeyInfo.
-func caCertHash(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (string, error) {
-	name := secretName(cl.Name, "ca")
-	s := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", &MissingCAError{Name: name}
-		}
-		return "", err
-	}
+// caCertHashFrom returns kubeadm's discovery pin for the CA Secret s:
+// "sha256:" and the hex SHA-256 of the SubjectPublicKeyInfo of the first
+// certificate in its tls.crt.
+func caCertHashFrom(s *corev1.Secret) (string, error) {
 	certs, err := certutil.ParseCertsPEM(s.Data[tlsCrt])
 	if err != nil || len(certs) == 0 {
-		return "", fmt.Errorf("Secret %s: %s is not a PEM certificate: %v", name, tlsCrt, err)
+		return "", fmt.Errorf("Secret %s: %s is not a PEM certificate: %v", s.Name, tlsCrt, err)
 	}
 	return pin(certs[0]), nil
 }

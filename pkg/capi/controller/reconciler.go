@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -87,6 +89,16 @@ type Reconciler struct {
 	// config without spec.agent.url downloads its build from there.
 	// Default nil: such a config is InvalidConfig.
 	Agents *AgentStore
+	// SecretMeta reads the metadata (metav1.PartialObjectMetadata) of
+	// Secrets of type cluster.x-k8s.io/secret from a cache: the manager's,
+	// restricted by SecretCacheOptions. Default nil: every Secret is read
+	// live (see secretcache.go for what the cache is used for).
+	SecretMeta client.Reader
+
+	caHashes  secretMemo[string]
+	workloads secretMemo[kubernetes.Interface]
+	status    statusMemo
+	initLock  lockMemo
 }
 
 // +kubebuilder:rbac:groups=bootstrap.machineadm.io,resources=machineadmconfigs;machineadmconfigs/status;machineadmconfigs/finalizers,verbs=get;list;watch;update;patch
@@ -104,7 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.status.stale(cfg.UID, cfg.ResourceVersion, ptrTrue(cfg.Status.Initialization.DataSecretCreated), r.now()) {
+		// Read from a cache that has not seen this process's last status
+		// patch yet: that patch's own event brings the config back.
+		return ctrl.Result{}, nil
+	}
 	before := cfg.DeepCopy()
+	ctx = context.WithValue(ctx, finalizersKey{}, &finalizersWritten{})
 	defer func() {
 		if err := r.patch(ctx, before, cfg); err != nil && retErr == nil {
 			retErr = err
@@ -145,10 +163,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !cfg.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, cfg, m, cl)
 	}
-	if controlPlaneInitialized(cl) {
+	if controlPlaneInitialized(cl) && !r.initLock.released(cl.UID) {
 		if err := releaseInitLock(ctx, r.Client, cl, ""); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.initLock.set(cl.UID, true)
 	}
 	after := r.reconcileAfterData
 	if pool != nil {
@@ -159,32 +178,63 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	// clusterctl move copies objects without status: a data Secret that
 	// exists is adopted as it is.
-	ds := &corev1.Secret{}
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}, ds)
-	if err == nil {
-		if !isDataSecretOf(ds, cfg) {
-			// Someone else's Secret of the same name (an application's, one
-			// the config refers to): never handed to the Machine as its
-			// bootstrap data, never overwritten.
-			setData(cfg, metav1.ConditionFalse, ReasonDataSecretNameTaken, "Secret "+cfg.Namespace+"/"+cfg.Name+" exists and is not this config's data Secret (it is not of type "+string(ClusterSecretType)+" controlled by MachineadmConfig "+cfg.Name+"); rename or delete it, or give the config another name")
-			return ctrl.Result{RequeueAfter: secretRetry}, nil
-		}
-		if !namesDataSecret(m, pool, ds.Name) {
-			// Not a moved Secret: its Machine never took it as its data.
-			// Whoever can create Secrets here could have written it, so
-			// its content is not trusted: the data is rendered again
-			// over it.
-			return r.rewriteData(ctx, cfg, m, cl, ds)
-		}
-		if err := r.adopt(ctx, cfg, ds); err != nil {
-			return ctrl.Result{}, err
-		}
-		return after(ctx, cfg, m, cl)
-	}
-	if !apierrors.IsNotFound(err) {
+	ds, err := r.existingData(ctx, cfg)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if ds != nil {
+		return r.takeExisting(ctx, cfg, m, pool, cl, ds, after)
+	}
 	return r.reconcileData(ctx, cfg, m, cl)
+}
+
+// existingData returns the Secret of the config's name, nil when there is
+// none. With a metadata cache (SecretMeta) a Secret it does not see counts
+// as none, unless the config already found its name taken: a Secret of
+// another type is not in the cache, and writing the data then fails with
+// AlreadyExists (renderData reads it live then).
+func (r *Reconciler) existingData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}
+	var ds *corev1.Secret
+	var err error
+	if c := findCond(cfg, DataSecretAvailableCondition); r.SecretMeta == nil || (c != nil && c.Reason == ReasonDataSecretNameTaken) {
+		ds = &corev1.Secret{}
+		err = r.Client.Get(ctx, key, ds)
+	} else if m, merr := r.secretMeta(ctx, key); merr != nil || m == nil {
+		return nil, merr
+	} else {
+		// The cache holds only Secrets of Cluster API's type.
+		ds = &corev1.Secret{ObjectMeta: *m.ObjectMeta.DeepCopy(), Type: ClusterSecretType}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return ds, err
+}
+
+// takeExisting adopts ds, a Secret of the config's name that exists
+// without the config's status naming it, when it is a data Secret of this
+// config's that its Machine (or pool, when not nil) already names; it
+// renders the data again into a data Secret the Machine does not name
+// (rewriteData), and refuses any other Secret.
+func (r *Reconciler) takeExisting(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, pool *clusterv1.MachinePool, cl *clusterv1.Cluster, ds *corev1.Secret, after func(context.Context, *bootstrapv1.MachineadmConfig, *clusterv1.Machine, *clusterv1.Cluster) (ctrl.Result, error)) (ctrl.Result, error) {
+	if !isDataSecretOf(ds, cfg) {
+		// Someone else's Secret of the same name (an application's, one
+		// the config refers to): never handed to the Machine as its
+		// bootstrap data, never overwritten.
+		setData(cfg, metav1.ConditionFalse, ReasonDataSecretNameTaken, "Secret "+cfg.Namespace+"/"+cfg.Name+" exists and is not this config's data Secret (it is not of type "+string(ClusterSecretType)+" controlled by MachineadmConfig "+cfg.Name+"); rename or delete it, or give the config another name")
+		return ctrl.Result{RequeueAfter: secretRetry}, nil
+	}
+	if !namesDataSecret(m, pool, ds.Name) {
+		// Not a moved Secret: its Machine never took it as its data.
+		// Whoever can create Secrets here could have written it, so its
+		// content is not trusted: the data is rendered again over it.
+		return r.rewriteData(ctx, cfg, m, cl, ds)
+	}
+	if err := r.adopt(ctx, cfg, ds); err != nil {
+		return ctrl.Result{}, err
+	}
+	return after(ctx, cfg, m, cl)
 }
 
 // isDataSecretOf reports whether ds is a data Secret written for cfg: of
@@ -276,8 +326,8 @@ func (r *Reconciler) adopt(ctx context.Context, cfg *bootstrapv1.MachineadmConfi
 // outcome is looked at again every outcomeRecheck, so that a rerun's
 // success on the machine replaces it.
 func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster) (ctrl.Result, error) {
-	ds := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, ds); err != nil {
+	ds, err := r.dataSecretMeta(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName})
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			setData(cfg, metav1.ConditionFalse, ReasonDataSecretMissing, "data Secret "+cfg.Status.DataSecretName+" was deleted; it is not made again (delete the Machine to replace it)")
 			return ctrl.Result{}, nil
@@ -298,7 +348,7 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 			return ctrl.Result{RequeueAfter: outcomePoll}, nil
 		}
 		if tokenID != "" {
-			if wc, err := r.workload()(ctx, r.Client, cl); err == nil && deleteToken(ctx, wc, tokenID) == nil {
+			if wc, err := r.workloadClient(ctx, cl); err == nil && deleteToken(ctx, wc, tokenID) == nil {
 				patch := client.MergeFrom(ds.DeepCopy())
 				delete(ds.Annotations, TokenIDAnnotation)
 				if err := r.Client.Patch(ctx, ds, patch); err != nil {
@@ -315,7 +365,7 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 	if outcomeSucceeded(cfg) && tokenID == "" {
 		return ctrl.Result{}, nil
 	}
-	wc, err := r.workload()(ctx, r.Client, cl)
+	wc, err := r.workloadClient(ctx, cl)
 	if err != nil {
 		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWorkloadUnreachable, err.Error())
 		return ctrl.Result{RequeueAfter: outcomePoll}, nil
@@ -328,8 +378,13 @@ func (r *Reconciler) reconcileAfterData(ctx context.Context, cfg *bootstrapv1.Ma
 		}
 		if !ok {
 			// Deleted before the Machine joined (by hand, or expired while
-			// the controller was down): a new token, and the data again.
-			return r.renderData(ctx, cfg, m, cl, ds)
+			// the controller was down): a new token, and the data again
+			// (into the Secret read live: ds may be its metadata alone).
+			full := &corev1.Secret{}
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), full); err != nil {
+				return ctrl.Result{}, err
+			}
+			return r.renderData(ctx, cfg, m, cl, full)
 		}
 		return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
 	}
@@ -382,8 +437,7 @@ func (r *Reconciler) cleanup(ctx context.Context, cfg *bootstrapv1.MachineadmCon
 	if err := releaseInitLock(ctx, r.Client, cl, m.Name); err != nil {
 		return err
 	}
-	ds := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name}, ds)
+	ds, err := r.dataSecretMeta(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Name})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -394,7 +448,7 @@ func (r *Reconciler) cleanup(ctx context.Context, cfg *bootstrapv1.MachineadmCon
 	if id == "" || !cl.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	wc, err := r.workload()(ctx, r.Client, cl)
+	wc, err := r.workloadClient(ctx, cl)
 	if errors.Is(err, errNoKubeconfig) {
 		return nil
 	}
@@ -422,6 +476,13 @@ func (r *Reconciler) ownerMachine(ctx context.Context, cfg *bootstrapv1.Machinea
 	return nil, nil
 }
 
+// finalizersWritten, in a reconcile's context, holds the finalizers the
+// reconcile already wrote to the server (renderData adds its finalizer
+// before it makes a token), so that patch does not write them again.
+type finalizersWritten struct{ list []string }
+
+type finalizersKey struct{}
+
 // patch writes metadata and status changes.
 func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.MachineadmConfig) error {
 	after.Status.ObservedGeneration = after.Generation
@@ -436,11 +497,16 @@ func (r *Reconciler) patch(ctx context.Context, before, after *bootstrapv1.Machi
 	base.ResourceVersion = after.ResourceVersion
 	if !equality.Semantic.DeepEqual(before.Status, after.Status) {
 		st := after.DeepCopy()
-		if err := r.Client.Status().Patch(ctx, st, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		err := r.Client.Status().Patch(ctx, st, client.MergeFrom(base))
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching status: %w", err)
 		}
+		if err == nil && ptrTrue(after.Status.Initialization.DataSecretCreated) && !ptrTrue(before.Status.Initialization.DataSecretCreated) {
+			r.status.wrote(after.UID, r.now(), before.ResourceVersion, base.ResourceVersion)
+		}
 	}
-	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) {
+	written, _ := ctx.Value(finalizersKey{}).(*finalizersWritten)
+	if !equality.Semantic.DeepEqual(before.Finalizers, after.Finalizers) && (written == nil || written.list == nil || !slices.Equal(written.list, after.Finalizers)) {
 		meta := after.DeepCopy()
 		if err := r.Client.Patch(ctx, meta, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("patching finalizers: %w", err)

@@ -3,11 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 
-	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/seal"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 )
@@ -17,12 +15,12 @@ import (
 // bound to the Cluster's name and to any machine name (seal.AnyMachine):
 // Cluster API does not know a Machine's host name before it boots.
 //
-// sealspec reads the secrets from files, so Seal writes them for the
-// moment of the call into a private directory (0700, files 0600) under
-// TempDir and removes it before returning; the Deployment mounts a
-// memory-backed emptyDir there, so they never reach a disk.
+// The secrets are handed to sealspec in memory (SealOptions.Files), by
+// the machine paths the spec names: they are never written to a file.
 type SpecSealer struct {
-	// TempDir is the parent of the private directory. Default os.TempDir().
+	// TempDir is ignored: sealing no longer writes the secrets to a
+	// private directory. Deprecated: kept so that callers that set it
+	// compile; set nothing.
 	TempDir string
 }
 
@@ -36,30 +34,17 @@ func (s SpecSealer) Seal(_ context.Context, req SealRequest) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidRecipient, err)
 		}
 	}
-	root, err := os.MkdirTemp(s.TempDir, "machineadm-seal-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(root)
+	files := make(map[string][]byte, len(req.Secrets))
 	for _, f := range req.Secrets {
-		if !filepath.IsAbs(f.Path) || strings.Contains(f.Path, "..") {
+		if !path.IsAbs(f.Path) || strings.Contains(f.Path, "..") {
 			return nil, fmt.Errorf("secret path %q is not a clean absolute path", f.Path)
 		}
-		p, err := sealspec.MachinePath(root, machineadm.OS(req.OS), f.Path)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
-			return nil, err
-		}
+		files[f.Path] = f.Data
 	}
 	out, err := sealspec.SealSpec(req.Spec, sealspec.SealOptions{
 		Recipients:  req.Recipients,
 		MachineName: seal.AnyMachine,
-		Root:        root,
+		Files:       files,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sealing: %w", err)

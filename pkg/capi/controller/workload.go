@@ -32,15 +32,28 @@ func KubeconfigSecretClient(ctx context.Context, c client.Client, cl *clusterv1.
 	s := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Secret %s: %w", name, errNoKubeconfig)
+			return nil, kubeconfigMissing(name)
 		}
 		return nil, err
 	}
+	return workloadFromSecret(s)
+}
+
+func kubeconfigMissing(name string) error { return fmt.Errorf("Secret %s: %w", name, errNoKubeconfig) }
+
+// workloadFromSecret builds a workload client from the kubeconfig in s.
+func workloadFromSecret(s *corev1.Secret) (kubernetes.Interface, error) {
 	rc, err := clientcmd.RESTConfigFromKubeConfig(s.Data[kubeconfigKey])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s: %w", name, err)
+		return nil, fmt.Errorf("Secret %s: %w", s.Name, err)
 	}
 	rc.Timeout = workloadTimeout
+	// No client-side rate limit, as controller-runtime's client for the
+	// management cluster: the workload API server's priority and
+	// fairness limits the requests. The client is kept per Cluster and
+	// shared by every reconcile (Reconciler.workloadClient); client-go's
+	// default, 5 a second, would throttle a fleet's joins.
+	rc.QPS = -1
 	rc.UserAgent = "machineadm-controller"
 	return kubernetes.NewForConfig(rc)
 }

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Finding is one secret found in the clear.
@@ -46,8 +47,6 @@ var (
 	token = regexp.MustCompile(`(^|[^a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}($|[^a-z0-9])`)
 	// certKey is kubeadm's certificate key: 32 bytes as 64 hex digits.
 	certKey = regexp.MustCompile(`(^|[^0-9a-fA-F])[0-9a-f]{64}($|[^0-9a-fA-F])`)
-	// b64run is a run of base64 text long enough to hold a secret.
-	b64run = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
 	// dataURL is an RFC 2397 data URL (Ignition file contents).
 	dataURL = regexp.MustCompile(`data:[^,"'\s]*,[^"'\s]*`)
 )
@@ -72,14 +71,22 @@ type Options struct {
 // Check returns every secret found in data.
 func Check(data []byte, o Options) []Finding {
 	c := &checker{o: o, seen: map[string]bool{}}
+	// Each known value's forms are made once, not at every layer.
+	c.known = make([][][]byte, len(o.Known))
+	for i, k := range o.Known {
+		if len(k) > 0 {
+			c.known[i] = [][]byte{k, []byte(hex.EncodeToString(k)), []byte(base64.StdEncoding.EncodeToString(k)), []byte(base64.RawURLEncoding.EncodeToString(k))}
+		}
+	}
 	c.walk(data, "text", 0)
 	return c.out
 }
 
 type checker struct {
-	o    Options
-	out  []Finding
-	seen map[string]bool
+	o     Options
+	known [][][]byte // per Options.Known: the value, hex, base64, raw URL base64
+	out   []Finding
+	seen  map[string]bool
 }
 
 func (c *checker) add(what, layer string) {
@@ -113,20 +120,22 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 			}
 		}
 	}
-	for _, m := range dataURL.FindAll(data, -1) {
-		if out, ok := decodeDataURL(string(m)); ok {
-			c.walk(out, layer+" > data-url", depth+1)
+	if bytes.Contains(data, []byte("data:")) {
+		for _, m := range dataURL.FindAll(data, -1) {
+			if out, ok := decodeDataURL(string(m)); ok {
+				c.walk(out, layer+" > data-url", depth+1)
+			}
 		}
 	}
 	// Folded YAML block scalars and PEM-style wrapping split base64 over
-	// lines; join them so a wrapped payload decodes as one.
-	joined := bytes.NewBuffer(nil)
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		joined.Write(bytes.TrimSpace(line))
-		joined.WriteByte('\n')
+	// lines; join them (each line without its surrounding white space) so
+	// a wrapped payload decodes as one.
+	joined := make([]byte, 0, len(data))
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		joined = append(joined, bytes.TrimSpace(line)...)
 	}
-	for _, src := range [][]byte{data, bytes.ReplaceAll(joined.Bytes(), []byte("\n"), nil)} {
-		for _, m := range b64run.FindAll(src, -1) {
+	for _, src := range [][]byte{data, joined} {
+		for _, m := range b64Runs(src) {
 			if out, ok := decodeB64(m); ok {
 				c.walk(out, layer+" > base64", depth+1)
 			}
@@ -134,17 +143,63 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 	}
 }
 
+// minB64Run is the shortest run of base64 text looked into: long enough
+// to hold a secret.
+const minB64Run = 16
+
+// b64Runs returns, in order, each maximal run of at least minB64Run
+// characters of the standard and URL base64 alphabets in data, with up to
+// two "=" of padding after it: the matches of the regular expression
+// `[A-Za-z0-9+/_-]{16,}={0,2}`, found in one pass.
+func b64Runs(data []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i < len(data); {
+		if !isB64(data[i]) {
+			i++
+			continue
+		}
+		start := i
+		for i < len(data) && isB64(data[i]) {
+			i++
+		}
+		if i-start < minB64Run {
+			continue
+		}
+		for pad := 0; pad < 2 && i < len(data) && data[i] == '='; pad++ {
+			i++
+		}
+		out = append(out, data[start:i])
+	}
+	return out
+}
+
+func isB64(b byte) bool {
+	return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '+' || b == '/' || b == '_' || b == '-'
+}
+
 func (c *checker) scan(data []byte, layer string) {
-	if pemKey.Match(data) {
+	if bytes.Contains(data, []byte("PRIVATE KEY-----")) && pemKey.Match(data) {
 		c.add("PEM private key", layer)
 	}
-	if !c.o.KnownOnly && token.Match(data) {
+	if !c.o.KnownOnly {
+		c.shapes(data, layer)
+	}
+	for i, forms := range c.known {
+		for _, form := range forms {
+			if bytes.Contains(data, form) {
+				c.add(fmt.Sprintf("known secret %d", i), layer)
+				break
+			}
+		}
+	}
+}
+
+// shapes looks for bootstrap tokens and certificate keys by their shape.
+func (c *checker) shapes(data []byte, layer string) {
+	if token.Match(data) {
 		c.add("bootstrap token", layer)
 	}
 	for _, loc := range certKey.FindAllIndex(data, -1) {
-		if c.o.KnownOnly {
-			break
-		}
 		m := string(data[loc[0]:loc[1]])
 		start := loc[0] + strings.IndexFunc(m, isLowerHex)
 		h := string(data[start : start+64])
@@ -154,17 +209,6 @@ func (c *checker) scan(data []byte, layer string) {
 			continue
 		}
 		c.add("certificate key", layer)
-	}
-	for i, k := range c.o.Known {
-		if len(k) == 0 {
-			continue
-		}
-		for _, form := range [][]byte{k, []byte(hex.EncodeToString(k)), []byte(base64.StdEncoding.EncodeToString(k)), []byte(base64.RawURLEncoding.EncodeToString(k))} {
-			if bytes.Contains(data, form) {
-				c.add(fmt.Sprintf("known secret %d", i), layer)
-				break
-			}
-		}
 	}
 }
 
@@ -180,12 +224,29 @@ func allowed(h string, list []string) bool {
 }
 
 func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	defer func() {
+		if zr != nil {
+			gzipReaders.Put(zr)
+		}
+	}()
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(data))
+	} else {
+		err = zr.Reset(bytes.NewReader(data))
+	}
 	if err != nil {
+		zr = nil // not reusable
 		return nil, err
 	}
 	return io.ReadAll(io.LimitReader(zr, maxDecoded))
 }
+
+// gzipReaders reuses gzip readers: each holds tens of kilobytes of
+// decompression state, and every data Secret the controller checks holds
+// gzip layers.
+var gzipReaders sync.Pool
 
 func decodeB64(m []byte) ([]byte, bool) {
 	s := string(m)

@@ -10,7 +10,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	mrand "math/rand/v2"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -104,4 +106,59 @@ func chunks(s string, n int) []string {
 		s = s[n:]
 	}
 	return append(out, s)
+}
+
+// b64Runs finds exactly what the regular expression it replaces finds,
+// on random text over an alphabet dense in base64 characters, padding and
+// separators, and on the edge cases of run length and padding.
+func TestB64RunsMatchesTheExpression(t *testing.T) {
+	re := regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+	cases := []string{
+		"", "aaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa===", "=aaaaaaaaaaaaaaaa=b",
+		"x aaaaaaaaaaaaaaaa\naaaaaaaaaaaaaaa= bbbbbbbbbbbbbbbbbbbb==c",
+	}
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	const alphabet = "aZ09+/_-===. \n\x00\xff"
+	for range 2000 {
+		b := make([]byte, rnd.IntN(200))
+		for i := range b {
+			if rnd.IntN(8) == 0 {
+				b[i] = alphabet[rnd.IntN(len(alphabet))]
+			} else {
+				b[i] = "abcXYZ019+/_-"[rnd.IntN(13)]
+			}
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		want := re.FindAll([]byte(c), -1)
+		got := b64Runs([]byte(c))
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d runs, the expression finds %d", c, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%q: run %d is %q, the expression finds %q", c, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// gzip layers are read with reused readers: each check sees its own
+// data's content, never a previous one's.
+func TestGzipReadersReused(t *testing.T) {
+	secret := []byte("a-known-secret-value-0001")
+	for i := range 3 {
+		leaky := base64.StdEncoding.EncodeToString(gz(t, append([]byte("x: "), secret...)))
+		clean := base64.StdEncoding.EncodeToString(gz(t, []byte("x: nothing to see here, nothing at all")))
+		if f := Check([]byte(leaky), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) == 0 {
+			t.Fatalf("round %d: the gzipped secret is not found", i)
+		}
+		if f := Check([]byte(clean), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) != 0 {
+			t.Fatalf("round %d: found %v in clean data", i, f)
+		}
+		if f := Check([]byte("H4sIAAAAbroken-gzip-header-and-more"), Options{Known: [][]byte{secret}, KnownOnly: true}); len(f) != 0 {
+			t.Fatalf("round %d: found %v in broken gzip", i, f)
+		}
+	}
 }

@@ -2,11 +2,14 @@ package sealspec
 
 import (
 	"fmt"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/redact"
 )
 
 // sealRoot is where seal reads the files a spec names: the machine's
@@ -28,6 +31,58 @@ type sealRoot struct {
 	dir string
 	// os is the spec's OS (machineadm.OSOf).
 	os machineadm.OS
+	// mem, when not nil, holds the files instead of dir, by memKey
+	// (SealOptions.Files).
+	mem map[string][]byte
+}
+
+// memKey is the key of machine path p in sealRoot.mem: the cleaned
+// absolute path, on a spec.os windows machine prefixed with its drive
+// ("C:" when p names none). A path that is not absolute is an error
+// wrapping files.ErrEscapesRoot, as resolve refuses it.
+func memKey(os machineadm.OS, p string) (string, error) {
+	drive, rest := "", filepath.ToSlash(p)
+	if os == machineadm.OSWindows {
+		if drive, rest = machineadm.SplitWindowsPath(p); drive == "" {
+			drive = machineadm.SystemDrive
+		}
+		drive += ":"
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return "", fmt.Errorf("%q: %w (not absolute)", p, files.ErrEscapesRoot)
+	}
+	return drive + path.Clean(rest), nil
+}
+
+// memFiles keys in by memKey.
+func memFiles(os machineadm.OS, in map[string][]byte) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(in))
+	for p, v := range in {
+		k, err := memKey(os, p)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// readMem reads machine path p from mem: a path mem does not hold does
+// not exist (fs.ErrNotExist), and a file larger than a secret file may be
+// on disk (redact.MaxSecretFileSize) is refused.
+func (m sealRoot) readMem(p string) ([]byte, error) {
+	k, err := memKey(m.os, p)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := m.mem[k]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	}
+	if len(v) > redact.MaxSecretFileSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, redact.MaxSecretFileSize)
+	}
+	return v, nil
 }
 
 // resolve returns the sealing host's path of machine path p, resolved

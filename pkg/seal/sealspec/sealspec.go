@@ -44,6 +44,14 @@ type SealOptions struct {
 	// means on Windows), where each drive path is read from its own drive
 	// (sealRoot).
 	Root string
+	// Files, when not nil, holds the secret files by machine path, as the
+	// spec names them ("/x/y"; for a spec.os windows spec 'D:\x\y', or a
+	// path without a drive on the system drive C), and is read instead of
+	// Root: a path it does not hold is a file that does not exist. Each
+	// file is at most redact.MaxSecretFileSize bytes, as on disk. A caller
+	// that holds the secrets in memory (the Cluster API controller) need
+	// not write them to disk to seal them.
+	Files map[string][]byte
 }
 
 // OptionError refuses a SealOptions field: a recipient string that does
@@ -128,7 +136,13 @@ func SealSpec(data []byte, opts SealOptions) (*Sealed, error) {
 	if root == "" {
 		root = "/"
 	}
-	items, edits, err := collect(cfg, sealRoot{dir: root, os: machineadm.OSOf(&cfg.Spec)})
+	sr := sealRoot{dir: root, os: machineadm.OSOf(&cfg.Spec)}
+	if opts.Files != nil {
+		if sr.mem, err = memFiles(sr.os, opts.Files); err != nil {
+			return nil, err
+		}
+	}
+	items, edits, err := collect(cfg, sr)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +297,9 @@ func readCADir(root sealRoot, dir string) ([]byte, error) {
 // /root/.ssh/id_ed25519 reads the image's file, never the sealing host's.
 // filepath.Join followed such a link out of the root.
 func (m sealRoot) readSecret(p string) ([]byte, error) {
+	if m.mem != nil {
+		return m.readMem(p)
+	}
 	hp, err := m.resolve(p)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -141,34 +142,41 @@ func SecretInText(content []byte) string {
 // secretInText is SecretInText to depth levels of base64; without
 // assignments it looks for secrets by their own shape only, not for
 // "key: value" text (a URL's "/auth:authorize" is no credential).
+//
+// Each pattern runs only on text holding what every match of it holds (a
+// literal part, a "." or a ":" or "="): the spec's every string is
+// searched, most of them short and plain.
 func secretInText(content []byte, depth int, assignments bool) string {
-	if m := privateKeyBlock.FindSubmatch(content); m != nil {
-		if strings.HasPrefix(string(m[1]), "PGP ") {
-			return "PGP private key"
+	if bytes.Contains(content, []byte("PRIVATE KEY")) {
+		if m := privateKeyBlock.FindSubmatch(content); m != nil {
+			if strings.HasPrefix(string(m[1]), "PGP ") {
+				return "PGP private key"
+			}
+			return "PEM private key"
 		}
-		return "PEM private key"
 	}
 	switch {
-	case puttyKey.Match(content):
+	case bytes.Contains(content, []byte("PuTTY-User-Key-File-")) && puttyKey.Match(content):
 		return "PuTTY private key"
-	case bootstrapTokenText.Match(content):
+	case bytes.IndexByte(content, '.') >= 0 && bootstrapTokenText.Match(content):
 		return "bootstrap token"
-	case jwtText.Match(content):
+	case bytes.Contains(content, []byte("eyJ")) && jwtText.Match(content):
 		return "JSON Web Token"
-	case apiKeyText.Match(content):
+	case mayHoldAPIKey(content) && apiKeyText.Match(content):
 		return "API key"
 	}
-	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
-		if !assignments {
-			break
-		}
+	text := content
+	if !assignments || !bytes.ContainsAny(content, ":=") {
+		text = nil // no assignment to look for
+	}
+	for _, m := range credentialAssignment.FindAllSubmatch(text, -1) {
 		kind := credentialKinds[credentialKey(string(m[1]))]
 		v := strings.Trim(string(m[2]), `"'`)
 		if len(v) >= kind.min && !placeholder(v) {
 			return kind.what
 		}
 	}
-	if depth == 0 {
+	if depth == 0 || len(content) < 40 {
 		return ""
 	}
 	for _, run := range base64Run.FindAll(content, -1) {
@@ -179,6 +187,17 @@ func secretInText(content []byte, depth int, assignments bool) string {
 		}
 	}
 	return ""
+}
+
+// mayHoldAPIKey reports whether content holds one of apiKeyText's
+// prefixes.
+func mayHoldAPIKey(content []byte) bool {
+	for _, p := range []string{"AIza", "gh", "glpat-", "xox"} {
+		if bytes.Contains(content, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // placeholder reports whether v is a reference or placeholder rather than

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -66,7 +67,12 @@ type side struct {
 	spec       func() map[string]any
 	args       func(dir string, healthPort, webhookPort int) []string
 	webhookDir bool // needs a serving certificate in dir/webhook
+	profiler   bool // serves net/http/pprof on profilerAddr
 }
+
+// pprofDir and profilerAddr: SCALE_PPROF_DIR, and where machineadm-controller's
+// profiler listens then.
+var pprofDir, profilerAddr string
 
 // result is what one side measured.
 type result struct {
@@ -97,6 +103,14 @@ func TestScaleSideBySide(t *testing.T) {
 			t.Fatalf("%s is not set (make bench-capi sets it)", k)
 		}
 	}
+	// SCALE_PPROF_DIR: machineadm-controller runs with its profiler, and
+	// its heap and allocation profiles at the moment every data Secret
+	// exists are written there (heap.pprof, allocs.pprof; heap.txt with
+	// the Go runtime's memory statistics).
+	pprofDir = os.Getenv("SCALE_PPROF_DIR")
+	if pprofDir != "" {
+		profilerAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
 	id, err := seal.GenerateHPKEIdentity(seal.HPKESuiteP384)
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +125,13 @@ func TestScaleSideBySide(t *testing.T) {
 				}
 			},
 			args: func(dir string, health, _ int) []string {
-				return []string{"--leader-elect=false", "--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health)}
+				args := []string{"--leader-elect=false", "--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health)}
+				if pprofDir != "" {
+					args = append(args, "--profiler-address="+profilerAddr)
+				}
+				return args
 			},
+			profiler: pprofDir != "",
 		},
 		kubeadmSide("kubeadm", kubeadm),
 		// The same binary without its client-side rate limits (100 QPS to
@@ -127,6 +146,17 @@ func TestScaleSideBySide(t *testing.T) {
 		filepath.Join(capiDir, "bootstrap/kubeadm/config/crd/bases"),
 		"../../../../contrib/cluster-api/crd",
 	}
+	// SCALE_SIDES: a comma-separated subset of the sides to run, for
+	// profiling one; the ratios need all three.
+	if only := os.Getenv("SCALE_SIDES"); only != "" {
+		var keep []side
+		for _, s := range sides {
+			if strings.Contains(","+only+",", ","+s.name+",") {
+				keep = append(keep, s)
+			}
+		}
+		sides = keep
+	}
 	results := map[string]*result{}
 	for _, s := range sides {
 		r := runSide(t, s, n, assets, crdDirs)
@@ -135,6 +165,9 @@ func TestScaleSideBySide(t *testing.T) {
 			s.name, r.configs, r.done.Seconds(), r.ready.Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/(1<<20), r.requests[controllerUser], r.requests[workloadUser], r.byVerb)
 	}
 	m, k, u := results["machineadm"], results["kubeadm"], results["kubeadm-unthrottled"]
+	if m == nil || k == nil || u == nil {
+		return
+	}
 	perConfig := func(r *result) float64 {
 		return float64(r.requests[controllerUser]+r.requests[workloadUser]) / float64(r.configs)
 	}
@@ -298,6 +331,13 @@ rules:
 	}
 	r.peakRSS = peakRSS(t, cmd.Process.Pid)
 	r.cpu = cpuTime(t, cmd.Process.Pid)
+	if s.profiler {
+		for p, file := range map[string]string{"heap": "heap.pprof", "allocs": "allocs.pprof", "heap?debug=1": "heap.txt"} {
+			if err := saveProfile("http://"+profilerAddr+"/debug/pprof/"+p, filepath.Join(pprofDir, file)); err != nil {
+				t.Errorf("%s profile: %v", p, err)
+			}
+		}
+	}
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
@@ -598,4 +638,25 @@ func httpGet(u string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// saveProfile writes the profile at u to path.
+func saveProfile(u, path string) error {
+	resp, err := http.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", u, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

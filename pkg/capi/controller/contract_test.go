@@ -235,9 +235,13 @@ func TestForgedDataSecretIsNotAdopted(t *testing.T) {
 			Name: "w1", Namespace: f.ns,
 			Labels:      map[string]string{"forged": "yes"},
 			Annotations: map[string]string{ReportDigestAnnotation: "sha256:forged", PayloadDigestAnnotation: "sha256:forged"},
+			Finalizers:  []string{"forged.example/hold"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: bootstrapv1.GroupVersion.String(), Kind: "MachineadmConfig", Name: "w1",
 				UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true),
+			}, {
+				APIVersion: "v1", Kind: "ConfigMap", Name: "forged-owner",
+				UID: "00000000-0000-0000-0000-000000000001", BlockOwnerDeletion: ptr(true),
 			}},
 		},
 		Type: ClusterSecretType,
@@ -259,8 +263,8 @@ func TestForgedDataSecretIsNotAdopted(t *testing.T) {
 	if ds.Annotations[TokenIDAnnotation] == "" || ds.Labels[clusterv1.ClusterNameLabel] != "c1" {
 		t.Fatalf("the rewritten Secret lacks the rendered metadata: %v %v", ds.Labels, ds.Annotations)
 	}
-	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID {
-		t.Fatalf("controller %+v, want UID %s", o, c.UID)
+	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID || len(ds.OwnerReferences) != 1 || len(ds.Finalizers) != 0 {
+		t.Fatalf("controller %+v, want UID %s; owners %+v, finalizers %v", o, c.UID, ds.OwnerReferences, ds.Finalizers)
 	}
 }
 

@@ -229,14 +229,10 @@ func (r *Reconciler) rewriteData(ctx context.Context, cfg *bootstrapv1.Machinead
 	if _, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]; ptrTrue(ds.Immutable) || (isCP && !controlPlaneInitialized(cl)) {
 		return r.dropUntrustedData(ctx, cfg, ds)
 	}
-	ds.Labels, ds.Annotations, ds.Data, ds.Finalizers = nil, nil, nil, nil
-	refs := ds.OwnerReferences[:0:0]
-	for _, ref := range ds.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			refs = append(refs, ref)
-		}
-	}
-	ds.OwnerReferences = refs
+	// Every owner reference goes too: the writer chose them (one that
+	// blocks its owner's deletion, one whose owner's deletion takes the
+	// data along).
+	ds.Labels, ds.Annotations, ds.Data, ds.Finalizers, ds.OwnerReferences = nil, nil, nil, nil, nil
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -1,9 +1,20 @@
 package cmd
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
+	"github.com/machineadm/machineadm/pkg/readlimit"
+	"github.com/machineadm/machineadm/pkg/session"
 )
 
 func newCertsCommand(o *options) *cobra.Command {
@@ -28,14 +39,20 @@ is externally managed, then the CAs. The cluster configuration comes from
 kubeadm's defaults. It changes nothing; 'machineadm upgrade' renews the
 certificates that expire within the renewal window (docs/upgrade.md).
 
-Exit codes: 0 printed, 1 kubeadm failed, 2 usage (also a --config or
---kubeconfig that is not a regular file: a FIFO, a device, a directory).`,
+Exit codes: 0 printed, 1 kubeadm failed, 2 usage: also a --config or
+--kubeconfig that is not a regular file (a FIFO, a device, a directory), a
+--cert-dir, --config or --kubeconfig given that does not exist, a --config
+with no InitConfiguration or ClusterConfiguration (a machine spec, say), an
+--output other than text, json or yaml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, f := range []struct{ name, v string }{{"config", config}, {"kubeconfig", kubeconfig}} {
 				if err := checkFileFlag(f.name, f.v); err != nil {
 					return err
 				}
+			}
+			if err := checkExpirationFlags(cmd, certDir, config, kubeconfig, output); err != nil {
+				return err
 			}
 			var a []string
 			for _, f := range []struct{ name, v string }{{"cert-dir", certDir}, {"config", config}, {"kubeconfig", kubeconfig}, {"output", output}} {
@@ -51,4 +68,68 @@ Exit codes: 0 printed, 1 kubeadm failed, 2 usage (also a --config or
 	c.Flags().StringVar(&kubeconfig, "kubeconfig", "/etc/kubernetes/admin.conf", "the kubeconfig that reads the cluster's kubeadm-config ConfigMap")
 	c.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json, yaml (kubeadm's)")
 	return c
+}
+
+// checkExpirationFlags refuses, as usage errors naming the flag (exit
+// code 2), what kubeadm would take for a machine without certificates or
+// fail on with exit code 1: a --cert-dir, --config or --kubeconfig given
+// on the command line that does not exist (a typo printed every
+// certificate as missing, or fell back to kubeadm's defaults), a --cert-dir
+// that is not a directory, a --config without an InitConfiguration or
+// ClusterConfiguration document (a machine spec, most often) and an
+// --output other than text, json or yaml.
+func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, output string) error {
+	switch output {
+	case "text", "json", "yaml":
+	default:
+		return session.Usagef("--output %q: one of text, json, yaml", output)
+	}
+	for _, f := range []struct{ name, v string }{{"cert-dir", certDir}, {"config", config}, {"kubeconfig", kubeconfig}} {
+		if !cmd.Flags().Changed(f.name) {
+			continue
+		}
+		fi, err := os.Stat(f.v)
+		if errors.Is(err, fs.ErrNotExist) {
+			return session.Usagef("--%s %s: does not exist", f.name, f.v)
+		}
+		if err != nil {
+			return session.Usagef("--%s %s: %v", f.name, f.v, err)
+		}
+		if f.name == "cert-dir" && !fi.IsDir() {
+			return session.Usagef("--cert-dir %s: not a directory", f.v)
+		}
+	}
+	if config == "" {
+		return nil
+	}
+	data, err := readlimit.File(config, 4<<20)
+	if err != nil {
+		return session.Usagef("--config %s: %v", config, err)
+	}
+	kinds, machineSpec := []string{}, false
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var tm metav1.TypeMeta
+		err := d.Decode(&tm)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return session.Usagef("--config %s: not a kubeadm configuration: %v", config, err)
+		}
+		group, _, _ := strings.Cut(tm.APIVersion, "/")
+		switch {
+		case group == "kubeadm.k8s.io" && (tm.Kind == "InitConfiguration" || tm.Kind == "ClusterConfiguration"):
+			return nil
+		case group == "machineadm.io":
+			machineSpec = true
+		}
+		if tm.Kind != "" {
+			kinds = append(kinds, tm.Kind)
+		}
+	}
+	if machineSpec {
+		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)
+	}
+	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s)", config, strings.Join(kinds, ", "))
 }

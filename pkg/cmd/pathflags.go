@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/readlimit"
 	"github.com/machineadm/machineadm/pkg/session"
@@ -28,6 +29,33 @@ func checkFileFlag(flag, path string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return session.Usagef("--%s %s: must be a regular file, got %s", flag, path, readlimit.Describe(fi.Mode()))
+	}
+	return nil
+}
+
+// checkOutFlag refuses, before any work, an output file path that cannot
+// be written: an existing directory (or other non-regular file such as a
+// FIFO or a device) or a path whose parent directory does not exist. The
+// error is a usage error (exit code 2) naming the flag; "" and "-"
+// (standard output) pass. Without it the command did all its work (render
+// even said "rendered bootstrap data"), then failed with exit code 1 on
+// the final rename.
+func checkOutFlag(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return session.Usagef("--%s %s: is %s, not a file", flag, path, readlimit.Describe(fi.Mode()))
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return session.Usagef("--%s %s: %v", flag, path, err)
+	}
+	dir := filepath.Dir(path)
+	if di, err := os.Stat(dir); err != nil || !di.IsDir() {
+		return session.Usagef("--%s %s: the directory %s does not exist", flag, path, dir)
 	}
 	return nil
 }

@@ -80,7 +80,8 @@ no limit. -o FILE writes to FILE (mode 0600) instead of standard output;
 -o - is standard output.
 
 Exit codes: 0 written; 2 bad input (invalid spec, options, inline secrets,
-over the size limit) and nothing written.`,
+over the size limit, an -o that is a directory or in a directory that does
+not exist) and nothing written.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRender(o, f) },
 	}
@@ -105,6 +106,9 @@ over the size limit) and nothing written.`,
 func runRender(o *options, f *renderFlags) error {
 	if f.format == "" {
 		return session.Usagef("--format is required: one of %s", render.FormatNames())
+	}
+	if err := checkOutFlag("output", f.output); err != nil {
+		return err
 	}
 	data, err := session.ReadSpec(o.in, f.file)
 	if err != nil {
@@ -162,12 +166,16 @@ func runRender(o *options, f *renderFlags) error {
 	if err != nil {
 		return renderError(err)
 	}
-	fmt.Fprintf(o.errOut, "rendered bootstrap data: %s, %d bytes (limit %s)\n", f.format, len(out), opts.MaxSize.String())
 	if f.output == "" || f.output == "-" {
 		_, err = o.out.Write(out)
+	} else {
+		err = atomicfile.WriteFile(f.output, out, 0o600)
+	}
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(f.output, out, 0o600)
+	fmt.Fprintf(o.errOut, "rendered bootstrap data: %s, %d bytes (limit %s)\n", f.format, len(out), opts.MaxSize.String())
+	return nil
 }
 
 // formatHelp is the Formats list of render's help: one line per format of

@@ -199,13 +199,14 @@ func TestRenderPublicKeyFileIsReadBounded(t *testing.T) {
 }
 
 // TestRenderOutputIntoMissingDirectory: -o in a directory that does not
-// exist fails (exit 1) with an error that names the output path once.
+// exist is bad input (exit 2), found before rendering, with an error that
+// names the flag and the output path once.
 func TestRenderOutputIntoMissingDirectory(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "missing", "user-data")
 	code, out, errOut := renderCLI(t, "", "-f", exampleSpec(t, "worker"), "--format", "shell", "-o", dst,
 		"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum)
-	if code != session.ExitFailed || out != "" || strings.Count(errOut, dst) != 1 || !strings.Contains(errOut, "writing "+dst+": ") {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming %s once", code, out, errOut, dst)
+	if code != session.ExitBadInput || out != "" || strings.Count(errOut, dst) != 1 || !strings.Contains(errOut, "--output "+dst+": ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming --output %s once", code, out, errOut, dst)
 	}
 }
 

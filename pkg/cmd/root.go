@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -124,8 +125,10 @@ func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
 		// path or a value cannot start a line of its own that reads like
 		// machineadm's ("machineadm bootstrap: Succeeded").
 		fmt.Fprintf(errOut, "Error: %s\n", indentContinuation(printable.Show(err.Error(), printable.Text)))
+		// A usage error that carries its own hint (errclass) says what to
+		// do; --help would not.
 		var ue *session.UsageError
-		if errors.As(err, &ue) && cmd != nil {
+		if _, hint := errclass.Of(err); errors.As(err, &ue) && cmd != nil && hint == "" {
 			fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}

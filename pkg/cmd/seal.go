@@ -99,6 +99,9 @@ without --insecure-inline-secrets.`,
 			if file == "" || out == "" || len(recipients) == 0 {
 				return session.Usagef("-f SPEC, -o SEALED and at least one --recipient are required")
 			}
+			if err := checkOutFlag("out", out); err != nil {
+				return err
+			}
 			// A --root that is no directory is bad usage (exit 2), as for
 			// prepare, not a failed read of the spec's first secret file.
 			absRoot, err := checkRoot(root)

@@ -146,6 +146,11 @@ func TestUpgradeWithoutRecordIsRefused(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "no applied-spec record") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
+	// The command line was right: the hint says to record the spec with
+	// bootstrap, not to read --help.
+	if all := out + errOut; strings.Contains(all, "fix the command line") || strings.Contains(all, "--help") || !strings.Contains(all, "hint:  run `machineadm bootstrap -f SPEC` once") {
+		t.Fatalf("misleading hint:\n%s\n%s", out, errOut)
+	}
 }
 
 // workerSpec is a worker at v1.37.2 reporting to the path report.

@@ -364,14 +364,19 @@ func recordSpecPhase() Phase {
 			if d.Upgrade == nil || d.Upgrade.Record == nil {
 				return Result{}, errNoUpgrade
 			}
-			if d.DryRun {
-				return Result{Message: "would record the spec in " + upgrade.RecordFile}, nil
-			}
 			if len(d.skipped) > 0 {
 				// The node does not run the whole new spec: the record
 				// keeps the old one, so the next run plans the same change
-				// and, without --skip-phases, runs what was skipped.
-				return Result{Message: "not recorded: " + strings.Join(d.skipped, ", ") + " skipped by --skip-phases; run again without it to finish the upgrade"}, nil
+				// and, without --skip-phases, runs what was skipped. A dry
+				// run says so too.
+				msg := "not recorded: "
+				if d.DryRun {
+					msg = "would not record the spec: "
+				}
+				return Result{Message: msg + strings.Join(d.skipped, ", ") + " skipped by --skip-phases; run again without it to finish the upgrade"}, nil
+			}
+			if d.DryRun {
+				return Result{Message: "would record the spec in " + upgrade.RecordFile}, nil
 			}
 			changed, err := RecordApplied(d, d.Upgrade.Record.Key, d.Upgrade.SpecDigest, "upgrade")
 			if err != nil {

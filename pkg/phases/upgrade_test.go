@@ -290,3 +290,17 @@ func poison(t *testing.T, p Phase) Phase {
 	}
 	return p
 }
+
+// A dry run of an upgrade that skips a phase says the spec would not be
+// recorded, as the real run does; without skips it would be.
+func TestUpgradeDryRunWithSkippedPhaseSaysNotRecorded(t *testing.T) {
+	d := &Data{DryRun: true, Upgrade: &UpgradeRun{Record: &upgrade.Record{}}, skipped: []string{upgrade.PhaseUncordon}}
+	res, err := recordSpecPhase().Run(context.Background(), d)
+	if err != nil || !strings.Contains(res.Message, "would not record") || !strings.Contains(res.Message, upgrade.PhaseUncordon) {
+		t.Fatalf("dry run with a skipped phase: %q %v", res.Message, err)
+	}
+	d.skipped = nil
+	if res, err = recordSpecPhase().Run(context.Background(), d); err != nil || !strings.HasPrefix(res.Message, "would record") {
+		t.Fatalf("dry run without skips: %q %v", res.Message, err)
+	}
+}

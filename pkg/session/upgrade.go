@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/upgrade"
@@ -18,7 +19,10 @@ import (
 func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun, error) {
 	r, err := upgrade.ReadRecord(workDir)
 	if errors.Is(err, upgrade.ErrNoRecord) {
-		return nil, Usagef("this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)
+		// Not a command-line mistake: the hint says what to run first.
+		return nil, &UsageError{Err: errclass.Errorf(errclass.InvalidSpec,
+			"run `machineadm bootstrap -f SPEC` once with the spec this node was bootstrapped with (it changes nothing on a bootstrapped node and records the spec), then the upgrade",
+			"this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)}
 	}
 	if err != nil {
 		return nil, Usagef("the node's applied-spec record cannot be used: %v", err)

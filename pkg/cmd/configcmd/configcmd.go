@@ -121,8 +121,14 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 		switch {
 		case f.Kind == machineadm.SecretKindSource && f.Source.File != "":
 			if missing(root, cfg, f.Source.File) {
+				// A path that holds a secret's shape is the secret pasted
+				// where its file belongs: never quoted.
+				shown := f.Source.File
+				if validation.SecretInText([]byte(shown)) != "" {
+					shown = "the file (path withheld: it has a secret's shape)"
+				}
 				out = append(out, validation.Warning{Field: f.Path + ".file",
-					Message: fmt.Sprintf("%s does not exist on this machine; it must be there when machineadm bootstrap runs%s", f.Source.File, secretFileHint[f.Format])})
+					Message: fmt.Sprintf("%s does not exist on this machine; it must be there when machineadm bootstrap runs%s", shown, secretFileHint[f.Format])})
 			}
 		case f.Kind == machineadm.SecretKindCADir && *f.Value != "":
 			if missing(root, cfg, path.Join(filepath.ToSlash(*f.Value), "ca.crt")) {

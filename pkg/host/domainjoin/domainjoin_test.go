@@ -248,6 +248,45 @@ func TestStepWithFakeJoiner(t *testing.T) {
 			t.Fatalf("the error quotes the password: %v", err)
 		}
 	})
+	// A password file is read as the user wrote it: a CRLF line end is
+	// dropped, a no-break space kept (the run trimmed it, joining with
+	// another password), a Notepad byte-order mark, a line separator or
+	// UTF-16 text refused, never quoted.
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"CRLF", "p4ss-w0rd\r\n", "p4ss-w0rd"},
+		{"trailing no-break space", "p4ss-w0rd\u00a0\n", "p4ss-w0rd\u00a0"},
+		{"byte-order mark", "\ufeffp4ss-w0rd\r\n", ""},
+		{"line separator", "p4ss-w0rd\u2028second-line", ""},
+		{"UTF-16", "\xff\xfep\x004\x00s\x00s\x00\r\x00\n\x00", ""},
+	} {
+		t.Run("password file "+tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dj := credsJoin()
+			dj.Credentials.Password = machineadm.SecretSource{File: "/etc/machineadm/secrets/ad"}
+			if err := os.MkdirAll(filepath.Join(root, "etc/machineadm/secrets"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "etc/machineadm/secrets/ad"), []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := &fakeJoiner{}
+			_, err := Step(dj, Options{Joiner: f}).Apply(ctx, newEnv(root))
+			if tc.want != "" {
+				if err != nil || len(f.joins) != 1 || f.joins[0].Password != tc.want {
+					t.Fatalf("%v, joins %q", err, f.joins)
+				}
+				return
+			}
+			if c, _ := errclass.Of(err); c != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "spec.host.domainJoin.credentials.password") || len(f.joins) != 0 {
+				t.Fatalf("%v, %d joins", err, len(f.joins))
+			}
+			if strings.Contains(err.Error(), "second-line") || strings.Contains(err.Error(), "p4ss") {
+				t.Fatalf("the error quotes the password: %v", err)
+			}
+		})
+	}
 	t.Run("no domain join", func(t *testing.T) {
 		res, err := Step(nil, Options{}).Apply(ctx, newEnv(t.TempDir()))
 		if err != nil || res.Changed {

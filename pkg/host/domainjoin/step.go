@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -200,9 +199,13 @@ func readSecret(env *host.Env, dj *machineadm.DomainJoin) (Secret, error) {
 		}
 	}
 	if dj.Credentials != nil {
-		pw := strings.TrimSpace(string(data))
+		pw := validation.TrimSecret(machineadm.SecretFormatPassword, string(data))
 		if msg := validation.SecretShapeProblem(machineadm.SecretFormatPassword, pw); msg != "" {
-			return Secret{}, errclass.Errorf(errclass.PayloadUnavailable, "write the password alone, on one line, into the file named by "+field, "%s: the file %s", field, msg)
+			what := "the value"
+			if src.File != "" {
+				what = "the file"
+			}
+			return Secret{}, errclass.Errorf(errclass.PayloadUnavailable, "write the password alone, on one line of UTF-8 text, into the file named by "+field, "%s: %s %s", field, what, msg)
 		}
 		return Secret{Password: pw}, nil
 	}

@@ -222,7 +222,7 @@ func collect(cfg *machineadm.MachineBootstrapConfig, root sealRoot) (map[string]
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s.file: %w", f.Path, err)
 				}
-				t := strings.TrimSpace(string(v))
+				t := validation.TrimSecret(f.Format, string(v))
 				// The file's content is checked as the machine checks it
 				// (empty, then inputs-check's validation.SecretShapeProblem),
 				// so that a wrong file is found here, not at boot. Its

@@ -41,11 +41,13 @@ type DomainCredentials struct {
 	// Username is the account name, "user" or "user@REALM" (Linux) or
 	// "DOMAIN\user" (Windows, "user" is qualified with Domain). Required.
 	Username string `json:"username"`
-	// Password is the account's password: one line without control
-	// characters (a line break, tab or NUL is refused, inline with exit 2
-	// and from a file when the run reads it, since adcli reads one line and
-	// NetJoinDomain a NUL-terminated string). Secret; on Linux it reaches
-	// adcli on standard input only. Required.
+	// Password is the account's password: one line of UTF-8 text without
+	// control, format or line-separator characters (a line break, tab, NUL,
+	// byte-order mark, zero-width mark or U+2028 is refused, inline with
+	// exit 2 and from a file when the run reads it, since adcli reads one
+	// line and NetJoinDomain a NUL-terminated string). Only ASCII spaces,
+	// tabs and line ends around it are dropped. Secret; on Linux it
+	// reaches adcli on standard input only. Required.
 	Password SecretSource `json:"password" secret:"password"`
 }
 

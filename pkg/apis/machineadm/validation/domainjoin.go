@@ -10,11 +10,9 @@ import (
 )
 
 var (
-	// passwordRE is a password on one line, without control characters
-	// (SecretShapeProblem's SecretFormatPassword rule), with the white
-	// space around it that a YAML block scalar or a file adds and the
-	// run trims.
-	passwordRE = regexp.MustCompile(`^[\t\n\r ]*[^\x00-\x1f\x7f-\x{9f}]+[\t\n\r ]*$`)
+	// anyValueRE accepts any non-empty value: a password's shape is
+	// SecretShapeProblem's, checked after TrimSecret as the run does.
+	anyValueRE = regexp.MustCompile(`(?s)^.+$`)
 	// blobRE is the base64 text `djoin /provision` writes (UTF-16 files
 	// are converted by the Windows applier, not accepted inline).
 	blobRE = regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`)
@@ -57,7 +55,13 @@ func validateDomainJoin(r *Result, dj *machineadm.DomainJoin, p *field.Path) {
 		} else if !userRE.MatchString(c.Username) {
 			r.Errors = append(r.Errors, field.Invalid(cp.Child("username"), c.Username, `must be an account name: user, user@REALM or DOMAIN\user`))
 		}
-		validateSecret(r, &c.Password, passwordRE, "a password on one line, without control characters (line breaks, tabs, NUL)", cp.Child("password"))
+		validateSecret(r, &c.Password, anyValueRE, "a password", cp.Child("password"))
+		if v := c.Password.Value; v != "" && c.Password.File == "" {
+			// The value itself is secret: never echoed.
+			if msg := SecretShapeProblem(machineadm.SecretFormatPassword, TrimSecret(machineadm.SecretFormatPassword, v)); msg != "" {
+				r.Errors = append(r.Errors, field.Invalid(cp.Child("password", "value"), "<redacted>", msg))
+			}
+		}
 	}
 	if b := dj.OfflineJoinBlob; b != nil {
 		validateSecret(r, b, blobRE, "the base64 text written by djoin /provision", p.Child("offlineJoinBlob"))

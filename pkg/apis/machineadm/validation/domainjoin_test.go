@@ -59,6 +59,24 @@ func TestValidateDomainJoin(t *testing.T) {
 		{name: "password with a C1 control", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
 			d.Credentials.Password = machineadm.SecretSource{Value: "first\u0085second"}
 		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		// What the run would drop or cut at: a Unicode line separator
+		// (YAML 1.1 folds it), a byte-order mark, a zero-width space,
+		// a trailing no-break space the run used to trim.
+		{name: "password with a line separator", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "first\u2028second"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		{name: "password with a byte-order mark", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "\ufeffsecond"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		{name: "password with a zero-width space", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "first\u200bsecond"}
+		}), want: []fe{{p + "credentials.password.value", inv}}, secret: "second"},
+		{name: "password of white space only", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: " \n"}
+		}), want: []fe{{p + "credentials.password.value", inv}}},
+		{name: "password with a no-break space is kept", base: worker, mutate: dj(func(d *machineadm.DomainJoin) {
+			d.Credentials.Password = machineadm.SecretSource{Value: "Sup3r\u00a0Secret!\u00a0\n"}
+		}), warn: []string{p + "credentials.password.value"}, secret: "Sup3r"},
 		{name: "relative keytab", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "krb5.keytab" }), want: []fe{{p + "linux.keytab", inv}}},
 		{name: "keytab the root directory", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.Linux.Keytab = "/" }), want: []fe{{p + "linux.keytab", inv}}},
 		{name: "domain controller with a path", base: worker, mutate: dj(func(d *machineadm.DomainJoin) { d.DomainController = `CORP\dc1` }), want: []fe{{p + "domainController", inv}}},

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
@@ -47,9 +49,39 @@ func SecretShapeProblem(format, v string) string {
 	case machineadm.SecretFormatKubeConfig:
 		return kubeConfigProblem(v)
 	case machineadm.SecretFormatPassword:
-		if hasControl(v, false) {
-			return "holds a control character (a line break, tab or NUL): a domain password is one line of printable characters"
-		}
+		return passwordProblem(v)
+	}
+	return ""
+}
+
+// TrimSecret trims the white space that a file or a YAML block scalar adds
+// around v, a secret of format, as the machine does before it uses or
+// checks it: around a password (machineadm.SecretFormatPassword) only
+// ASCII spaces, tabs, CRs and LFs, since another space (U+00A0, U+3000)
+// may be part of it and is checked, not dropped; around every other
+// format all Unicode white space (strings.TrimSpace).
+func TrimSecret(format, v string) string {
+	if format == machineadm.SecretFormatPassword {
+		return strings.Trim(v, " \t\r\n")
+	}
+	return strings.TrimSpace(v)
+}
+
+// passwordProblem is SecretShapeProblem for
+// machineadm.SecretFormatPassword: v must be UTF-8 text (a file saved as
+// UTF-16 or in a legacy code page is not what the domain compares) without
+// a control (Cc), format (Cf: a byte-order mark, zero-width or
+// bidirectional marks) or line- or paragraph-separator (U+2028, U+2029)
+// character, which adcli would end the line at or which are invisible, so
+// the join would use another password than the one the user sees.
+func passwordProblem(v string) string {
+	switch {
+	case v == "":
+		return "is empty"
+	case !utf8.ValidString(v):
+		return "is not UTF-8 text (saved as UTF-16 or in a legacy code page?): a domain password is one line of UTF-8 text"
+	case strings.IndexFunc(v, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) }) >= 0:
+		return "holds a control, format or line-separator character (a line break, tab, NUL, byte-order mark, zero-width mark or U+2028): a domain password is one line of printable characters"
 	}
 	return ""
 }

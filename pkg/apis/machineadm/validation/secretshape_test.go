@@ -25,6 +25,18 @@ func TestSecretShapeProblem(t *testing.T) {
 		{machineadm.SecretFormatCertificateKey, key[:62], false},
 		{machineadm.SecretFormatCertificateKey, "SECRET" + key[6:], false},
 		{machineadm.SecretFormatPassword, "SECRET anything", true},
+		{machineadm.SecretFormatPassword, "SECRET p\u00e4ss \u00a0\u3000\u4e2d", true},
+		// Line or paragraph separators, a byte-order mark (a file saved by
+		// Notepad), zero-width and bidirectional marks, text that is not
+		// UTF-8: each joins with another password than the one seen.
+		{machineadm.SecretFormatPassword, "SECRET\u2028second", false},
+		{machineadm.SecretFormatPassword, "SECRET\u2029second", false},
+		{machineadm.SecretFormatPassword, "\ufeffSECRET", false},
+		{machineadm.SecretFormatPassword, "SECRET\u200b", false},
+		{machineadm.SecretFormatPassword, "SECRET\u202e", false},
+		{machineadm.SecretFormatPassword, "SECRET\xe9t\xe9", false},
+		{machineadm.SecretFormatPassword, "\xff\xfeS\x00E\x00", false},
+		{machineadm.SecretFormatPassword, "", false},
 	} {
 		p := SecretShapeProblem(tc.format, tc.v)
 		if (p == "") != tc.ok || strings.Contains(p, "SECRET") {
@@ -158,4 +170,22 @@ func TestValidateWarnsAboutSecretShapes(t *testing.T) {
 			c.Spec.Node.Labels = map[string]string{"example.com/t": "abcdef.0123456789abcdef"}
 		}, warn: []string{"spec.node.labels[example.com/t]"}, secret: "0123456789abcdef"},
 	})
+}
+
+// TrimSecret drops around a password only the white space a file or a
+// block scalar adds (so SecretShapeProblem sees the rest), around other
+// secrets all white space.
+func TestTrimSecret(t *testing.T) {
+	for _, tc := range []struct{ format, v, want string }{
+		{machineadm.SecretFormatPassword, "pw\r\n", "pw"},
+		{machineadm.SecretFormatPassword, " \tpw \n", "pw"},
+		{machineadm.SecretFormatPassword, "pw\u00a0\n", "pw\u00a0"},
+		{machineadm.SecretFormatPassword, "\u2028pw\u2029", "\u2028pw\u2029"},
+		{machineadm.SecretFormatPassword, "\ufeffpw\r\n", "\ufeffpw"},
+		{machineadm.SecretFormatBootstrapToken, "\u00a0abcdef.0123456789abcdef\r\n", "abcdef.0123456789abcdef"},
+	} {
+		if got := TrimSecret(tc.format, tc.v); got != tc.want {
+			t.Errorf("TrimSecret(%s, %q) = %q, want %q", tc.format, tc.v, got, tc.want)
+		}
+	}
 }

@@ -132,7 +132,24 @@ func Validate(c *machineadm.MachineBootstrapConfig) Result {
 	validateStaticPodPathOff(&r, s)
 	warnInlineSecrets(&r, c)
 	validateRanges(&r, c)
+	redactSecretValues(&r)
 	return r
+}
+
+// redactSecretValues replaces the value an error quotes with "<redacted>"
+// when it has a secret's shape (SecretInText: a bootstrap token pasted
+// into apiServerEndpoint, a private key into a name): the error still
+// names the field and says what is wrong, and the console, the report and
+// the logs never show the secret.
+func redactSecretValues(r *Result) {
+	for _, e := range r.Errors {
+		if e.BadValue == nil {
+			continue
+		}
+		if SecretInText([]byte(fmt.Sprint(e.BadValue))) != "" {
+			e.BadValue = "<redacted>"
+		}
+	}
 }
 
 // ParseVersion splits "vMAJOR.MINOR.PATCH[-pre]" into its numbers. It

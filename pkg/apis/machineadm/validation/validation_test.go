@@ -315,3 +315,17 @@ func TestVersionOneCheckForEveryRole(t *testing.T) {
 		}
 	}
 }
+
+// A secret pasted into a field that is not one (the token into
+// apiServerEndpoint, a private key into a name) is never quoted by the
+// error about that field's shape.
+func TestValidateNeverQuotesASecretPastedIntoAField(t *testing.T) {
+	const token = "abcdef.0123456789abcdzz"
+	const key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+	runCases(t, []vcase{
+		{name: "token as the endpoint", base: worker, mutate: func(c *spec) { c.Spec.Join.APIServerEndpoint = token },
+			want: []fe{{"spec.join.apiServerEndpoint", inv}}, secret: "0123456789abcdzz"},
+		{name: "key as the node name", base: worker, mutate: func(c *spec) { c.Spec.Node.Name = key },
+			want: []fe{{"spec.node.name", inv}}, secret: "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"},
+	})
+}

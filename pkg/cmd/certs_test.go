@@ -1,0 +1,64 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCertsCheckExpirationBadInput: what a user mistypes on the command
+// line is a usage error naming the flag (exit code 2): an --output kubeadm
+// has no printer for, a --config, --kubeconfig or --cert-dir that does not
+// exist (a missing --cert-dir printed every certificate as missing, exit
+// 0), a --cert-dir that is a file, and a --config that is the machine spec
+// rather than kubeadm's configuration (kubeadm failed, exit 1).
+func TestCertsCheckExpirationBadInput(t *testing.T) {
+	dir := t.TempDir()
+	pki := filepath.Join(dir, "pki")
+	if err := os.Mkdir(pki, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	machineSpec := file("spec.yaml", "apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec: {role: Worker}\n")
+	joinOnly := file("join.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")
+	missing := filepath.Join(dir, "missing")
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"output xml", []string{"-o", "xml"}, []string{"--output", "text, json, yaml"}},
+		{"config missing", []string{"--config", missing}, []string{"--config", "does not exist"}},
+		{"kubeconfig missing", []string{"--kubeconfig", missing}, []string{"--kubeconfig", "does not exist"}},
+		{"cert-dir missing", []string{"--cert-dir", missing}, []string{"--cert-dir", "does not exist"}},
+		{"cert-dir a file", []string{"--cert-dir", machineSpec}, []string{"--cert-dir", "not a directory"}},
+		{"config a machine spec", []string{"--config", machineSpec}, []string{"--config", "machineadm spec", "kubeadm-init.yaml"}},
+		{"config a join configuration", []string{"--config", joinOnly}, []string{"--config", "JoinConfiguration"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"certs", "check-expiration", "--cert-dir", pki}, c.args...)
+			code, out, errOut := run(t, "", args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s\n%s", code, out, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+	// A kubeadm configuration with a ClusterConfiguration passes the check
+	// (kubeadm then prints its table).
+	cfg := file("kubeadm.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+	if code, out, errOut := run(t, "", "certs", "check-expiration", "--cert-dir", pki, "--config", cfg, "-o", "json"); code != 0 || !strings.Contains(out, "certificates") {
+		t.Fatalf("a kubeadm configuration: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -228,8 +228,16 @@ func (r *Reconciler) takeExisting(ctx context.Context, cfg *bootstrapv1.Machinea
 	if !namesDataSecret(m, pool, ds.Name) {
 		// Not a moved Secret: its Machine never took it as its data.
 		// Whoever can create Secrets here could have written it, so its
-		// content is not trusted: the data is rendered again over it.
-		return r.rewriteData(ctx, cfg, m, cl, ds)
+		// content is not trusted: the data is rendered again over it. Read
+		// live: the metadata cache has neither its data nor immutable.
+		live := &corev1.Secret{}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(ds), live); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if !isDataSecretOf(live, cfg) {
+			return r.takeExisting(ctx, cfg, m, pool, cl, live, after)
+		}
+		return r.rewriteData(ctx, cfg, m, cl, live)
 	}
 	if err := r.adopt(ctx, cfg, ds); err != nil {
 		return ctrl.Result{}, err

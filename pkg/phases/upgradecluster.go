@@ -68,6 +68,7 @@ func upgradeConfig(d *Data) (string, error) {
 		KubernetesVersion:     d.Config.Spec.Kubernetes.Version,
 		IgnorePreflightErrors: append(systemdIgnoredUpgradeChecks(d.Config), d.Config.Spec.Node.IgnorePreflightErrors...),
 		CertificateRenewal:    true,
+		SkipImagePulls:        systemdRuntime(d.Config),
 	}
 	if cp := d.Config.Spec.ControlPlane; cp != nil && cp.Etcd.External == nil {
 		o.EtcdUpgrade = true
@@ -131,6 +132,18 @@ func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 		}
 	}
 	r := &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
+	if systemdRuntime(d.Config) {
+		// No mirror pod to read the local endpoint from: the spec's.
+		yaml, err := specInitYAML(d.Config)
+		if err != nil {
+			return err
+		}
+		ep, err := day2.LocalEndpoint(yaml)
+		if err != nil {
+			return errclass.New(errclass.Internal, "", err)
+		}
+		r.Local = &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}
+	}
 	return r.Run(ctx, name, class)
 }
 

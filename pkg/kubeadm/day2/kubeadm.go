@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
@@ -41,6 +42,10 @@ type UpgradeOptions struct {
 	// CertificateRenewal renews the certificates of the components kubeadm
 	// upgrades (kubeadm's default: true).
 	CertificateRenewal bool
+	// SkipImagePulls sets kubeadm's imagePullPolicy to Never: its
+	// preflight then pulls no control-plane image (a Systemd control plane
+	// runs none).
+	SkipImagePulls bool
 }
 
 // UpgradeConfig returns kubeadm's UpgradeConfiguration (v1beta4) for o,
@@ -58,6 +63,9 @@ func UpgradeConfig(o UpgradeOptions) ([]byte, error) {
 			CertificateRenewal:    &o.CertificateRenewal,
 			IgnorePreflightErrors: o.IgnorePreflightErrors,
 		},
+	}
+	if o.SkipImagePulls {
+		c.Apply.ImagePullPolicy, c.Node.ImagePullPolicy = corev1.PullNever, corev1.PullNever
 	}
 	c.APIVersion = kubeadmv1beta4.SchemeGroupVersion.String()
 	c.Kind = "UpgradeConfiguration"
@@ -91,6 +99,12 @@ type UpgradeRunner struct {
 	// --skip-phases of a hidden phase, which kubeadm runs only as part of
 	// the whole command.
 	All []string
+	// Local, when set, runs the phases with upgrade data built from it
+	// (localData) instead of kubeadm's command's, whose data initialiser
+	// reads this node's API endpoint from its kube-apiserver mirror pod:
+	// the Systemd runtime's control plane. Nil for static pods and
+	// workers.
+	Local *LocalControlPlane
 }
 
 // upgradeFlags are the flags a phase command gets when it has them.
@@ -117,6 +131,9 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 		stdio.Mu.Lock()
 		defer stdio.Mu.Unlock()
 		return stdio.Capture(output, func(out, errOut io.Writer) error {
+			if r.Local != nil {
+				return runLocal(r.Verb, name, r.ConfigPath, r.Local, out)
+			}
 			root := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
 			args, err := upgradeArgs(root, r.Verb, name, r.ConfigPath, r.All)
 			if err != nil {

@@ -165,23 +165,29 @@ func boolOr(b *bool, def bool) bool {
 	return *b
 }
 
-func (d *localData) EtcdUpgrade() bool                         { return d.etcdUpgrade }
-func (d *localData) RenewCerts() bool                          { return d.renewCerts }
-func (d *localData) DryRun() bool                              { return false }
-func (d *localData) Cfg() *kubeadmapi.UpgradeConfiguration     { return d.cfg }
-func (d *localData) InitCfg() *kubeadmapi.InitConfiguration    { return d.initCfg }
-func (d *localData) IsControlPlaneNode() bool                  { return true }
-func (d *localData) Client() clientset.Interface               { return d.client }
-func (d *localData) IgnorePreflightErrors() sets.Set[string]   { return d.ignore }
-func (d *localData) PatchesDir() string                        { return d.patchesDir }
-func (d *localData) OutputWriter() io.Writer                   { return d.out }
-func (d *localData) KubeConfigDir() string                     { return kubeadmconstants.KubernetesDir }
-func (d *localData) KubeletDir() string                        { return kubeadmconstants.KubeletRunDirectory }
-func (d *localData) KubeConfigPath() string                    { return d.kubeconfig }
-func (d *localData) SessionIsInteractive() bool                { return false }
-func (d *localData) AllowExperimentalUpgrades() bool           { return d.cfg.Apply.AllowExperimentalUpgrades != nil && *d.cfg.Apply.AllowExperimentalUpgrades }
-func (d *localData) AllowRCUpgrades() bool                     { return d.cfg.Apply.AllowRCUpgrades != nil && *d.cfg.Apply.AllowRCUpgrades }
-func (d *localData) ForceUpgrade() bool                        { return d.cfg.Apply.ForceUpgrade != nil && *d.cfg.Apply.ForceUpgrade }
+func (d *localData) EtcdUpgrade() bool                       { return d.etcdUpgrade }
+func (d *localData) RenewCerts() bool                        { return d.renewCerts }
+func (d *localData) DryRun() bool                            { return false }
+func (d *localData) Cfg() *kubeadmapi.UpgradeConfiguration   { return d.cfg }
+func (d *localData) InitCfg() *kubeadmapi.InitConfiguration  { return d.initCfg }
+func (d *localData) IsControlPlaneNode() bool                { return true }
+func (d *localData) Client() clientset.Interface             { return d.client }
+func (d *localData) IgnorePreflightErrors() sets.Set[string] { return d.ignore }
+func (d *localData) PatchesDir() string                      { return d.patchesDir }
+func (d *localData) OutputWriter() io.Writer                 { return d.out }
+func (d *localData) KubeConfigDir() string                   { return kubeadmconstants.KubernetesDir }
+func (d *localData) KubeletDir() string                      { return kubeadmconstants.KubeletRunDirectory }
+func (d *localData) KubeConfigPath() string                  { return d.kubeconfig }
+func (d *localData) SessionIsInteractive() bool              { return false }
+func (d *localData) AllowExperimentalUpgrades() bool {
+	return d.cfg.Apply.AllowExperimentalUpgrades != nil && *d.cfg.Apply.AllowExperimentalUpgrades
+}
+func (d *localData) AllowRCUpgrades() bool {
+	return d.cfg.Apply.AllowRCUpgrades != nil && *d.cfg.Apply.AllowRCUpgrades
+}
+func (d *localData) ForceUpgrade() bool {
+	return d.cfg.Apply.ForceUpgrade != nil && *d.cfg.Apply.ForceUpgrade
+}
 
 var (
 	_ applyphases.Data = (*localData)(nil)

@@ -26,7 +26,7 @@ fi
 # Deployment `clusterctl init` applies rolls machineadm-controller, and the
 # new pod cannot take the old one's host ports on the one-node management
 # cluster (alone it passes); see test/e2e/README.md.
-EXTENDED_TESTS='^(TestUpgrade|TestBenchUpgrade|TestControlPlaneProvider|TestClusterctl)$'
+EXTENDED_TESTS='^(TestUpgrade|TestUpgradeSystemd|TestBenchUpgrade|TestControlPlaneProvider|TestClusterctl)$'
 skip=${MACHINEADM_E2E_SKIP:-}
 if [ "${MACHINEADM_E2E_CORE:-}" = 1 ]; then
   skip=${skip:+$skip|}$EXTENDED_TESTS

@@ -1,9 +1,14 @@
 package phases
 
 import (
+	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
 // The Systemd runtime's control plane has its upgrader in every build.
@@ -23,5 +28,53 @@ func TestSystemdIgnoredUpgradeChecks(t *testing.T) {
 	cfg.Spec.ControlPlane.Runtime = machineadm.RuntimeStaticPods
 	if got := systemdIgnoredUpgradeChecks(cfg); len(got) != 0 {
 		t.Errorf("static pods: %q", got)
+	}
+}
+
+// recordingUpgrader records the components it is asked to replace and
+// fails fail.
+type recordingUpgrader struct {
+	got  []string
+	fail string
+}
+
+func (r *recordingUpgrader) UpgradeComponent(_ context.Context, _ *Data, c string) (Result, error) {
+	r.got = append(r.got, c)
+	if c == r.fail {
+		return Result{Changed: true}, errclass.New(errclass.RolledBack, "", errors.New(c+" rolled back"))
+	}
+	return Result{Changed: true, Changes: []string{"replaced " + c}}, nil
+}
+
+// On a Systemd control plane kubeadm's control-plane phase of a version
+// upgrade replaces the units in kubeadm's order, one at a time, through
+// the runtime's upgrader, and stops at the first that fails; kubeadm's
+// own control-plane phase (static pod manifests) does not run.
+func TestKubeadmControlPlaneOnSystemdReplacesTheUnits(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
+	rec := &recordingUpgrader{}
+	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	fc := &fakeCluster{}
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeSystemd}}}
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc, Plan: &upgrade.Plan{From: "v1.36.3", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}}
+	leaf := kubeadmUpgradeLeaf(KubeadmUpgradePhase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy})
+	r, err := leaf.Run(context.Background(), d)
+	if err != nil || !r.Changed {
+		t.Fatalf("result %+v, %v", r, err)
+	}
+	if !reflect.DeepEqual(rec.got, upgrade.ControlPlaneComponents) {
+		t.Errorf("replaced %v, want %v", rec.got, upgrade.ControlPlaneComponents)
+	}
+	if len(fc.calls) != 0 {
+		t.Errorf("kubeadm's own phase ran: %v", fc.calls)
+	}
+	rec.got, rec.fail = nil, upgrade.ComponentAPIServer
+	if _, err := leaf.Run(context.Background(), d); func() errclass.Class { c, _ := errclass.Of(err); return c }() != errclass.RolledBack {
+		t.Errorf("a rolled-back unit: %v", err)
+	}
+	if want := upgrade.ControlPlaneComponents[:2]; !reflect.DeepEqual(rec.got, want) {
+		t.Errorf("after a failure replaced %v, want %v", rec.got, want)
 	}
 }

@@ -33,6 +33,11 @@ const (
 	componentTimeout = 5 * time.Minute
 )
 
+// localHealthTimeout bounds the wait for this node's control plane to be
+// healthy after the kubelet restarted or a component changed (a variable
+// for tests).
+var localHealthTimeout = componentTimeout
+
 type kubeadmCluster struct{}
 
 func adminConf(d *Data) string { return hostPathOrRoot(d, filepath.Join(kubernetesDir, "admin.conf")) }
@@ -68,6 +73,7 @@ func upgradeConfig(d *Data) (string, error) {
 		KubernetesVersion:     d.Config.Spec.Kubernetes.Version,
 		IgnorePreflightErrors: append(systemdIgnoredUpgradeChecks(d.Config), d.Config.Spec.Node.IgnorePreflightErrors...),
 		CertificateRenewal:    true,
+		SkipImagePulls:        systemdRuntime(d.Config),
 	}
 	if cp := d.Config.Spec.ControlPlane; cp != nil && cp.Etcd.External == nil {
 		o.EtcdUpgrade = true
@@ -114,7 +120,15 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 			return err
 		}
 	}
-	return runKubeadmUpgrade(ctx, d, verb, name)
+	if err := runKubeadmUpgrade(ctx, d, verb, name); err != nil {
+		return err
+	}
+	if name == "control-plane" && d.Config.Spec.ControlPlane != nil && !systemdRuntime(d.Config) {
+		// kubeadm waits for each new static pod; the last one's restart
+		// may still be settling.
+		return waitLocalControlPlane(ctx, d)
+	}
+	return nil
 }
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
@@ -131,6 +145,18 @@ func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 		}
 	}
 	r := &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
+	if systemdRuntime(d.Config) {
+		// No mirror pod to read the local endpoint from: the spec's.
+		yaml, err := specInitYAML(d.Config)
+		if err != nil {
+			return err
+		}
+		ep, err := day2.LocalEndpoint(yaml)
+		if err != nil {
+			return errclass.New(errclass.Internal, "", err)
+		}
+		r.Local = &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}
+	}
 	return r.Run(ctx, name, class)
 }
 
@@ -159,7 +185,37 @@ func (kubeadmCluster) RestartKubelet(ctx context.Context, d *Data, node, version
 	if err := day2.WaitNodeVersion(ctx, c, node, version, nodeVersionTimeout); err != nil {
 		return lines, err
 	}
-	return append(lines, "Node "+node+" reports kubelet "+version+" and Ready"), nil
+	lines = append(lines, "Node "+node+" reports kubelet "+version+" and Ready")
+	if d.Config.Spec.ControlPlane == nil {
+		return lines, nil
+	}
+	// The restarted kubelet may still be bringing the static pods back
+	// (the Node reports Ready before they run): the next node's drain
+	// would meet a refused connection.
+	if err := waitLocalControlPlane(ctx, d); err != nil {
+		return lines, err
+	}
+	return append(lines, "the control plane on this node is healthy"), nil
+}
+
+// waitLocalControlPlane waits, bounded (day2.WaitLocalControlPlane,
+// componentTimeout), until this control plane's API server, controller
+// manager and scheduler answer kubeadm's health checks several times in
+// a row: after the kubelet restarted and after a component changed.
+func waitLocalControlPlane(ctx context.Context, d *Data) error {
+	yaml, err := specInitYAML(d.Config)
+	if err != nil {
+		return err
+	}
+	out := &lineWriter{emit: d.KubeadmOutput}
+	defer out.Flush()
+	return day2.WaitLocalControlPlane(ctx, day2.LocalHealth{
+		AdminKubeconfig: adminConf(d),
+		ManifestDir:     hostPathOrRoot(d, filepath.Join(kubernetesDir, "manifests")),
+		SpecInitYAML:    yaml,
+		Timeout:         localHealthTimeout,
+		Output:          out,
+	})
 }
 
 func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string, error) {
@@ -242,6 +298,11 @@ func (staticPodUpgrader) UpgradeComponent(ctx context.Context, d *Data, componen
 	})
 	if err == nil && !changed {
 		return Result{Changes: lines, Message: component + " already runs the spec's settings"}, nil
+	}
+	if err == nil && component != upgrade.ComponentEtcd {
+		if err = waitLocalControlPlane(ctx, d); err == nil {
+			lines = append(lines, "the control plane on this node is healthy")
+		}
 	}
 	return Result{Changed: changed, Changes: lines}, err
 }

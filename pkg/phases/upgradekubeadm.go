@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -94,9 +95,11 @@ func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
 				return resultOf(skip), err
 			}
 			if k.Name == "control-plane" && systemdRuntime(d.Config) {
-				// kubeadm writes static pod manifests; the units are
-				// upgraded by the control-plane phase.
-				return Result{Message: "Systemd runtime: the units are upgraded in the control-plane phase"}, nil
+				// kubeadm writes static pod manifests: the units are
+				// replaced here instead, where kubeadm upgrades its
+				// control plane (before the kubeadm-config upload and the
+				// addons); the control-plane phase then finds them done.
+				return upgradeSystemdUnits(ctx, d)
 			}
 			if d.DryRun {
 				return Result{Changed: true, Changes: []string{"would run kubeadm upgrade phase " + k.Name + " to " + d.Upgrade.Plan.To}}, nil
@@ -111,4 +114,31 @@ func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
 		return Phase{Name: parent, Short: "kubeadm's " + parent + " phase", Class: k.Class, Phases: []Phase{ph}}
 	}
 	return ph
+}
+
+// upgradeSystemdUnits replaces the Systemd runtime's units in kubeadm's
+// order (etcd, kube-apiserver, kube-controller-manager, kube-scheduler),
+// one at a time, each healthy (or rolled back) before the next, with the
+// runtime's ControlPlaneUpgrader; it stops at the first that fails.
+func upgradeSystemdUnits(ctx context.Context, d *Data) (Result, error) {
+	if d.DryRun {
+		return Result{Changed: true, Changes: []string{"would replace the units of " + strings.Join(upgrade.ControlPlaneComponents, ", ") + " (Systemd runtime) at " + d.Upgrade.Plan.To + ", one at a time: back each up, wait until it is healthy, roll it back if it is not"}}, nil
+	}
+	u := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	if u == nil {
+		return Result{}, errclass.New(errclass.Internal, "", fmt.Errorf("no control-plane upgrader for runtime %s in this build", machineadm.RuntimeSystemd))
+	}
+	var out Result
+	for _, c := range upgrade.ControlPlaneComponents {
+		r, err := u.UpgradeComponent(ctx, d, c)
+		out.Changed = out.Changed || r.Changed
+		out.Changes = append(out.Changes, r.Changes...)
+		if err != nil {
+			return out, err
+		}
+	}
+	if !out.Changed {
+		out.Message = "the units already run the spec's binaries and flags"
+	}
+	return out, nil
 }

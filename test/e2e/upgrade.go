@@ -106,8 +106,15 @@ func startEchoService(ctx context.Context, cs kubernetes.Interface, timeout time
 						Args:           []string{"serve", "-addr", ":8080"},
 						Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+						// An evicted pod keeps serving for 2 s while its
+						// endpoint leaves every node's kube-proxy rules,
+						// then stops on SIGTERM: killed at once (a grace
+						// period of 0), probes already routed to it by a
+						// node whose rules had not caught up failed during
+						// a drain (TestUpgradeSystemd, all nodes at once).
+						Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}},
 					}},
-					TerminationGracePeriodSeconds: new(int64),
+					TerminationGracePeriodSeconds: ptrInt64(10),
 				},
 			},
 		},
@@ -250,3 +257,5 @@ func keepConntrackMax(ctx context.Context, cs kubernetes.Interface) error {
 	}
 	return cs.CoreV1().Pods(metav1.NamespaceSystem).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
 }
+
+func ptrInt64(v int64) *int64 { return &v }

@@ -69,11 +69,28 @@ func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2,
 // component reports the new version, etcd has both members and
 // kubeadm-config names the new version. On the same cluster a changed
 // spec adds an audit policy file and API server flags: the API server
-// restarts once with them, and a rerun changes nothing. Then on a
-// `runtime: Systemd` control plane of its own: the same reconfiguration
-// at v1.36.3 (the units replaced by the Systemd runtime's upgrader), then
-// the same version upgrade.
+// restarts once with them, and a rerun changes nothing.
+// TestUpgradeSystemd is the same for a `runtime: Systemd` control plane.
 func TestUpgrade(t *testing.T) {
+	testUpgrade(t, false)
+}
+
+// TestUpgradeSystemd: an HA cluster (cp1, cp2 with `runtime: Systemd`
+// control planes, w1) bootstrapped at the previous minor: first the
+// in-place reconfiguration at that version (audit policy and API server
+// flags; the units replaced by the Systemd runtime's upgrader, no kubeadm
+// upgrade), then the version upgrade node by node with the Service probed
+// throughout: each unit's binary (spec.host.files, sha256-pinned, at a
+// versioned path) and flags replaced one component at a time, kubeadm's
+// cluster-level upgrade (kubeadm-config, kubelet configuration, addons)
+// in-process. Afterwards every unit's running binary and every kubelet
+// report the new version, etcd has both members, kubeadm-config names the
+// new version, and a second run changes nothing.
+func TestUpgradeSystemd(t *testing.T) {
+	testUpgrade(t, true)
+}
+
+func testUpgrade(t *testing.T, systemd bool) {
 	e := theEnv
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
@@ -81,39 +98,35 @@ func TestUpgrade(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	name := "static-pods"
+	if systemd {
+		name = "systemd"
+	}
 	runDir := e.runDir
 	defer func() { e.runDir = runDir }()
-	for _, systemd := range []bool{false, true} {
-		name := "static-pods"
-		if systemd {
-			name = "systemd"
-		}
-		e.runDir = filepath.Join(runDir, "upgrade-"+name)
-		t.Run(name, func(t *testing.T) {
-			// The next cluster reuses the names: these machines go first,
-			// however this one ends.
-			defer stopAll(t, e)
-			start := time.Now()
-			c := bootPrevCluster(ctx, t, e, systemd)
-			timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
-			if systemd {
-				// The units' in-place reconfiguration first (the
-				// Systemd runtime's upgrader, no kubeadm upgrade).
-				start = time.Now()
-				reconfigureAPIServer(ctx, t, c, prevKubernetesVersion)
-				timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
-			}
-			start = time.Now()
-			upgradeClusterNodes(ctx, t, e, c, !systemd)
-			timing(t, "upgrade-"+name+"-upgrade", time.Since(start))
-			if systemd {
-				return
-			}
-			start = time.Now()
-			reconfigureAPIServer(ctx, t, c, kubernetesVersion)
-			timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
-		})
+	e.runDir = filepath.Join(runDir, "upgrade-"+name)
+	// The next test reuses the names: these machines go first, however
+	// this one ends.
+	defer stopAll(t, e)
+	start := time.Now()
+	c := bootPrevCluster(ctx, t, e, systemd)
+	timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
+	if systemd {
+		// The units' in-place reconfiguration first (the Systemd
+		// runtime's upgrader, no kubeadm upgrade).
+		start = time.Now()
+		reconfigureAPIServer(ctx, t, c, prevKubernetesVersion)
+		timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 	}
+	start = time.Now()
+	upgradeClusterNodes(ctx, t, e, c, !systemd)
+	timing(t, "upgrade-"+name+"-upgrade", time.Since(start))
+	if systemd {
+		return
+	}
+	start = time.Now()
+	reconfigureAPIServer(ctx, t, c, kubernetesVersion)
+	timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 }
 
 // stopAll stops every machine of the run.
@@ -435,6 +448,7 @@ func checkVersions(ctx context.Context, c *upgradeCluster, version string) error
 			errs = append(errs, fmt.Sprintf("%s: API server %s", m.Name, v.GitVersion))
 		}
 		if c.systemd {
+			errs = append(errs, unitVersions(ctx, m, version)...)
 			continue
 		}
 		for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
@@ -458,6 +472,23 @@ func checkVersions(ctx context.Context, c *upgradeCluster, version string) error
 		return fmt.Errorf("not at %s: %s", version, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// unitVersions: the binaries the Systemd runtime's units run on m (their
+// main processes' executables) report version, and etcd's unit is
+// active; one message per difference.
+func unitVersions(ctx context.Context, m *Machine, version string) []string {
+	var errs []string
+	for _, u := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		res, err := m.Exec(ctx, nil, "sh", "-c", "exec /proc/$(systemctl show -p MainPID --value "+u+".service)/exe --version")
+		if out := strings.TrimSpace(res.Stdout); err != nil || res.ExitCode != 0 || out != "Kubernetes "+version {
+			errs = append(errs, fmt.Sprintf("%s: unit %s runs %q (exit %d, %v)", m.Name, u, out+res.Stderr, res.ExitCode, err))
+		}
+	}
+	if res, err := m.Exec(ctx, nil, "systemctl", "is-active", "etcd.service"); err != nil || strings.TrimSpace(res.Stdout) != "active" {
+		errs = append(errs, fmt.Sprintf("%s: etcd.service is %q (%v)", m.Name, strings.TrimSpace(res.Stdout), err))
+	}
+	return errs
 }
 
 // waitControlPlaneHealthy waits until both API servers answer /readyz

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -26,6 +27,16 @@ const maxKubeconfigSize = 16 << 20
 // 16 MiB, is an error, never read: reading a FIFO would block the run
 // forever.
 func Client(path string) (kubernetes.Interface, error) {
+	cfg, err := RESTConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// RESTConfig is Client's configuration for the kubeconfig at path (a
+// host path), with the same checks.
+func RESTConfig(path string) (*rest.Config, error) {
 	data, err := readlimit.File(path, maxKubeconfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
@@ -50,7 +61,7 @@ func Client(path string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	cfg.UserAgent = "machineadm"
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 // drainHint is the hint of a drain that failed for want of rights.

@@ -1,0 +1,188 @@
+package day2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// Defaults of LocalHealth.
+const (
+	// DefaultHealthTimeout bounds the whole wait (kubeadm's upgrade
+	// timeout for one component).
+	DefaultHealthTimeout = 5 * time.Minute
+	// DefaultHealthStable is how many healthy checks in a row make the
+	// control plane healthy: one healthy answer may come from a component
+	// the kubelet is about to restart.
+	DefaultHealthStable = 3
+	// DefaultHealthInterval is the pause between two checks.
+	DefaultHealthInterval = 2 * time.Second
+	// healthCheckTimeout bounds one check (kubeadm's waiter polls every
+	// 500 ms within it).
+	healthCheckTimeout = 10 * time.Second
+)
+
+// LocalHealth is the wait, after the kubelet restarted or a control-plane
+// component changed on a control plane, until this node's API server,
+// controller manager and scheduler are healthy (WaitLocalControlPlane).
+type LocalHealth struct {
+	// AdminKubeconfig is the admin credential (host path); its server is
+	// replaced by this node's API server (the API server's pod's
+	// --advertise-address and --secure-port).
+	AdminKubeconfig string
+	// ManifestDir is the kubelet's static pod directory (host path): the
+	// components' addresses and ports come from the manifests in it; a
+	// component without one (the Systemd runtime) is derived from
+	// SpecInitYAML with kubeadm's GetStaticPodSpecs, as its unit was.
+	ManifestDir string
+	// SpecInitYAML is the spec translated as an Init (its local endpoint
+	// and component settings).
+	SpecInitYAML []byte
+	// Timeout bounds the whole wait; default DefaultHealthTimeout.
+	Timeout time.Duration
+	// Stable is the number of healthy checks in a row required; default
+	// DefaultHealthStable.
+	Stable int
+	// Interval is the pause between checks; default
+	// DefaultHealthInterval. The number of checks is bounded too:
+	// Timeout/Interval + Stable.
+	Interval time.Duration
+	// Output receives one line when the components are healthy; nil
+	// discards it.
+	Output io.Writer
+}
+
+// WaitLocalControlPlane waits until this node's control plane answers
+// kubeadm's own health checks (apiclient.Waiter's
+// WaitForControlPlaneComponents: the API server's /livez through the
+// admin credential at its local endpoint, the controller manager's
+// /healthz and the scheduler's /livez at their pods' bind addresses and
+// ports) h.Stable times in a row. It gives up after h.Timeout or
+// Timeout/Interval+Stable checks, whichever comes first, with an
+// *errclass.Error of class ControlPlaneUnhealthy and a hint.
+func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultHealthTimeout
+	}
+	if h.Stable <= 0 {
+		h.Stable = DefaultHealthStable
+	}
+	if h.Interval <= 0 {
+		h.Interval = DefaultHealthInterval
+	}
+	pods, address, port, err := localPods(h.ManifestDir, h.SpecInitYAML)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("this node's control-plane components: %w", err))
+	}
+	cfg, err := RESTConfig(h.AdminKubeconfig)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+h.AdminKubeconfig+" must be readable", err)
+	}
+	cfg.Host = "https://" + net.JoinHostPort(address, port)
+	cfg.Timeout = healthCheckTimeout
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return errclass.New(errclass.ControlPlaneUnhealthy, "", err)
+	}
+	start := time.Now()
+	deadline := start.Add(h.Timeout)
+	maxChecks := int(h.Timeout/h.Interval) + h.Stable
+	streak, checks := 0, 0
+	last := errors.New("not checked")
+	for checks < maxChecks {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		checks++
+		err := apiclient.NewKubeWaiter(client, min(left, healthCheckTimeout), io.Discard).WaitForControlPlaneComponents(pods, address)
+		if err == nil {
+			streak++
+			if streak >= h.Stable {
+				if h.Output != nil {
+					fmt.Fprintf(h.Output, "[control-plane-check] kube-apiserver at %s, kube-controller-manager and kube-scheduler healthy %d times in a row after %s\n", cfg.Host, streak, time.Since(start).Round(time.Second))
+				}
+				return nil
+			}
+		} else {
+			streak, last = 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(h.Interval):
+		}
+	}
+	return errclass.New(errclass.ControlPlaneUnhealthy,
+		"This node's control plane did not come back after the change: check `crictl ps -a` and the kubelet's log (`journalctl -u kubelet`), or `journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler` for the Systemd runtime, then run machineadm upgrade again.",
+		fmt.Errorf("the control plane on this node was not healthy %d times in a row within %s (%d checks): %w", h.Stable, h.Timeout, checks, last))
+}
+
+// localPods are the pods of kube-apiserver, kube-controller-manager and
+// kube-scheduler as kubeadm's waiter reads them (their health addresses
+// and ports), with the API server's advertise address and port: from the
+// manifests in manifestDir, or derived from the spec for a component
+// that has none.
+func localPods(manifestDir string, specInitYAML []byte) (map[string]*v1.Pod, string, string, error) {
+	pods := map[string]*v1.Pod{}
+	var derived map[string]v1.Pod
+	address, port := "", ""
+	for _, name := range kubeadmconstants.ControlPlaneComponents {
+		p := filepath.Join(manifestDir, ManifestName(name))
+		if _, err := os.Stat(p); manifestDir != "" && err == nil {
+			pod, err := staticpod.ReadStaticPodFromDisk(p)
+			if err != nil {
+				return nil, "", "", err
+			}
+			pods[name] = pod
+			continue
+		}
+		if derived == nil {
+			cfg, err := SpecClusterConfiguration(specInitYAML)
+			if err != nil {
+				return nil, "", "", fmt.Errorf("the spec's kubeadm configuration: %w", err)
+			}
+			derived = controlplane.GetStaticPodSpecs(&cfg.ClusterConfiguration, &cfg.LocalAPIEndpoint, nil)
+		}
+		pod := derived[name]
+		pods[name] = &pod
+	}
+	api := pods[kubeadmconstants.KubeAPIServer]
+	if len(api.Spec.Containers) > 0 {
+		address = argValue(api.Spec.Containers[0].Command, "advertise-address")
+		port = argValue(api.Spec.Containers[0].Command, "secure-port")
+	}
+	if address == "" {
+		return nil, "", "", errors.New("kube-apiserver has no --advertise-address")
+	}
+	if port == "" {
+		port = fmt.Sprint(kubeadmconstants.KubeAPIServerPort)
+	}
+	return pods, address, port, nil
+}
+
+// argValue is the value of --name=value in a command line, "" when it has
+// none.
+func argValue(cmd []string, name string) string {
+	for _, a := range cmd {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,213 @@
+package phases
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/spec"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+// lateListener is a real HTTPS listener on loopback whose port is known
+// at once and which starts serving (200 on every path) only when up is
+// called: a control-plane component the restarted kubelet has not
+// brought back yet.
+type lateListener struct {
+	port string
+	srv  *httptest.Server
+}
+
+func newLateListener(t *testing.T) *lateListener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	ll := &lateListener{port: port}
+	t.Cleanup(func() {
+		if ll.srv != nil {
+			ll.srv.Close()
+		}
+	})
+	return ll
+}
+
+func (l *lateListener) up(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
+	ln, err := net.Listen("tcp", "127.0.0.1:"+l.port)
+	if err != nil {
+		t.Errorf("the late listener could not take its port back: %v", err)
+		return
+	}
+	srv.Listener = ln
+	srv.StartTLS()
+	l.srv = srv
+}
+
+// fakeAPIServer stands in for the node's kube-apiserver (none runs in
+// unit tests) on loopback: it serves the Node at version and Ready, and
+// /livez only once live is set.
+func fakeAPIServer(t *testing.T, node, version string, live *atomic.Bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/livez":
+			if !live.Load() {
+				http.Error(w, "[-]etcd failed", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "ok")
+		case "/api/v1/nodes/" + node:
+			n := corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: node}}
+			n.Status.NodeInfo.KubeletVersion = version
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(&n)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// restartKubeletData is a control plane's Data (docs/examples'
+// control-plane-init.yaml, node cp1) whose kubeconfigs point at srv and
+// whose static pod manifests name the components' ports.
+func restartKubeletData(t *testing.T, srv *httptest.Server, cm, sched string) *Data {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.Load(raw, "control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %q, certificate-authority-data: %q}
+users:
+- name: u
+  user: {token: "test"}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+`, srv.URL, base64.StdEncoding.EncodeToString(ca))
+	write := func(p string, data []byte) {
+		hp := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/kubernetes/kubelet.conf", []byte(kc))
+	write("etc/kubernetes/admin.conf", []byte(kc))
+	for name, args := range map[string][]string{
+		"kube-apiserver":          {"--advertise-address=127.0.0.1", "--secure-port=" + apiPort},
+		"kube-controller-manager": {"--bind-address=127.0.0.1", "--secure-port=" + cm},
+		"kube-scheduler":          {"--bind-address=127.0.0.1", "--secure-port=" + sched},
+	} {
+		pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.k8s.io/" + name + ":v1.37.2", Command: append([]string{name}, args...)}}}}
+		data, err := yaml.Marshal(&pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write("etc/kubernetes/manifests/"+name+".yaml", data)
+	}
+	return &Data{
+		Config: l.Config, Root: root, WorkDir: t.TempDir(),
+		Log: slog.New(slog.DiscardHandler), Out: io.Discard,
+		Host:    &host.Env{Root: root, Services: &service.Recorder{}},
+		Upgrade: &UpgradeRun{Plan: &upgrade.Plan{From: "v1.36.3", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubelet}}}},
+	}
+}
+
+// TestRestartKubeletWaitsForTheLocalControlPlane: on a control plane the
+// kubelet phase succeeds only once the node's API server, controller
+// manager and scheduler answer kubeadm's health checks, not as soon as
+// the Node reports the new version (the restarted kubelet was still
+// bringing the static pods back, and the next node's drain met "connection
+// refused"). The components are real loopback listeners that come up
+// seconds after the Node reports the version.
+func TestRestartKubeletWaitsForTheLocalControlPlane(t *testing.T) {
+	var live atomic.Bool
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live)
+	cm, sched := newLateListener(t), newLateListener(t)
+	d := restartKubeletData(t, srv, cm.port, sched.port)
+	var up atomic.Bool
+	timer := time.AfterFunc(3*time.Second, func() {
+		cm.up(t)
+		sched.up(t)
+		live.Store(true)
+		up.Store(true)
+	})
+	defer timer.Stop()
+	lines, err := kubeadmCluster{}.RestartKubelet(context.Background(), d, "cp1", "v1.37.2")
+	if err != nil {
+		t.Fatalf("RestartKubelet: %v (%v)", err, lines)
+	}
+	if !up.Load() {
+		t.Fatalf("the kubelet phase succeeded before the control plane was back: %v", lines)
+	}
+	if got := d.Host.Services.(*service.Recorder).Calls; len(got) != 1 || got[0] != "restart kubelet.service" {
+		t.Errorf("restarts %v, want kubelet.service once", got)
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "control plane on this node is healthy") {
+		t.Errorf("last line %q", last)
+	}
+}
+
+// TestRestartKubeletControlPlaneTimeout: a control plane that never comes
+// back fails the kubelet phase within the bound, class
+// ControlPlaneUnhealthy with a hint.
+func TestRestartKubeletControlPlaneTimeout(t *testing.T) {
+	defer func(old time.Duration) { localHealthTimeout = old }(localHealthTimeout)
+	localHealthTimeout = 6 * time.Second
+	var live atomic.Bool
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live)
+	cm, sched := newLateListener(t), newLateListener(t)
+	d := restartKubeletData(t, srv, cm.port, sched.port)
+	start := time.Now()
+	_, err := kubeadmCluster{}.RestartKubelet(context.Background(), d, "cp1", "v1.37.2")
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || ce.Hint == "" {
+		t.Fatalf("err = %v, want class ControlPlaneUnhealthy with a hint", err)
+	}
+	if took := time.Since(start); took > 2*time.Minute {
+		t.Errorf("the wait took %s, bounded by %s", took, localHealthTimeout)
+	}
+}

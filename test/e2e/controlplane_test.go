@@ -578,6 +578,20 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 	if err != nil {
 		t.Fatalf("Cluster %s not gone within %s (last: %s): %v", capiCluster, timeout, last, err)
 	}
+	// The control plane's CA and kubeconfig Secrets go with it (garbage
+	// collection): the next Cluster of the same name makes its own.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range []string{capiCluster + "-ca", capiCluster + "-etcd", capiCluster + "-kubeconfig"} {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: n}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				last = fmt.Sprintf("Secret %s: %v", n, err)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the deleted Cluster's Secrets are still there (last: %s): %v", last, err)
+	}
 }
 
 // setReplicas patches the control plane's replicas.

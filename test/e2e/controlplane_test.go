@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,6 +143,11 @@ func TestControlPlaneProvider(t *testing.T) {
 	if err := startProbe(ctx, worker, clusterIP); err != nil {
 		t.Fatal(err)
 	}
+	// The probes count from the first one that got through (kube-proxy's
+	// pods were just restarted by keepConntrackMax).
+	if err := waitProbeOK(ctx, worker, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	before := controlPlaneMachineNames(ctx, t, c)
 	tracker := startRolloutTracker(ctx, c, before)
 	rolled := time.Now()
@@ -157,6 +163,9 @@ func TestControlPlaneProvider(t *testing.T) {
 	rollErr := waitRolledOut(ctx, c, before, 3, 30*time.Minute)
 	rollTime := time.Since(rolled)
 	st, perr := stopProbe(ctx, worker)
+	if perr == nil {
+		st, perr = probeStatsSince(worker, rolled)
+	}
 	for _, l := range tracker.stop() {
 		t.Log(l.text)
 		if l.name != "" {
@@ -592,6 +601,50 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 	if err != nil {
 		t.Fatalf("the deleted Cluster's Secrets are still there (last: %s): %v", last, err)
 	}
+}
+
+// waitProbeOK waits until m's probe (startProbe) logged a success.
+func waitProbeOK(ctx context.Context, m *Machine, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		b, err := m.ReadFile(upgradeProbeLog)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = tail(string(b), 3)
+		return strings.Contains(string(b), " ok\n"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Service's probe from %s never got through within %s (last: %s): %w", m.Name, timeout, last, err)
+	}
+	return nil
+}
+
+// probeStatsSince counts m's probes (startProbe's log) made at or after
+// since.
+func probeStatsSince(m *Machine, since time.Time) (probeStats, error) {
+	var st probeStats
+	b, err := m.ReadFile(upgradeProbeLog)
+	if err != nil {
+		return st, err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		ms, res, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || time.UnixMilli(n).Before(since) {
+			continue
+		}
+		st.total++
+		if res != "ok" {
+			st.failed++
+			st.failures = append(st.failures, time.UnixMilli(n))
+		}
+	}
+	return st, nil
 }
 
 // setReplicas patches the control plane's replicas.

@@ -22,11 +22,7 @@ fi
 # lifecycle of their own (EXTENDED_TESTS below: each 10 minutes or more),
 # as .ci/run does to keep a cold run under an hour; `make e2e` without it
 # runs them too. MACHINEADM_E2E_SKIP=REGEXP leaves out more (go test -skip).
-# TestClusterctl is among them for now: after TestClusterAPI in one run, the
-# Deployment `clusterctl init` applies rolls machineadm-controller, and the
-# new pod cannot take the old one's host ports on the one-node management
-# cluster (alone it passes); see test/e2e/README.md.
-EXTENDED_TESTS='^(TestUpgrade|TestUpgradeSystemd|TestBenchUpgrade|TestControlPlaneProvider|TestClusterctl)$'
+EXTENDED_TESTS='^(TestUpgrade|TestUpgradeSystemd|TestBenchUpgrade|TestControlPlaneProvider)$'
 skip=${MACHINEADM_E2E_SKIP:-}
 if [ "${MACHINEADM_E2E_CORE:-}" = 1 ]; then
   skip=${skip:+$skip|}$EXTENDED_TESTS

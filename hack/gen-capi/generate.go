@@ -328,6 +328,19 @@ func deployment() map[string]any {
 		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(Name, Namespace),
 		"spec": map[string]any{
 			"replicas": 1,
+			// Recreate: the old pod stops before the new one starts. One
+			// replica, and leader election would hold the new pod idle
+			// until the old one's lease ends anyway; a rolling update
+			// would instead need room for two pods at once, which a
+			// controller on the host network (its containerPorts become
+			// host ports) does not have on a single node: the new pod
+			// stays Pending ("didn't have free ports") and
+			// `clusterctl init`/`upgrade` never sees the provider
+			// Available. rollingUpdate: null removes the defaulted
+			// parameters when clusterctl merge-patches this over a
+			// Deployment of an older release (a Recreate strategy with
+			// them is invalid).
+			"strategy": map[string]any{"type": "Recreate", "rollingUpdate": nil},
 			"selector": map[string]any{"matchLabels": sel},
 			"template": map[string]any{
 				"metadata": map[string]any{"labels": podLabels},

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -264,7 +265,7 @@ func (p *nspawnProvider) reconcileMachine(ctx context.Context, req reconcile.Req
 		}
 		_, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]
 		image, _, _ := unstructured.NestedString(u.Object, "spec", "image")
-		if err := p.boot(req.NamespacedName, u.GetName(), image, ds.Data["value"], controlPlane); err != nil {
+		if err := p.boot(req.NamespacedName, u.GetName(), image, m.Spec.Version, ds.Data["value"], controlPlane); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: capiRequeue}, nil
@@ -317,7 +318,7 @@ func (p *nspawnProvider) reconcileMachine(ctx context.Context, req reconcile.Req
 }
 
 // boot allocates an address and boots the machine in the background.
-func (p *nspawnProvider) boot(key types.NamespacedName, name, image string, userData []byte, controlPlane bool) error {
+func (p *nspawnProvider) boot(key types.NamespacedName, name, image, version string, userData []byte, controlPlane bool) error {
 	if len(userData) == 0 {
 		return fmt.Errorf("data Secret of %s has no value", key)
 	}
@@ -350,7 +351,7 @@ func (p *nspawnProvider) boot(key types.NamespacedName, name, image string, user
 	p.logf("machine %s: booting %s at %s (control plane: %v, %d bytes of user data)", key, name, ip, controlPlane, len(userData))
 	go func() {
 		defer close(pm.booted)
-		pm.bootErr = p.bootMachine(pm, name, image, userData, controlPlane)
+		pm.bootErr = p.bootMachine(pm, name, image, version, userData, controlPlane)
 		p.logf("machine %s: boot returned: %v", key, pm.bootErr)
 	}()
 	return nil
@@ -358,8 +359,15 @@ func (p *nspawnProvider) boot(key types.NamespacedName, name, image string, user
 
 // bootMachine makes the machine's root filesystem (the OS image; image
 // "adjoin" adds adcli and the AD DC as name server, adImage), writes its
-// network, identity and user data, and boots it.
-func (p *nspawnProvider) bootMachine(pm *providerMachine, name, image string, userData []byte, controlPlane bool) error {
+// network, identity and user data, and boots it. The image is the one of
+// the Machine's Kubernetes version, as a cloud's images are built per
+// version: prevKubernetesVersion gets the previous minor's kubelet and
+// images (prepareUpgradeMachine's), any other version the current ones.
+// The cached binaries of both are mounted read-only (e2eBinDir,
+// e2ePrevBinDir) for file:// sources, such as the Systemd runtime's
+// binarySources; every machine preloads the previous minor's kube-proxy
+// when it is built.
+func (p *nspawnProvider) bootMachine(pm *providerMachine, name, image, version string, userData []byte, controlPlane bool) error {
 	e := p.e
 	self := hostsEntry{IP: pm.ip, Name: name}
 	hosts := append(allHosts(), self)
@@ -394,6 +402,30 @@ func (p *nspawnProvider) bootMachine(pm *providerMachine, name, image string, us
 	images := nodeImages
 	if controlPlane {
 		images = append(slices.Clone(controlPlaneImages), nodeImages...)
+	}
+	m.BindRO = append(m.BindRO, filepath.Join(e.cache, "bin")+":"+e2eBinDir)
+	prevImages := filepath.Join(e.cache, prevKubeDir, "images")
+	if version == prevKubernetesVersion {
+		if err := copyFile(e.prevBinPath("kubelet"), filepath.Join(m.Root, "usr/bin/kubelet"), 0o755); err != nil {
+			return fmt.Errorf("the previous minor's kubelet (make e2e-prepare builds it): %w", err)
+		}
+		for _, n := range prevKubeImages {
+			if n != "kube-proxy" && controlPlane {
+				images = append(slices.Clone(images), prevImagesDir+"/"+n+".tar")
+			}
+		}
+	}
+	// The previous minor's kube-proxy on every machine when it is built:
+	// a cluster created at that minor keeps its kube-proxy DaemonSet's
+	// image through a control-plane upgrade, which a registry would serve
+	// to the new machines.
+	if _, err := os.Stat(filepath.Join(prevImages, "kube-proxy.tar")); err == nil {
+		m.BindRO = append(m.BindRO,
+			filepath.Join(e.cache, prevKubeDir, "bin")+":"+e2ePrevBinDir,
+			prevImages+":"+prevImagesDir)
+		images = append(slices.Clone(images), prevImagesDir+"/kube-proxy.tar")
+	} else if version == prevKubernetesVersion {
+		return fmt.Errorf("the previous minor's images are not built (make e2e-prepare builds them): %w", err)
 	}
 	cni := cniConfig(self)
 	files := map[string][]byte{
@@ -557,4 +589,30 @@ func (p *nspawnProvider) dumpMachines(t *testing.T) {
 		rep, _ := m.ReadFile(reportPath)
 		t.Logf("machine %s: cloud-init output (last 25 lines):\n%s\nreport: %s", m.Name, tail(string(out), 25), tail(string(rep), 15))
 	}
+}
+
+// workerMachine is the machine of the Cluster's one worker Machine (the
+// Machine without the control-plane label), once it booted.
+func (p *nspawnProvider) workerMachine(ctx context.Context, c client.Client) (*Machine, error) {
+	ms := &clusterv1.MachineList{}
+	if err := c.List(ctx, ms, client.InNamespace(capiNS), client.MatchingLabels{clusterv1.ClusterNameLabel: capiCluster}); err != nil {
+		return nil, err
+	}
+	for _, m := range ms.Items {
+		if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		p.mu.Lock()
+		pm := p.machines[types.NamespacedName{Namespace: capiNS, Name: m.Spec.InfrastructureRef.Name}]
+		p.mu.Unlock()
+		if pm == nil {
+			return nil, fmt.Errorf("worker Machine %s: no machine %s", m.Name, m.Spec.InfrastructureRef.Name)
+		}
+		<-pm.booted
+		if pm.m == nil {
+			return nil, fmt.Errorf("worker Machine %s: machine %s did not boot: %v", m.Name, m.Spec.InfrastructureRef.Name, pm.bootErr)
+		}
+		return pm.m, nil
+	}
+	return nil, fmt.Errorf("no worker Machine in Cluster %s", capiCluster)
 }

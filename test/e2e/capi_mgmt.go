@@ -471,7 +471,7 @@ func capiCoreComponents(objs []*unstructured.Unstructured, image string, ca, cer
 					c.Ports[i].ContainerPort = capiHealthPort
 				}
 			}
-			onManagementNode(&d.Spec.Template.Spec)
+			onManagementNode(d)
 			if err := convertBack(d, u); err != nil {
 				return nil, err
 			}
@@ -533,7 +533,7 @@ func machineadmComponents(objs []*unstructured.Unstructured, image string) (out 
 			if bind := argValue(c.Args, "--report-bind-address"); !strings.HasSuffix(bind, fmt.Sprintf(":%d", capiReportPort)) {
 				return nil, fmt.Errorf("Deployment machineadm-controller: --report-bind-address %q, want port %d", bind, capiReportPort)
 			}
-			onManagementNode(&d.Spec.Template.Spec)
+			onManagementNode(d)
 			agentSecret, err := serveAgents(d, c)
 			if err != nil {
 				return nil, err
@@ -581,13 +581,20 @@ func managerContainer(d *appsv1.Deployment) (*corev1.Container, error) {
 	return nil, fmt.Errorf("Deployment %s has no container manager", d.Name)
 }
 
-// onManagementNode runs a controller pod on cp1's host network, pinned to
-// cp1 (the cluster's only node: a control-plane node, whose taint the
-// controllers' Deployments tolerate already). The host network is how the
-// controllers reach the workload machines' API servers and serve the
-// report receiver on the bridge, and how the API server reaches Cluster
-// API's webhooks on loopback.
-func onManagementNode(p *corev1.PodSpec) {
+// onManagementNode runs a controller Deployment's pod on cp1's host
+// network, pinned to cp1 (the cluster's only node: a control-plane node,
+// whose taint the controllers' Deployments tolerate already). The host
+// network is how the controllers reach the workload machines' API servers
+// and serve the report receiver on the bridge, and how the API server
+// reaches Cluster API's webhooks on loopback. On the host network every
+// containerPort is a host port, and one node has room for one pod of
+// them: the Deployment is replaced by Recreate (old pod gone, then the
+// new one), as machineadm's own Deployment is, since a rolling update's
+// new pod would stay Pending for the old one's ports (what a later
+// `clusterctl init` rolling the controller ran into).
+func onManagementNode(d *appsv1.Deployment) {
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	p := &d.Spec.Template.Spec
 	p.HostNetwork = true
 	if p.NodeSelector == nil {
 		p.NodeSelector = map[string]string{}

@@ -303,10 +303,12 @@ func capiClusterObject() *clusterv1.Cluster {
 }
 
 // capiKeygen makes an hpke identity with machineadm keygen and returns its
-// file and recipient.
+// file and recipient. A test that starts its Cluster API environment after
+// another in the same run (TestControlPlaneProvider after TestClusterAPI)
+// gets a new file beside the earlier one: keygen never replaces one.
 func (e *env) capiKeygen(ctx context.Context, t *testing.T, name string) (string, string) {
 	t.Helper()
-	path := filepath.Join(e.runDir, "capi-identity-"+name)
+	path := unusedPath(filepath.Join(e.runDir, "capi-identity-"+name))
 	out, err := exec.CommandContext(ctx, e.machineadm, "keygen", "--type", "hpke", "--out", path).Output()
 	if err != nil {
 		t.Fatalf("machineadm keygen: %v", exitDetail(err))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,6 +171,12 @@ func TestClusterctl(t *testing.T) {
 			names = append(names, d.Name+" "+d.Labels["cluster.x-k8s.io/provider"])
 		}
 		t.Fatalf("machineadm-system Deployments after init: %v, want only machineadm-controller of bootstrap-machineadm", names)
+	}
+	// clusterctl merge-patches the committed Deployment over the
+	// harness's: Recreate, so that its new pod (host network, one node)
+	// never waits for the old one's host ports.
+	if s := deps.Items[0].Spec.Strategy; s.Type != appsv1.RecreateDeploymentStrategyType || s.RollingUpdate != nil {
+		t.Errorf("machineadm-controller after init: strategy %+v, want Recreate", s)
 	}
 	if err := mc.waitControllers(ctx, controllersReadyTimeout); err != nil {
 		t.Fatal(err)

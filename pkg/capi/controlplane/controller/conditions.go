@@ -58,6 +58,10 @@ const (
 	ReasonNotScaling               = "NotScaling"
 	ReasonNotRollingOut            = "NotRollingOut"
 	ReasonInvalidSpec              = "InvalidSpec"
+	// ReasonKubeadmConfigNotUpdated: ScalingUp waits because the workload
+	// cluster's kubeadm-config could not be set to spec.version before a
+	// Machine of that version joins.
+	ReasonKubeadmConfigNotUpdated = "KubeadmConfigNotUpdated"
 )
 
 func setCond(mcp *cpv1.MachineadmControlPlane, t string, s metav1.ConditionStatus, reason, msg string) {

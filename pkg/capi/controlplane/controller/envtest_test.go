@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -203,7 +204,9 @@ func newFixture(t testing.TB, replicas int32, mutate func(*cpv1.MachineadmContro
 	// than the remediation times the controller records.
 	f := &fixture{t: t, ctx: context.Background(), ns: fmt.Sprintf("cp%d-%d", nsCounter, time.Now().UnixNano()%100000), now: time.Now().Add(-10 * time.Minute)}
 	f.etcd = &fakeEtcd{ns: f.ns, removed: map[string]bool{}, sick: map[string]bool{}}
-	f.r = &Reconciler{Client: k8s, EtcdDialer: f.etcd.dial, Now: func() time.Time { return f.now }}
+	f.r = &Reconciler{Client: k8s, EtcdDialer: f.etcd.dial, Now: func() time.Time { return f.now },
+		WorkloadClient: func(context.Context, client.Client, *clusterv1.Cluster) (client.Client, error) { return k8s, nil }}
+	ensureKubeadmConfig(t)
 	f.must(k8s.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}))
 	tpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "FakeMachineTemplate",
@@ -247,6 +250,21 @@ func newFixture(t testing.TB, replicas int32, mutate func(*cpv1.MachineadmContro
 	}
 	f.must(k8s.Create(f.ctx, f.mcp))
 	return f
+}
+
+// ensureKubeadmConfig plays the workload cluster's kubeadm-config (the
+// envtest API server stands for every fixture's workload cluster; the
+// fixtures run one at a time): created at the fixtures' version v1.36.4
+// when missing, left as it is otherwise.
+func ensureKubeadmConfig(t testing.TB) {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: kubeadmConfigNamespace, Name: kubeadmConfigName},
+		Data:       map[string]string{clusterConfigurationKey: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.36.4\n"},
+	}
+	if err := k8s.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 func (f *fixture) must(err error) {

@@ -31,7 +31,7 @@ func TestManagerWatches(t *testing.T) {
 		Client:  client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
 	})
 	f.must(err)
-	r := &Reconciler{EtcdDialer: f.etcd.dial, Now: func() time.Time { return f.now }}
+	r := &Reconciler{EtcdDialer: f.etcd.dial, WorkloadClient: f.r.WorkloadClient, Now: func() time.Time { return f.now }}
 	skip := true
 	f.must(r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}))
 	ctx, cancel := context.WithCancel(context.Background())

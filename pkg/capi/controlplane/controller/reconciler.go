@@ -52,6 +52,10 @@ type Reconciler struct {
 	// EtcdDialer reaches a Cluster's stacked etcd. Default
 	// DirectEtcdDialer.
 	EtcdDialer EtcdDialer
+	// WorkloadClient reaches a Cluster's workload API server (to keep
+	// kubeadm-config's version right during an upgrade). Default
+	// KubeconfigWorkloadClient.
+	WorkloadClient WorkloadClient
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -178,6 +182,14 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 
 	switch d.Kind {
 	case actCreate:
+		if st.Initialized && n > 0 {
+			// A joining control plane runs the version kubeadm-config
+			// names: during an upgrade it must name the new one first.
+			if err := r.syncWorkloadVersion(ctx, mcp, cl); err != nil {
+				setCond(mcp, ScalingUpCondition, metav1.ConditionTrue, ReasonKubeadmConfigNotUpdated, err.Error())
+				return ctrl.Result{}, err
+			}
+		}
 		name, err := r.createMachine(ctx, mcp, cl, d.FailureDomain)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -210,6 +222,27 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: statusRequeue}, nil
+}
+
+// syncWorkloadVersion brings kubeadm-config in the workload cluster to
+// spec.version (syncKubeadmVersion) before a Machine of that version joins.
+func (r *Reconciler) syncWorkloadVersion(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster) error {
+	open := r.WorkloadClient
+	if open == nil {
+		open = KubeconfigWorkloadClient
+	}
+	wc, err := open(ctx, r.Client, cl)
+	if err != nil {
+		return fmt.Errorf("reaching the workload cluster to set kubeadm-config's version %s: %w", mcp.Spec.Version, err)
+	}
+	changed, err := syncKubeadmVersion(ctx, wc, mcp.Spec.Version)
+	if err != nil {
+		return fmt.Errorf("setting kubeadm-config's version %s for the next control-plane Machine: %w", mcp.Spec.Version, err)
+	}
+	if changed {
+		log.FromContext(ctx).Info("kubeadm-config now names the control plane's version, for the Machines that join next", "version", mcp.Spec.Version)
+	}
+	return nil
 }
 
 // snapshot builds the decisions' input.

@@ -42,7 +42,9 @@ const maxDepth = 6
 const maxDecoded = 16 << 20
 
 var (
-	pemKey = regexp.MustCompile(`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----`)
+	// pemKey is a PEM private key's header; "+" stands for a space where
+	// the text was form-encoded.
+	pemKey = regexp.MustCompile(`-----BEGIN[ +]([A-Z0-9]+[ +])*PRIVATE[ +]KEY-----`)
 	// token is a bootstrap token, "[a-z0-9]{6}.[a-z0-9]{16}" (k8s.io/cluster-bootstrap).
 	token = regexp.MustCompile(`(^|[^a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}($|[^a-z0-9])`)
 	// certKey is kubeadm's certificate key: 32 bytes as 64 hex digits.
@@ -75,7 +77,9 @@ func Check(data []byte, o Options) []Finding {
 	c.known = make([][][]byte, len(o.Known))
 	for i, k := range o.Known {
 		if len(k) > 0 {
-			c.known[i] = [][]byte{k, []byte(hex.EncodeToString(k)), []byte(base64.StdEncoding.EncodeToString(k)), []byte(base64.RawURLEncoding.EncodeToString(k))}
+			// Unpadded base64 forms: each is in its padded form too.
+			h := hex.EncodeToString(k)
+			c.known[i] = [][]byte{k, []byte(h), []byte(strings.ToUpper(h)), []byte(base64.RawStdEncoding.EncodeToString(k)), []byte(base64.RawURLEncoding.EncodeToString(k))}
 		}
 	}
 	c.walk(data, "text", 0)
@@ -84,7 +88,7 @@ func Check(data []byte, o Options) []Finding {
 
 type checker struct {
 	o     Options
-	known [][][]byte // per Options.Known: the value, hex, base64, raw URL base64
+	known [][][]byte // per Options.Known: the value, lower and upper hex, base64, URL base64
 	out   []Finding
 	seen  map[string]bool
 }
@@ -106,10 +110,22 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 		return
 	}
 	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		if out, err := gunzip(data); err == nil {
+		if out := gunzip(data); len(out) > 0 {
 			c.walk(out, layer+" > gzip", depth+1)
 		}
 		return
+	}
+	// A gzip stream after other bytes (base64 decoded from a run that
+	// starts with other text).
+	for i, n := 0, 0; n < maxGzipStarts; n++ {
+		j := bytes.Index(data[i:], gzipMagic)
+		if j < 0 {
+			break
+		}
+		if out := gunzip(data[i+j:]); len(out) > 0 {
+			c.walk(out, layer+" > gzip", depth+1)
+		}
+		i += j + 1
 	}
 	// JSON documents (Ignition): walk every string value unescaped.
 	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
@@ -127,6 +143,18 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 			}
 		}
 	}
+	// Percent-encoding outside a data URL (a URL's query, a form body);
+	// a lone data URL was unescaped above.
+	if !bytes.HasPrefix(data, []byte("data:")) {
+		if out, ok := unpercent(data); ok {
+			c.walk(out, layer+" > percent", depth+1)
+		}
+	}
+	// Backslash escapes of a double-quoted string that is not JSON (YAML,
+	// shell, Go source): "\n" between the lines of a wrapped payload.
+	if out, ok := unbackslash(data); ok {
+		c.walk(out, layer+" > escapes", depth+1)
+	}
 	// Folded YAML block scalars and PEM-style wrapping split base64 over
 	// lines; join them (each line without its surrounding white space) so
 	// a wrapped payload decodes as one.
@@ -136,7 +164,7 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 	}
 	for _, src := range [][]byte{data, joined} {
 		for _, m := range b64Runs(src) {
-			if out, ok := decodeB64(m); ok {
+			for _, out := range decodeB64Run(m) {
 				c.walk(out, layer+" > base64", depth+1)
 			}
 		}
@@ -178,7 +206,7 @@ func isB64(b byte) bool {
 }
 
 func (c *checker) scan(data []byte, layer string) {
-	if bytes.Contains(data, []byte("PRIVATE KEY-----")) && pemKey.Match(data) {
+	if bytes.Contains(data, []byte("KEY-----")) && pemKey.Match(data) {
 		c.add("PEM private key", layer)
 	}
 	if !c.o.KnownOnly {
@@ -223,7 +251,20 @@ func allowed(h string, list []string) bool {
 	return false
 }
 
-func gunzip(data []byte) ([]byte, error) {
+// gzipMagic starts a gzip stream of deflate data (RFC 1952).
+var gzipMagic = []byte{0x1f, 0x8b, 0x08}
+
+// maxGzipStarts bounds how many gzip starts inside one layer are tried.
+const maxGzipStarts = 8
+
+// gunzip returns what data decompresses to, as far as it can be read: a
+// stream cut short or followed by other bytes still yields its start.
+func gunzip(data []byte) []byte {
+	out, _ := gunzipAll(data)
+	return out
+}
+
+func gunzipAll(data []byte) ([]byte, error) {
 	zr, _ := gzipReaders.Get().(*gzip.Reader)
 	defer func() {
 		if zr != nil {
@@ -247,6 +288,124 @@ func gunzip(data []byte) ([]byte, error) {
 // decompression state, and every data Secret the controller checks holds
 // gzip layers.
 var gzipReaders sync.Pool
+
+// decodeB64Run returns what a run of base64 characters may carry: the run
+// decoded as it is, and, unless it decoded whole with its padding (so
+// whatever precedes the payload in it is a multiple of four characters),
+// decoded from each of its first four characters with both alphabets taken
+// as one and any tail that cannot be decoded dropped. A payload glued to
+// other base64 characters (a word before it, the next line of a folded
+// block after it) decodes at one of those offsets, after some bytes of
+// noise.
+func decodeB64Run(m []byte) [][]byte {
+	first, ok := decodeB64(m)
+	if ok && bytes.HasSuffix(m, []byte("=")) {
+		return [][]byte{first}
+	}
+	var out [][]byte
+	if ok {
+		out = append(out, first)
+	}
+	norm := bytes.TrimRight(m, "=")
+	norm = bytes.Map(func(r rune) rune {
+		switch r {
+		case '-':
+			return '+'
+		case '_':
+			return '/'
+		}
+		return r
+	}, norm)
+	for off := range 4 {
+		if len(norm)-off < minB64Run {
+			break
+		}
+		s := norm[off:]
+		if len(s)%4 == 1 {
+			s = s[:len(s)-1]
+		}
+		d, err := base64.RawStdEncoding.DecodeString(string(s))
+		if err != nil || len(d) == 0 || (ok && bytes.Equal(d, first)) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// unpercent decodes the %XX escapes of data, leaving any "%" that starts
+// none as it is; false when there is none.
+func unpercent(data []byte) ([]byte, bool) {
+	i := bytes.IndexByte(data, '%')
+	if i < 0 {
+		return nil, false
+	}
+	out := make([]byte, 0, len(data))
+	found := false
+	for ; i < len(data); i++ {
+		if data[i] == '%' && i+2 < len(data) && isHex(data[i+1]) && isHex(data[i+2]) {
+			b, _ := hex.DecodeString(string(data[i+1 : i+3]))
+			if !found {
+				out = append(out, data[:i]...)
+				found = true
+			}
+			out = append(out, b[0])
+			i += 2
+			continue
+		}
+		if found {
+			out = append(out, data[i])
+		}
+	}
+	return out, found
+}
+
+func isHex(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
+}
+
+// unbackslash undoes the backslash escapes of double-quoted strings (\n,
+// \r, \t, \", \', \\, \/ and \xHH), leaving any other backslash as
+// it is; false when there is none.
+func unbackslash(data []byte) ([]byte, bool) {
+	if bytes.IndexByte(data, '\\') < 0 {
+		return nil, false
+	}
+	out := make([]byte, 0, len(data))
+	found := false
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' || i+1 >= len(data) {
+			out = append(out, data[i])
+			continue
+		}
+		switch c := data[i+1]; c {
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case '"', '\'', '\\', '/':
+			out = append(out, c)
+		case 'x':
+			if i+3 < len(data) && isHex(data[i+2]) && isHex(data[i+3]) {
+				b, _ := hex.DecodeString(string(data[i+2 : i+4]))
+				out = append(out, b[0])
+				i += 3
+				found = true
+				continue
+			}
+			out = append(out, data[i])
+			continue
+		default:
+			out = append(out, data[i])
+			continue
+		}
+		i++
+		found = true
+	}
+	return out, found
+}
 
 func decodeB64(m []byte) ([]byte, bool) {
 	s := string(m)

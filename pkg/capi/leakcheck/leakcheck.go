@@ -1,9 +1,12 @@
 // Package leakcheck looks for secrets in the clear in bootstrap data: PEM
 // private keys, bootstrap tokens, certificate keys and any caller-given
 // secret value, in the bytes as given and in every encoding the renderers
-// and bootstrappers use to carry content (base64, gzip, data URLs with
-// percent-encoding, JSON and YAML string escapes), nested up to a few
-// layers deep.
+// and bootstrappers use to carry content (base64 of either alphabet, with
+// or without padding, wrapped over lines or glued to other base64
+// characters; gzip, also cut short or among other bytes; data URLs and
+// other percent-encoding; JSON strings and the backslash escapes of
+// double-quoted strings; hex of either case for known values), nested up
+// to a few layers deep.
 //
 // The controller runs it on every data Secret before writing it, and the
 // tests run it on every data Secret they see.
@@ -16,11 +19,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Finding is one secret found in the clear.
@@ -72,7 +77,7 @@ type Options struct {
 
 // Check returns every secret found in data.
 func Check(data []byte, o Options) []Finding {
-	c := &checker{o: o, seen: map[string]bool{}}
+	c := &checker{o: o, seen: map[string]bool{}, seed: maphash.MakeSeed(), walked: map[uint64]int{}}
 	// Each known value's forms are made once, not at every layer.
 	c.known = make([][][]byte, len(o.Known))
 	for i, k := range o.Known {
@@ -91,6 +96,10 @@ type checker struct {
 	known [][][]byte // per Options.Known: the value, lower and upper hex, base64, URL base64
 	out   []Finding
 	seen  map[string]bool
+	// walked holds the depth each layer (by its bytes' hash) was walked
+	// from.
+	seed   maphash.Seed
+	walked map[uint64]int
 }
 
 func (c *checker) add(what, layer string) {
@@ -105,6 +114,15 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 	if len(data) == 0 || depth > maxDepth {
 		return
 	}
+	// The same bytes are reached by several ways (a string in the text
+	// and in its JSON value, a run in a line and in the joined lines, a
+	// layer with and without its escapes undone): each is looked into once
+	// from the shallowest depth that reaches it.
+	h := maphash.Bytes(c.seed, data)
+	if d, ok := c.walked[h]; ok && d <= depth {
+		return
+	}
+	c.walked[h] = depth
 	c.scan(data, layer)
 	if depth == maxDepth {
 		return
@@ -128,9 +146,11 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 		i += j + 1
 	}
 	// JSON documents (Ignition): walk every string value unescaped.
+	isJSON := false
 	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		var v any
 		if json.Unmarshal(t, &v) == nil {
+			isJSON = true
 			for _, s := range jsonStrings(v, nil) {
 				c.walk([]byte(s), layer+" > json", depth+1)
 			}
@@ -143,17 +163,22 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 			}
 		}
 	}
-	// Percent-encoding outside a data URL (a URL's query, a form body);
-	// a lone data URL was unescaped above.
-	if !bytes.HasPrefix(data, []byte("data:")) {
-		if out, ok := unpercent(data); ok {
-			c.walk(out, layer+" > percent", depth+1)
+	// Text only (bytes decoded at the wrong offset are noise):
+	// percent-encoding outside a data URL (a URL's query, a form body; a
+	// lone data URL was unescaped above), and the backslash escapes of a
+	// double-quoted string that is not JSON (YAML, shell, PowerShell):
+	// "\n" between the lines of a wrapped payload.
+	if utf8.Valid(data) {
+		if !bytes.HasPrefix(data, []byte("data:")) {
+			if out, ok := unpercent(data); ok {
+				c.walk(out, layer+" > percent", depth+1)
+			}
 		}
-	}
-	// Backslash escapes of a double-quoted string that is not JSON (YAML,
-	// shell, Go source): "\n" between the lines of a wrapped payload.
-	if out, ok := unbackslash(data); ok {
-		c.walk(out, layer+" > escapes", depth+1)
+		if !isJSON {
+			if out, ok := unbackslash(data); ok {
+				c.walk(out, layer+" > escapes", depth+1)
+			}
+		}
 	}
 	// Folded YAML block scalars and PEM-style wrapping split base64 over
 	// lines; join them (each line without its surrounding white space) so
@@ -164,8 +189,16 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 	}
 	for _, src := range [][]byte{data, joined} {
 		for _, m := range b64Runs(src) {
-			for _, out := range decodeB64Run(m) {
-				c.walk(out, layer+" > base64", depth+1)
+			first, others := decodeB64Run(m)
+			c.walk(first, layer+" > base64", depth+1)
+			for _, out := range others {
+				// Noise at the wrong offsets is only scanned; the
+				// payload at the right one is text or gzip.
+				if bytes.Contains(out, gzipMagic) || mostlyText(out) {
+					c.walk(out, layer+" > base64", depth+1)
+				} else {
+					c.scan(out, layer+" > base64")
+				}
 			}
 		}
 	}
@@ -290,32 +323,31 @@ func gunzipAll(data []byte) ([]byte, error) {
 var gzipReaders sync.Pool
 
 // decodeB64Run returns what a run of base64 characters may carry: the run
-// decoded as it is, and, unless it decoded whole with its padding (so
-// whatever precedes the payload in it is a multiple of four characters),
-// decoded from each of its first four characters with both alphabets taken
-// as one and any tail that cannot be decoded dropped. A payload glued to
-// other base64 characters (a word before it, the next line of a folded
-// block after it) decodes at one of those offsets, after some bytes of
-// noise.
-func decodeB64Run(m []byte) [][]byte {
+// decoded as it is (nil when it does not decode), and, unless that decoded
+// whole with its padding or into text or a gzip stream, the run decoded
+// from each of its first four characters with both alphabets taken as one
+// and any tail that cannot be decoded dropped. A payload glued to other
+// base64 characters (a word before it, the next line of a folded block
+// after it) decodes at one of those offsets, between bytes of noise.
+func decodeB64Run(m []byte) (first []byte, others [][]byte) {
 	first, ok := decodeB64(m)
-	if ok && bytes.HasSuffix(m, []byte("=")) {
-		return [][]byte{first}
-	}
-	var out [][]byte
-	if ok {
-		out = append(out, first)
+	// Decoded whole with its padding, or into text or a gzip stream: the
+	// run is aligned (noise is neither).
+	if ok && (bytes.HasSuffix(m, []byte("=")) || bytes.HasPrefix(first, gzipMagic) || utf8.Valid(first)) {
+		return first, nil
 	}
 	norm := bytes.TrimRight(m, "=")
-	norm = bytes.Map(func(r rune) rune {
-		switch r {
-		case '-':
-			return '+'
-		case '_':
-			return '/'
-		}
-		return r
-	}, norm)
+	if bytes.ContainsAny(norm, "-_") {
+		norm = bytes.Map(func(r rune) rune {
+			switch r {
+			case '-':
+				return '+'
+			case '_':
+				return '/'
+			}
+			return r
+		}, norm)
+	}
 	for off := range 4 {
 		if len(norm)-off < minB64Run {
 			break
@@ -324,13 +356,27 @@ func decodeB64Run(m []byte) [][]byte {
 		if len(s)%4 == 1 {
 			s = s[:len(s)-1]
 		}
-		d, err := base64.RawStdEncoding.DecodeString(string(s))
-		if err != nil || len(d) == 0 || (ok && bytes.Equal(d, first)) {
+		d := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
+		n, err := base64.RawStdEncoding.Decode(d, s)
+		if err != nil || n == 0 || bytes.Equal(d[:n], first) {
 			continue
 		}
-		out = append(out, d)
+		others = append(others, d[:n])
 	}
-	return out
+	return first, others
+}
+
+// mostlyText reports whether at least three quarters of b are printable
+// ASCII or white space (noise decoded at the wrong offset is about a
+// third).
+func mostlyText(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\r' || c == '\t' {
+			n++
+		}
+	}
+	return 4*n >= 3*len(b)
 }
 
 // unpercent decodes the %XX escapes of data, leaving any "%" that starts
@@ -385,7 +431,12 @@ func unbackslash(data []byte) ([]byte, bool) {
 			out = append(out, '\r')
 		case 't':
 			out = append(out, '\t')
-		case '"', '\'', '\\', '/':
+		case '\\':
+			// Kept, and no reason for a layer alone (Windows paths).
+			out = append(out, c)
+			i++
+			continue
+		case '"', '\'', '/':
 			out = append(out, c)
 		case 'x':
 			if i+3 < len(data) && isHex(data[i+2]) && isHex(data[i+3]) {

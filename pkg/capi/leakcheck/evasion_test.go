@@ -55,3 +55,18 @@ func TestFindsSecretsGluedCutOrEscaped(t *testing.T) {
 		})
 	}
 }
+
+// A gzip layer that expands past what the check reads is a finding: a
+// secret after 16 MiB of padding was passed as clean.
+func TestGzipPastTheLimitIsAFinding(t *testing.T) {
+	known := []byte("s3cr3t-value-here-0123")
+	big := append(make([]byte, maxDecoded+1024), known...)
+	data := []byte("c: " + base64.StdEncoding.EncodeToString(gz(t, big)))
+	if f := Check(data, Options{Known: [][]byte{known}, KnownOnly: true}); len(f) == 0 {
+		t.Fatal("a secret past 16 MiB of gzip content was passed as clean")
+	}
+	small := []byte("c: " + base64.StdEncoding.EncodeToString(gz(t, make([]byte, maxDecoded))))
+	if f := Check(small, Options{Known: [][]byte{known}, KnownOnly: true}); len(f) != 0 {
+		t.Fatalf("exactly 16 MiB of clean gzip content: %v", f)
+	}
+}

@@ -31,7 +31,9 @@ import (
 // Finding is one secret found in the clear.
 type Finding struct {
 	// What names the kind of secret ("PEM private key", "bootstrap token",
-	// "certificate key" or "known secret N"), never its value.
+	// "certificate key" or "known secret N"), never its value, or says
+	// that part of the data could not be checked ("gzip content past 16
+	// MiB, not checked").
 	What string
 	// Layer describes how it was reached, for example
 	// "base64 > gzip > text".
@@ -43,7 +45,8 @@ func (f Finding) String() string { return f.What + " in " + f.Layer }
 // maxDepth bounds how many encodings deep Check looks.
 const maxDepth = 6
 
-// maxDecoded bounds how much one gzip layer may expand to (16 MiB).
+// maxDecoded bounds how much of one gzip layer is read (16 MiB); a layer
+// that expands further is a finding.
 const maxDecoded = 16 << 20
 
 var (
@@ -128,7 +131,7 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 		return
 	}
 	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		if out := gunzip(data); len(out) > 0 {
+		if out := c.gunzip(data, layer); len(out) > 0 {
 			c.walk(out, layer+" > gzip", depth+1)
 		}
 		return
@@ -140,7 +143,7 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 		if j < 0 {
 			break
 		}
-		if out := gunzip(data[i+j:]); len(out) > 0 {
+		if out := c.gunzip(data[i+j:], layer); len(out) > 0 {
 			c.walk(out, layer+" > gzip", depth+1)
 		}
 		i += j + 1
@@ -291,9 +294,15 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 const maxGzipStarts = 8
 
 // gunzip returns what data decompresses to, as far as it can be read: a
-// stream cut short or followed by other bytes still yields its start.
-func gunzip(data []byte) []byte {
+// stream cut short or followed by other bytes still yields its start. One
+// that expands past maxDecoded is a finding of its own: what follows is
+// not looked at, so the data is not known to be clean.
+func (c *checker) gunzip(data []byte, layer string) []byte {
 	out, _ := gunzipAll(data)
+	if len(out) > maxDecoded {
+		c.add("gzip content past 16 MiB, not checked", layer)
+		out = out[:maxDecoded]
+	}
 	return out
 }
 
@@ -314,7 +323,7 @@ func gunzipAll(data []byte) ([]byte, error) {
 		zr = nil // not reusable
 		return nil, err
 	}
-	return io.ReadAll(io.LimitReader(zr, maxDecoded))
+	return io.ReadAll(io.LimitReader(zr, maxDecoded+1))
 }
 
 // gzipReaders reuses gzip readers: each holds tens of kilobytes of

@@ -166,15 +166,22 @@ func (c *checker) walk(data []byte, layer string, depth int) {
 			}
 		}
 	}
-	// Text only (bytes decoded at the wrong offset are noise):
+	// Text only, or text between bytes of noise (base64 decoded at the
+	// right offset from a glued run); noise alone is not looked into:
 	// percent-encoding outside a data URL (a URL's query, a form body; a
 	// lone data URL was unescaped above), and the backslash escapes of a
 	// double-quoted string that is not JSON (YAML, shell, PowerShell):
 	// "\n" between the lines of a wrapped payload.
-	if utf8.Valid(data) {
+	if utf8.Valid(data) || mostlyText(data) {
 		if !bytes.HasPrefix(data, []byte("data:")) {
 			if out, ok := unpercent(data); ok {
 				c.walk(out, layer+" > percent", depth+1)
+				// Form encoding: "+" is a space (a "+" of the text
+				// is %2B).
+				if bytes.IndexByte(data, '+') >= 0 {
+					form, _ := unpercent(bytes.ReplaceAll(data, []byte("+"), []byte(" ")))
+					c.walk(form, layer+" > percent", depth+1)
+				}
 			}
 		}
 		if !isJSON {
@@ -333,16 +340,16 @@ var gzipReaders sync.Pool
 
 // decodeB64Run returns what a run of base64 characters may carry: the run
 // decoded as it is (nil when it does not decode), and, unless that decoded
-// whole with its padding or into text or a gzip stream, the run decoded
+// into text or a gzip stream, the run decoded
 // from each of its first four characters with both alphabets taken as one
 // and any tail that cannot be decoded dropped. A payload glued to other
 // base64 characters (a word before it, the next line of a folded block
 // after it) decodes at one of those offsets, between bytes of noise.
 func decodeB64Run(m []byte) (first []byte, others [][]byte) {
 	first, ok := decodeB64(m)
-	// Decoded whole with its padding, or into text or a gzip stream: the
-	// run is aligned (noise is neither).
-	if ok && (bytes.HasSuffix(m, []byte("=")) || bytes.HasPrefix(first, gzipMagic) || utf8.Valid(first)) {
+	// Decoded into text or a gzip stream: the run is aligned (noise is
+	// neither). Padding proves nothing: the "=" may be the next word's.
+	if ok && (bytes.HasPrefix(first, gzipMagic) || utf8.Valid(first)) {
 		return first, nil
 	}
 	norm := bytes.TrimRight(m, "=")

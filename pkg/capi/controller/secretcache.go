@@ -119,16 +119,23 @@ func (r *Reconciler) dataSecretMeta(ctx context.Context, key client.ObjectKey) (
 }
 
 // secretMemo keeps a value derived from a Secret's content (a CA hash, a
-// workload client) per Secret and resourceVersion.
+// workload client) per Secret and resourceVersion. An entry not used for
+// memoIdle goes when another is added: a deleted Cluster's entries (its
+// workload client holds a clientset and a connection pool) are not asked
+// for again.
 type secretMemo[T any] struct {
 	mu sync.Mutex
 	m  map[client.ObjectKey]memoEntry[T]
 }
 
 type memoEntry[T any] struct {
-	rv string
-	v  T
+	rv   string
+	v    T
+	used time.Time
 }
+
+// memoIdle is how long a secretMemo entry stays unused before it may go.
+const memoIdle = 10 * time.Minute
 
 // get returns the value for Secret key: the one kept when the cached
 // metadata shows the same resourceVersion, else build applied to the
@@ -141,9 +148,14 @@ func (sm *secretMemo[T]) get(ctx context.Context, r *Reconciler, key client.Obje
 	if err != nil {
 		return zero, err
 	}
+	now := r.now()
 	if meta != nil {
 		sm.mu.Lock()
 		e, ok := sm.m[key]
+		if ok && e.rv == meta.ResourceVersion {
+			e.used = now
+			sm.m[key] = e
+		}
 		sm.mu.Unlock()
 		if ok && e.rv == meta.ResourceVersion {
 			return e.v, nil
@@ -161,7 +173,12 @@ func (sm *secretMemo[T]) get(ctx context.Context, r *Reconciler, key client.Obje
 	if sm.m == nil {
 		sm.m = map[client.ObjectKey]memoEntry[T]{}
 	}
-	sm.m[key] = memoEntry[T]{rv: s.ResourceVersion, v: v}
+	for k, e := range sm.m {
+		if now.Sub(e.used) > memoIdle {
+			delete(sm.m, k)
+		}
+	}
+	sm.m[key] = memoEntry[T]{rv: s.ResourceVersion, v: v, used: now}
 	sm.mu.Unlock()
 	return v, nil
 }

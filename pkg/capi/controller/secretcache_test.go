@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 )
 
@@ -340,5 +342,54 @@ func TestCachedForgedImmutableDataSecretRewritten(t *testing.T) {
 	ds := f.dataSecret("w1")
 	if ds.UID == forged.UID || strings.Contains(string(ds.Data[dataKey]), "attacker") || ptrTrue(ds.Immutable) {
 		t.Fatalf("forged Secret kept: UID %s (forged %s), immutable %v", ds.UID, forged.UID, ds.Immutable)
+	}
+}
+
+// The CA-pin memo does not keep the entries of Clusters gone long ago:
+// after memoIdle without use an entry goes when another is made, so a
+// controller that sees Clusters come and go keeps a bounded memo; one in
+// use stays.
+func TestSecretMemoForgetsIdleEntries(t *testing.T) {
+	f := newFixture(t)
+	f.initialized()
+	sc := f.withSecretCache()
+	now := time.Now()
+	f.r.Now = func() time.Time { return now }
+	pin := func(name string) {
+		t.Helper()
+		if _, err := f.r.caCertHashOf(f.ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pin("c1")
+	for i := range 3 {
+		name := fmt.Sprintf("gone%d", i)
+		crt, key, err := newCA(caSpec{commonName: "kubernetes"}, "")
+		f.must(err)
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-ca", Namespace: f.ns}, Type: ClusterSecretType, Data: map[string][]byte{tlsCrt: crt, tlsKey: key}}
+		f.must(k8s.Create(f.ctx, s))
+		f.cachedRV(sc, s.Name, s.ResourceVersion)
+		pin(name)
+		f.must(k8s.Delete(f.ctx, s))
+		now = now.Add(memoIdle / 2)
+		pin("c1") // in use all along
+	}
+	now = now.Add(memoIdle + time.Minute)
+	pin("c1")
+	crt, key, err := newCA(caSpec{commonName: "kubernetes"}, "")
+	f.must(err)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new-ca", Namespace: f.ns}, Type: ClusterSecretType, Data: map[string][]byte{tlsCrt: crt, tlsKey: key}}
+	f.must(k8s.Create(f.ctx, s))
+	f.cachedRV(sc, s.Name, s.ResourceVersion)
+	pin("new")
+	f.r.caHashes.mu.Lock()
+	defer f.r.caHashes.mu.Unlock()
+	_, kept := f.r.caHashes.m[client.ObjectKey{Namespace: f.ns, Name: "c1-ca"}]
+	if n := len(f.r.caHashes.m); n != 2 || !kept {
+		keys := []string{}
+		for k := range f.r.caHashes.m {
+			keys = append(keys, k.Name)
+		}
+		t.Fatalf("the memo holds %d entries %v, want c1-ca and new-ca", n, keys)
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"time"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	upgradephases "k8s.io/kubernetes/cmd/kubeadm/app/cmd/phases/upgrade"
 	"k8s.io/kubernetes/cmd/kubeadm/app/cmd/phases/workflow"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	dnsaddon "k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/dns"
 	proxyaddon "k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
 )
@@ -86,10 +86,18 @@ func SystemdAddons(adminKubeconfig string) *workflow.Phase {
 // UnupgradedAPIServers returns the API servers of the cluster, other than
 // the one at localAddress, whose /version is older than version (by
 // major, minor and patch), as "ADDRESS:PORT (VERSION)". The instances are
-// the endpoints of the default/kubernetes Service (its EndpointSlices,
-// which every API server keeps its own address in); each is asked with
-// the credential at adminKubeconfig (host path), within 10 seconds. An
-// instance that does not answer counts as not upgraded.
+// the endpoints of the EndpointSlice default/kubernetes, which the API
+// servers themselves keep (their endpoint reconciler writes the slice of
+// the Service's name; another slice with the Service's label is not
+// theirs and is not asked); each is asked with the credential at
+// adminKubeconfig (host path), within 10 seconds. An instance that does
+// not answer counts as not upgraded. So does one that is down long enough
+// to have left the slice: when the cluster has more control-plane Nodes
+// (label node-role.kubernetes.io/control-plane) than API servers in the
+// slice (this node's counted whether or not it is there yet), the missing
+// ones are named "N control-plane Nodes, M API servers", as kubeadm,
+// which reads every control plane's mirror pod, would not count them
+// upgraded either.
 func UnupgradedAPIServers(ctx context.Context, adminKubeconfig, localAddress, version string) ([]string, error) {
 	want, err := utilversion.ParseSemantic(version)
 	if err != nil {
@@ -103,42 +111,49 @@ func UnupgradedAPIServers(ctx context.Context, adminKubeconfig, localAddress, ve
 	if err != nil {
 		return nil, err
 	}
-	slices, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+	slice, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("listing the API servers (the kubernetes Service's EndpointSlices): %w", err)
+		return nil, fmt.Errorf("reading the API servers (the EndpointSlice default/kubernetes): %w", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubeadmconstants.LabelNodeRoleControlPlane})
+	if err != nil {
+		return nil, fmt.Errorf("listing the control-plane Nodes: %w", err)
 	}
 	var behind []string
-	for _, s := range slices.Items {
-		port := int32(443)
-		for _, p := range s.Ports {
-			if p.Port != nil && (p.Name == nil || *p.Name == "https") {
-				port = *p.Port
-			}
+	servers := 1 // this node's
+	port := int32(443)
+	for _, p := range slice.Ports {
+		if p.Port != nil && (p.Name == nil || *p.Name == "https") {
+			port = *p.Port
 		}
-		for _, e := range s.Endpoints {
-			for _, addr := range e.Addresses {
-				if addr == localAddress {
+	}
+	for _, e := range slice.Endpoints {
+		for _, addr := range e.Addresses {
+			if addr == localAddress {
+				continue
+			}
+			servers++
+			hostPort := net.JoinHostPort(addr, strconv.Itoa(int(port)))
+			cfg := *base
+			cfg.Host = "https://" + hostPort
+			cfg.Timeout = apiServerVersionTimeout
+			c, err := kubernetes.NewForConfig(&cfg)
+			if err != nil {
+				return nil, err
+			}
+			got := "unreachable"
+			if v, err := c.Discovery().ServerVersion(); err == nil {
+				got = v.GitVersion
+				if gv, err := utilversion.ParseSemantic(v.GitVersion); err == nil &&
+					gv.Major() == want.Major() && gv.Minor() == want.Minor() && gv.Patch() >= want.Patch() {
 					continue
 				}
-				hostPort := net.JoinHostPort(addr, strconv.Itoa(int(port)))
-				cfg := *base
-				cfg.Host = "https://" + hostPort
-				cfg.Timeout = apiServerVersionTimeout
-				c, err := kubernetes.NewForConfig(&cfg)
-				if err != nil {
-					return nil, err
-				}
-				got := "unreachable"
-				if v, err := c.Discovery().ServerVersion(); err == nil {
-					got = v.GitVersion
-					if gv, err := utilversion.ParseSemantic(v.GitVersion); err == nil &&
-						gv.Major() == want.Major() && gv.Minor() == want.Minor() && gv.Patch() >= want.Patch() {
-						continue
-					}
-				}
-				behind = append(behind, hostPort+" ("+got+")")
 			}
+			behind = append(behind, hostPort+" ("+got+")")
 		}
+	}
+	if n := len(nodes.Items); n > servers {
+		behind = append(behind, fmt.Sprintf("%d not in the EndpointSlice default/kubernetes (%d control-plane Nodes, %d API servers)", n-servers, n, servers))
 	}
 	return behind, nil
 }

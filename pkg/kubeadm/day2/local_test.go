@@ -33,13 +33,17 @@ type fakeCluster struct {
 	clusterConfig string
 	slice         *discoveryv1.EndpointSlice
 	ver           string
+	// foreign are other EndpointSlices with the kubernetes Service's
+	// label (not the API servers'); nodes are the Nodes a list returns.
+	foreign []discoveryv1.EndpointSlice
+	nodes   []corev1.Node
 }
 
 func (f *fakeCluster) serve(t *testing.T) *httptest.Server {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests = append(f.requests, r.URL.Path+"?"+r.URL.RawQuery)
-		ver := f.ver
+		ver, slice, foreign, nodes := f.ver, f.slice, f.foreign, f.nodes
 		f.mu.Unlock()
 		reply := func(v any) {
 			w.Header().Set("Content-Type", "application/json")
@@ -56,8 +60,14 @@ func (f *fakeCluster) serve(t *testing.T) *httptest.Server {
 				Data: map[string]string{"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"}})
 		case strings.HasPrefix(r.URL.Path, "/api/v1/nodes/"):
 			reply(&corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: strings.TrimPrefix(r.URL.Path, "/api/v1/nodes/")}})
-		case r.URL.Path == "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices" && f.slice != nil:
-			reply(&discoveryv1.EndpointSliceList{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSliceList"}, Items: []discoveryv1.EndpointSlice{*f.slice}})
+		case r.URL.Path == "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices" && slice != nil:
+			reply(&discoveryv1.EndpointSliceList{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSliceList"}, Items: append([]discoveryv1.EndpointSlice{*slice}, foreign...)})
+		case r.URL.Path == "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes" && slice != nil:
+			s := *slice
+			s.TypeMeta = metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"}
+			reply(&s)
+		case r.URL.Path == "/api/v1/nodes":
+			reply(&corev1.NodeList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}, Items: nodes})
 		default:
 			http.NotFound(w, r)
 		}
@@ -194,5 +204,71 @@ func TestUnupgradedAPIServers(t *testing.T) {
 	other.mu.Unlock()
 	if behind, err = UnupgradedAPIServers(t.Context(), kc, "192.0.2.10", "v1.37.2"); err != nil || len(behind) != 0 {
 		t.Errorf("after the other API server's upgrade: behind %v, %v", behind, err)
+	}
+}
+
+// Only the API servers' own EndpointSlice (default/kubernetes) is asked:
+// another slice with the Service's label (anyone who may create slices in
+// default can write one) neither holds the addons back nor gets the admin
+// credential sent to its addresses. An API server down long enough to
+// have left the slice still holds them back (more control-plane Nodes than
+// API servers), while this node's own, not back in the slice yet after its
+// restart, does not.
+func TestUnupgradedAPIServersForeignSliceAndMissingServer(t *testing.T) {
+	other := &fakeCluster{ver: "v1.37.2"}
+	otherSrv := other.serve(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(otherSrv.URL, "https://"))
+	p, _ := strconv.Atoi(port)
+	p32, name := int32(p), "https"
+	// A closed port on loopback: refused at once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closedPort, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	cp, _ := strconv.Atoi(closedPort)
+	c32 := int32(cp)
+	label := map[string]string{discoveryv1.LabelServiceName: "kubernetes"}
+	cpNode := func(n string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}
+	}
+	admin := &fakeCluster{
+		slice: &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", Labels: label},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}, {Addresses: []string{"127.0.0.1"}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &p32}},
+		},
+		foreign: []discoveryv1.EndpointSlice{{
+			ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes-extra", Namespace: "default", Labels: label},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.2"}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &c32}},
+		}},
+		nodes: []corev1.Node{cpNode("cp1"), cpNode("cp2")},
+	}
+	kc := adminKubeconfig(t, t.TempDir(), admin.serve(t))
+	behind, err := UnupgradedAPIServers(t.Context(), kc, "192.0.2.10", "v1.37.2")
+	if err != nil || len(behind) != 0 {
+		t.Errorf("with a foreign slice: behind %v, %v; want none", behind, err)
+	}
+	// This node's address not in the slice yet (restarted a moment ago).
+	admin.mu.Lock()
+	trimmed := *admin.slice
+	trimmed.Endpoints = trimmed.Endpoints[1:]
+	admin.slice = &trimmed
+	admin.mu.Unlock()
+	if behind, err = UnupgradedAPIServers(t.Context(), kc, "192.0.2.10", "v1.37.2"); err != nil || len(behind) != 0 {
+		t.Errorf("this node's API server not in the slice yet: behind %v, %v; want none", behind, err)
+	}
+	// A third control plane whose API server is down and gone from the
+	// slice.
+	admin.mu.Lock()
+	admin.nodes = append(admin.nodes, cpNode("cp3"))
+	admin.mu.Unlock()
+	behind, err = UnupgradedAPIServers(t.Context(), kc, "192.0.2.10", "v1.37.2")
+	if err != nil || len(behind) != 1 || !strings.Contains(behind[0], "3 control-plane Nodes, 2 API servers") {
+		t.Errorf("an API server missing from the slice: behind %v, %v; want it counted", behind, err)
 	}
 }

@@ -124,7 +124,7 @@ var (
 	// a GitHub token (ghp_, gho_, ghu_, ghs_, ghr_ and 36 characters, or
 	// github_pat_), a GitLab personal access token (glpat-) and a Slack
 	// token (xoxb-, xoxp-, xoxa-, xoxr-, xoxs-).
-	apiKeyText = regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}|\bgh[pousr]_[A-Za-z0-9]{36}|\bgithub_pat_[A-Za-z0-9_]{40,}|\bglpat-[A-Za-z0-9_-]{20,}|\bxox[bpars]-[A-Za-z0-9-]{10,}`)
+	apiKeyText = regexp.MustCompile(apiKeyExpr())
 	// base64Run is a run of base64 (standard or URL alphabet) long enough
 	// to hold a PEM armor line.
 	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
@@ -221,11 +221,33 @@ func secretInText(content []byte, depth int, assignments bool) string {
 	return ""
 }
 
-// mayHoldAPIKey reports whether content holds one of apiKeyText's
-// prefixes.
+// apiKeys are apiKeyText's alternatives, each with the literal text every
+// match of it starts with (mayHoldAPIKey's prefilter): one table, so that
+// a pattern cannot be added without its prefilter ("github_pat_" holds no
+// "gh").
+var apiKeys = []struct{ literal, expr string }{
+	{"AIza", `AIza[0-9A-Za-z_-]{35}`},
+	{"gh", `gh[pousr]_[A-Za-z0-9]{36}`},
+	{"github_pat_", `github_pat_[A-Za-z0-9_]{40,}`},
+	{"glpat-", `glpat-[A-Za-z0-9_-]{20,}`},
+	{"xox", `xox[bpars]-[A-Za-z0-9-]{10,}`},
+}
+
+// apiKeyExpr is apiKeyText's expression: apiKeys' alternatives, each at
+// a word boundary.
+func apiKeyExpr() string {
+	alts := make([]string, len(apiKeys))
+	for i, k := range apiKeys {
+		alts[i] = `\b` + k.expr
+	}
+	return strings.Join(alts, "|")
+}
+
+// mayHoldAPIKey reports whether content holds the literal start of one of
+// apiKeys.
 func mayHoldAPIKey(content []byte) bool {
-	for _, p := range []string{"AIza", "gh", "glpat-", "xox"} {
-		if bytes.Contains(content, []byte(p)) {
+	for _, k := range apiKeys {
+		if bytes.Contains(content, []byte(k.literal)) {
 			return true
 		}
 	}

@@ -56,9 +56,9 @@ func TestSecretInTextPrefiltersChangeNothing(t *testing.T) {
 	pieces := []string{
 		"-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN PGP PRIVATE KEY BLOCK-----", "PRIVATE KEY", "PuTTY-User-Key-File-3: ",
 		"abcdef.0123456789abcdef", "abcdef.", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXBhcnQ",
-		"AIza" + strings.Repeat("x", 35), "ghp_" + strings.Repeat("A", 36), "glpat-" + strings.Repeat("z", 20), "xoxb-1234567890",
+		"AIza" + strings.Repeat("x", 35), "ghp_" + strings.Repeat("A", 36), "github_pat_" + strings.Repeat("B", 40), "glpat-" + strings.Repeat("z", 20), "xoxb-1234567890",
 		"password: hunter2hunter2", "token = \"s3cr3t-value-long\"", "auth:", "client_secret=abc", "user: x", "/auth:authorize",
-		"plain text", " ", "\n", ":", "=", ".", "gh", "xox", "eyJ", strings.Repeat("Q", 45),
+		"plain text", " ", "\n", ":", "=", ".", "gh", "github_pat_", "xox", "eyJ", strings.Repeat("Q", 45),
 	}
 	rnd := rand.New(rand.NewPCG(7, 8))
 	for i := range 3000 {
@@ -77,6 +77,27 @@ func TestSecretInTextPrefiltersChangeNothing(t *testing.T) {
 			if got, want := secretInText([]byte(text), 2, assignments), unfiltered([]byte(text), 2, assignments); got != want {
 				t.Fatalf("%q (assignments %v): %q, the patterns alone find %q", text, assignments, got, want)
 			}
+		}
+	}
+}
+
+// A fine-grained GitHub token alone in a text (no "gh" anywhere: the
+// word is "github") is found, raw and base64-encoded.
+func TestSecretInTextFindsAGitHubFineGrainedToken(t *testing.T) {
+	tok := "github_pat_" + strings.Repeat("A1b2", 20)
+	for _, text := range []string{"GIT_TOKEN " + tok, "x " + base64.StdEncoding.EncodeToString([]byte(tok))} {
+		if got := SecretInText([]byte(text)); !strings.Contains(got, "API key") {
+			t.Errorf("%.20q...: %q, want an API key", text, got)
+		}
+	}
+}
+
+// Every apiKeys expression starts with its literal, so the prefilter
+// passes whatever it matches.
+func TestAPIKeyLiteralsStartTheirExpressions(t *testing.T) {
+	for _, k := range apiKeys {
+		if !strings.HasPrefix(k.expr, k.literal) || strings.ContainsAny(k.literal, `\[](){}.*+?|^$`) {
+			t.Errorf("%q does not start with the plain text %q", k.expr, k.literal)
 		}
 	}
 }

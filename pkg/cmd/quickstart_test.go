@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
@@ -45,7 +46,8 @@ func TestPKIHashTakesTheDirectoryAsArgument(t *testing.T) {
 	}
 }
 
-// TestSecretsToFiles: token generate and pki certificate-key write the
+// TestSecretsToFiles: token generate, pki certificate-key and pki
+// encryption-key write the
 // secret to a 0600 file and nowhere else, never replace an existing file,
 // and print it when no file is given.
 func TestSecretsToFiles(t *testing.T) {
@@ -55,6 +57,8 @@ func TestSecretsToFiles(t *testing.T) {
 	}{
 		{[]string{"token", "generate"}, regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}\n$`)},
 		{[]string{"pki", "certificate-key"}, regexp.MustCompile(`^[0-9a-f]{64}\n$`)},
+		// base64 of 32 bytes: 43 characters and one "=".
+		{[]string{"pki", "encryption-key"}, regexp.MustCompile(`^[A-Za-z0-9+/]{43}=\n$`)},
 	} {
 		path := filepath.Join(t.TempDir(), "secrets", "s")
 		code, out, errOut := run(t, "", append(tc.args, "--out", path)...)
@@ -323,5 +327,42 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	code, out, errOut := run(t, "", "pki", "init", "--out", inUse)
 	if entries, _ := os.ReadDir(inUse); code != session.ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
 		t.Errorf("pki init --out %s (in use): exit %d, stdout %q, %d entries, stderr %s", inUse, code, out, len(entries), errOut)
+	}
+}
+
+// TestProfileControlPlaneWithoutKeyIsRefused: a control plane under a
+// compliance profile with no encryption field and no CA set to take the
+// cluster's encryption key from is refused before any phase (exit 2),
+// naming the field and `pki encryption-key`, in a dry run as in a real
+// one.
+func TestProfileControlPlaneWithoutKeyIsRefused(t *testing.T) {
+	pkiDir := filepath.Join(t.TempDir(), "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, extra := range map[string]string{
+		"no pki.dir":        "",
+		"CA set without it": "    pki: {dir: " + pkiDir + "}\n",
+	} {
+		doc := `apiVersion: ` + machineadm.LatestAPIVersion + `
+kind: ` + machineadm.Kind + `
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  security: {profile: cis-1.12}
+  controlPlane:
+    advertiseAddress: 10.0.0.10
+` + extra
+		dr := filepath.Join(t.TempDir(), "plan")
+		code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, doc), "--dry-run", "--dry-run-dir", dr, "--report-root", t.TempDir(), "--work-dir", t.TempDir())
+		if code != session.ExitBadInput {
+			t.Fatalf("%s: exit %d, want 2\nstdout %s\nstderr %s", name, code, out, errOut)
+		}
+		for _, want := range []string{"spec.controlPlane.apiServer.encryption", "machineadm pki encryption-key"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, want, errOut)
+			}
+		}
 	}
 }

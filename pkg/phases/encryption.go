@@ -1,0 +1,104 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
+	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// ProfileEncryptionKeyName is the name of the key in the encryption
+// configuration a profile makes from the CA set's key; the API server
+// stores it with each value it encrypts.
+const ProfileEncryptionKeyName = "machineadm-ca-set"
+
+// ProfileEncryptionResources are the resources a profile's default
+// encryption configuration encrypts: Secrets, which CIS 1.2.27/1.2.28
+// name. ConfigMaps are left in the clear: they are meant for
+// non-confidential data, and encrypting them costs every read of
+// kube-system's many ConfigMaps a decryption.
+var ProfileEncryptionResources = []string{"secrets"}
+
+var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
+
+// DefaultEncryption turns encryption at rest on under a compliance
+// profile, with the cluster's key from the CA set: for a control plane
+// whose spec has spec.security.profile, no
+// spec.controlPlane.apiServer.encryption and no --encryption-provider-config
+// in apiServer.extraArgs, it sets encryption to an aescbc provider (the
+// key pki.EncryptionKeyFile of the sealed CA set, or of pki.dir under the
+// root) for ProfileEncryptionResources, with identity as a reader of
+// values written before. aescbc: CIS 1.2.28 asks for aescbc, kms or
+// secretbox, and AES is the FIPS-approved cipher DISA's STIG needs
+// (secretbox's XSalsa20-Poly1305 is not).
+//
+// The key is put in the spec in memory, as unsealing does, and given to
+// the redactor; it is never written but into the API server's encryption
+// configuration (0600). Every control plane of a cluster needs the same
+// key, so a node never makes one: with no key (no pki.dir, or a CA set
+// without encryption.key) it refuses the run with an
+// *spec.InvalidSpecError (exit code 2) naming the field and the ways to
+// give one, before any phase. Call it after OpenSealed.
+func DefaultEncryption(d *Data) error {
+	s := &d.Config.Spec
+	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
+		return nil
+	}
+	a := &s.ControlPlane.APIServer
+	if a.Encryption != nil || slices.ContainsFunc(a.ExtraArgs, func(x machineadm.Arg) bool { return x.Name == "encryption-provider-config" }) {
+		return nil
+	}
+	refuse := func(why string) error {
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
+			"profile %s turns encryption at rest on, and every control plane of the cluster needs the same key: %s. "+
+				"Give the CA set from `machineadm pki init` (it holds %s) in spec.controlPlane.pki.dir, "+
+				"add a key to an existing CA set with `machineadm pki encryption-key --out DIR/%s`, "+
+				"or set this field (a provider with the cluster's key; an identity provider alone to keep Secrets in the clear, which the evidence then reports)",
+			s.Security.Profile, why, pki.EncryptionKeyFile, pki.EncryptionKeyFile))}}
+	}
+	var key []byte
+	switch {
+	case d.sealedPKI != nil:
+		key = d.sealedPKI[pki.EncryptionKeyFile]
+		if key == nil {
+			return refuse("the sealed CA set (spec.controlPlane.pki.dir) has no " + pki.EncryptionKeyFile)
+		}
+	case s.ControlPlane.PKI.Dir != "":
+		file := path.Join(s.ControlPlane.PKI.Dir, pki.EncryptionKeyFile)
+		var err error
+		key, err = redact.ReadSecretFile(hostPathOrRoot(d, file))
+		if errors.Is(err, fs.ErrNotExist) {
+			return refuse("spec.controlPlane.pki.dir has no " + pki.EncryptionKeyFile + " (" + file + ")")
+		}
+		if err != nil {
+			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf("reading the CA set's key %s: %v", file, err))}}
+		}
+	default:
+		return refuse("the spec gives no CA set (spec.controlPlane.pki.dir) to take it from")
+	}
+	v := strings.TrimSpace(string(key))
+	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, "the CA set's "+pki.EncryptionKeyFile+" "+msg)}}
+	}
+	if d.AddSecrets != nil {
+		d.AddSecrets(v)
+	}
+	a.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{
+		Resources: slices.Clone(ProfileEncryptionResources),
+		Providers: []machineadm.EncryptionProvider{
+			{AESCBC: &machineadm.EncryptionKeys{Keys: []machineadm.EncryptionKey{{Name: ProfileEncryptionKeyName, Secret: machineadm.SecretSource{Value: v}}}}},
+			{Identity: &machineadm.IdentityProvider{}},
+		},
+	}}}
+	return nil
+}

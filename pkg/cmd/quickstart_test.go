@@ -366,3 +366,40 @@ spec:
 		}
 	}
 }
+
+// TestDryRunReportPlansCompliance: a worker's dry run under a profile
+// succeeds and its report has a compliance section marked dryRun that
+// lists the checks the real run evaluates, each NOT_EVALUATED and counted
+// as such, and claims no PASS or FAIL.
+func TestDryRunReportPlansCompliance(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "token")
+	if code, _, errOut := run(t, "", "token", "generate", "--out", tok); code != session.ExitOK {
+		t.Fatal(errOut)
+	}
+	doc := strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1) + "  security: {profile: cis-1.12}\n"
+	dr := filepath.Join(t.TempDir(), "plan")
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, doc), "--dry-run", "--dry-run-dir", dr)
+	if code != session.ExitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Compliance
+	if c == nil || !c.DryRun || c.Profile != "cis-1.12" || len(c.Checks) == 0 {
+		t.Fatalf("compliance section %+v, want a dry run's planned checks", c)
+	}
+	if c.Counts.NotEvaluated != len(c.Checks) || c.Counts.Pass+c.Counts.Fail+c.Counts.Warn+c.Counts.NotApplicable != 0 {
+		t.Errorf("counts %+v for %d planned checks", c.Counts, len(c.Checks))
+	}
+	for _, ch := range c.Checks {
+		if ch.Verdict != "NOT_EVALUATED" || ch.Scope != "node" {
+			t.Errorf("check %s: verdict %s scope %s", ch.ID, ch.Verdict, ch.Scope)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
@@ -250,6 +255,14 @@ func TestComplianceProfile(t *testing.T) {
 	if len(fails) != 0 {
 		t.Errorf("kube-bench automated FAILs with profile %s: %v", kubeBenchBenchmark, fails)
 	}
+	// The spec gives no encryption: the profile encrypts Secrets with the
+	// key `pki init` wrote beside the CA set, and says so in its evidence.
+	for _, c := range readCompliance(t, cp).Checks {
+		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
+			t.Errorf("cp1 %s: %s (%s), want PASS: encryption at rest from the CA set's key", c.ID, c.Verdict, c.Detail)
+		}
+	}
+	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
 	for _, m := range []*Machine{cp, w} {
 		if err := e.stopMachine(m); err != nil {
 			t.Fatal(err)
@@ -258,6 +271,9 @@ func TestComplianceProfile(t *testing.T) {
 
 	pcp, pw, without := e.profileCluster(ctx, t, "", "plain")
 	timing(t, "plain-cp1-bootstrap-start-to-node-ready", without)
+	// Without a profile nothing turns encryption on: the same probe finds
+	// the Secret in the clear (kube-apiserver's protobuf envelope).
+	checkSecretStored(ctx, t, pcp, "k8s\x00")
 	var plainFails []string
 	for _, m := range []*Machine{pcp, pw} {
 		f := automatedFails(runKubeBench(ctx, t, m, map[*Machine]string{pcp: targets[cp], pw: "node"}[m]))
@@ -339,4 +355,44 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	}
 	bench := runKubeBench(ctx, t, cp, "master,etcd,controlplane,node")
 	t.Logf("cp1 (Systemd) kube-bench automated FAIL %v", automatedFails(bench))
+}
+
+// checkSecretStored writes a Secret through cp1's API and reads its raw
+// etcd value with the etcd client: it must start with prefix
+// ("k8s:enc:aescbc:v1:<key>:" when encrypted, "k8s\x00" in the clear) and,
+// when encrypted, not hold the plaintext.
+func checkSecretStored(ctx context.Context, t *testing.T, cp *Machine, prefix string) {
+	t.Helper()
+	cs, err := adminClient(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns, name, plain = "machineadm-e2e-compliance", "enc-probe", "machineadm-e2e-compliance-plaintext"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace: %v", err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"v": plain}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("secret: %v", err)
+	}
+	if got, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil || string(got.Data["v"]) != plain {
+		t.Errorf("secret read back through the API: %v", err)
+	}
+	key := "/registry/secrets/" + ns + "/" + name
+	raw, err := etcdGet(ctx, cp, cp1.IP, key)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	v := raw[key]
+	encrypted := strings.HasPrefix(prefix, "k8s:enc:")
+	switch {
+	case v == nil:
+		t.Errorf("etcd has no %s", key)
+	case !bytes.HasPrefix(v, []byte(prefix)):
+		t.Errorf("etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
+	case encrypted && bytes.Contains(v, []byte(plain)):
+		t.Errorf("etcd %s holds the plaintext", key)
+	default:
+		t.Logf("COMPLIANCE etcd %s: %q… (%d bytes)", key, v[:len(prefix)], len(v))
+	}
 }

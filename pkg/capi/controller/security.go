@@ -120,6 +120,9 @@ func apiServerWithoutRefs(a bootstrapv1.APIServer) bootstrapv1.APIServer {
 // the Sealer seals them.
 func applyAPIServerRefs(refs *refValues, in *bootstrapv1.APIServer, out *mspec.APIServer) error {
 	for _, s := range apiServerSecrets(in, out) {
+		if *s.ref == nil {
+			continue // none given (readAPIServerRefs refuses that)
+		}
 		if refs == nil {
 			return fmt.Errorf("%s: the Secret was not read", s.path)
 		}

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
@@ -118,7 +120,7 @@ func (e *env) installKubeBench(m *Machine) error {
 // profileCluster makes cp1 (Init) and w1 (Join) with the given profile
 // ("" for none), in the run directory's subdir, and returns the machines
 // and cp1's bootstrap start → Node Ready.
-func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string) (cp, w *Machine, ready time.Duration) {
+func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string) (cp, w *Machine, ready time.Duration, secrets clusterSecrets) {
 	t.Helper()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, subdir, "pki"))
 	if err != nil {
@@ -161,7 +163,7 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 		dumpDiagnostics(ctx, t, cp)
 		t.Fatal(err)
 	}
-	return cp, w, at[cp1.Name].Sub(cpStart)
+	return cp, w, at[cp1.Name].Sub(cpStart), secrets
 }
 
 // readCompliance reads the compliance section of a machine's report.
@@ -217,7 +219,12 @@ func compareVerdicts(t *testing.T, m *Machine, mine *complianceSection, bench ma
 // cis-1.12 (control plane and worker, static pods) and runs kube-bench, an
 // independent checker, on both nodes: 0 FAIL among its automated checks
 // of master, etcd, controlplane and node; machineadm's own verdicts agree
-// with kube-bench's for every check both evaluate. Then the same cluster
+// with kube-bench's for every check both evaluate. With no encryption
+// field, Secrets are encrypted in etcd with the key `pki init` wrote beside
+// the CA set (1.2.27/1.2.28 PASS, the raw value k8s:enc:aescbc:…), and cp2
+// joins as a second control plane under the profile with the same CA set:
+// its evidence has no FAIL and its API server decrypts what cp1 wrote.
+// Then the same cluster
 // without a profile gives kube-bench's FAIL count for comparison, and the
 // two init start → Node Ready times give the profile's cost.
 func TestComplianceProfile(t *testing.T) {
@@ -232,7 +239,7 @@ func TestComplianceProfile(t *testing.T) {
 	defer cancel()
 	scenario := time.Now()
 
-	cp, w, withProfile := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile")
+	cp, w, withProfile, secrets := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile")
 	timing(t, "profile-cp1-bootstrap-start-to-node-ready", withProfile)
 	targets := map[*Machine]string{cp: "master,etcd,controlplane,node", w: "node"}
 	var fails []string
@@ -263,13 +270,14 @@ func TestComplianceProfile(t *testing.T) {
 		}
 	}
 	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
-	for _, m := range []*Machine{cp, w} {
+	cp2m := e.profileControlPlaneJoin(ctx, t, cp, secrets)
+	for _, m := range []*Machine{cp, w, cp2m} {
 		if err := e.stopMachine(m); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	pcp, pw, without := e.profileCluster(ctx, t, "", "plain")
+	pcp, pw, without, _ := e.profileCluster(ctx, t, "", "plain")
 	timing(t, "plain-cp1-bootstrap-start-to-node-ready", without)
 	// Without a profile nothing turns encryption on: the same probe finds
 	// the Secret in the clear (kube-apiserver's protobuf envelope).
@@ -395,4 +403,62 @@ func checkSecretStored(ctx context.Context, t *testing.T, cp *Machine, prefix st
 	default:
 		t.Logf("COMPLIANCE etcd %s: %q… (%d bytes)", key, v[:len(prefix)], len(v))
 	}
+}
+
+// profileControlPlaneJoin joins cp2 to the profile cluster as a second
+// control plane under cis-1.12, with the cluster's CA set (and so its
+// encryption key) in pki.dir: its evidence has no FAIL, and the Secret
+// checkSecretStored wrote through cp1 reads back in the clear through
+// cp2's API server, which decrypts it with the same key.
+func (e *env) profileControlPlaneJoin(ctx context.Context, t *testing.T, cp *Machine, secrets clusterSecrets) *Machine {
+	t.Helper()
+	m := e.bootMachinesWith(ctx, t, bootOptions{subdir: "profile", prepare: e.installKubeBench}, cp2)[0]
+	spec := controlPlaneSpec(cp2, machineadm.ActionJoin, secrets.caHash)
+	spec.Spec.ControlPlane.PKI = machineadm.PKI{Dir: machinePKIDir}
+	spec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
+	if err := deliver(m, spec, secrets); err != nil {
+		t.Fatal(err)
+	}
+	start := mustBootstrap(ctx, t, m, append(append([]string(nil), controlPlaneJoinPhases...), "compliance/harden"), false)
+	cs, err := adminClient(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp2.Name)
+	if err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	timing(t, "profile-cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(start))
+	if err := waitStaticPodsRunning(ctx, cs, cp2.Name, podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	mine := readCompliance(t, m)
+	t.Logf("COMPLIANCE cp2 (control-plane join) machineadm evidence: %+v", mine.Counts)
+	for _, c := range mine.Checks {
+		if c.Verdict == "FAIL" {
+			t.Errorf("cp2 %s FAIL: %s", c.ID, c.Detail)
+		}
+		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
+			t.Errorf("cp2 %s: %s (%s), want PASS", c.ID, c.Verdict, c.Detail)
+		}
+	}
+	// cp1's admin credentials, cp2's API server.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp.Root, "etc/kubernetes/admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host, cfg.Timeout = "https://"+cp2.IP+":6443", 15*time.Second
+	through, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := through.CoreV1().Secrets("machineadm-e2e-compliance").Get(ctx, "enc-probe", metav1.GetOptions{})
+	if err != nil || string(got.Data["v"]) != "machineadm-e2e-compliance-plaintext" {
+		t.Errorf("cp2: the Secret written through cp1 does not read back through cp2's API server: %v", err)
+	} else {
+		t.Logf("COMPLIANCE cp2 decrypts the Secret cp1 encrypted: one key for both control planes")
+	}
+	return m
 }

@@ -101,7 +101,7 @@ func TestConfigValidateWarnsForMissingSecretFiles(t *testing.T) {
 		t.Errorf("missing token file: exit %d\n%s%s", code, out, errOut)
 	}
 	run(t, "", "token", "generate", "--out", tok)
-	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != session.ExitOK || strings.Contains(out, "warning") {
+	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != session.ExitOK || strings.Contains(out, "apiServer.encryption") {
 		t.Errorf("token file present: exit %d\n%s", code, out)
 	}
 
@@ -401,5 +401,43 @@ func TestDryRunReportPlansCompliance(t *testing.T) {
 		if ch.Verdict != "NOT_EVALUATED" || ch.Scope != "node" {
 			t.Errorf("check %s: verdict %s scope %s", ch.ID, ch.Verdict, ch.Scope)
 		}
+	}
+}
+
+// TestConfigValidateWarnsForMissingEncryptionKey: `config validate` of a
+// control plane under a profile warns, naming
+// spec.controlPlane.apiServer.encryption, when bootstrap would refuse it
+// for want of the cluster's key (no pki.dir; a CA set without
+// encryption.key), and stops once pki init's CA set is there.
+func TestConfigValidateWarnsForMissingEncryptionKey(t *testing.T) {
+	pkiDir := filepath.Join(t.TempDir(), "pki")
+	doc := func(extra string) string {
+		return `apiVersion: ` + machineadm.LatestAPIVersion + `
+kind: ` + machineadm.Kind + `
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  security: {profile: cis-1.12}
+  controlPlane:
+    advertiseAddress: 10.0.0.10
+` + extra
+	}
+	const field = "warning: spec.controlPlane.apiServer.encryption: "
+	if code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, doc(""))); code != session.ExitOK || !strings.Contains(out, field+"required under spec.security.profile cis-1.12") {
+		t.Errorf("no pki.dir: exit %d\n%s%s", code, out, errOut)
+	}
+	withDir := writeSpec(t, doc("    pki: {dir: "+pkiDir+"}\n"))
+	if code, _, errOut := run(t, "", "pki", "init", "--out", pkiDir); code != session.ExitOK {
+		t.Fatal(errOut)
+	}
+	if code, out, errOut := run(t, "", "config", "validate", "-f", withDir); code != session.ExitOK || strings.Contains(out, "apiServer.encryption") {
+		t.Errorf("pki init's CA set: exit %d, want no warning:\n%s%s", code, out, errOut)
+	}
+	if err := os.Remove(filepath.Join(pkiDir, "encryption.key")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, "", "config", "validate", "-f", withDir); code != session.ExitOK || !strings.Contains(out, field+pkiDir+" holds no encryption.key") || !strings.Contains(out, "machineadm pki encryption-key --out "+pkiDir+"/encryption.key") {
+		t.Errorf("CA set without the key: exit %d\n%s", code, out)
 	}
 }

@@ -31,6 +31,19 @@ var ProfileEncryptionResources = []string{"secrets"}
 
 var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
 
+// WantsCASetEncryptionKey says whether cfg is a control plane under a
+// compliance profile that configures no encryption at rest itself (no
+// apiServer.encryption, no --encryption-provider-config): the one
+// DefaultEncryption gives the CA set's key, or refuses without it.
+func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
+	s := &cfg.Spec
+	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
+		return false
+	}
+	a := &s.ControlPlane.APIServer
+	return a.Encryption == nil && !slices.ContainsFunc(a.ExtraArgs, func(x machineadm.Arg) bool { return x.Name == "encryption-provider-config" })
+}
+
 // DefaultEncryption turns encryption at rest on under a compliance
 // profile, with the cluster's key from the CA set: for a control plane
 // whose spec has spec.security.profile, no
@@ -50,14 +63,11 @@ var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encrypt
 // *spec.InvalidSpecError (exit code 2) naming the field and the ways to
 // give one, before any phase. Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
+	if !WantsCASetEncryptionKey(d.Config) {
+		return nil
+	}
 	s := &d.Config.Spec
-	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
-		return nil
-	}
 	a := &s.ControlPlane.APIServer
-	if a.Encryption != nil || slices.ContainsFunc(a.ExtraArgs, func(x machineadm.Arg) bool { return x.Name == "encryption-provider-config" }) {
-		return nil
-	}
 	refuse := func(why string) error {
 		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
 			"profile %s turns encryption at rest on, and every control plane of the cluster needs the same key: %s. "+

@@ -9,8 +9,11 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
 	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/redact"
@@ -50,7 +53,8 @@ func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 // spec.controlPlane.apiServer.encryption and no --encryption-provider-config
 // in apiServer.extraArgs, it sets encryption to an aescbc provider (the
 // key pki.EncryptionKeyFile of the sealed CA set, or of pki.dir under the
-// root) for ProfileEncryptionResources, with identity as a reader of
+// root; failing both, the key this default wrote into the node's
+// encryption configuration before, appliedKey) for ProfileEncryptionResources, with identity as a reader of
 // values written before. aescbc: CIS 1.2.28 asks for aescbc, kms or
 // secretbox, and AES is the FIPS-approved cipher DISA's STIG needs
 // (secretbox's XSalsa20-Poly1305 is not).
@@ -77,24 +81,31 @@ func DefaultEncryption(d *Data) error {
 			s.Security.Profile, why, pki.EncryptionKeyFile, pki.EncryptionKeyFile))}}
 	}
 	var key []byte
+	var missing string
 	switch {
 	case d.sealedPKI != nil:
 		key = d.sealedPKI[pki.EncryptionKeyFile]
-		if key == nil {
-			return refuse("the sealed CA set (spec.controlPlane.pki.dir) has no " + pki.EncryptionKeyFile)
-		}
+		missing = "the sealed CA set (spec.controlPlane.pki.dir) has no " + pki.EncryptionKeyFile
 	case s.ControlPlane.PKI.Dir != "":
 		file := path.Join(s.ControlPlane.PKI.Dir, pki.EncryptionKeyFile)
 		var err error
 		key, err = redact.ReadSecretFile(hostPathOrRoot(d, file))
-		if errors.Is(err, fs.ErrNotExist) {
-			return refuse("spec.controlPlane.pki.dir has no " + pki.EncryptionKeyFile + " (" + file + ")")
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf("reading the CA set's key %s: %v", file, err))}}
 		}
+		missing = "spec.controlPlane.pki.dir has no " + pki.EncryptionKeyFile + " (" + file + ")"
 	default:
-		return refuse("the spec gives no CA set (spec.controlPlane.pki.dir) to take it from")
+		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
+	}
+	if key == nil {
+		// A node this default configured before (a re-run, an upgrade
+		// after the CA set was taken off the node) keeps the key its API
+		// server encrypts, and reads, with.
+		if k := appliedKey(d); k != "" {
+			key = []byte(k)
+		} else {
+			return refuse(missing)
+		}
 	}
 	v := strings.TrimSpace(string(key))
 	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
@@ -111,4 +122,34 @@ func DefaultEncryption(d *Data) error {
 		},
 	}}}
 	return nil
+}
+
+// appliedKey is the key named ProfileEncryptionKeyName in the aescbc
+// provider of the node's existing encryption configuration
+// (apiserverconfig.EncryptionConfigFile under the root), or "": the key
+// DefaultEncryption gave this node before. A re-run or an upgrade on a
+// node whose CA set was removed after the bootstrap (its private keys
+// need not stay on the node) keeps encrypting, and reading, with it.
+func appliedKey(d *Data) string {
+	data, err := redact.ReadSecretFile(hostPathOrRoot(d, apiserverconfig.EncryptionConfigFile))
+	if err != nil {
+		return ""
+	}
+	var ec apiserverv1.EncryptionConfiguration
+	if err := yaml.Unmarshal(data, &ec); err != nil {
+		return ""
+	}
+	for _, r := range ec.Resources {
+		for _, p := range r.Providers {
+			if p.AESCBC == nil {
+				continue
+			}
+			for _, k := range p.AESCBC.Keys {
+				if k.Name == ProfileEncryptionKeyName {
+					return k.Secret
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -143,3 +143,38 @@ func TestDefaultEncryptionLeavesOthersAlone(t *testing.T) {
 		}
 	}
 }
+
+// A node this default configured before keeps its key when the CA set
+// no longer holds one (taken off the node after the bootstrap): the key
+// named ProfileEncryptionKeyName in its encryption configuration. The CA
+// set's key, when there, wins over it.
+func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
+	applied := base64.StdEncoding.EncodeToString([]byte("applied-key-applied-key-applied!"))
+	write := func(root string) {
+		t.Helper()
+		p := filepath.Join(root, "etc/kubernetes/apiserver/encryption-config.yaml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - {name: " + ProfileEncryptionKeyName + ", secret: " + applied + "}\n  - identity: {}\n"
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := profileCP(t, "")
+	write(d.Root)
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != applied {
+		t.Errorf("key %q, want the applied one", got)
+	}
+	d, _ = profileCP(t, testEncryptionKey())
+	write(d.Root)
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != testEncryptionKey() {
+		t.Errorf("key %q, want the CA set's", got)
+	}
+}

@@ -120,7 +120,8 @@ func (e *env) installKubeBench(m *Machine) error {
 // profileCluster makes cp1 (Init) and w1 (Join) with the given profile
 // ("" for none), in the run directory's subdir, and returns the machines
 // and cp1's bootstrap start → Node Ready.
-func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string) (cp, w *Machine, ready time.Duration, secrets clusterSecrets) {
+// tune, when not nil, changes the two specs before they are delivered.
+func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string, tune func(cp, w *machineadm.MachineBootstrapConfig)) (cp, w *Machine, ready time.Duration, secrets clusterSecrets) {
 	t.Helper()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, subdir, "pki"))
 	if err != nil {
@@ -133,6 +134,9 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 		for _, s := range []*machineadm.MachineBootstrapConfig{cpSpec, wSpec} {
 			s.Spec.Security = &machineadm.Security{Profile: profile}
 		}
+	}
+	if tune != nil {
+		tune(cpSpec, wSpec)
 	}
 	if err := deliver(cp, cpSpec, secrets); err != nil {
 		t.Fatal(err)
@@ -239,7 +243,7 @@ func TestComplianceProfile(t *testing.T) {
 	defer cancel()
 	scenario := time.Now()
 
-	cp, w, withProfile, secrets := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile")
+	cp, w, withProfile, secrets := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile", nil)
 	timing(t, "profile-cp1-bootstrap-start-to-node-ready", withProfile)
 	targets := map[*Machine]string{cp: "master,etcd,controlplane,node", w: "node"}
 	var fails []string
@@ -277,7 +281,7 @@ func TestComplianceProfile(t *testing.T) {
 		}
 	}
 
-	pcp, pw, without, _ := e.profileCluster(ctx, t, "", "plain")
+	pcp, pw, without, _ := e.profileCluster(ctx, t, "", "plain", nil)
 	timing(t, "plain-cp1-bootstrap-start-to-node-ready", without)
 	// Without a profile nothing turns encryption on: the same probe finds
 	// the Secret in the clear (kube-apiserver's protobuf envelope).
@@ -461,4 +465,77 @@ func (e *env) profileControlPlaneJoin(ctx context.Context, t *testing.T, cp *Mac
 		t.Logf("COMPLIANCE cp2 decrypts the Secret cp1 encrypted: one key for both control planes")
 	}
 	return m
+}
+
+// stigHostKernelWaiver is the one STIG check the e2e machines cannot
+// satisfy: they share the host's kernel, whose parameters a container
+// cannot set (/proc/sys is read-only in them).
+const stigHostKernelWaiver = "e2e machines are containers sharing the host's kernel: kernel.panic, kernel.panic_on_oops and vm.overcommit_memory are the host's and cannot be set, so the kubelet runs without protectKernelDefaults"
+
+// TestComplianceProfileSTIG makes a cluster (static pods) under the stig
+// profile. The machines share the host's kernel, so the kernel parameters
+// a kubelet with protectKernelDefaults requires cannot be set: the specs
+// give the host's own values (the sysctl phase then changes nothing) and
+// protectKernelDefaults false, and waive exactly V-242434 with that
+// reason, and V-242397 on the control plane (static pods need a static
+// pod path; validation asks for the waiver). The bootstrap must succeed
+// with every other STIG check that concerns the nodes not FAIL; V-242434
+// must still be reported FAIL (waived), the report telling the truth
+// about the node. kube-bench ships no STIG benchmark for kubeadm nodes,
+// so machineadm's evidence is the only checker here.
+func TestComplianceProfileSTIG(t *testing.T) {
+	e := theEnv
+	stopAllMachines(t, e)
+	t.Cleanup(func() { stopAllMachines(t, e) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	hostKernel := map[string]string{}
+	for k := range compliance.KernelDefaults {
+		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostKernel[k] = strings.TrimSpace(string(b))
+	}
+	t.Logf("host kernel parameters: %v", hostKernel)
+	tune := func(cp, w *machineadm.MachineBootstrapConfig) {
+		for _, s := range []*machineadm.MachineBootstrapConfig{cp, w} {
+			if s.Spec.Host.Sysctl == nil {
+				s.Spec.Host.Sysctl = map[string]string{}
+			}
+			for k, v := range hostKernel {
+				s.Spec.Host.Sysctl[k] = v
+			}
+			if s.Spec.Node.Kubelet.Config == nil {
+				s.Spec.Node.Kubelet.Config = map[string]any{}
+			}
+			s.Spec.Node.Kubelet.Config["protectKernelDefaults"] = false
+			s.Spec.Security.Waivers = []machineadm.Waiver{{ID: "V-242434", Reason: stigHostKernelWaiver}}
+		}
+		cp.Spec.Security.Waivers = append(cp.Spec.Security.Waivers, machineadm.Waiver{ID: "V-242397", Reason: "runtime StaticPods: kubeadm's control plane runs as static pods"})
+	}
+	cp, w, ready, _ := e.profileCluster(ctx, t, "stig", "stig", tune)
+	timing(t, "stig-cp1-bootstrap-start-to-node-ready", ready)
+	for _, m := range []*Machine{cp, w} {
+		mine := readCompliance(t, m)
+		t.Logf("COMPLIANCE %s stig evidence: %+v", m.Name, mine.Counts)
+		sawKernel := false
+		for _, c := range mine.Checks {
+			switch {
+			case c.ID == "V-242434":
+				sawKernel = true
+				if c.Verdict != "FAIL" {
+					t.Errorf("%s V-242434: %s (%s), want FAIL (waived): protectKernelDefaults is off", m.Name, c.Verdict, c.Detail)
+				}
+			case c.Verdict == "FAIL":
+				t.Errorf("%s %s FAIL: %s", m.Name, c.ID, c.Detail)
+			case c.Verdict == "WARN" || c.Verdict == "NOT_APPLICABLE":
+				t.Logf("%s %s %s: %s", m.Name, c.ID, c.Verdict, c.Detail)
+			}
+		}
+		if !sawKernel {
+			t.Errorf("%s: V-242434 not evaluated", m.Name)
+		}
+	}
+	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
 }

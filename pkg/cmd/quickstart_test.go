@@ -364,6 +364,12 @@ spec:
 				t.Errorf("%s: stderr lacks %q:\n%s", name, want, errOut)
 			}
 		}
+		// prepare runs before the CA set is delivered (an image build):
+		// it is not refused for the key.
+		code, _, errOut = prepareCLI(t, "prepare", "-f", writeSpec(t, doc), "--root", t.TempDir())
+		if code == session.ExitBadInput || strings.Contains(errOut, "apiServer.encryption") {
+			t.Errorf("%s: prepare exit %d:\n%s", name, code, errOut)
+		}
 	}
 }
 

@@ -59,6 +59,7 @@ type complianceSection struct {
 		ID      string `json:"id"`
 		Verdict string `json:"verdict"`
 		Detail  string `json:"detail"`
+		Waiver  string `json:"waiver"`
 	} `json:"checks"`
 }
 
@@ -524,9 +525,11 @@ func TestComplianceProfileSTIG(t *testing.T) {
 			switch {
 			case c.ID == "V-242434":
 				sawKernel = true
-				if c.Verdict != "FAIL" {
-					t.Errorf("%s V-242434: %s (%s), want FAIL (waived): protectKernelDefaults is off", m.Name, c.Verdict, c.Detail)
+				if c.Verdict != "FAIL" || c.Waiver != stigHostKernelWaiver {
+					t.Errorf("%s V-242434: %s (%s, waiver %q), want FAIL waived: protectKernelDefaults is off", m.Name, c.Verdict, c.Detail, c.Waiver)
 				}
+			case c.Verdict == "FAIL" && c.Waiver != "":
+				t.Logf("%s %s FAIL, waived (%s): %s", m.Name, c.ID, c.Waiver, c.Detail)
 			case c.Verdict == "FAIL":
 				t.Errorf("%s %s FAIL: %s", m.Name, c.ID, c.Detail)
 			case c.Verdict == "WARN" || c.Verdict == "NOT_APPLICABLE":

@@ -184,7 +184,7 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := m.Exec(uctx, nil, cmd...)
+	res, err := m.ExecPeakRSS(uctx, nil, cmd...)
 	s := benchUpgradeSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB}
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench-upgrade.log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {

@@ -204,6 +204,37 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 		}
 	}
 	s.apiDown, s.longest = probe.stop()
+	// Where the time and the unavailability went: the API server's
+	// unavailable stretches from the command's start, and machineadm's
+	// phases from its report (sequential, so each starts where the one
+	// before ended).
+	var down []string
+	for _, st := range probe.stretches {
+		down = append(down, fmt.Sprintf("%.1fs+%.1fs", st[0].Sub(start).Seconds(), st[1].Sub(st[0]).Seconds()))
+	}
+	t.Logf("BENCH %s %s: API server unavailable at (from the start) %s", m.Name, tool, strings.Join(down, ", "))
+	if tool == toolMachineadm {
+		if r, _, err := readReport(m); err == nil {
+			var ph []string
+			at := r.StartTime.Sub(start).Seconds()
+			parent := map[string]bool{}
+			for _, p := range r.Phases {
+				if i := strings.LastIndexByte(p.Name, '/'); i > 0 {
+					parent[p.Name[:i]] = true
+				}
+			}
+			for _, p := range r.Phases {
+				if parent[p.Name] {
+					continue // a parent spans its children
+				}
+				if p.DurationMs >= 200 {
+					ph = append(ph, fmt.Sprintf("%s@%.1fs %.1fs", p.Name, at, float64(p.DurationMs)/1000))
+				}
+				at += float64(p.DurationMs) / 1000
+			}
+			t.Logf("BENCH %s machineadm phases (>= 0.2 s): %s", m.Name, strings.Join(ph, ", "))
+		}
+	}
 	return s
 }
 
@@ -213,6 +244,9 @@ type apiProbe struct {
 	done          chan struct{}
 	wg            sync.WaitGroup
 	down, longest time.Duration
+	// stretches are the unavailable stretches, [first failed probe,
+	// next good probe).
+	stretches [][2]time.Time
 }
 
 func startAPIProbe(ctx context.Context, cfg *rest.Config) *apiProbe {
@@ -238,7 +272,11 @@ func startAPIProbe(ctx context.Context, cfg *rest.Config) *apiProbe {
 			}
 			d := time.Since(t0)
 			p.down += d
+			if stretch == 0 {
+				p.stretches = append(p.stretches, [2]time.Time{t0, t0})
+			}
 			stretch += d
+			p.stretches[len(p.stretches)-1][1] = time.Now()
 			p.longest = max(p.longest, stretch)
 		}
 	}()

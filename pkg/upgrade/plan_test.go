@@ -308,3 +308,27 @@ func TestProfilePlan(t *testing.T) {
 		t.Errorf("compliance step brought in by %v", s.Paths)
 	}
 }
+
+// TestFalseAndZeroSettingsAreChanges: a free-form map of the spec (the
+// kubelet configuration patch) that gains a key with a false or zero
+// value changes the node (the kubelet's defaults are often true or
+// non-zero), and so does one that loses it; a struct's zero values stay
+// equal to their absence.
+func TestFalseAndZeroSettingsAreChanges(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.Node.Kubelet.Config = map[string]any{"serializeImagePulls": false, "readOnlyPort": 0}
+	for name, p := range map[string]*Plan{"added": plan(t, a, b), "removed": plan(t, b, a)} {
+		if !p.Has(PhaseKubelet) || len(p.Changes) != 1 || p.Changes[0].Path != "spec.node.kubelet.config" {
+			t.Errorf("%s: plan %+v", name, p.Changes)
+		}
+	}
+	c := cp("v1.37.2")
+	c.Spec.Node.Kubelet.Config = map[string]any{}
+	if p := plan(t, a, c); !p.Empty() {
+		t.Errorf("an empty kubelet configuration patch planned %+v", p.Changes)
+	}
+	if !freeFormPaths()["spec.node.kubelet.config"] || freeFormPaths()["spec.node.kubelet"] {
+		t.Errorf("free-form paths %v", freeFormPaths())
+	}
+}

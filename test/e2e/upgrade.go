@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -77,6 +78,9 @@ func (e *env) prepareUpgradeMachine(m *Machine) error {
 	return m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644)
 }
 
+// echoPreStopSeconds is how long an evicted echo pod keeps serving.
+const echoPreStopSeconds = 3
+
 // startEchoService deploys the Service the upgrade's probe reaches: two
 // replicas of netcheck serve on two different nodes (required
 // anti-affinity; control-plane nodes tolerated), a PodDisruptionBudget
@@ -106,8 +110,15 @@ func startEchoService(ctx context.Context, cs kubernetes.Interface, timeout time
 						Args:           []string{"serve", "-addr", ":8080"},
 						Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+						// A backend that is evicted keeps serving while
+						// its endpoint leaves every node's kube-proxy
+						// rules, as a Service backend that wants no lost
+						// request does: killed at once (grace 0), the
+						// drain's eviction failed the probes that kube-proxy
+						// still sent to it for a moment (1 to 3 per drain).
+						Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: echoPreStopSeconds}}},
 					}},
-					TerminationGracePeriodSeconds: new(int64),
+					TerminationGracePeriodSeconds: ptr.To(int64(echoPreStopSeconds + 2)),
 				},
 			},
 		},

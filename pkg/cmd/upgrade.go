@@ -32,8 +32,10 @@ naming each refused field and why. docs/upgrade.md has the table.
 Otherwise the upgrade workflow runs, in order: inputs-check, upgrade-plan,
 drain (cordon, then evict the node's pods through the Eviction API, so that
 PodDisruptionBudgets hold; only when a change disrupts the node's
-workloads), the host phases of bootstrap (files, kernel-modules, sysctl,
-containerd: containerd restarts only when its configuration changed),
+workloads), the host phases of bootstrap (files, apiserver-config: the API
+server's audit, encryption, authentication and authorization files,
+kernel-modules, sysctl, containerd: containerd restarts only when its
+configuration changed),
 kubeadm-upgrade (kubeadm's upgrade apply phases on the first control plane,
 action Init; its upgrade node phases on every other node; in-process, the
 kubeadm compiled into machineadm; on a runtime: Systemd control plane its
@@ -46,8 +48,12 @@ back when not), kubelet (restarted on its new binary or configuration;
 waits until the Node reports the new version and, on a control plane,
 until its API server, controller manager and scheduler pass kubeadm's
 health checks several times in a row, at most 5 minutes), static-pods, certs-renew (control planes: kubeadm's certificates
-that expire within the renewal window), uncordon, record-spec (the new
-spec becomes the applied one). A phase the plan does not need reports
+that expire within the renewal window), uncordon, compliance (with
+spec.security.profile: harden, then the profile's checks on the upgraded
+node), record-spec (the new
+spec becomes the applied one). A changed typed API-server security setting
+rewrites its files and restarts the API server once, also when only a
+file's content changed. A phase the plan does not need reports
 Unchanged; a second upgrade to the same spec changes nothing.
 
 Run the first control plane first, then the other control planes, then

@@ -116,7 +116,11 @@ const notPlanned = "not in the plan"
 // spec: the same tree on every run of the spec (upgrade.PhaseOrder), each
 // phase doing its part of Data.Upgrade.Plan and reporting Unchanged
 // ("not in the plan") when the plan does not need it. The host phases
-// are bootstrap's, converging the host as at bootstrap.
+// are bootstrap's, converging the host as at bootstrap (apiserver-config
+// rewrites the API server's typed security files before the control
+// plane is regenerated); with spec.security.profile the compliance
+// phases (harden, evidence) run on the upgraded node before the spec is
+// recorded.
 func Upgrade(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	before, after := HostGroup(cfg)
 	w := &Workflow{Command: "upgrade", State: true}
@@ -131,7 +135,12 @@ func Upgrade(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	if cfg.Spec.ControlPlane != nil {
 		w.Phases = append(w.Phases, certsRenewPhase())
 	}
-	w.Phases = append(w.Phases, uncordonPhase(), recordSpecPhase())
+	w.Phases = append(w.Phases, uncordonPhase())
+	// With a profile, its checks run again on every upgrade, as at
+	// bootstrap: a kubeadm upgrade rewrites files the profile hardens,
+	// and a changed spec.security is planned here (upgrade.PhaseCompliance).
+	w.Phases = append(w.Phases, CompliancePhase(cfg)...)
+	w.Phases = append(w.Phases, recordSpecPhase())
 	return w
 }
 

@@ -289,10 +289,14 @@ func (staticPodUpgrader) UpgradeComponent(ctx context.Context, d *Data, componen
 	if u.backupDir == "" {
 		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
 	}
+	annotations, err := componentAnnotations(d, component)
+	if err != nil {
+		return Result{}, err
+	}
 	out := &lineWriter{emit: d.KubeadmOutput}
 	defer out.Flush()
 	changed, lines, err := day2.UpgradeStaticPodComponent(ctx, day2.StaticPodOptions{
-		Component: component, SpecInitYAML: yaml, AdminKubeconfig: adminConf(d),
+		Component: component, SpecInitYAML: yaml, AdminKubeconfig: adminConf(d), Annotations: annotations,
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
 		Upload: FirstControlPlane(d.Config), Timeout: componentTimeout, Output: out,
 	})

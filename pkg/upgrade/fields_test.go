@@ -224,11 +224,6 @@ func TestNamedRefusals(t *testing.T) {
 		"spec.kubernetes.networking", "spec.controlPlane", "spec.controlPlane.etcd", "spec.controlPlane.etcd.local",
 		"spec.controlPlane.etcd.external", "spec.controlPlane.runtime", "spec.node.name", "spec.node.criSocket",
 		"spec.controlPlane.advertiseAddress", "spec.join.apiServerEndpoint",
-		// typed security settings and profiles: refused with their own
-		// reason, not the parent's "changes the node's role"
-		"spec.controlPlane.apiServer.audit", "spec.controlPlane.apiServer.encryption",
-		"spec.controlPlane.apiServer.authentication", "spec.controlPlane.apiServer.authorization",
-		"spec.controlPlane.apiServer.extraVolumes", "spec.security",
 	} {
 		f, ok := Lookup(p)
 		if !ok || f.Path != p || f.Effect != Refused {
@@ -239,6 +234,13 @@ func TestNamedRefusals(t *testing.T) {
 		"spec.kubernetes.version", "spec.controlPlane.apiServer.extraArgs", "spec.controlPlane.controllerManager",
 		"spec.controlPlane.scheduler", "spec.host.files", "spec.host.sysctl", "spec.host.kernelModules",
 		"spec.host.containerd", "spec.host.staticPods",
+		// U11: the typed security settings and the profile change on a
+		// running node, each with a row of its own (not the parent's
+		// "changes the node's role").
+		"spec.controlPlane.apiServer.audit", "spec.controlPlane.apiServer.encryption",
+		"spec.controlPlane.apiServer.authentication", "spec.controlPlane.apiServer.authorization",
+		"spec.controlPlane.apiServer.extraVolumes", "spec.controlPlane.controllerManager.extraVolumes",
+		"spec.controlPlane.scheduler.extraVolumes", "spec.security",
 	} {
 		f, ok := Lookup(p)
 		if !ok || f.Path != p || f.Effect != InPlace {

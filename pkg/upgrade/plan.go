@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 )
 
 // Change is one difference between the recorded spec and the new one.
@@ -172,7 +176,7 @@ func diff(a, b any, path, schema string, out *[]Change) {
 		}
 		return
 	}
-	if equal(a, b) {
+	if equalAt(schema, a, b) {
 		return
 	}
 	f, ok := Lookup(schema)
@@ -203,6 +207,57 @@ func equal(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// equalAt is equal for the value at schema, except that a free-form map
+// of the spec (FreeFormPaths: a kubelet configuration patch, sysctl) is
+// empty only without keys: {"serializeImagePulls": false} is a setting,
+// not an absent value.
+func equalAt(schema string, a, b any) bool {
+	if !freeFormPaths()[schema] {
+		return equal(a, b)
+	}
+	ma, _ := a.(map[string]any)
+	mb, _ := b.(map[string]any)
+	if (a == nil || (ma != nil && len(ma) == 0)) && (b == nil || (mb != nil && len(mb) == 0)) {
+		return true
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// freeFormPaths are the schema paths (JSON names, "." between them) of
+// the spec's fields of a Go map type, found once by reflection.
+var freeFormPaths = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	var walk func(t reflect.Type, p string)
+	walk = func(t reflect.Type, p string) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Map {
+			out[p] = true
+			return
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" && f.Anonymous {
+				walk(f.Type, p)
+				continue
+			}
+			walk(f.Type, join(p, name))
+		}
+	}
+	walk(reflect.TypeFor[machineadm.MachineBootstrapConfig](), "")
+	return out
+})
 
 func empty(v any) bool {
 	switch t := v.(type) {

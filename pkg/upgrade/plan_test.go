@@ -244,3 +244,91 @@ func TestOnlyANewKubeletBinaryRestartsTheKubelet(t *testing.T) {
 		t.Errorf("a new kubelet binary: %+v", p.Steps)
 	}
 }
+
+// TestTypedSecurityPlan: a new audit policy (U11), a changed audit rule
+// and a new API server flag on a running control plane write the API
+// server's security files first, then regenerate the API server alone;
+// nothing is drained and nothing is refused.
+func TestTypedSecurityPlan(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.ControlPlane.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}}
+	b.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "request-timeout", Value: "2m"}}
+	for name, p := range map[string]*Plan{
+		"added": plan(t, a, b),
+		"policy changed": func() *Plan {
+			c := cp("v1.37.2")
+			c.Spec.ControlPlane.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "RequestResponse"}}}}
+			c.Spec.ControlPlane.APIServer.ExtraArgs = b.Spec.ControlPlane.APIServer.ExtraArgs
+			return plan(t, b, c)
+		}(),
+	} {
+		if r := p.Refused(); len(r) != 0 {
+			t.Fatalf("%s: refused %+v", name, r)
+		}
+		var got []string
+		for _, s := range p.Steps {
+			got = append(got, s.Phase)
+		}
+		if want := []string{PhaseAPIServerConfig, PhaseControlPlane}; !slices.Equal(got, want) {
+			t.Errorf("%s: phases %v, want %v", name, got, want)
+		}
+		if s, _ := p.Step(PhaseControlPlane); !slices.Equal(s.Components, []string{ComponentAPIServer}) {
+			t.Errorf("%s: components %v, want the API server alone", name, s.Components)
+		}
+		if p.Drain {
+			t.Errorf("%s: an API server setting drains the node", name)
+		}
+	}
+	// The rerun: the same spec plans nothing.
+	if p := plan(t, b, b); !p.Empty() {
+		t.Errorf("rerun plans %+v", p.Steps)
+	}
+}
+
+// TestProfilePlan: a profile change re-runs the compliance evidence after
+// the node is uncordoned and before the spec is recorded; the flags and
+// kubelet settings the profile defaults change in their own phases.
+func TestProfilePlan(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.Security = &machineadm.Security{Profile: "cis-1.12"}
+	b.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "profiling", Value: "false"}}
+	b.Spec.Node.Kubelet.Config = map[string]any{"eventRecordQPS": 5}
+	p := plan(t, a, b)
+	var got []string
+	for _, s := range p.Steps {
+		got = append(got, s.Phase)
+	}
+	want := []string{PhaseDrain, PhaseControlPlane, PhaseKubelet, PhaseUncordon, PhaseCompliance}
+	if !slices.Equal(got, want) {
+		t.Fatalf("phases %v\nwant %v", got, want)
+	}
+	if s, _ := p.Step(PhaseCompliance); !slices.Equal(s.Paths, []string{"spec.security"}) {
+		t.Errorf("compliance step brought in by %v", s.Paths)
+	}
+}
+
+// TestFalseAndZeroSettingsAreChanges: a free-form map of the spec (the
+// kubelet configuration patch) that gains a key with a false or zero
+// value changes the node (the kubelet's defaults are often true or
+// non-zero), and so does one that loses it; a struct's zero values stay
+// equal to their absence.
+func TestFalseAndZeroSettingsAreChanges(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.Node.Kubelet.Config = map[string]any{"serializeImagePulls": false, "readOnlyPort": 0}
+	for name, p := range map[string]*Plan{"added": plan(t, a, b), "removed": plan(t, b, a)} {
+		if !p.Has(PhaseKubelet) || len(p.Changes) != 1 || p.Changes[0].Path != "spec.node.kubelet.config" {
+			t.Errorf("%s: plan %+v", name, p.Changes)
+		}
+	}
+	c := cp("v1.37.2")
+	c.Spec.Node.Kubelet.Config = map[string]any{}
+	if p := plan(t, a, c); !p.Empty() {
+		t.Errorf("an empty kubelet configuration patch planned %+v", p.Changes)
+	}
+	if !freeFormPaths()["spec.node.kubelet.config"] || freeFormPaths()["spec.node.kubelet"] {
+		t.Errorf("free-form paths %v", freeFormPaths())
+	}
+}

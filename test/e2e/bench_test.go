@@ -314,7 +314,7 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 	bctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := m.Exec(bctx, nil, cmd...)
+	res, err := m.ExecPeakRSS(bctx, nil, cmd...)
 	s := benchSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB, started: start}
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench.log"), []byte(b.redact(res.Stdout+res.Stderr)), 0o600)
 	if err != nil {

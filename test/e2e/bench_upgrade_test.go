@@ -28,14 +28,25 @@ type benchUpgradeSample struct {
 	// resident set (KiB).
 	exec   time.Duration
 	rssKiB int64
-	// apiDown is how long cp1's API server did not answer /readyz during
-	// the command (probed every apiProbeEvery), longest the longest
-	// stretch of it.
+	// apiDown is how long cp1's API server did not answer /readyz from
+	// the command's start until it has answered for apiStableFor in a row
+	// after the Node is at the new version (probed every apiProbeEvery):
+	// a control plane still restarting when the command is done counts
+	// for the node that made it restart, not for the next one; longest
+	// is the longest stretch of it.
 	apiDown, longest time.Duration
 }
 
 // apiProbeEvery is the API server probe's period during an upgrade.
 const apiProbeEvery = 100 * time.Millisecond
+
+// apiStableFor is how long the API server must answer without a failure
+// after an upgrade before its unavailability is summed (at most
+// apiSettleTimeout more).
+const (
+	apiStableFor     = 10 * time.Second
+	apiSettleTimeout = 3 * time.Minute
+)
 
 // TestBenchUpgrade is `make bench-upgrade-e2e` (hack/bench): per node, the
 // upgrade from prevKubernetesVersion to kubernetesVersion by `machineadm
@@ -184,7 +195,7 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := m.Exec(uctx, nil, cmd...)
+	res, err := m.ExecPeakRSS(uctx, nil, cmd...)
 	s := benchUpgradeSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB}
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench-upgrade.log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {
@@ -203,7 +214,45 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 			t.Fatalf("%s %s: the Node did not report %s and Ready within %s", m.Name, tool, kubernetesVersion, readyTimeout)
 		}
 	}
+	settled := time.Now()
+	for !probe.stableFor(apiStableFor) && time.Since(settled) < apiSettleTimeout {
+		time.Sleep(apiProbeEvery)
+	}
+	if !probe.stableFor(apiStableFor) {
+		t.Logf("BENCH %s %s: the API server did not answer for %s in a row within %s of the Node's new version", m.Name, tool, apiStableFor, apiSettleTimeout)
+	}
 	s.apiDown, s.longest = probe.stop()
+	// Where the time and the unavailability went: the API server's
+	// unavailable stretches from the command's start, and machineadm's
+	// phases from its report (sequential, so each starts where the one
+	// before ended).
+	var down []string
+	for _, st := range probe.stretches {
+		down = append(down, fmt.Sprintf("%.1fs+%.1fs", st[0].Sub(start).Seconds(), st[1].Sub(st[0]).Seconds()))
+	}
+	t.Logf("BENCH %s %s: API server unavailable at (from the start) %s", m.Name, tool, strings.Join(down, ", "))
+	if tool == toolMachineadm {
+		if r, _, err := readReport(m); err == nil {
+			var ph []string
+			at := r.StartTime.Sub(start).Seconds()
+			parent := map[string]bool{}
+			for _, p := range r.Phases {
+				if i := strings.LastIndexByte(p.Name, '/'); i > 0 {
+					parent[p.Name[:i]] = true
+				}
+			}
+			for _, p := range r.Phases {
+				if parent[p.Name] {
+					continue // a parent spans its children
+				}
+				if p.DurationMs >= 200 {
+					ph = append(ph, fmt.Sprintf("%s@%.1fs %.1fs", p.Name, at, float64(p.DurationMs)/1000))
+				}
+				at += float64(p.DurationMs) / 1000
+			}
+			t.Logf("BENCH %s machineadm phases (>= 0.2 s): %s", m.Name, strings.Join(ph, ", "))
+		}
+	}
 	return s
 }
 
@@ -213,10 +262,23 @@ type apiProbe struct {
 	done          chan struct{}
 	wg            sync.WaitGroup
 	down, longest time.Duration
+	// stretches are the unavailable stretches, [first failed probe,
+	// next good probe); mu guards them and since.
+	stretches [][2]time.Time
+	mu        sync.Mutex
+	// since is the start of the probe or the end of the last stretch.
+	since time.Time
+}
+
+// stableFor says whether the API server answered every probe for d.
+func (p *apiProbe) stableFor(d time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Since(p.since) >= d
 }
 
 func startAPIProbe(ctx context.Context, cfg *rest.Config) *apiProbe {
-	p := &apiProbe{done: make(chan struct{})}
+	p := &apiProbe{done: make(chan struct{}), since: time.Now()}
 	c := rest.CopyConfig(cfg)
 	c.Timeout = time.Second
 	cs, err := kubernetes.NewForConfig(c)
@@ -238,6 +300,13 @@ func startAPIProbe(ctx context.Context, cfg *rest.Config) *apiProbe {
 			}
 			d := time.Since(t0)
 			p.down += d
+			p.mu.Lock()
+			if stretch == 0 {
+				p.stretches = append(p.stretches, [2]time.Time{t0, t0})
+			}
+			p.since = time.Now()
+			p.stretches[len(p.stretches)-1][1] = p.since
+			p.mu.Unlock()
 			stretch += d
 			p.longest = max(p.longest, stretch)
 		}

@@ -295,9 +295,12 @@ func descendants(pid int) []int {
 type ExecResult struct {
 	Stdout, Stderr string
 	ExitCode       int
-	// MaxRSSKiB is the peak resident set of the command's process tree
-	// (the kernel's ru_maxrss of its waited-for processes: the VmHWM of the
-	// largest one), in KiB.
+	// MaxRSSKiB is, after ExecPeakRSS, the peak resident set of the
+	// command's process tree (the kernel's ru_maxrss of it and its
+	// waited-for descendants: the VmHWM of the largest one), in KiB; 0
+	// after Exec. (Exec cannot measure it: Go starts a child with vfork,
+	// and the kernel counts the parent's own peak, this test process's,
+	// into the child's ru_maxrss when it execs.)
 	MaxRSSKiB int64
 }
 
@@ -320,9 +323,6 @@ func (m *Machine) Exec(ctx context.Context, stdin []byte, args ...string) (ExecR
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res := ExecResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.MaxRSSKiB = ru.Maxrss
-	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %s: %w: %s", m.Name, strings.Join(args, " "), err, strings.TrimSpace(tail(res.Stderr, 5)))
 	}

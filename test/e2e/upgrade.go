@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -77,6 +78,9 @@ func (e *env) prepareUpgradeMachine(m *Machine) error {
 	return m.WriteFile("/etc/machineadm-e2e/images.list", []byte(strings.Join(names, "\n")+"\n"), 0o644)
 }
 
+// echoPreStopSeconds is how long an evicted echo pod keeps serving.
+const echoPreStopSeconds = 3
+
 // startEchoService deploys the Service the upgrade's probe reaches: two
 // replicas of netcheck serve on two different nodes (required
 // anti-affinity; control-plane nodes tolerated), a PodDisruptionBudget
@@ -106,15 +110,15 @@ func startEchoService(ctx context.Context, cs kubernetes.Interface, timeout time
 						Args:           []string{"serve", "-addr", ":8080"},
 						Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-						// An evicted pod keeps serving for 2 s while its
-						// endpoint leaves every node's kube-proxy rules,
-						// then stops on SIGTERM: killed at once (a grace
-						// period of 0), probes already routed to it by a
-						// node whose rules had not caught up failed during
-						// a drain (TestUpgradeSystemd, all nodes at once).
-						Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}},
+						// A backend that is evicted keeps serving while
+						// its endpoint leaves every node's kube-proxy
+						// rules, as a Service backend that wants no lost
+						// request does: killed at once (grace 0), the
+						// drain's eviction failed the probes that kube-proxy
+						// still sent to it for a moment (1 to 3 per drain).
+						Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: echoPreStopSeconds}}},
 					}},
-					TerminationGracePeriodSeconds: ptrInt64(10),
+					TerminationGracePeriodSeconds: ptr.To(int64(echoPreStopSeconds + 2)),
 				},
 			},
 		},
@@ -166,17 +170,72 @@ func startEchoService(ctx context.Context, cs kubernetes.Interface, timeout time
 // http://IP/ every 200 ms (1 s timeout each) through kube-proxy's rules,
 // one line per probe in upgradeProbeLog: "UNIXMILLIS ok|fail".
 func startProbe(ctx context.Context, m *Machine, clusterIP string) error {
-	// The machines have no default route, so a ClusterIP has no route
-	// in a node's own namespace (pods have theirs through cni0): route
-	// the Service range out of the bridge interface from the node's
-	// address; kube-proxy's OUTPUT rules then translate it.
-	route := fmt.Sprintf(`dev=$(ip -o route get %s | sed -n 's/.* dev \([^ ]*\).*/\1/p'); ip route replace 10.96.0.0/12 dev "$dev" src %s`, bridgeIP, m.IP)
-	if _, err := m.Exec(ctx, nil, "/bin/sh", "-c", route); err != nil {
+	if err := routeServices(ctx, m); err != nil {
 		return err
 	}
-	script := fmt.Sprintf(`while :; do t=$(date +%%s%%3N); if curl -fs -m 1 -o /dev/null http://%s/; then echo "$t ok"; else echo "$t fail"; fi; sleep 0.2; done >>%s`, clusterIP, upgradeProbeLog)
+	script := fmt.Sprintf(`while :; do t=$(date +%%s%%3N); if %s; then echo "$t ok"; else echo "$t fail"; fi; sleep 0.2; done >>%s`, probeCommand(clusterIP), upgradeProbeLog)
 	_, err := m.Exec(ctx, nil, "systemd-run", "--unit="+upgradeProbeUnit, "--collect", "/bin/sh", "-c", script)
 	return err
+}
+
+// routeServices gives m a route to the Service range. The machines have
+// no default route, so a ClusterIP has no route in a node's own namespace
+// (pods have theirs through cni0): route the Service range out of the
+// bridge interface from the node's address; kube-proxy's OUTPUT rules
+// then translate it.
+func routeServices(ctx context.Context, m *Machine) error {
+	route := fmt.Sprintf(`dev=$(ip -o route get %s | sed -n 's/.* dev \([^ ]*\).*/\1/p'); ip route replace 10.96.0.0/12 dev "$dev" src %s`, bridgeIP, m.IP)
+	_, err := m.Exec(ctx, nil, "/bin/sh", "-c", route)
+	return err
+}
+
+// probeCommand is one probe of the Service at clusterIP: an HTTP GET
+// through kube-proxy's rules that fails on no answer within 1 s or an
+// HTTP error.
+func probeCommand(clusterIP string) string {
+	return "curl -fs -m 1 -o /dev/null http://" + clusterIP + "/"
+}
+
+// upgradeNoEndpoints is a Service that selects no pod: the probe's
+// control, which must fail.
+const upgradeNoEndpoints = "e2e-upgrade-no-endpoints"
+
+// checkProbeMeasures checks, from m (after routeServices), that the probe
+// command measures the Service: it succeeds against the echo Service at
+// echoIP (within timeout: kube-proxy's rules may be on their way) and
+// fails against a Service without endpoints, through the same route.
+func checkProbeMeasures(ctx context.Context, cs kubernetes.Interface, m *Machine, echoIP string, timeout time.Duration) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: upgradeNoEndpoints, Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": upgradeNoEndpoints},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	got, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = cs.CoreV1().Services("default").Get(ctx, upgradeNoEndpoints, metav1.GetOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	probe := func(ip string) error {
+		_, err := m.Exec(ctx, nil, "/bin/sh", "-c", probeCommand(ip))
+		return err
+	}
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = probe(echoIP)
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("%s: the probe of the echo Service %s never succeeds: %v", m.Name, echoIP, last)
+	}
+	// The control: kube-proxy has had the empty Service's rules as long
+	// as the echo Service's; it must fail every time.
+	for range 3 {
+		if probe(got.Spec.ClusterIP) == nil {
+			return fmt.Errorf("%s: the probe succeeds against %s, a Service without endpoints: it does not measure the Service", m.Name, got.Spec.ClusterIP)
+		}
+	}
+	return nil
 }
 
 // probeStats is what one probe saw.

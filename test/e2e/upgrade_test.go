@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
@@ -68,8 +69,9 @@ func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2,
 // (SIGKILL) in three phases and run again. Afterwards every kubelet and
 // component reports the new version, etcd has both members and
 // kubeadm-config names the new version. On the same cluster a changed
-// spec adds an audit policy file and API server flags: the API server
-// restarts once with them, and a rerun changes nothing.
+// spec adds a typed audit policy and an API server flag: the API server
+// restarts once with them, audit events appear in its log, and a rerun
+// plans no change and restarts nothing.
 // TestUpgradeSystemd is the same for a `runtime: Systemd` control plane.
 func TestUpgrade(t *testing.T) {
 	testUpgrade(t, false)
@@ -115,7 +117,7 @@ func testUpgrade(t *testing.T, systemd bool) {
 		// The units' in-place reconfiguration first (the Systemd
 		// runtime's upgrader, no kubeadm upgrade).
 		start = time.Now()
-		reconfigureAPIServer(ctx, t, c, prevKubernetesVersion)
+		reconfigureAPIServer(ctx, t, c, prevKubernetesVersion, false)
 		timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 	}
 	start = time.Now()
@@ -125,7 +127,7 @@ func testUpgrade(t *testing.T, systemd bool) {
 		return
 	}
 	start = time.Now()
-	reconfigureAPIServer(ctx, t, c, kubernetesVersion)
+	reconfigureAPIServer(ctx, t, c, kubernetesVersion, true)
 	timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 }
 
@@ -268,6 +270,15 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		t.Fatal(err)
 	}
 	for _, m := range c.machines() {
+		// The probe must be able to fail: it reaches the echo Service
+		// and not one without endpoints, before it starts counting.
+		if err := routeServices(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkProbeMeasures(ctx, c.cs, m, clusterIP, time.Minute); err != nil {
+			dumpDiagnostics(ctx, t, c.machines()...)
+			t.Fatal(err)
+		}
 		if err := startProbe(ctx, m, clusterIP); err != nil {
 			t.Fatal(err)
 		}
@@ -527,19 +538,35 @@ func nodeClient(cp *Machine) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// reconfigureAPIServer: cp1's spec at version gains an audit policy (a new
-// spec.host.files entry) and the API server flags that use it; `machineadm
-// upgrade` restarts the API server once with them (its process watched
-// every 200 ms), and a rerun changes nothing (the same process).
-func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, version string) {
+// reconfigureAPIServer: cp1's spec at version gains an audit policy and
+// an API server flag; `machineadm upgrade` restarts the API server once
+// with them (its process watched every 200 ms), and a rerun plans no
+// change and restarts nothing (the same process). With typed, the policy
+// is the typed spec.controlPlane.apiServer.audit (issue U11: the
+// apiserver-config step writes it, kubeadm regenerates the manifest with
+// its flags and log volume) and audit events must then appear in its
+// log; otherwise (the Systemd runtime's units) a spec.host.files policy
+// and the audit flags in extraArgs, the audit log on standard output.
+func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, version string, typed bool) {
 	m := c.cp1
 	s, err := c.upgradeSpec(theEnv, cp1, version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Spec.Host.Files = append(s.Spec.Host.Files, machineadm.File{Path: auditPolicyPath, Mode: "0644", Content: auditPolicy})
-	s.Spec.ControlPlane.APIServer.ExtraArgs = append(s.Spec.ControlPlane.APIServer.ExtraArgs,
-		machineadm.Arg{Name: "audit-policy-file", Value: auditPolicyPath}, machineadm.Arg{Name: "audit-log-path", Value: "-"})
+	wantFlags := []string{"--audit-policy-file="}
+	if typed {
+		s.Spec.ControlPlane.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{
+			map[string]any{"level": "Metadata", "resources": []any{map[string]any{"group": "", "resources": []any{"secrets"}}}},
+			map[string]any{"level": "None"},
+		}}}
+		s.Spec.ControlPlane.APIServer.ExtraArgs = append(s.Spec.ControlPlane.APIServer.ExtraArgs, machineadm.Arg{Name: reconfigureFlag, Value: reconfigureFlagValue})
+		wantFlags = []string{"--audit-policy-file=" + apiserverconfig.AuditPolicyFile, "--audit-log-path=" + machineadm.DefaultAuditLogPath, "--" + reconfigureFlag + "=" + reconfigureFlagValue}
+	} else {
+		s.Spec.Host.Files = append(s.Spec.Host.Files, machineadm.File{Path: auditPolicyPath, Mode: "0644", Content: auditPolicy})
+		s.Spec.ControlPlane.APIServer.ExtraArgs = append(s.Spec.ControlPlane.APIServer.ExtraArgs,
+			machineadm.Arg{Name: "audit-policy-file", Value: auditPolicyPath}, machineadm.Arg{Name: "audit-log-path", Value: "-"})
+		wantFlags = []string{"--audit-policy-file=" + auditPolicyPath}
+	}
 	if err := deliver(m, s, c.secrets); err != nil {
 		t.Fatal(err)
 	}
@@ -551,22 +578,31 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		w.stop()
 		t.Fatalf("cp1: reconfiguring upgrade exited %d:\n%s", res.ExitCode, tail(res.Stdout+res.Stderr, 40))
 	}
+	if r, _, err := readReport(m); err == nil {
+		t.Logf("cp1 reconfiguration report: %s", r.summary())
+	}
 	var after []int
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		after = processPIDs(m, "kube-apiserver")
 		return len(after) == 1 && !slices.Contains(before, after[0]), nil
 	})
+	// Settle: a second restart would come within the kubelet's sync.
+	time.Sleep(5 * time.Second)
 	seen := w.stop()
 	if err != nil {
 		t.Fatalf("cp1: kube-apiserver before %v, after %v: not restarted", before, after)
 	}
-	// The processes seen: the old one and the new one.
+	// The processes seen: the old one and exactly one new one.
 	if len(seen) != 2 {
 		t.Errorf("cp1: kube-apiserver processes seen during the reconfiguration %v (before %v), want the old and one new", seen, before)
+	} else {
+		t.Logf("cp1: kube-apiserver restarted once (pid %v -> %v)", before, after)
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", after[0]))
-	if !strings.Contains(string(cmdline), "--audit-policy-file="+auditPolicyPath) {
-		t.Errorf("cp1: the new kube-apiserver runs without the audit policy: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
+	for _, f := range wantFlags {
+		if !strings.Contains(string(cmdline), f) {
+			t.Errorf("cp1: the new kube-apiserver runs without %s: %q", f, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
 	}
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := c.cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
@@ -574,15 +610,41 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 	}); err != nil {
 		t.Errorf("the API server does not answer after the reconfiguration: %v", err)
 	}
-	// The rerun: nothing restarts.
+	if typed {
+		// The policy at work: the Secrets list above (and any other
+		// access to secrets) is an event at Metadata level in the log.
+		var log string
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, _ = c.cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
+			r, err := m.Exec(ctx, nil, "cat", machineadm.DefaultAuditLogPath)
+			log = r.Stdout
+			return err == nil && strings.Contains(log, `"resource":"secrets"`) && strings.Contains(log, `"level":"Metadata"`), nil
+		})
+		if err != nil {
+			t.Errorf("cp1: no audit event for secrets in %s (%d bytes): %v\n%s", machineadm.DefaultAuditLogPath, len(log), err, tail(log, 5))
+		} else {
+			t.Logf("cp1: audit log %s has %d events", machineadm.DefaultAuditLogPath, strings.Count(log, "\n"))
+		}
+	}
+	// The rerun: the plan says no change, nothing restarts.
 	res, _ = runUpgrade(ctx, t, m, "reconfigure-again")
 	if res.ExitCode != 0 {
 		t.Errorf("cp1: rerun of the reconfiguration exited %d", res.ExitCode)
+	}
+	if !strings.Contains(res.Stdout+res.Stderr, "no change") {
+		t.Errorf("cp1: the rerun's plan is not empty:\n%s", tail(res.Stdout+res.Stderr, 30))
 	}
 	if again := processPIDs(m, "kube-apiserver"); !slices.Equal(again, after) {
 		t.Errorf("cp1: the rerun restarted kube-apiserver (%v, then %v)", after, again)
 	}
 }
+
+// The API server flag the typed reconfiguration adds beside the audit
+// policy (not one the typed audit owns).
+const (
+	reconfigureFlag      = "request-timeout"
+	reconfigureFlagValue = "90s"
+)
 
 // processPIDs are the host PIDs of m's processes whose command name
 // starts with comm: the kernel truncates it to 15 bytes, so a versioned

@@ -29,8 +29,10 @@ func SpecClusterConfiguration(initYAML []byte) (*kubeadmapi.InitConfiguration, e
 // ConfigMap, as `kubeadm upgrade node` fetches it) with the settings of
 // the spec's configuration that machineadm changes in place: the image
 // repository, the API server's, controller manager's, scheduler's and
-// local etcd's extra arguments, and the external etcd endpoints and files
-// (pkg/upgrade's field table). The cluster's is not changed.
+// local etcd's extra arguments, the three components' extra volumes (the
+// typed API-server security settings' flags and volumes are among them,
+// as the spec's translation adds them), and the external etcd endpoints
+// and files (pkg/upgrade's field table). The cluster's is not changed.
 func Overlay(cluster, spec *kubeadmapi.InitConfiguration) *kubeadmapi.InitConfiguration {
 	out := cluster.DeepCopy()
 	c, s := &out.ClusterConfiguration, &spec.ClusterConfiguration
@@ -38,6 +40,9 @@ func Overlay(cluster, spec *kubeadmapi.InitConfiguration) *kubeadmapi.InitConfig
 	c.APIServer.ExtraArgs = s.APIServer.ExtraArgs
 	c.ControllerManager.ExtraArgs = s.ControllerManager.ExtraArgs
 	c.Scheduler.ExtraArgs = s.Scheduler.ExtraArgs
+	c.APIServer.ExtraVolumes = s.APIServer.ExtraVolumes
+	c.ControllerManager.ExtraVolumes = s.ControllerManager.ExtraVolumes
+	c.Scheduler.ExtraVolumes = s.Scheduler.ExtraVolumes
 	if c.Etcd.Local != nil && s.Etcd.Local != nil {
 		c.Etcd.Local.ExtraArgs = s.Etcd.Local.ExtraArgs
 	}

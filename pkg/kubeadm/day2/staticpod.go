@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	clientset "k8s.io/client-go/kubernetes"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
@@ -41,6 +43,12 @@ type StaticPodOptions struct {
 	// configuration in the kubeadm-config ConfigMap (kubeadm's
 	// uploadconfig), so that later upgrades and joins keep the settings.
 	Upload bool
+	// Annotations are set on the regenerated pod (nil: none): a digest of
+	// files the component reads only when it starts, so that a new file
+	// content alone changes the manifest and restarts the component.
+	// Annotation values are visible to whoever can read the mirror pod:
+	// never a secret, only a digest of one.
+	Annotations map[string]string
 	// Timeout bounds the wait for the component (default 5 minutes, as
 	// kubeadm's upgrade timeout).
 	Timeout time.Duration
@@ -84,6 +92,9 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	newPath, err := Regenerate(tmp, o.PatchesDir, cfg, o.Component)
 	if err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("kubeadm could not write the %s manifest: %w", o.Component, err))
+	}
+	if err := Annotate(newPath, o.Annotations); err != nil {
+		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("annotating the %s manifest: %w", o.Component, err))
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -160,4 +171,24 @@ func fetchCluster(client clientset.Interface, out io.Writer) (*kubeadmapi.InitCo
 		return nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("reading the cluster's kubeadm configuration: %w", err))
 	}
 	return cfg, nil
+}
+
+// Annotate sets annotations on the static pod of the manifest at path
+// (kubeadm's staticpod reader and writer); nothing for none.
+func Annotate(path string, annotations map[string]string) error {
+	if len(annotations) == 0 {
+		return nil
+	}
+	pod, err := staticpodutil.ReadStaticPodFromDisk(path)
+	if err != nil {
+		return err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	for k, v := range annotations {
+		pod.Annotations[k] = v
+	}
+	dir, name := filepath.Split(path)
+	return staticpodutil.WriteStaticPodToDisk(strings.TrimSuffix(name, ".yaml"), dir, *pod)
 }

@@ -1,0 +1,86 @@
+package day2
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
+)
+
+// TestOverlayCarriesTheSpecsVolumes: a cluster bootstrapped without the
+// typed API-server security settings, and a spec that adds them (their
+// translation adds extra volumes): the regenerated API server mounts the
+// new volumes; the controller manager's and scheduler's volumes follow
+// the spec too. (Before, Overlay kept the cluster's volumes and the
+// regenerated API server could not read its new audit policy.)
+func TestOverlayCarriesTheSpecsVolumes(t *testing.T) {
+	cluster, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cluster.DeepCopy()
+	spec.APIServer.ExtraVolumes = append(spec.APIServer.ExtraVolumes,
+		kubeadmapi.HostPathMount{Name: "machineadm-apiserver-config", HostPath: "/etc/kubernetes/apiserver", MountPath: "/etc/kubernetes/apiserver", ReadOnly: true},
+		kubeadmapi.HostPathMount{Name: "machineadm-audit-log", HostPath: "/var/log/kubernetes/audit", MountPath: "/var/log/kubernetes/audit"})
+	spec.ControllerManager.ExtraVolumes = []kubeadmapi.HostPathMount{{Name: "cm-extra", HostPath: "/srv/cm", MountPath: "/srv/cm", ReadOnly: true}}
+	spec.Scheduler.ExtraVolumes = []kubeadmapi.HostPathMount{{Name: "sched-extra", HostPath: "/srv/sched", MountPath: "/srv/sched", ReadOnly: true}}
+	next := Overlay(cluster, spec)
+	for component, want := range map[string][]string{
+		"kube-apiserver":          {"machineadm-apiserver-config", "machineadm-audit-log", "/var/log/kubernetes/audit"},
+		"kube-controller-manager": {"cm-extra"},
+		"kube-scheduler":          {"sched-extra"},
+	} {
+		p, err := Regenerate(t.TempDir(), "", next, component)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(p)
+		for _, w := range want {
+			if !bytes.Contains(got, []byte(w)) {
+				t.Errorf("%s's regenerated manifest lacks %s:\n%s", component, w, got)
+			}
+		}
+	}
+	if len(cluster.APIServer.ExtraVolumes) != 0 {
+		t.Errorf("Overlay changed the cluster's configuration")
+	}
+}
+
+// TestAnnotateChangesTheManifest: the configuration digest on the pod
+// makes a manifest otherwise equal differ (the kubelet restarts the
+// component); the same digest again is equal (a rerun restarts nothing).
+func TestAnnotateChangesTheManifest(t *testing.T) {
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(digest string) string {
+		p, err := Regenerate(t.TempDir(), "", cfg, "kube-apiserver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if digest != "" {
+			if err := Annotate(p, map[string]string{"machineadm.io/apiserver-config-digest": digest}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	plain, a1, a1again, a2 := gen(""), gen("sha256:1"), gen("sha256:1"), gen("sha256:2")
+	for _, tc := range []struct {
+		x, y  string
+		equal bool
+	}{{plain, a1, false}, {a1, a1again, true}, {a1, a2, false}} {
+		eq, _, err := staticpod.ManifestFilesAreEqual(tc.x, tc.y)
+		if err != nil || eq != tc.equal {
+			t.Errorf("%s vs %s: equal %v (%v), want %v", filepath.Base(filepath.Dir(tc.x)), filepath.Base(filepath.Dir(tc.y)), eq, err, tc.equal)
+		}
+	}
+	pod, err := staticpod.ReadStaticPodFromDisk(a2)
+	if err != nil || pod.Annotations["machineadm.io/apiserver-config-digest"] != "sha256:2" || len(pod.Spec.Containers) != 1 {
+		t.Fatalf("annotated pod: %+v %v", pod.Annotations, err)
+	}
+}

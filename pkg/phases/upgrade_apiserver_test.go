@@ -1,0 +1,100 @@
+package phases
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+)
+
+func auditSpec() *machineadm.MachineBootstrapConfig {
+	c := &machineadm.MachineBootstrapConfig{APIVersion: machineadm.LatestAPIVersion, Kind: machineadm.Kind}
+	c.Spec.Role, c.Spec.Action = machineadm.RoleControlPlane, machineadm.ActionInit
+	c.Spec.ControlPlane = &machineadm.ControlPlane{}
+	c.Spec.ControlPlane.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}}
+	return c
+}
+
+// TestAPIServerConfigDigest: the digest follows the content of the files
+// the typed settings point the API server at (a new audit policy alone
+// restarts the API server), is stable for the same content, is "" without
+// typed settings, and a missing file is an error, not an empty digest.
+func TestAPIServerConfigDigest(t *testing.T) {
+	root := t.TempDir()
+	at := func(p string) string { return filepath.Join(root, p) }
+	cfg := auditSpec()
+	policy := at(apiserverconfig.AuditPolicyFile)
+	if _, err := apiServerConfigDigest(at, cfg); err == nil {
+		t.Fatal("no error for a missing audit policy")
+	}
+	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(policy, []byte("rules: [{level: Metadata}]\n"), 0o600)
+	d1, err := apiServerConfigDigest(at, cfg)
+	if err != nil || !strings.HasPrefix(d1, "sha256:") {
+		t.Fatalf("digest %q, %v", d1, err)
+	}
+	if again, _ := apiServerConfigDigest(at, cfg); again != d1 {
+		t.Errorf("the same files gave %s and %s", d1, again)
+	}
+	os.WriteFile(policy, []byte("rules: [{level: RequestResponse}]\n"), 0o600)
+	if d2, _ := apiServerConfigDigest(at, cfg); d2 == d1 {
+		t.Errorf("a new audit policy kept the digest %s", d1)
+	}
+	cfg.Spec.ControlPlane.APIServer.Audit = nil
+	if d, err := apiServerConfigDigest(at, cfg); d != "" || err != nil {
+		t.Errorf("no typed settings: %q, %v", d, err)
+	}
+	d := &Data{Config: auditSpec(), Root: root}
+	for _, c := range upgrade.ControlPlaneComponents {
+		a, err := componentAnnotations(d, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (a[AnnotationAPIServerConfigDigest] != "") != (c == upgrade.ComponentAPIServer) {
+			t.Errorf("%s annotations %v", c, a)
+		}
+	}
+}
+
+// TestUpgradeTreeFollowsPhaseOrder: the upgrade workflow of a control
+// plane with typed security settings and a profile has every top-level
+// phase of upgrade.PhaseOrder it plans, in that order: apiserver-config
+// before the control plane, compliance after uncordon and before the
+// record.
+func TestUpgradeTreeFollowsPhaseOrder(t *testing.T) {
+	cfg := auditSpec()
+	cfg.Spec.Security = &machineadm.Security{Profile: "cis-1.12"}
+	var top []string
+	for _, n := range Upgrade(cfg).Names() {
+		if !strings.Contains(n, "/") {
+			top = append(top, n)
+		}
+	}
+	var got []string
+	for _, n := range top {
+		if slices.Contains(upgrade.PhaseOrder, n) {
+			got = append(got, n)
+		}
+	}
+	var want []string
+	for _, n := range upgrade.PhaseOrder {
+		if slices.Contains(top, n) {
+			want = append(want, n)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("top-level phases %v\nnot in PhaseOrder's order %v", got, want)
+	}
+	for _, n := range []string{upgrade.PhaseAPIServerConfig, upgrade.PhaseControlPlane, upgrade.PhaseCompliance, upgrade.PhaseRecord} {
+		if !slices.Contains(top, n) {
+			t.Errorf("the upgrade tree lacks %s: %v", n, top)
+		}
+	}
+}

@@ -31,9 +31,13 @@ control-plane node of one cluster shares, in kubeadm's layout:
   DIR/front-proxy-ca.crt, .key           front-proxy CA
   DIR/etcd/ca.crt, etcd/ca.key           etcd CA
   DIR/sa.key, sa.pub                     service-account key pair
+  DIR/encryption.key                     encryption-at-rest key (aescbc)
 
-Keys are ECDSA P-256 unless --key-type says otherwise; private keys are 0600
-and DIR 0700. DIR is new or empty: a DIR holding files (CA files or any
+Keys are ECDSA P-256 unless --key-type says otherwise; private keys and
+encryption.key are 0600 and DIR 0700. encryption.key (base64 of 32 random
+bytes) is the key every control plane of the cluster encrypts Secrets in
+etcd with: under spec.security.profile, a control plane whose spec gives
+pki.dir and no spec.controlPlane.apiServer.encryption uses it. DIR is new or empty: a DIR holding files (CA files or any
 other) or a file at DIR is refused with exit 2 and nothing changed. Point
 spec.controlPlane.pki.dir at a copy of DIR delivered by a secure channel, and
 put the printed hash in spec.join.caCertHashes of joining nodes.`,
@@ -112,7 +116,30 @@ the file will have on the machine. Without --out it is printed; an empty
 		},
 	}
 	keyCmd.Flags().StringVar(&keyOut, "out", "", "file to write the key to (mode 0600) instead of standard output")
-	c.AddCommand(initCmd, hashCmd, keyCmd)
+
+	var encOut string
+	encCmd := &cobra.Command{
+		Use:   "encryption-key [--out FILE]",
+		Short: "Create an encryption-at-rest key (base64 of 32 random bytes) for the API server's aescbc provider",
+		Long: `Creates a random AES-256 key for encryption at rest: the base64 encoding of
+32 random bytes, the form spec.controlPlane.apiServer.encryption's keys and
+the API server's aescbc provider take. ` + "`machineadm pki init`" + ` already writes one
+as DIR/encryption.key; use this command to add one to a CA set made before
+(--out DIR/encryption.key). With --out FILE it is written to FILE (mode
+0600, its directory created 0700; an existing FILE is never overwritten:
+data in etcd may already be encrypted with it) and nothing is printed on
+standard output. Without --out it is printed; an empty --out (an unset
+shell variable) is refused rather than printing it.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outGiven(cmd); err != nil {
+				return err
+			}
+			return emitSecret(o, encOut, "encryption key", pki.GenerateEncryptionKey)
+		},
+	}
+	encCmd.Flags().StringVar(&encOut, "out", "", "file to write the key to (mode 0600) instead of standard output")
+	c.AddCommand(initCmd, hashCmd, keyCmd, encCmd)
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/cmd/configcmd"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/report"
@@ -45,7 +46,8 @@ func TestPKIHashTakesTheDirectoryAsArgument(t *testing.T) {
 	}
 }
 
-// TestSecretsToFiles: token generate and pki certificate-key write the
+// TestSecretsToFiles: token generate, pki certificate-key and pki
+// encryption-key write the
 // secret to a 0600 file and nowhere else, never replace an existing file,
 // and print it when no file is given.
 func TestSecretsToFiles(t *testing.T) {
@@ -55,6 +57,8 @@ func TestSecretsToFiles(t *testing.T) {
 	}{
 		{[]string{"token", "generate"}, regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}\n$`)},
 		{[]string{"pki", "certificate-key"}, regexp.MustCompile(`^[0-9a-f]{64}\n$`)},
+		// base64 of 32 bytes: 43 characters and one "=".
+		{[]string{"pki", "encryption-key"}, regexp.MustCompile(`^[A-Za-z0-9+/]{43}=\n$`)},
 	} {
 		path := filepath.Join(t.TempDir(), "secrets", "s")
 		code, out, errOut := run(t, "", append(tc.args, "--out", path)...)
@@ -97,7 +101,7 @@ func TestConfigValidateWarnsForMissingSecretFiles(t *testing.T) {
 		t.Errorf("missing token file: exit %d\n%s%s", code, out, errOut)
 	}
 	run(t, "", "token", "generate", "--out", tok)
-	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != session.ExitOK || strings.Contains(out, "warning") {
+	if code, out, _ := run(t, "", "config", "validate", "-f", path); code != session.ExitOK || strings.Contains(out, "apiServer.encryption") {
 		t.Errorf("token file present: exit %d\n%s", code, out)
 	}
 
@@ -323,5 +327,123 @@ func TestSecretAndPKIOutBadInput(t *testing.T) {
 	code, out, errOut := run(t, "", "pki", "init", "--out", inUse)
 	if entries, _ := os.ReadDir(inUse); code != session.ExitBadInput || out != "" || !strings.Contains(errOut, inUse+" holds other files") || len(entries) != 1 {
 		t.Errorf("pki init --out %s (in use): exit %d, stdout %q, %d entries, stderr %s", inUse, code, out, len(entries), errOut)
+	}
+}
+
+// TestProfileControlPlaneWithoutKeyIsRefused: a control plane under a
+// compliance profile with no encryption field and no CA set to take the
+// cluster's encryption key from is refused before any phase (exit 2),
+// naming the field and `pki encryption-key`, in a dry run as in a real
+// one.
+func TestProfileControlPlaneWithoutKeyIsRefused(t *testing.T) {
+	pkiDir := filepath.Join(t.TempDir(), "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, extra := range map[string]string{
+		"no pki.dir":        "",
+		"CA set without it": "    pki: {dir: " + pkiDir + "}\n",
+	} {
+		doc := `apiVersion: ` + machineadm.LatestAPIVersion + `
+kind: ` + machineadm.Kind + `
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  security: {profile: cis-1.12}
+  controlPlane:
+    advertiseAddress: 10.0.0.10
+` + extra
+		dr := filepath.Join(t.TempDir(), "plan")
+		code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, doc), "--dry-run", "--dry-run-dir", dr, "--report-root", t.TempDir(), "--work-dir", t.TempDir())
+		if code != session.ExitBadInput {
+			t.Fatalf("%s: exit %d, want 2\nstdout %s\nstderr %s", name, code, out, errOut)
+		}
+		for _, want := range []string{"spec.controlPlane.apiServer.encryption", "machineadm pki encryption-key"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, want, errOut)
+			}
+		}
+		// prepare runs before the CA set is delivered (an image build):
+		// it is not refused for the key.
+		code, _, errOut = prepareCLI(t, "prepare", "-f", writeSpec(t, doc), "--root", t.TempDir())
+		if code == session.ExitBadInput || strings.Contains(errOut, "apiServer.encryption") {
+			t.Errorf("%s: prepare exit %d:\n%s", name, code, errOut)
+		}
+	}
+}
+
+// TestDryRunReportPlansCompliance: a worker's dry run under a profile
+// succeeds and its report has a compliance section marked dryRun that
+// lists the checks the real run evaluates, each NOT_EVALUATED and counted
+// as such, and claims no PASS or FAIL.
+func TestDryRunReportPlansCompliance(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "token")
+	if code, _, errOut := run(t, "", "token", "generate", "--out", tok); code != session.ExitOK {
+		t.Fatal(errOut)
+	}
+	doc := strings.Replace(testspec.MinimalWorker, "/etc/machineadm/secrets/bootstrap-token", tok, 1) + "  security: {profile: cis-1.12}\n"
+	dr := filepath.Join(t.TempDir(), "plan")
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, doc), "--dry-run", "--dry-run-dir", dr)
+	if code != session.ExitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dr, "var/lib/machineadm/report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Compliance
+	if c == nil || !c.DryRun || c.Profile != "cis-1.12" || len(c.Checks) == 0 {
+		t.Fatalf("compliance section %+v, want a dry run's planned checks", c)
+	}
+	if c.Counts.NotEvaluated != len(c.Checks) || c.Counts.Pass+c.Counts.Fail+c.Counts.Warn+c.Counts.NotApplicable != 0 {
+		t.Errorf("counts %+v for %d planned checks", c.Counts, len(c.Checks))
+	}
+	for _, ch := range c.Checks {
+		if ch.Verdict != "NOT_EVALUATED" || ch.Scope != "node" {
+			t.Errorf("check %s: verdict %s scope %s", ch.ID, ch.Verdict, ch.Scope)
+		}
+	}
+}
+
+// TestConfigValidateWarnsForMissingEncryptionKey: `config validate` of a
+// control plane under a profile warns, naming
+// spec.controlPlane.apiServer.encryption, when bootstrap would refuse it
+// for want of the cluster's key (no pki.dir; a CA set without
+// encryption.key), and stops once pki init's CA set is there.
+func TestConfigValidateWarnsForMissingEncryptionKey(t *testing.T) {
+	pkiDir := filepath.Join(t.TempDir(), "pki")
+	doc := func(extra string) string {
+		return `apiVersion: ` + machineadm.LatestAPIVersion + `
+kind: ` + machineadm.Kind + `
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  security: {profile: cis-1.12}
+  controlPlane:
+    advertiseAddress: 10.0.0.10
+` + extra
+	}
+	const field = "warning: spec.controlPlane.apiServer.encryption: "
+	if code, out, errOut := run(t, "", "config", "validate", "-f", writeSpec(t, doc(""))); code != session.ExitOK || !strings.Contains(out, field+"required under spec.security.profile cis-1.12") {
+		t.Errorf("no pki.dir: exit %d\n%s%s", code, out, errOut)
+	}
+	withDir := writeSpec(t, doc("    pki: {dir: "+pkiDir+"}\n"))
+	if code, _, errOut := run(t, "", "pki", "init", "--out", pkiDir); code != session.ExitOK {
+		t.Fatal(errOut)
+	}
+	if code, out, errOut := run(t, "", "config", "validate", "-f", withDir); code != session.ExitOK || strings.Contains(out, "apiServer.encryption") {
+		t.Errorf("pki init's CA set: exit %d, want no warning:\n%s%s", code, out, errOut)
+	}
+	if err := os.Remove(filepath.Join(pkiDir, "encryption.key")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run(t, "", "config", "validate", "-f", withDir); code != session.ExitOK || !strings.Contains(out, field+pkiDir+" holds no encryption.key") || !strings.Contains(out, "machineadm pki encryption-key --out "+pkiDir+"/encryption.key") {
+		t.Errorf("CA set without the key: exit %d\n%s", code, out)
 	}
 }

@@ -18,6 +18,9 @@ type Evidence struct {
 	Profile compliance.Profile
 	// Results are the verdicts, in the benchmark's order.
 	Results []evidence.Result
+	// DryRun says nothing was evaluated: Results are the checks a real
+	// run evaluates (evidence.Planned), each NOT_EVALUATED.
+	DryRun bool
 }
 
 // hintCompliance is the hint of a failed check.
@@ -69,12 +72,17 @@ func runHarden(ctx context.Context, d *Data) (Result, error) {
 func runEvidence(_ context.Context, d *Data) (Result, error) {
 	sec := d.Config.Spec.Security
 	prof := compliance.Profile(sec.Profile)
-	if d.DryRun {
-		return Result{Message: fmt.Sprintf("would evaluate the %s checks of this node", prof)}, nil
-	}
 	waivers := map[string]string{}
 	for _, w := range sec.Waivers {
 		waivers[w.ID] = w.Reason
+	}
+	if d.DryRun {
+		// The node is not made: list what the real run evaluates.
+		planned := evidence.Planned(evidenceNode(d), prof, waivers)
+		return Result{
+			Evidence: &Evidence{Profile: prof, Results: planned, DryRun: true},
+			Message:  fmt.Sprintf("would evaluate %d %s checks of this node", len(planned), prof),
+		}, nil
 	}
 	results := evidence.Evaluate(evidenceNode(d), prof, waivers)
 	counts := map[evidence.Verdict]int{}

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/evidence"
 )
 
 // A profile adds compliance/harden and compliance/evidence after
@@ -57,5 +59,49 @@ func TestEvidenceFailsUnlessWaived(t *testing.T) {
 	cfg.Spec.Security.Waivers = []machineadm.Waiver{{ID: "4.1.9", Reason: "test"}}
 	if _, err := runEvidence(context.Background(), d); err != nil && strings.Contains(err.Error(), "4.1.9") {
 		t.Errorf("waived 4.1.9 still fails: %v", err)
+	}
+}
+
+// A dry run evaluates nothing (the node is not made) and says so: its
+// evidence lists the checks the real run evaluates on this node, each
+// NOT_EVALUATED with the spec's waiver, the control plane's master checks
+// only on a control plane; it never fails, whatever the root holds.
+func TestEvidenceDryRunPlans(t *testing.T) {
+	plan := func(role machineadm.Role) *Evidence {
+		t.Helper()
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: role, Action: machineadm.ActionJoin,
+			Security: &machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "test"}}}}}
+		res, err := runEvidence(context.Background(), &Data{Config: cfg, Root: t.TempDir(), DryRun: true})
+		if err != nil {
+			t.Fatalf("%s: dry run: %v", role, err)
+		}
+		if res.Evidence == nil || !res.Evidence.DryRun || len(res.Evidence.Results) == 0 {
+			t.Fatalf("%s: dry-run evidence %+v, want planned checks", role, res.Evidence)
+		}
+		return res.Evidence
+	}
+	w, cp := plan(machineadm.RoleWorker), plan(machineadm.RoleControlPlane)
+	ids := map[string]bool{}
+	for _, r := range w.Results {
+		if r.Verdict != evidence.NotEvaluated || r.Detail != evidence.PlannedDetail {
+			t.Errorf("worker %s: %s %q, want NOT_EVALUATED", r.Check.ID, r.Verdict, r.Detail)
+		}
+		if r.Check.Scope != compliance.ScopeNode {
+			t.Errorf("worker plans %s of scope %s", r.Check.ID, r.Check.Scope)
+		}
+		if (r.Check.ID == "4.1.9") != (r.Waiver != "") {
+			t.Errorf("worker %s: waiver %q", r.Check.ID, r.Waiver)
+		}
+		ids[r.Check.ID] = true
+	}
+	if !ids["4.1.9"] {
+		t.Error("worker: 4.1.9 not planned")
+	}
+	master := false
+	for _, r := range cp.Results {
+		master = master || r.Check.ID == "1.2.27"
+	}
+	if !master || len(cp.Results) <= len(w.Results) {
+		t.Errorf("control plane plans %d checks (1.2.27 among them: %v), worker %d", len(cp.Results), master, len(w.Results))
 	}
 }

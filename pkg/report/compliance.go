@@ -12,9 +12,15 @@ type Compliance struct {
 	// Benchmark is the benchmark's full name, for example "CIS
 	// Kubernetes Benchmark v1.12.0".
 	Benchmark string `json:"benchmark" show:"line"`
+	// DryRun is true in a dry run's report: the node was not made and
+	// nothing was evaluated. Checks then lists the checks the real run
+	// evaluates on this node, each with verdict NOT_EVALUATED (counted in
+	// Counts.NotEvaluated; every other count is 0). Absent otherwise.
+	DryRun bool `json:"dryRun,omitempty"`
 	// Counts are how many checks had each verdict.
 	Counts ComplianceCounts `json:"counts"`
-	// Checks are the evaluated checks, in the benchmark's order.
+	// Checks are the evaluated checks (a dry run: the planned ones), in
+	// the benchmark's order.
 	Checks []ComplianceCheck `json:"checks,omitempty"`
 }
 
@@ -26,6 +32,9 @@ type ComplianceCounts struct {
 	Warn          int `json:"warn"`
 	NotApplicable int `json:"notApplicable"`
 	Waived        int `json:"waived"`
+	// NotEvaluated counts a dry run's planned checks (DryRun); absent
+	// otherwise.
+	NotEvaluated int `json:"notEvaluated,omitempty"`
 }
 
 // ComplianceCheck is one check's verdict on this node.
@@ -37,7 +46,8 @@ type ComplianceCheck struct {
 	// Automated is the benchmark's marking; a manual check that does not
 	// hold is WARN, never FAIL.
 	Automated bool `json:"automated"`
-	// Verdict is PASS, FAIL, WARN or NOT_APPLICABLE.
+	// Verdict is PASS, FAIL, WARN or NOT_APPLICABLE; NOT_EVALUATED in a
+	// dry run (Compliance.DryRun).
 	Verdict string `json:"verdict"`
 	// Title says what the check wants.
 	Title string `json:"title" show:"line"`
@@ -50,7 +60,7 @@ type ComplianceCheck struct {
 }
 
 // ComplianceVerdicts are the verdicts a ComplianceCheck may carry.
-var ComplianceVerdicts = []string{"PASS", "FAIL", "WARN", "NOT_APPLICABLE"}
+var ComplianceVerdicts = []string{"PASS", "FAIL", "WARN", "NOT_APPLICABLE", "NOT_EVALUATED"}
 
 // Compliance records the compliance section; a later call replaces it.
 // Nothing happens once the report is being written.

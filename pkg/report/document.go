@@ -112,8 +112,10 @@ type BootstrapReport struct {
 	LogTail []string `json:"logTail,omitempty" show:"line"`
 	// Compliance is the evidence of spec.security.profile: each check
 	// that concerns this node with its verdict (PASS, FAIL, WARN,
-	// NOT_APPLICABLE) and benchmark ID. Absent without a profile, and when
-	// the run failed before the node was made.
+	// NOT_APPLICABLE) and benchmark ID; in a dry run the checks the real
+	// run would evaluate, each NOT_EVALUATED (Compliance.DryRun). Absent
+	// without a profile, and when the run failed before the node was made
+	// (a dry run: before its compliance/evidence phase).
 	Compliance *Compliance `json:"compliance,omitempty"`
 }
 

@@ -150,7 +150,7 @@ func sysctlValues(vs []sysctl.Value) []report.SysctlValue {
 // complianceSection turns the compliance phase's verdicts into the
 // report's compliance section.
 func complianceSection(e *phases.Evidence) *report.Compliance {
-	c := &report.Compliance{Profile: string(e.Profile), Benchmark: compliance.Benchmark(e.Profile)}
+	c := &report.Compliance{Profile: string(e.Profile), Benchmark: compliance.Benchmark(e.Profile), DryRun: e.DryRun}
 	for _, r := range e.Results {
 		switch r.Verdict {
 		case evidence.Pass:
@@ -164,6 +164,8 @@ func complianceSection(e *phases.Evidence) *report.Compliance {
 			c.Counts.Warn++
 		case evidence.NotApplicable:
 			c.Counts.NotApplicable++
+		case evidence.NotEvaluated:
+			c.Counts.NotEvaluated++
 		}
 		c.Checks = append(c.Checks, report.ComplianceCheck{
 			ID: r.Check.ID, Scope: string(r.Check.Scope), Automated: r.Check.Automated, Verdict: string(r.Verdict),

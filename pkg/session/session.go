@@ -255,6 +255,16 @@ func Run(ctx context.Context, o Options) (err error) {
 			return rec.refused(&SealedError{Identity: phases.IdentityPath(d), Err: err})
 		}
 	}
+	// Under a compliance profile, encryption at rest defaults to the
+	// cluster's key from the CA set; a control plane with no key is
+	// refused (exit code 2) before any phase. Not for prepare: an image
+	// is prepared before the CA set is delivered, and bootstrap writes
+	// the encryption configuration.
+	if o.Command == Bootstrap || o.Command == Upgrade {
+		if err := phases.DefaultEncryption(d); err != nil {
+			return rec.invalid(err)
+		}
+	}
 	// A bootstrap of another spec than the node runs is refused.
 	if o.Command == Bootstrap && o.Only == "" {
 		if err := checkRebootstrap(d, nodeWorkDir); err != nil {

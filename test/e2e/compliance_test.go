@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
@@ -52,6 +59,7 @@ type complianceSection struct {
 		ID      string `json:"id"`
 		Verdict string `json:"verdict"`
 		Detail  string `json:"detail"`
+		Waiver  string `json:"waiver"`
 	} `json:"checks"`
 }
 
@@ -113,7 +121,8 @@ func (e *env) installKubeBench(m *Machine) error {
 // profileCluster makes cp1 (Init) and w1 (Join) with the given profile
 // ("" for none), in the run directory's subdir, and returns the machines
 // and cp1's bootstrap start → Node Ready.
-func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string) (cp, w *Machine, ready time.Duration) {
+// tune, when not nil, changes the two specs before they are delivered.
+func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir string, tune func(cp, w *machineadm.MachineBootstrapConfig)) (cp, w *Machine, ready time.Duration, secrets clusterSecrets) {
 	t.Helper()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, subdir, "pki"))
 	if err != nil {
@@ -126,6 +135,9 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 		for _, s := range []*machineadm.MachineBootstrapConfig{cpSpec, wSpec} {
 			s.Spec.Security = &machineadm.Security{Profile: profile}
 		}
+	}
+	if tune != nil {
+		tune(cpSpec, wSpec)
 	}
 	if err := deliver(cp, cpSpec, secrets); err != nil {
 		t.Fatal(err)
@@ -156,7 +168,7 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 		dumpDiagnostics(ctx, t, cp)
 		t.Fatal(err)
 	}
-	return cp, w, at[cp1.Name].Sub(cpStart)
+	return cp, w, at[cp1.Name].Sub(cpStart), secrets
 }
 
 // readCompliance reads the compliance section of a machine's report.
@@ -212,7 +224,12 @@ func compareVerdicts(t *testing.T, m *Machine, mine *complianceSection, bench ma
 // cis-1.12 (control plane and worker, static pods) and runs kube-bench, an
 // independent checker, on both nodes: 0 FAIL among its automated checks
 // of master, etcd, controlplane and node; machineadm's own verdicts agree
-// with kube-bench's for every check both evaluate. Then the same cluster
+// with kube-bench's for every check both evaluate. With no encryption
+// field, Secrets are encrypted in etcd with the key `pki init` wrote beside
+// the CA set (1.2.27/1.2.28 PASS, the raw value k8s:enc:aescbc:…), and cp2
+// joins as a second control plane under the profile with the same CA set:
+// its evidence has no FAIL and its API server decrypts what cp1 wrote.
+// Then the same cluster
 // without a profile gives kube-bench's FAIL count for comparison, and the
 // two init start → Node Ready times give the profile's cost.
 func TestComplianceProfile(t *testing.T) {
@@ -227,7 +244,7 @@ func TestComplianceProfile(t *testing.T) {
 	defer cancel()
 	scenario := time.Now()
 
-	cp, w, withProfile := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile")
+	cp, w, withProfile, secrets := e.profileCluster(ctx, t, kubeBenchBenchmark, "profile", nil)
 	timing(t, "profile-cp1-bootstrap-start-to-node-ready", withProfile)
 	targets := map[*Machine]string{cp: "master,etcd,controlplane,node", w: "node"}
 	var fails []string
@@ -250,14 +267,26 @@ func TestComplianceProfile(t *testing.T) {
 	if len(fails) != 0 {
 		t.Errorf("kube-bench automated FAILs with profile %s: %v", kubeBenchBenchmark, fails)
 	}
-	for _, m := range []*Machine{cp, w} {
+	// The spec gives no encryption: the profile encrypts Secrets with the
+	// key `pki init` wrote beside the CA set, and says so in its evidence.
+	for _, c := range readCompliance(t, cp).Checks {
+		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
+			t.Errorf("cp1 %s: %s (%s), want PASS: encryption at rest from the CA set's key", c.ID, c.Verdict, c.Detail)
+		}
+	}
+	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
+	cp2m := e.profileControlPlaneJoin(ctx, t, cp, secrets)
+	for _, m := range []*Machine{cp, w, cp2m} {
 		if err := e.stopMachine(m); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	pcp, pw, without := e.profileCluster(ctx, t, "", "plain")
+	pcp, pw, without, _ := e.profileCluster(ctx, t, "", "plain", nil)
 	timing(t, "plain-cp1-bootstrap-start-to-node-ready", without)
+	// Without a profile nothing turns encryption on: the same probe finds
+	// the Secret in the clear (kube-apiserver's protobuf envelope).
+	checkSecretStored(ctx, t, pcp, "k8s\x00")
 	var plainFails []string
 	for _, m := range []*Machine{pcp, pw} {
 		f := automatedFails(runKubeBench(ctx, t, m, map[*Machine]string{pcp: targets[cp], pw: "node"}[m]))
@@ -339,4 +368,177 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	}
 	bench := runKubeBench(ctx, t, cp, "master,etcd,controlplane,node")
 	t.Logf("cp1 (Systemd) kube-bench automated FAIL %v", automatedFails(bench))
+}
+
+// checkSecretStored writes a Secret through cp1's API and reads its raw
+// etcd value with the etcd client: it must start with prefix
+// ("k8s:enc:aescbc:v1:<key>:" when encrypted, "k8s\x00" in the clear) and,
+// when encrypted, not hold the plaintext.
+func checkSecretStored(ctx context.Context, t *testing.T, cp *Machine, prefix string) {
+	t.Helper()
+	cs, err := adminClient(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns, name, plain = "machineadm-e2e-compliance", "enc-probe", "machineadm-e2e-compliance-plaintext"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("namespace: %v", err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"v": plain}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("secret: %v", err)
+	}
+	if got, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil || string(got.Data["v"]) != plain {
+		t.Errorf("secret read back through the API: %v", err)
+	}
+	key := "/registry/secrets/" + ns + "/" + name
+	raw, err := etcdGet(ctx, cp, cp1.IP, key)
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	v := raw[key]
+	encrypted := strings.HasPrefix(prefix, "k8s:enc:")
+	switch {
+	case v == nil:
+		t.Errorf("etcd has no %s", key)
+	case !bytes.HasPrefix(v, []byte(prefix)):
+		t.Errorf("etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
+	case encrypted && bytes.Contains(v, []byte(plain)):
+		t.Errorf("etcd %s holds the plaintext", key)
+	default:
+		t.Logf("COMPLIANCE etcd %s: %q… (%d bytes)", key, v[:len(prefix)], len(v))
+	}
+}
+
+// profileControlPlaneJoin joins cp2 to the profile cluster as a second
+// control plane under cis-1.12, with the cluster's CA set (and so its
+// encryption key) in pki.dir: its evidence has no FAIL, and the Secret
+// checkSecretStored wrote through cp1 reads back in the clear through
+// cp2's API server, which decrypts it with the same key.
+func (e *env) profileControlPlaneJoin(ctx context.Context, t *testing.T, cp *Machine, secrets clusterSecrets) *Machine {
+	t.Helper()
+	m := e.bootMachinesWith(ctx, t, bootOptions{subdir: "profile", prepare: e.installKubeBench}, cp2)[0]
+	spec := controlPlaneSpec(cp2, machineadm.ActionJoin, secrets.caHash)
+	spec.Spec.ControlPlane.PKI = machineadm.PKI{Dir: machinePKIDir}
+	spec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
+	if err := deliver(m, spec, secrets); err != nil {
+		t.Fatal(err)
+	}
+	start := mustBootstrap(ctx, t, m, append(append([]string(nil), controlPlaneJoinPhases...), "compliance/harden"), false)
+	cs, err := adminClient(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp2.Name)
+	if err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	timing(t, "profile-cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(start))
+	if err := waitStaticPodsRunning(ctx, cs, cp2.Name, podTimeout); err != nil {
+		dumpDiagnostics(ctx, t, m)
+		t.Fatal(err)
+	}
+	mine := readCompliance(t, m)
+	t.Logf("COMPLIANCE cp2 (control-plane join) machineadm evidence: %+v", mine.Counts)
+	for _, c := range mine.Checks {
+		if c.Verdict == "FAIL" {
+			t.Errorf("cp2 %s FAIL: %s", c.ID, c.Detail)
+		}
+		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
+			t.Errorf("cp2 %s: %s (%s), want PASS", c.ID, c.Verdict, c.Detail)
+		}
+	}
+	// cp1's admin credentials, cp2's API server.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp.Root, "etc/kubernetes/admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host, cfg.Timeout = "https://"+cp2.IP+":6443", 15*time.Second
+	through, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := through.CoreV1().Secrets("machineadm-e2e-compliance").Get(ctx, "enc-probe", metav1.GetOptions{})
+	if err != nil || string(got.Data["v"]) != "machineadm-e2e-compliance-plaintext" {
+		t.Errorf("cp2: the Secret written through cp1 does not read back through cp2's API server: %v", err)
+	} else {
+		t.Logf("COMPLIANCE cp2 decrypts the Secret cp1 encrypted: one key for both control planes")
+	}
+	return m
+}
+
+// stigHostKernelWaiver is the one STIG check the e2e machines cannot
+// satisfy: they share the host's kernel, whose parameters a container
+// cannot set (/proc/sys is read-only in them).
+const stigHostKernelWaiver = "e2e machines are containers sharing the host's kernel: kernel.panic, kernel.panic_on_oops and vm.overcommit_memory are the host's and cannot be set, so the kubelet runs without protectKernelDefaults"
+
+// TestComplianceProfileSTIG makes a cluster (static pods) under the stig
+// profile. The machines share the host's kernel, so the kernel parameters
+// a kubelet with protectKernelDefaults requires cannot be set: the specs
+// give the host's own values (the sysctl phase then changes nothing) and
+// protectKernelDefaults false, and waive exactly V-242434 with that
+// reason, and V-242397 on the control plane (static pods need a static
+// pod path; validation asks for the waiver). The bootstrap must succeed
+// with every other STIG check that concerns the nodes not FAIL; V-242434
+// must still be reported FAIL (waived), the report telling the truth
+// about the node. kube-bench ships no STIG benchmark for kubeadm nodes,
+// so machineadm's evidence is the only checker here.
+func TestComplianceProfileSTIG(t *testing.T) {
+	e := theEnv
+	stopAllMachines(t, e)
+	t.Cleanup(func() { stopAllMachines(t, e) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	hostKernel := map[string]string{}
+	for k := range compliance.KernelDefaults {
+		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostKernel[k] = strings.TrimSpace(string(b))
+	}
+	t.Logf("host kernel parameters: %v", hostKernel)
+	tune := func(cp, w *machineadm.MachineBootstrapConfig) {
+		for _, s := range []*machineadm.MachineBootstrapConfig{cp, w} {
+			if s.Spec.Host.Sysctl == nil {
+				s.Spec.Host.Sysctl = map[string]string{}
+			}
+			for k, v := range hostKernel {
+				s.Spec.Host.Sysctl[k] = v
+			}
+			if s.Spec.Node.Kubelet.Config == nil {
+				s.Spec.Node.Kubelet.Config = map[string]any{}
+			}
+			s.Spec.Node.Kubelet.Config["protectKernelDefaults"] = false
+			s.Spec.Security.Waivers = []machineadm.Waiver{{ID: "V-242434", Reason: stigHostKernelWaiver}}
+		}
+		cp.Spec.Security.Waivers = append(cp.Spec.Security.Waivers, machineadm.Waiver{ID: "V-242397", Reason: "runtime StaticPods: kubeadm's control plane runs as static pods"})
+	}
+	cp, w, ready, _ := e.profileCluster(ctx, t, "stig", "stig", tune)
+	timing(t, "stig-cp1-bootstrap-start-to-node-ready", ready)
+	for _, m := range []*Machine{cp, w} {
+		mine := readCompliance(t, m)
+		t.Logf("COMPLIANCE %s stig evidence: %+v", m.Name, mine.Counts)
+		sawKernel := false
+		for _, c := range mine.Checks {
+			switch {
+			case c.ID == "V-242434":
+				sawKernel = true
+				if c.Verdict != "FAIL" || c.Waiver != stigHostKernelWaiver {
+					t.Errorf("%s V-242434: %s (%s, waiver %q), want FAIL waived: protectKernelDefaults is off", m.Name, c.Verdict, c.Detail, c.Waiver)
+				}
+			case c.Verdict == "FAIL" && c.Waiver != "":
+				t.Logf("%s %s FAIL, waived (%s): %s", m.Name, c.ID, c.Waiver, c.Detail)
+			case c.Verdict == "FAIL":
+				t.Errorf("%s %s FAIL: %s", m.Name, c.ID, c.Detail)
+			case c.Verdict == "WARN" || c.Verdict == "NOT_APPLICABLE":
+				t.Logf("%s %s %s: %s", m.Name, c.ID, c.Verdict, c.Detail)
+			}
+		}
+		if !sawKernel {
+			t.Errorf("%s: V-242434 not evaluated", m.Name)
+		}
+	}
+	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
 }

@@ -95,6 +95,9 @@ type refValues struct {
 	// domainPassword and offlineJoinBlob are the domain join's secret
 	// (one of them, when spec.host.domainJoin is set).
 	domainPassword, offlineJoinBlob []byte
+	// apiServer maps the machine spec path of each Secret reference of
+	// the API server's typed settings (apiServerSecrets) to its value.
+	apiServer map[string][]byte
 	// known are the secret values among them (file contents, keys), for
 	// the leak check.
 	known [][]byte
@@ -320,6 +323,11 @@ func readSecretRefs(ctx context.Context, c client.Client, cfg *bootstrapv1.Machi
 			}
 			out.offlineJoinBlob = v
 			out.known = append(out.known, v)
+		}
+	}
+	if controlPlane {
+		if err := readAPIServerRefs(r, cfg.Spec.ControlPlane, out); err != nil {
+			return nil, err
 		}
 	}
 	if x := externalEtcd(cfg); controlPlane && x != nil {

@@ -82,6 +82,11 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 		if err != nil {
 			return nil, err
 		}
+		if in := cfg.Spec.ControlPlane; in != nil {
+			if err := applyAPIServerRefs(refs, &in.APIServer, &cp.APIServer); err != nil {
+				return nil, err
+			}
+		}
 		cp.CertificateKey = &mspec.SecretSource{File: certificateKeyPath}
 		if p.action == mspec.ActionInit {
 			cp.PKI.Dir = pkiDir
@@ -138,6 +143,9 @@ func buildSpec(cfg *bootstrapv1.MachineadmConfig, m *clusterv1.Machine, c *clust
 	if err := strictCopy("spec.report", cfg.Spec.Report, &sp.Report); err != nil {
 		return nil, err
 	}
+	if err := securitySpec(cfg, sp, p.controlPlane); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -154,7 +162,7 @@ func controlPlane(in *bootstrapv1.ControlPlaneSpec, c *clusterv1.Cluster) (*mspe
 		path     string
 		from, to any
 	}{
-		{"spec.controlPlane.apiServer", in.APIServer, &out.APIServer},
+		{"spec.controlPlane.apiServer", apiServerWithoutRefs(in.APIServer), &out.APIServer},
 		{"spec.controlPlane.controllerManager", in.ControllerManager, &out.ControllerManager},
 		{"spec.controlPlane.scheduler", in.Scheduler, &out.Scheduler},
 	} {

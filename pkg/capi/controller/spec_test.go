@@ -31,6 +31,10 @@ func fill(v reflect.Value) {
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(v.Elem())
 	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[apiextensionsv1.JSON]() {
+			v.Set(reflect.ValueOf(apiextensionsv1.JSON{Raw: []byte(`{"k":1}`)}))
+			return
+		}
 		for i := range v.NumField() {
 			fill(v.Field(i))
 		}
@@ -64,11 +68,14 @@ func TestEveryFieldReachesTheMachineSpec(t *testing.T) {
 	fill(reflect.ValueOf(&cfg.Spec.Host).Elem())
 	fill(reflect.ValueOf(&cfg.Spec.Report).Elem())
 	fill(reflect.ValueOf(&cfg.Spec.Kubernetes).Elem())
+	cfg.Spec.Security = &bootstrapv1.Security{}
+	fill(reflect.ValueOf(cfg.Spec.Security).Elem())
 	cfg.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
 	fill(reflect.ValueOf(cfg.Spec.ControlPlane).Elem())
 	// Secret references have no counterpart: TestSecretRefsAreSealed
-	// covers them.
+	// and TestProfileConfigRendersSecurity cover them.
 	cfg.Spec.Host = stripRefs(cfg.Spec.Host)
+	cfg.Spec.ControlPlane.APIServer = apiServerWithoutRefs(cfg.Spec.ControlPlane.APIServer)
 	cfg.Spec.ControlPlane.Etcd.External = nil
 	m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: clusterv1.MachineSpec{Version: "v1.37.2"}}
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "h", Port: 1}}}
@@ -78,11 +85,15 @@ func TestEveryFieldReachesTheMachineSpec(t *testing.T) {
 	}
 	for name, pair := range map[string][2]any{
 		"node": {cfg.Spec.Node, s.Spec.Node}, "host": {cfg.Spec.Host, s.Spec.Host}, "report": {cfg.Spec.Report, s.Spec.Report},
-		"controlPlane.apiServer": {cfg.Spec.ControlPlane.APIServer, s.Spec.ControlPlane.APIServer},
-		"controlPlane.etcd":      {cfg.Spec.ControlPlane.Etcd, s.Spec.ControlPlane.Etcd},
+		"security":                       {cfg.Spec.Security, s.Spec.Security},
+		"controlPlane.controllerManager": {cfg.Spec.ControlPlane.ControllerManager, s.Spec.ControlPlane.ControllerManager},
+		"controlPlane.apiServer":         {cfg.Spec.ControlPlane.APIServer, s.Spec.ControlPlane.APIServer},
+		"controlPlane.etcd":              {cfg.Spec.ControlPlane.Etcd, s.Spec.ControlPlane.Etcd},
 	} {
 		a, _ := json.Marshal(pair[0])
 		b, _ := json.Marshal(pair[1])
+		// The secret slots the Secret references fill stay empty here.
+		b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte(`"kubeConfig":{},`), nil), []byte(`,"secret":{}`), nil)
 		if string(a) != string(b) {
 			t.Errorf("%s differs:\nconfig: %s\nspec:   %s", name, a, b)
 		}

@@ -26,14 +26,18 @@ const (
 	Fail          Verdict = "FAIL"
 	Warn          Verdict = "WARN"
 	NotApplicable Verdict = "NOT_APPLICABLE"
+	// NotEvaluated is a dry run's verdict (Planned): the node does not
+	// exist yet, so nothing was read.
+	NotEvaluated Verdict = "NOT_EVALUATED"
 )
 
 // Result is one check's verdict on this node.
 type Result struct {
 	// Check is the catalogue's check.
 	Check compliance.Check
-	// Verdict is PASS, FAIL, WARN or NOT_APPLICABLE. A manual check that
-	// does not hold is WARN, never FAIL.
+	// Verdict is PASS, FAIL, WARN or NOT_APPLICABLE (NOT_EVALUATED in a
+	// dry run's Planned). A manual check that does not hold is WARN, never
+	// FAIL.
 	Verdict Verdict
 	// Detail says what was found ("/var/lib/kubelet/config.yaml has mode
 	// 0644"), never a secret (modes, owners, flag values of the probed
@@ -53,15 +57,38 @@ func (r Result) Failed() bool { return r.Verdict == Fail && r.Waiver == "" }
 // catalogue's order. waivers maps a check ID to its reason.
 func Evaluate(n Node, p compliance.Profile, waivers map[string]string) []Result {
 	var out []Result
-	for _, c := range compliance.Checks(p) {
-		if c.Probe == nil || !n.concerns(c.Scope) {
-			continue
-		}
+	for _, c := range n.checks(p) {
 		v, detail := n.probe(c.Probe)
 		if v == Fail && !c.Automated {
 			v = Warn
 		}
 		out = append(out, Result{Check: c, Verdict: v, Detail: detail, Waiver: waivers[c.ID]})
+	}
+	return out
+}
+
+// PlannedDetail is the detail of a check a dry run lists (Planned).
+const PlannedDetail = "dry run: not evaluated; the real run evaluates it once the node is made"
+
+// Planned lists, without reading anything, the checks of profile p that
+// Evaluate would evaluate on node n (only n.ControlPlane counts), in the
+// catalogue's order, each with verdict NotEvaluated, detail PlannedDetail
+// and its waiver: what a dry run can truthfully say before the node exists.
+func Planned(n Node, p compliance.Profile, waivers map[string]string) []Result {
+	var out []Result
+	for _, c := range n.checks(p) {
+		out = append(out, Result{Check: c, Verdict: NotEvaluated, Detail: PlannedDetail, Waiver: waivers[c.ID]})
+	}
+	return out
+}
+
+// checks are the checks of p with a probe that concern n.
+func (n Node) checks(p compliance.Profile) []compliance.Check {
+	var out []compliance.Check
+	for _, c := range compliance.Checks(p) {
+		if c.Probe != nil && n.concerns(c.Scope) {
+			out = append(out, c)
+		}
 	}
 	return out
 }

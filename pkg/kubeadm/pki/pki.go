@@ -2,7 +2,9 @@ package pki
 
 import (
 	"crypto"
+	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +38,17 @@ var CASet = []string{
 	"sa.key", "sa.pub",
 }
 
+// EncryptionKeyFile is the file, relative to a PKI directory, that holds
+// the cluster's encryption-at-rest key beside the CA set: the base64
+// encoding of 32 random bytes (an AES-256 key for the API server's aescbc
+// provider), mode 0600. `machineadm pki init` writes it; under a
+// compliance profile a control plane whose spec gives pki.dir (or the
+// sealed CA set) and no spec.controlPlane.apiServer.encryption encrypts
+// Secrets with it. Every control plane of a cluster must hold the same
+// key, which is why it travels with the CA set rather than being made on
+// a node.
+const EncryptionKeyFile = "encryption.key"
+
 // KeyTypes are the accepted key types of `machineadm pki init`, by
 // kubeadm's encryptionAlgorithm names.
 var KeyTypes = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA-4096"}
@@ -60,7 +73,9 @@ var ErrPKINotDir = errors.New("not a directory")
 // certificate code: the cluster CA ("kubernetes"), the front-proxy CA, the
 // etcd CA and the service-account key pair, with keys of keyType
 // ("ECDSA-P256" default). Private keys are written 0600, the directory
-// 0700. It returns the CA cert hash that joining nodes pin. It fails with
+// 0700. Beside the CA set it writes the cluster's encryption-at-rest key
+// (EncryptionKeyFile, 0600; WriteEncryptionKey). It returns the CA cert
+// hash that joining nodes pin. It fails with
 // ErrPKIExists rather than overwrite existing CA files, with
 // ErrPKIDirInUse, changing nothing, when dir exists and is not empty, and
 // with ErrPKINotDir when dir names a file that is not a directory.
@@ -127,6 +142,9 @@ func initPKI(dir, keyType string) (string, error) {
 	if err := certsphase.CreateServiceAccountKeyAndPublicKeyFiles(dir, kubeadmapi.EncryptionAlgorithmType(keyType)); err != nil {
 		return "", fmt.Errorf("creating the service-account key pair: %w", err)
 	}
+	if _, err := WriteEncryptionKey(filepath.Join(dir, EncryptionKeyFile)); err != nil {
+		return "", fmt.Errorf("creating the encryption key: %w", err)
+	}
 	return pubkeypin.Hash(rootCert), nil
 }
 
@@ -180,6 +198,50 @@ func GenerateToken() (string, error) {
 // hex characters from crypto/rand, made by kubeadm's own copycerts code.
 func GenerateCertificateKey() (string, error) {
 	return copycerts.CreateCertificateKey()
+}
+
+// GenerateEncryptionKey returns a new encryption-at-rest key for the API
+// server's aescbc provider: the standard base64 encoding of 32 random
+// bytes from crypto/rand (AES-256).
+func GenerateEncryptionKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// WriteEncryptionKey writes a new key (GenerateEncryptionKey) followed by
+// a newline to path, mode 0600, unless path exists: a key other control
+// planes may already hold, and that encrypts data in etcd, is never
+// replaced. It reports whether it wrote one. The file is created
+// exclusively (O_EXCL), so a link planted at path is not followed.
+func WriteEncryptionKey(path string) (bool, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return false, nil
+	}
+	key, err := GenerateEncryptionKey()
+	if err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		os.Remove(path)
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(path)
+		return false, err
+	}
+	return true, f.Close()
 }
 
 // CheckCA reads the CA set in dir (kubeadm's layout, CASet), each file

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"os"
@@ -200,5 +201,65 @@ func TestInitPKIRefusesADirectoryInUse(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "x" {
 		t.Error("InitPKI changed the file it was pointed at")
+	}
+}
+
+// pki init writes the cluster's encryption-at-rest key beside the CA set:
+// 0600, the base64 of 32 bytes (an aescbc AES-256 key), and a new one per
+// cluster.
+func TestInitPKIWritesEncryptionKey(t *testing.T) {
+	var keys []string
+	for range 2 {
+		dir := filepath.Join(t.TempDir(), "pki")
+		if _, err := InitPKI(dir, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, EncryptionKeyFile)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("pki init wrote no %s: %v", EncryptionKeyFile, err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", p, fi.Mode().Perm())
+		}
+		data, _ := os.ReadFile(p)
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
+		if err != nil || len(raw) != 32 {
+			t.Errorf("%s: not the base64 of 32 bytes (%d bytes, %v)", p, len(raw), err)
+		}
+		keys = append(keys, string(data))
+	}
+	if keys[0] == keys[1] {
+		t.Error("two pki init runs made the same encryption key")
+	}
+}
+
+// WriteEncryptionKey never replaces a key that exists (data in etcd may be
+// encrypted with it), nor follows a link planted at the path.
+func TestWriteEncryptionKeyNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, EncryptionKeyFile)
+	wrote, err := WriteEncryptionKey(p)
+	if err != nil || !wrote {
+		t.Fatalf("first write: wrote %v, %v", wrote, err)
+	}
+	first, _ := os.ReadFile(p)
+	wrote, err = WriteEncryptionKey(p)
+	if err != nil || wrote {
+		t.Fatalf("second write: wrote %v, %v; want kept", wrote, err)
+	}
+	if again, _ := os.ReadFile(p); string(again) != string(first) {
+		t.Error("the existing key was replaced")
+	}
+	target := filepath.Join(dir, "elsewhere")
+	link := filepath.Join(dir, "link.key")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := WriteEncryptionKey(link); wrote || err != nil {
+		t.Errorf("write at a dangling link: wrote %v, %v; want left alone", wrote, err)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the link was followed")
 	}
 }

@@ -44,10 +44,18 @@ const PKIDirItem = "spec.controlPlane.pki.dir"
 
 // PKIFiles are the files of spec.controlPlane.pki.dir that seal takes, in
 // kubeadm's layout as `machineadm pki init` writes them
-// (k8s.io/kubernetes/cmd/kubeadm/app/constants).
+// (k8s.io/kubernetes/cmd/kubeadm/app/constants), and the cluster's
+// encryption-at-rest key that `pki init` writes beside them
+// (EncryptionKeyFile).
 var PKIFiles = []string{
 	"ca.crt", "ca.key",
 	"front-proxy-ca.crt", "front-proxy-ca.key",
 	path.Join("etcd", "ca.crt"), path.Join("etcd", "ca.key"),
 	"sa.key", "sa.pub",
+	EncryptionKeyFile,
 }
+
+// EncryptionKeyFile is the CA set's encryption-at-rest key
+// (pki.EncryptionKeyFile): sealed with the CA set, so that a sealed
+// control plane under a compliance profile finds the cluster's key.
+const EncryptionKeyFile = "encryption.key"

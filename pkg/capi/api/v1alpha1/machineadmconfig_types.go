@@ -138,6 +138,11 @@ type MachineadmConfigSpec struct {
 	// spec.report).
 	// +optional
 	Report ReportSpec `json:"report,omitempty,omitzero"`
+	// Security is the compliance profile and its waivers (machine spec
+	// field spec.security; docs/compliance.md). The outcome's compliance
+	// counts report its evidence.
+	// +optional
+	Security *Security `json:"security,omitempty"`
 }
 
 // AgentSource is where the stub gets the machineadm binary: a URL pinned

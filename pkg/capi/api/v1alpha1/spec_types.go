@@ -32,6 +32,13 @@ type Component struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	ExtraArgs []Arg `json:"extraArgs,omitempty"`
+	// ExtraVolumes are host paths mounted into the component's static
+	// pod, for files its extraArgs name (runtime StaticPods only).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	ExtraVolumes []HostPathMount `json:"extraVolumes,omitempty"`
 }
 
 // APIServer holds kube-apiserver settings.
@@ -43,6 +50,19 @@ type APIServer struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	CertSANs []string `json:"certSANs,omitempty"`
+	// Audit turns on audit logging with a policy and backends.
+	// +optional
+	Audit *Audit `json:"audit,omitempty"`
+	// Encryption encrypts resources at rest in etcd, keys from Secrets.
+	// Required under security.profile on control-plane Machines.
+	// +optional
+	Encryption *Encryption `json:"encryption,omitempty"`
+	// Authentication configures authenticators beyond kubeadm's.
+	// +optional
+	Authentication *Authentication `json:"authentication,omitempty"`
+	// Authorization replaces kubeadm's authorizer chain.
+	// +optional
+	Authorization *Authorization `json:"authorization,omitempty"`
 }
 
 // ControlPlaneSpec holds control-plane settings of control-plane Machines

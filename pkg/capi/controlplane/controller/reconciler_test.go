@@ -509,6 +509,12 @@ func TestEnvtestAdmission(t *testing.T) {
 		{"certificatesExpiryDays below 7", "spec.rollout.before.certificatesExpiryDays", func(c *cpv1.MachineadmControlPlane) {
 			c.Spec.Rollout.Before.CertificatesExpiryDays = 3
 		}},
+		{"profile without encryption", "spec.machineadmConfigSpec.controlPlane.apiServer.encryption", func(c *cpv1.MachineadmControlPlane) {
+			c.Spec.MachineadmConfigSpec.Security = &bootstrapv1.Security{Profile: "cis-1.12"}
+		}},
+		{"unknown profile", "spec.machineadmConfigSpec.security.profile", func(c *cpv1.MachineadmControlPlane) {
+			c.Spec.MachineadmConfigSpec.Security = &bootstrapv1.Security{Profile: "pci"}
+		}},
 	}
 	for i, c := range cases {
 		mcp := f.mcp.DeepCopy()

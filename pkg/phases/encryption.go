@@ -1,0 +1,155 @@
+package phases
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
+	"github.com/machineadm/machineadm/pkg/redact"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// ProfileEncryptionKeyName is the name of the key in the encryption
+// configuration a profile makes from the CA set's key; the API server
+// stores it with each value it encrypts.
+const ProfileEncryptionKeyName = "machineadm-ca-set"
+
+// ProfileEncryptionResources are the resources a profile's default
+// encryption configuration encrypts: Secrets, which CIS 1.2.27/1.2.28
+// name. ConfigMaps are left in the clear: they are meant for
+// non-confidential data, and encrypting them costs every read of
+// kube-system's many ConfigMaps a decryption.
+var ProfileEncryptionResources = []string{"secrets"}
+
+var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
+
+// WantsCASetEncryptionKey says whether cfg is a control plane under a
+// compliance profile that configures no encryption at rest itself (no
+// apiServer.encryption, no --encryption-provider-config): the one
+// DefaultEncryption gives the CA set's key, or refuses without it.
+func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
+	s := &cfg.Spec
+	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
+		return false
+	}
+	a := &s.ControlPlane.APIServer
+	return a.Encryption == nil && !slices.ContainsFunc(a.ExtraArgs, func(x machineadm.Arg) bool { return x.Name == "encryption-provider-config" })
+}
+
+// DefaultEncryption turns encryption at rest on under a compliance
+// profile, with the cluster's key from the CA set: for a control plane
+// whose spec has spec.security.profile, no
+// spec.controlPlane.apiServer.encryption and no --encryption-provider-config
+// in apiServer.extraArgs, it sets encryption to an aescbc provider (the
+// key pki.EncryptionKeyFile of the sealed CA set, or of pki.dir under the
+// root; failing both, the key this default wrote into the node's
+// encryption configuration before, appliedKey) for ProfileEncryptionResources, with identity as a reader of
+// values written before. aescbc: CIS 1.2.28 asks for aescbc, kms or
+// secretbox, and AES is the FIPS-approved cipher DISA's STIG needs
+// (secretbox's XSalsa20-Poly1305 is not).
+//
+// The key is put in the spec in memory, as unsealing does, and given to
+// the redactor; it is never written but into the API server's encryption
+// configuration (0600). Every control plane of a cluster needs the same
+// key, so a node never makes one: with no key (no pki.dir, or a CA set
+// without encryption.key) it refuses the run with an
+// *spec.InvalidSpecError (exit code 2) naming the field and the ways to
+// give one, before any phase. Call it after OpenSealed.
+func DefaultEncryption(d *Data) error {
+	if !WantsCASetEncryptionKey(d.Config) {
+		return nil
+	}
+	s := &d.Config.Spec
+	a := &s.ControlPlane.APIServer
+	refuse := func(why string) error {
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
+			"profile %s turns encryption at rest on, and every control plane of the cluster needs the same key: %s. "+
+				"Give the CA set from `machineadm pki init` (it holds %s) in spec.controlPlane.pki.dir, "+
+				"add a key to an existing CA set with `machineadm pki encryption-key --out DIR/%s`, "+
+				"or set this field (a provider with the cluster's key; an identity provider alone to keep Secrets in the clear, which the evidence then reports)",
+			s.Security.Profile, why, pki.EncryptionKeyFile, pki.EncryptionKeyFile))}}
+	}
+	var key []byte
+	var missing string
+	switch {
+	case d.sealedPKI != nil:
+		key = d.sealedPKI[pki.EncryptionKeyFile]
+		missing = "the sealed CA set (spec.controlPlane.pki.dir) has no " + pki.EncryptionKeyFile
+	case s.ControlPlane.PKI.Dir != "":
+		file := path.Join(s.ControlPlane.PKI.Dir, pki.EncryptionKeyFile)
+		var err error
+		key, err = redact.ReadSecretFile(hostPathOrRoot(d, file))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf("reading the CA set's key %s: %v", file, err))}}
+		}
+		missing = "spec.controlPlane.pki.dir has no " + pki.EncryptionKeyFile + " (" + file + ")"
+	default:
+		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
+	}
+	if key == nil {
+		// A node this default configured before (a re-run, an upgrade
+		// after the CA set was taken off the node) keeps the key its API
+		// server encrypts, and reads, with.
+		if k := appliedKey(d); k != "" {
+			key = []byte(k)
+		} else {
+			return refuse(missing)
+		}
+	}
+	v := strings.TrimSpace(string(key))
+	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, "the CA set's "+pki.EncryptionKeyFile+" "+msg)}}
+	}
+	if d.AddSecrets != nil {
+		d.AddSecrets(v)
+	}
+	a.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{
+		Resources: slices.Clone(ProfileEncryptionResources),
+		Providers: []machineadm.EncryptionProvider{
+			{AESCBC: &machineadm.EncryptionKeys{Keys: []machineadm.EncryptionKey{{Name: ProfileEncryptionKeyName, Secret: machineadm.SecretSource{Value: v}}}}},
+			{Identity: &machineadm.IdentityProvider{}},
+		},
+	}}}
+	return nil
+}
+
+// appliedKey is the key named ProfileEncryptionKeyName in the aescbc
+// provider of the node's existing encryption configuration
+// (apiserverconfig.EncryptionConfigFile under the root), or "": the key
+// DefaultEncryption gave this node before. A re-run or an upgrade on a
+// node whose CA set was removed after the bootstrap (its private keys
+// need not stay on the node) keeps encrypting, and reading, with it.
+func appliedKey(d *Data) string {
+	data, err := redact.ReadSecretFile(hostPathOrRoot(d, apiserverconfig.EncryptionConfigFile))
+	if err != nil {
+		return ""
+	}
+	var ec apiserverv1.EncryptionConfiguration
+	if err := yaml.Unmarshal(data, &ec); err != nil {
+		return ""
+	}
+	for _, r := range ec.Resources {
+		for _, p := range r.Providers {
+			if p.AESCBC == nil {
+				continue
+			}
+			for _, k := range p.AESCBC.Keys {
+				if k.Name == ProfileEncryptionKeyName {
+					return k.Secret
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -65,7 +65,10 @@ func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 // key, so a node never makes one: with no key (no pki.dir, or a CA set
 // without encryption.key) it refuses the run with an
 // *spec.InvalidSpecError (exit code 2) naming the field and the ways to
-// give one, before any phase. Call it after OpenSealed.
+// give one, before any phase. A CA set's key other than the one this
+// default gave the node before (appliedKey) is refused the same way: the
+// API server would lose every Secret encrypted with the old key. Call it
+// after OpenSealed.
 func DefaultEncryption(d *Data) error {
 	if !WantsCASetEncryptionKey(d.Config) {
 		return nil
@@ -97,17 +100,26 @@ func DefaultEncryption(d *Data) error {
 	default:
 		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
 	}
+	applied := appliedKey(d)
 	if key == nil {
 		// A node this default configured before (a re-run, an upgrade
 		// after the CA set was taken off the node) keeps the key its API
 		// server encrypts, and reads, with.
-		if k := appliedKey(d); k != "" {
-			key = []byte(k)
-		} else {
+		if applied == "" {
 			return refuse(missing)
 		}
+		key = []byte(applied)
 	}
 	v := strings.TrimSpace(string(key))
+	if applied != "" && v != strings.TrimSpace(applied) {
+		// Replacing the key the API server encrypts with would leave it
+		// unable to read every Secret written so far (identity reads only
+		// values in the clear). Rotation is the operator's, in steps.
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf(
+			"the CA set's %s is not the key this node's API server encrypts Secrets with (%s, key %s): switching would make every Secret encrypted so far unreadable. "+
+				"Give the CA set the cluster's key again, or rotate it yourself in this field (the new key added as a second aescbc key on every control plane, then moved first, then the Secrets rewritten)",
+			pki.EncryptionKeyFile, apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName))}}
+	}
 	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
 		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, "the CA set's "+pki.EncryptionKeyFile+" "+msg)}}
 	}

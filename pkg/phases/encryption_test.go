@@ -147,7 +147,10 @@ func TestDefaultEncryptionLeavesOthersAlone(t *testing.T) {
 // A node this default configured before keeps its key when the CA set
 // no longer holds one (taken off the node after the bootstrap): the key
 // named ProfileEncryptionKeyName in its encryption configuration. The CA
-// set's key, when there, wins over it.
+// set's key, when the same, is taken; when another (a CA set remade, a
+// key file replaced), the run is refused at the field, the spec and
+// the node's key untouched, and neither key quoted: the API server would
+// no longer read the Secrets encrypted so far.
 func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 	applied := base64.StdEncoding.EncodeToString([]byte("applied-key-applied-key-applied!"))
 	write := func(root string) {
@@ -169,12 +172,31 @@ func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != applied {
 		t.Errorf("key %q, want the applied one", got)
 	}
-	d, _ = profileCP(t, testEncryptionKey())
+	d, _ = profileCP(t, applied)
 	write(d.Root)
 	if err := DefaultEncryption(d); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != testEncryptionKey() {
-		t.Errorf("key %q, want the CA set's", got)
+	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != applied {
+		t.Errorf("key %q, want the CA set's (the applied one)", got)
+	}
+	for name, sealed := range map[string]bool{"pki.dir": false, "sealed": true} {
+		d, _ = profileCP(t, testEncryptionKey())
+		if sealed {
+			d.Config.Spec.ControlPlane.PKI.Dir = ""
+			d.sealedPKI = map[string][]byte{"ca.crt": []byte("x"), pki.EncryptionKeyFile: []byte(testEncryptionKey() + "\n")}
+		}
+		write(d.Root)
+		err := DefaultEncryption(d)
+		var ie *spec.InvalidSpecError
+		if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.controlPlane.apiServer.encryption" || !strings.Contains(err.Error(), "unreadable") {
+			t.Fatalf("%s: another CA-set key than the applied one: %v, want an invalid spec at the field", name, err)
+		}
+		if strings.Contains(err.Error(), applied) || strings.Contains(err.Error(), testEncryptionKey()) {
+			t.Errorf("%s: the error quotes a key: %v", name, err)
+		}
+		if d.Config.Spec.ControlPlane.APIServer.Encryption != nil {
+			t.Errorf("%s: the spec was changed", name)
+		}
 	}
 }

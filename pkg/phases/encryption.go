@@ -66,9 +66,10 @@ func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 // without encryption.key) it refuses the run with an
 // *spec.InvalidSpecError (exit code 2) naming the field and the ways to
 // give one, before any phase. A CA set's key other than the one this
-// default gave the node before (appliedKey) is refused the same way: the
-// API server would lose every Secret encrypted with the old key. Call it
-// after OpenSealed.
+// default gave the node before (appliedKey) is refused the same way, as
+// is a node whose encryption configuration has other readers (providers
+// the spec gave before and no longer gives): the API server would lose
+// every Secret encrypted with them. Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
 	if !WantsCASetEncryptionKey(d.Config) {
 		return nil
@@ -100,7 +101,16 @@ func DefaultEncryption(d *Data) error {
 	default:
 		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
 	}
-	applied := appliedKey(d)
+	applied, others := appliedKey(d)
+	if len(others) > 0 {
+		// The node's API server reads Secrets with providers this
+		// default would drop (the spec gave the field before and no
+		// longer does): what they encrypted would become unreadable.
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf(
+			"this node's API server encrypts with a configuration (%s: %s) the profile's default would replace, making what it encrypted unreadable; "+
+				"give this field as the node was bootstrapped with it",
+			apiserverconfig.EncryptionConfigFile, strings.Join(others, ", ")))}}
+	}
 	if key == nil {
 		// A node this default configured before (a re-run, an upgrade
 		// after the CA set was taken off the node) keeps the key its API
@@ -136,32 +146,57 @@ func DefaultEncryption(d *Data) error {
 	return nil
 }
 
-// appliedKey is the key named ProfileEncryptionKeyName in the aescbc
-// provider of the node's existing encryption configuration
-// (apiserverconfig.EncryptionConfigFile under the root), or "": the key
-// DefaultEncryption gave this node before. A re-run or an upgrade on a
-// node whose CA set was removed after the bootstrap (its private keys
-// need not stay on the node) keeps encrypting, and reading, with it.
-func appliedKey(d *Data) string {
+// appliedKey reads the node's existing encryption configuration
+// (apiserverconfig.EncryptionConfigFile under the root): key is the key
+// named ProfileEncryptionKeyName of its aescbc provider, the key
+// DefaultEncryption gave this node before, or ""; others names, never
+// quoting a secret, each other provider but identity that reads data
+// ("aescbc key k1", "kms v2"), which the default's configuration would
+// drop. A re-run or an upgrade on a node whose CA set was removed after
+// the bootstrap (its private keys need not stay on the node) keeps
+// encrypting, and reading, with key. No file, or one that does not
+// parse, is neither.
+func appliedKey(d *Data) (key string, others []string) {
 	data, err := redact.ReadSecretFile(hostPathOrRoot(d, apiserverconfig.EncryptionConfigFile))
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	var ec apiserverv1.EncryptionConfiguration
 	if err := yaml.Unmarshal(data, &ec); err != nil {
-		return ""
+		return "", nil
+	}
+	seen := map[string]bool{}
+	other := func(what string) {
+		if !seen[what] {
+			seen[what] = true
+			others = append(others, what)
+		}
 	}
 	for _, r := range ec.Resources {
 		for _, p := range r.Providers {
-			if p.AESCBC == nil {
-				continue
-			}
-			for _, k := range p.AESCBC.Keys {
-				if k.Name == ProfileEncryptionKeyName {
-					return k.Secret
+			switch {
+			case p.AESCBC != nil:
+				for _, k := range p.AESCBC.Keys {
+					if k.Name == ProfileEncryptionKeyName && key == "" {
+						key = k.Secret
+						continue
+					}
+					if k.Name != ProfileEncryptionKeyName || k.Secret != key {
+						other("aescbc key " + k.Name)
+					}
 				}
+			case p.AESGCM != nil:
+				for _, k := range p.AESGCM.Keys {
+					other("aesgcm key " + k.Name)
+				}
+			case p.Secretbox != nil:
+				for _, k := range p.Secretbox.Keys {
+					other("secretbox key " + k.Name)
+				}
+			case p.KMS != nil:
+				other("kms " + p.KMS.Name)
 			}
 		}
 	}
-	return ""
+	return key, others
 }

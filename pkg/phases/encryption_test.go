@@ -200,3 +200,50 @@ func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 		}
 	}
 }
+
+// A node whose API server reads Secrets with providers the spec gave
+// before and no longer gives (an upgrade whose spec dropped the field for
+// the profile's default) is refused at the field, naming the providers
+// and quoting no key: the default's configuration would drop them and
+// leave what they encrypted unreadable. An identity-only configuration
+// drops no reader and is replaced.
+func TestDefaultEncryptionKeepsForeignReaders(t *testing.T) {
+	own := base64.StdEncoding.EncodeToString([]byte("the-operators-own-key-32-bytes!!"))
+	for name, tc := range map[string]struct {
+		providers string
+		says      string
+	}{
+		"aescbc":    {"  - aescbc:\n      keys:\n      - {name: k1, secret: " + own + "}\n  - identity: {}\n", "aescbc key k1"},
+		"secretbox": {"  - secretbox:\n      keys:\n      - {name: sb, secret: " + own + "}\n", "secretbox key sb"},
+		"kms":       {"  - kms: {apiVersion: v2, name: vault, endpoint: unix:///run/kms/k.sock}\n  - identity: {}\n", "kms vault"},
+		"identity":  {"  - identity: {}\n", ""},
+	} {
+		d, _ := profileCP(t, testEncryptionKey())
+		p := filepath.Join(d.Root, "etc/kubernetes/apiserver/encryption-config.yaml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n" + tc.providers
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := DefaultEncryption(d)
+		if tc.says == "" {
+			if err != nil || d.Config.Spec.ControlPlane.APIServer.Encryption == nil {
+				t.Errorf("%s: %v, want the default", name, err)
+			}
+			continue
+		}
+		var ie *spec.InvalidSpecError
+		if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.controlPlane.apiServer.encryption" || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an invalid spec at the field naming %q", name, err, tc.says)
+			continue
+		}
+		if strings.Contains(err.Error(), own) || strings.Contains(err.Error(), testEncryptionKey()) {
+			t.Errorf("%s: the error quotes a key: %v", name, err)
+		}
+		if d.Config.Spec.ControlPlane.APIServer.Encryption != nil {
+			t.Errorf("%s: the spec was changed", name)
+		}
+	}
+}

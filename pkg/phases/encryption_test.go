@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/spec"
 )
@@ -245,5 +246,38 @@ func TestDefaultEncryptionKeepsForeignReaders(t *testing.T) {
 		if d.Config.Spec.ControlPlane.APIServer.Encryption != nil {
 			t.Errorf("%s: the spec was changed", name)
 		}
+	}
+}
+
+// What the default configures, written as the apiserver-config phase
+// writes it (apiserverconfig.Files), is read back as this default's own
+// key with no other reader: a re-run keeps it, without the CA set too.
+func TestDefaultEncryptionRoundTrip(t *testing.T) {
+	d, dir := profileCP(t, testEncryptionKey())
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatal(err)
+	}
+	files, err := apiserverconfig.Files(&d.Config.Spec.ControlPlane.APIServer, func(_ string, s *machineadm.SecretSource) ([]byte, error) { return []byte(s.Value), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		p := filepath.Join(d.Root, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if key, others := appliedKey(d); key != testEncryptionKey() || len(others) != 0 {
+		t.Fatalf("read back key match %v, others %v", key == testEncryptionKey(), others)
+	}
+	if err := os.Remove(filepath.Join(dir, pki.EncryptionKeyFile)); err != nil {
+		t.Fatal(err)
+	}
+	d.Config.Spec.ControlPlane.APIServer.Encryption = nil
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatalf("re-run without the CA set's key: %v", err)
 	}
 }

@@ -40,7 +40,15 @@ var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encrypt
 // DefaultEncryption gives the CA set's key, or refuses without it.
 func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 	s := &cfg.Spec
-	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
+	return s.Security != nil && s.Security.Profile != "" && configuresNoEncryption(cfg)
+}
+
+// configuresNoEncryption says whether cfg is a Linux control plane whose
+// spec configures no encryption at rest (no apiServer.encryption, no
+// --encryption-provider-config).
+func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
+	s := &cfg.Spec
+	if s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
 		return false
 	}
 	a := &s.ControlPlane.APIServer
@@ -69,9 +77,23 @@ func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 // default gave the node before (appliedKey) is refused the same way, as
 // is a node whose encryption configuration has other readers (providers
 // the spec gave before and no longer gives): the API server would lose
-// every Secret encrypted with them. Call it after OpenSealed.
+// every Secret encrypted with them. A control plane without a profile
+// and without encryption on a node this default configured (a spec that
+// dropped spec.security) is refused too. Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
 	if !WantsCASetEncryptionKey(d.Config) {
+		if !configuresNoEncryption(d.Config) {
+			return nil
+		}
+		// No profile and no encryption: a node a profile's default
+		// configured would have its API server lose the key, and every
+		// Secret it encrypted (a spec that dropped spec.security).
+		if key, _ := appliedKey(d); key != "" {
+			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
+				"this node's API server encrypts Secrets with the key a compliance profile's default gave it (%s, key %s); without spec.security.profile the spec turns encryption at rest off and every Secret would become unreadable: "+
+					"keep the profile, or give this field (an aescbc provider with the CA set's %s; to leave encryption, identity first and that key second until the Secrets are rewritten)",
+				apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName, pki.EncryptionKeyFile))}}
+		}
 		return nil
 	}
 	s := &d.Config.Spec

@@ -281,3 +281,42 @@ func TestDefaultEncryptionRoundTrip(t *testing.T) {
 		t.Fatalf("re-run without the CA set's key: %v", err)
 	}
 }
+
+// A spec that dropped spec.security, on a node whose API server encrypts
+// with the key the profile's default gave it, is refused at the field
+// (the API server would lose the key); without that configuration a
+// spec without a profile is left alone.
+func TestDefaultEncryptionRefusesDroppingTheProfile(t *testing.T) {
+	d, _ := profileCP(t, testEncryptionKey())
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatal(err)
+	}
+	files, err := apiserverconfig.Files(&d.Config.Spec.ControlPlane.APIServer, func(_ string, s *machineadm.SecretSource) ([]byte, error) { return []byte(s.Value), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		p := filepath.Join(d.Root, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Config.Spec.ControlPlane.APIServer.Encryption = nil
+	d.Config.Spec.Security = nil
+	err = DefaultEncryption(d)
+	var ie *spec.InvalidSpecError
+	if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.controlPlane.apiServer.encryption" || !strings.Contains(err.Error(), "spec.security.profile") {
+		t.Fatalf("profile dropped: %v, want an invalid spec at the field", err)
+	}
+	if strings.Contains(err.Error(), testEncryptionKey()) || d.Config.Spec.ControlPlane.APIServer.Encryption != nil {
+		t.Errorf("the error quotes the key, or the spec was changed: %v", err)
+	}
+	plain, _ := profileCP(t, "")
+	plain.Config.Spec.Security = nil
+	if err := DefaultEncryption(plain); err != nil || plain.Config.Spec.ControlPlane.APIServer.Encryption != nil {
+		t.Errorf("no profile, no configuration: %v", err)
+	}
+}

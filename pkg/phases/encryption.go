@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -79,7 +80,8 @@ func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
 // the spec gave before and no longer gives): the API server would lose
 // every Secret encrypted with them. A control plane without a profile
 // and without encryption on a node this default configured (a spec that
-// dropped spec.security) is refused too. Call it after OpenSealed.
+// dropped spec.security) is refused too. These refusals apply while the
+// data is there (clusterDataHere). Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
 	if !WantsCASetEncryptionKey(d.Config) {
 		if !configuresNoEncryption(d.Config) {
@@ -88,7 +90,7 @@ func DefaultEncryption(d *Data) error {
 		// No profile and no encryption: a node a profile's default
 		// configured would have its API server lose the key, and every
 		// Secret it encrypted (a spec that dropped spec.security).
-		if key, _ := appliedKey(d); key != "" {
+		if key, _ := appliedKey(d); key != "" && clusterDataHere(d) {
 			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
 				"this node's API server encrypts Secrets with the key a compliance profile's default gave it (%s, key %s); without spec.security.profile the spec turns encryption at rest off and every Secret would become unreadable: "+
 					"keep the profile, or give this field (an aescbc provider with the CA set's %s; to leave encryption, identity first and that key second until the Secrets are rewritten)",
@@ -124,7 +126,10 @@ func DefaultEncryption(d *Data) error {
 		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
 	}
 	applied, others := appliedKey(d)
-	if len(others) > 0 {
+	// The refusals below keep the key of data that exists: a node reset
+	// for a new cluster (etcd's data gone) has a stale configuration.
+	atRisk := clusterDataHere(d)
+	if atRisk && len(others) > 0 {
 		// The node's API server reads Secrets with providers this
 		// default would drop (the spec gave the field before and no
 		// longer does): what they encrypted would become unreadable.
@@ -143,7 +148,7 @@ func DefaultEncryption(d *Data) error {
 		key = []byte(applied)
 	}
 	v := strings.TrimSpace(string(key))
-	if applied != "" && v != strings.TrimSpace(applied) {
+	if atRisk && applied != "" && v != strings.TrimSpace(applied) {
 		// Replacing the key the API server encrypts with would leave it
 		// unable to read every Secret written so far (identity reads only
 		// values in the clear). Rotation is the operator's, in steps.
@@ -166,6 +171,26 @@ func DefaultEncryption(d *Data) error {
 		},
 	}}}
 	return nil
+}
+
+// clusterDataHere says whether data the node's existing encryption
+// configuration may have encrypted can still be read through this node:
+// an external etcd, or a local etcd whose data directory
+// (spec.controlPlane.etcd.local.dataDir, default DefaultEtcdDataDir)
+// holds a member. `kubeadm reset` removes the member, and with it every
+// value the old configuration encrypted: a node reset for a new cluster
+// may take another key.
+func clusterDataHere(d *Data) bool {
+	cp := d.Config.Spec.ControlPlane
+	if cp.Etcd.External != nil {
+		return true
+	}
+	dir := machineadm.DefaultEtcdDataDir
+	if cp.Etcd.Local != nil && cp.Etcd.Local.DataDir != "" {
+		dir = cp.Etcd.Local.DataDir
+	}
+	_, err := os.Lstat(hostPathOrRoot(d, path.Join(dir, "member")))
+	return err == nil
 }
 
 // appliedKey reads the node's existing encryption configuration

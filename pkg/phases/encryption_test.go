@@ -37,6 +37,15 @@ func profileCP(t *testing.T, key string) (*Data, string) {
 	return &Data{Config: cfg, Root: root}, dir
 }
 
+// withEtcdMember gives the node under root a local etcd member in
+// DefaultEtcdDataDir: the cluster's data is there.
+func withEtcdMember(t *testing.T, root string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(root, machineadm.DefaultEtcdDataDir, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testEncryptionKey() string {
 	return base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 }
@@ -149,9 +158,10 @@ func TestDefaultEncryptionLeavesOthersAlone(t *testing.T) {
 // no longer holds one (taken off the node after the bootstrap): the key
 // named ProfileEncryptionKeyName in its encryption configuration. The CA
 // set's key, when the same, is taken; when another (a CA set remade, a
-// key file replaced), the run is refused at the field, the spec and
-// the node's key untouched, and neither key quoted: the API server would
-// no longer read the Secrets encrypted so far.
+// key file replaced) and the etcd member there, the run is refused at the
+// field, the spec and the node's key untouched, and neither key quoted:
+// the API server would no longer read the Secrets encrypted so far. A
+// node reset for a new cluster (no member) takes the new key.
 func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 	applied := base64.StdEncoding.EncodeToString([]byte("applied-key-applied-key-applied!"))
 	write := func(root string) {
@@ -188,6 +198,7 @@ func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 			d.sealedPKI = map[string][]byte{"ca.crt": []byte("x"), pki.EncryptionKeyFile: []byte(testEncryptionKey() + "\n")}
 		}
 		write(d.Root)
+		withEtcdMember(t, d.Root)
 		err := DefaultEncryption(d)
 		var ie *spec.InvalidSpecError
 		if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.controlPlane.apiServer.encryption" || !strings.Contains(err.Error(), "unreadable") {
@@ -200,11 +211,22 @@ func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 			t.Errorf("%s: the spec was changed", name)
 		}
 	}
+	// A node reset for a new cluster (etcd's member gone) has no data
+	// the stale configuration encrypted: the CA set's new key is taken.
+	d, _ = profileCP(t, testEncryptionKey())
+	write(d.Root)
+	if err := DefaultEncryption(d); err != nil {
+		t.Fatalf("reset node: %v", err)
+	}
+	if got := d.Config.Spec.ControlPlane.APIServer.Encryption.Resources[0].Providers[0].AESCBC.Keys[0].Secret.Value; got != testEncryptionKey() {
+		t.Errorf("reset node: not the CA set's key")
+	}
 }
 
 // A node whose API server reads Secrets with providers the spec gave
 // before and no longer gives (an upgrade whose spec dropped the field for
-// the profile's default) is refused at the field, naming the providers
+// the profile's default), its data in a local etcd member or an external
+// etcd, is refused at the field, naming the providers
 // and quoting no key: the default's configuration would drop them and
 // leave what they encrypted unreadable. An identity-only configuration
 // drops no reader and is replaced.
@@ -227,6 +249,12 @@ func TestDefaultEncryptionKeepsForeignReaders(t *testing.T) {
 		cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n" + tc.providers
 		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if name == "kms" {
+			// An external etcd keeps the data whatever the node's state.
+			d.Config.Spec.ControlPlane.Etcd.External = &machineadm.ExternalEtcd{Endpoints: []string{"https://10.0.0.2:2379"}}
+		} else {
+			withEtcdMember(t, d.Root)
 		}
 		err := DefaultEncryption(d)
 		if tc.says == "" {
@@ -283,9 +311,10 @@ func TestDefaultEncryptionRoundTrip(t *testing.T) {
 }
 
 // A spec that dropped spec.security, on a node whose API server encrypts
-// with the key the profile's default gave it, is refused at the field
-// (the API server would lose the key); without that configuration a
-// spec without a profile is left alone.
+// with the key the profile's default gave it and whose etcd member holds
+// the data, is refused at the field (the API server would lose the key);
+// on a node reset for a new cluster (no member), or without that
+// configuration, a spec without a profile is left alone.
 func TestDefaultEncryptionRefusesDroppingTheProfile(t *testing.T) {
 	d, _ := profileCP(t, testEncryptionKey())
 	if err := DefaultEncryption(d); err != nil {
@@ -306,6 +335,10 @@ func TestDefaultEncryptionRefusesDroppingTheProfile(t *testing.T) {
 	}
 	d.Config.Spec.ControlPlane.APIServer.Encryption = nil
 	d.Config.Spec.Security = nil
+	if err := DefaultEncryption(d); err != nil || d.Config.Spec.ControlPlane.APIServer.Encryption != nil {
+		t.Fatalf("reset node (no etcd member) without the profile: %v", err)
+	}
+	withEtcdMember(t, d.Root)
 	err = DefaultEncryption(d)
 	var ie *spec.InvalidSpecError
 	if !errors.As(err, &ie) || len(ie.Errors) != 1 || ie.Errors[0].Field != "spec.controlPlane.apiServer.encryption" || !strings.Contains(err.Error(), "spec.security.profile") {

@@ -125,7 +125,9 @@ the file will have on the machine. Without --out it is printed; an empty
 32 random bytes, the form spec.controlPlane.apiServer.encryption's keys and
 the API server's aescbc provider take. ` + "`machineadm pki init`" + ` already writes one
 as DIR/encryption.key; use this command to add one to a CA set made before
-(--out DIR/encryption.key). With --out FILE it is written to FILE (mode
+(--out DIR/encryption.key), once, before the CA set is copied to the
+control planes: control planes with different keys cannot read each
+other's Secrets. With --out FILE it is written to FILE (mode
 0600, its directory created 0700; an existing FILE is never overwritten:
 data in etcd may already be encrypted with it) and nothing is printed on
 standard output. Without --out it is printed; an empty --out (an unset

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -40,7 +41,15 @@ var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encrypt
 // DefaultEncryption gives the CA set's key, or refuses without it.
 func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 	s := &cfg.Spec
-	if s.Security == nil || s.Security.Profile == "" || s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
+	return s.Security != nil && s.Security.Profile != "" && configuresNoEncryption(cfg)
+}
+
+// configuresNoEncryption says whether cfg is a Linux control plane whose
+// spec configures no encryption at rest (no apiServer.encryption, no
+// --encryption-provider-config).
+func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
+	s := &cfg.Spec
+	if s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
 		return false
 	}
 	a := &s.ControlPlane.APIServer
@@ -65,9 +74,28 @@ func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
 // key, so a node never makes one: with no key (no pki.dir, or a CA set
 // without encryption.key) it refuses the run with an
 // *spec.InvalidSpecError (exit code 2) naming the field and the ways to
-// give one, before any phase. Call it after OpenSealed.
+// give one, before any phase. A CA set's key other than the one this
+// default gave the node before (appliedKey) is refused the same way, as
+// is a node whose encryption configuration has other readers (providers
+// the spec gave before and no longer gives): the API server would lose
+// every Secret encrypted with them. A control plane without a profile
+// and without encryption on a node this default configured (a spec that
+// dropped spec.security) is refused too. These refusals apply while the
+// data is there (clusterDataHere). Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
 	if !WantsCASetEncryptionKey(d.Config) {
+		if !configuresNoEncryption(d.Config) {
+			return nil
+		}
+		// No profile and no encryption: a node a profile's default
+		// configured would have its API server lose the key, and every
+		// Secret it encrypted (a spec that dropped spec.security).
+		if key, _ := appliedKey(d); key != "" && clusterDataHere(d) {
+			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
+				"this node's API server encrypts Secrets with the key a compliance profile's default gave it (%s, key %s); without spec.security.profile the spec turns encryption at rest off and every Secret would become unreadable: "+
+					"keep the profile, or give this field (an aescbc provider with the CA set's %s; to leave encryption, identity first and that key second until the Secrets are rewritten)",
+				apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName, pki.EncryptionKeyFile))}}
+		}
 		return nil
 	}
 	s := &d.Config.Spec
@@ -97,17 +125,38 @@ func DefaultEncryption(d *Data) error {
 	default:
 		missing = "the spec gives no CA set (spec.controlPlane.pki.dir) to take it from"
 	}
+	applied, others := appliedKey(d)
+	// The refusals below keep the key of data that exists: a node reset
+	// for a new cluster (etcd's data gone) has a stale configuration.
+	atRisk := clusterDataHere(d)
+	if atRisk && len(others) > 0 {
+		// The node's API server reads Secrets with providers this
+		// default would drop (the spec gave the field before and no
+		// longer does): what they encrypted would become unreadable.
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf(
+			"this node's API server encrypts with a configuration (%s: %s) the profile's default would replace, making what it encrypted unreadable; "+
+				"give this field as the node was bootstrapped with it",
+			apiserverconfig.EncryptionConfigFile, strings.Join(others, ", ")))}}
+	}
 	if key == nil {
 		// A node this default configured before (a re-run, an upgrade
 		// after the CA set was taken off the node) keeps the key its API
 		// server encrypts, and reads, with.
-		if k := appliedKey(d); k != "" {
-			key = []byte(k)
-		} else {
+		if applied == "" {
 			return refuse(missing)
 		}
+		key = []byte(applied)
 	}
 	v := strings.TrimSpace(string(key))
+	if atRisk && applied != "" && v != strings.TrimSpace(applied) {
+		// Replacing the key the API server encrypts with would leave it
+		// unable to read every Secret written so far (identity reads only
+		// values in the clear). Rotation is the operator's, in steps.
+		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf(
+			"the CA set's %s is not the key this node's API server encrypts Secrets with (%s, key %s): switching would make every Secret encrypted so far unreadable. "+
+				"Give the CA set the cluster's key again, or rotate it yourself in this field (the new key added as a second aescbc key on every control plane, then moved first, then the Secrets rewritten)",
+			pki.EncryptionKeyFile, apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName))}}
+	}
 	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
 		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, "the CA set's "+pki.EncryptionKeyFile+" "+msg)}}
 	}
@@ -124,32 +173,77 @@ func DefaultEncryption(d *Data) error {
 	return nil
 }
 
-// appliedKey is the key named ProfileEncryptionKeyName in the aescbc
-// provider of the node's existing encryption configuration
-// (apiserverconfig.EncryptionConfigFile under the root), or "": the key
-// DefaultEncryption gave this node before. A re-run or an upgrade on a
-// node whose CA set was removed after the bootstrap (its private keys
-// need not stay on the node) keeps encrypting, and reading, with it.
-func appliedKey(d *Data) string {
+// clusterDataHere says whether data the node's existing encryption
+// configuration may have encrypted can still be read through this node:
+// an external etcd, or a local etcd whose data directory
+// (spec.controlPlane.etcd.local.dataDir, default DefaultEtcdDataDir)
+// holds a member. `kubeadm reset` removes the member, and with it every
+// value the old configuration encrypted: a node reset for a new cluster
+// may take another key.
+func clusterDataHere(d *Data) bool {
+	cp := d.Config.Spec.ControlPlane
+	if cp.Etcd.External != nil {
+		return true
+	}
+	dir := machineadm.DefaultEtcdDataDir
+	if cp.Etcd.Local != nil && cp.Etcd.Local.DataDir != "" {
+		dir = cp.Etcd.Local.DataDir
+	}
+	_, err := os.Lstat(hostPathOrRoot(d, path.Join(dir, "member")))
+	return err == nil
+}
+
+// appliedKey reads the node's existing encryption configuration
+// (apiserverconfig.EncryptionConfigFile under the root): key is the key
+// named ProfileEncryptionKeyName of its aescbc provider, the key
+// DefaultEncryption gave this node before, or ""; others names, never
+// quoting a secret, each other provider but identity that reads data
+// ("aescbc key k1", "kms v2"), which the default's configuration would
+// drop. A re-run or an upgrade on a node whose CA set was removed after
+// the bootstrap (its private keys need not stay on the node) keeps
+// encrypting, and reading, with key. No file, or one that does not
+// parse, is neither.
+func appliedKey(d *Data) (key string, others []string) {
 	data, err := redact.ReadSecretFile(hostPathOrRoot(d, apiserverconfig.EncryptionConfigFile))
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	var ec apiserverv1.EncryptionConfiguration
 	if err := yaml.Unmarshal(data, &ec); err != nil {
-		return ""
+		return "", nil
+	}
+	seen := map[string]bool{}
+	other := func(what string) {
+		if !seen[what] {
+			seen[what] = true
+			others = append(others, what)
+		}
 	}
 	for _, r := range ec.Resources {
 		for _, p := range r.Providers {
-			if p.AESCBC == nil {
-				continue
-			}
-			for _, k := range p.AESCBC.Keys {
-				if k.Name == ProfileEncryptionKeyName {
-					return k.Secret
+			switch {
+			case p.AESCBC != nil:
+				for _, k := range p.AESCBC.Keys {
+					if k.Name == ProfileEncryptionKeyName && key == "" {
+						key = k.Secret
+						continue
+					}
+					if k.Name != ProfileEncryptionKeyName || k.Secret != key {
+						other("aescbc key " + k.Name)
+					}
 				}
+			case p.AESGCM != nil:
+				for _, k := range p.AESGCM.Keys {
+					other("aesgcm key " + k.Name)
+				}
+			case p.Secretbox != nil:
+				for _, k := range p.Secretbox.Keys {
+					other("secretbox key " + k.Name)
+				}
+			case p.KMS != nil:
+				other("kms " + p.KMS.Name)
 			}
 		}
 	}
-	return ""
+	return key, others
 }

@@ -5,7 +5,8 @@ import "fmt"
 // extras renders, for the full view, what the phase table has no room
 // for: the warnings each phase recorded, the sysctl phase's desired and
 // effective values, the Node a failed join left registered, and the
-// compliance counts with each FAIL and WARN check. Every
+// compliance counts with each FAIL and WARN check (a dry run's: how many
+// the real run evaluates, nothing evaluated). Every
 // string was escaped by shownCopy before it reaches here.
 func (s *summary) extras() []string {
 	var out []string
@@ -33,7 +34,17 @@ func (s *summary) extras() []string {
 			out = append(out, line)
 		}
 	}
-	if c := s.r.Compliance; c != nil {
+	if c := s.r.Compliance; c != nil && c.DryRun {
+		// Nothing was read: counts of verdicts would read as a clean node.
+		waived := 0
+		for _, ch := range c.Checks {
+			if ch.Waiver != "" {
+				waived++
+			}
+		}
+		out = append(out, wrap("compliance: ", fmt.Sprintf("%s (%s): dry run, nothing evaluated; the real run evaluates %d checks (%d waived)",
+			c.Profile, c.Benchmark, c.Counts.NotEvaluated, waived), s.opt.Width, 0)...)
+	} else if c != nil {
 		n := c.Counts
 		out = append(out, wrap("compliance: ", fmt.Sprintf("%s (%s): %d PASS, %d FAIL (%d waived), %d WARN, %d not applicable",
 			c.Profile, c.Benchmark, n.Pass, n.Fail, n.Waived, n.Warn, n.NotApplicable), s.opt.Width, 0)...)

@@ -65,3 +65,23 @@ func TestSummaryCompliance(t *testing.T) {
 		t.Errorf("summary shows a raw escape or a PASS line:\n%s", out)
 	}
 }
+
+// A dry run's compliance line says nothing was evaluated and how many
+// checks the real run evaluates, never "0 FAIL" as if the node were clean.
+func TestSummaryComplianceDryRun(t *testing.T) {
+	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Result: ResultSucceeded, Command: "bootstrap",
+		Compliance: &Compliance{Profile: "stig", Benchmark: "DISA Kubernetes STIG", DryRun: true,
+			Counts: ComplianceCounts{NotEvaluated: 3},
+			Checks: []ComplianceCheck{
+				{ID: "V-242390", Verdict: "NOT_EVALUATED", Title: "a"},
+				{ID: "V-242397", Verdict: "NOT_EVALUATED", Title: "b", Waiver: "static pods"},
+				{ID: "V-242434", Verdict: "NOT_EVALUATED", Title: "c"},
+			}}}
+	out := Summary(r, SummaryOptions{Width: 200})
+	if !strings.Contains(out, "stig (DISA Kubernetes STIG): dry run, nothing evaluated; the real run evaluates 3 checks (1 waived)") {
+		t.Errorf("dry-run compliance line:\n%s", out)
+	}
+	if strings.Contains(out, "PASS") || strings.Contains(out, "FAIL") {
+		t.Errorf("a dry run's summary claims verdicts:\n%s", out)
+	}
+}

@@ -196,3 +196,29 @@ func TestHardenDryRunSaysWould(t *testing.T) {
 		t.Errorf("the dry run wrote sysusers.d: %v", err)
 	}
 }
+
+// CIS 1.2.28 holds when the first provider for Secrets is aescbc, kms or
+// secretbox, as kube-bench's test reads it; aesgcm (no safe static key),
+// identity, or no entry for Secrets does not hold (WARN: a manual check).
+func TestEncryptionProviderCheck(t *testing.T) {
+	for first, want := range map[string]Verdict{
+		"aescbc: {keys: [{name: k, secret: c2VjcmV0}]}":                    Pass,
+		"secretbox: {keys: [{name: k, secret: c2VjcmV0}]}":                 Pass,
+		"kms: {apiVersion: v2, name: v, endpoint: unix:///run/kms/k.sock}": Pass,
+		"aesgcm: {keys: [{name: k, secret: c2VjcmV0}]}":                    Warn,
+		"identity: {}": Warn,
+	} {
+		root := t.TempDir()
+		write(t, root, "/etc/kubernetes/manifests/kube-apiserver.yaml", apiserverPod+"    - --encryption-provider-config=/etc/kubernetes/apiserver/encryption-config.yaml\n", 0o600)
+		write(t, root, "/etc/kubernetes/apiserver/encryption-config.yaml",
+			"apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - "+first+"\n  - identity: {}\n", 0o600)
+		n := Node{Root: root, ControlPlane: true, CertificatesDir: "/etc/kubernetes/pki"}
+		rs := Evaluate(n, compliance.CIS112, nil)
+		if got := find(t, rs, "1.2.27"); got.Verdict != Pass {
+			t.Errorf("%s: 1.2.27 %s (%s)", first, got.Verdict, got.Detail)
+		}
+		if got := find(t, rs, "1.2.28"); got.Verdict != want {
+			t.Errorf("%s: 1.2.28 %s (%s), want %s", first, got.Verdict, got.Detail, want)
+		}
+	}
+}

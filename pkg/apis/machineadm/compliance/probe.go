@@ -18,7 +18,8 @@ const (
 	// not off).
 	ProbeAnonymous ProbeKind = "anonymous"
 	// ProbeEncryption: the API server's encryption configuration's first
-	// provider for secrets is aescbc, aesgcm, secretbox or kms.
+	// provider for secrets is aescbc, secretbox or kms (not aesgcm, which
+	// CIS 1.2.28 does not accept).
 	ProbeEncryption ProbeKind = "encryption"
 )
 

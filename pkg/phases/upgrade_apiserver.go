@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
@@ -23,9 +22,9 @@ import (
 const AnnotationAPIServerConfigDigest = "machineadm.io/apiserver-config-digest"
 
 // apiServerConfigDigest returns "sha256:<hex>" over the path and content
-// of every file the typed security settings of cfg point the API server
-// at (the values of apiserverconfig.Flags under APIServerConfigDir, each
-// read at hostPath of it: the host's path under the run's root), or ""
+// of every file the typed security settings of cfg have the API server
+// read (apiserverconfig.Paths: named by a flag or inside another file,
+// each read at hostPath of it: the host's path under the run's root), or ""
 // when cfg has none. The digest of a key file is no
 // secret: a one-way hash of high-entropy key material.
 func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.MachineBootstrapConfig) (string, error) {
@@ -33,13 +32,11 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 	if cp == nil || !apiserverconfig.Any(&cp.APIServer) {
 		return "", nil
 	}
-	var files []string
-	for _, a := range apiserverconfig.Flags(&cp.APIServer) {
-		if strings.HasPrefix(a.Value, machineadm.APIServerConfigDir+"/") && !slices.Contains(files, a.Value) {
-			files = append(files, a.Value)
-		}
-	}
+	// Every file the apiserver-config step writes, also those named only
+	// inside another file (an authorization webhook's kubeconfig).
+	files := slices.Clone(apiserverconfig.Paths(&cp.APIServer))
 	slices.Sort(files)
+	files = slices.Compact(files)
 	h := sha256.New()
 	for _, f := range files {
 		data, err := os.ReadFile(hostPath(f))

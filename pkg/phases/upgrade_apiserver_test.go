@@ -98,3 +98,33 @@ func TestUpgradeTreeFollowsPhaseOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIServerConfigDigestFollowsFilesNamedInFiles: an authorization
+// webhook's kubeconfig is named by the AuthorizationConfiguration, not by
+// a flag; a new kubeconfig alone (a rotated credential, a new server)
+// changes the digest, so the API server restarts and reads it.
+func TestAPIServerConfigDigestFollowsFilesNamedInFiles(t *testing.T) {
+	root := t.TempDir()
+	at := func(p string) string { return filepath.Join(root, p) }
+	cfg := auditSpec()
+	cfg.Spec.ControlPlane.APIServer.Audit = nil
+	cfg.Spec.ControlPlane.APIServer.Authorization = &machineadm.Authorization{Authorizers: []machineadm.Authorizer{
+		{Type: "Node", Name: "node"},
+		{Type: "Webhook", Name: "opa", Webhook: &machineadm.AuthorizationWebhook{KubeConfig: machineadm.SecretSource{File: "/etc/opa.kubeconfig"}}},
+		{Type: "RBAC", Name: "rbac"},
+	}}
+	kc := at(apiserverconfig.AuthorizationWebhookKubeConfigFile("opa"))
+	if err := os.MkdirAll(filepath.Dir(kc), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(at(apiserverconfig.AuthorizationConfigFile), []byte("kind: AuthorizationConfiguration\n"), 0o600)
+	os.WriteFile(kc, []byte("server: https://opa-1.invalid\n"), 0o600)
+	d1, err := apiServerConfigDigest(at, cfg)
+	if err != nil || d1 == "" {
+		t.Fatalf("digest %q, %v", d1, err)
+	}
+	os.WriteFile(kc, []byte("server: https://opa-2.invalid\n"), 0o600)
+	if d2, _ := apiServerConfigDigest(at, cfg); d2 == d1 {
+		t.Errorf("a new authorization webhook kubeconfig kept the digest %s: the API server is not restarted", d1)
+	}
+}

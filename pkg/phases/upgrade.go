@@ -125,7 +125,12 @@ func Upgrade(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	before, after := HostGroup(cfg)
 	w := &Workflow{Command: "upgrade", State: true}
 	w.Phases = append(w.Phases, upgradeInputsCheck(), upgradePlanPhase(), drainPhase())
-	w.Phases = append(w.Phases, before...)
+	for _, p := range before {
+		if p.Name == upgrade.PhaseAPIServerConfig {
+			p = withAPIServerConfigBackup(p)
+		}
+		w.Phases = append(w.Phases, p)
+	}
 	w.Phases = append(w.Phases, kubeadmUpgradePhase(cfg))
 	if cfg.Spec.ControlPlane != nil {
 		w.Phases = append(w.Phases, controlPlanePhase())

@@ -1,9 +1,18 @@
 package phases
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"time"
+
 	"encoding/hex"
 	"fmt"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"os"
 	"slices"
 
@@ -61,4 +70,118 @@ func componentAnnotations(d *Data, component string) (map[string]string, error) 
 		return nil, err
 	}
 	return map[string]string{AnnotationAPIServerConfigDigest: digest}, nil
+}
+
+// apiServerConfigBackup is the directory, under a run's backup directory,
+// that keeps the API server's security files as they were before
+// apiserver-config rewrote them.
+const apiServerConfigBackup = "apiserver-config"
+
+// backupAPIServerConfig copies every regular file of the host's
+// APIServerConfigDir (dir) into backup (created 0700; each copy keeps its
+// file's mode and owner: keys stay 0600) unless backup exists already
+// (the run backed them up before); nothing when dir does not exist. The
+// copies hold secrets as the originals do, in the root-only backup
+// directory kubeadm's manifest backups use.
+func backupAPIServerConfig(dir, backup string) error {
+	if _, err := os.Lstat(backup); err == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tmp := backup + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := copyKeepingOwner(filepath.Join(dir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, backup)
+}
+
+// restoreAPIServerConfig puts every file of backup back into dir (mode
+// and owner as backed up); nothing when there is no backup. A file the
+// run added is left: the previous flags do not name it.
+func restoreAPIServerConfig(dir, backup string) error {
+	entries, err := os.ReadDir(backup)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := copyKeepingOwner(filepath.Join(backup, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyKeepingOwner writes src's content to dst atomically with src's mode
+// and, when it can be read, owner.
+func copyKeepingOwner(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
+		return os.Lchown(dst, int(st.Uid), int(st.Gid))
+	}
+	return nil
+}
+
+// withAPIServerConfigBackup wraps the upgrade's apiserver-config phase:
+// before it rewrites the files (when the plan has it, not in a dry run),
+// they are backed up in
+// the run's backup directory, so that a kube-apiserver that does not
+// become healthy is rolled back to its previous manifest and the files
+// that manifest was made for (staticPodUpgrader).
+func withAPIServerConfigBackup(p Phase) Phase {
+	run := p.Run
+	p.Run = func(ctx context.Context, d *Data) (Result, error) {
+		if !d.DryRun && d.Upgrade != nil && d.Upgrade.Plan != nil && d.Upgrade.Plan.Has(upgrade.PhaseAPIServerConfig) {
+			u := d.Upgrade
+			if u.backupDir == "" {
+				u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
+			}
+			if err := backupAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), filepath.Join(u.backupDir, apiServerConfigBackup)); err != nil {
+				return Result{}, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("backing up the API server's security files: %w", err))
+			}
+		}
+		return run(ctx, d)
+	}
+	return p
+}
+
+// apiServerConfigRollback is the Rollback of component's static pod
+// swap: for the API server, restoring the files backed up by this run.
+func apiServerConfigRollback(d *Data, component string) func() error {
+	if component != upgrade.ComponentAPIServer || d.Upgrade == nil || d.Upgrade.backupDir == "" {
+		return nil
+	}
+	backup := filepath.Join(d.Upgrade.backupDir, apiServerConfigBackup)
+	return func() error {
+		return restoreAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), backup)
+	}
 }

@@ -1,6 +1,8 @@
 package phases
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,5 +128,63 @@ func TestAPIServerConfigDigestFollowsFilesNamedInFiles(t *testing.T) {
 	os.WriteFile(kc, []byte("server: https://opa-2.invalid\n"), 0o600)
 	if d2, _ := apiServerConfigDigest(at, cfg); d2 == d1 {
 		t.Errorf("a new authorization webhook kubeconfig kept the digest %s: the API server is not restarted", d1)
+	}
+}
+
+// TestAPIServerRollbackRestoresItsFiles: apiserver-config backs up the
+// API server's security files before it rewrites them; the API server's
+// rollback puts them back (content and mode) with its previous manifest,
+// so that the previous API server does not start on files its flags were
+// not made for. A dry run, or a plan without apiserver-config, backs up
+// nothing; a second backup in the same run keeps the first.
+func TestAPIServerRollbackRestoresItsFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		dryRun      bool
+		planned     bool
+		wantRestore bool
+	}{{"planned", false, true, true}, {"dry run", true, true, false}, {"not planned", false, false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, machineadm.APIServerConfigDir)
+			enc := filepath.Join(dir, "encryption-config.yaml")
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(enc, []byte("old key"), 0o600)
+			plan := &upgrade.Plan{}
+			if tc.planned {
+				plan.Steps = []upgrade.Step{{Phase: upgrade.PhaseAPIServerConfig}}
+			}
+			d := &Data{Config: auditSpec(), Root: root, DryRun: tc.dryRun, Upgrade: &UpgradeRun{Plan: plan}}
+			writes := 0
+			p := withAPIServerConfigBackup(Phase{Name: upgrade.PhaseAPIServerConfig, Run: func(context.Context, *Data) (Result, error) {
+				writes++
+				return Result{Changed: true}, os.WriteFile(enc, []byte(fmt.Sprintf("new key %d", writes)), 0o644)
+			}})
+			for range 2 {
+				if _, err := p.Run(context.Background(), d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rb := apiServerConfigRollback(d, upgrade.ComponentAPIServer)
+			if (rb != nil) != tc.wantRestore {
+				t.Fatalf("rollback %v, want one: %v", rb != nil, tc.wantRestore)
+			}
+			if apiServerConfigRollback(d, upgrade.ComponentControllerManager) != nil {
+				t.Errorf("the controller manager's rollback restores the API server's files")
+			}
+			if rb == nil {
+				return
+			}
+			if err := rb(); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(enc)
+			fi, _ := os.Stat(enc)
+			if string(got) != "old key" || fi.Mode().Perm() != 0o600 {
+				t.Errorf("after the rollback: %q, mode %o", got, fi.Mode().Perm())
+			}
+		})
 	}
 }

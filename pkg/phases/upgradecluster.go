@@ -297,6 +297,7 @@ func (staticPodUpgrader) UpgradeComponent(ctx context.Context, d *Data, componen
 	defer out.Flush()
 	changed, lines, err := day2.UpgradeStaticPodComponent(ctx, day2.StaticPodOptions{
 		Component: component, SpecInitYAML: yaml, AdminKubeconfig: adminConf(d), Annotations: annotations,
+		Rollback:      apiServerConfigRollback(d, component),
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
 		Upload: FirstControlPlane(d.Config), Timeout: componentTimeout, Output: out,
 	})

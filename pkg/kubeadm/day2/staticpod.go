@@ -49,6 +49,9 @@ type StaticPodOptions struct {
 	// Annotation values are visible to whoever can read the mirror pod:
 	// never a secret, only a digest of one.
 	Annotations map[string]string
+	// Rollback, when set, runs when the component does not become
+	// healthy, before its previous manifest is put back (Swap.Rollback).
+	Rollback func() error
 	// Timeout bounds the wait for the component (default 5 minutes, as
 	// kubeadm's upgrade timeout).
 	Timeout time.Duration
@@ -111,6 +114,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		ManifestDir: filepath.Join(o.KubernetesDir, kubeadmconstants.ManifestsSubDirName),
 		BackupDir:   o.BackupDir,
 		Wait:        func() error { return StaticPodWait(waiter, node, o.Component, before)() },
+		Rollback:    o.Rollback,
 	}
 	// The mirror pod's hash before the change, as kubeadm reads it.
 	if before, err = waiter.WaitForStaticPodSingleHash(node, o.Component); err != nil {

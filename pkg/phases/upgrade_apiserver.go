@@ -3,22 +3,23 @@ package phases
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
-	"encoding/hex"
-	"fmt"
-	"github.com/machineadm/machineadm/pkg/atomicfile"
-	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
-	"os"
-	"slices"
+	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -152,24 +153,36 @@ func copyKeepingOwner(src, dst string) error {
 }
 
 // withAPIServerConfigBackup wraps the upgrade's apiserver-config phase:
-// before it rewrites the files (when the plan has it, not in a dry run),
-// they are backed up in
+// before it rewrites the files (not in a dry run), they are backed up in
 // the run's backup directory, so that a kube-apiserver that does not
 // become healthy is rolled back to its previous manifest and the files
-// that manifest was made for (staticPodUpgrader).
+// that manifest was made for (staticPodUpgrader); a backup of files it
+// left as they were is removed. It notes a rewrite for
+// apiServerFilesChanged.
 func withAPIServerConfigBackup(p Phase) Phase {
 	run := p.Run
 	p.Run = func(ctx context.Context, d *Data) (Result, error) {
-		if !d.DryRun && d.Upgrade != nil && d.Upgrade.Plan != nil && d.Upgrade.Plan.Has(upgrade.PhaseAPIServerConfig) {
-			u := d.Upgrade
-			if u.backupDir == "" {
-				u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
-			}
-			if err := backupAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), filepath.Join(u.backupDir, apiServerConfigBackup)); err != nil {
-				return Result{}, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("backing up the API server's security files: %w", err))
-			}
+		u := d.Upgrade
+		if d.DryRun || u == nil || d.Config.Spec.ControlPlane == nil || !apiserverconfig.Any(&d.Config.Spec.ControlPlane.APIServer) {
+			return run(ctx, d)
 		}
-		return run(ctx, d)
+		if u.backupDir == "" {
+			u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
+		}
+		backup := filepath.Join(u.backupDir, apiServerConfigBackup)
+		_, err := os.Lstat(backup)
+		fresh := errors.Is(err, fs.ErrNotExist)
+		if err := backupAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), backup); err != nil {
+			return Result{}, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("backing up the API server's security files: %w", err))
+		}
+		res, err := run(ctx, d)
+		if res.Changed {
+			u.apiServerConfigChanged = true
+		} else if fresh && err == nil {
+			// Nothing rewritten: no copy of the keys is kept.
+			os.RemoveAll(backup)
+		}
+		return res, err
 	}
 	return p
 }
@@ -184,4 +197,32 @@ func apiServerConfigRollback(d *Data, component string) func() error {
 	return func() error {
 		return restoreAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), backup)
 	}
+}
+
+// apiServerFilesChanged says whether component is the static-pod API
+// server and the files it reads at start differ from those it was
+// started on, with a plan that does not replace it (a secret file's new
+// content, with the same spec): its manifest's
+// AnnotationAPIServerConfigDigest differs from the files' digest, or,
+// without that annotation (a manifest bootstrap wrote), apiserver-config
+// rewrote a file in this run. False in a dry run.
+func apiServerFilesChanged(d *Data, component string) (bool, error) {
+	cp := d.Config.Spec.ControlPlane
+	if d.DryRun || d.Upgrade == nil || component != upgrade.ComponentAPIServer || cp == nil ||
+		(cp.Runtime != "" && cp.Runtime != machineadm.RuntimeStaticPods) || !apiserverconfig.Any(&cp.APIServer) {
+		return false, nil
+	}
+	pod, err := staticpodutil.ReadStaticPodFromDisk(filepath.Join(hostPathOrRoot(d, kubernetesDir), "manifests", "kube-apiserver.yaml"))
+	if err != nil {
+		return false, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading the API server's manifest: %w", err))
+	}
+	running := pod.Annotations[AnnotationAPIServerConfigDigest]
+	if running == "" {
+		return d.Upgrade.apiServerConfigChanged, nil
+	}
+	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config)
+	if err != nil {
+		return false, err
+	}
+	return digest != running, nil
 }

@@ -135,15 +135,16 @@ func TestAPIServerConfigDigestFollowsFilesNamedInFiles(t *testing.T) {
 // API server's security files before it rewrites them; the API server's
 // rollback puts them back (content and mode) with its previous manifest,
 // so that the previous API server does not start on files its flags were
-// not made for. A dry run, or a plan without apiserver-config, backs up
-// nothing; a second backup in the same run keeps the first.
+// not made for. A dry run backs up nothing; a run that rewrites nothing
+// keeps no copy of the keys; a second backup in the same run keeps the
+// first.
 func TestAPIServerRollbackRestoresItsFiles(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		dryRun      bool
-		planned     bool
-		wantRestore bool
-	}{{"planned", false, true, true}, {"dry run", true, true, false}, {"not planned", false, false, false}} {
+		name       string
+		dryRun     bool
+		rewrite    bool
+		wantBackup bool
+	}{{"rewritten", false, true, true}, {"dry run", true, true, false}, {"nothing rewritten", false, false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			dir := filepath.Join(root, machineadm.APIServerConfigDir)
@@ -152,13 +153,12 @@ func TestAPIServerRollbackRestoresItsFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.WriteFile(enc, []byte("old key"), 0o600)
-			plan := &upgrade.Plan{}
-			if tc.planned {
-				plan.Steps = []upgrade.Step{{Phase: upgrade.PhaseAPIServerConfig}}
-			}
-			d := &Data{Config: auditSpec(), Root: root, DryRun: tc.dryRun, Upgrade: &UpgradeRun{Plan: plan}}
+			d := &Data{Config: auditSpec(), Root: root, DryRun: tc.dryRun, Upgrade: &UpgradeRun{Plan: &upgrade.Plan{}}}
 			writes := 0
 			p := withAPIServerConfigBackup(Phase{Name: upgrade.PhaseAPIServerConfig, Run: func(context.Context, *Data) (Result, error) {
+				if !tc.rewrite {
+					return Result{}, nil
+				}
 				writes++
 				return Result{Changed: true}, os.WriteFile(enc, []byte(fmt.Sprintf("new key %d", writes)), 0o644)
 			}})
@@ -167,17 +167,24 @@ func TestAPIServerRollbackRestoresItsFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rb := apiServerConfigRollback(d, upgrade.ComponentAPIServer)
-			if (rb != nil) != tc.wantRestore {
-				t.Fatalf("rollback %v, want one: %v", rb != nil, tc.wantRestore)
+			if d.Upgrade.apiServerConfigChanged != (tc.rewrite && !tc.dryRun) {
+				t.Errorf("rewrite noted: %v", d.Upgrade.apiServerConfigChanged)
+			}
+			backedUp := false
+			if d.Upgrade.backupDir != "" {
+				_, err := os.Stat(filepath.Join(d.Upgrade.backupDir, apiServerConfigBackup, "encryption-config.yaml"))
+				backedUp = err == nil
+			}
+			if backedUp != tc.wantBackup {
+				t.Fatalf("backed up %v, want %v", backedUp, tc.wantBackup)
 			}
 			if apiServerConfigRollback(d, upgrade.ComponentControllerManager) != nil {
 				t.Errorf("the controller manager's rollback restores the API server's files")
 			}
-			if rb == nil {
+			if !tc.wantBackup {
 				return
 			}
-			if err := rb(); err != nil {
+			if err := apiServerConfigRollback(d, upgrade.ComponentAPIServer)(); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(enc)
@@ -186,5 +193,71 @@ func TestAPIServerRollbackRestoresItsFiles(t *testing.T) {
 				t.Errorf("after the rollback: %q, mode %o", got, fi.Mode().Perm())
 			}
 		})
+	}
+}
+
+// TestAPIServerRestartsWhenOnlyItsFilesChanged: a plan with no change of
+// the spec (a key delivered by file got a new content: the path in the
+// spec is the same) still has apiserver-config rewrite the files; the API
+// server whose manifest carries another digest is replaced, so it does
+// not keep the old key until some later restart; the same digest, a dry
+// run or another component restarts nothing. Without the annotation
+// (a bootstrapped manifest) it is replaced when apiserver-config changed
+// the files in this run.
+func TestAPIServerRestartsWhenOnlyItsFilesChanged(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeStaticPods)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeStaticPods, old)
+	root := t.TempDir()
+	policy := filepath.Join(root, apiserverconfig.AuditPolicyFile)
+	manifest := filepath.Join(root, kubernetesDir, "manifests", "kube-apiserver.yaml")
+	for _, dir := range []string{filepath.Dir(policy), filepath.Dir(manifest)} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(policy, []byte("rules: [{level: Metadata}]\n"), 0o600)
+	writeManifest := func(digest string) {
+		ann := ""
+		if digest != "" {
+			ann = "  annotations:\n    " + AnnotationAPIServerConfigDigest + ": " + digest + "\n"
+		}
+		os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-apiserver\n  namespace: kube-system\n"+ann+"spec:\n  containers:\n  - name: kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.37.2\n"), 0o600)
+	}
+	cur, err := apiServerConfigDigest(func(p string) string { return filepath.Join(root, p) }, auditSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := controlPlanePhase()
+	for _, tc := range []struct {
+		name      string
+		digest    string
+		component string
+		dryRun    bool
+		changed   bool
+		want      bool
+	}{
+		{"other digest", "sha256:0000", upgrade.ComponentAPIServer, false, false, true},
+		{"same digest", cur, upgrade.ComponentAPIServer, false, true, false},
+		{"dry run", "sha256:0000", upgrade.ComponentAPIServer, true, false, false},
+		{"controller manager", "sha256:0000", upgrade.ComponentControllerManager, false, false, false},
+		{"no annotation, files rewritten", "", upgrade.ComponentAPIServer, false, true, true},
+		{"no annotation, files as they were", "", upgrade.ComponentAPIServer, false, false, false},
+	} {
+		writeManifest(tc.digest)
+		rec := &recordingUpgrader{}
+		RegisterControlPlaneUpgrader(machineadm.RuntimeStaticPods, rec)
+		d := &Data{Config: auditSpec(), Root: root, DryRun: tc.dryRun, Upgrade: &UpgradeRun{Plan: &upgrade.Plan{}, apiServerConfigChanged: tc.changed}}
+		var sub Phase
+		for _, p := range cp.Phases {
+			if p.Name == tc.component {
+				sub = p
+			}
+		}
+		if _, err := sub.Run(context.Background(), d); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := len(rec.got) == 1; got != tc.want {
+			t.Errorf("%s: replaced %v, want a replacement: %v", tc.name, rec.got, tc.want)
+		}
 	}
 }

@@ -213,11 +213,21 @@ func equal(a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
-// equalAt is equal for the value at schema, except that a free-form map
+// equalAt is equal for the value at schema, except that a typed
+// API-server security setting differs from its absence whatever its
+// values (presenceMatters), and that a free-form map
 // of the spec (FreeFormPaths: a kubelet configuration patch, sysctl) is
 // empty only without keys: {"serializeImagePulls": false} is a setting,
 // not an absent value.
 func equalAt(schema string, a, b any) bool {
+	if presenceMatters(schema) {
+		if (a == nil) != (b == nil) {
+			return false
+		}
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		return bytes.Equal(x, y)
+	}
 	if !freeFormPaths()[schema] {
 		return equal(a, b)
 	}
@@ -229,6 +239,16 @@ func equalAt(schema string, a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// presenceMatters says whether the field at schema is a typed API-server
+// security setting (a row applied by PhaseAPIServerConfig): there or not
+// whatever its values, as the API server's files and flags follow its
+// presence ({"anonymous": {"enabled": false}} turns anonymous
+// authentication off; it is not an absent value).
+func presenceMatters(schema string) bool {
+	f, ok := Lookup(schema)
+	return ok && f.Path == schema && slices.Contains(f.Phases, PhaseAPIServerConfig)
 }
 
 // freeFormPaths are the schema paths (JSON names, "." between them) of

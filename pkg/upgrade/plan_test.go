@@ -384,3 +384,22 @@ func TestRemovingTheWritingEncryptionKeyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedSecuritySettingsOfZeroValuesAreChanges: a typed API-server
+// security setting is there or not, whatever its values: anonymous
+// authentication turned off (enabled: false, all zero values) is a
+// change that rewrites the files and restarts the API server, and so is
+// its removal (anonymous requests allowed again).
+func TestTypedSecuritySettingsOfZeroValuesAreChanges(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.ControlPlane.APIServer.Authentication = &machineadm.Authentication{Anonymous: &machineadm.AnonymousAuthentication{Enabled: false}}
+	for name, p := range map[string]*Plan{"added": plan(t, a, b), "removed": plan(t, b, a)} {
+		if len(p.Changes) != 1 || p.Changes[0].Path != "spec.controlPlane.apiServer.authentication" || !p.Has(PhaseAPIServerConfig) || !p.Has(PhaseControlPlane) {
+			t.Errorf("%s: changes %+v, steps %+v", name, p.Changes, p.Steps)
+		}
+	}
+	if p := plan(t, b, b); !p.Empty() {
+		t.Errorf("the same setting again planned %+v", p.Changes)
+	}
+}

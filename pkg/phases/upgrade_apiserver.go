@@ -2,10 +2,12 @@ package phases
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,9 +37,11 @@ const AnnotationAPIServerConfigDigest = "machineadm.io/apiserver-config-digest"
 // of every file the typed security settings of cfg have the API server
 // read (apiserverconfig.Paths: named by a flag or inside another file,
 // each read at hostPath of it: the host's path under the run's root), or ""
-// when cfg has none. The digest of a key file is no
-// secret: a one-way hash of high-entropy key material.
-func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.MachineBootstrapConfig) (string, error) {
+// when cfg has none; "hmac-sha256:<hex>", keyed with key, when key is
+// set (digestKey: the node's record key), so that the annotation, which
+// whoever reads kube-system's pods sees, cannot be used to try guesses
+// of a low-entropy secret in a file (a webhook kubeconfig's password).
+func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.MachineBootstrapConfig, key []byte) (string, error) {
 	cp := cfg.Spec.ControlPlane
 	if cp == nil || !apiserverconfig.Any(&cp.APIServer) {
 		return "", nil
@@ -47,7 +51,10 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 	files := slices.Clone(apiserverconfig.Paths(&cp.APIServer))
 	slices.Sort(files)
 	files = slices.Compact(files)
-	h := sha256.New()
+	h, prefix := hash.Hash(sha256.New()), "sha256:"
+	if len(key) > 0 {
+		h, prefix = hmac.New(sha256.New, key), "hmac-sha256:"
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(hostPath(f))
 		if err != nil {
@@ -56,7 +63,7 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
 		h.Write(data)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return prefix + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // componentAnnotations are the annotations the static pod upgrader sets
@@ -66,7 +73,7 @@ func componentAnnotations(d *Data, component string) (map[string]string, error) 
 	if component != upgrade.ComponentAPIServer {
 		return nil, nil
 	}
-	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config)
+	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config, digestKey(d))
 	if err != nil || digest == "" {
 		return nil, err
 	}
@@ -220,9 +227,23 @@ func apiServerFilesChanged(d *Data, component string) (bool, error) {
 	if running == "" {
 		return d.Upgrade.apiServerConfigChanged, nil
 	}
-	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config)
+	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config, digestKey(d))
 	if err != nil {
 		return false, err
 	}
 	return digest != running, nil
+}
+
+// digestKey is the key of the configuration digest: the node's record
+// key (upgrade.Record.Key, secret, kept by every later record, so the
+// digest of the same files stays the same); nil without a record.
+func digestKey(d *Data) []byte {
+	if d.Upgrade == nil || d.Upgrade.Record == nil {
+		return nil
+	}
+	k, err := hex.DecodeString(d.Upgrade.Record.Key)
+	if err != nil {
+		return nil
+	}
+	return k
 }

@@ -31,26 +31,26 @@ func TestAPIServerConfigDigest(t *testing.T) {
 	at := func(p string) string { return filepath.Join(root, p) }
 	cfg := auditSpec()
 	policy := at(apiserverconfig.AuditPolicyFile)
-	if _, err := apiServerConfigDigest(at, cfg); err == nil {
+	if _, err := apiServerConfigDigest(at, cfg, nil); err == nil {
 		t.Fatal("no error for a missing audit policy")
 	}
 	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(policy, []byte("rules: [{level: Metadata}]\n"), 0o600)
-	d1, err := apiServerConfigDigest(at, cfg)
+	d1, err := apiServerConfigDigest(at, cfg, nil)
 	if err != nil || !strings.HasPrefix(d1, "sha256:") {
 		t.Fatalf("digest %q, %v", d1, err)
 	}
-	if again, _ := apiServerConfigDigest(at, cfg); again != d1 {
+	if again, _ := apiServerConfigDigest(at, cfg, nil); again != d1 {
 		t.Errorf("the same files gave %s and %s", d1, again)
 	}
 	os.WriteFile(policy, []byte("rules: [{level: RequestResponse}]\n"), 0o600)
-	if d2, _ := apiServerConfigDigest(at, cfg); d2 == d1 {
+	if d2, _ := apiServerConfigDigest(at, cfg, nil); d2 == d1 {
 		t.Errorf("a new audit policy kept the digest %s", d1)
 	}
 	cfg.Spec.ControlPlane.APIServer.Audit = nil
-	if d, err := apiServerConfigDigest(at, cfg); d != "" || err != nil {
+	if d, err := apiServerConfigDigest(at, cfg, nil); d != "" || err != nil {
 		t.Errorf("no typed settings: %q, %v", d, err)
 	}
 	d := &Data{Config: auditSpec(), Root: root}
@@ -121,12 +121,12 @@ func TestAPIServerConfigDigestFollowsFilesNamedInFiles(t *testing.T) {
 	}
 	os.WriteFile(at(apiserverconfig.AuthorizationConfigFile), []byte("kind: AuthorizationConfiguration\n"), 0o600)
 	os.WriteFile(kc, []byte("server: https://opa-1.invalid\n"), 0o600)
-	d1, err := apiServerConfigDigest(at, cfg)
+	d1, err := apiServerConfigDigest(at, cfg, nil)
 	if err != nil || d1 == "" {
 		t.Fatalf("digest %q, %v", d1, err)
 	}
 	os.WriteFile(kc, []byte("server: https://opa-2.invalid\n"), 0o600)
-	if d2, _ := apiServerConfigDigest(at, cfg); d2 == d1 {
+	if d2, _ := apiServerConfigDigest(at, cfg, nil); d2 == d1 {
 		t.Errorf("a new authorization webhook kubeconfig kept the digest %s: the API server is not restarted", d1)
 	}
 }
@@ -223,7 +223,7 @@ func TestAPIServerRestartsWhenOnlyItsFilesChanged(t *testing.T) {
 		}
 		os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-apiserver\n  namespace: kube-system\n"+ann+"spec:\n  containers:\n  - name: kube-apiserver\n    image: registry.k8s.io/kube-apiserver:v1.37.2\n"), 0o600)
 	}
-	cur, err := apiServerConfigDigest(func(p string) string { return filepath.Join(root, p) }, auditSpec())
+	cur, err := apiServerConfigDigest(func(p string) string { return filepath.Join(root, p) }, auditSpec(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,5 +259,31 @@ func TestAPIServerRestartsWhenOnlyItsFilesChanged(t *testing.T) {
 		if got := len(rec.got) == 1; got != tc.want {
 			t.Errorf("%s: replaced %v, want a replacement: %v", tc.name, rec.got, tc.want)
 		}
+	}
+}
+
+// TestAPIServerConfigDigestIsKeyed: the digest on the mirror pod (which
+// whoever reads kube-system's pods sees) is keyed with the node's record
+// key, so a guessable secret in a file (a webhook kubeconfig's password)
+// cannot be tried against it offline: another key gives another digest,
+// the same key the same one.
+func TestAPIServerConfigDigestIsKeyed(t *testing.T) {
+	root := t.TempDir()
+	policy := filepath.Join(root, apiserverconfig.AuditPolicyFile)
+	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(policy, []byte("rules: [{level: Metadata}]\n"), 0o600)
+	digest := func(key string) string {
+		d := &Data{Config: auditSpec(), Root: root, Upgrade: &UpgradeRun{Record: &upgrade.Record{Key: key}}}
+		a, err := componentAnnotations(d, upgrade.ComponentAPIServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a[AnnotationAPIServerConfigDigest]
+	}
+	k1, k2 := strings.Repeat("11", 32), strings.Repeat("22", 32)
+	if a, b, again := digest(k1), digest(k2), digest(k1); a == b || a != again || a == "" {
+		t.Errorf("digests under two keys %q, %q; again %q", a, b, again)
 	}
 }

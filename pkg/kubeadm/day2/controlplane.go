@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
 	"time"
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
@@ -164,4 +167,53 @@ func StaticPodWait(w apiclient.Waiter, node, component, before string) func() er
 // /etc/kubernetes/tmp/machineadm-backup-<UTC time>.
 func BackupDir(kubernetesDir string, now time.Time) string {
 	return filepath.Join(kubernetesDir, "tmp", "machineadm-backup-"+now.UTC().Format("20060102T150405Z"))
+}
+
+// APIServerSettingsDiffer returns the names (never the values) of the API
+// server's extra arguments and extra volumes in which spec differs from
+// cluster (the kubeadm-config ConfigMap, which the first control plane
+// writes), sorted; nil when they agree. On any other control plane a
+// difference means the control planes do not carry the same settings: the
+// next version upgrade regenerates this one from the cluster's.
+func APIServerSettingsDiffer(cluster, spec *kubeadmapi.InitConfiguration) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	args := func(l []kubeadmapi.Arg) map[string][]string {
+		m := map[string][]string{}
+		for _, a := range l {
+			m[a.Name] = append(m[a.Name], a.Value)
+		}
+		return m
+	}
+	ca, sa := args(cluster.APIServer.ExtraArgs), args(spec.APIServer.ExtraArgs)
+	for _, m := range []map[string][]string{ca, sa} {
+		for n := range m {
+			if !slices.Equal(ca[n], sa[n]) {
+				add("--" + n)
+			}
+		}
+	}
+	vols := func(l []kubeadmapi.HostPathMount) map[string]kubeadmapi.HostPathMount {
+		m := map[string]kubeadmapi.HostPathMount{}
+		for _, v := range l {
+			m[v.Name] = v
+		}
+		return m
+	}
+	cv, sv := vols(cluster.APIServer.ExtraVolumes), vols(spec.APIServer.ExtraVolumes)
+	for _, m := range []map[string]kubeadmapi.HostPathMount{cv, sv} {
+		for n := range m {
+			if c, ok := cv[n]; !ok || !reflect.DeepEqual(c, sv[n]) {
+				add("volume " + n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

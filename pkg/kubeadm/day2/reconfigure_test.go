@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,34 @@ func TestSwapRollbackRestoresFilesBeforeTheManifest(t *testing.T) {
 		if restored == failRestore || strings.Contains(err.Error(), "disk full") != failRestore {
 			t.Errorf("failRestore %v: lines %v, err %v", failRestore, lines, err)
 		}
+	}
+}
+
+// TestAPIServerSettingsDiffer: a control plane whose spec adds encryption
+// (a flag and a volume) that the cluster's stored configuration lacks is
+// named by the flag and the volume, never by a value; the same settings,
+// in another order, are no difference.
+func TestAPIServerSettingsDiffer(t *testing.T) {
+	cluster, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cluster.DeepCopy()
+	spec.APIServer.ExtraArgs = append(spec.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "encryption-provider-config", Value: "/etc/kubernetes/apiserver/encryption-config.yaml"})
+	spec.APIServer.ExtraVolumes = append(spec.APIServer.ExtraVolumes, kubeadmapi.HostPathMount{Name: "machineadm-apiserver-config", HostPath: "/etc/kubernetes/apiserver", MountPath: "/etc/kubernetes/apiserver", ReadOnly: true})
+	got := APIServerSettingsDiffer(cluster, spec)
+	if want := []string{"--encryption-provider-config", "volume machineadm-apiserver-config"}; !slices.Equal(got, want) {
+		t.Errorf("differ %v, want %v", got, want)
+	}
+	if strings.Contains(strings.Join(got, " "), "/etc/kubernetes") {
+		t.Errorf("a value in %v", got)
+	}
+	if got := APIServerSettingsDiffer(cluster, spec); !slices.Equal(got, APIServerSettingsDiffer(spec, cluster)) {
+		t.Errorf("not symmetric: %v", got)
+	}
+	same := spec.DeepCopy()
+	slices.Reverse(same.APIServer.ExtraVolumes)
+	if got := APIServerSettingsDiffer(spec, same); len(got) != 0 {
+		t.Errorf("the same settings differ in %v", got)
 	}
 }

@@ -82,6 +82,13 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		return false, nil, errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
 	}
 	cfg := Overlay(cluster, spec)
+	var warn []string
+	if !o.Upload && o.Component == kubeadmconstants.KubeAPIServer {
+		if names := APIServerSettingsDiffer(cluster, spec); len(names) > 0 {
+			warn = append(warn, WarningPrefix+"this control plane's API server settings differ from the cluster's (the kubeadm-config ConfigMap, which the first control plane writes) in "+
+				strings.Join(names, ", ")+": every control plane's spec must carry the same settings, or the next version upgrade regenerates this API server without its own (docs/upgrade.md)")
+		}
+	}
 	tmp, err := os.MkdirTemp(filepath.Join(o.KubernetesDir, "tmp"), "machineadm-upgraded-manifests")
 	if err != nil {
 		if err := os.MkdirAll(filepath.Join(o.KubernetesDir, "tmp"), 0o700); err == nil {
@@ -121,6 +128,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("%s's mirror pod on Node %s: %w", o.Component, node, err))
 	}
 	changed, lines, err := s.Component(o.Component, newPath)
+	lines = append(warn, lines...)
 	if err != nil || !o.Upload {
 		return changed, lines, err
 	}
@@ -196,3 +204,7 @@ func Annotate(path string, annotations map[string]string) error {
 	dir, name := filepath.Split(path)
 	return staticpodutil.WriteStaticPodToDisk(strings.TrimSuffix(name, ".yaml"), dir, *pod)
 }
+
+// WarningPrefix starts a line of UpgradeStaticPodComponent's report that
+// is a warning for the operator (the run goes on).
+const WarningPrefix = "warning: "

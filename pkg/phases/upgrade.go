@@ -41,6 +41,9 @@ type UpgradeRun struct {
 
 	// backupDir is where this run backs up the manifests it replaces.
 	backupDir string
+	// apiServerConfigChanged says apiserver-config rewrote a file of the
+	// API server in this run.
+	apiServerConfigChanged bool
 }
 
 // DefaultDrainTimeout bounds a drain when --drain-timeout is not given.
@@ -125,7 +128,12 @@ func Upgrade(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 	before, after := HostGroup(cfg)
 	w := &Workflow{Command: "upgrade", State: true}
 	w.Phases = append(w.Phases, upgradeInputsCheck(), upgradePlanPhase(), drainPhase())
-	w.Phases = append(w.Phases, before...)
+	for _, p := range before {
+		if p.Name == upgrade.PhaseAPIServerConfig {
+			p = withAPIServerConfigBackup(p)
+		}
+		w.Phases = append(w.Phases, p)
+	}
 	w.Phases = append(w.Phases, kubeadmUpgradePhase(cfg))
 	if cfg.Spec.ControlPlane != nil {
 		w.Phases = append(w.Phases, controlPlanePhase())
@@ -288,11 +296,15 @@ func controlPlanePhase() Phase {
 			Class: errclass.ControlPlaneUnhealthy,
 			Run: func(ctx context.Context, d *Data) (Result, error) {
 				s, skip, err := planned(d, upgrade.PhaseControlPlane)
-				if skip != nil || err != nil {
-					return resultOf(skip), err
+				if err != nil {
+					return Result{}, err
 				}
-				if !containsString(s.Components, c) {
-					return Result{Message: notPlanned}, nil
+				if skip != nil || !containsString(s.Components, c) {
+					// A file the API server reads at start may have a new
+					// content with the same spec (a key delivered by file).
+					if restart, err := apiServerFilesChanged(d, c); err != nil || !restart {
+						return Result{Message: notPlanned}, err
+					}
 				}
 				rt := d.Config.Spec.ControlPlane.Runtime
 				if rt == "" {

@@ -1,16 +1,27 @@
 package phases
 
 import (
+	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
-	"strings"
+	"syscall"
+	"time"
+
+	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -23,24 +34,27 @@ import (
 const AnnotationAPIServerConfigDigest = "machineadm.io/apiserver-config-digest"
 
 // apiServerConfigDigest returns "sha256:<hex>" over the path and content
-// of every file the typed security settings of cfg point the API server
-// at (the values of apiserverconfig.Flags under APIServerConfigDir, each
-// read at hostPath of it: the host's path under the run's root), or ""
-// when cfg has none. The digest of a key file is no
-// secret: a one-way hash of high-entropy key material.
-func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.MachineBootstrapConfig) (string, error) {
+// of every file the typed security settings of cfg have the API server
+// read (apiserverconfig.Paths: named by a flag or inside another file,
+// each read at hostPath of it: the host's path under the run's root), or ""
+// when cfg has none; "hmac-sha256:<hex>", keyed with key, when key is
+// set (digestKey: the node's record key), so that the annotation, which
+// whoever reads kube-system's pods sees, cannot be used to try guesses
+// of a low-entropy secret in a file (a webhook kubeconfig's password).
+func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.MachineBootstrapConfig, key []byte) (string, error) {
 	cp := cfg.Spec.ControlPlane
 	if cp == nil || !apiserverconfig.Any(&cp.APIServer) {
 		return "", nil
 	}
-	var files []string
-	for _, a := range apiserverconfig.Flags(&cp.APIServer) {
-		if strings.HasPrefix(a.Value, machineadm.APIServerConfigDir+"/") && !slices.Contains(files, a.Value) {
-			files = append(files, a.Value)
-		}
-	}
+	// Every file the apiserver-config step writes, also those named only
+	// inside another file (an authorization webhook's kubeconfig).
+	files := slices.Clone(apiserverconfig.Paths(&cp.APIServer))
 	slices.Sort(files)
-	h := sha256.New()
+	files = slices.Compact(files)
+	h, prefix := hash.Hash(sha256.New()), "sha256:"
+	if len(key) > 0 {
+		h, prefix = hmac.New(sha256.New, key), "hmac-sha256:"
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(hostPath(f))
 		if err != nil {
@@ -49,7 +63,7 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(data))
 		h.Write(data)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return prefix + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // componentAnnotations are the annotations the static pod upgrader sets
@@ -59,9 +73,177 @@ func componentAnnotations(d *Data, component string) (map[string]string, error) 
 	if component != upgrade.ComponentAPIServer {
 		return nil, nil
 	}
-	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config)
+	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config, digestKey(d))
 	if err != nil || digest == "" {
 		return nil, err
 	}
 	return map[string]string{AnnotationAPIServerConfigDigest: digest}, nil
+}
+
+// apiServerConfigBackup is the directory, under a run's backup directory,
+// that keeps the API server's security files as they were before
+// apiserver-config rewrote them.
+const apiServerConfigBackup = "apiserver-config"
+
+// backupAPIServerConfig copies every regular file of the host's
+// APIServerConfigDir (dir) into backup (created 0700; each copy keeps its
+// file's mode and owner: keys stay 0600) unless backup exists already
+// (the run backed them up before); nothing when dir does not exist. The
+// copies hold secrets as the originals do, in the root-only backup
+// directory kubeadm's manifest backups use.
+func backupAPIServerConfig(dir, backup string) error {
+	if _, err := os.Lstat(backup); err == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tmp := backup + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := copyKeepingOwner(filepath.Join(dir, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, backup)
+}
+
+// restoreAPIServerConfig puts every file of backup back into dir (mode
+// and owner as backed up); nothing when there is no backup. A file the
+// run added is left: the previous flags do not name it.
+func restoreAPIServerConfig(dir, backup string) error {
+	entries, err := os.ReadDir(backup)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := copyKeepingOwner(filepath.Join(backup, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyKeepingOwner writes src's content to dst atomically with src's mode
+// and, when it can be read, owner.
+func copyKeepingOwner(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
+		return os.Lchown(dst, int(st.Uid), int(st.Gid))
+	}
+	return nil
+}
+
+// withAPIServerConfigBackup wraps the upgrade's apiserver-config phase:
+// before it rewrites the files (not in a dry run), they are backed up in
+// the run's backup directory, so that a kube-apiserver that does not
+// become healthy is rolled back to its previous manifest and the files
+// that manifest was made for (staticPodUpgrader); a backup of files it
+// left as they were is removed. It notes a rewrite for
+// apiServerFilesChanged.
+func withAPIServerConfigBackup(p Phase) Phase {
+	run := p.Run
+	p.Run = func(ctx context.Context, d *Data) (Result, error) {
+		u := d.Upgrade
+		if d.DryRun || u == nil || d.Config.Spec.ControlPlane == nil || !apiserverconfig.Any(&d.Config.Spec.ControlPlane.APIServer) {
+			return run(ctx, d)
+		}
+		if u.backupDir == "" {
+			u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
+		}
+		backup := filepath.Join(u.backupDir, apiServerConfigBackup)
+		_, err := os.Lstat(backup)
+		fresh := errors.Is(err, fs.ErrNotExist)
+		if err := backupAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), backup); err != nil {
+			return Result{}, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("backing up the API server's security files: %w", err))
+		}
+		res, err := run(ctx, d)
+		if res.Changed {
+			u.apiServerConfigChanged = true
+		} else if fresh && err == nil {
+			// Nothing rewritten: no copy of the keys is kept.
+			os.RemoveAll(backup)
+		}
+		return res, err
+	}
+	return p
+}
+
+// apiServerConfigRollback is the Rollback of component's static pod
+// swap: for the API server, restoring the files backed up by this run.
+func apiServerConfigRollback(d *Data, component string) func() error {
+	if component != upgrade.ComponentAPIServer || d.Upgrade == nil || d.Upgrade.backupDir == "" {
+		return nil
+	}
+	backup := filepath.Join(d.Upgrade.backupDir, apiServerConfigBackup)
+	return func() error {
+		return restoreAPIServerConfig(hostPathOrRoot(d, machineadm.APIServerConfigDir), backup)
+	}
+}
+
+// apiServerFilesChanged says whether component is the static-pod API
+// server and the files it reads at start differ from those it was
+// started on, with a plan that does not replace it (a secret file's new
+// content, with the same spec): its manifest's
+// AnnotationAPIServerConfigDigest differs from the files' digest, or,
+// without that annotation (a manifest bootstrap wrote), apiserver-config
+// rewrote a file in this run. False in a dry run.
+func apiServerFilesChanged(d *Data, component string) (bool, error) {
+	cp := d.Config.Spec.ControlPlane
+	if d.DryRun || d.Upgrade == nil || component != upgrade.ComponentAPIServer || cp == nil ||
+		(cp.Runtime != "" && cp.Runtime != machineadm.RuntimeStaticPods) || !apiserverconfig.Any(&cp.APIServer) {
+		return false, nil
+	}
+	pod, err := staticpodutil.ReadStaticPodFromDisk(filepath.Join(hostPathOrRoot(d, kubernetesDir), "manifests", "kube-apiserver.yaml"))
+	if err != nil {
+		return false, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading the API server's manifest: %w", err))
+	}
+	running := pod.Annotations[AnnotationAPIServerConfigDigest]
+	if running == "" {
+		return d.Upgrade.apiServerConfigChanged, nil
+	}
+	digest, err := apiServerConfigDigest(func(p string) string { return hostPathOrRoot(d, p) }, d.Config, digestKey(d))
+	if err != nil {
+		return false, err
+	}
+	return digest != running, nil
+}
+
+// digestKey is the key of the configuration digest: the node's record
+// key (upgrade.Record.Key, secret, kept by every later record, so the
+// digest of the same files stays the same); nil without a record.
+func digestKey(d *Data) []byte {
+	if d.Upgrade == nil || d.Upgrade.Record == nil {
+		return nil
+	}
+	k, err := hex.DecodeString(d.Upgrade.Record.Key)
+	if err != nil {
+		return nil
+	}
+	return k
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -297,16 +298,23 @@ func (staticPodUpgrader) UpgradeComponent(ctx context.Context, d *Data, componen
 	defer out.Flush()
 	changed, lines, err := day2.UpgradeStaticPodComponent(ctx, day2.StaticPodOptions{
 		Component: component, SpecInitYAML: yaml, AdminKubeconfig: adminConf(d), Annotations: annotations,
+		Rollback:      apiServerConfigRollback(d, component),
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
 		Upload: FirstControlPlane(d.Config), Timeout: componentTimeout, Output: out,
 	})
+	var warnings []string
+	for _, l := range lines {
+		if w, ok := strings.CutPrefix(l, day2.WarningPrefix); ok {
+			warnings = append(warnings, w)
+		}
+	}
 	if err == nil && !changed {
-		return Result{Changes: lines, Message: component + " already runs the spec's settings"}, nil
+		return Result{Changes: lines, Warnings: warnings, Message: component + " already runs the spec's settings"}, nil
 	}
 	if err == nil && component != upgrade.ComponentEtcd {
 		if err = waitLocalControlPlane(ctx, d); err == nil {
 			lines = append(lines, "the control plane on this node is healthy")
 		}
 	}
-	return Result{Changed: changed, Changes: lines}, err
+	return Result{Changed: changed, Changes: lines, Warnings: warnings}, err
 }

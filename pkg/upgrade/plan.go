@@ -98,6 +98,11 @@ func Compute(old, new json.RawMessage, o Options) (*Plan, error) {
 				c.Refused, c.Why = true, why
 			}
 		}
+		if c.Field.Path == "spec.controlPlane.apiServer.encryption" {
+			if why := encryptionRefusal(a, b); why != "" {
+				c.Refused, c.Why = true, why
+			}
+		}
 	}
 	for i := range p.Changes {
 		c := &p.Changes[i]
@@ -208,11 +213,21 @@ func equal(a, b any) bool {
 	return bytes.Equal(x, y)
 }
 
-// equalAt is equal for the value at schema, except that a free-form map
+// equalAt is equal for the value at schema, except that a typed
+// API-server security setting differs from its absence whatever its
+// values (presenceMatters), and that a free-form map
 // of the spec (FreeFormPaths: a kubelet configuration patch, sysctl) is
 // empty only without keys: {"serializeImagePulls": false} is a setting,
 // not an absent value.
 func equalAt(schema string, a, b any) bool {
+	if presenceMatters(schema) {
+		if (a == nil) != (b == nil) {
+			return false
+		}
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		return bytes.Equal(x, y)
+	}
 	if !freeFormPaths()[schema] {
 		return equal(a, b)
 	}
@@ -224,6 +239,16 @@ func equalAt(schema string, a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// presenceMatters says whether the field at schema is a typed API-server
+// security setting (a row applied by PhaseAPIServerConfig): there or not
+// whatever its values, as the API server's files and flags follow its
+// presence ({"anonymous": {"enabled": false}} turns anonymous
+// authentication off; it is not an absent value).
+func presenceMatters(schema string) bool {
+	f, ok := Lookup(schema)
+	return ok && f.Path == schema && slices.Contains(f.Phases, PhaseAPIServerConfig)
 }
 
 // freeFormPaths are the schema paths (JSON names, "." between them) of
@@ -380,4 +405,112 @@ func (p *Plan) Step(phase string) (Step, bool) {
 		return Step{}, false
 	}
 	return p.Steps[i], true
+}
+
+// encryptionRefusal is why a change of spec.controlPlane.apiServer.
+// encryption would leave objects unreadable, "" when it does not: the
+// recorded spec's first provider of a resource group wrote its objects
+// (identity: in the clear), so each of those resources must still match
+// a group of the new spec that has that provider with that key (same
+// type, name and withheld secret; a KMS plugin by name). The first group
+// naming the resource, or else a "*.*" group, is the one that matches, as
+// the API server picks it. Never names a secret.
+func encryptionRefusal(a, b any) string {
+	groups := func(v any) []map[string]any {
+		m, _ := v.(map[string]any)
+		for _, k := range []string{"spec", "controlPlane", "apiServer", "encryption"} {
+			m, _ = m[k].(map[string]any)
+		}
+		list, _ := m["resources"].([]any)
+		var out []map[string]any
+		for _, g := range list {
+			if gm, ok := g.(map[string]any); ok {
+				out = append(out, gm)
+			}
+		}
+		return out
+	}
+	strs := func(v any) []string {
+		l, _ := v.([]any)
+		var out []string
+		for _, e := range l {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	// writer returns the provider type and the JSON of what reads its
+	// writes (first key, or the KMS plugin's name); "" for identity.
+	writer := func(p map[string]any) (string, string, string) {
+		for _, typ := range []string{"aesgcm", "aescbc", "secretbox"} {
+			if k, ok := p[typ].(map[string]any); ok {
+				keys, _ := k["keys"].([]any)
+				if len(keys) == 0 {
+					return "", "", ""
+				}
+				km, _ := keys[0].(map[string]any)
+				name, _ := km["name"].(string)
+				j, _ := json.Marshal(keys[0])
+				return typ, name, string(j)
+			}
+		}
+		if k, ok := p["kms"].(map[string]any); ok {
+			name, _ := k["name"].(string)
+			return "kms", name, name
+		}
+		return "", "", ""
+	}
+	reads := func(g map[string]any, typ, id string) bool {
+		ps, _ := g["providers"].([]any)
+		for _, p := range ps {
+			pm, _ := p.(map[string]any)
+			if typ == "kms" {
+				if k, ok := pm["kms"].(map[string]any); ok && k["name"] == id {
+					return true
+				}
+				continue
+			}
+			k, _ := pm[typ].(map[string]any)
+			keys, _ := k["keys"].([]any)
+			for _, key := range keys {
+				if j, _ := json.Marshal(key); string(j) == id {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	newGroups := groups(b)
+	match := func(res string) map[string]any {
+		for _, wild := range []bool{false, true} {
+			for _, g := range newGroups {
+				for _, r := range strs(g["resources"]) {
+					if (!wild && r == res) || (wild && r == "*.*") {
+						return g
+					}
+				}
+			}
+		}
+		return nil
+	}
+	for _, g := range groups(a) {
+		ps, _ := g["providers"].([]any)
+		if len(ps) == 0 {
+			continue
+		}
+		first, _ := ps[0].(map[string]any)
+		typ, name, id := writer(first)
+		if typ == "" {
+			continue
+		}
+		for _, res := range strs(g["resources"]) {
+			if ng := match(res); ng == nil || !reads(ng, typ, id) {
+				return fmt.Sprintf("the %s objects are encrypted with the %s key %q (the applied spec's first provider for them), which the new spec no longer has for %s: "+
+					"they would be unreadable. Keep that key as a later provider, make identity or a new key first, upgrade every control plane, "+
+					"rewrite every such object, then remove it (docs/upgrade.md, Encryption at rest)", res, typ, name, res)
+			}
+		}
+	}
+	return ""
 }

@@ -332,3 +332,74 @@ func TestFalseAndZeroSettingsAreChanges(t *testing.T) {
 		t.Errorf("free-form paths %v", freeFormPaths())
 	}
 }
+
+// TestRemovingTheWritingEncryptionKeyIsRefused: objects are encrypted
+// with the recorded spec's first provider of their resources; a new spec
+// that drops that provider or its key (encryption removed, the key
+// replaced, a new secret under the same name) would leave them unreadable
+// and is refused, naming the resource. Adding a key, making identity or
+// a new key first while the old one stays readable, and removing a key
+// that was no longer first (the rotation's last step) are applied.
+func TestRemovingTheWritingEncryptionKeyIsRefused(t *testing.T) {
+	key := func(name, secret string) machineadm.EncryptionKey {
+		return machineadm.EncryptionKey{Name: name, Secret: machineadm.SecretSource{Value: secret}}
+	}
+	aescbc := func(keys ...machineadm.EncryptionKey) machineadm.EncryptionProvider {
+		return machineadm.EncryptionProvider{AESCBC: &machineadm.EncryptionKeys{Keys: keys}}
+	}
+	identity := machineadm.EncryptionProvider{Identity: &machineadm.IdentityProvider{}}
+	with := func(res []string, providers ...machineadm.EncryptionProvider) *machineadm.MachineBootstrapConfig {
+		c := cp("v1.37.2")
+		if providers != nil {
+			c.Spec.ControlPlane.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: res, Providers: providers}}}
+		}
+		return c
+	}
+	k1, k2 := key("k1", "c2VjcmV0LWtleS1vbmUtMzItYnl0ZXMtbG9uZy0hIQ=="), key("k2", "c2VjcmV0LWtleS10d28tMzItYnl0ZXMtbG9uZy0hISE=")
+	old := with([]string{"secrets"}, aescbc(k1), identity)
+	for name, tc := range map[string]struct {
+		a, b    *machineadm.MachineBootstrapConfig
+		refused bool
+	}{
+		"encryption removed":           {old, with(nil), true},
+		"key replaced":                 {old, with([]string{"secrets"}, aescbc(k2), identity), true},
+		"same name, new secret":        {old, with([]string{"secrets"}, aescbc(key("k1", k2.Secret.Value)), identity), true},
+		"identity only":                {old, with([]string{"secrets"}, identity), true},
+		"resource dropped":             {old, with([]string{"configmaps"}, aescbc(k1), identity), true},
+		"new key added second":         {old, with([]string{"secrets"}, aescbc(k1, k2), identity), false},
+		"new key made first":           {with([]string{"secrets"}, aescbc(k1, k2), identity), with([]string{"secrets"}, aescbc(k2, k1), identity), false},
+		"old key removed after":        {with([]string{"secrets"}, aescbc(k2, k1), identity), with([]string{"secrets"}, aescbc(k2), identity), false},
+		"identity made first":          {old, with([]string{"secrets"}, identity, aescbc(k1)), false},
+		"removed after identity first": {with([]string{"secrets"}, identity, aescbc(k1)), with(nil), false},
+		"wildcard keeps it":            {old, with([]string{"*.*"}, aescbc(k1), identity), false},
+	} {
+		p := plan(t, tc.a, tc.b)
+		r := p.Refused()
+		if got := len(r) != 0; got != tc.refused {
+			t.Errorf("%s: refused %v, want %v (%+v)", name, got, tc.refused, p.Changes)
+			continue
+		}
+		if tc.refused && (r[0].Path != "spec.controlPlane.apiServer.encryption" || !strings.Contains(r[0].Reason(), "secrets") || strings.Contains(r[0].Reason(), k1.Secret.Value)) {
+			t.Errorf("%s: refusal %s: %s", name, r[0].Path, r[0].Reason())
+		}
+	}
+}
+
+// TestTypedSecuritySettingsOfZeroValuesAreChanges: a typed API-server
+// security setting is there or not, whatever its values: anonymous
+// authentication turned off (enabled: false, all zero values) is a
+// change that rewrites the files and restarts the API server, and so is
+// its removal (anonymous requests allowed again).
+func TestTypedSecuritySettingsOfZeroValuesAreChanges(t *testing.T) {
+	a := cp("v1.37.2")
+	b := cp("v1.37.2")
+	b.Spec.ControlPlane.APIServer.Authentication = &machineadm.Authentication{Anonymous: &machineadm.AnonymousAuthentication{Enabled: false}}
+	for name, p := range map[string]*Plan{"added": plan(t, a, b), "removed": plan(t, b, a)} {
+		if len(p.Changes) != 1 || p.Changes[0].Path != "spec.controlPlane.apiServer.authentication" || !p.Has(PhaseAPIServerConfig) || !p.Has(PhaseControlPlane) {
+			t.Errorf("%s: changes %+v, steps %+v", name, p.Changes, p.Steps)
+		}
+	}
+	if p := plan(t, b, b); !p.Empty() {
+		t.Errorf("the same setting again planned %+v", p.Changes)
+	}
+}

@@ -2,8 +2,11 @@ package day2
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
@@ -82,5 +85,79 @@ func TestAnnotateChangesTheManifest(t *testing.T) {
 	pod, err := staticpod.ReadStaticPodFromDisk(a2)
 	if err != nil || pod.Annotations["machineadm.io/apiserver-config-digest"] != "sha256:2" || len(pod.Spec.Containers) != 1 {
 		t.Fatalf("annotated pod: %+v %v", pod.Annotations, err)
+	}
+}
+
+// TestSwapRollbackRestoresFilesBeforeTheManifest: a component that does
+// not become healthy gets its files restored (Swap.Rollback) while the
+// new manifest is still in place, then its previous manifest back; the
+// report says so, and a failed restore is in the error.
+func TestSwapRollbackRestoresFilesBeforeTheManifest(t *testing.T) {
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := t.TempDir()
+	cur, err := Regenerate(manifests, "", cfg, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(cur)
+	next := cfg.DeepCopy()
+	next.APIServer.ExtraArgs = append(next.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "request-timeout", Value: "2m"})
+	newPath, err := Regenerate(t.TempDir(), "", next, "kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, failRestore := range []bool{false, true} {
+		os.WriteFile(cur, old, 0o600)
+		var during []byte
+		s := Swap{ManifestDir: manifests, BackupDir: filepath.Join(t.TempDir(), "backup"),
+			Wait: func() error { return errors.New("not healthy") },
+			Rollback: func() error {
+				during, _ = os.ReadFile(cur)
+				if failRestore {
+					return errors.New("disk full")
+				}
+				return nil
+			}}
+		_, lines, err := s.Component("kube-apiserver", newPath)
+		after, _ := os.ReadFile(cur)
+		if err == nil || !bytes.Equal(after, old) || bytes.Equal(during, old) || during == nil {
+			t.Fatalf("rollback: err %v, manifest restored %v, hook ran before it %v", err, bytes.Equal(after, old), during != nil && !bytes.Equal(during, old))
+		}
+		restored := strings.Contains(strings.Join(lines, "\n"), "restored kube-apiserver's previous configuration files")
+		if restored == failRestore || strings.Contains(err.Error(), "disk full") != failRestore {
+			t.Errorf("failRestore %v: lines %v, err %v", failRestore, lines, err)
+		}
+	}
+}
+
+// TestAPIServerSettingsDiffer: a control plane whose spec adds encryption
+// (a flag and a volume) that the cluster's stored configuration lacks is
+// named by the flag and the volume, never by a value; the same settings,
+// in another order, are no difference.
+func TestAPIServerSettingsDiffer(t *testing.T) {
+	cluster, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cluster.DeepCopy()
+	spec.APIServer.ExtraArgs = append(spec.APIServer.ExtraArgs, kubeadmapi.Arg{Name: "encryption-provider-config", Value: "/etc/kubernetes/apiserver/encryption-config.yaml"})
+	spec.APIServer.ExtraVolumes = append(spec.APIServer.ExtraVolumes, kubeadmapi.HostPathMount{Name: "machineadm-apiserver-config", HostPath: "/etc/kubernetes/apiserver", MountPath: "/etc/kubernetes/apiserver", ReadOnly: true})
+	got := APIServerSettingsDiffer(cluster, spec)
+	if want := []string{"--encryption-provider-config", "volume machineadm-apiserver-config"}; !slices.Equal(got, want) {
+		t.Errorf("differ %v, want %v", got, want)
+	}
+	if strings.Contains(strings.Join(got, " "), "/etc/kubernetes") {
+		t.Errorf("a value in %v", got)
+	}
+	if got := APIServerSettingsDiffer(cluster, spec); !slices.Equal(got, APIServerSettingsDiffer(spec, cluster)) {
+		t.Errorf("not symmetric: %v", got)
+	}
+	same := spec.DeepCopy()
+	slices.Reverse(same.APIServer.ExtraVolumes)
+	if got := APIServerSettingsDiffer(spec, same); len(got) != 0 {
+		t.Errorf("the same settings differ in %v", got)
 	}
 }

@@ -49,6 +49,9 @@ type StaticPodOptions struct {
 	// Annotation values are visible to whoever can read the mirror pod:
 	// never a secret, only a digest of one.
 	Annotations map[string]string
+	// Rollback, when set, runs when the component does not become
+	// healthy, before its previous manifest is put back (Swap.Rollback).
+	Rollback func() error
 	// Timeout bounds the wait for the component (default 5 minutes, as
 	// kubeadm's upgrade timeout).
 	Timeout time.Duration
@@ -79,6 +82,13 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		return false, nil, errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
 	}
 	cfg := Overlay(cluster, spec)
+	var warn []string
+	if !o.Upload && o.Component == kubeadmconstants.KubeAPIServer {
+		if names := APIServerSettingsDiffer(cluster, spec); len(names) > 0 {
+			warn = append(warn, WarningPrefix+"this control plane's API server settings differ from the cluster's (the kubeadm-config ConfigMap, which the first control plane writes) in "+
+				strings.Join(names, ", ")+": every control plane's spec must carry the same settings, or the next version upgrade regenerates this API server without its own (docs/upgrade.md)")
+		}
+	}
 	tmp, err := os.MkdirTemp(filepath.Join(o.KubernetesDir, "tmp"), "machineadm-upgraded-manifests")
 	if err != nil {
 		if err := os.MkdirAll(filepath.Join(o.KubernetesDir, "tmp"), 0o700); err == nil {
@@ -111,12 +121,14 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		ManifestDir: filepath.Join(o.KubernetesDir, kubeadmconstants.ManifestsSubDirName),
 		BackupDir:   o.BackupDir,
 		Wait:        func() error { return StaticPodWait(waiter, node, o.Component, before)() },
+		Rollback:    o.Rollback,
 	}
 	// The mirror pod's hash before the change, as kubeadm reads it.
 	if before, err = waiter.WaitForStaticPodSingleHash(node, o.Component); err != nil {
 		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("%s's mirror pod on Node %s: %w", o.Component, node, err))
 	}
 	changed, lines, err := s.Component(o.Component, newPath)
+	lines = append(warn, lines...)
 	if err != nil || !o.Upload {
 		return changed, lines, err
 	}
@@ -192,3 +204,7 @@ func Annotate(path string, annotations map[string]string) error {
 	dir, name := filepath.Split(path)
 	return staticpodutil.WriteStaticPodToDisk(strings.TrimSuffix(name, ".yaml"), dir, *pod)
 }
+
+// WarningPrefix starts a line of UpgradeStaticPodComponent's report that
+// is a warning for the operator (the run goes on).
+const WarningPrefix = "warning: "

@@ -238,3 +238,38 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// Paths are the paths of every file Files writes for a (a defaulted,
+// validated spec), in Files' order, without reading a secret: those named
+// by a flag (Flags) and those named only inside another file (the
+// authorization webhooks' kubeconfigs). The API server reads each of
+// them when it starts.
+func Paths(a *machineadm.APIServer) []string {
+	var out []string
+	if au := a.Audit; au != nil {
+		out = append(out, AuditPolicyFile)
+		if au.Webhook != nil {
+			out = append(out, AuditWebhookKubeConfigFile)
+		}
+	}
+	if a.Encryption != nil {
+		out = append(out, EncryptionConfigFile)
+	}
+	if au := a.Authentication; au != nil {
+		if authenticationConfigured(au) {
+			out = append(out, AuthenticationConfigFile)
+		}
+		if au.Webhook != nil {
+			out = append(out, AuthenticationWebhookKubeConfigFile)
+		}
+	}
+	if az := a.Authorization; az != nil {
+		out = append(out, AuthorizationConfigFile)
+		for _, z := range az.Authorizers {
+			if z.Webhook != nil {
+				out = append(out, AuthorizationWebhookKubeConfigFile(z.Name))
+			}
+		}
+	}
+	return out
+}

@@ -74,3 +74,29 @@ func TestFlagsFollowTheOwnerTable(t *testing.T) {
 		t.Errorf("flags owned without settings")
 	}
 }
+
+// TestPathsAreTheFilesWritten: Paths names every file Files writes, in
+// the same order, also the webhook kubeconfigs that only another file
+// names; nothing more.
+func TestPathsAreTheFilesWritten(t *testing.T) {
+	kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://w.invalid'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n"
+	a := &machineadm.APIServer{
+		Audit: &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Webhook: &machineadm.AuditWebhook{KubeConfig: machineadm.SecretSource{Value: kc}}},
+		Authorization: &machineadm.Authorization{Authorizers: []machineadm.Authorizer{
+			{Type: "Node", Name: "node"},
+			{Type: "Webhook", Name: "opa", Webhook: &machineadm.AuthorizationWebhook{KubeConfig: machineadm.SecretSource{Value: kc}, Timeout: "3s", SubjectAccessReviewVersion: "v1", MatchConditionSubjectAccessReviewVersion: "v1", FailurePolicy: "Deny"}},
+			{Type: "RBAC", Name: "rbac"},
+		}},
+	}
+	fs, err := Files(a, func(string, *machineadm.SecretSource) ([]byte, error) { return []byte(kc), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range fs {
+		want = append(want, f.Path)
+	}
+	if got := Paths(a); !slices.Equal(got, want) || len(got) != 4 {
+		t.Errorf("Paths %v\nFiles %v", got, want)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
@@ -153,10 +152,7 @@ func copyKeepingOwner(src, dst string) error {
 	if err := atomicfile.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
 		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
-		return os.Lchown(dst, int(st.Uid), int(st.Gid))
-	}
-	return nil
+	return keepOwner(fi, dst)
 }
 
 // withAPIServerConfigBackup wraps the upgrade's apiserver-config phase:

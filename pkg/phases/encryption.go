@@ -35,25 +35,14 @@ var ProfileEncryptionResources = []string{"secrets"}
 
 var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
 
-// WantsCASetEncryptionKey says whether cfg is a control plane under a
-// compliance profile that configures no encryption at rest itself (no
-// apiServer.encryption, no --encryption-provider-config): the one
-// DefaultEncryption gives the CA set's key, or refuses without it.
+// WantsCASetEncryptionKey is machineadm.WantsCASetEncryptionKey.
 func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
-	s := &cfg.Spec
-	return s.Security != nil && s.Security.Profile != "" && configuresNoEncryption(cfg)
+	return machineadm.WantsCASetEncryptionKey(cfg)
 }
 
-// configuresNoEncryption says whether cfg is a Linux control plane whose
-// spec configures no encryption at rest (no apiServer.encryption, no
-// --encryption-provider-config).
+// configuresNoEncryption is machineadm.ConfiguresNoEncryption.
 func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
-	s := &cfg.Spec
-	if s.Role != machineadm.RoleControlPlane || s.ControlPlane == nil || s.OS == machineadm.OSWindows {
-		return false
-	}
-	a := &s.ControlPlane.APIServer
-	return a.Encryption == nil && !slices.ContainsFunc(a.ExtraArgs, func(x machineadm.Arg) bool { return x.Name == "encryption-provider-config" })
+	return machineadm.ConfiguresNoEncryption(cfg)
 }
 
 // DefaultEncryption turns encryption at rest on under a compliance

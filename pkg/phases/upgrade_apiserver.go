@@ -14,8 +14,6 @@ import (
 	"slices"
 	"time"
 
-	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
-
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 	"github.com/machineadm/machineadm/pkg/atomicfile"
@@ -215,7 +213,7 @@ func apiServerFilesChanged(d *Data, component string) (bool, error) {
 		(cp.Runtime != "" && cp.Runtime != machineadm.RuntimeStaticPods) || !apiserverconfig.Any(&cp.APIServer) {
 		return false, nil
 	}
-	pod, err := staticpodutil.ReadStaticPodFromDisk(filepath.Join(hostPathOrRoot(d, kubernetesDir), "manifests", "kube-apiserver.yaml"))
+	pod, err := day2.ReadManifest(filepath.Join(hostPathOrRoot(d, kubernetesDir), "manifests", "kube-apiserver.yaml"))
 	if err != nil {
 		return false, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading the API server's manifest: %w", err))
 	}

@@ -27,9 +27,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/containerd"
 	"github.com/machineadm/machineadm/pkg/host/files"
-	"github.com/machineadm/machineadm/pkg/kubeadm/pki"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
-	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/redact"
 	"github.com/machineadm/machineadm/pkg/seal/sealspec"
 	"github.com/machineadm/machineadm/pkg/session"
@@ -141,15 +139,15 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 	}
 	// Under a profile a control plane without encryption takes the
 	// cluster's key from the CA set; bootstrap refuses it without one.
-	if phases.WantsCASetEncryptionKey(cfg) {
+	if machineadm.WantsCASetEncryptionKey(cfg) {
 		dir := cfg.Spec.ControlPlane.PKI.Dir
 		msg := ""
 		switch {
 		case dir == "":
-			msg = "required under spec.security.profile " + cfg.Spec.Security.Profile + " unless spec.controlPlane.pki.dir gives the CA set with the cluster's " + pki.EncryptionKeyFile + "; machineadm bootstrap refuses the spec without a key"
-		case !missing(root, cfg, path.Join(filepath.ToSlash(dir), "ca.crt")) && missing(root, cfg, path.Join(filepath.ToSlash(dir), pki.EncryptionKeyFile)):
+			msg = "required under spec.security.profile " + cfg.Spec.Security.Profile + " unless spec.controlPlane.pki.dir gives the CA set with the cluster's " + machineadm.CASetEncryptionKeyFile + "; machineadm bootstrap refuses the spec without a key"
+		case !missing(root, cfg, path.Join(filepath.ToSlash(dir), "ca.crt")) && missing(root, cfg, path.Join(filepath.ToSlash(dir), machineadm.CASetEncryptionKeyFile)):
 			msg = fmt.Sprintf("%s holds no %s on this machine, the key spec.security.profile %s encrypts Secrets with; add one with `machineadm pki encryption-key --out %s`, or machineadm bootstrap refuses the spec",
-				dir, pki.EncryptionKeyFile, cfg.Spec.Security.Profile, path.Join(filepath.ToSlash(dir), pki.EncryptionKeyFile))
+				dir, machineadm.CASetEncryptionKeyFile, cfg.Spec.Security.Profile, path.Join(filepath.ToSlash(dir), machineadm.CASetEncryptionKeyFile))
 		}
 		if msg != "" {
 			out = append(out, validation.Warning{Field: "spec.controlPlane.apiServer.encryption", Message: msg})

@@ -186,3 +186,9 @@ func argValue(cmd []string, name string) string {
 	}
 	return ""
 }
+
+// ReadManifest reads the static pod manifest at path (a host path) with
+// kubeadm's own reader, for callers outside the kubeadm adapter.
+func ReadManifest(path string) (*v1.Pod, error) {
+	return staticpod.ReadStaticPodFromDisk(path)
+}

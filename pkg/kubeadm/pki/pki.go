@@ -47,7 +47,7 @@ var CASet = []string{
 // Secrets with it. Every control plane of a cluster must hold the same
 // key, which is why it travels with the CA set rather than being made on
 // a node.
-const EncryptionKeyFile = "encryption.key"
+const EncryptionKeyFile = machineadm.CASetEncryptionKeyFile
 
 // KeyTypes are the accepted key types of `machineadm pki init`, by
 // kubeadm's encryptionAlgorithm names.

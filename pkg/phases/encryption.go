@@ -35,16 +35,6 @@ var ProfileEncryptionResources = []string{"secrets"}
 
 var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
 
-// WantsCASetEncryptionKey is machineadm.WantsCASetEncryptionKey.
-func WantsCASetEncryptionKey(cfg *machineadm.MachineBootstrapConfig) bool {
-	return machineadm.WantsCASetEncryptionKey(cfg)
-}
-
-// configuresNoEncryption is machineadm.ConfiguresNoEncryption.
-func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
-	return machineadm.ConfiguresNoEncryption(cfg)
-}
-
 // DefaultEncryption turns encryption at rest on under a compliance
 // profile, with the cluster's key from the CA set: for a control plane
 // whose spec has spec.security.profile, no
@@ -72,8 +62,8 @@ func configuresNoEncryption(cfg *machineadm.MachineBootstrapConfig) bool {
 // dropped spec.security) is refused too. These refusals apply while the
 // data is there (clusterDataHere). Call it after OpenSealed.
 func DefaultEncryption(d *Data) error {
-	if !WantsCASetEncryptionKey(d.Config) {
-		if !configuresNoEncryption(d.Config) {
+	if !machineadm.WantsCASetEncryptionKey(d.Config) {
+		if !machineadm.ConfiguresNoEncryption(d.Config) {
 			return nil
 		}
 		// No profile and no encryption: a node a profile's default

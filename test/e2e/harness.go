@@ -228,5 +228,8 @@ func (e *env) stopMachine(m *Machine) error {
 		}
 	}
 	e.mu.Unlock()
-	return m.Stop()
+	if err := m.Stop(); err != nil {
+		return err
+	}
+	return m.prune()
 }

@@ -239,9 +239,48 @@ func (m *Machine) Boot(ctx context.Context) error {
 	if state == "running" || (state == "degraded" && m.MayDegrade) {
 		return nil
 	}
-	failed, _ := m.Exec(ctx, nil, "systemctl", "--failed", "--no-legend", "--plain")
-	logs, _ := m.Exec(ctx, nil, "journalctl", "--no-pager", "-n", "30", "-p", "warning")
-	return fmt.Errorf("machine %s: system state %q (%v); failed units:\n%s\nwarnings:\n%s", m.Name, state, err, failed.Stdout, logs.Stdout)
+	return fmt.Errorf("machine %s: system state %q after %s (%v)%s", m.Name, state, time.Since(start).Round(time.Second), err, m.bootDiagnostics(ctx))
+}
+
+// bootDiagnostics says why a boot did not end "running": the failed
+// units, the jobs still queued (a boot that never ends waits on one of
+// them), the warnings other than the kubelet's restarts (it restarts every
+// few seconds until a bootstrap configures it, and would fill any
+// window), and the end of cloud-init's output when cloud-init ran. The
+// part that names the cause comes last: a CI log keeps the tail.
+func (m *Machine) bootDiagnostics(ctx context.Context) string {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	section := func(title string, args ...string) {
+		res, err := m.Exec(dctx, nil, args...)
+		out := strings.TrimSpace(res.Stdout)
+		if err != nil && out == "" {
+			out = fmt.Sprintf("(%v) %s", err, strings.TrimSpace(res.Stderr))
+		}
+		fmt.Fprintf(&b, "\n%s:\n%s", title, out)
+	}
+	logs, _ := m.Exec(dctx, nil, "journalctl", "--no-pager", "-n", "400", "-p", "warning", "-o", "short-monotonic")
+	var kept []string
+	for _, l := range strings.Split(logs.Stdout, "\n") {
+		if l != "" && !strings.Contains(l, "kubelet.service") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) > 25 {
+		kept = kept[len(kept)-25:]
+	}
+	fmt.Fprintf(&b, "\nwarnings (kubelet restarts left out):\n%s", strings.Join(kept, "\n"))
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(m.Dir, &fs); err == nil {
+		fmt.Fprintf(&b, "\nhost disk: %.1f GiB available to the run directory", float64(fs.Bavail)*float64(fs.Bsize)/(1<<30))
+	}
+	section("failed units", "systemctl", "--failed", "--no-legend", "--plain")
+	if _, err := os.Stat(filepath.Join(m.Root, "var/log/cloud-init-output.log")); err == nil {
+		section("cloud-init output (last 25 lines)", "tail", "-n", "25", "/var/log/cloud-init-output.log")
+	}
+	section("boot jobs still queued", "systemctl", "list-jobs", "--no-legend", "--plain")
+	return b.String()
 }
 
 // findLeader waits for the machine's systemd and returns its host PID.
@@ -346,6 +385,40 @@ func (m *Machine) Stop() error {
 	}
 	if err := syscall.Unmount(m.Root, 0); err != nil && err != syscall.EINVAL {
 		return fmt.Errorf("unmount %s: %w", m.Root, err)
+	}
+	return nil
+}
+
+// prunedDirs are the parts of a stopped machine's directory that prune
+// removes: the overlay's upper and work directories (every file the
+// machine wrote: binaries, etcd's data, logs) and its containerd state
+// (the images it imported and their snapshots), about 1.4 GiB for a
+// control plane. Its console.log and bootstrap.log stay.
+var prunedDirs = []string{"upper", "work", "containerd"}
+
+// prune removes a stopped machine's prunedDirs. A run boots some 40
+// machines; kept until the run's end, their state filled the disk in the
+// last tests (an ENOSPC in a machine shows as a boot that never ends or a
+// write that fails). Nothing reads a machine's files after it stopped: a
+// machine is never booted again. It refuses while anything is still
+// mounted below the machine's directory (it logs and keeps it), so it can
+// never remove through a mount into the host.
+func (m *Machine) prune() error {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && (f[4] == m.Dir || strings.HasPrefix(f[4], m.Dir+"/")) {
+			stopLogf("machine %s: %s is still mounted; its directory is kept whole", m.Name, f[4])
+			return nil
+		}
+	}
+	for _, d := range prunedDirs {
+		if err := os.RemoveAll(filepath.Join(m.Dir, d)); err != nil {
+			return fmt.Errorf("machine %s: %w", m.Name, err)
+		}
 	}
 	return nil
 }

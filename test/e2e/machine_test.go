@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,17 @@ func TestMachine(t *testing.T) {
 	defer func() {
 		if err := e.stopMachine(m); err != nil {
 			t.Error(err)
+			return
+		}
+		// A stopped machine's state is pruned (the run's disk), its logs
+		// stay.
+		for _, d := range prunedDirs {
+			if _, err := os.Stat(filepath.Join(m.Dir, d)); !os.IsNotExist(err) {
+				t.Errorf("smoke stopped: %s not pruned (%v)", d, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(m.Dir, "console.log")); err != nil {
+			t.Errorf("smoke stopped: console.log: %v", err)
 		}
 	}()
 	for path, content := range map[string]string{

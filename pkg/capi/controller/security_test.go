@@ -123,6 +123,12 @@ func TestSecurityConfigsRefusedWithFieldPath(t *testing.T) {
 		"extraVolumes of the host's /run": {withAPIServer(func(a *bootstrapv1.APIServer) {
 			a.ExtraVolumes = []bootstrapv1.HostPathMount{{Name: "run", HostPath: "/run", MountPath: "/host-run", ReadOnly: true}}
 		}), "spec.controlPlane.apiServer.extraVolumes[0].hostPath"},
+		"waiver reason of spaces only": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.Security = &bootstrapv1.Security{Profile: "stig", Waivers: []bootstrapv1.Waiver{{ID: "V-242390", Reason: "   "}}}
+		}, "spec.security.waivers[0].reason"},
+		"waiver reason with a tab": {func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.Security = &bootstrapv1.Security{Profile: "stig", Waivers: []bootstrapv1.Waiver{{ID: "V-242390", Reason: "accepted\tby the owner"}}}
+		}, "spec.security.waivers[0].reason"},
 		"two providers in one": {withAPIServer(func(a *bootstrapv1.APIServer) {
 			e := profileEncryption("s")
 			e.Resources[0].Providers[1].AESGCM = &bootstrapv1.EncryptionKeys{Keys: []bootstrapv1.EncryptionKey{{Name: "g", SecretFrom: ref}}}
@@ -147,6 +153,41 @@ func TestSecurityConfigsRefusedWithFieldPath(t *testing.T) {
 			a.Authentication = &bootstrapv1.Authentication{Anonymous: &bootstrapv1.AnonymousAuthentication{Enabled: true, Conditions: []bootstrapv1.AnonymousCondition{{Path: "livez"}}}}
 		}), "spec.controlPlane.apiServer.authentication.anonymous.conditions[0].path"},
 	})
+}
+
+// A host path is refused at admission in every spelling of a refused
+// one, and below /proc, /sys and /dev (the host's root through
+// /proc/1/root, its disk); a KMS plugin's directory below /run and names
+// that only look alike are admitted, as are reasons with spaces inside.
+func TestHostPathsAndReasonsAtAdmission(t *testing.T) {
+	f := newFixture(t)
+	volume := func(hp string) func(*bootstrapv1.MachineadmConfigSpec) {
+		return func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
+			s.ControlPlane.APIServer.ExtraVolumes = []bootstrapv1.HostPathMount{{Name: "v", HostPath: hp, MountPath: "/v", ReadOnly: true}}
+		}
+	}
+	refused := map[string]admissionCase{}
+	for _, hp := range []string{"/run/", "//run", "/var//run", "/proc/", "/proc/1/root", "/dev/vda", "/sys/fs/cgroup", "/etc/../proc", "/./run", "/srv/."} {
+		refused["hostPath "+hp] = admissionCase{volume(hp), "spec.controlPlane.apiServer.extraVolumes[0].hostPath"}
+	}
+	refusedWithPath(t, f, refused)
+	admitted := map[string]func(*bootstrapv1.MachineadmConfigSpec){}
+	for _, hp := range []string{"/run/kms", "/etc/kubernetes/.audit", "/srv/proc", "/devices", "/srv/..data"} {
+		admitted["hostPath "+hp] = volume(hp)
+	}
+	for _, r := range []string{"accepted by the owner", " a leading space", "ünïcode"} {
+		admitted["reason "+r] = func(s *bootstrapv1.MachineadmConfigSpec) {
+			s.Security = &bootstrapv1.Security{Profile: "stig", Waivers: []bootstrapv1.Waiver{{ID: "V-242390", Reason: r}}}
+		}
+	}
+	for name, edit := range admitted {
+		c := &bootstrapv1.MachineadmConfig{ObjectMeta: metav1.ObjectMeta{GenerateName: "ok-", Namespace: f.ns}, Spec: f.spec()}
+		edit(&c.Spec)
+		if err := k8s.Create(f.ctx, c); err != nil {
+			t.Errorf("%s refused: %v", name, err)
+		}
+	}
 }
 
 // jsonObject is a free-form JSON value of the provider's API.

@@ -157,11 +157,12 @@ type Component struct {
 	ExtraArgs []Arg `json:"extraArgs,omitempty"`
 	// ExtraVolumes are host paths mounted into the component's static pod,
 	// for files its extraArgs name. Only with runtime StaticPods (units
-	// read the host's files). Refused: a hostPath of "/", "/run",
-	// "/var/run", "/proc", "/sys" or "/dev" (the pod would get the host
-	// itself: its devices, kernel interfaces or every daemon's socket, the
-	// container runtime's among them, reachable even through a read-only
-	// mount; mount the directory the files are in); a name kubeadm or
+	// read the host's files). Refused: a hostPath of "/", "/run" or
+	// "/var/run", or in "/proc", "/sys" or "/dev" (the pod would get the
+	// host itself: its root through "/proc/1/root", its disks, kernel
+	// interfaces or every daemon's socket, the container runtime's among
+	// them, reachable even through a read-only mount; mount the directory
+	// the files are in); a name kubeadm or
 	// machineadm uses ("machineadm-" names, "k8s-certs", "kubeconfig", …);
 	// a mountPath another volume of the pod has, or inside a directory
 	// kubeadm or machineadm mounts. kubeadm field: extraVolumes.

@@ -171,7 +171,7 @@ func validateExtraVolumes(r *Result, cp *machineadm.ControlPlane, c *machineadm.
 		}
 		seen[v.Name] = true
 		validateAbsPath(r, v.HostPath, false, ip.Child("hostPath"))
-		if slices.Contains(hostWideDirs, v.HostPath) {
+		if hostWide(v.HostPath) {
 			r.Errors = append(r.Errors, field.Invalid(ip.Child("hostPath"), v.HostPath,
 				"would hand the component the host itself (its root, devices, kernel interfaces or every daemon's socket, the container runtime's among them, reachable even read-only): mount the directory the files are in"))
 		}
@@ -269,7 +269,26 @@ func reservedDir(p, certificatesDir string) string {
 
 // hostWideDirs are host paths an extraVolumes entry may not mount: each
 // gives the pod the host itself rather than a component's files.
-var hostWideDirs = []string{"/", "/run", "/var/run", "/proc", "/sys", "/dev"}
+var hostWideDirs = []string{"/", "/run", "/var/run"}
+
+// hostKernelDirs are host directories an extraVolumes entry may mount
+// neither whole nor in part: /proc/1/root is the host's root, /dev/sda its
+// disk, /sys/fs/cgroup every container's limits.
+var hostKernelDirs = []string{"/proc", "/sys", "/dev"}
+
+// hostWide reports whether the clean absolute path p is one of
+// hostWideDirs or in one of hostKernelDirs.
+func hostWide(p string) bool {
+	if slices.Contains(hostWideDirs, p) {
+		return true
+	}
+	for _, d := range hostKernelDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // hostSystemDirs are host directories that hold other programs' files
 // and sockets (the container runtime's, the kubelet's): an audit log or

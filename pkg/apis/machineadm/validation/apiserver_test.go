@@ -212,9 +212,21 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 			cp.APIServer.ExtraVolumes = append(cp.APIServer.ExtraVolumes,
 				machineadm.HostPathMount{Name: "root", HostPath: "/", MountPath: "/host", ReadOnly: true},
 				machineadm.HostPathMount{Name: "run", HostPath: "/run", MountPath: "/host-run", ReadOnly: true})
-			cp.ControllerManager.ExtraVolumes = []machineadm.HostPathMount{{Name: "dev", HostPath: "/dev", MountPath: "/host-dev"}}
+			cp.ControllerManager.ExtraVolumes = []machineadm.HostPathMount{{Name: "dev", HostPath: "/dev", MountPath: "/host-dev"},
+				// Below /proc, /sys and /dev as well: /proc/1/root is the
+				// host's root, /dev/vda its disk. /run/kms (a KMS plugin's
+				// directory) and /var/lib/sysconfig stay allowed.
+				{Name: "init-root", HostPath: "/proc/1/root", MountPath: "/host-root", ReadOnly: true},
+				{Name: "disk", HostPath: "/dev/vda", MountPath: "/disk"},
+				{Name: "cgroups", HostPath: "/sys/fs/cgroup", MountPath: "/cg"},
+				{Name: "kms", HostPath: "/run/kms", MountPath: "/run/kms"},
+				{Name: "sysconfig", HostPath: "/var/lib/sysconfig", MountPath: "/sysconfig"},
+				{Name: "devices", HostPath: "/devices", MountPath: "/devices"}}
 		}, []fe{{ap + ".extraVolumes[1].hostPath", inv}, {ap + ".extraVolumes[2].hostPath", inv},
-			{"spec.controlPlane.controllerManager.extraVolumes[0].hostPath", inv}}},
+			{"spec.controlPlane.controllerManager.extraVolumes[0].hostPath", inv},
+			{"spec.controlPlane.controllerManager.extraVolumes[1].hostPath", inv},
+			{"spec.controlPlane.controllerManager.extraVolumes[2].hostPath", inv},
+			{"spec.controlPlane.controllerManager.extraVolumes[3].hostPath", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

@@ -43,18 +43,22 @@ type Waiver struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)+|V-[0-9]+)$`
 	ID string `json:"id"`
-	// Reason says why the check does not apply or is accepted (one line).
+	// Reason says why the check does not apply or is accepted: one line
+	// without control characters, and not only spaces.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[^\n\r]+$`
+	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$`
 	Reason string `json:"reason"`
 }
 
 // HostPathMount is a host path mounted into a static-pod control-plane
 // component (kubeadm HostPathMount; runtime StaticPods only). A hostPath
-// of /, /run, /var/run, /proc, /sys or /dev is refused: the pod would get
-// the host itself.
-// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run', '/proc', '/sys', '/dev'])",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
+// of /, /run or /var/run, or in /proc, /sys or /dev, is refused: the pod
+// would get the host itself (/proc/1/root is the host's root). A hostPath
+// must be clean (no "//", "." or ".." segment, no trailing "/"), so
+// another spelling of a refused path cannot pass.
+// +kubebuilder:validation:XValidation:rule="!self.hostPath.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path: no \".\" or \"..\" segment",fieldPath=".hostPath"
+// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run']) && !self.hostPath.matches('^/(proc|sys|dev)(/|$)')",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
 type HostPathMount struct {
 	// Name of the volume: a DNS-1123 label, not one kubeadm or machineadm
 	// uses.
@@ -62,10 +66,10 @@ type HostPathMount struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
-	// HostPath is the absolute path on the host.
+	// HostPath is the absolute, clean path on the host.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^/([^/\x00-\x1f]+(/[^/\x00-\x1f]+)*)?$`
 	HostPath string `json:"hostPath"`
 	// MountPath is the absolute path in the container.
 	// +kubebuilder:validation:MinLength=1

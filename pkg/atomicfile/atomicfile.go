@@ -33,6 +33,50 @@ func WriteFileOwned(path string, data []byte, perm os.FileMode, uid, gid int) er
 	return write(path, data, perm, &[2]int{uid, gid}, true)
 }
 
+// Create writes a new file at path with data and permission bits perm,
+// atomically and durably as WriteFile, but never replaces anything: the
+// complete temporary file is hard-linked to path, which fails when path
+// exists (a file, a directory or a symbolic link, dangling or not) and
+// then returns an error that errors.Is(err, fs.ErrExist). Of two Creates
+// of one path at the same time, exactly one succeeds; a reader never sees
+// a partial file. For keys that must not change once made (an encryption
+// key data in etcd may already be encrypted with). The file system must
+// support hard links (every Linux one does, and NTFS).
+func Create(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		if err != nil {
+			err = fmt.Errorf("creating %s: %w", path, err)
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Link(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
 func write(path string, data []byte, perm os.FileMode, owner *[2]int, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -217,7 +218,13 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := atomicfile.WriteFile(out, []byte(v+"\n"), 0o600); err != nil {
+	// Create, not WriteFile: the check above is for the clear message; a
+	// file made since (another run at the same time) is still never
+	// replaced.
+	if err := atomicfile.Create(out, []byte(v+"\n"), 0o600); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return session.Usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
+		}
 		return err
 	}
 	fmt.Fprintf(o.errOut, "wrote a new %s to %s (0600)\n", what, shown(out))

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,3 +59,40 @@ func TestPKIInitStdoutIsTheHash(t *testing.T) {
 		t.Errorf("pki hash = %q (exit %d), pki init printed %q", hashOut, code, out)
 	}
 }
+
+// A control plane under a profile that configures no encryption gets the
+// CA set's key at bootstrap; `config kubeadm` shows the API server flag
+// and volume that default brings (it printed neither, so the printed
+// configuration was not the one the node ran), and never a key.
+func TestConfigKubeadmShowsProfileEncryption(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/examples/control-plane-init.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := strings.Replace(string(raw), "    # pki:\n    #   dir: /etc/machineadm/pki\n", "    pki:\n      dir: /etc/machineadm/pki\n", 1)
+	if base == string(raw) {
+		t.Fatal("the example's pki lines changed; update the test")
+	}
+	profiled := strings.Replace(base, "spec:\n", "spec:\n  security:\n    profile: cis-1.12\n", 1)
+	for name, tc := range map[string]struct {
+		spec string
+		want bool
+	}{"no profile": {base, false}, "profile": {profiled, true}} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := run(t, "", "config", "kubeadm", "-f", writeSpec(t, tc.spec))
+			if code != session.ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			has := strings.Contains(out, "name: encryption-provider-config") && strings.Contains(out, machineadm.APIServerConfigDir)
+			if has != tc.want {
+				t.Errorf("encryption flag and volume shown: %v, want %v\n%s", has, tc.want, out)
+			}
+			if strings.Contains(out, caSetKeyPlaceholderForTest) {
+				t.Errorf("the key's placeholder reached kubeadm's documents:\n%s", out)
+			}
+		})
+	}
+}
+
+// caSetKeyPlaceholderForTest is configcmd's placeholder for the key.
+const caSetKeyPlaceholderForTest = "withheld"

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,18 +20,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/spec"
 )
 
-// ProfileEncryptionKeyName is the name of the key in the encryption
-// configuration a profile makes from the CA set's key; the API server
-// stores it with each value it encrypts.
-const ProfileEncryptionKeyName = "machineadm-ca-set"
-
-// ProfileEncryptionResources are the resources a profile's default
-// encryption configuration encrypts: Secrets, which CIS 1.2.27/1.2.28
-// name. ConfigMaps are left in the clear: they are meant for
-// non-confidential data, and encrypting them costs every read of
-// kube-system's many ConfigMaps a decryption.
-var ProfileEncryptionResources = []string{"secrets"}
-
 var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encryption")
 
 // DefaultEncryption turns encryption at rest on under a compliance
@@ -42,7 +29,7 @@ var encryptionPath = field.NewPath("spec", "controlPlane", "apiServer", "encrypt
 // in apiServer.extraArgs, it sets encryption to an aescbc provider (the
 // key pki.EncryptionKeyFile of the sealed CA set, or of pki.dir under the
 // root; failing both, the key this default wrote into the node's
-// encryption configuration before, appliedKey) for ProfileEncryptionResources, with identity as a reader of
+// encryption configuration before, appliedKey) for machineadm.CASetEncryptionResources, with identity as a reader of
 // values written before. aescbc: CIS 1.2.28 asks for aescbc, kms or
 // secretbox, and AES is the FIPS-approved cipher DISA's STIG needs
 // (secretbox's XSalsa20-Poly1305 is not).
@@ -73,7 +60,7 @@ func DefaultEncryption(d *Data) error {
 			return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Required(encryptionPath, fmt.Sprintf(
 				"this node's API server encrypts Secrets with the key a compliance profile's default gave it (%s, key %s); without spec.security.profile the spec turns encryption at rest off and every Secret would become unreadable: "+
 					"keep the profile, or give this field (an aescbc provider with the CA set's %s; to leave encryption, identity first and that key second until the Secrets are rewritten)",
-				apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName, pki.EncryptionKeyFile))}}
+				apiserverconfig.EncryptionConfigFile, machineadm.CASetEncryptionKeyName, pki.EncryptionKeyFile))}}
 		}
 		return nil
 	}
@@ -134,7 +121,7 @@ func DefaultEncryption(d *Data) error {
 		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, fmt.Sprintf(
 			"the CA set's %s is not the key this node's API server encrypts Secrets with (%s, key %s): switching would make every Secret encrypted so far unreadable. "+
 				"Give the CA set the cluster's key again, or rotate it yourself in this field (the new key added as a second aescbc key on every control plane, then moved first, then the Secrets rewritten)",
-			pki.EncryptionKeyFile, apiserverconfig.EncryptionConfigFile, ProfileEncryptionKeyName))}}
+			pki.EncryptionKeyFile, apiserverconfig.EncryptionConfigFile, machineadm.CASetEncryptionKeyName))}}
 	}
 	if msg := validation.SecretShapeProblem(machineadm.SecretFormatEncryptionKey, v); msg != "" {
 		return &spec.InvalidSpecError{Source: "spec", Errors: field.ErrorList{field.Invalid(encryptionPath, field.OmitValueType{}, "the CA set's "+pki.EncryptionKeyFile+" "+msg)}}
@@ -142,13 +129,7 @@ func DefaultEncryption(d *Data) error {
 	if d.AddSecrets != nil {
 		d.AddSecrets(v)
 	}
-	a.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{
-		Resources: slices.Clone(ProfileEncryptionResources),
-		Providers: []machineadm.EncryptionProvider{
-			{AESCBC: &machineadm.EncryptionKeys{Keys: []machineadm.EncryptionKey{{Name: ProfileEncryptionKeyName, Secret: machineadm.SecretSource{Value: v}}}}},
-			{Identity: &machineadm.IdentityProvider{}},
-		},
-	}}}
+	a.Encryption = machineadm.CASetEncryption(v)
 	return nil
 }
 
@@ -174,7 +155,7 @@ func clusterDataHere(d *Data) bool {
 
 // appliedKey reads the node's existing encryption configuration
 // (apiserverconfig.EncryptionConfigFile under the root): key is the key
-// named ProfileEncryptionKeyName of its aescbc provider, the key
+// named machineadm.CASetEncryptionKeyName of its aescbc provider, the key
 // DefaultEncryption gave this node before, or ""; others names, never
 // quoting a secret, each other provider but identity that reads data
 // ("aescbc key k1", "kms v2"), which the default's configuration would
@@ -203,11 +184,11 @@ func appliedKey(d *Data) (key string, others []string) {
 			switch {
 			case p.AESCBC != nil:
 				for _, k := range p.AESCBC.Keys {
-					if k.Name == ProfileEncryptionKeyName && key == "" {
+					if k.Name == machineadm.CASetEncryptionKeyName && key == "" {
 						key = k.Secret
 						continue
 					}
-					if k.Name != ProfileEncryptionKeyName || k.Secret != key {
+					if k.Name != machineadm.CASetEncryptionKeyName || k.Secret != key {
 						other("aescbc key " + k.Name)
 					}
 				}

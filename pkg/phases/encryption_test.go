@@ -69,7 +69,7 @@ func TestDefaultEncryptionFromCASet(t *testing.T) {
 	if strings.Join(r.Resources, ",") != "secrets" || len(r.Providers) != 2 || r.Providers[0].AESCBC == nil || r.Providers[1].Identity == nil {
 		t.Fatalf("resource %+v, want secrets by aescbc then identity", r)
 	}
-	if k := r.Providers[0].AESCBC.Keys; len(k) != 1 || k[0].Secret.Value != key || k[0].Name != ProfileEncryptionKeyName {
+	if k := r.Providers[0].AESCBC.Keys; len(k) != 1 || k[0].Secret.Value != key || k[0].Name != machineadm.CASetEncryptionKeyName {
 		t.Errorf("aescbc keys %+v", k)
 	}
 	if len(told) != 1 || told[0] != key {
@@ -156,7 +156,7 @@ func TestDefaultEncryptionLeavesOthersAlone(t *testing.T) {
 
 // A node this default configured before keeps its key when the CA set
 // no longer holds one (taken off the node after the bootstrap): the key
-// named ProfileEncryptionKeyName in its encryption configuration. The CA
+// named machineadm.CASetEncryptionKeyName in its encryption configuration. The CA
 // set's key, when the same, is taken; when another (a CA set remade, a
 // key file replaced) and the etcd member there, the run is refused at the
 // field, the spec and the node's key untouched, and neither key quoted:
@@ -170,7 +170,7 @@ func TestDefaultEncryptionKeepsAppliedKey(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - {name: " + ProfileEncryptionKeyName + ", secret: " + applied + "}\n  - identity: {}\n"
+		cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - {name: " + machineadm.CASetEncryptionKeyName + ", secret: " + applied + "}\n  - identity: {}\n"
 		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -158,14 +158,27 @@ func MissingSecretFiles(cfg *machineadm.MachineBootstrapConfig, root string) []v
 
 // KubeadmConfig is `config kubeadm`: the kubeadm configuration documents
 // derived from the spec at path, with placeholder secrets, after kubeadm's
-// own validation accepted them.
+// own validation accepted them. A control plane under a compliance
+// profile that configures no encryption at rest shows the encryption the
+// bootstrap gives it from the CA set's key (machineadm.CASetEncryption:
+// the API server's --encryption-provider-config flag and the volume of
+// its configuration directory); the key itself is neither read nor
+// shown.
 func KubeadmConfig(in io.Reader, log *slog.Logger, path string) (*translate.Documents, error) {
 	l, err := session.LoadSpec(in, log, path)
 	if err != nil {
 		return nil, err
 	}
+	if machineadm.WantsCASetEncryptionKey(l.Config) {
+		l.Config.Spec.ControlPlane.APIServer.Encryption = machineadm.CASetEncryption(caSetKeyPlaceholder)
+	}
 	return translate.CheckSpec(l.Config, path)
 }
+
+// caSetKeyPlaceholder stands for the CA set's encryption key in `config
+// kubeadm`: the key goes into the API server's encryption configuration
+// file, never into kubeadm's documents, so nothing prints it.
+const caSetKeyPlaceholder = "withheld"
 
 // Migrate reads a spec of any supported apiVersion and returns it as YAML
 // of the newest one (machineadm.LatestAPIVersion), without defaults.

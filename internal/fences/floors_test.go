@@ -10,7 +10,7 @@ import (
 
 // groundFloor are the packages every floor may import: they import no
 // machineadm package at all.
-var groundFloor = []string{"pkg/errclass", "pkg/printable", "pkg/atomicfile", "pkg/readlimit", "pkg/version"}
+var groundFloor = []string{"pkg/errclass", "pkg/printable", "pkg/atomicfile", "pkg/readlimit", "pkg/version", "pkg/heapprof"}
 
 // TestGroundFloorImportsNoMachineadmPackage: errclass, printable,
 // atomicfile, readlimit and version import no machineadm package, and the

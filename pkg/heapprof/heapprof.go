@@ -1,16 +1,20 @@
 // Package heapprof is a debugging aid for machineadm's memory use: with
 // the environment variable EnvVar set to a file name FILE, a run writes a
-// Go heap profile (runtime/pprof, the "heap" profile) to FILE each time
-// its live heap reaches a new peak, and at exit, after a garbage
-// collection, one to FILE.exit. A heap profile's figures are those of
-// the last completed garbage collection, so FILE shows what the heap held
-// just before its peak, and FILE.exit every allocation of the run:
+// Go heap profile (runtime/pprof, the "heap" profile) to FILE at exit,
+// after a garbage collection: every allocation of the run, by call
+// stack. With PeaksEnvVar=1 as well, it also writes one to FILE.peak each
+// time the live heap reaches a new peak (sampled every 20 ms). A heap
+// profile's figures are those of the last completed garbage collection,
+// so FILE.peak shows what the heap held just before its peak:
 //
-//	go tool pprof -top -sample_index=inuse_space FILE            (what the peak held)
-//	go tool pprof -top -sample_index=alloc_space FILE.exit       (everything the run allocated)
+//	go tool pprof -top -sample_index=alloc_space FILE        (everything the run allocated)
+//	go tool pprof -top -sample_index=inuse_space FILE.peak   (what the peak held)
 //
-// It is off unless EnvVar is set; it never changes what a run does, only
-// costs a sampler goroutine and the profile writes.
+// It is off unless EnvVar is set and never changes what a run does. The
+// exit's profile is written when the work is done and does not raise the
+// peak RSS; the peak profiles do, by a few MiB (the profile's own
+// compression buffers), so a measurement of peak RSS runs without
+// PeaksEnvVar.
 package heapprof
 
 import (
@@ -24,10 +28,13 @@ import (
 	"time"
 )
 
-// EnvVar names the file the peak's heap profile is written to (mode
-// 0600, replaced at each new peak; the exit's beside it with ".exit"
-// appended). Unset or empty: no profile.
+// EnvVar names the file the exit's heap profile is written to (mode
+// 0600). Unset or empty: no profile.
 const EnvVar = "MACHINEADM_DEBUG_HEAP_PROFILE"
+
+// PeaksEnvVar, set to "1" beside EnvVar, adds the peak profiles (the file
+// name with ".peak" appended, replaced at each new peak).
+const PeaksEnvVar = "MACHINEADM_DEBUG_HEAP_PEAKS"
 
 // Sampling: the live heap is read every sampleEvery; a profile is written
 // when it exceeds the last profiled peak by more than growth (a fraction)
@@ -54,22 +61,26 @@ type Profiler struct {
 	warned bool
 }
 
-// Start starts a Profiler writing to the file named by EnvVar, or returns
-// nil (and does nothing) when EnvVar is unset. Problems writing the
-// profile are printed to warn, once, and never fail the run.
+// Start starts a Profiler writing to the file named by EnvVar (and with
+// PeaksEnvVar=1 the peak profiles), or returns nil (and does nothing)
+// when EnvVar is unset. Problems writing a profile are printed to warn,
+// once, and never fail the run.
 func Start(warn io.Writer) *Profiler {
 	path := os.Getenv(EnvVar)
 	if path == "" {
 		return nil
 	}
-	return StartFile(path, warn)
+	return StartFile(path, os.Getenv(PeaksEnvVar) == "1", warn)
 }
 
-// StartFile starts a Profiler writing to path.
-func StartFile(path string, warn io.Writer) *Profiler {
+// StartFile starts a Profiler writing to path at Stop, and with peaks
+// to path+".peak" at each new peak of the live heap.
+func StartFile(path string, peaks bool, warn io.Writer) *Profiler {
 	p := &Profiler{path: path, warn: warn, done: make(chan struct{})}
-	p.wg.Add(1)
-	go p.sample()
+	if peaks {
+		p.wg.Add(1)
+		go p.sample()
+	}
 	return p
 }
 
@@ -89,7 +100,7 @@ func (p *Profiler) sample() {
 			return
 		}
 		if v := s[0].Value.Uint64(); v >= minHeap && float64(v) > float64(p.peakNow())*(1+growth) {
-			p.write(p.path, v)
+			p.write(p.path+".peak", v)
 		}
 	}
 }
@@ -124,8 +135,8 @@ func (p *Profiler) write(path string, heap uint64) {
 }
 
 // Stop ends the sampling and writes the exit's profile (after a garbage
-// collection) to the file name with ".exit" appended. It returns the
-// highest live heap sampled (bytes). A nil Profiler does nothing.
+// collection). It returns the highest live heap sampled (bytes; 0
+// without peaks). A nil Profiler does nothing.
 func (p *Profiler) Stop() uint64 {
 	if p == nil {
 		return 0
@@ -133,6 +144,6 @@ func (p *Profiler) Stop() uint64 {
 	close(p.done)
 	p.wg.Wait()
 	runtime.GC()
-	p.write(p.path+".exit", 0)
+	p.write(p.path, 0)
 	return p.peakNow()
 }

@@ -113,6 +113,7 @@ func strictGroups(root *cobra.Command) {
 // Execute runs machineadm with args and returns the exit code; errors are
 // printed to errOut.
 func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	setGCPercent()
 	// A debugging aid, off unless its environment variable names a file
 	// (docs/design.md, "Memory").
 	defer heapprof.Start(errOut).Stop()

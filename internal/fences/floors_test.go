@@ -13,8 +13,8 @@ import (
 var groundFloor = []string{"pkg/errclass", "pkg/printable", "pkg/atomicfile", "pkg/readlimit", "pkg/version", "pkg/heapprof"}
 
 // TestGroundFloorImportsNoMachineadmPackage: errclass, printable,
-// atomicfile, readlimit and version import no machineadm package, and the
-// spec API (pkg/apis/...) imports only itself.
+// atomicfile, readlimit, version and heapprof import no machineadm
+// package, and the spec API (pkg/apis/...) imports only itself.
 func TestGroundFloorImportsNoMachineadmPackage(t *testing.T) {
 	var patterns []string
 	for _, p := range groundFloor {

@@ -20,8 +20,8 @@ import (
 )
 
 // bigFileSize is the size of the binaries the memory tests deliver: as
-// large as a kubelet is, half of it.
-const bigFileSize = 48 << 20
+// large as a kubelet is, a fifth of it.
+const bigFileSize = 20 << 20
 
 // writeBigFile writes size bytes to path in 1 MiB pieces (never whole
 // in memory), every piece different, the last byte lastByte; it returns
@@ -115,7 +115,7 @@ spec:
 		alloc := allocatedBy(func() {
 			res = runFilesStep(t, l.Config, env)
 		})
-		// Two files of 48 MiB each went through; a few pieces of 256 KiB
+		// Two files of 20 MiB each went through; a few pieces of 256 KiB
 		// (staging, comparing, copying) are all that may be allocated.
 		if alloc > 8<<20 {
 			t.Errorf("the files step allocated %d MiB for two files of %d MiB: content held in memory", alloc>>20, bigFileSize>>20)
@@ -123,7 +123,7 @@ spec:
 		return res
 	}
 	res := run(h.env(nil))
-	want := []string{"rewrote /usr/bin/tool (0755, 0:0, 50331648 bytes)", "wrote /usr/bin/new-tool (0755, 0:0, 50331648 bytes)"}
+	want := []string{"rewrote /usr/bin/tool (0755, 0:0, 20971520 bytes)", "wrote /usr/bin/new-tool (0755, 0:0, 20971520 bytes)"}
 	if strings.Join(res.Changes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(res.Changes, "\n"), strings.Join(want, "\n"))
 	}
@@ -142,7 +142,7 @@ spec:
 	env := h.env(&out)
 	env.DryRun = true
 	res = run(env)
-	if !res.Changed || !strings.Contains(out.String(), "/usr/bin/tool: content not shown (larger than 1048576 bytes); 50331648 bytes -> 50331648 bytes") {
+	if !res.Changed || !strings.Contains(out.String(), "/usr/bin/tool: content not shown (larger than 1048576 bytes); 20971520 bytes -> 20971520 bytes") {
 		t.Errorf("dry run: changed %v, output:\n%s", res.Changed, out.String())
 	}
 	if out.Len() > 4096 {

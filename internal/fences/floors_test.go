@@ -10,11 +10,11 @@ import (
 
 // groundFloor are the packages every floor may import: they import no
 // machineadm package at all.
-var groundFloor = []string{"pkg/errclass", "pkg/printable", "pkg/atomicfile", "pkg/readlimit", "pkg/version"}
+var groundFloor = []string{"pkg/errclass", "pkg/printable", "pkg/atomicfile", "pkg/readlimit", "pkg/version", "pkg/heapprof"}
 
 // TestGroundFloorImportsNoMachineadmPackage: errclass, printable,
-// atomicfile, readlimit and version import no machineadm package, and the
-// spec API (pkg/apis/...) imports only itself.
+// atomicfile, readlimit, version and heapprof import no machineadm
+// package, and the spec API (pkg/apis/...) imports only itself.
 func TestGroundFloorImportsNoMachineadmPackage(t *testing.T) {
 	var patterns []string
 	for _, p := range groundFloor {

@@ -5,7 +5,9 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -77,7 +79,23 @@ func Create(path string, data []byte, perm os.FileMode) (err error) {
 	return nil
 }
 
-func write(path string, data []byte, perm os.FileMode, owner *[2]int, sync bool) (err error) {
+// WriteFromOwned is WriteFileOwned with the content read from r to its
+// end, copied in pieces (never held whole in memory), for content of any
+// size: a binary staged on disk. On a read error the old file is
+// unchanged. uid or gid below 0 keeps the process's owner.
+func WriteFromOwned(path string, r io.Reader, perm os.FileMode, uid, gid int) error {
+	var owner *[2]int
+	if uid >= 0 && gid >= 0 {
+		owner = &[2]int{uid, gid}
+	}
+	return writeFrom(path, r, perm, owner, true)
+}
+
+func write(path string, data []byte, perm os.FileMode, owner *[2]int, sync bool) error {
+	return writeFrom(path, bytes.NewReader(data), perm, owner, sync)
+}
+
+func writeFrom(path string, r io.Reader, perm os.FileMode, owner *[2]int, sync bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -90,7 +108,9 @@ func write(path string, data []byte, perm os.FileMode, owner *[2]int, sync bool)
 			err = fmt.Errorf("writing %s: %w", path, err)
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	// io.Copy lets the file take the reader (ReadFrom), which copies
+	// between files in the kernel where it can.
+	if _, err = io.Copy(tmp, r); err != nil {
 		return err
 	}
 	if owner != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/heapprof"
 	"github.com/machineadm/machineadm/pkg/printable"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -112,6 +113,10 @@ func strictGroups(root *cobra.Command) {
 // Execute runs machineadm with args and returns the exit code; errors are
 // printed to errOut.
 func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	setGCPercent()
+	// A debugging aid, off unless its environment variable names a file
+	// (docs/design.md, "Memory").
+	defer heapprof.Start(errOut).Stop()
 	root := NewRootCommand(in, out, errOut)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()

@@ -28,6 +28,9 @@ func (r *recorder) file(d files.Desired, field string) (bool, error) {
 		return false, hostErr(hintWrite, "%s: %s: %w", field, d.Path, err)
 	}
 	cur, err := r.current(hp)
+	if err == nil && d.Append {
+		cur, err = cur.Load() // Append needs the current bytes
+	}
 	if err != nil {
 		return false, hostErr(hintWrite, "%s: reading %s: %w", field, d.Path, err)
 	}

@@ -79,8 +79,11 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		return fileEntry{}, err
 	}
 	var content []byte
+	var blob *files.Blob
 	if f.Source != nil {
-		content, err = files.Fetch(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256)
+		// Staged on disk, not held in memory: a source may be a binary
+		// of a hundred MB (the kubelet), and the plan lives for the run.
+		blob, err = files.Fetch(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256)
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
 			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
@@ -97,6 +100,7 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 	return fileEntry{field: fp, owner: own, desired: files.Desired{
 		Path:    f.Path,
 		Content: content,
+		Blob:    blob,
 		Mode:    m,
 		Append:  f.Append,
 		// A file not readable by everyone may hold a secret: keep its

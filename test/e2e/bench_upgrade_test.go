@@ -24,8 +24,10 @@ type benchUpgradeSample struct {
 	// wall is from the command's start to the Node reporting the new
 	// kubelet version and Ready (polled every benchReadyPoll).
 	wall time.Duration
-	// exec is the command's own run time; rssKiB its process tree's peak
-	// resident set (KiB).
+	// exec is the command's own run time; rssKiB the peak resident set
+	// (KiB) of its process tree's largest process (ExecPeakRSS): under
+	// plain kubeadm that is kubeadm's, beside the shell, install and
+	// systemctl; under machineadm, machineadm's.
 	exec   time.Duration
 	rssKiB int64
 	// apiDown is how long cp1's API server did not answer /readyz from

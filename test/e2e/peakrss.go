@@ -31,8 +31,13 @@ sys.exit(os.waitstatus_to_exitcode(status) & 0xff)
 
 // ExecPeakRSS is Exec with the peak resident set of the command's process
 // tree measured in the machine (ExecResult.MaxRSSKiB; python3 of the
-// machine's image runs rssReporter). The reporter's line is taken out of
-// Stderr. A command that leaves no measure is an error.
+// machine's image runs rssReporter): wait4's ru_maxrss, as GNU time
+// reports it, the largest peak of any one process of the tree that was
+// waited for (the command's and those of the children it waited for, not
+// their sum). A child started by vfork, as Go's os/exec does, counts from
+// its parent's peak, so a Go program's children never raise its figure
+// above its own. The reporter's line is taken out of Stderr. A command
+// that leaves no measure is an error.
 func (m *Machine) ExecPeakRSS(ctx context.Context, stdin []byte, args ...string) (ExecResult, error) {
 	res, err := m.Exec(ctx, stdin, append([]string{"python3", "-c", rssReporter}, args...)...)
 	i := strings.LastIndex(res.Stderr, "\n"+rssMark)

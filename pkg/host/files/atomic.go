@@ -23,3 +23,20 @@ func WriteAtomic(hostPath string, data []byte, mode fs.FileMode, uid, gid int) e
 	}
 	return atomicfile.WriteFileOwned(hostPath, data, mode, uid, gid)
 }
+
+// writeAtomicFrom is WriteAtomic of st's content read in pieces (a Blob or
+// a large file), never whole in memory.
+func writeAtomicFrom(hostPath string, st State, mode fs.FileMode, uid, gid int) error {
+	if err := os.MkdirAll(filepath.Dir(hostPath), 0o755); err != nil {
+		return err
+	}
+	r, err := st.reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if !ownersApply {
+		uid, gid = -1, -1
+	}
+	return atomicfile.WriteFromOwned(hostPath, r, mode, uid, gid)
+}

@@ -15,6 +15,9 @@ type Desired struct {
 	Path string
 	// Content is the full content, or with Append the content to add.
 	Content []byte
+	// Blob, when set, is the full content instead of Content: staged on
+	// disk (Fetch), for content of any size. Not with Append.
+	Blob *Blob
 	// Mode is the permission bits (0 to 0777).
 	Mode fs.FileMode
 	// UID and GID are the numeric owner and group.
@@ -34,16 +37,23 @@ type Desired struct {
 type State struct {
 	// Exists says whether the file exists.
 	Exists bool
-	// Content is its content.
+	// Content is its content, when held in memory: a file of at most
+	// InlineMax bytes as ReadState reads it, or desired content. Larger
+	// content stays where it is (nil here; Len gives its size, Load reads
+	// it) and is compared and copied in pieces.
 	Content []byte
 	// Mode is its permission bits.
 	Mode fs.FileMode
 	// UID and GID are its owner and group.
 	UID, GID int
+	// src is the content not held in Content.
+	src *source
 }
 
 // ReadState reads the state of the host file hostPath. A missing file is
-// a State with Exists false; a directory is an error.
+// a State with Exists false; a directory is an error. The content of a
+// file larger than InlineMax is not read now (State.Content nil): it is
+// read in pieces when compared or copied, or whole by State.Load.
 func ReadState(hostPath string) (State, error) {
 	fi, err := os.Lstat(hostPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -55,11 +65,12 @@ func ReadState(hostPath string) (State, error) {
 	if !fi.Mode().IsRegular() {
 		return State{}, fmt.Errorf("%s exists and is not a regular file (%s)", hostPath, fi.Mode().Type())
 	}
-	data, err := os.ReadFile(hostPath)
-	if err != nil {
+	st := State{Exists: true, Mode: fi.Mode().Perm()}
+	if fi.Size() > InlineMax {
+		st.src = fileSource(hostPath, fi.Size())
+	} else if st.Content, err = os.ReadFile(hostPath); err != nil {
 		return State{}, err
 	}
-	st := State{Exists: true, Content: data, Mode: fi.Mode().Perm()}
 	st.UID, st.GID = fileOwner(fi)
 	return st, nil
 }
@@ -75,20 +86,33 @@ type Change struct {
 	Old State
 	// New is the state after the change.
 	New State
+	// differs caches ContentChanged for Plan's changes: 0 not known
+	// (compare when asked), 1 the same content, 2 different.
+	differs int8
 }
 
-// Plan compares the desired state with the current one. It is pure.
+// Plan compares the desired state with the current one. It touches
+// nothing on the host; it reads content that is not held in memory (a
+// large file, a Blob) to compare it, once. With Append, cur must hold its
+// content (State.Load).
 func Plan(d Desired, hostPath string, cur State) Change {
 	c := Change{Desired: d, HostPath: hostPath, Old: cur}
 	if d.Remove {
 		return c // New.Exists false
 	}
 	c.New = State{Exists: true, Content: d.Content, Mode: d.Mode, UID: d.UID, GID: d.GID}
+	if d.Blob != nil {
+		c.New.Content, c.New.src = nil, d.Blob.source()
+	}
 	if d.Append && cur.Exists {
 		c.New.Content = cur.Content
 		if !bytes.Contains(cur.Content, d.Content) {
 			c.New.Content = append(append([]byte{}, cur.Content...), d.Content...)
 		}
+	}
+	c.differs = 1
+	if c.contentChanged() {
+		c.differs = 2
 	}
 	return c
 }
@@ -96,7 +120,17 @@ func Plan(d Desired, hostPath string, cur State) Change {
 // ContentChanged says whether the file is created, removed or gets new
 // content.
 func (c Change) ContentChanged() bool {
-	return c.Old.Exists != c.New.Exists || !bytes.Equal(c.Old.Content, c.New.Content)
+	if c.differs != 0 {
+		return c.differs == 2
+	}
+	return c.contentChanged()
+}
+
+func (c Change) contentChanged() bool {
+	if c.Old.Exists != c.New.Exists {
+		return true
+	}
+	return c.New.Exists && !sameContent(c.Old, c.New)
 }
 
 // MetaChanged says whether only mode, owner or group change, as far as
@@ -126,7 +160,7 @@ func (c Change) Summary() string {
 	case !c.Changed():
 		return p + " unchanged"
 	}
-	meta := fmt.Sprintf("(%04o, %d:%d, %d bytes)", c.New.Mode, c.New.UID, c.New.GID, len(c.New.Content))
+	meta := fmt.Sprintf("(%04o, %d:%d, %d bytes)", c.New.Mode, c.New.UID, c.New.GID, c.New.Len())
 	switch {
 	case !c.Old.Exists:
 		return "wrote " + p + " " + meta
@@ -139,7 +173,8 @@ func (c Change) Summary() string {
 }
 
 // Apply makes the change on the host: new content is written atomically
-// with WriteAtomic (parent directories are created 0755); metadata-only
+// with WriteAtomic (parent directories are created 0755), content not
+// held in memory (a Blob) copied in pieces; metadata-only
 // changes are made in place, keeping the content and mtime; a removal
 // deletes the file. An unchanged file is not touched. On Windows owners
 // are not set (see MetaChanged) and the mode sets only the read-only
@@ -153,6 +188,8 @@ func Apply(c Change) error {
 			return err
 		}
 		return nil
+	case c.ContentChanged() && c.New.src != nil:
+		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
 	case c.ContentChanged():
 		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 	}

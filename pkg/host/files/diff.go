@@ -15,7 +15,8 @@ const diffContext = 3
 // Diff renders the change for a dry run: a unified diff (as `diff -u`
 // prints it, with "a/" and "b/" prefixes) for text content, or one line
 // that says what would happen when the content is secret (Desired.Secret)
-// or binary (a NUL byte or invalid UTF-8). Metadata changes get their own
+// or binary (a NUL byte or invalid UTF-8) or not held in memory (larger
+// than InlineMax, or a Blob). Metadata changes get their own
 // line. An unchanged file gives "".
 func Diff(c Change) string {
 	if !c.Changed() {
@@ -29,9 +30,20 @@ func Diff(c Change) string {
 	if !c.ContentChanged() {
 		return b.String()
 	}
+	// Small content kept on disk (a fetched Blob) is shown as if held.
+	for _, st := range []*State{&c.Old, &c.New} {
+		if st.src != nil && st.Len() <= InlineMax {
+			if l, err := st.Load(); err == nil {
+				*st = l
+			}
+		}
+	}
 	switch {
 	case c.Desired.Secret:
 		fmt.Fprintf(&b, "%s: content hidden (secret); %s\n", p, sizes(c))
+		return b.String()
+	case c.Old.src != nil || c.New.src != nil:
+		fmt.Fprintf(&b, "%s: content not shown (larger than %d bytes); %s\n", p, InlineMax, sizes(c))
 		return b.String()
 	case !isText(c.Old.Content) || !isText(c.New.Content):
 		fmt.Fprintf(&b, "%s: binary content; %s\n", p, sizes(c))
@@ -63,11 +75,11 @@ func Diff(c Change) string {
 func sizes(c Change) string {
 	switch {
 	case !c.Old.Exists:
-		return fmt.Sprintf("would create, %d bytes", len(c.New.Content))
+		return fmt.Sprintf("would create, %d bytes", c.New.Len())
 	case !c.New.Exists:
-		return fmt.Sprintf("would remove, %d bytes", len(c.Old.Content))
+		return fmt.Sprintf("would remove, %d bytes", c.Old.Len())
 	}
-	return fmt.Sprintf("%d bytes -> %d bytes", len(c.Old.Content), len(c.New.Content))
+	return fmt.Sprintf("%d bytes -> %d bytes", c.Old.Len(), c.New.Len())
 }
 
 func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }

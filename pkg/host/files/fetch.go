@@ -13,7 +13,9 @@ import (
 	"time"
 )
 
-// Fetch limits: a payload larger than MaxFetchBytes is refused; an HTTP
+// Fetch limits: a payload larger than MaxFetchBytes is refused (it is
+// staged on disk, not in memory, but a bound keeps a wrong URL from
+// filling the disk); an HTTP
 // fetch is tried fetchAttempts times, fetchBackoff apart, each bounded by
 // the client's timeout and ctx.
 const (
@@ -31,56 +33,59 @@ var ErrUnavailable = errors.New("content unavailable")
 var ErrDigestMismatch = errors.New("sha256 mismatch")
 
 // Fetch reads the content at rawURL — http, https, or file (a machine path,
-// resolved under root) — and checks that its hex SHA-256 is wantSHA256.
-// Errors wrap ErrUnavailable or ErrDigestMismatch; the content itself never
+// resolved under root) — into a Blob, in pieces, and checks on the way
+// that its hex SHA-256 is wantSHA256: memory use does not grow with the
+// content's size. The caller closes the Blob. Errors wrap ErrUnavailable
+// or ErrDigestMismatch (no Blob is left then); the content itself never
 // appears in an error. client may be nil (a client with a 60s timeout is
 // used).
-func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 string) ([]byte, error) {
+func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 string) (*Blob, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	var data []byte
+	var b *Blob
+	var sum []byte
 	switch u.Scheme {
 	case "file":
-		data, err = readLocal(root, u.Path)
+		b, sum, err = readLocal(root, u.Path)
 	case "http", "https":
-		data, err = fetchHTTP(ctx, client, rawURL)
+		b, sum, err = fetchHTTP(ctx, client, rawURL)
 	default:
 		err = fmt.Errorf("%w: unsupported URL scheme %q", ErrUnavailable, u.Scheme)
 	}
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != wantSHA256 {
+	if got := hex.EncodeToString(sum); got != wantSHA256 {
+		b.Close()
 		return nil, fmt.Errorf("%w: %s has sha256 %s, the spec expects %s", ErrDigestMismatch, redactURL(u), got, wantSHA256)
 	}
-	return data, nil
+	return b, nil
 }
 
-func readLocal(root, p string) ([]byte, error) {
+func readLocal(root, p string) (*Blob, []byte, error) {
 	hp, err := Resolve(root, p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	f, err := os.Open(hp)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	return readLimited(f)
+	return stage(f)
 }
 
-func fetchHTTP(ctx context.Context, client *http.Client, rawURL string) ([]byte, error) {
+func fetchHTTP(ctx context.Context, client *http.Client, rawURL string) (*Blob, []byte, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
 	var last error
 	for attempt := 1; attempt <= fetchAttempts; attempt++ {
-		data, retry, err := fetchOnce(ctx, client, rawURL)
+		b, sum, retry, err := fetchOnce(ctx, client, rawURL)
 		if err == nil {
-			return data, nil
+			return b, sum, nil
 		}
 		last = err
 		if !retry || attempt == fetchAttempts {
@@ -88,19 +93,19 @@ func fetchHTTP(ctx context.Context, client *http.Client, rawURL string) ([]byte,
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+			return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
 		case <-time.After(fetchBackoff):
 		}
 	}
-	return nil, last
+	return nil, nil, last
 }
 
 // fetchOnce does one GET; retry says whether another attempt may help
 // (network errors and 5xx/429 answers).
-func fetchOnce(ctx context.Context, client *http.Client, rawURL string) ([]byte, bool, error) {
+func fetchOnce(ctx context.Context, client *http.Client, rawURL string) (*Blob, []byte, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, nil, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -108,26 +113,57 @@ func fetchOnce(ctx context.Context, client *http.Client, rawURL string) ([]byte,
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL may carry credentials; it is named by the caller
 		}
-		return nil, true, fmt.Errorf("%w: GET failed: %v", ErrUnavailable, err)
+		return nil, nil, true, fmt.Errorf("%w: GET failed: %v", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		return nil, retry, fmt.Errorf("%w: GET answered %s", ErrUnavailable, resp.Status)
+		return nil, nil, retry, fmt.Errorf("%w: GET answered %s", ErrUnavailable, resp.Status)
 	}
-	data, err := readLimited(resp.Body)
-	return data, err != nil, err
+	b, sum, err := stage(resp.Body)
+	// A body cut short may come whole next time; a payload too large or
+	// a staging file that cannot be written will not.
+	return b, sum, errors.Is(err, errRead), err
 }
 
-func readLimited(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxFetchBytes+1))
+// errRead marks a failure to read the source (not to stage it).
+var errRead = errors.New("reading the source")
+
+// stage copies r, at most MaxFetchBytes, into a new Blob and returns it
+// with the content's SHA-256.
+func stage(r io.Reader) (*Blob, []byte, error) {
+	b, err := newBlob()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: staging the content: %v", ErrUnavailable, err)
 	}
-	if len(data) > MaxFetchBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(b.f, h), readErrors{io.LimitReader(r, MaxFetchBytes+1)}, make([]byte, copyBuf))
+	switch {
+	case errors.Is(err, errRead):
+		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case err != nil:
+		err = fmt.Errorf("%w: staging the content in %s: %v", ErrUnavailable, os.TempDir(), err)
+	case n > MaxFetchBytes:
+		err = fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
 	}
-	return data, nil
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	b.size = n
+	return b, h.Sum(nil), nil
+}
+
+// readErrors marks the reader's errors with errRead, to tell them from
+// the staging file's.
+type readErrors struct{ r io.Reader }
+
+func (r readErrors) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %w", errRead, err)
+	}
+	return n, err
 }
 
 // redactURL drops user information and the query, which may hold

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,24 @@ import (
 )
 
 func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// blobString is a Blob's content ("" for nil), which it closes.
+func blobString(t *testing.T, b *Blob) string {
+	t.Helper()
+	if b == nil {
+		return ""
+	}
+	defer b.Close()
+	r, err := b.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
 
 // The server listens on 127.0.0.1 only (httptest's default).
 func TestFetchHTTP(t *testing.T) {
@@ -46,8 +65,8 @@ func TestFetchHTTP(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second}
 
 	got, err := Fetch(ctx, client, "/", srv.URL+"/ok", sum(body))
-	if err != nil || string(got) != string(body) {
-		t.Fatalf("Fetch ok = %q, %v", got, err)
+	if err != nil || blobString(t, got) != string(body) {
+		t.Fatalf("Fetch ok = %q, %v", blobString(t, got), err)
 	}
 	_, err = Fetch(ctx, client, "/", srv.URL+"/ok?sig=SECRET", strings.Repeat("0", 64))
 	if !errors.Is(err, ErrDigestMismatch) {
@@ -57,8 +76,8 @@ func TestFetchHTTP(t *testing.T) {
 		t.Errorf("mismatch error should give the digest and hide the query: %v", err)
 	}
 	hits.Store(0)
-	if got, err := Fetch(ctx, client, "/", srv.URL+"/flaky", sum(body)); err != nil || string(got) != string(body) {
-		t.Errorf("Fetch after one 503 = %q, %v", got, err)
+	if got, err := Fetch(ctx, client, "/", srv.URL+"/flaky", sum(body)); err != nil || blobString(t, got) != string(body) {
+		t.Errorf("Fetch after one 503 = %q, %v", blobString(t, got), err)
 	}
 	hits.Store(0)
 	if _, err := Fetch(ctx, client, "/", srv.URL+"/missing", sum(body)); !errors.Is(err, ErrUnavailable) || hits.Load() != 1 {
@@ -83,8 +102,8 @@ func TestFetchFileURLUnderRoot(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(root, "opt"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "opt/payload"), []byte("p"), 0o644))
 	got, err := Fetch(context.Background(), nil, root, "file:///opt/payload", sum([]byte("p")))
-	if err != nil || string(got) != "p" {
-		t.Errorf("Fetch file = %q, %v", got, err)
+	if err != nil || blobString(t, got) != "p" {
+		t.Errorf("Fetch file = %q, %v", blobString(t, got), err)
 	}
 	if _, err := Fetch(context.Background(), nil, root, "file:///opt/none", sum([]byte("p"))); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("missing file: %v", err)

@@ -1,0 +1,169 @@
+package files
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+)
+
+// InlineMax is the largest file content ReadState reads into memory
+// (bytes); a larger file (a binary) is compared and copied in pieces
+// from where it is, so that no file's size sets machineadm's memory use.
+const InlineMax = 1 << 20
+
+// copyBuf is the size of the pieces large content is read in.
+const copyBuf = 256 << 10
+
+// Blob is verified content staged on disk rather than held in memory: a
+// temporary file (in os.TempDir, that is $TMPDIR or /tmp), removed from
+// its directory as soon as it is made where the OS allows it (so nothing
+// is left behind, even after a crash), otherwise at Close. Fetch makes
+// one. A Blob is read from any number of times; Close frees it.
+type Blob struct {
+	f    *os.File
+	size int64
+	name string // still to remove at Close ("" once removed)
+	src  *source
+}
+
+// newBlob creates an empty Blob to write into.
+func newBlob() (*Blob, error) {
+	f, err := os.CreateTemp("", "machineadm-content-*")
+	if err != nil {
+		return nil, err
+	}
+	b := &Blob{f: f, name: f.Name()}
+	if os.Remove(f.Name()) == nil {
+		b.name = ""
+	}
+	return b, nil
+}
+
+// Size is the content's length in bytes.
+func (b *Blob) Size() int64 { return b.size }
+
+// Reader reads the content from its start; readers must not overlap in
+// time (they share the file's offset).
+func (b *Blob) Reader() (io.Reader, error) {
+	if _, err := b.f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	// A LimitedReader over the *os.File lets a file destination copy it
+	// in the kernel (os.File.ReadFrom).
+	return &io.LimitedReader{R: b.f, N: b.size}, nil
+}
+
+// Close frees the staged content. A nil Blob is a no-op.
+func (b *Blob) Close() error {
+	if b == nil {
+		return nil
+	}
+	err := b.f.Close()
+	if b.name != "" {
+		err = errors.Join(err, os.Remove(b.name))
+		b.name = ""
+	}
+	return err
+}
+
+// source gives content that is not held in State.Content: a large host
+// file (ReadState) or a Blob.
+type source struct {
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+func fileSource(hostPath string, size int64) *source {
+	return &source{size: size, open: func() (io.ReadCloser, error) { return os.Open(hostPath) }}
+}
+
+// source is the Blob as a State's content (one per Blob, so that a
+// comparison of a Blob with itself reads nothing).
+func (b *Blob) source() *source {
+	if b.src == nil {
+		b.src = &source{size: b.size, open: func() (io.ReadCloser, error) {
+			r, err := b.Reader()
+			return io.NopCloser(r), err
+		}}
+	}
+	return b.src
+}
+
+// Len is the content's length in bytes, held or not.
+func (s State) Len() int64 {
+	if s.src != nil {
+		return s.src.size
+	}
+	return int64(len(s.Content))
+}
+
+// reader reads the content, held or not.
+func (s State) reader() (io.ReadCloser, error) {
+	if s.src != nil {
+		return s.src.open()
+	}
+	return io.NopCloser(bytes.NewReader(s.Content)), nil
+}
+
+// Load returns s with its content in Content (read now when ReadState
+// left a large file on the host), for callers that need the bytes.
+func (s State) Load() (State, error) {
+	if s.src == nil {
+		return s, nil
+	}
+	r, err := s.src.open()
+	if err != nil {
+		return s, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, s.src.size+1))
+	if err != nil {
+		return s, err
+	}
+	s.Content, s.src = data, nil
+	return s, nil
+}
+
+// sameContent says whether a and b (both existing) hold the same bytes:
+// the lengths first, then the bytes in pieces. Content that cannot be read
+// counts as different (it is then rewritten, or the write fails there).
+func sameContent(a, b State) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	if a.src == nil && b.src == nil {
+		return bytes.Equal(a.Content, b.Content)
+	}
+	if a.src == b.src {
+		return true
+	}
+	ra, err := a.reader()
+	if err != nil {
+		return false
+	}
+	defer ra.Close()
+	rb, err := b.reader()
+	if err != nil {
+		return false
+	}
+	defer rb.Close()
+	ba, bb := make([]byte, copyBuf), make([]byte, copyBuf)
+	for {
+		na, ea := io.ReadFull(ra, ba)
+		nb, eb := io.ReadFull(rb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false
+		}
+		done := errors.Is(ea, io.EOF) || errors.Is(ea, io.ErrUnexpectedEOF)
+		if done != (errors.Is(eb, io.EOF) || errors.Is(eb, io.ErrUnexpectedEOF)) {
+			return false
+		}
+		if done {
+			return true
+		}
+		if ea != nil || eb != nil {
+			return false
+		}
+	}
+}

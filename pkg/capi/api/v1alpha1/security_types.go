@@ -44,10 +44,12 @@ type Waiver struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)+|V-[0-9]+)$`
 	ID string `json:"id"`
 	// Reason says why the check does not apply or is accepted: one line
-	// without control characters, and not only spaces.
+	// (no control character, C1 ones such as U+0085 too, and no U+2028 or
+	// U+2029), at most 1024 characters, with a visible one (not only
+	// spaces of any kind or zero-width characters), as the agent checks.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$`
+	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*[^\p{Cc}\p{Z}\p{Cf}][^\p{Cc}\p{Zl}\p{Zp}]*$`
 	Reason string `json:"reason"`
 }
 
@@ -69,12 +71,12 @@ type HostPathMount struct {
 	// HostPath is the absolute, clean path on the host.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/([^/\x00-\x1f]+(/[^/\x00-\x1f]+)*)?$`
+	// +kubebuilder:validation:Pattern=`^/([^/\x00-\x1f\x7f]+(/[^/\x00-\x1f\x7f]+)*)?$`
 	HostPath string `json:"hostPath"`
 	// MountPath is the absolute path in the container.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*$`
 	MountPath string `json:"mountPath"`
 	// ReadOnly mounts the path read-only.
 	// +optional
@@ -109,7 +111,7 @@ type AuditLog struct {
 	// own. Default "/var/log/kubernetes/audit/audit.log".
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	Path string `json:"path,omitempty"`
 	// MaxAge is the number of days a rotated file is kept. Default 30.
 	// +optional
@@ -217,7 +219,7 @@ type KMSProvider struct {
 	Name string `json:"name"`
 	// Endpoint is "unix:///absolute/path.sock", in a directory of its own.
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^unix:///[^\x00-\x1f]+$`
+	// +kubebuilder:validation:Pattern=`^unix:///[^\x00-\x1f\x7f]+$`
 	Endpoint string `json:"endpoint"`
 	// Timeout of a plugin call, a Go duration. Default "3s".
 	// +optional

@@ -39,7 +39,10 @@ encryption.key are 0600 and DIR 0700. encryption.key (base64 of 32 random
 bytes) is the key every control plane of the cluster encrypts Secrets in
 etcd with: under spec.security.profile, a control plane whose spec gives
 pki.dir and no spec.controlPlane.apiServer.encryption uses it. DIR is new or empty: a DIR holding files (CA files or any
-other) or a file at DIR is refused with exit 2 and nothing changed. Point
+other) or a file at DIR is refused with exit 2 and nothing changed; of two
+runs into one DIR at once, one writes and the other is refused (DIR holds
+.machineadm-pki-init while a run writes; one left by an interrupted run
+means: empty DIR and run again). Point
 spec.controlPlane.pki.dir at a copy of DIR delivered by a secure channel, and
 put the printed hash in spec.join.caCertHashes of joining nodes.`,
 		Args: noArgs,

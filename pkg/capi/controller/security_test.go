@@ -168,12 +168,13 @@ func TestHostPathsAndReasonsAtAdmission(t *testing.T) {
 		}
 	}
 	refused := map[string]admissionCase{}
-	for _, hp := range []string{"/run/", "//run", "/var//run", "/proc/", "/proc/1/root", "/dev/vda", "/sys/fs/cgroup", "/etc/../proc", "/./run", "/srv/.", "/srv/a\x7f"} {
+	for _, hp := range []string{"/run/", "//run", "/var//run", "/proc/", "/proc/1/root", "/dev/vda", "/sys/fs/cgroup", "/etc/../proc", "/./run", "/srv/.", "/srv/a\x7f",
+		"/run/containerd", "/var/run/containerd/containerd.sock", "/run/docker.sock", "/var/run/crio", "/run/systemd/private", "/run/dbus", "/var/lib/kubelet", "/var/lib/kubelet/pki"} {
 		refused["hostPath "+hp] = admissionCase{volume(hp), "spec.controlPlane.apiServer.extraVolumes[0].hostPath"}
 	}
 	refusedWithPath(t, f, refused)
 	admitted := map[string]func(*bootstrapv1.MachineadmConfigSpec){}
-	for _, hp := range []string{"/run/kms", "/etc/kubernetes/.audit", "/srv/proc", "/devices", "/srv/..data"} {
+	for _, hp := range []string{"/run/kms", "/etc/kubernetes/.audit", "/srv/proc", "/devices", "/srv/..data", "/run/containerd-notes", "/var/lib/kubelet-extra"} {
 		admitted["hostPath "+hp] = volume(hp)
 	}
 	for _, r := range []string{"accepted by the owner", " a leading space", "ünïcode"} {

@@ -55,12 +55,15 @@ type Waiver struct {
 
 // HostPathMount is a host path mounted into a static-pod control-plane
 // component (kubeadm HostPathMount; runtime StaticPods only). A hostPath
-// of /, /run or /var/run, or in /proc, /sys or /dev, is refused: the pod
-// would get the host itself (/proc/1/root is the host's root). A hostPath
+// of /, /run or /var/run, or in /proc, /sys, /dev or /var/lib/kubelet, or
+// in a daemon's socket directory of /run or /var/run (containerd, crio,
+// docker, docker.sock, cri-dockerd.sock, systemd, dbus), is refused: the
+// pod would get the host itself (/proc/1/root is the host's root, the
+// container runtime's socket runs any container). A hostPath
 // must be clean (no "//", "." or ".." segment, no trailing "/"), so
 // another spelling of a refused path cannot pass.
 // +kubebuilder:validation:XValidation:rule="!self.hostPath.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path: no \".\" or \"..\" segment",fieldPath=".hostPath"
-// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run']) && !self.hostPath.matches('^/(proc|sys|dev)(/|$)')",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
+// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run']) && !self.hostPath.matches('^/(proc|sys|dev|var/lib/kubelet)(/|$)') && !self.hostPath.matches('^/(var/)?run/(containerd|crio|docker|docker[.]sock|cri-dockerd[.]sock|systemd|dbus)(/|$)')",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
 type HostPathMount struct {
 	// Name of the volume: a DNS-1123 label, not one kubeadm or machineadm
 	// uses.

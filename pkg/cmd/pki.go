@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -215,7 +216,15 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 		fmt.Fprintln(o.out, v)
 		return nil
 	}
-	if _, err := os.Lstat(out); err == nil {
+	if strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(filepath.Separator)) {
+		// Else its directory was made and the link then refused as if a
+		// file were there.
+		return session.Usagef("--out %s names a directory: give the file's name in it", out)
+	}
+	if fi, err := os.Lstat(out); err == nil {
+		if fi.IsDir() {
+			return session.Usagef("--out %s is a directory: give the file's name in it", out)
+		}
 		return session.Usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {

@@ -127,6 +127,7 @@ runtests pkg/apis/machineadm/validation '^(TestWindows|TestLinuxRules|TestOSDefa
 runtests pkg/host/windows '^(TestCommandLineRoundTrip|TestContainerdConfig|TestFeatures|TestKubeletServiceAndCommand|TestQuoteArg)$'
 runtests pkg/host/files '^TestWindows'
 runtests pkg/report '^TestWindowsHostPath$'
+runtests pkg/atomicfile '^(TestNoHardLinksErrorSaysWhyWindows|TestCreateWindows)$'
 runtests pkg/host/domainjoin '^(TestNewPlanAndArgs|TestDecide|TestConfs|TestAdcliHint|TestDecodeBlob|TestRebootPending)$'
 
 [ "$fail" = 0 ] && echo "wine-test: PASS" || { echo "wine-test: FAIL"; exit 1; }

@@ -6,6 +6,7 @@ package atomicfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,13 +71,29 @@ func Create(path string, data []byte, perm os.FileMode) (err error) {
 		return err
 	}
 	if err = os.Link(tmp.Name(), path); err != nil {
-		return err
+		return noHardLinks(dir, err)
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		_ = d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+// ErrNoHardLinks is wrapped by Create's error when the directory's file
+// system does not support hard links (FAT, some FUSE file systems), which
+// Create needs to never replace a file.
+var ErrNoHardLinks = errors.New("the file system does not support hard links, which creating a file that never replaces another needs (FAT, some FUSE file systems): create it on another file system and copy it")
+
+// noHardLinks returns err, from linking a file into dir, wrapped with
+// ErrNoHardLinks when it says the file system has none (an unsupported
+// operation; on Linux also EPERM, FAT's answer, the temporary file in the
+// same directory having been created), or err itself.
+func noHardLinks(dir string, err error) error {
+	if errors.Is(err, errors.ErrUnsupported) || linkRefusedByFileSystem(err) {
+		return fmt.Errorf("%s: %w: %w", dir, ErrNoHardLinks, err)
+	}
+	return err
 }
 
 // WriteFromOwned is WriteFileOwned with the content read from r to its

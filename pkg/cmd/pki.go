@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +40,10 @@ encryption.key are 0600 and DIR 0700. encryption.key (base64 of 32 random
 bytes) is the key every control plane of the cluster encrypts Secrets in
 etcd with: under spec.security.profile, a control plane whose spec gives
 pki.dir and no spec.controlPlane.apiServer.encryption uses it. DIR is new or empty: a DIR holding files (CA files or any
-other) or a file at DIR is refused with exit 2 and nothing changed. Point
+other) or a file at DIR is refused with exit 2 and nothing changed; of two
+runs into one DIR at once, one writes and the other is refused (DIR holds
+.machineadm-pki-init while a run writes; one left by an interrupted run
+means: empty DIR and run again). Point
 spec.controlPlane.pki.dir at a copy of DIR delivered by a secure channel, and
 put the printed hash in spec.join.caCertHashes of joining nodes.`,
 		Args: noArgs,
@@ -212,7 +216,15 @@ func emitSecret(o *options, out, what string, gen func() (string, error)) error 
 		fmt.Fprintln(o.out, v)
 		return nil
 	}
-	if _, err := os.Lstat(out); err == nil {
+	if strings.HasSuffix(out, "/") || strings.HasSuffix(out, string(filepath.Separator)) {
+		// Else its directory was made and the link then refused as if a
+		// file were there.
+		return session.Usagef("--out %s names a directory: give the file's name in it", out)
+	}
+	if fi, err := os.Lstat(out); err == nil {
+		if fi.IsDir() {
+			return session.Usagef("--out %s is a directory: give the file's name in it", out)
+		}
 		return session.Usagef("--out %s: the file exists; it is never overwritten (remove it first)", out)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {

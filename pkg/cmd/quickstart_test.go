@@ -81,6 +81,18 @@ func TestSecretsToFiles(t *testing.T) {
 		if again, _ := os.ReadFile(path); code != session.ExitBadInput || string(again) != string(data) || !strings.Contains(errOut, "never overwritten") {
 			t.Errorf("%q over an existing file: exit %d, file changed %v: %s", tc.args, code, string(again) != string(data), errOut)
 		}
+		// A directory for --out, new (a trailing slash) or existing, is
+		// bad input that says so, and no directory is made.
+		newDir := filepath.Join(t.TempDir(), "new") + "/"
+		for o, want := range map[string]string{newDir: "names a directory", filepath.Dir(path): "is a directory"} {
+			code, _, errOut = run(t, "", append(tc.args, "--out", o)...)
+			if code != session.ExitBadInput || !strings.Contains(errOut, want) {
+				t.Errorf("%q --out %s: exit %d: %s", tc.args, o, code, errOut)
+			}
+		}
+		if _, err := os.Stat(newDir); !os.IsNotExist(err) {
+			t.Errorf("%q: --out %s made the directory (%v)", tc.args, newDir, err)
+		}
 		code, out, _ = run(t, "", tc.args...)
 		if code != session.ExitOK || !tc.grammar.MatchString(out) {
 			t.Errorf("%q: exit %d, stdout %q", tc.args, code, out)

@@ -230,7 +230,12 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 	return ms
 }
 
-// stopMachine stops one machine now and forgets it.
+// stopMachine stops one machine now and forgets it. Its prunedDirs go
+// too (the run's disk), unless MACHINEADM_E2E_KEEP=1 asks for every
+// machine's files: a test stops its machines in deferred calls whether it
+// failed or not, and with them went the upper directory the README
+// promises a kept failed run (the journal, the report, etcd's and the
+// kubelet's logs).
 func (e *env) stopMachine(m *Machine) error {
 	e.mu.Lock()
 	for i, x := range e.machines {
@@ -242,6 +247,9 @@ func (e *env) stopMachine(m *Machine) error {
 	e.mu.Unlock()
 	if err := m.Stop(); err != nil {
 		return err
+	}
+	if e.keep {
+		return nil
 	}
 	return m.prune()
 }

@@ -168,12 +168,13 @@ func TestHostPathsAndReasonsAtAdmission(t *testing.T) {
 		}
 	}
 	refused := map[string]admissionCase{}
-	for _, hp := range []string{"/run/", "//run", "/var//run", "/proc/", "/proc/1/root", "/dev/vda", "/sys/fs/cgroup", "/etc/../proc", "/./run", "/srv/."} {
+	for _, hp := range []string{"/run/", "//run", "/var//run", "/proc/", "/proc/1/root", "/dev/vda", "/sys/fs/cgroup", "/etc/../proc", "/./run", "/srv/.", "/srv/a\x7f",
+		"/run/containerd", "/var/run/containerd/containerd.sock", "/run/docker.sock", "/var/run/crio", "/run/systemd/private", "/run/dbus", "/var/lib/kubelet", "/var/lib/kubelet/pki"} {
 		refused["hostPath "+hp] = admissionCase{volume(hp), "spec.controlPlane.apiServer.extraVolumes[0].hostPath"}
 	}
 	refusedWithPath(t, f, refused)
 	admitted := map[string]func(*bootstrapv1.MachineadmConfigSpec){}
-	for _, hp := range []string{"/run/kms", "/etc/kubernetes/.audit", "/srv/proc", "/devices", "/srv/..data"} {
+	for _, hp := range []string{"/run/kms", "/etc/kubernetes/.audit", "/srv/proc", "/devices", "/srv/..data", "/run/containerd-notes", "/var/lib/kubelet-extra"} {
 		admitted["hostPath "+hp] = volume(hp)
 	}
 	for _, r := range []string{"accepted by the owner", " a leading space", "ünïcode"} {
@@ -186,6 +187,61 @@ func TestHostPathsAndReasonsAtAdmission(t *testing.T) {
 		edit(&c.Spec)
 		if err := k8s.Create(f.ctx, c); err != nil {
 			t.Errorf("%s refused: %v", name, err)
+		}
+	}
+}
+
+// A waiver's reason gets one verdict from the CRD at admission and from
+// the agent's validation the controller runs: a reason the API server
+// admits and the agent refuses fails only at reconcile (or, rendered by
+// another tool, on the machine), one the API server refuses and the agent
+// takes cannot be given at all. Unicode spaces, zero-width characters, C1
+// controls, U+2028 and a bound counted in bytes or characters are where
+// the two parted.
+func TestWaiverReasonAdmissionAgreesWithAgent(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		ok     bool
+	}{
+		{"accepted by the owner", true},
+		{"accepted\u00a0by the AO, ünïcode", true},
+		{strings.Repeat("é", 1024), true},
+		{strings.Repeat("é", 1025), false},
+		{"\u00a0\u00a0", false},
+		{"\u3000", false},
+		{"\u200b\u200e", false},
+		{"a\u0085ExecStart=x", false},
+		{"a\u2028second line", false},
+		{"a\u2029b", false},
+		{"a\x7fb", false},
+	} {
+		// A first control plane: a worker waits for it before its spec
+		// is validated.
+		f := newFixture(t)
+		const name = "cp1"
+		_, c := f.machine(name, true)
+		f.secret("good", map[string][]byte{"key": []byte(clusterEncryptionKey)})
+		c.Spec.ControlPlane = &bootstrapv1.ControlPlaneSpec{}
+		c.Spec.ControlPlane.APIServer.Encryption = profileEncryption("good")
+		c.Spec.Security = &bootstrapv1.Security{Profile: "cis-1.12", Waivers: []bootstrapv1.Waiver{{ID: "1.1.12", Reason: tc.reason}}}
+		err := k8s.Update(f.ctx, c)
+		admitted := err == nil
+		if !admitted && !strings.Contains(err.Error(), "spec.security.waivers[0].reason") {
+			t.Fatalf("reason %q: refused without the field path: %v", tc.reason, err)
+		}
+		agentOK := false
+		if admitted {
+			got := cond(f.reconcile(name), DataSecretAvailableCondition)
+			agentOK = got.Reason != ReasonInvalidConfig
+			if !agentOK && !strings.Contains(got.Message, "spec.security.waivers[0].reason") {
+				t.Fatalf("reason %q: the spec is refused for another field: %s", tc.reason, got.Message)
+			}
+		}
+		switch {
+		case admitted && !agentOK:
+			t.Errorf("reason %.40q: admitted by the CRD, refused by the agent", tc.reason)
+		case admitted != tc.ok:
+			t.Errorf("reason %.40q: admitted %v, want %v (%v)", tc.reason, admitted, tc.ok, err)
 		}
 	}
 }

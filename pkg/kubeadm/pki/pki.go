@@ -24,6 +24,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/validation"
+	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 	"github.com/machineadm/machineadm/pkg/readlimit"
@@ -112,12 +113,30 @@ func initPKI(dir, keyType string) (string, error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return "", fmt.Errorf("%s: %w (it is %s)", dir, ErrPKINotDir, readlimit.Describe(fi.Mode()))
 	}
-	if d, err := os.Open(dir); err == nil {
-		names, _ := d.Readdirnames(1)
-		d.Close()
-		if len(names) > 0 {
-			return "", fmt.Errorf("%s %w (%s)", dir, ErrPKIDirInUse, names[0])
-		}
+	if err := dirEmptyBut(dir, ""); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	// The checks above are for the clear message; two runs at once both
+	// pass them, and kubeadm's writes replace files, so the CA set would
+	// mix both runs' certificates and keys (a ca.crt without its ca.key).
+	// The run that creates the claim file writes; it checks again that the
+	// directory holds nothing else (a run that claimed and finished before
+	// has left its CA set) and removes the claim when done.
+	claim := filepath.Join(dir, initClaimFile)
+	cf, err := os.OpenFile(claim, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%s %w (%s: another pki init is writing there, or one was interrupted: remove the directory's contents)", dir, ErrPKIDirInUse, initClaimFile)
+	}
+	if err != nil {
+		return "", err
+	}
+	cf.Close()
+	defer os.Remove(claim)
+	if err := dirEmptyBut(dir, initClaimFile); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
 		return "", err
@@ -211,11 +230,35 @@ func GenerateEncryptionKey() (string, error) {
 	return base64.StdEncoding.EncodeToString(b), nil
 }
 
+// initClaimFile is the file, in the directory InitPKI writes a CA set
+// into, that the one run writing there holds while it does.
+const initClaimFile = ".machineadm-pki-init"
+
+// dirEmptyBut returns ErrPKIDirInUse when dir holds a file other than
+// except (a missing dir is empty).
+func dirEmptyBut(dir, except string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if n != except {
+			return fmt.Errorf("%s %w (%s)", dir, ErrPKIDirInUse, n)
+		}
+	}
+	return nil
+}
+
 // WriteEncryptionKey writes a new key (GenerateEncryptionKey) followed by
 // a newline to path, mode 0600, unless path exists: a key other control
 // planes may already hold, and that encrypts data in etcd, is never
-// replaced. It reports whether it wrote one. The file is created
-// exclusively (O_EXCL), so a link planted at path is not followed.
+// replaced. It reports whether it wrote one. The file appears whole
+// (atomicfile.Create: a hard link of the complete, synced temporary
+// file), so a run that finds it, at the same time or after a crash, never
+// takes an empty or partial key for the cluster's; a link planted at path
+// is not followed.
 func WriteEncryptionKey(path string) (bool, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return false, nil
@@ -224,24 +267,11 @@ func WriteEncryptionKey(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	err = atomicfile.Create(path, []byte(key+"\n"), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if _, err := f.WriteString(key + "\n"); err != nil {
-		f.Close()
-		os.Remove(path)
-		return false, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return false, err
-	}
-	return true, f.Close()
+	return err == nil, err
 }
 
 // CheckCA reads the CA set in dir (kubeadm's layout, CASet), each file

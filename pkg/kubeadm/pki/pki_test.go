@@ -1,16 +1,20 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +265,115 @@ func TestWriteEncryptionKeyNeverOverwrites(t *testing.T) {
 	}
 	if _, err := os.Stat(target); err == nil {
 		t.Error("the link was followed")
+	}
+}
+
+// pkiInitChildEnv makes the test binary one of the concurrent `pki init`
+// runs of TestInitPKIConcurrentRunsOneWins: InitPKI of the directory the
+// variable names, once the start file beside it exists.
+const pkiInitChildEnv = "MACHINEADM_TEST_PKI_INIT_CHILD"
+
+// Runs of pki init into one directory at the same time (processes:
+// InitPKI serializes the runs of one process) leave one whole CA set:
+// exactly one succeeds, and the hash it printed is the written ca.crt's,
+// whose key is the written ca.key. Both checked the directory empty
+// before, and kubeadm's writes replaced each other's files: a ca.crt of
+// one run beside the ca.key of another.
+func TestInitPKIConcurrentRunsOneWins(t *testing.T) {
+	if dir := os.Getenv(pkiInitChildEnv); dir != "" {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(dir + ".start"); err == nil {
+				break
+			}
+		}
+		hash, err := InitPKI(dir, "", nil)
+		if err != nil {
+			fmt.Println("REFUSED", err)
+			os.Exit(0)
+		}
+		fmt.Println("HASH", hash)
+		os.Exit(0)
+	}
+	dir := filepath.Join(t.TempDir(), "pki")
+	const n = 6
+	outs := make([]bytes.Buffer, n)
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestInitPKIConcurrentRunsOneWins$", "-test.count=1")
+		cmds[i].Env = append(os.Environ(), pkiInitChildEnv+"="+dir)
+		cmds[i].Stdout = &outs[i]
+		cmds[i].Stderr = &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := os.WriteFile(dir+".start", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var hashes []string
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, outs[i].String())
+		}
+		out := outs[i].String()
+		switch {
+		case strings.HasPrefix(out, "HASH "):
+			hashes = append(hashes, strings.Fields(out)[1])
+		case strings.HasPrefix(out, "REFUSED ") && (strings.Contains(out, ErrPKIDirInUse.Error()) || strings.Contains(out, ErrPKIExists.Error())):
+		default:
+			t.Errorf("run %d: %s", i, out)
+		}
+	}
+	if len(hashes) != 1 {
+		t.Fatalf("%d runs succeeded, want 1: %v", len(hashes), hashes)
+	}
+	if err := CheckCA(dir); err != nil {
+		t.Errorf("the CA set written is not whole: %v", err)
+	}
+	if h, err := CACertHash(dir); err != nil || h != hashes[0] {
+		t.Errorf("ca.crt's hash %s (%v), the winner printed %s", h, err, hashes[0])
+	}
+	if _, err := os.Lstat(filepath.Join(dir, initClaimFile)); !os.IsNotExist(err) {
+		t.Errorf("claim file left behind: %v", err)
+	}
+}
+
+// A run that finds the key (WriteEncryptionKey reports it kept one) reads
+// a whole key, even while another run is writing it: the file was created
+// empty and then written, so a run at the same time (or after a crash
+// between the two) took an empty key for the cluster's.
+func TestWriteEncryptionKeyNeverPartial(t *testing.T) {
+	for round := range 20 {
+		p := filepath.Join(t.TempDir(), EncryptionKeyFile)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wrote, err := WriteEncryptionKey(p)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if wrote {
+					return
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b))); err != nil || len(k) != 32 {
+					errs <- fmt.Errorf("round %d: a kept key of %d bytes read %q", round, len(b), b)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
 	}
 }

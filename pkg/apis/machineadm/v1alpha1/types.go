@@ -158,12 +158,15 @@ type Component struct {
 	// ExtraVolumes are host paths mounted into the component's static pod,
 	// for files its extraArgs name. Only with runtime StaticPods (units
 	// read the host's files). Refused: a hostPath of "/", "/run" or
-	// "/var/run", or in "/proc", "/sys" or "/dev" (the pod would get the
-	// host itself: its root through "/proc/1/root", its disks, kernel
-	// interfaces or every daemon's socket, the container runtime's among
-	// them, reachable even through a read-only mount; mount the directory
-	// the files are in); a name kubeadm or
-	// machineadm uses ("machineadm-" names, "k8s-certs", "kubeconfig", …);
+	// "/var/run", or in "/proc", "/sys", "/dev" or "/var/lib/kubelet", or
+	// in the socket directory of a daemon that runs anything as root,
+	// below "/run" or "/var/run" ("containerd", "crio", "docker",
+	// "docker.sock", "cri-dockerd.sock", "systemd", "dbus") (the pod would
+	// get the host itself: its root through "/proc/1/root", its disks,
+	// kernel interfaces, the kubelet's credentials or a daemon's socket,
+	// the container runtime's among them, reachable even through a
+	// read-only mount; mount the directory the files are in); a name
+	// kubeadm or machineadm uses ("machineadm-" names, "k8s-certs", "kubeconfig", …);
 	// a mountPath another volume of the pod has, or inside a directory
 	// kubeadm or machineadm mounts. kubeadm field: extraVolumes.
 	ExtraVolumes []HostPathMount `json:"extraVolumes,omitempty"`

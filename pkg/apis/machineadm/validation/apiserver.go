@@ -276,18 +276,38 @@ var hostWideDirs = []string{"/", "/run", "/var/run"}
 // disk, /sys/fs/cgroup every container's limits.
 var hostKernelDirs = []string{"/proc", "/sys", "/dev"}
 
+// hostDaemonSockets are the entries of /run (and /var/run, its other
+// name) that hold a daemon's socket that runs anything as root: the
+// container runtimes' (containerd, CRI-O, Docker, cri-dockerd), systemd's
+// and the system D-Bus; and /var/lib/kubelet, which holds the kubelet's
+// credentials, its plugin and pod-resources sockets and every pod's
+// Secrets. An extraVolumes entry may mount neither them nor anything in
+// them: refusing /run alone let /run/containerd hand the component the
+// container runtime. The Cluster API CRD's CEL rule lists the same.
+var hostDaemonSockets = []string{"containerd", "crio", "docker", "docker.sock", "cri-dockerd.sock", "systemd", "dbus"}
+
+// hostKubeletDir is the kubelet's state directory (see hostDaemonSockets).
+const hostKubeletDir = "/var/lib/kubelet"
+
 // hostWide reports whether the clean absolute path p is one of
-// hostWideDirs or in one of hostKernelDirs.
+// hostWideDirs, or is or is in one of hostKernelDirs, hostDaemonSockets
+// (below /run or /var/run) or hostKubeletDir.
 func hostWide(p string) bool {
 	if slices.Contains(hostWideDirs, p) {
 		return true
 	}
+	in := func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") }
 	for _, d := range hostKernelDirs {
-		if p == d || strings.HasPrefix(p, d+"/") {
+		if in(d) {
 			return true
 		}
 	}
-	return false
+	for _, s := range hostDaemonSockets {
+		if in("/run/"+s) || in("/var/run/"+s) {
+			return true
+		}
+	}
+	return in(hostKubeletDir)
 }
 
 // hostSystemDirs are host directories that hold other programs' files

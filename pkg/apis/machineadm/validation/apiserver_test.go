@@ -222,11 +222,30 @@ func TestAPIServerSecurityRefusals(t *testing.T) {
 				{Name: "kms", HostPath: "/run/kms", MountPath: "/run/kms"},
 				{Name: "sysconfig", HostPath: "/var/lib/sysconfig", MountPath: "/sysconfig"},
 				{Name: "devices", HostPath: "/devices", MountPath: "/devices"}}
+			// A daemon's socket directory in /run or /var/run, and the
+			// kubelet's directory: the container runtime (or systemd)
+			// runs anything as root. /run/containerd-notes and
+			// /var/lib/kubelet-extra are other directories.
+			cp.Scheduler.ExtraVolumes = []machineadm.HostPathMount{
+				{Name: "containerd", HostPath: "/run/containerd", MountPath: "/c1", ReadOnly: true},
+				{Name: "containerd-sock", HostPath: "/var/run/containerd/containerd.sock", MountPath: "/c2", ReadOnly: true},
+				{Name: "docker", HostPath: "/var/run/docker.sock", MountPath: "/c3"},
+				{Name: "systemd", HostPath: "/run/systemd/private", MountPath: "/c4"},
+				{Name: "dbus", HostPath: "/run/dbus", MountPath: "/c5"},
+				{Name: "kubelet", HostPath: "/var/lib/kubelet/pki", MountPath: "/c6"},
+				{Name: "notes", HostPath: "/run/containerd-notes", MountPath: "/c7"},
+				{Name: "extra", HostPath: "/var/lib/kubelet-extra", MountPath: "/c8"}}
 		}, []fe{{ap + ".extraVolumes[1].hostPath", inv}, {ap + ".extraVolumes[2].hostPath", inv},
 			{"spec.controlPlane.controllerManager.extraVolumes[0].hostPath", inv},
 			{"spec.controlPlane.controllerManager.extraVolumes[1].hostPath", inv},
 			{"spec.controlPlane.controllerManager.extraVolumes[2].hostPath", inv},
-			{"spec.controlPlane.controllerManager.extraVolumes[3].hostPath", inv}}},
+			{"spec.controlPlane.controllerManager.extraVolumes[3].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[0].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[1].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[2].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[3].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[4].hostPath", inv},
+			{"spec.controlPlane.scheduler.extraVolumes[5].hostPath", inv}}},
 		{"a path the static pod does not mount", func(c *machineadm.MachineBootstrapConfig) {
 			cp := c.Spec.ControlPlane
 			cp.APIServer.ExtraArgs = append(cp.APIServer.ExtraArgs, machineadm.Arg{Name: "admission-control-config-file", Value: "/etc/kubernetes/admission.yaml"})

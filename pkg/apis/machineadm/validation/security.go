@@ -3,6 +3,7 @@ package validation
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -10,8 +11,26 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
 )
 
-// maxWaiverReason bounds a waiver's reason, in bytes.
+// maxWaiverReason bounds a waiver's reason, in characters (runes), as
+// the Cluster API CRD's maxLength counts them.
 const maxWaiverReason = 1024
+
+// reasonText reports whether r shows as text: not a space (any Unicode
+// one: U+00A0, U+3000…), not a control character and not an invisible
+// format character (a zero-width space, a direction mark). A reason needs
+// one; the CRD's pattern says the same with [^\p{Cc}\p{Z}\p{Cf}].
+func reasonText(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r)
+}
+
+// reasonBreak reports whether r may not appear in a reason: a control
+// character (C0, DEL and the C1 ones such as U+0085, a line break on some
+// readers) or a line or paragraph separator (U+2028, U+2029), any of
+// which would start a new line in the report, a log or a unit file. The
+// CRD's pattern says the same with [\p{Cc}\p{Zl}\p{Zp}].
+func reasonBreak(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+}
 
 // validateSecurity checks spec.security: a known profile, Linux only; each
 // waiver a check of that profile, once, with a one-line reason; and the
@@ -49,13 +68,13 @@ func validateSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 			r.Errors = append(r.Errors, field.Duplicate(wp.Child("id"), w.ID))
 		}
 		waived[w.ID] = true
-		switch reason := strings.TrimSpace(w.Reason); {
-		case reason == "":
+		switch {
+		case strings.IndexFunc(w.Reason, reasonText) < 0:
 			r.Errors = append(r.Errors, field.Required(wp.Child("reason"), "say why the check is waived: the report and an auditor read it"))
-		case len(w.Reason) > maxWaiverReason:
+		case utf8.RuneCountInString(w.Reason) > maxWaiverReason:
 			r.Errors = append(r.Errors, field.TooLong(wp.Child("reason"), "", maxWaiverReason))
-		case strings.IndexFunc(w.Reason, unicode.IsControl) >= 0:
-			r.Errors = append(r.Errors, field.Invalid(wp.Child("reason"), w.Reason, "one line without control characters"))
+		case strings.IndexFunc(w.Reason, reasonBreak) >= 0:
+			r.Errors = append(r.Errors, field.Invalid(wp.Child("reason"), w.Reason, "one line, without control characters (C0, DEL, C1 such as U+0085) or line and paragraph separators (U+2028, U+2029)"))
 		}
 	}
 	if s.Role == machineadm.RoleControlPlane && s.ControlPlane != nil && s.ControlPlane.Runtime == machineadm.RuntimeSystemd {

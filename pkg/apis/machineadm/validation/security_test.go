@@ -22,6 +22,18 @@ func TestValidateSecurity(t *testing.T) {
 		{name: "waiver twice", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "a"}, {ID: "4.1.9", Reason: "b"}}}), want: []fe{{p + "waivers[1].id", dup}}},
 		{name: "reason with a line break", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "a\nExecStart=x"}}}), want: []fe{{p + "waivers[0].reason", inv}}},
 		{name: "reason too long", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: strings.Repeat("r", 1025)}}}), want: []fe{{p + "waivers[0].reason", "FieldValueTooLong"}}},
+		// The reason rules the CRD's pattern and maxLength state too: any
+		// Unicode space and invisible format characters are no text, C1
+		// controls and U+2028/U+2029 break the line, and the bound counts
+		// characters, not bytes.
+		{name: "reason of no-break spaces", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "\u00a0\u3000"}}}), want: []fe{{p + "waivers[0].reason", req}}},
+		{name: "reason of zero-width characters", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "\u200b\u200e\ufeff"}}}), want: []fe{{p + "waivers[0].reason", req}}},
+		{name: "reason with a C1 next line", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "a\u0085ExecStart=x"}}}), want: []fe{{p + "waivers[0].reason", inv}}},
+		{name: "reason with a line separator", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "a\u2028second line"}}}), want: []fe{{p + "waivers[0].reason", inv}}},
+		{name: "reason with a paragraph separator", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "a\u2029b"}}}), want: []fe{{p + "waivers[0].reason", inv}}},
+		{name: "reason of 1024 two-byte characters", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: strings.Repeat("é", 1024)}}})},
+		{name: "reason of 1025 two-byte characters", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: strings.Repeat("é", 1025)}}}), want: []fe{{p + "waivers[0].reason", "FieldValueTooLong"}}},
+		{name: "reason with a no-break space inside", base: worker, mutate: sec(&machineadm.Security{Profile: "cis-1.12", Waivers: []machineadm.Waiver{{ID: "4.1.9", Reason: "accepted\u00a0by the AO"}}})},
 		{name: "stig with static pods", base: cpInit, mutate: sec(&machineadm.Security{Profile: "stig"}), want: []fe{{"spec.controlPlane.runtime", inv}}},
 		{name: "stig with static pods waived", base: cpInit, mutate: sec(&machineadm.Security{Profile: "stig", Waivers: []machineadm.Waiver{{ID: "V-242397", Reason: "static pods accepted by the AO"}}})},
 		{name: "stig worker", base: worker, mutate: sec(&machineadm.Security{Profile: "stig"})},

@@ -71,7 +71,7 @@ type LinuxDomainJoin struct {
 	// "/etc/krb5.keytab".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	Keytab string `json:"keytab,omitempty"`
 	// WriteKrb5Conf writes /etc/krb5.conf with the domain's realm as
 	// default_realm. Default false.

@@ -44,21 +44,26 @@ type Waiver struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)+|V-[0-9]+)$`
 	ID string `json:"id"`
 	// Reason says why the check does not apply or is accepted: one line
-	// without control characters, and not only spaces.
+	// (no control character, C1 ones such as U+0085 too, and no U+2028 or
+	// U+2029), at most 1024 characters, with a visible one (not only
+	// spaces of any kind or zero-width characters), as the agent checks.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$`
+	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Zl}\p{Zp}]*[^\p{Cc}\p{Z}\p{Cf}][^\p{Cc}\p{Zl}\p{Zp}]*$`
 	Reason string `json:"reason"`
 }
 
 // HostPathMount is a host path mounted into a static-pod control-plane
 // component (kubeadm HostPathMount; runtime StaticPods only). A hostPath
-// of /, /run or /var/run, or in /proc, /sys or /dev, is refused: the pod
-// would get the host itself (/proc/1/root is the host's root). A hostPath
+// of /, /run or /var/run, or in /proc, /sys, /dev or /var/lib/kubelet, or
+// in a daemon's socket directory of /run or /var/run (containerd, crio,
+// docker, docker.sock, cri-dockerd.sock, systemd, dbus), is refused: the
+// pod would get the host itself (/proc/1/root is the host's root, the
+// container runtime's socket runs any container). A hostPath
 // must be clean (no "//", "." or ".." segment, no trailing "/"), so
 // another spelling of a refused path cannot pass.
 // +kubebuilder:validation:XValidation:rule="!self.hostPath.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path: no \".\" or \"..\" segment",fieldPath=".hostPath"
-// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run']) && !self.hostPath.matches('^/(proc|sys|dev)(/|$)')",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
+// +kubebuilder:validation:XValidation:rule="!(self.hostPath in ['/', '/run', '/var/run']) && !self.hostPath.matches('^/(proc|sys|dev|var/lib/kubelet)(/|$)') && !self.hostPath.matches('^/(var/)?run/(containerd|crio|docker|docker[.]sock|cri-dockerd[.]sock|systemd|dbus)(/|$)')",message="would hand the component the host itself: mount the directory the files are in",fieldPath=".hostPath"
 type HostPathMount struct {
 	// Name of the volume: a DNS-1123 label, not one kubeadm or machineadm
 	// uses.
@@ -69,12 +74,12 @@ type HostPathMount struct {
 	// HostPath is the absolute, clean path on the host.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/([^/\x00-\x1f]+(/[^/\x00-\x1f]+)*)?$`
+	// +kubebuilder:validation:Pattern=`^/([^/\x00-\x1f\x7f]+(/[^/\x00-\x1f\x7f]+)*)?$`
 	HostPath string `json:"hostPath"`
 	// MountPath is the absolute path in the container.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*$`
 	MountPath string `json:"mountPath"`
 	// ReadOnly mounts the path read-only.
 	// +optional
@@ -109,7 +114,7 @@ type AuditLog struct {
 	// own. Default "/var/log/kubernetes/audit/audit.log".
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	Path string `json:"path,omitempty"`
 	// MaxAge is the number of days a rotated file is kept. Default 30.
 	// +optional
@@ -217,7 +222,7 @@ type KMSProvider struct {
 	Name string `json:"name"`
 	// Endpoint is "unix:///absolute/path.sock", in a directory of its own.
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^unix:///[^\x00-\x1f]+$`
+	// +kubebuilder:validation:Pattern=`^unix:///[^\x00-\x1f\x7f]+$`
 	Endpoint string `json:"endpoint"`
 	// Timeout of a plugin call, a Go duration. Default "3s".
 	// +optional

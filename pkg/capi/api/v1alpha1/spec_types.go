@@ -128,25 +128,25 @@ type ControlPlaneBinaries struct {
 	// "/usr/local/bin/etcd".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	Etcd string `json:"etcd,omitempty"`
 	// KubeAPIServer is kube-apiserver. Default
 	// "/usr/local/bin/kube-apiserver".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	KubeAPIServer string `json:"kubeAPIServer,omitempty"`
 	// KubeControllerManager is kube-controller-manager. Default
 	// "/usr/local/bin/kube-controller-manager".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	KubeControllerManager string `json:"kubeControllerManager,omitempty"`
 	// KubeScheduler is kube-scheduler. Default
 	// "/usr/local/bin/kube-scheduler".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	KubeScheduler string `json:"kubeScheduler,omitempty"`
 }
 
@@ -213,21 +213,21 @@ type ExternalEtcd struct {
 	// +optional
 	// +kubebuilder:default="/etc/kubernetes/pki/etcd/ca.crt"
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	CAFile string `json:"caFile,omitempty"`
 	// CertFile is where the client certificate is written. Default
 	// "/etc/kubernetes/pki/apiserver-etcd-client.crt".
 	// +optional
 	// +kubebuilder:default="/etc/kubernetes/pki/apiserver-etcd-client.crt"
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	CertFile string `json:"certFile,omitempty"`
 	// KeyFile is where the client key is written (mode 0600). Default
 	// "/etc/kubernetes/pki/apiserver-etcd-client.key".
 	// +optional
 	// +kubebuilder:default="/etc/kubernetes/pki/apiserver-etcd-client.key"
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*[^/]$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*[^/]$`
 	KeyFile string `json:"keyFile,omitempty"`
 }
 
@@ -254,7 +254,7 @@ type TLSSecretReference struct {
 type LocalEtcd struct {
 	// DataDir is etcd's data directory. Default "/var/lib/etcd".
 	// +optional
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*$`
 	// +kubebuilder:validation:MaxLength=1024
 	DataDir string `json:"dataDir,omitempty"`
 	// ExtraArgs are extra etcd flags.
@@ -376,7 +376,7 @@ type File struct {
 	// path, 'C:\ProgramData\x'.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f\x7f]*$`
 	Path string `json:"path"`
 	// Content is the file's content, encoded as Encoding says.
 	// +optional
@@ -455,7 +455,7 @@ type Containerd struct {
 	// ConfigFile is containerd's configuration file. Default
 	// "/etc/containerd/config.toml".
 	// +optional
-	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^/[^\x00-\x1f\x7f]*$`
 	ConfigFile string `json:"configFile,omitempty"`
 	// CgroupDriver is "systemd" (default) or "cgroupfs".
 	// +optional
@@ -598,7 +598,7 @@ type ReportSpec struct {
 	// (os windows: machineadm's Windows default, docs/windows.md); a
 	// drive path is for os windows.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f]*$`
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]:)?[/\\][^\x00-\x1f\x7f]*$`
 	Path string `json:"path,omitempty"`
 	// Console also writes the human summary to the serial console.
 	// Default true.
@@ -608,7 +608,7 @@ type ReportSpec struct {
 	// "/run/cluster-api/bootstrap-success.complete" (Cluster API's
 	// bootstrap success sentinel); "-" disables it.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^(-|([A-Za-z]:)?[/\\][^\x00-\x1f]*)$`
+	// +kubebuilder:validation:Pattern=`^(-|([A-Za-z]:)?[/\\][^\x00-\x1f\x7f]*)$`
 	Sentinel string `json:"sentinel,omitempty"`
 	// URL receives the JSON report by HTTP(S) POST; no credentials.
 	// +optional

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -284,9 +285,13 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		}
 	}
 	probing := time.Now()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchEchoEndpoints(wctx, c.cs, t.Logf)
 	var once sync.Once
 	finishProbes := func() {
 		once.Do(func() {
+			stopWatch()
 			timing(t, "upgrade-probed", time.Since(probing))
 			for _, m := range c.machines() {
 				st, err := stopProbe(ctx, m)
@@ -297,6 +302,7 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 				t.Logf("probe of the echo Service from %s: %s", m.Name, st)
 				if st.failed > 0 {
 					t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
+					t.Logf("%s: kube-proxy's log:\n%s", m.Name, kubeProxyLogTail(m, 40))
 				}
 				if st.total == 0 {
 					t.Errorf("probe from %s ran no probe", m.Name)
@@ -338,7 +344,9 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 			}
 			flags = []string{"--kubeconfig", drainKubeconfig}
 		}
+		t.Logf("%s: machineadm upgrade starts at %s", m.Name, time.Now().UTC().Format("15:04:05.000"))
 		res, dur := runUpgrade(ctx, t, m, "upgrade", flags...)
+		t.Logf("%s: machineadm upgrade exited at %s", m.Name, time.Now().UTC().Format("15:04:05.000"))
 		timing(t, "upgrade-"+m.Name, dur)
 		if res.ExitCode != 0 {
 			dumpDiagnostics(ctx, t, m)
@@ -354,10 +362,14 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		if _, err := waitNodesReady(ctx, c.cs, readyTimeout, m.Name); err != nil {
 			t.Error(err)
 		}
-		// An operator goes on to the next node once the control plane
-		// is healthy again: the kubelet of the new version may restart
-		// the node's static pods after machineadm is done.
+		// The control plane is healthy when machineadm exits, with no
+		// grace: an operator goes on to the next node at once. (The
+		// kubelet of the new version used to restart the node's static
+		// pods some seconds after machineadm was done.)
 		after := time.Now()
+		if err := controlPlaneHealthyNow(ctx, c); err != nil {
+			t.Errorf("right after %s's upgrade exited: %v", m.Name, err)
+		}
 		if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
 			dumpDiagnostics(ctx, t, m)
 			t.Fatalf("after %s's upgrade: %v", m.Name, err)
@@ -522,6 +534,32 @@ func waitControlPlaneHealthy(ctx context.Context, c *upgradeCluster, timeout tim
 				return fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// controlPlaneHealthyNow checks once, with no wait, that both API servers
+// answer /readyz and, for static pods, that every control-plane static
+// pod runs the kubelet's current manifest and is Ready (staticPodsCurrent).
+func controlPlaneHealthyNow(ctx context.Context, c *upgradeCluster) error {
+	var errs []string
+	for _, m := range []*Machine{c.cp1, c.cp2} {
+		cs, err := nodeClient(m)
+		if err != nil {
+			return err
+		}
+		if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: the API server is not ready: %v", m.Name, err))
+			continue
+		}
+		if !c.systemd {
+			if err := staticPodsCurrent(ctx, cs, m.Name); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", m.Name, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ type upgradeCluster struct {
 	cs            *kubernetes.Clientset
 	systemd       bool
 	kubeletSHA256 map[string]string // by version
+	// endpoint is the control-plane endpoint of every node's spec, ""
+	// for apiServerEndpoint (cp1's API server).
+	endpoint string
 }
 
 func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2, c.w1} }
@@ -111,8 +114,24 @@ func testUpgrade(t *testing.T, systemd bool) {
 	// The next test reuses the names: these machines go first, however
 	// this one ends.
 	defer stopAll(t, e)
+	// The control-plane endpoint is a load balancer in front of cp1 and
+	// cp2, as an HA cluster has (kubeadm's HA topology). With cp1's API
+	// server as the endpoint, every client of the cluster (each node's
+	// kube-proxy) lost its watches whenever that one API server
+	// restarted during the upgrade, and client-go's reflectors back off
+	// up to 30-60 s after repeated failures: the next node's drain then
+	// evicted an echo pod whose endpoint some kube-proxy did not remove
+	// for tens of seconds (cp1 50 and w1 3 failed probes at the start
+	// of cp2's drain, right after cp1's API server had come back).
+	lbCtx, stopLB := context.WithCancel(ctx)
+	lbLog := &guardedLog{logf: t.Logf}
+	defer lbLog.close()
+	defer stopLB()
+	if _, err := startControlPlaneLB(lbCtx, func() []string { return []string{cp1.IP, cp2.IP} }, lbLog.Logf); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	c := bootPrevCluster(ctx, t, e, systemd)
+	c := bootPrevCluster(ctx, t, e, systemd, capiLBAddr)
 	timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
 	if systemd {
 		// The units' in-place reconfiguration first (the Systemd
@@ -132,6 +151,29 @@ func testUpgrade(t *testing.T, systemd bool) {
 	timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 }
 
+// guardedLog passes lines to logf until close: a goroutine that outlives
+// the test (the load balancer's health checks) must not log after it.
+type guardedLog struct {
+	mu     sync.Mutex
+	closed bool
+	logf   func(string, ...any)
+}
+
+// Logf logs through logf unless closed.
+func (g *guardedLog) Logf(format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.logf(format, args...)
+	}
+}
+
+func (g *guardedLog) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
 // stopAll stops every machine of the run.
 func stopAll(t *testing.T, e *env) {
 	e.mu.Lock()
@@ -149,7 +191,15 @@ func stopAll(t *testing.T, e *env) {
 // and for a Systemd control plane its binaries at versioned paths, also
 // by spec.host.files.
 func (c *upgradeCluster) upgradeSpec(e *env, node hostsEntry, version string) (*v1alpha1.MachineBootstrapConfig, error) {
-	return upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+	s, err := upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+	if err != nil || c.endpoint == "" {
+		return s, err
+	}
+	s.Spec.Kubernetes.ControlPlaneEndpoint = c.endpoint
+	if s.Spec.Join != nil {
+		s.Spec.Join.APIServerEndpoint = c.endpoint
+	}
+	return s, nil
 }
 
 // upgradeNodeSpec is upgradeSpec for a cluster whose CA has caHash (cp1
@@ -214,7 +264,7 @@ func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, sys
 
 // bootPrevCluster boots cp1, cp2 and w1 with the previous minor's kubelet
 // and images and bootstraps them at prevKubernetesVersion.
-func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *upgradeCluster {
+func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool, endpoint string) *upgradeCluster {
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +272,7 @@ func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *u
 	start := time.Now()
 	ms := e.bootMachinesWith(ctx, t, bootOptions{prepare: e.prepareUpgradeMachine}, cp1, cp2, w1)
 	timing(t, "upgrade-boot-cp1-cp2-w1", time.Since(start))
-	c := &upgradeCluster{secrets: secrets, cp1: ms[0], cp2: ms[1], w1: ms[2], systemd: systemd}
+	c := &upgradeCluster{secrets: secrets, cp1: ms[0], cp2: ms[1], w1: ms[2], systemd: systemd, endpoint: endpoint}
 	for _, d := range []struct {
 		m      *Machine
 		node   hostsEntry

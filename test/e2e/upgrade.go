@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -374,6 +375,9 @@ func staticPodsCurrent(ctx context.Context, cs kubernetes.Interface, node string
 // whether a failure came from an endpoint still listed or from a node's
 // kube-proxy that had not caught up.
 func watchEchoEndpoints(ctx context.Context, cs kubernetes.Interface, logf func(string, ...any)) {
+	// The client's timeout ends each watch; a new one replays the slices
+	// unchanged: only a change is logged.
+	last := map[string]string{}
 	for ctx.Err() == nil {
 		w, err := cs.DiscoveryV1().EndpointSlices("default").Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + upgradeEcho})
 		if err != nil {
@@ -398,7 +402,15 @@ func watchEchoEndpoints(ctx context.Context, cs kubernetes.Interface, logf func(
 				eps = append(eps, fmt.Sprintf("%s@%s ready=%v serving=%v terminating=%v", strings.Join(e.Addresses, ","), node,
 					ptr.Deref(e.Conditions.Ready, false), ptr.Deref(e.Conditions.Serving, false), ptr.Deref(e.Conditions.Terminating, false)))
 			}
-			logf("%s endpoints %s %s: [%s]", time.Now().UTC().Format("15:04:05.000"), ev.Type, s.Name, strings.Join(eps, "; "))
+			now := strings.Join(eps, "; ")
+			if ev.Type == watch.Deleted {
+				now = "deleted"
+			}
+			if last[s.Name] == now {
+				continue
+			}
+			last[s.Name] = now
+			logf("%s endpoints %s %s: [%s]", time.Now().UTC().Format("15:04:05.000"), ev.Type, s.Name, now)
 		}
 		w.Stop()
 	}

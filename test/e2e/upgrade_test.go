@@ -117,12 +117,14 @@ func testUpgrade(t *testing.T, systemd bool) {
 	// The control-plane endpoint is a load balancer in front of cp1 and
 	// cp2, as an HA cluster has (kubeadm's HA topology). With cp1's API
 	// server as the endpoint, every client of the cluster (each node's
-	// kube-proxy) lost its watches whenever that one API server
-	// restarted during the upgrade, and client-go's reflectors back off
-	// up to 30-60 s after repeated failures: the next node's drain then
-	// evicted an echo pod whose endpoint some kube-proxy did not remove
-	// for tens of seconds (cp1 50 and w1 3 failed probes at the start
-	// of cp2's drain, right after cp1's API server had come back).
+	// kube-proxy) loses its watches whenever that one API server
+	// restarts during the upgrade, and client-go's reflectors back off
+	// up to 30-60 s after repeated failures: a drain right after can
+	// evict an echo pod whose endpoint some kube-proxy does not remove
+	// for tens of seconds. (Probes failed, cp1 50 and w1 3, at the
+	// start of cp2's drain, seconds after cp1's API server had come
+	// back from the restart the new kubelet made after machineadm had
+	// exited.)
 	lbCtx, stopLB := context.WithCancel(ctx)
 	lbLog := &guardedLog{logf: t.Logf}
 	defer lbLog.close()

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,13 +69,84 @@ func (l *lateListener) up(t *testing.T) {
 	l.srv = srv
 }
 
+// staticPodHashes are the hashes of a node's static pods as a fake API
+// server serves them: the kubelet's (its /pods through the node proxy)
+// and the mirror pods'. Each is "h1" unless set.
+// With replaceAfter > 0 the mirror pods take the kubelet's hash once
+// they have been read that many times (the kubelet replaces the pods
+// while someone waits for them).
+type staticPodHashes struct {
+	mu           sync.Mutex
+	kubelet      string
+	mirror       string
+	replaceAfter int
+	reads        int
+}
+
+func (s *staticPodHashes) get() (kubelet, mirror string) {
+	if s == nil {
+		return "h1", "h1"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kubelet, s.mirror
+}
+
+// readMirror counts a read of a mirror pod.
+func (s *staticPodHashes) readMirror() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if s.replaceAfter > 0 && s.reads >= s.replaceAfter {
+		s.mirror = s.kubelet
+	}
+}
+
+func (s *staticPodHashes) replaced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mirror == s.kubelet
+}
+
 // fakeAPIServer stands in for the node's kube-apiserver (none runs in
-// unit tests) on loopback: it serves the Node at version and Ready, and
-// /livez only once live is set.
-func fakeAPIServer(t *testing.T, node, version string, live *atomic.Bool) *httptest.Server {
+// unit tests) on loopback: it serves the Node at version and Ready,
+// /livez only once live is set, the kubelet's static pods (its /pods
+// through the node proxy) and their mirror pods, Running and Ready, with
+// the hashes of hashes (nil: the same hash everywhere).
+func fakeAPIServer(t *testing.T, node, version string, live *atomic.Bool, hashes *staticPodHashes) *httptest.Server {
 	t.Helper()
+	components := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	staticPod := func(component, hash string) corev1.Pod {
+		return corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: component + "-" + node, Namespace: "kube-system",
+				Annotations: map[string]string{"kubernetes.io/config.hash": hash, "kubernetes.io/config.source": "file"}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/kube-system/pods/"); ok {
+			for _, comp := range components {
+				if c == comp+"-"+node {
+					hashes.readMirror()
+					_, mirror := hashes.get()
+					p := staticPod(comp, mirror)
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(&p)
+					return
+				}
+			}
+		}
+		kubelet, _ := hashes.get()
 		switch r.URL.Path {
+		case "/api/v1/nodes/" + node + "/proxy/pods":
+			l := corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+			for _, comp := range components {
+				l.Items = append(l.Items, staticPod(comp, kubelet))
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(&l)
 		case "/livez":
 			if !live.Load() {
 				http.Error(w, "[-]etcd failed", http.StatusServiceUnavailable)
@@ -165,7 +237,7 @@ current-context: x
 // seconds after the Node reports the version.
 func TestRestartKubeletWaitsForTheLocalControlPlane(t *testing.T) {
 	var live atomic.Bool
-	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live)
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, nil)
 	cm, sched := newLateListener(t), newLateListener(t)
 	d := restartKubeletData(t, srv, cm.port, sched.port)
 	var up atomic.Bool
@@ -198,7 +270,7 @@ func TestRestartKubeletControlPlaneTimeout(t *testing.T) {
 	defer func(old time.Duration) { localHealthTimeout = old }(localHealthTimeout)
 	localHealthTimeout = 6 * time.Second
 	var live atomic.Bool
-	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live)
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, nil)
 	cm, sched := newLateListener(t), newLateListener(t)
 	d := restartKubeletData(t, srv, cm.port, sched.port)
 	start := time.Now()
@@ -209,5 +281,56 @@ func TestRestartKubeletControlPlaneTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Minute {
 		t.Errorf("the wait took %s, bounded by %s", took, localHealthTimeout)
+	}
+}
+
+// TestRestartKubeletWaitsForTheKubeletsNewStaticPods: after a kubelet
+// upgrade the new kubelet gives the unchanged manifests new hashes and
+// replaces every static pod some seconds after the Node reports Ready,
+// while the old containers still answer the health checks. The kubelet
+// phase must wait until the mirror pods carry the kubelet's hashes (the
+// control plane was found restarting 16-18 s after machineadm upgrade
+// had exited). Here every component answers at once; the mirror pods
+// take the kubelet's hash only after some checks.
+func TestRestartKubeletWaitsForTheKubeletsNewStaticPods(t *testing.T) {
+	var live atomic.Bool
+	live.Store(true)
+	hashes := &staticPodHashes{kubelet: "h2", mirror: "h1", replaceAfter: 6}
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, hashes)
+	cm, sched := newLateListener(t), newLateListener(t)
+	cm.up(t)
+	sched.up(t)
+	d := restartKubeletData(t, srv, cm.port, sched.port)
+	lines, err := kubeadmCluster{}.RestartKubelet(context.Background(), d, "cp1", "v1.37.2")
+	if err != nil {
+		t.Fatalf("RestartKubelet: %v (%v)", err, lines)
+	}
+	if !hashes.replaced() {
+		t.Fatalf("the kubelet phase succeeded while the mirror pods still had the old hash: %v", lines)
+	}
+}
+
+// TestRestartKubeletStaticPodsNeverReplaced: a kubelet that never runs
+// its manifests' pods fails the kubelet phase within the bound, class
+// ControlPlaneUnhealthy, naming the pods and both hashes.
+func TestRestartKubeletStaticPodsNeverReplaced(t *testing.T) {
+	defer func(old time.Duration) { localHealthTimeout = old }(localHealthTimeout)
+	localHealthTimeout = 6 * time.Second
+	var live atomic.Bool
+	live.Store(true)
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, &staticPodHashes{kubelet: "h2", mirror: "h1"})
+	cm, sched := newLateListener(t), newLateListener(t)
+	cm.up(t)
+	sched.up(t)
+	d := restartKubeletData(t, srv, cm.port, sched.port)
+	_, err := kubeadmCluster{}.RestartKubelet(context.Background(), d, "cp1", "v1.37.2")
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || ce.Hint == "" {
+		t.Fatalf("err = %v, want class ControlPlaneUnhealthy with a hint", err)
+	}
+	for _, want := range []string{"kube-apiserver-cp1 has hash h1", "h2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to say %q", err, want)
+		}
 	}
 }

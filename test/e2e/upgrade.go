@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,11 +15,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -271,15 +274,20 @@ func stopProbe(ctx context.Context, m *Machine) (probeStats, error) {
 	return st, nil
 }
 
-// String is "F failed of N" with the first failures' times.
+// String is "F failed of N" with the failures' times, runs of failures
+// less than 2 s apart as one range "FIRST-LAST (COUNT)".
 func (s probeStats) String() string {
 	out := fmt.Sprintf("%d failed of %d", s.failed, s.total)
-	for i, f := range s.failures {
-		if i == 5 {
-			out += " …"
-			break
+	for i := 0; i < len(s.failures); {
+		j := i
+		for j+1 < len(s.failures) && s.failures[j+1].Sub(s.failures[j]) < 2*time.Second {
+			j++
 		}
-		out += " " + f.UTC().Format("15:04:05.000")
+		out += " " + s.failures[i].UTC().Format("15:04:05.000")
+		if j > i {
+			out += fmt.Sprintf("-%s (%d)", s.failures[j].UTC().Format("15:04:05.000"), j-i+1)
+		}
+		i = j + 1
 	}
 	return out
 }
@@ -318,3 +326,107 @@ func keepConntrackMax(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// staticPodsCurrent checks, once, that every control-plane static pod on
+// node runs the manifest the kubelet reads now: its mirror pod carries
+// the hash the kubelet gave the manifest (kubernetes.io/config.hash of
+// the file-sourced pod in the kubelet's /pods, through the API server's
+// node proxy) and is Running and Ready. A mirror pod with another hash is
+// a pod the kubelet is about to replace.
+func staticPodsCurrent(ctx context.Context, cs kubernetes.Interface, node string) error {
+	var list corev1.PodList
+	if err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "pods").Do(ctx).Into(&list); err != nil {
+		return fmt.Errorf("the kubelet's pods on %s: %w", node, err)
+	}
+	kubelet := map[string]string{}
+	for _, p := range list.Items {
+		if p.Annotations["kubernetes.io/config.source"] == "file" {
+			kubelet[p.Name] = p.Annotations["kubernetes.io/config.hash"]
+		}
+	}
+	var errs []string
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		name := c + "-" + node
+		want, ok := kubelet[name]
+		if !ok {
+			errs = append(errs, "the kubelet runs no "+name)
+			continue
+		}
+		p, err := cs.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if got := p.Annotations["kubernetes.io/config.hash"]; got != want {
+			errs = append(errs, fmt.Sprintf("%s: mirror pod hash %s, the kubelet's %s (about to be replaced)", name, got, want))
+		} else if p.Status.Phase != corev1.PodRunning || !podReady(p) {
+			errs = append(errs, fmt.Sprintf("%s: %s ready=%v", name, p.Status.Phase, podReady(p)))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// watchEchoEndpoints logs, until ctx ends, every change of the echo
+// Service's EndpointSlices with its time (UTC, ms): each endpoint's
+// address, node and conditions. With the probes' failure times it shows
+// whether a failure came from an endpoint still listed or from a node's
+// kube-proxy that had not caught up.
+func watchEchoEndpoints(ctx context.Context, cs kubernetes.Interface, logf func(string, ...any)) {
+	// The client's timeout ends each watch; a new one replays the slices
+	// unchanged: only a change is logged.
+	last := map[string]string{}
+	for ctx.Err() == nil {
+		w, err := cs.DiscoveryV1().EndpointSlices("default").Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + upgradeEcho})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			var eps []string
+			for _, e := range s.Endpoints {
+				node := ""
+				if e.NodeName != nil {
+					node = *e.NodeName
+				}
+				eps = append(eps, fmt.Sprintf("%s@%s ready=%v serving=%v terminating=%v", strings.Join(e.Addresses, ","), node,
+					ptr.Deref(e.Conditions.Ready, false), ptr.Deref(e.Conditions.Serving, false), ptr.Deref(e.Conditions.Terminating, false)))
+			}
+			now := strings.Join(eps, "; ")
+			if ev.Type == watch.Deleted {
+				now = "deleted"
+			}
+			if last[s.Name] == now {
+				continue
+			}
+			last[s.Name] = now
+			logf("%s endpoints %s %s: [%s]", time.Now().UTC().Format("15:04:05.000"), ev.Type, s.Name, now)
+		}
+		w.Stop()
+	}
+}
+
+// kubeProxyLogTail is the last n lines of m's kube-proxy containers' logs
+// (the kubelet's /var/log/pods in m's root), for a probe that failed.
+func kubeProxyLogTail(m *Machine, n int) string {
+	files, _ := filepath.Glob(filepath.Join(m.Root, "var/log/pods/kube-system_kube-proxy-*/kube-proxy/*.log"))
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		out = append(out, "== "+strings.TrimPrefix(f, m.Root), tail(string(b), n))
+	}
+	return strings.Join(out, "\n")
+}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,6 +59,9 @@ type upgradeCluster struct {
 	cs            *kubernetes.Clientset
 	systemd       bool
 	kubeletSHA256 map[string]string // by version
+	// endpoint is the control-plane endpoint of every node's spec, ""
+	// for apiServerEndpoint (cp1's API server).
+	endpoint string
 }
 
 func (c *upgradeCluster) machines() []*Machine { return []*Machine{c.cp1, c.cp2, c.w1} }
@@ -110,8 +114,26 @@ func testUpgrade(t *testing.T, systemd bool) {
 	// The next test reuses the names: these machines go first, however
 	// this one ends.
 	defer stopAll(t, e)
+	// The control-plane endpoint is a load balancer in front of cp1 and
+	// cp2, as an HA cluster has (kubeadm's HA topology). With cp1's API
+	// server as the endpoint, every client of the cluster (each node's
+	// kube-proxy) loses its watches whenever that one API server
+	// restarts during the upgrade, and client-go's reflectors back off
+	// up to 30-60 s after repeated failures: a drain right after can
+	// evict an echo pod whose endpoint some kube-proxy does not remove
+	// for tens of seconds. (Probes failed, cp1 50 and w1 3, at the
+	// start of cp2's drain, seconds after cp1's API server had come
+	// back from the restart the new kubelet made after machineadm had
+	// exited.)
+	lbCtx, stopLB := context.WithCancel(ctx)
+	lbLog := &guardedLog{logf: t.Logf}
+	defer lbLog.close()
+	defer stopLB()
+	if _, err := startControlPlaneLB(lbCtx, func() []string { return []string{cp1.IP, cp2.IP} }, lbLog.Logf); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	c := bootPrevCluster(ctx, t, e, systemd)
+	c := bootPrevCluster(ctx, t, e, systemd, capiLBAddr)
 	timing(t, "upgrade-"+name+"-bootstrap-v1.36", time.Since(start))
 	if systemd {
 		// The units' in-place reconfiguration first (the Systemd
@@ -131,6 +153,29 @@ func testUpgrade(t *testing.T, systemd bool) {
 	timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
 }
 
+// guardedLog passes lines to logf until close: a goroutine that outlives
+// the test (the load balancer's health checks) must not log after it.
+type guardedLog struct {
+	mu     sync.Mutex
+	closed bool
+	logf   func(string, ...any)
+}
+
+// Logf logs through logf unless closed.
+func (g *guardedLog) Logf(format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.logf(format, args...)
+	}
+}
+
+func (g *guardedLog) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
 // stopAll stops every machine of the run.
 func stopAll(t *testing.T, e *env) {
 	e.mu.Lock()
@@ -148,7 +193,15 @@ func stopAll(t *testing.T, e *env) {
 // and for a Systemd control plane its binaries at versioned paths, also
 // by spec.host.files.
 func (c *upgradeCluster) upgradeSpec(e *env, node hostsEntry, version string) (*v1alpha1.MachineBootstrapConfig, error) {
-	return upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+	s, err := upgradeNodeSpec(e, c.secrets.caHash, node, version, c.systemd)
+	if err != nil || c.endpoint == "" {
+		return s, err
+	}
+	s.Spec.Kubernetes.ControlPlaneEndpoint = c.endpoint
+	if s.Spec.Join != nil {
+		s.Spec.Join.APIServerEndpoint = c.endpoint
+	}
+	return s, nil
 }
 
 // upgradeNodeSpec is upgradeSpec for a cluster whose CA has caHash (cp1
@@ -213,7 +266,7 @@ func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, sys
 
 // bootPrevCluster boots cp1, cp2 and w1 with the previous minor's kubelet
 // and images and bootstraps them at prevKubernetesVersion.
-func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *upgradeCluster {
+func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool, endpoint string) *upgradeCluster {
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +274,7 @@ func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool) *u
 	start := time.Now()
 	ms := e.bootMachinesWith(ctx, t, bootOptions{prepare: e.prepareUpgradeMachine}, cp1, cp2, w1)
 	timing(t, "upgrade-boot-cp1-cp2-w1", time.Since(start))
-	c := &upgradeCluster{secrets: secrets, cp1: ms[0], cp2: ms[1], w1: ms[2], systemd: systemd}
+	c := &upgradeCluster{secrets: secrets, cp1: ms[0], cp2: ms[1], w1: ms[2], systemd: systemd, endpoint: endpoint}
 	for _, d := range []struct {
 		m      *Machine
 		node   hostsEntry
@@ -284,9 +337,13 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		}
 	}
 	probing := time.Now()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go watchEchoEndpoints(wctx, c.cs, t.Logf)
 	var once sync.Once
 	finishProbes := func() {
 		once.Do(func() {
+			stopWatch()
 			timing(t, "upgrade-probed", time.Since(probing))
 			for _, m := range c.machines() {
 				st, err := stopProbe(ctx, m)
@@ -297,6 +354,7 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 				t.Logf("probe of the echo Service from %s: %s", m.Name, st)
 				if st.failed > 0 {
 					t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
+					t.Logf("%s: kube-proxy's log:\n%s", m.Name, kubeProxyLogTail(m, 40))
 				}
 				if st.total == 0 {
 					t.Errorf("probe from %s ran no probe", m.Name)
@@ -338,7 +396,9 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 			}
 			flags = []string{"--kubeconfig", drainKubeconfig}
 		}
+		t.Logf("%s: machineadm upgrade starts at %s", m.Name, time.Now().UTC().Format("15:04:05.000"))
 		res, dur := runUpgrade(ctx, t, m, "upgrade", flags...)
+		t.Logf("%s: machineadm upgrade exited at %s", m.Name, time.Now().UTC().Format("15:04:05.000"))
 		timing(t, "upgrade-"+m.Name, dur)
 		if res.ExitCode != 0 {
 			dumpDiagnostics(ctx, t, m)
@@ -354,10 +414,14 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		if _, err := waitNodesReady(ctx, c.cs, readyTimeout, m.Name); err != nil {
 			t.Error(err)
 		}
-		// An operator goes on to the next node once the control plane
-		// is healthy again: the kubelet of the new version may restart
-		// the node's static pods after machineadm is done.
+		// The control plane is healthy when machineadm exits, with no
+		// grace: an operator goes on to the next node at once. (The
+		// kubelet of the new version used to restart the node's static
+		// pods some seconds after machineadm was done.)
 		after := time.Now()
+		if err := controlPlaneHealthyNow(ctx, c); err != nil {
+			t.Errorf("right after %s's upgrade exited: %v", m.Name, err)
+		}
 		if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
 			dumpDiagnostics(ctx, t, m)
 			t.Fatalf("after %s's upgrade: %v", m.Name, err)
@@ -522,6 +586,32 @@ func waitControlPlaneHealthy(ctx context.Context, c *upgradeCluster, timeout tim
 				return fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// controlPlaneHealthyNow checks once, with no wait, that both API servers
+// answer /readyz and, for static pods, that every control-plane static
+// pod runs the kubelet's current manifest and is Ready (staticPodsCurrent).
+func controlPlaneHealthyNow(ctx context.Context, c *upgradeCluster) error {
+	var errs []string
+	for _, m := range []*Machine{c.cp1, c.cp2} {
+		cs, err := nodeClient(m)
+		if err != nil {
+			return err
+		}
+		if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: the API server is not ready: %v", m.Name, err))
+			continue
+		}
+		if !c.systemd {
+			if err := staticPodsCurrent(ctx, cs, m.Name); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", m.Name, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }

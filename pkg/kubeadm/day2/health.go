@@ -67,14 +67,18 @@ type LocalHealth struct {
 	Output io.Writer
 }
 
-// WaitLocalControlPlane waits until this node's control plane answers
-// kubeadm's own health checks (apiclient.Waiter's
+// WaitLocalControlPlane waits until the kubelet runs the static pods of
+// the control-plane manifests in h.ManifestDir (WaitStaticPodsCurrent:
+// each mirror pod carries the hash the kubelet gave its manifest and is
+// Ready; none for the Systemd runtime), then until this node's control
+// plane answers kubeadm's own health checks (apiclient.Waiter's
 // WaitForControlPlaneComponents: the API server's /livez through the
 // admin credential at its local endpoint, the controller manager's
 // /healthz and the scheduler's /livez at their pods' bind addresses and
-// ports) h.Stable times in a row. It gives up after h.Timeout or
-// Timeout/Interval+Stable checks, whichever comes first, with an
-// *errclass.Error of class ControlPlaneUnhealthy and a hint.
+// ports) h.Stable times in a row. h.Timeout bounds both waits together.
+// It gives up after h.Timeout or Timeout/Interval+Stable health checks,
+// whichever comes first, with an *errclass.Error of class
+// ControlPlaneUnhealthy and a hint.
 func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 	if h.Timeout <= 0 {
 		h.Timeout = DefaultHealthTimeout
@@ -101,6 +105,23 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 	}
 	start := time.Now()
 	deadline := start.Add(h.Timeout)
+	// The old containers may still answer the health checks while the
+	// kubelet is about to replace them: first the kubelet must run the
+	// pods of the manifests on disk.
+	if static := staticComponents(h.ManifestDir); len(static) > 0 {
+		node, err := specNodeName(h.SpecInitYAML)
+		if err != nil {
+			return errclass.New(errclass.ControlPlaneUnhealthy, "", err)
+		}
+		if err := WaitStaticPodsCurrent(ctx, StaticPodsCurrent{
+			Client: client, Node: node, Components: static, Timeout: h.Timeout, Interval: h.Interval,
+		}); err != nil {
+			return err
+		}
+		if h.Output != nil {
+			fmt.Fprintf(h.Output, "[control-plane-check] the kubelet runs the current manifests of %s after %s\n", strings.Join(static, ", "), time.Since(start).Round(time.Second))
+		}
+	}
 	maxChecks := int(h.Timeout/h.Interval) + h.Stable
 	streak, checks := 0, 0
 	last := errors.New("not checked")
@@ -174,6 +195,35 @@ func localPods(manifestDir string, specInitYAML []byte) (map[string]*v1.Pod, str
 		port = fmt.Sprint(kubeadmconstants.KubeAPIServerPort)
 	}
 	return pods, address, port, nil
+}
+
+// staticComponents are the control-plane components (etcd and
+// kubeadm's ControlPlaneComponents) that have a manifest in manifestDir
+// ("" none), in that order.
+func staticComponents(manifestDir string) []string {
+	if manifestDir == "" {
+		return nil
+	}
+	var out []string
+	for _, name := range append([]string{kubeadmconstants.Etcd}, kubeadmconstants.ControlPlaneComponents...) {
+		if _, err := os.Stat(filepath.Join(manifestDir, ManifestName(name))); err == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// specNodeName is the Node name of the spec's kubeadm configuration
+// (its nodeRegistration.name, defaulted by kubeadm).
+func specNodeName(specInitYAML []byte) (string, error) {
+	cfg, err := SpecClusterConfiguration(specInitYAML)
+	if err != nil {
+		return "", fmt.Errorf("the spec's kubeadm configuration: %w", err)
+	}
+	if cfg.NodeRegistration.Name == "" {
+		return "", errors.New("the spec's kubeadm configuration has no node name")
+	}
+	return cfg.NodeRegistration.Name, nil
 }
 
 // argValue is the value of --name=value in a command line, "" when it has

@@ -1,0 +1,185 @@
+package day2
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// kubeletView is what a loopback API server serves about node cp1's
+// static pods: the kubelet's /pods (through the node proxy) and the mirror
+// pods. step runs before every answer about a mirror pod, with the number
+// of mirror reads so far.
+type kubeletView struct {
+	mu      sync.Mutex
+	kubelet map[string]string // hash by component; absent: not run
+	mirror  map[string]string // hash by component; absent: no mirror pod
+	ready   map[string]bool
+	reads   int
+	step    func(v *kubeletView, reads int)
+}
+
+func (k *kubeletView) serve(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	pod := func(component, hash string, ready bool) v1.Pod {
+		p := v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: component + "-cp1", Namespace: "kube-system",
+				Annotations: map[string]string{ConfigHashAnnotation: hash, configSourceAnnotation: "file"}},
+			Status: v1.PodStatus{Phase: v1.PodPending}}
+		if ready {
+			p.Status.Phase = v1.PodRunning
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+		}
+		return p
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/nodes/cp1/proxy/pods" {
+			l := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+			for c, h := range k.kubelet {
+				l.Items = append(l.Items, pod(c, h, false))
+			}
+			// A pod of the API (not a manifest) is not a static pod.
+			api := pod("kube-proxy-x", "hx", true)
+			api.Annotations[configSourceAnnotation] = "api"
+			l.Items = append(l.Items, api)
+			_ = json.NewEncoder(w).Encode(&l)
+			return
+		}
+		if name, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/kube-system/pods/"); ok {
+			k.reads++
+			if k.step != nil {
+				k.step(k, k.reads)
+			}
+			c := strings.TrimSuffix(name, "-cp1")
+			if h, ok := k.mirror[c]; ok {
+				p := pod(c, h, k.ready[c])
+				_ = json.NewEncoder(w).Encode(&p)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound})
+	}))
+	t.Cleanup(srv.Close)
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestWaitStaticPodsCurrentWaitsForTheKubeletsHash: the wait ends only
+// when every mirror pod carries the hash the kubelet gave its manifest and
+// is Ready: not while a mirror pod has the old hash (the kubelet has not
+// replaced the pod; its old container may still answer), not while the
+// new pod is not Ready, not while the kubelet has not read a manifest.
+func TestWaitStaticPodsCurrentWaitsForTheKubeletsHash(t *testing.T) {
+	k := &kubeletView{
+		kubelet: map[string]string{"etcd": "e2", "kube-apiserver": "a2"},
+		mirror:  map[string]string{"etcd": "e2", "kube-apiserver": "a1"},
+		ready:   map[string]bool{"etcd": true, "kube-apiserver": true},
+	}
+	var sawOld, sawNotReady, sawMissing bool
+	k.step = func(k *kubeletView, reads int) {
+		// The API server's mirror pod moves from the old hash to the
+		// new one not Ready, then Ready.
+		switch {
+		case k.mirror["kube-apiserver"] == "a1":
+			sawOld = true
+			if reads >= 4 {
+				k.mirror["kube-apiserver"], k.ready["kube-apiserver"] = "a2", false
+			}
+		case !k.ready["kube-apiserver"]:
+			sawNotReady = true
+			if reads >= 8 {
+				k.ready["kube-apiserver"] = true
+			}
+		}
+	}
+	c := k.serve(t)
+	comps := []string{"etcd", "kube-apiserver"}
+	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: comps, Timeout: time.Minute, Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sawOld || !sawNotReady {
+		t.Errorf("the wait ended before it saw the old hash (%v) and the new pod not Ready (%v)", sawOld, sawNotReady)
+	}
+	k.mu.Lock()
+	if k.mirror["kube-apiserver"] != "a2" || !k.ready["kube-apiserver"] {
+		t.Errorf("the wait ended with the API server's mirror pod at %s ready=%v", k.mirror["kube-apiserver"], k.ready["kube-apiserver"])
+	}
+	k.mu.Unlock()
+
+	// A component whose manifest the kubelet has not read: still waiting.
+	k.mu.Lock()
+	k.step = func(k *kubeletView, reads int) { sawMissing = true }
+	k.mu.Unlock()
+	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-scheduler"}, Timeout: 300 * time.Millisecond, Interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "the kubelet runs no static pod kube-scheduler-cp1") {
+		t.Errorf("a pod the kubelet does not run: err = %v", err)
+	}
+	if sawMissing {
+		t.Errorf("the mirror pod was read although the kubelet runs no such pod")
+	}
+}
+
+// TestWaitStaticPodsCurrentTimeout: a mirror pod that keeps the old hash
+// fails the wait within its bounds (time and number of checks), class
+// ControlPlaneUnhealthy with a hint, naming the pod and both hashes.
+func TestWaitStaticPodsCurrentTimeout(t *testing.T) {
+	k := &kubeletView{
+		kubelet: map[string]string{"kube-apiserver": "a2"},
+		mirror:  map[string]string{"kube-apiserver": "a1"},
+		ready:   map[string]bool{"kube-apiserver": true},
+	}
+	c := k.serve(t)
+	start := time.Now()
+	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 2 * time.Second, Interval: 100 * time.Millisecond})
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || ce.Hint == "" {
+		t.Fatalf("err = %v, want class ControlPlaneUnhealthy with a hint", err)
+	}
+	for _, want := range []string{"kube-apiserver-cp1 has hash a1", "the kubelet's manifest a2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	k.mu.Lock()
+	reads := k.reads
+	k.mu.Unlock()
+	if reads > int(2*time.Second/(100*time.Millisecond))+1 {
+		t.Errorf("%d checks, bounded by Timeout/Interval+1 = 21", reads)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("the wait took %s with a 2 s bound", took)
+	}
+
+	// A cancelled context ends the wait with its error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = WaitStaticPodsCurrent(ctx, StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err = %v", err)
+	}
+	// No timeout is a programming error, not an endless wait.
+	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}}); err == nil {
+		t.Errorf("no timeout: err = nil")
+	}
+}

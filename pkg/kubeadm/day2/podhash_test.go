@@ -131,7 +131,7 @@ func TestWaitStaticPodsCurrentWaitsForTheKubeletsHash(t *testing.T) {
 	k.mu.Lock()
 	k.step = func(k *kubeletView, reads int) { sawMissing = true }
 	k.mu.Unlock()
-	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-scheduler"}, Timeout: 300 * time.Millisecond, Interval: 20 * time.Millisecond})
+	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-scheduler"}, Timeout: 3 * time.Second, Interval: 20 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "the kubelet runs no static pod kube-scheduler-cp1") {
 		t.Errorf("a pod the kubelet does not run: err = %v", err)
 	}

@@ -288,10 +288,18 @@ rules:
 		t.Helper()
 		b, _ := os.ReadFile(logPath)
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		// The first errors it logged (often the cause), then its last
+		// lines.
+		var first []string
+		for _, l := range lines {
+			if len(first) < 5 && (strings.HasPrefix(l, "E") || strings.Contains(l, `"level":"error"`)) {
+				first = append(first, l)
+			}
+		}
 		if len(lines) > 40 {
 			lines = lines[len(lines)-40:]
 		}
-		t.Fatalf("%s: %s\nlast lines of its log:\n%s", s.name, fmt.Sprintf(format, a...), strings.Join(lines, "\n"))
+		t.Fatalf("%s: %s\nfirst errors in its log:\n%s\nlast lines of its log:\n%s", s.name, fmt.Sprintf(format, a...), strings.Join(first, "\n"), strings.Join(lines, "\n"))
 	}
 	r := &result{configs: n}
 	for r.ready == 0 {

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,52 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 	}
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Allocations are sampled for the heap profile only when something can
+// fetch it: with --profiler-address, or when GODEBUG asks for a rate.
+// Otherwise every sampled allocation walks its stack and keeps a bucket
+// for nothing.
+func TestMemProfileRateOnlyWithProfiler(t *testing.T) {
+	for _, c := range []struct {
+		addr, godebug string
+		want          int
+	}{
+		{"", "", 0},
+		{"", "gctrace=1", 0},
+		{"", "memprofilerateX=1", 0},
+		{"127.0.0.1:6060", "", 512 * 1024},
+		{"", "gctrace=1, memprofilerate=4096", 512 * 1024},
+	} {
+		if got := memProfileRate(c.addr, c.godebug, 512*1024); got != c.want {
+			t.Errorf("profiler %q, GODEBUG %q: rate %d, want %d", c.addr, c.godebug, got, c.want)
+		}
+	}
+}
+
+// Main applies it before the manager starts: here the manager fails to
+// reach its (loopback, closed) API server, after the rate is set.
+func TestMainTurnsMemoryProfilingOff(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kubeconfig)
+	t.Setenv("GODEBUG", "")
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 512 * 1024
+	var stderr bytes.Buffer
+	if code := Main([]string{"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1 (no API server); stderr %q", code, stderr.String())
+	}
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("MemProfileRate %d after Main without --profiler-address, want 0", runtime.MemProfileRate)
 	}
 }

@@ -82,6 +82,7 @@ type result struct {
 	requests         map[string]int
 	byVerb           map[string]int
 	secrets, configs int
+	top              rssSample // the largest resident set sampled, in kB
 }
 
 func TestScaleSideBySide(t *testing.T) {
@@ -106,7 +107,7 @@ func TestScaleSideBySide(t *testing.T) {
 	// SCALE_PPROF_DIR: machineadm-controller runs with its profiler, and
 	// its heap and allocation profiles at the moment every data Secret
 	// exists are written there (heap.pprof, allocs.pprof; heap.txt with
-	// the Go runtime's memory statistics).
+	// the Go runtime's memory statistics), and its log (controller.log).
 	pprofDir = os.Getenv("SCALE_PPROF_DIR")
 	if pprofDir != "" {
 		profilerAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -161,8 +162,8 @@ func TestScaleSideBySide(t *testing.T) {
 	for _, s := range sides {
 		r := runSide(t, s, n, assets, crdDirs)
 		results[s.name] = r
-		t.Logf("%s: %d configs, all data Secrets %.1fs after the start (healthy after %.1fs), CPU %.1fs, peak RSS %.1f MiB, API requests: controller %d, workload %d (%v)",
-			s.name, r.configs, r.done.Seconds(), r.ready.Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/(1<<20), r.requests[controllerUser], r.requests[workloadUser], r.byVerb)
+		t.Logf("%s: %d configs, all data Secrets %.1fs after the start (healthy after %.1fs), CPU %.1fs, peak RSS %.1f MiB (largest sampled %.1f MiB: anonymous %.1f, file-backed %.1f), API requests: controller %d, workload %d (%v)",
+			s.name, r.configs, r.done.Seconds(), r.ready.Seconds(), r.cpu.Seconds(), float64(r.peakRSS)/(1<<20), float64(r.top.rss)/(1<<10), float64(r.top.anon)/(1<<10), float64(r.top.file)/(1<<10), r.requests[controllerUser], r.requests[workloadUser], r.byVerb)
 	}
 	m, k, u := results["machineadm"], results["kubeadm"], results["kubeadm-unthrottled"]
 	if m == nil || k == nil || u == nil {
@@ -181,6 +182,8 @@ func TestScaleSideBySide(t *testing.T) {
 	row("healthy to every data Secret", (m.done - m.ready).Seconds(), (k.done - k.ready).Seconds(), (u.done - u.ready).Seconds(), "s")
 	row("controller CPU time", m.cpu.Seconds(), k.cpu.Seconds(), u.cpu.Seconds(), "s")
 	row("controller peak RSS", float64(m.peakRSS)/(1<<20), float64(k.peakRSS)/(1<<20), float64(u.peakRSS)/(1<<20), "M")
+	row("  at the largest sample: anon", float64(m.top.anon)/(1<<10), float64(k.top.anon)/(1<<10), float64(u.top.anon)/(1<<10), "M")
+	row("  at the largest sample: file", float64(m.top.file)/(1<<10), float64(k.top.file)/(1<<10), float64(u.top.file)/(1<<10), "M")
 	row("API requests per config", perConfig(m), perConfig(k), perConfig(u), " ")
 	t.Log("\n" + b.String())
 	fmt.Print(b.String())
@@ -273,6 +276,8 @@ rules:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	stopSampling := make(chan struct{})
+	sampled := sampleRSS(cmd.Process.Pid, stopSampling)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
@@ -283,10 +288,18 @@ rules:
 		t.Helper()
 		b, _ := os.ReadFile(logPath)
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		// The first errors it logged (often the cause), then its last
+		// lines.
+		var first []string
+		for _, l := range lines {
+			if len(first) < 5 && (strings.HasPrefix(l, "E") || strings.Contains(l, `"level":"error"`)) {
+				first = append(first, l)
+			}
+		}
 		if len(lines) > 40 {
 			lines = lines[len(lines)-40:]
 		}
-		t.Fatalf("%s: %s\nlast lines of its log:\n%s", s.name, fmt.Sprintf(format, a...), strings.Join(lines, "\n"))
+		t.Fatalf("%s: %s\nfirst errors in its log:\n%s\nlast lines of its log:\n%s", s.name, fmt.Sprintf(format, a...), strings.Join(first, "\n"), strings.Join(lines, "\n"))
 	}
 	r := &result{configs: n}
 	for r.ready == 0 {
@@ -330,6 +343,8 @@ rules:
 		}
 	}
 	r.peakRSS = peakRSS(t, cmd.Process.Pid)
+	close(stopSampling)
+	r.top = <-sampled
 	r.cpu = cpuTime(t, cmd.Process.Pid)
 	if s.profiler {
 		for p, file := range map[string]string{"heap": "heap.pprof", "allocs": "allocs.pprof", "heap?debug=1": "heap.txt"} {
@@ -337,6 +352,12 @@ rules:
 				t.Errorf("%s profile: %v", p, err)
 			}
 		}
+		defer func() {
+			// Its log too, once it stopped (controller.log).
+			if b, err := os.ReadFile(logPath); err == nil {
+				_ = os.WriteFile(filepath.Join(pprofDir, "controller.log"), b, 0o600)
+			}
+		}()
 	}
 	secrets := &corev1.SecretList{}
 	if err := c.List(ctx, secrets, client.InNamespace(namespace)); err != nil {
@@ -543,6 +564,50 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatalf("/proc/%d/status: no VmHWM", pid)
 	return 0
+}
+
+// rssSample is one reading of a process's resident set, in kB: in all,
+// anonymous (the Go heap, GC metadata, stacks) and file-backed (the
+// binary's code and read-only data it touched), from /proc/PID/status.
+type rssSample struct{ rss, anon, file int64 }
+
+// readRSS reads pid's resident set; ok false when it cannot.
+func readRSS(pid int) (rssSample, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return rssSample{}, false
+	}
+	var s rssSample
+	for _, l := range strings.Split(string(b), "\n") {
+		for k, dst := range map[string]*int64{"VmRSS:": &s.rss, "RssAnon:": &s.anon, "RssFile:": &s.file} {
+			if v, ok := strings.CutPrefix(l, k); ok {
+				*dst, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			}
+		}
+	}
+	return s, true
+}
+
+// sampleRSS reads pid's resident set every 50 ms until stop is closed and
+// sends the reading with the largest resident set, so that the peak
+// (VmHWM) can be told apart into anonymous and file-backed memory.
+func sampleRSS(pid int, stop <-chan struct{}) <-chan rssSample {
+	out := make(chan rssSample, 1)
+	go func() {
+		var top rssSample
+		for {
+			if s, ok := readRSS(pid); ok && s.rss > top.rss {
+				top = s
+			}
+			select {
+			case <-stop:
+				out <- top
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return out
 }
 
 // cpuTime is the process's user and system CPU time so far

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -118,15 +119,24 @@ func (p *Profiler) write(path string, heap uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.peak = max(p.peak, heap)
-	f, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	// A new file of a random name (created exclusively, mode 0600), then
+	// renamed over path: the profile may be written as root into a
+	// directory others can write (/tmp), where a fixed staging name could
+	// be a planted symlink (followed, its target overwritten) or a planted
+	// file readable by others; a rename replaces a symlink at path rather
+	// than following it.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err == nil {
 		err = pprof.Lookup("heap").WriteTo(f, 0)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-	}
-	if err == nil {
-		err = os.Rename(path+".tmp", path)
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
 	}
 	if err != nil && !p.warned && p.warn != nil {
 		fmt.Fprintf(p.warn, "warning: %s: heap profile not written: %v\n", EnvVar, err)

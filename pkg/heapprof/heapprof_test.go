@@ -85,3 +85,41 @@ func TestUnwritableProfileWarnsOnce(t *testing.T) {
 }
 
 func sleep() { time.Sleep(10 * time.Millisecond) }
+
+// TestProfileDoesNotWriteThroughPlantedFiles: the profile is written as
+// root, often to a path in a directory others can write (/tmp). A symlink
+// planted at the staging name must not be followed (it would truncate and
+// overwrite its target), and a file planted there readable by others must
+// not receive the profile.
+func TestProfileDoesNotWriteThroughPlantedFiles(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "heap.pprof")
+	if err := os.Symlink(victim, path+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	StartFile(path, false, nil).Stop()
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "keep me" {
+		t.Errorf("the symlink's target was written: %q, %v", data, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(data, gzipMagic) {
+		t.Fatalf("profile: %d bytes, %v", len(data), err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("profile %v, %v: want a regular file of mode 0600", fi, err)
+	}
+
+	// A world-readable file planted at the staging name.
+	path2 := filepath.Join(dir, "heap2.pprof")
+	if err := os.WriteFile(path2+".tmp", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	StartFile(path2, false, nil).Stop()
+	if fi, err := os.Stat(path2); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("profile %v, %v: want mode 0600", fi, err)
+	}
+}

@@ -106,8 +106,9 @@ func (s State) reader() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(s.Content)), nil
 }
 
-// Load returns s with its content in Content (read now when ReadState
-// left a large file on the host), for callers that need the bytes.
+// Load returns s with its content in Content (read now, to its end, when
+// ReadState left a large file on the host), for callers that need the
+// bytes.
 func (s State) Load() (State, error) {
 	if s.src == nil {
 		return s, nil
@@ -117,7 +118,10 @@ func (s State) Load() (State, error) {
 		return s, err
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, s.src.size+1))
+	// To the end, not to the size seen before: a file that grew since
+	// (a log, a file another agent appends to) would be cut short, and an
+	// Append planned from it would rewrite it without what it grew by.
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return s, err
 	}

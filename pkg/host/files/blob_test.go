@@ -157,3 +157,30 @@ func TestFetchRefusesAnUnwritableStagingDirectory(t *testing.T) {
 		t.Errorf("error = %v, want ErrUnavailable naming the staging", err)
 	}
 }
+
+// TestLoadReadsAFileThatGrew: a large file left on the host by ReadState
+// and appended to before Load (a log, a file another agent writes) is
+// read to its end: an Append planned from it keeps every byte the file has.
+func TestLoadReadsAFileThatGrew(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "grows")
+	content := big(InlineMax+10, 1)
+	must(t, os.WriteFile(p, content, 0o644))
+	cur, err := ReadState(p)
+	must(t, err)
+	more := big(InlineMax/2, 2)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.Write(more)
+	must(t, err)
+	must(t, f.Close())
+	cur, err = cur.Load()
+	must(t, err)
+	c := Plan(Desired{Path: "/grows", Content: []byte("tail\n"), Mode: 0o644, Append: true, UID: os.Getuid(), GID: os.Getgid()}, p, cur)
+	must(t, Apply(c))
+	got, err := os.ReadFile(p)
+	must(t, err)
+	want := append(append(append([]byte{}, content...), more...), "tail\n"...)
+	if !bytes.Equal(got, want) {
+		t.Errorf("after the append the file has %d bytes, want %d (the bytes it grew by are kept)", len(got), len(want))
+	}
+}

@@ -87,6 +87,8 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
 			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
+		case errors.Is(err, files.ErrStaging):
+			return fileEntry{}, hostErr(hintStaging, "%s.source: %w", fp, err)
 		case err != nil:
 			return fileEntry{}, errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
 		}

@@ -437,3 +437,26 @@ func TestContainerdWaitsForCRI(t *testing.T) {
 		t.Fatalf("second run: %+v, %v, waited %d", res, err, waited)
 	}
 }
+
+// TestStagingDirectoryUnusable: a source that cannot be staged ($TMPDIR
+// missing, read-only or full) is the host's problem, not the URL's: the
+// error names the field and $TMPDIR, its class is HostPreparationFailed
+// with a hint about the staging directory (not one about reaching the
+// URL), and nothing is written.
+func TestStagingDirectoryUnusable(t *testing.T) {
+	h := newTestHost(t)
+	before := snapshot(t, h.root)
+	cfg := h.fullSpec(t, nil)
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	err := Check(context.Background(), h.env(nil), Steps(cfg))
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.HostPreparationFailed {
+		t.Fatalf("err = %v, want class HostPreparationFailed", err)
+	}
+	if !strings.Contains(err.Error(), "spec.host.files[3].source") || !strings.Contains(ce.Hint, "TMPDIR") {
+		t.Errorf("err = %v (hint %q), want the field and a hint naming $TMPDIR", err, ce.Hint)
+	}
+	if d := diffSnapshots(before, snapshot(t, h.root)); len(d) > 0 {
+		t.Errorf("check changed the host: %v", d)
+	}
+}

@@ -36,7 +36,8 @@ var ErrDigestMismatch = errors.New("sha256 mismatch")
 // resolved under root) — into a Blob, in pieces, and checks on the way
 // that its hex SHA-256 is wantSHA256: memory use does not grow with the
 // content's size. The caller closes the Blob. Errors wrap ErrUnavailable
-// or ErrDigestMismatch (no Blob is left then); the content itself never
+// (and ErrStaging when the Blob could not be written) or
+// ErrDigestMismatch (no Blob is left then); the content itself never
 // appears in an error. client may be nil (a client with a 60s timeout is
 // used).
 func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 string) (*Blob, error) {
@@ -126,6 +127,12 @@ func fetchOnce(ctx context.Context, client *http.Client, rawURL string) (*Blob, 
 	return b, sum, errors.Is(err, errRead), err
 }
 
+// ErrStaging marks a failure to stage the content on this machine (a
+// temporary file in os.TempDir, that is $TMPDIR or /tmp: missing, not
+// writable, full), not to get it from its source. Such errors wrap
+// ErrUnavailable as well.
+var ErrStaging = errors.New("staging the content")
+
 // errRead marks a failure to read the source (not to stage it).
 var errRead = errors.New("reading the source")
 
@@ -134,7 +141,7 @@ var errRead = errors.New("reading the source")
 func stage(r io.Reader) (*Blob, []byte, error) {
 	b, err := newBlob()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: staging the content: %v", ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, os.TempDir(), err)
 	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(b.f, h), readErrors{io.LimitReader(r, MaxFetchBytes+1)}, make([]byte, copyBuf))
@@ -142,7 +149,7 @@ func stage(r io.Reader) (*Blob, []byte, error) {
 	case errors.Is(err, errRead):
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
-		err = fmt.Errorf("%w: staging the content in %s: %v", ErrUnavailable, os.TempDir(), err)
+		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, os.TempDir(), err)
 	case n > MaxFetchBytes:
 		err = fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
 	}

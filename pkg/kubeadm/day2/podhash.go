@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 
@@ -25,6 +26,17 @@ const (
 	// "file" for a manifest of its static pod directory.
 	configSourceAnnotation = "kubernetes.io/config.source"
 )
+
+// ErrNodeProxyForbidden marks a wait that ended because the API server
+// refused, forbiddenChecks times in a row, to give the kubelet's pods
+// through its node proxy: the credential lacks the nodes/proxy permission
+// (get), and waiting longer would not change that.
+var ErrNodeProxyForbidden = errors.New("the API server forbids reading the kubelet's pods through its node proxy")
+
+// forbiddenChecks is how many checks in a row answered 403 Forbidden by
+// the node proxy end the wait (not one: an API server that has just
+// started may refuse until its authorizer has read the RBAC rules).
+const forbiddenChecks = 3
 
 // StaticPodsCurrent is the wait until the kubelet runs the static pods of
 // the manifests now on disk (WaitStaticPodsCurrent).
@@ -64,7 +76,9 @@ type StaticPodsCurrent struct {
 //
 // It gives up after w.Timeout or Timeout/Interval+1 checks, whichever
 // comes first, with an *errclass.Error of class ControlPlaneUnhealthy, a
-// hint, and what the last check saw; ctx's end ends it with ctx's error.
+// hint, and what the last check saw; at once, wrapping
+// ErrNodeProxyForbidden, when the node proxy answered 403 Forbidden
+// forbiddenChecks times in a row; ctx's end ends it with ctx's error.
 func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 	if len(w.Components) == 0 {
 		return nil
@@ -77,7 +91,7 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 	}
 	deadline := time.Now().Add(w.Timeout)
 	maxChecks := int(w.Timeout/w.Interval) + 1
-	checks := 0
+	checks, forbidden := 0, 0
 	last := errors.New("not checked")
 	for checks < maxChecks && time.Now().Before(deadline) {
 		checks++
@@ -90,6 +104,13 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !apierrors.IsForbidden(err) {
+			forbidden = 0
+		} else if forbidden++; forbidden >= forbiddenChecks {
+			return errclass.New(errclass.ControlPlaneUnhealthy,
+				"The credential machineadm uses (the node's admin.conf) may not get nodes/proxy: grant it (kubeadm's admin credential has it through cluster-admin), then run machineadm upgrade again.",
+				fmt.Errorf("%w (Node %s, %d checks in a row): %w", ErrNodeProxyForbidden, w.Node, forbidden, err))
 		}
 		if !cut || checks == 1 {
 			// A check cut short by the deadline says less than the

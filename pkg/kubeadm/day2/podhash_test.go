@@ -30,6 +30,10 @@ type kubeletView struct {
 	ready   map[string]bool
 	reads   int
 	step    func(v *kubeletView, reads int)
+	// forbid answers the node proxy 403 (a credential without
+	// nodes/proxy); proxyReads counts its requests.
+	forbid     bool
+	proxyReads int
 }
 
 func (k *kubeletView) serve(t *testing.T) kubernetes.Interface {
@@ -49,7 +53,15 @@ func (k *kubeletView) serve(t *testing.T) kubernetes.Interface {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/nodes/cp1/proxy/pods" && k.forbid {
+			k.proxyReads++
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
+				Message: `nodes "cp1" is forbidden: User "restricted" cannot get resource "nodes/proxy" in API group "" at the cluster scope`})
+			return
+		}
 		if r.URL.Path == "/api/v1/nodes/cp1/proxy/pods" {
+			k.proxyReads++
 			l := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
 			for c, h := range k.kubelet {
 				l.Items = append(l.Items, pod(c, h, false))
@@ -181,5 +193,49 @@ func TestWaitStaticPodsCurrentTimeout(t *testing.T) {
 	// No timeout is a programming error, not an endless wait.
 	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}}); err == nil {
 		t.Errorf("no timeout: err = nil")
+	}
+}
+
+// TestWaitStaticPodsCurrentForbidden: a credential without nodes/proxy
+// never gets the kubelet's pods; a few answers in a row say so (not one:
+// an API server that has just started may refuse for a moment), and the
+// wait ends then with ErrNodeProxyForbidden, a hint naming the permission,
+// instead of asking again until its timeout and blaming the kubelet.
+func TestWaitStaticPodsCurrentForbidden(t *testing.T) {
+	k := &kubeletView{forbid: true}
+	c := k.serve(t)
+	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 20 * time.Second, Interval: 20 * time.Millisecond})
+	var ce *errclass.Error
+	if !errors.Is(err, ErrNodeProxyForbidden) || !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || !strings.Contains(ce.Hint, "nodes/proxy") {
+		t.Fatalf("err = %v, want ErrNodeProxyForbidden, class ControlPlaneUnhealthy, a hint naming nodes/proxy", err)
+	}
+	k.mu.Lock()
+	n := k.proxyReads
+	k.mu.Unlock()
+	if n != forbiddenChecks {
+		t.Errorf("%d requests to the node proxy, want %d", n, forbiddenChecks)
+	}
+
+	// Refused once, then allowed: the wait goes on and ends well.
+	k = &kubeletView{forbid: true,
+		kubelet: map[string]string{"kube-apiserver": "a2"},
+		mirror:  map[string]string{"kube-apiserver": "a2"},
+		ready:   map[string]bool{"kube-apiserver": true},
+	}
+	c = k.serve(t)
+	go func() {
+		for {
+			time.Sleep(10 * time.Millisecond)
+			k.mu.Lock()
+			if k.proxyReads > 0 {
+				k.forbid = false
+				k.mu.Unlock()
+				return
+			}
+			k.mu.Unlock()
+		}
+	}()
+	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute, Interval: 200 * time.Millisecond}); err != nil {
+		t.Errorf("refused once, then allowed: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package files
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -67,6 +68,17 @@ func (b *Blob) Close() error {
 	return err
 }
 
+// readExamined reads hostPath whole if it is still the file fi described
+// (openExamined).
+func readExamined(hostPath string, fi os.FileInfo) ([]byte, error) {
+	f, err := openExamined(hostPath, fi)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 // source gives content that is not held in State.Content: a large host
 // file (ReadState) or a Blob.
 type source struct {
@@ -74,8 +86,29 @@ type source struct {
 	open func() (io.ReadCloser, error)
 }
 
-func fileSource(hostPath string, size int64) *source {
-	return &source{size: size, open: func() (io.ReadCloser, error) { return os.Open(hostPath) }}
+// fileSource reads the host file hostPath that fi (os.Lstat) described.
+func fileSource(hostPath string, fi os.FileInfo) *source {
+	return &source{size: fi.Size(), open: func() (io.ReadCloser, error) { return openExamined(hostPath, fi) }}
+}
+
+// openExamined opens hostPath for reading if it is still the file fi
+// (os.Lstat, a regular file) described: a path replaced since, by a
+// symlink to a key for instance, is refused rather than read (its content
+// would be compared, or an append would copy it into the file).
+func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return nil, err
+	}
+	ofi, err := f.Stat()
+	if err == nil && !os.SameFile(fi, ofi) {
+		err = fmt.Errorf("%s changed while machineadm read it: it is no longer the file examined", hostPath)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // source is the Blob as a State's content (one per Blob, so that a

@@ -184,3 +184,30 @@ func TestLoadReadsAFileThatGrew(t *testing.T) {
 		t.Errorf("after the append the file has %d bytes, want %d (the bytes it grew by are kept)", len(got), len(want))
 	}
 }
+
+// TestContentReadFromTheFileExamined: ReadState looked at a regular file;
+// if the path is then replaced by a symlink (to a key, say), the content
+// read later for the comparison or an append is not the link's target's:
+// Load fails and the comparison counts the content as different.
+func TestContentReadFromTheFileExamined(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "key")
+	must(t, os.WriteFile(secret, big(InlineMax+10, 7), 0o600))
+	for _, size := range []int{InlineMax + 10, 10} {
+		p := filepath.Join(dir, "target")
+		must(t, os.WriteFile(p, big(size, 1), 0o644))
+		cur, err := ReadState(p)
+		must(t, err)
+		must(t, os.Remove(p))
+		must(t, os.Symlink(secret, p))
+		l, err := cur.Load()
+		if err == nil && bytes.Equal(l.Content, big(InlineMax+10, 7)) {
+			t.Errorf("size %d: Load read the symlink's target", size)
+		}
+		d := Desired{Path: "/target", Content: big(InlineMax+10, 7), Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}
+		if size > InlineMax && !Plan(d, p, cur).ContentChanged() {
+			t.Errorf("size %d: the symlink's target was compared as the file's content", size)
+		}
+		must(t, os.Remove(p))
+	}
+}

@@ -67,8 +67,8 @@ func ReadState(hostPath string) (State, error) {
 	}
 	st := State{Exists: true, Mode: fi.Mode().Perm()}
 	if fi.Size() > InlineMax {
-		st.src = fileSource(hostPath, fi.Size())
-	} else if st.Content, err = os.ReadFile(hostPath); err != nil {
+		st.src = fileSource(hostPath, fi)
+	} else if st.Content, err = readExamined(hostPath, fi); err != nil {
 		return State{}, err
 	}
 	st.UID, st.GID = fileOwner(fi)

@@ -30,9 +30,10 @@ type kubeletView struct {
 	ready   map[string]bool
 	reads   int
 	step    func(v *kubeletView, reads int)
-	// forbid answers the node proxy 403 (a credential without
-	// nodes/proxy); proxyReads counts its requests.
-	forbid     bool
+	// forbid is how many node proxy requests are answered 403 (a
+	// credential without nodes/proxy), below 0 all; proxyReads counts
+	// the requests.
+	forbid     int
 	proxyReads int
 }
 
@@ -53,8 +54,9 @@ func (k *kubeletView) serve(t *testing.T) kubernetes.Interface {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path == "/api/v1/nodes/cp1/proxy/pods" && k.forbid {
+		if r.URL.Path == "/api/v1/nodes/cp1/proxy/pods" && k.forbid != 0 {
 			k.proxyReads++
+			k.forbid--
 			w.WriteHeader(http.StatusForbidden)
 			_ = json.NewEncoder(w).Encode(&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
 				Message: `nodes "cp1" is forbidden: User "restricted" cannot get resource "nodes/proxy" in API group "" at the cluster scope`})
@@ -202,7 +204,7 @@ func TestWaitStaticPodsCurrentTimeout(t *testing.T) {
 // wait ends then with ErrNodeProxyForbidden, a hint naming the permission,
 // instead of asking again until its timeout and blaming the kubelet.
 func TestWaitStaticPodsCurrentForbidden(t *testing.T) {
-	k := &kubeletView{forbid: true}
+	k := &kubeletView{forbid: -1}
 	c := k.serve(t)
 	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 20 * time.Second, Interval: 20 * time.Millisecond})
 	var ce *errclass.Error
@@ -217,25 +219,13 @@ func TestWaitStaticPodsCurrentForbidden(t *testing.T) {
 	}
 
 	// Refused once, then allowed: the wait goes on and ends well.
-	k = &kubeletView{forbid: true,
+	k = &kubeletView{forbid: 1,
 		kubelet: map[string]string{"kube-apiserver": "a2"},
 		mirror:  map[string]string{"kube-apiserver": "a2"},
 		ready:   map[string]bool{"kube-apiserver": true},
 	}
 	c = k.serve(t)
-	go func() {
-		for {
-			time.Sleep(10 * time.Millisecond)
-			k.mu.Lock()
-			if k.proxyReads > 0 {
-				k.forbid = false
-				k.mu.Unlock()
-				return
-			}
-			k.mu.Unlock()
-		}
-	}()
-	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute, Interval: 200 * time.Millisecond}); err != nil {
+	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute, Interval: 20 * time.Millisecond}); err != nil {
 		t.Errorf("refused once, then allowed: %v", err)
 	}
 }

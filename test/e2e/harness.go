@@ -34,6 +34,9 @@ type env struct {
 	machineadm string // the machineadm binary copied into machines
 	keep       bool   // MACHINEADM_E2E_KEEP=1: keep failed machines
 	demo       *demo  // `make demo` (demo.go): nil in other runs
+	// inotifyRestore is the host's fs.inotify.max_user_instances before
+	// the run raised it (hostlimits.go); 0 when it was high enough.
+	inotifyRestore int
 
 	mu       sync.Mutex
 	machines []*Machine
@@ -50,7 +53,8 @@ func getenv(k, def string) string {
 }
 
 // setupEnv checks the prerequisites, removes what a killed earlier run left
-// behind and creates the bridge.
+// behind, raises the host's inotify instance limit for the machines
+// (raiseInotifyInstances; teardown puts it back) and creates the bridge.
 func setupEnv(ctx context.Context) (*env, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the e2e test needs root (systemd-nspawn, bridges, cgroups)")
@@ -88,7 +92,11 @@ func setupEnv(ctx context.Context) (*env, error) {
 	if err := os.MkdirAll(e.runDir, 0o700); err != nil {
 		return nil, err
 	}
+	if e.inotifyRestore, err = raiseInotifyInstances(); err != nil {
+		return nil, err
+	}
 	if err := createBridge(ctx); err != nil {
+		_ = restoreInotifyInstances(e.inotifyRestore)
 		return nil, err
 	}
 	return e, nil
@@ -100,8 +108,9 @@ func (e *env) imagePath(name string) string {
 	return filepath.Join(e.cache, "images", name+".tar")
 }
 
-// teardown stops every machine still running, deletes the bridge and, on
-// success (or without MACHINEADM_E2E_KEEP), the run directory.
+// teardown stops every machine still running, deletes the bridge, puts
+// back the host's inotify instance limit and, on success (or without
+// MACHINEADM_E2E_KEEP), the run directory.
 func (e *env) teardown(failed bool) error {
 	var errs []error
 	e.mu.Lock()
@@ -114,6 +123,9 @@ func (e *env) teardown(failed bool) error {
 		}
 	}
 	if err := deleteBridge(context.Background()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := restoreInotifyInstances(e.inotifyRestore); err != nil {
 		errs = append(errs, err)
 	}
 	if !failed || !e.keep {

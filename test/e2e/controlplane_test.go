@@ -77,7 +77,8 @@ const (
 //   - scaled to 1: 1 control-plane Machine, 1 healthy etcd member, while
 //     the API server's /readyz is probed through the endpoint every 200 ms
 //     (a run of failures longer than cpMaxOutage fails the test);
-//   - the Cluster deleted, and the same creation with
+//   - the Cluster deleted (its Machines, Secrets and machine templates
+//     gone), and the same creation with
 //     `MACHINEADM_RUNTIME=Systemd` (controlPlane.runtime: Systemd, the
 //     binaries delivered by binarySources) at v1.37.2: 3 Ready control
 //     planes, 3 etcd members, no control-plane pod on their Nodes.
@@ -588,7 +589,10 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 		t.Fatalf("Cluster %s not gone within %s (last: %s): %v", capiCluster, timeout, last, err)
 	}
 	// The control plane's CA and kubeconfig Secrets go with it (garbage
-	// collection): the next Cluster of the same name makes its own.
+	// collection): the next Cluster of the same name makes its own. So do
+	// the infrastructure machine templates, which the control plane and
+	// the MachineDeployment make the Cluster own: one left behind would
+	// be garbage-collected under the next Cluster that applies it again.
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, n := range []string{capiCluster + "-ca", capiCluster + "-etcd", capiCluster + "-kubeconfig"} {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: n}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -596,10 +600,18 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 				return false, nil
 			}
 		}
+		for _, n := range []string{cpName, cpWorkers} {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(infraGVK("NspawnMachineTemplate"))
+			if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: n}, u); !apierrors.IsNotFound(err) {
+				last = fmt.Sprintf("NspawnMachineTemplate %s: %v (owners %v)", n, err, u.GetOwnerReferences())
+				return false, nil
+			}
+		}
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the deleted Cluster's Secrets are still there (last: %s): %v", last, err)
+		t.Fatalf("the deleted Cluster's Secrets or machine templates are still there (last: %s): %v", last, err)
 	}
 }
 

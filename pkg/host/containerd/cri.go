@@ -7,12 +7,23 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // CRIPollInterval is how often WaitCRIReady asks the runtime.
 const CRIPollInterval = 500 * time.Millisecond
+
+// CRIUnimplementedGrace is how long WaitCRIReady keeps asking a runtime
+// whose gRPC server answers but serves no CRI v1 RuntimeService before
+// it gives up. containerd registers every gRPC service before it serves,
+// so such an answer means its CRI plugin failed to load (for example
+// "failed to create fsnotify watcher: too many open files") and will not
+// come back without a fix and a restart; the grace only covers a
+// process being replaced under the socket.
+const CRIUnimplementedGrace = 5 * time.Second
 
 // WaitCRIReady waits until the CRI runtime at endpoint
 // ("unix:///run/containerd/containerd.sock") answers a CRI Status call
@@ -20,7 +31,9 @@ const CRIPollInterval = 500 * time.Millisecond
 // restarted containerd accepts connections before its CRI plugin is
 // initialised ("server is not initialized yet"); kubeadm's preflight would
 // fail on such a runtime. The error of the last attempt is returned on
-// timeout.
+// timeout. A runtime that answers without a CRI v1 RuntimeService
+// (gRPC Unimplemented) for CRIUnimplementedGrace is an error at once,
+// which says that containerd's CRI plugin did not load.
 func WaitCRIReady(ctx context.Context, endpoint string, timeout time.Duration) error {
 	target := endpoint
 	if !strings.HasPrefix(target, "unix://") {
@@ -35,10 +48,18 @@ func WaitCRIReady(ctx context.Context, endpoint string, timeout time.Duration) e
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
+	var unimplementedSince time.Time
 	for {
 		last = criReady(ctx, client)
 		if last == nil {
 			return nil
+		}
+		if status.Code(last) != codes.Unimplemented {
+			unimplementedSince = time.Time{}
+		} else if unimplementedSince.IsZero() {
+			unimplementedSince = time.Now()
+		} else if time.Since(unimplementedSince) >= CRIUnimplementedGrace {
+			return fmt.Errorf("the runtime at %s answers but serves no CRI v1 RuntimeService (containerd's CRI plugin did not load: its log says why, after \"failed to load plugin io.containerd.grpc.v1.cri\"): %w", endpoint, last)
 		}
 		select {
 		case <-ctx.Done():

@@ -124,7 +124,7 @@ func (r *Reconciler) createMachine(ctx context.Context, mcp *cpv1.MachineadmCont
 	name := mcp.Name + "-" + utilrand.String(5)
 	labels := machineLabels(mcp, cl.Name)
 	ref := mcp.Spec.MachineTemplate.Spec.InfrastructureRef
-	infra, err := r.cloneInfrastructure(ctx, mcp, ref, name, labels)
+	infra, err := r.cloneInfrastructure(ctx, mcp, cl, ref, name, labels)
 	if err != nil {
 		return "", err
 	}
@@ -184,8 +184,10 @@ func machineDeletion(mcp *cpv1.MachineadmControlPlane) clusterv1.MachineDeletion
 // cloneInfrastructure creates the infrastructure machine from the
 // template's spec.template (kind without the "Template" suffix, the
 // version the API server prefers for the group), with Cluster API's
-// cloned-from annotations.
-func (r *Reconciler) cloneInfrastructure(ctx context.Context, mcp *cpv1.MachineadmControlPlane, ref clusterv1.ContractVersionedObjectReference, name string, labels map[string]string) (*unstructured.Unstructured, error) {
+// cloned-from annotations. The template itself gets the Cluster as an
+// owner (ensureClusterOwner), as the kubeadm control-plane provider does,
+// so that it goes with the Cluster.
+func (r *Reconciler) cloneInfrastructure(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference, name string, labels map[string]string) (*unstructured.Unstructured, error) {
 	mapping, err := r.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
 	if err != nil {
 		return nil, fmt.Errorf("spec.machineTemplate.spec.infrastructureRef: %w", err)
@@ -194,6 +196,9 @@ func (r *Reconciler) cloneInfrastructure(ctx context.Context, mcp *cpv1.Machinea
 	tpl.SetGroupVersionKind(mapping.GroupVersionKind)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: ref.Name}, tpl); err != nil {
 		return nil, fmt.Errorf("spec.machineTemplate.spec.infrastructureRef: %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	if err := r.ensureClusterOwner(ctx, tpl, cl); err != nil {
+		return nil, fmt.Errorf("%s %s: making Cluster %s its owner: %w", ref.Kind, ref.Name, cl.Name, err)
 	}
 	spec, _, err := unstructured.NestedMap(tpl.Object, "spec", "template", "spec")
 	if err != nil {
@@ -231,6 +236,25 @@ func (r *Reconciler) cloneInfrastructure(ctx context.Context, mcp *cpv1.Machinea
 		return nil, fmt.Errorf("creating %s %s: %w", obj.GetKind(), name, err)
 	}
 	return obj, nil
+}
+
+// ensureClusterOwner adds the Cluster to obj's owner references (not as
+// controller) when it is not there: the infrastructure machine template
+// a MachineadmControlPlane names is then garbage-collected with the
+// Cluster instead of staying behind, as the kubeadm control-plane
+// provider arranges for its templates. ClusterClass templates, which the
+// topology controller owns already, are left as they are.
+func (r *Reconciler) ensureClusterOwner(ctx context.Context, obj *unstructured.Unstructured, cl *clusterv1.Cluster) error {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.UID == cl.UID {
+			return nil
+		}
+	}
+	before := obj.DeepCopy()
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), metav1.OwnerReference{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cl.Name, UID: cl.UID,
+	}))
+	return r.Client.Patch(ctx, obj, client.MergeFrom(before))
 }
 
 // syncInPlace brings a Machine's labels, annotations and deletion

@@ -582,3 +582,53 @@ func TestEnvtestFirstMachineRemediatedBeforeInit(t *testing.T) {
 		t.Fatal("initialised without a Node")
 	}
 }
+
+// TestEnvtestInfraTemplateOwnedByCluster: the infrastructure machine
+// template the control plane clones gets the Cluster as an owner (not a
+// controller) with its first Machine, once only, keeping the owners it
+// had, so that it is garbage-collected with the Cluster. Before, the
+// e2e's re-created Cluster found its deleted predecessor's template
+// still there ("unchanged").
+func TestEnvtestInfraTemplateOwnedByCluster(t *testing.T) {
+	f := newFixture(t, 1, nil)
+	tpl := &unstructured.Unstructured{}
+	tpl.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1alpha1")
+	tpl.SetKind("FakeMachineTemplate")
+	f.must(k8s.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "tpl1"}, tpl))
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "0000-keeper"}
+	p := client.MergeFrom(tpl.DeepCopy())
+	tpl.SetOwnerReferences([]metav1.OwnerReference{other})
+	f.must(k8s.Patch(f.ctx, tpl, p))
+
+	f.reconcile()
+	if n := len(f.live()); n != 1 {
+		t.Fatalf("%d Machines, want 1", n)
+	}
+	check := func() {
+		t.Helper()
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(tpl.GroupVersionKind())
+		f.must(k8s.Get(f.ctx, client.ObjectKeyFromObject(tpl), got))
+		refs := got.GetOwnerReferences()
+		cluster, kept := 0, false
+		for _, o := range refs {
+			switch {
+			case o.UID == f.cluster.UID:
+				cluster++
+				if o.Kind != "Cluster" || o.Name != "c1" || o.APIVersion != clusterv1.GroupVersion.String() || (o.Controller != nil && *o.Controller) {
+					t.Errorf("owner reference to the Cluster: %+v", o)
+				}
+			case o.UID == other.UID:
+				kept = true
+			}
+		}
+		if cluster != 1 || !kept {
+			t.Fatalf("template owners %+v: want the Cluster once and the earlier owner kept", refs)
+		}
+	}
+	check()
+	// Again (a later Machine from the same template): no second reference.
+	f.must(f.r.ensureClusterOwner(f.ctx, tpl, f.cluster))
+	f.must(f.r.ensureClusterOwner(f.ctx, tpl, f.cluster))
+	check()
+}

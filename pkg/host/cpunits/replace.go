@@ -95,7 +95,8 @@ type backupFile struct {
 }
 
 // Replace moves one running unit to c: when c's unit or environment
-// file differ from the host, or the binary c runs (Command[0]) changed
+// file differ from the host (the unit carries its credentials' stamp,
+// StampCredentials, so a rewritten credential file counts), or the binary c runs (Command[0]) changed
 // since the unit was last seen healthy, it backs up the unit file, the
 // environment file and the binary the installed unit runs (once per
 // change: a backup that is still Pending, from a run that was
@@ -107,6 +108,10 @@ type backupFile struct {
 // second Replace changes nothing.
 func Replace(ctx context.Context, c Component, opts ReplaceOptions) (ReplaceResult, error) {
 	res := ReplaceResult{Unit: c.Unit()}
+	c, err := StampCredentials(opts.Root, c)
+	if err != nil {
+		return res, err
+	}
 	rendered, err := Render(c)
 	if err != nil {
 		return res, err

@@ -379,7 +379,11 @@ func TestComplianceProfileSystemd(t *testing.T) {
 		if m.Name == w1.Name {
 			return nil
 		}
-		if err := os.WriteFile(filepath.Join(m.Root, kubeBenchSystemdConfigFile), benchCfg, 0o644); err != nil {
+		cfgFile := filepath.Join(m.Root, kubeBenchSystemdConfigFile)
+		if err := os.MkdirAll(filepath.Dir(cfgFile), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfgFile, benchCfg, 0o644); err != nil {
 			return err
 		}
 		for _, b := range systemdUnits {

@@ -178,7 +178,8 @@ func TestAPIServerConfigBadKeyHostUntouched(t *testing.T) {
 // and written before the kubeadm phase created the accounts. The accounts
 // step now runs first, and host-check resolves such an owner when the
 // file is written: a spec.host.files entry and the API server's
-// configuration end up owned by kubeadm-kas.
+// webhook kubeconfig (named inside its authorization configuration) end
+// up owned by kubeadm-kas; the files its flags name stay root's.
 func TestAccountOwnedFilesWithSystemd(t *testing.T) {
 	if _, err := exec.LookPath("systemd-sysusers"); err != nil || os.Geteuid() != 0 {
 		t.Skip("needs systemd-sysusers and root")
@@ -195,10 +196,18 @@ func TestAccountOwnedFilesWithSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the accounts step did not create kubeadm-kas: %v", err)
 	}
-	for _, p := range []string{"/etc/kubernetes/extra/owned.conf", apiserverconfig.EncryptionConfigFile, apiserverconfig.AuditPolicyFile} {
+	for _, p := range []string{"/etc/kubernetes/extra/owned.conf", apiserverconfig.AuthorizationWebhookKubeConfigFile("opa")} {
 		mode, uid, gid := stat(t, filepath.Join(h.root, p))
 		if mode != 0o600 || int(uid) != kas || int(gid) == 0 {
 			t.Errorf("%s: %04o %d:%d, want 0600 owned by kubeadm-kas (%d)", p, mode, uid, gid, kas)
+		}
+	}
+	// The files the API server's flags name reach its unit as systemd
+	// credentials: they stay root's, as with static pods.
+	for _, p := range []string{apiserverconfig.EncryptionConfigFile, apiserverconfig.AuditPolicyFile, apiserverconfig.AuthorizationConfigFile} {
+		mode, uid, gid := stat(t, filepath.Join(h.root, p))
+		if mode != 0o600 || uid != 0 || gid != 0 {
+			t.Errorf("%s: %04o %d:%d, want 0600 root:root (a credential of the unit)", p, mode, uid, gid)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func init() {
 	// Order 12: after accounts (5) and files (10, which may deliver the
 	// key and kubeconfig files this step reads), before kubeadm.
 	Register(Concern{Order: 12, Name: StepAPIServerConfig,
-		Short: "Write the API server's audit policy, encryption, authentication and authorization configuration and webhook kubeconfigs (0600, owned by the API server's account)",
+		Short: "Write the API server's audit policy, encryption, authentication and authorization configuration and webhook kubeconfigs (root 0600; with runtime Systemd a webhook kubeconfig named only inside another file is the API server account's)",
 		Class: errclass.HostPreparationFailed, OS: []string{OSLinux},
 		// Its fields are spec.controlPlane.apiServer.audit, encryption,
 		// authentication and authorization (Fields lists spec.host only).
@@ -56,9 +56,11 @@ type apiServerPlan struct {
 // apiServerChecker reads the secrets of the API server's typed security
 // settings (keys, webhook kubeconfigs), builds every file
 // (apiserverconfig.Files, checked with the upstream validation) and
-// decides their owner: root with static pods; the API server's account
-// kubeadm-kas with the Systemd runtime (created by the accounts step, so
-// resolved when written). Nothing is changed.
+// decides their owner: root, and with the Systemd runtime the API
+// server's account kubeadm-kas for the files named only inside another
+// file (the authorization webhooks' kubeconfigs; created by the accounts
+// step, so resolved when written): the unit gets the files its flags name
+// as credentials. Nothing is changed.
 func apiServerChecker(cfg *machineadm.MachineBootstrapConfig) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		cp := cfg.Spec.ControlPlane
@@ -76,24 +78,38 @@ func apiServerChecker(cfg *machineadm.MachineBootstrapConfig) checker {
 			}
 			return nil, errclass.New(errclass.InvalidSpec, hintAPIServerSecret, err)
 		}
-		user, group := "0", "0"
-		if cp.Runtime == machineadm.RuntimeSystemd {
-			user, group = cpunits.APIServerUser, cpunits.APIServerUser
-		}
 		ids, err := files.LoadIDs(env.root())
 		if err != nil {
 			return nil, hostErr(hintFileOwner, "%s: %w", StepAPIServerConfig, err)
 		}
-		own, err := resolveOwner(ids, user, group, pendingAccounts(cfg), "spec.controlPlane.runtime", "spec.controlPlane.runtime")
+		root, err := resolveOwner(ids, "0", "0", pendingAccounts(cfg), "spec.controlPlane.runtime", "spec.controlPlane.runtime")
 		if err != nil {
 			return nil, err
+		}
+		own := root
+		if cp.Runtime == machineadm.RuntimeSystemd {
+			if own, err = resolveOwner(ids, cpunits.APIServerUser, cpunits.APIServerUser, pendingAccounts(cfg), "spec.controlPlane.runtime", "spec.controlPlane.runtime"); err != nil {
+				return nil, err
+			}
+		}
+		// A file a flag names reaches a unit as a credential, read by
+		// systemd as root; a file named only inside another (an
+		// authorization webhook's kubeconfig) is opened by the API
+		// server itself.
+		flagged := map[string]bool{}
+		for _, a := range apiserverconfig.Flags(&cp.APIServer) {
+			flagged[a.Value] = true
 		}
 		var p apiServerPlan
 		for _, f := range fs {
 			if err := withheld(env, f.Field, f.Path); err != nil {
 				return nil, err
 			}
-			p.entries = append(p.entries, fileEntry{field: f.Field, owner: own, desired: files.Desired{
+			o := own
+			if flagged[f.Path] {
+				o = root
+			}
+			p.entries = append(p.entries, fileEntry{field: f.Field, owner: o, desired: files.Desired{
 				Path: f.Path, Content: f.Content, Mode: apiServerConfigMode,
 				// Keys and kubeconfigs never reach a diff; the others are
 				// shown as any 0600 file is (not at all).

@@ -10,6 +10,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -369,7 +370,23 @@ func certsRenewPhase() Phase {
 			if err != nil || len(renewed) == 0 {
 				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, err
 			}
-			return Result{Changed: true, Changes: renewed}, nil
+			res := Result{Changed: true, Changes: renewed}
+			if !systemd.SystemdRuntime(d.Config) {
+				return res, nil
+			}
+			// The units read their certificates and kubeconfigs as systemd
+			// credentials, copied when a unit starts: each is replaced
+			// again (its credentials' stamp changed), restarted and checked
+			// healthy, one at a time.
+			u := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+			for _, c := range upgrade.ControlPlaneComponents {
+				r, err := u.UpgradeComponent(ctx, d, c)
+				res.Changes = append(res.Changes, r.Changes...)
+				if err != nil {
+					return res, err
+				}
+			}
+			return res, nil
 		},
 	}
 }

@@ -78,3 +78,36 @@ func TestKubeadmControlPlaneOnSystemdReplacesTheUnits(t *testing.T) {
 		t.Errorf("after a failure replaced %v, want %v", rec.got, want)
 	}
 }
+
+// After a certificate renewal on a Systemd control plane the units are
+// replaced again, in kubeadm's order: they read their certificates and
+// kubeconfigs as systemd credentials, which systemd copies only when a
+// unit starts (the unit's credential stamp changed with the files). Not
+// on static pods, and not when nothing was renewed.
+func TestCertsRenewRestartsSystemdUnits(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
+	rec := &recordingUpgrader{}
+	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	for _, tc := range []struct {
+		rt      machineadm.ControlPlaneRuntime
+		renewed []string
+		want    []string
+	}{
+		{machineadm.RuntimeSystemd, []string{"renewed apiserver"}, upgrade.ControlPlaneComponents},
+		{machineadm.RuntimeSystemd, nil, nil},
+		{machineadm.RuntimeStaticPods, []string{"renewed apiserver"}, nil},
+	} {
+		rec.got = nil
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+			ControlPlane: &machineadm.ControlPlane{Runtime: tc.rt}}}
+		d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: &fakeCluster{renewed: tc.renewed}}}
+		r, err := certsRenewPhase().Run(context.Background(), d)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rt, err)
+		}
+		if !reflect.DeepEqual(rec.got, tc.want) {
+			t.Errorf("%s, renewed %q: replaced %v, want %v (%+v)", tc.rt, tc.renewed, rec.got, tc.want, r)
+		}
+	}
+}

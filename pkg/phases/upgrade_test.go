@@ -48,6 +48,8 @@ func TestKubeadmUpgradePhasesAreKubeadms(t *testing.T) {
 type fakeCluster struct {
 	calls []string
 	fail  string
+	// renewed is what RenewCertificates reports renewed.
+	renewed []string
 }
 
 func (f *fakeCluster) Drain(_ context.Context, kubeconfig, node string, _ time.Duration) ([]string, error) {
@@ -75,7 +77,7 @@ func (f *fakeCluster) RestartKubelet(_ context.Context, _ *Data, node, v string)
 
 func (f *fakeCluster) RenewCertificates(context.Context, *Data) ([]string, error) {
 	f.calls = append(f.calls, "certs")
-	return nil, nil
+	return f.renewed, nil
 }
 
 // upgradeWorker returns a worker spec at version and the Data of an

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/compliance"
@@ -73,10 +75,11 @@ type benchVerdict struct {
 // runKubeBench runs kube-bench with an explicit --benchmark (its version
 // table stops at Kubernetes 1.34) on a machine, for targets, and returns
 // each check's verdict.
-func runKubeBench(ctx context.Context, t *testing.T, m *Machine, targets string) map[string]benchVerdict {
+func runKubeBench(ctx context.Context, t *testing.T, m *Machine, targets string, extra ...string) map[string]benchVerdict {
 	t.Helper()
-	res, err := m.Exec(ctx, nil, kubeBenchBin, "run", "--benchmark", kubeBenchBenchmark, "--targets", targets,
-		"--config-dir", kubeBenchCfg, "--json", "--include-test-output")
+	argv := append([]string{kubeBenchBin, "run", "--benchmark", kubeBenchBenchmark, "--targets", targets,
+		"--config-dir", kubeBenchCfg, "--json", "--include-test-output"}, extra...)
+	res, err := m.Exec(ctx, nil, argv...)
 	_ = os.WriteFile(filepath.Join(m.Dir, "kube-bench-"+strings.ReplaceAll(targets, ",", "-")+".json"), []byte(res.Stdout), 0o600)
 	if err != nil && res.Stdout == "" {
 		t.Fatalf("%s: kube-bench: %v\n%s", m.Name, err, tail(res.Stderr, 20))
@@ -116,6 +119,48 @@ func (e *env) installKubeBench(m *Machine) error {
 	}
 	m.BindRO = append(m.BindRO, filepath.Join(e.cache, "kube-bench-cfg")+":"+kubeBenchCfg)
 	return nil
+}
+
+// kubeBenchSystemdConfig is where the Systemd machine gets the kube-bench
+// configuration of the Systemd runtime (kubeBenchSystemdConfig), passed
+// with --config.
+const kubeBenchSystemdConfigFile = "/opt/kube-bench/machineadm-systemd.yaml"
+
+// kubeBenchSystemdUnits are the files kube-bench reads for each
+// control-plane component's "pod specification file" (CIS 1.1.1-1.1.8)
+// on a control plane of runtime Systemd: its unit
+// (docs/compliance.md, "kube-bench on runtime Systemd").
+var kubeBenchSystemdUnits = map[string]string{
+	"apiserver":         "/etc/systemd/system/kube-apiserver.service",
+	"controllermanager": "/etc/systemd/system/kube-controller-manager.service",
+	"scheduler":         "/etc/systemd/system/kube-scheduler.service",
+	"etcd":              "/etc/systemd/system/etcd.service",
+}
+
+// kubeBenchSystemdConfig returns kube-bench's own cfg/config.yaml with
+// each control-plane component's unit first in master.<component>.confs
+// and as its defaultconf, as an operator edits it for a layout that is
+// not kubeadm's (kube-bench takes the first of confs that exists).
+func (e *env) kubeBenchSystemdConfig() ([]byte, error) {
+	raw, err := os.ReadFile(filepath.Join(e.cache, "kube-bench-cfg", "config.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return nil, err
+	}
+	master, _ := cfg["master"].(map[string]any)
+	for comp, unit := range kubeBenchSystemdUnits {
+		c, ok := master[comp].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("kube-bench config.yaml has no master.%s", comp)
+		}
+		confs, _ := c["confs"].([]any)
+		c["confs"] = append([]any{unit}, confs...)
+		c["defaultconf"] = unit
+	}
+	return yaml.Marshal(cfg)
 }
 
 // profileCluster makes cp1 (Init) and w1 (Join) with the given profile
@@ -303,11 +348,16 @@ func TestComplianceProfile(t *testing.T) {
 }
 
 // TestComplianceProfileSystemd makes a control plane of runtime Systemd
-// with profile cis-1.12 (waiving the runtime's by-design exceptions,
-// compliance.SystemdRuntimeExceptions) and a worker:
-// machineadm's evidence reads the units, the bootstrap succeeds with no
-// FAIL but the waived ones, and kube-bench's FAIL count is logged (it
-// looks for static pod manifests, which this runtime has none of).
+// with profile cis-1.12, and no waiver, and a worker, then runs kube-bench
+// on both: on the control plane with the configuration an operator gives
+// kube-bench for this runtime (the units stand for the pod spec files,
+// kubeBenchSystemdConfig). Target: 0 FAIL among kube-bench's automated
+// checks of master, etcd, controlplane and node, no FAIL in machineadm's
+// evidence, and machineadm's verdicts equal kube-bench's for every check
+// both evaluate; the pod spec file checks 1.1.1-1.1.8 are evaluated on
+// the units by both. The units hand keys, certificates and kubeconfigs
+// to the components as systemd credentials, so those stay root:root
+// (1.1.16, 1.1.18, 1.1.19), and etcd runs as etcd (1.1.12).
 func TestComplianceProfileSystemd(t *testing.T) {
 	e := theEnv
 	stopAllMachines(t, e)
@@ -318,12 +368,23 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	benchCfg, err := e.kubeBenchSystemdConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
 	prepare := func(m *Machine) error {
 		if err := e.installKubeBench(m); err != nil {
 			return err
 		}
 		if m.Name == w1.Name {
 			return nil
+		}
+		cfgFile := filepath.Join(m.Root, kubeBenchSystemdConfigFile)
+		if err := os.MkdirAll(filepath.Dir(cfgFile), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfgFile, benchCfg, 0o644); err != nil {
+			return err
 		}
 		for _, b := range systemdUnits {
 			if err := copyFile(e.binPath(b), filepath.Join(m.Root, "usr/local/bin", b), 0o755); err != nil {
@@ -336,9 +397,6 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	cp, w := ms[0], ms[1]
 	cpSpec := systemdSpec(controlPlaneSpec(cp1, machineadm.ActionInit, ""))
 	cpSpec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
-	for _, id := range compliance.SystemdRuntimeExceptions[kubeBenchBenchmark] {
-		cpSpec.Spec.Security.Waivers = append(cpSpec.Spec.Security.Waivers, machineadm.Waiver{ID: id, Reason: "runtime Systemd: the component's own account owns it"})
-	}
 	wSpec := workerSpec(w1, secrets.caHash)
 	wSpec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
 	if err := deliver(cp, cpSpec, secrets); err != nil {
@@ -351,11 +409,17 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	mine := readCompliance(t, cp)
 	t.Logf("cp1 (Systemd) machineadm evidence: %+v", mine.Counts)
 	for _, c := range mine.Checks {
-		if c.Verdict == "FAIL" || c.Verdict == "NOT_APPLICABLE" {
-			t.Logf("cp1 (Systemd) %s %s: %s", c.Verdict, c.ID, c.Detail)
+		switch {
+		case c.Verdict == "FAIL":
+			t.Errorf("cp1 (Systemd) %s FAIL: %s (waiver %q)", c.ID, c.Detail, c.Waiver)
+		case c.Verdict == "NOT_APPLICABLE" && c.ID >= "1.1.1" && c.ID <= "1.1.8" && len(c.ID) == 5:
+			t.Errorf("cp1 (Systemd) %s NOT_APPLICABLE: the unit stands for the pod spec file (%s)", c.ID, c.Detail)
+		case c.Verdict == "NOT_APPLICABLE":
+			t.Logf("cp1 (Systemd) NOT_APPLICABLE %s: %s", c.ID, c.Detail)
 		}
 	}
 	if t.Failed() {
+		dumpDiagnostics(ctx, t, cp)
 		t.FailNow()
 	}
 	mustBootstrap(ctx, t, w, append(append([]string(nil), workerJoinPhases...), "compliance/harden"), true)
@@ -364,10 +428,43 @@ func TestComplianceProfileSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name); err != nil {
+		dumpDiagnostics(ctx, t, cp, w)
 		t.Fatal(err)
 	}
-	bench := runKubeBench(ctx, t, cp, "master,etcd,controlplane,node")
-	t.Logf("cp1 (Systemd) kube-bench automated FAIL %v", automatedFails(bench))
+	var fails []string
+	for _, m := range []*Machine{cp, w} {
+		targets, extra := "node", []string(nil)
+		if m == cp {
+			targets, extra = "master,etcd,controlplane,node", []string{"--config", kubeBenchSystemdConfigFile}
+		}
+		bench := runKubeBench(ctx, t, m, targets, extra...)
+		f := automatedFails(bench)
+		t.Logf("COMPLIANCE %s (Systemd) with profile: kube-bench automated FAIL %d %v", m.Name, len(f), f)
+		fails = append(fails, f...)
+		mine := readCompliance(t, m)
+		if mine.Counts.Fail != 0 {
+			t.Errorf("%s: machineadm reports %d FAIL", m.Name, mine.Counts.Fail)
+		}
+		if n := compareVerdicts(t, m, mine, bench); n == 0 {
+			t.Errorf("%s: no check evaluated by both machineadm and kube-bench", m.Name)
+		} else {
+			t.Logf("%s: %d checks compared with kube-bench", m.Name, n)
+		}
+		if m == cp {
+			for _, id := range []string{"1.1.1", "1.1.2", "1.1.7", "1.1.8", "1.1.12", "1.1.16", "1.1.18", "1.1.19"} {
+				if b := bench[id]; b.status != "PASS" {
+					t.Errorf("cp1 (Systemd) kube-bench %s: %s (%s), want PASS", id, b.status, b.actual)
+				}
+			}
+		}
+	}
+	if len(fails) != 0 {
+		t.Errorf("kube-bench automated FAILs with runtime Systemd and profile %s: %v", kubeBenchBenchmark, fails)
+	}
+	// The components read their files as credentials: a Secret goes
+	// through the API server, and the controller manager and the
+	// scheduler are healthy (the nodes are Ready, their pods scheduled).
+	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
 }
 
 // checkSecretStored writes a Secret through cp1's API and reads its raw

@@ -35,7 +35,8 @@ type Result struct {
 // Install writes the files of comps under root, enables each unit for
 // WantedBy (the symbolic link `systemctl enable` makes), reloads systemd
 // when anything changed, then starts the units in order: a unit whose
-// files changed is restarted, any other only started (a no-op when it
+// files changed (also its credentials' files: StampCredentials) is
+// restarted, any other only started (a no-op when it
 // runs). So a second Install with the same components changes nothing.
 // With dryRun it writes the plan with diffs to out and touches nothing;
 // with a nil m (an offline root) nothing is reloaded or started.
@@ -43,6 +44,10 @@ func Install(ctx context.Context, root string, comps []Component, m Manager, dry
 	var res Result
 	changed := map[string]bool{}
 	for _, c := range comps {
+		c, err := StampCredentials(root, c)
+		if err != nil {
+			return res, err
+		}
 		rendered, err := Render(c)
 		if err != nil {
 			return res, err

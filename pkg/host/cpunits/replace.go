@@ -50,6 +50,13 @@ type ReplaceOptions struct {
 	// Healthy waits (bounded) until the replaced unit is healthy; nil
 	// skips the check.
 	Healthy func(ctx context.Context) error
+	// BeforeStart, when set, runs before each restart: with rollback
+	// false after the new files are written and before the replaced unit
+	// starts; with rollback true after the backup is restored and before
+	// the old unit starts again. It prepares host state that the starting
+	// unit's account needs (the owner of etcd's data directory). Its
+	// error counts as the unit not being healthy.
+	BeforeStart func(ctx context.Context, rollback bool) error
 	// DryRun prints the plan (unit diffs) to Out and changes nothing.
 	DryRun bool
 	// Out receives diffs in a dry run. Default: discard.
@@ -95,7 +102,8 @@ type backupFile struct {
 }
 
 // Replace moves one running unit to c: when c's unit or environment
-// file differ from the host, or the binary c runs (Command[0]) changed
+// file differ from the host (the unit carries its credentials' stamp,
+// StampCredentials, so a rewritten credential file counts), or the binary c runs (Command[0]) changed
 // since the unit was last seen healthy, it backs up the unit file, the
 // environment file and the binary the installed unit runs (once per
 // change: a backup that is still Pending, from a run that was
@@ -107,6 +115,10 @@ type backupFile struct {
 // second Replace changes nothing.
 func Replace(ctx context.Context, c Component, opts ReplaceOptions) (ReplaceResult, error) {
 	res := ReplaceResult{Unit: c.Unit()}
+	c, err := StampCredentials(opts.Root, c)
+	if err != nil {
+		return res, err
+	}
 	rendered, err := Render(c)
 	if err != nil {
 		return res, err
@@ -191,7 +203,7 @@ func Replace(ctx context.Context, c Component, opts ReplaceOptions) (ReplaceResu
 			return res, fmt.Errorf("writing %s: %w", ch.Desired.Path, err)
 		}
 	}
-	herr := restartHealthy(ctx, c.Unit(), opts)
+	herr := restartHealthy(ctx, c.Unit(), opts, false)
 	if herr == nil {
 		rec.Status, rec.Binary = BackupHealthy, binSum
 		if err := writeRecord(dir, rec); err != nil {
@@ -205,7 +217,7 @@ func Replace(ctx context.Context, c Component, opts ReplaceOptions) (ReplaceResu
 		return res, fmt.Errorf("%s is not healthy (%w), and restoring its backup failed: %v", c.Unit(), herr, err)
 	}
 	res.RolledBack = true
-	rerr := restartHealthy(ctx, c.Unit(), opts)
+	rerr := restartHealthy(ctx, c.Unit(), opts, true)
 	if rerr != nil {
 		res.Changes = append(res.Changes, "rolled back "+c.Unit()+", and it is still not healthy: "+rerr.Error())
 		return res, fmt.Errorf("%s is not healthy after the change (%w) and %w: %v", c.Unit(), herr, ErrRollbackUnhealthy, rerr)
@@ -229,8 +241,14 @@ func (o ReplaceOptions) backupDir() string {
 	return o.BackupDir
 }
 
-// restartHealthy reloads systemd, restarts unit and waits for health.
-func restartHealthy(ctx context.Context, unit string, opts ReplaceOptions) error {
+// restartHealthy runs BeforeStart, reloads systemd, restarts unit and
+// waits for health.
+func restartHealthy(ctx context.Context, unit string, opts ReplaceOptions, rollback bool) error {
+	if opts.BeforeStart != nil {
+		if err := opts.BeforeStart(ctx, rollback); err != nil {
+			return err
+		}
+	}
 	if err := opts.Manager.DaemonReload(ctx); err != nil {
 		return err
 	}

@@ -93,6 +93,31 @@ type Component struct {
 	// NoNetlink leaves AF_NETLINK out of the allowed address families (for
 	// components that never list interfaces).
 	NoNetlink bool
+	// Credentials are the files systemd hands the process instead of the
+	// process opening them itself (LoadCredential=), so that they stay
+	// root:root 0600 while the process runs as User.
+	Credentials []Credential
+	// CredentialStamp, when set, is written into the unit as a comment
+	// (StampCredentials computes it from the credentials' files), so that
+	// a rewritten credential file changes the unit and the unit is
+	// restarted to read the new copy.
+	CredentialStamp string
+}
+
+// Credential is a file systemd reads as root when the unit starts and
+// hands the process as a private read-only copy in its credentials
+// directory (LoadCredential=ID:PATH; systemd.exec(5), "Credentials";
+// systemd 247 or later, the directory named by %d and
+// $CREDENTIALS_DIRECTORY). The copy is taken at each start: a new content
+// reaches the process when the unit restarts.
+type Credential struct {
+	// ID is the credential's name and the flag it serves: the argument
+	// "--ID=Path" of Command is rendered "--ID=%d/ID". Required:
+	// [a-z0-9][a-z0-9-]*, unique in the component.
+	ID string
+	// Path is the absolute, clean machine path of the file (no white
+	// space). Required; the unit fails to start when it is missing.
+	Path string
 }
 
 // Unit returns the unit name, Name+".service".
@@ -149,9 +174,18 @@ func Render(c Component) ([]File, error) {
 	w("")
 	w("[Service]")
 	w("Type=simple")
-	b.WriteString("ExecStart=" + execLine(c.Command) + "\n")
+	b.WriteString("ExecStart=" + execLine(c.Command, c.Credentials) + "\n")
 	if len(c.Env) > 0 {
 		w("EnvironmentFile=%s", c.EnvPath())
+	}
+	if len(c.Credentials) > 0 {
+		w("# Files handed to the process as root-owned credentials (%%d in ExecStart=).")
+		if c.CredentialStamp != "" {
+			w("# Credential files stamp: %s", c.CredentialStamp)
+		}
+	}
+	for _, cr := range c.Credentials {
+		w("LoadCredential=%s:%s", cr.ID, strings.ReplaceAll(cr.Path, "%", "%%"))
 	}
 	w("User=%s", c.User)
 	w("Group=%s", c.Group)
@@ -263,8 +297,40 @@ func (c *Component) check() error {
 			bad("after %q must be a service unit name", u)
 		}
 	}
+	ids := map[string]bool{}
+	for _, cr := range c.Credentials {
+		switch {
+		case !nameRE.MatchString(cr.ID):
+			bad("credential id %q must match %s", cr.ID, nameRE)
+		case ids[cr.ID]:
+			bad("credential id %q given twice", cr.ID)
+		case !path.IsAbs(cr.Path) || path.Clean(cr.Path) != cr.Path || strings.ContainsFunc(cr.Path, isSpaceOrControl):
+			bad("credential %s: path %q must be absolute and clean, without white space", cr.ID, cr.Path)
+		case countArgs(c.Command, cr.credentialArg()) != 1:
+			bad("credential %s: the command must have the argument %q exactly once", cr.ID, cr.credentialArg())
+		}
+		ids[cr.ID] = true
+	}
+	if strings.ContainsFunc(c.CredentialStamp, isSpaceOrControl) {
+		bad("credential stamp %q holds white space", c.CredentialStamp)
+	}
 	return errors.Join(errs...)
 }
+
+// credentialArg is the argument a credential replaces.
+func (cr Credential) credentialArg() string { return "--" + cr.ID + "=" + cr.Path }
+
+func countArgs(argv []string, a string) int {
+	n := 0
+	for _, x := range argv[min(1, len(argv)):] {
+		if x == a {
+			n++
+		}
+	}
+	return n
+}
+
+func isSpaceOrControl(r rune) bool { return isControl(r) || r == ' ' || r == '\t' }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
@@ -272,11 +338,18 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // continued line. Each argument is escaped (systemd.service(5), "Command
 // lines"): "%" becomes "%%" (no specifier expansion) and "$" becomes "$$"
 // (no environment substitution); an argument with white space, quotes,
-// backslashes or ";" is double-quoted with "\\" and "\"" escapes.
-func execLine(argv []string) string {
+// backslashes or ";" is double-quoted with "\\" and "\"" escapes. The
+// argument a credential serves ("--ID=PATH") becomes "--ID=%d/ID", the
+// one specifier systemd expands: the credentials directory.
+func execLine(argv []string, creds []Credential) string {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
 		parts[i] = quoteArg(a)
+		for _, cr := range creds {
+			if i > 0 && a == cr.credentialArg() {
+				parts[i] = "--" + cr.ID + "=%d/" + cr.ID
+			}
+		}
 	}
 	return strings.Join(parts, " \\\n\t")
 }

@@ -1,6 +1,8 @@
 package cpunits_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,5 +96,102 @@ func TestRenderRefusesBadComponents(t *testing.T) {
 		if _, err := cpunits.Render(c); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A credential's flag points into the credentials directory (%d, the one
+// specifier left unescaped) and the unit loads the file; the stamp is a
+// comment. Everything else in ExecStart stays escaped.
+func TestRenderCredentials(t *testing.T) {
+	c := apiserver()
+	c.Command = append(c.Command, "--tls-private-key-file=/etc/kubernetes/pki/apiserver.key", "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	c.Credentials = []cpunits.Credential{{ID: "tls-private-key-file", Path: "/etc/kubernetes/pki/apiserver.key"}, {ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	c.CredentialStamp = "abc123"
+	fs, err := cpunits.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := string(fs[0].Content)
+	for _, want := range []string{"\t--tls-private-key-file=%d/tls-private-key-file \\\n", "\t--client-ca-file=%d/client-ca-file\n",
+		"\nLoadCredential=tls-private-key-file:/etc/kubernetes/pki/apiserver.key\n", "\nLoadCredential=client-ca-file:/etc/kubernetes/pki/ca.crt\n",
+		"\n# Credential files stamp: abc123\n", `--weird=%%h$$HOME`} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("unit lacks %q:\n%s", want, unit)
+		}
+	}
+	if !strings.Contains(unit, "ExecStart=/usr/local/bin/kube-apiserver \\\n\t--advertise-address=10.0.0.1 \\\n") {
+		t.Errorf("other arguments changed:\n%s", unit)
+	}
+	argv, err := cpunitstest.ParseExecStart(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cpunitstest.ResolveCredentials(unit, argv)
+	if err != nil || !reflect.DeepEqual(got, c.Command) {
+		t.Errorf("resolved ExecStart\n%q (%v)\nwant\n%q", got, err, c.Command)
+	}
+}
+
+// A credential must serve exactly one argument of the command, with an
+// id and path systemd takes literally.
+func TestRenderRefusesBadCredentials(t *testing.T) {
+	for name, cr := range map[string][]cpunits.Credential{
+		"no such argument": {{ID: "tls-cert-file", Path: "/etc/kubernetes/pki/apiserver.crt"}},
+		"bad id":           {{ID: "A:B", Path: "/etc/kubernetes/pki/ca.crt"}},
+		"relative path":    {{ID: "client-ca-file", Path: "pki/ca.crt"}},
+		"space in path":    {{ID: "client-ca-file", Path: "/etc/kubernetes/pki/c a.crt"}},
+		"twice":            {{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}, {ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}},
+	} {
+		c := apiserver()
+		c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt", "--client-ca-file=/x", "--c=pki/ca.crt")
+		if name == "twice" || name == "bad id" {
+			c.Command = c.Command[:len(c.Command)-2]
+		}
+		c.Credentials = cr
+		if _, err := cpunits.Render(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := apiserver()
+	c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt", "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	c.Credentials = []cpunits.Credential{{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	if _, err := cpunits.Render(c); err == nil {
+		t.Error("a credential serving two arguments was accepted")
+	}
+}
+
+// The stamp follows a rewrite of a credential's file (size and time, not
+// content) and is empty without credentials; Install restarts the unit
+// when it changes.
+func TestStampCredentials(t *testing.T) {
+	root := t.TempDir()
+	c := apiserver()
+	c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	if s, err := cpunits.StampCredentials(root, c); err != nil || s.CredentialStamp != "" {
+		t.Fatalf("stamp without credentials %q, %v", s.CredentialStamp, err)
+	}
+	c.Credentials = []cpunits.Credential{{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	absent, err := cpunits.StampCredentials(root, c)
+	if err != nil || absent.CredentialStamp == "" {
+		t.Fatalf("stamp of an absent file %q, %v", absent.CredentialStamp, err)
+	}
+	hp := filepath.Join(root, "etc/kubernetes/pki/ca.crt")
+	if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := cpunits.StampCredentials(root, c)
+	again, _ := cpunits.StampCredentials(root, c)
+	if first.CredentialStamp == absent.CredentialStamp || first.CredentialStamp != again.CredentialStamp {
+		t.Errorf("stamps absent %q, written %q, again %q", absent.CredentialStamp, first.CredentialStamp, again.CredentialStamp)
+	}
+	if err := os.WriteFile(hp, []byte("renewed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	renewed, _ := cpunits.StampCredentials(root, c)
+	if renewed.CredentialStamp == first.CredentialStamp {
+		t.Error("a rewritten credential file keeps the stamp")
 	}
 }

@@ -18,9 +18,12 @@ func TestUnitVerifiesAndScores(t *testing.T) {
 		t.Skip("systemd-analyze not installed")
 	}
 	c := cpunits.Component{
-		Name: "etcd", Description: "etcd", User: "kubeadm-etcd", Group: "kubeadm-etcd",
-		Command:        []string{"/usr/local/bin/etcd", "--data-dir=/var/lib/etcd", "--name=a b"},
+		Name: "etcd", Description: "etcd", User: "etcd", Group: "etcd",
+		Command:        []string{"/usr/local/bin/etcd", "--data-dir=/var/lib/etcd", "--name=a b", "--key-file=/etc/kubernetes/pki/etcd/server.key"},
 		ReadWritePaths: []string{"/tmp"}, NoNetlink: true,
+		// LoadCredential= and the %d specifier pass systemd's own check.
+		Credentials:     []cpunits.Credential{{ID: "key-file", Path: "/etc/kubernetes/pki/etcd/server.key"}},
+		CredentialStamp: "0123abcd",
 	}
 	if score := cpunitstest.VerifyForTest(t, c); score > 2.0 {
 		t.Errorf("exposure %.1f above 2.0", score)

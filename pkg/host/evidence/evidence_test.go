@@ -166,6 +166,57 @@ func TestFlagsFromRenderedUnit(t *testing.T) {
 	}
 }
 
+// A control plane of runtime Systemd: the units stand for the pod spec
+// files (1.1.1-1.1.8 evaluate them, never NOT_APPLICABLE), and the files
+// a unit gets as credentials ("--authentication-config=%d/…" with its
+// LoadCredential= line) are read where the credential comes from: the
+// anonymous probe reads the AuthenticationConfiguration, not a path
+// "%d/…" that does not exist.
+func TestSystemdUnitsAndCredentials(t *testing.T) {
+	root := t.TempDir()
+	const authn = "/etc/kubernetes/machineadm/authentication.yaml"
+	write(t, root, authn, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\nanonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n", 0o600)
+	write(t, root, "/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644)
+	write(t, root, "/etc/group", "root:x:0:\n", 0o644)
+	write(t, root, "/etc/kubernetes/scheduler.conf", "kubeconfig", 0o600)
+	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		c := cpunits.Component{Name: name, Description: "test", User: "kubeadm-x", Group: "kubeadm-x",
+			Command: []string{"/usr/local/bin/" + name, "--profiling=false"}}
+		if name == "kube-apiserver" {
+			c.Command = append(c.Command, "--authentication-config="+authn)
+			c.Credentials = []cpunits.Credential{{ID: "authentication-config", Path: authn}}
+		}
+		fs, err := cpunits.Render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, fs[0].Path, string(fs[0].Content), fs[0].Mode)
+	}
+	n := Node{Root: root, ControlPlane: true, Systemd: true, CertificatesDir: "/etc/kubernetes/pki"}
+	flags, ok, err := n.flags(compliance.KubeAPIServer)
+	if err != nil || !ok || flags["authentication-config"] != authn {
+		t.Fatalf("--authentication-config = %q (%v, %v), want %s", flags["authentication-config"], ok, err, authn)
+	}
+	rs := Evaluate(n, compliance.CIS112, nil)
+	if r := find(t, rs, "1.2.1"); r.Verdict != Warn {
+		t.Errorf("1.2.1: %s (%s), want WARN: anonymous limited by the credential's file", r.Verdict, r.Detail)
+	}
+	for _, id := range []string{"1.1.1", "1.1.2", "1.1.3", "1.1.4", "1.1.5", "1.1.6", "1.1.7", "1.1.8", "1.1.15", "1.1.16"} {
+		if r := find(t, rs, id); r.Verdict != Pass {
+			t.Errorf("%s: %s (%s), want PASS", id, r.Verdict, r.Detail)
+		}
+	}
+	if r := find(t, rs, "1.1.1"); !strings.Contains(r.Detail, "/etc/systemd/system/kube-apiserver.service") {
+		t.Errorf("1.1.1 does not name the unit: %s", r.Detail)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc/systemd/system/etcd.service"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := find(t, Evaluate(n, compliance.CIS112, nil), "1.1.7"); r.Verdict != Fail {
+		t.Errorf("1.1.7 with etcd.service 0644: %s (%s), want FAIL", r.Verdict, r.Detail)
+	}
+}
+
 // TestHardenDryRunSaysWould: a dry run of Harden on a static-pod control
 // plane with a local etcd changes nothing and phrases every change as
 // planned ("would write /etc/sysusers.d/…", "would set /var/lib/etcd …"),

@@ -88,7 +88,9 @@ func (n Node) flags(c string) (map[string]string, bool, error) {
 	}
 	var argv []string
 	if n.Systemd {
-		argv, err = execStart(data)
+		if argv, err = execStart(data); err == nil {
+			argv = resolveCredentials(data, argv)
+		}
 	} else {
 		argv, err = podCommand(data)
 	}
@@ -164,6 +166,36 @@ func execStart(data []byte) ([]string, error) {
 		return words, nil
 	}
 	return nil, fmt.Errorf("no ExecStart= line")
+}
+
+// credentialsDir is the specifier of a unit's credentials directory in
+// ExecStart= (systemd.exec(5), "Credentials"; cpunits.Credential).
+const credentialsDir = "%d/"
+
+// resolveCredentials replaces, in the words of a unit's ExecStart=, a
+// value "%d/ID" by the file its LoadCredential=ID:PATH line loads: the
+// file the process reads (pkg/host/cpunits hands keys, certificates and
+// configuration files to the units so). A word with an ID the unit does
+// not load is kept.
+func resolveCredentials(unit []byte, argv []string) []string {
+	creds := map[string]string{}
+	for _, l := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "LoadCredential="); ok {
+			if id, p, ok := strings.Cut(v, ":"); ok {
+				creds[id] = strings.ReplaceAll(p, "%%", "%")
+			}
+		}
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if j := strings.Index(a, credentialsDir); j >= 0 {
+			if p, ok := creds[a[j+len(credentialsDir):]]; ok {
+				out[i] = a[:j] + p
+			}
+		}
+	}
+	return out
 }
 
 // parseFlags reads "--name=value" and "--name" words (the first word,

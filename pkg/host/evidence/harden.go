@@ -7,22 +7,19 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 )
 
-// EtcdAccount is the system account that owns the etcd data directory
-// of a static-pod control plane under a profile (CIS 1.1.12 wants
-// etcd:etcd; the Systemd runtime's etcd runs as kubeadm-etcd instead).
-const EtcdAccount = "etcd"
-
 // Harden applies the profile's file remediations that exist only once
 // kubeadm ran: the kubelet's config.yaml 0600 root:root (CIS 4.1.9,
 // kubeadm writes 0644), the kubelet's unit files 0600 root:root (4.1.1,
 // 4.1.2), and, on a static-pod control plane with a local etcd, the etcd
-// account (sysusers.d) owning the data directory, mode 0700 (1.1.11,
-// 1.1.12; etcd runs as root in its pod and keeps access). It returns one
+// account (cpunits.EtcdUser, the account the Systemd runtime runs etcd
+// as; sysusers.d) owning the data directory, mode 0700 (1.1.11, 1.1.12;
+// etcd runs as root in its pod and keeps access). The Systemd runtime's
+// etcd phase gives its data directory that owner itself. It returns one
 // line per change; with dryRun it changes nothing. Idempotent.
 func Harden(ctx context.Context, n Node, run cpunits.Exec, dryRun bool) ([]string, error) {
 	var changes []string
 	if n.ControlPlane && !n.Systemd && n.EtcdDataDir != "" {
-		line, err := cpunits.CreateUsers(ctx, n.Root, []cpunits.Account{{Name: EtcdAccount, Description: "etcd (machineadm security profile)"}}, run, dryRun)
+		line, err := cpunits.CreateUsers(ctx, n.Root, []cpunits.Account{{Name: cpunits.EtcdUser, Description: "etcd (machineadm security profile)"}}, run, dryRun)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +34,7 @@ func Harden(ctx context.Context, n Node, run cpunits.Exec, dryRun bool) ([]strin
 		}
 	}
 	if n.ControlPlane && !n.Systemd && n.EtcdDataDir != "" {
-		rules = append(rules, cpunits.PathRule{Path: n.EtcdDataDir, Dir: true, Mode: 0o700, User: EtcdAccount, Group: EtcdAccount})
+		rules = append(rules, cpunits.PathRule{Path: n.EtcdDataDir, Dir: true, Mode: 0o700, User: cpunits.EtcdUser, Group: cpunits.EtcdUser})
 	}
 	lines, err := cpunits.ApplyPaths(n.Root, rules, dryRun)
 	return append(changes, lines...), err

@@ -37,13 +37,13 @@ type SystemdControlPlane struct {
 }
 
 // The accounts the units run as (cpunits.Accounts): kubeadm's own names
-// for its RootlessControlPlane feature, TestAccountNamesAreKubeadms.
+// for its RootlessControlPlane feature, but "etcd" for etcd (CIS 1.1.12),
+// TestAccountNamesAreKubeadms.
 const (
 	EtcdUser                  = cpunits.EtcdUser
 	APIServerUser             = cpunits.APIServerUser
 	ControllerManagerUser     = cpunits.ControllerManagerUser
 	SchedulerUser             = cpunits.SchedulerUser
-	ServiceAccountKeyReaders  = cpunits.ServiceAccountKeyReaders
 	componentDocs             = "https://kubernetes.io/docs/reference/command-line-tools-reference/"
 	etcdDocs                  = "https://etcd.io/docs/"
 	unprivilegedPortThreshold = 1024
@@ -129,11 +129,10 @@ func (s *SystemdControlPlane) ControlPlaneComponents() ([]cpunits.Component, err
 	pods := controlplanephase.GetStaticPodSpecs(&s.cfg.ClusterConfiguration, &s.cfg.LocalAPIEndpoint, nil)
 	specs := []struct {
 		name, desc, bin, user string
-		groups                []string
 	}{
-		{kubeadmconstants.KubeAPIServer, "Kubernetes API server", s.binaries.KubeAPIServer, APIServerUser, []string{ServiceAccountKeyReaders}},
-		{kubeadmconstants.KubeControllerManager, "Kubernetes controller manager", s.binaries.KubeControllerManager, ControllerManagerUser, []string{ServiceAccountKeyReaders}},
-		{kubeadmconstants.KubeScheduler, "Kubernetes scheduler", s.binaries.KubeScheduler, SchedulerUser, nil},
+		{kubeadmconstants.KubeAPIServer, "Kubernetes API server", s.binaries.KubeAPIServer, APIServerUser},
+		{kubeadmconstants.KubeControllerManager, "Kubernetes controller manager", s.binaries.KubeControllerManager, ControllerManagerUser},
+		{kubeadmconstants.KubeScheduler, "Kubernetes scheduler", s.binaries.KubeScheduler, SchedulerUser},
 	}
 	var out []cpunits.Component
 	for _, sp := range specs {
@@ -145,7 +144,7 @@ func (s *SystemdControlPlane) ControlPlaneComponents() ([]cpunits.Component, err
 		if err != nil {
 			return nil, err
 		}
-		c.User, c.Group, c.SupplementaryGroups = sp.user, sp.user, sp.groups
+		c.User, c.Group = sp.user, sp.user
 		switch sp.name {
 		case kubeadmconstants.KubeAPIServer:
 			if s.LocalEtcd() {
@@ -197,6 +196,7 @@ func (s *SystemdControlPlane) component(name, desc, docs, binary string, pod *v1
 		c.Env = append(c.Env, cpunits.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	c.ReadWritePaths = s.writablePaths(c.Command)
+	c.Credentials = credentials(name, c.Command)
 	if name != kubeadmconstants.Etcd && s.LocalEtcd() {
 		c.InaccessiblePaths = []string{s.cfg.Etcd.Local.DataDir}
 	}
@@ -236,29 +236,34 @@ func within(p, dir string) bool {
 }
 
 // EtcdPathRules are the owners and modes the etcd unit c needs: the data
-// directory 0700 owned by etcd, everything in it too (CIS 1.1.11 and
-// 1.1.12 ask 700 and etcd:etcd), its serving and peer keys 0600 owned by
-// etcd (as kubeadm's RootlessControlPlane sets them), and its other
-// writable directories (--wal-dir).
+// directory 0700 owned by etcd:etcd, everything in it too (CIS 1.1.11 and
+// 1.1.12), etcd's serving and peer keys root:root 0600 (they reach etcd
+// as credentials; a host made when etcd owned them converges), and its
+// other writable directories (--wal-dir).
 func (s *SystemdControlPlane) EtcdPathRules(c cpunits.Component) []cpunits.PathRule {
 	pki := s.cfg.CertificatesDir
 	data := s.cfg.Etcd.Local.DataDir
 	r := []cpunits.PathRule{
 		{Path: data, Dir: true, Mode: 0o700, User: EtcdUser, Group: EtcdUser, Recursive: true},
-		{Path: filepath.Join(pki, kubeadmconstants.EtcdServerKeyName), Mode: 0o600, User: EtcdUser, Group: EtcdUser},
-		{Path: filepath.Join(pki, kubeadmconstants.EtcdPeerKeyName), Mode: 0o600, User: EtcdUser, Group: EtcdUser},
+		rootKey(filepath.Join(pki, kubeadmconstants.EtcdServerKeyName)),
+		rootKey(filepath.Join(pki, kubeadmconstants.EtcdPeerKeyName)),
 	}
 	c.ReadWritePaths = slices.DeleteFunc(slices.Clone(c.ReadWritePaths), func(p string) bool { return p == path.Clean(data) })
 	r = append(s.traversableDirs(filepath.Join(pki, "etcd")), r...)
 	return append(r, writableDirRules([]cpunits.Component{c})...)
 }
 
-// traversableDirs are the directories the non-root accounts must pass to
-// reach their files: kubeadm's kubeconfig directory and certificate
+// rootKey is the rule of a key or kubeconfig a unit reads as a
+// credential: root:root 0600, as kubeadm writes it (CIS 1.1.19, 1.1.21).
+func rootKey(p string) cpunits.PathRule {
+	return cpunits.PathRule{Path: p, Mode: 0o600, User: "0", Group: "0"}
+}
+
+// traversableDirs are kubeadm's kubeconfig directory and certificate
 // directory (and more, such as pki/etcd), root:root 0755 as kubeadm
 // creates them. machineadm's own writer creates missing parents 0700
-// (when it imports spec.controlPlane.pki.dir), which would lock the
-// components out.
+// (when it imports spec.controlPlane.pki.dir); kube-bench's 1.1.19 wants
+// the directories root-owned too.
 func (s *SystemdControlPlane) traversableDirs(more ...string) []cpunits.PathRule {
 	var r []cpunits.PathRule
 	for _, d := range append([]string{s.kubeconfigDir, s.cfg.CertificatesDir}, more...) {
@@ -281,36 +286,31 @@ func writableDirRules(comps []cpunits.Component) []cpunits.PathRule {
 }
 
 // ControlPlanePathRules are the owners and modes the three control-plane
-// units need, following kubeadm's RootlessControlPlane layout: each
-// component owns its private keys and kubeconfig (0600); the
-// service-account signing key, which the API server and the controller
-// manager both need, is root:kubeadm-sa-key-readers 0640; certificates
-// stay root-owned. The directories on the way are root:root 0755;
-// directories the units write are created.
+// units need: every key and kubeconfig they read stays root:root 0600 as
+// kubeadm writes it (the units get them as credentials), which also
+// brings back to root the files a host made by an older machineadm gave
+// the components' accounts (their keys and kubeconfigs, and sa.key
+// root:kubeadm-sa-key-readers 0640). The directories on the way are
+// root:root 0755; directories the units write are created.
 func (s *SystemdControlPlane) ControlPlanePathRules(comps []cpunits.Component) []cpunits.PathRule {
 	pki := s.cfg.CertificatesDir
-	key := func(name, user string) cpunits.PathRule {
-		return cpunits.PathRule{Path: filepath.Join(pki, name), Mode: 0o600, User: user, Group: user}
-	}
 	var dirs []string
 	if s.LocalEtcd() {
-		dirs = append(dirs, filepath.Join(pki, "etcd")) // the API server reads etcd/ca.crt
+		dirs = append(dirs, filepath.Join(pki, "etcd"))
 	}
-	r := append(s.traversableDirs(dirs...),
-		cpunits.PathRule{Path: filepath.Join(pki, kubeadmconstants.ServiceAccountPrivateKeyName), Mode: 0o640, User: "0", Group: ServiceAccountKeyReaders},
-		key(kubeadmconstants.ServiceAccountPublicKeyName, APIServerUser),
-		key(kubeadmconstants.APIServerKeyName, APIServerUser),
-		key(kubeadmconstants.APIServerKubeletClientKeyName, APIServerUser),
-		key(kubeadmconstants.FrontProxyClientKeyName, APIServerUser),
-	)
+	r := s.traversableDirs(dirs...)
+	for _, name := range []string{kubeadmconstants.ServiceAccountPrivateKeyName, kubeadmconstants.ServiceAccountPublicKeyName,
+		kubeadmconstants.APIServerKeyName, kubeadmconstants.APIServerKubeletClientKeyName, kubeadmconstants.FrontProxyClientKeyName} {
+		r = append(r, rootKey(filepath.Join(pki, name)))
+	}
 	if s.LocalEtcd() {
-		r = append(r, key(kubeadmconstants.APIServerEtcdClientKeyName, APIServerUser))
+		r = append(r, rootKey(filepath.Join(pki, kubeadmconstants.APIServerEtcdClientKeyName)))
 	}
-	ca := key(kubeadmconstants.CAKeyName, ControllerManagerUser)
+	ca := rootKey(filepath.Join(pki, kubeadmconstants.CAKeyName))
 	ca.Optional = true // absent with an external CA
 	r = append(r, ca,
-		cpunits.PathRule{Path: filepath.Join(s.kubeconfigDir, kubeadmconstants.ControllerManagerKubeConfigFileName), Mode: 0o600, User: ControllerManagerUser, Group: ControllerManagerUser},
-		cpunits.PathRule{Path: filepath.Join(s.kubeconfigDir, kubeadmconstants.SchedulerKubeConfigFileName), Mode: 0o600, User: SchedulerUser, Group: SchedulerUser},
+		rootKey(filepath.Join(s.kubeconfigDir, kubeadmconstants.ControllerManagerKubeConfigFileName)),
+		rootKey(filepath.Join(s.kubeconfigDir, kubeadmconstants.SchedulerKubeConfigFileName)),
 	)
 	return append(r, writableDirRules(comps)...)
 }

@@ -143,6 +143,10 @@ func (e *SystemdEnv) writeDryRunFiles(comps []cpunits.Component) error {
 	}
 	dir := files.Dir{Root: e.DryRunDir}
 	for _, c := range comps {
+		c, err := cpunits.StampCredentials(e.Root, c)
+		if err != nil {
+			return err
+		}
 		rendered, err := cpunits.Render(c)
 		if err != nil {
 			return err

@@ -123,6 +123,11 @@ func TestSystemdUnitsMatchKubeadmManifests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The files the unit gets as credentials are those the pod
+			// names (TestSystemdUnitsReadFilesAsCredentials).
+			if argv, err = cpunitstest.ResolveCredentials(string(files[0].Content), argv); err != nil {
+				t.Fatal(err)
+			}
 			ctr := pod.Spec.Containers[0]
 			if argv[0] != bins[c.Name] || ctr.Command[0] != c.Name {
 				t.Errorf("binary %q (pod command %q), want %q", argv[0], ctr.Command[0], bins[c.Name])
@@ -177,6 +182,52 @@ func TestSystemdUnitsMatchKubeadmManifests(t *testing.T) {
 	}
 }
 
+// Every file under kubeadm's /etc/kubernetes that a unit's flags name
+// (keys, certificates, kubeconfigs) reaches the process as a systemd
+// credential: the unit loads it (LoadCredential=, read by systemd as
+// root) and the flag points into the credentials directory, so the file
+// stays root:root 0600 (CIS 1.1.16, 1.1.18, 1.1.19) although the process
+// runs as its own account. systemd-analyze verify accepts the lines
+// (TestSystemdUnitsVerifyAndScore).
+func TestSystemdUnitsReadFilesAsCredentials(t *testing.T) {
+	cfg, docs, _ := systemdInit(t)
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, _ := s.EtcdComponent(nil)
+	cps, _ := s.ControlPlaneComponents()
+	for _, c := range append([]cpunits.Component{etcd}, cps...) {
+		files, err := cpunits.Render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unit := string(files[0].Content)
+		argv, err := cpunitstest.ParseExecStart(unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range argv[1:] {
+			name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			switch {
+			case strings.HasPrefix(v, "/etc/kubernetes/"):
+				t.Errorf("%s: --%s names %s: the process opens it itself", c.Name, name, v)
+			case strings.HasPrefix(v, cpunitstest.CredentialsDir+"/"):
+				n++
+				if !strings.Contains(unit, "\nLoadCredential="+name+":/etc/kubernetes/") {
+					t.Errorf("%s: --%s has no LoadCredential= line from /etc/kubernetes", c.Name, name)
+				}
+			}
+		}
+		// etcd: 6 certificate flags; the API server 13 and more; the
+		// controller manager 9; the scheduler its 3 kubeconfigs.
+		if min := map[string]int{"etcd": 6, "kube-apiserver": 13, "kube-controller-manager": 9, "kube-scheduler": 3}[c.Name]; n < min {
+			t.Errorf("%s: %d credentials, want at least %d:\n%s", c.Name, n, min, unit)
+		}
+	}
+}
+
 // A joining member's etcd unit names the existing members and joins an
 // existing cluster, as kubeadm's join writes it.
 func TestSystemdEtcdJoinFlags(t *testing.T) {
@@ -203,8 +254,11 @@ func TestSystemdEtcdJoinFlags(t *testing.T) {
 	}
 }
 
-// Accounts and path rules follow kubeadm's RootlessControlPlane layout and
-// the CIS modes.
+// Accounts and path rules: etcd's data directory is etcd:etcd (CIS
+// 1.1.11, 1.1.12); every key and kubeconfig the units read is root:root
+// 0600 (1.1.16, 1.1.18, 1.1.19, 1.1.21), also one an older machineadm
+// gave a component's account; the audit log directory belongs to the API
+// server, which writes it.
 func TestSystemdPathRules(t *testing.T) {
 	cfg, docs, _ := systemdInit(t)
 	s, err := NewSystemdControlPlane(cfg, docs)
@@ -218,13 +272,16 @@ func TestSystemdPathRules(t *testing.T) {
 		rules[r.Path] = r
 	}
 	for p, want := range map[string]string{
-		"/var/lib/etcd":                           "0700 kubeadm-etcd",
-		"/etc/kubernetes/pki/etcd/server.key":     "0600 kubeadm-etcd",
-		"/etc/kubernetes/pki/sa.key":              "0640 0:kubeadm-sa-key-readers",
-		"/etc/kubernetes/pki/apiserver.key":       "0600 kubeadm-kas",
-		"/etc/kubernetes/pki/ca.key":              "0600 kubeadm-kcm",
-		"/etc/kubernetes/controller-manager.conf": "0600 kubeadm-kcm",
-		"/etc/kubernetes/scheduler.conf":          "0600 kubeadm-ks",
+		"/var/lib/etcd":                           "0700 etcd",
+		"/etc/kubernetes/pki/etcd/server.key":     "0600 0",
+		"/etc/kubernetes/pki/etcd/peer.key":       "0600 0",
+		"/etc/kubernetes/pki/sa.key":              "0600 0",
+		"/etc/kubernetes/pki/sa.pub":              "0600 0",
+		"/etc/kubernetes/pki/apiserver.key":       "0600 0",
+		"/etc/kubernetes/pki/ca.key":              "0600 0",
+		"/etc/kubernetes/controller-manager.conf": "0600 0",
+		"/etc/kubernetes/scheduler.conf":          "0600 0",
+		"/etc/kubernetes/pki":                     "0755 0",
 		"/var/log/kubernetes/audit":               "0700 kubeadm-kas",
 	} {
 		r, ok := rules[p]
@@ -247,7 +304,12 @@ func TestSystemdPathRules(t *testing.T) {
 	for _, a := range cpunits.Accounts(s.LocalEtcd()) {
 		names = append(names, a.Name)
 	}
-	if want := []string{"kubeadm-sa-key-readers", "kubeadm-etcd", "kubeadm-kas", "kubeadm-kcm", "kubeadm-ks"}; !reflect.DeepEqual(names, want) {
+	for _, r := range rules {
+		if r.User != "0" && !r.Dir {
+			t.Errorf("%s is given to %s: a unit reads it as a credential", r.Path, r.User)
+		}
+	}
+	if want := []string{"etcd", "kubeadm-kas", "kubeadm-kcm", "kubeadm-ks"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("accounts %q, want %q", names, want)
 	}
 }
@@ -309,7 +371,7 @@ func TestSystemdPhasesDryRun(t *testing.T) {
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("dry run wrote %v", entries)
 	}
-	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "dry run, not done: would set /var/lib/etcd 0700 kubeadm-etcd:kubeadm-etcd",
+	for _, want := range []string{"ExecStart=/usr/local/bin/etcd", "ExecStart=/opt/kubernetes/bin/kube-apiserver", "dry run, not done: would set /var/lib/etcd 0700 etcd:etcd",
 		"would wait for the kubelet", "would wait for etcd at http://127.0.0.1:2381/readyz"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, out.String())
@@ -410,14 +472,16 @@ func TestSystemdJoinDryRun(t *testing.T) {
 }
 
 // TestAccountNamesAreKubeadms: cpunits' account names, which host steps
-// use before kubeadm runs, are kubeadm's RootlessControlPlane names.
+// use before kubeadm runs, are kubeadm's RootlessControlPlane names, but
+// etcd's, which CIS 1.1.12 wants to be "etcd".
 func TestAccountNamesAreKubeadms(t *testing.T) {
+	if cpunits.EtcdUser != "etcd" || cpunits.EtcdUser == kubeadmconstants.EtcdUserName {
+		t.Errorf("etcd's account %q, want etcd (CIS 1.1.12)", cpunits.EtcdUser)
+	}
 	for _, c := range []struct{ ours, kubeadms string }{
-		{cpunits.EtcdUser, kubeadmconstants.EtcdUserName},
 		{cpunits.APIServerUser, kubeadmconstants.KubeAPIServerUserName},
 		{cpunits.ControllerManagerUser, kubeadmconstants.KubeControllerManagerUserName},
 		{cpunits.SchedulerUser, kubeadmconstants.KubeSchedulerUserName},
-		{cpunits.ServiceAccountKeyReaders, kubeadmconstants.ServiceAccountKeyReadersGroupName},
 	} {
 		if c.ours != c.kubeadms {
 			t.Errorf("account %q, kubeadm's is %q", c.ours, c.kubeadms)

@@ -225,11 +225,36 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 	env := u.Env
 	start := time.Now()
 	opts := cpunits.ReplaceOptions{Root: env.Root, BackupDir: u.BackupDir, DryRun: env.DryRun, Out: env.out()}
+	rules := s.pathRules(c)
 	if !env.DryRun {
 		opts.Manager = env.Services
 		opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, c.Name) }
+		oldUser, err := installedUser(env.Root, c)
+		if err != nil {
+			return cpunits.ReplaceResult{Unit: c.Unit()}, err
+		}
+		opts.BeforeStart = func(ctx context.Context, rollback bool) error {
+			return u.beforeStart(ctx, s, c, rules, oldUser, rollback)
+		}
 	}
 	r, err := cpunits.Replace(ctx, c, opts)
+	if err == nil {
+		// Once the unit reads its files as credentials and is healthy, the
+		// files an older machineadm gave its account go back to root (a
+		// rollback before this point finds them as the old unit needs).
+		var perr error
+		if !env.DryRun {
+			_, perr = cpunits.CreateUsers(ctx, env.Root, cpunits.Accounts(s.LocalEtcd()), env.Exec, false)
+		}
+		if perr == nil {
+			var changes []string
+			changes, perr = cpunits.ApplyPaths(env.Root, rules, env.DryRun)
+			r.Changes = append(r.Changes, changes...)
+		}
+		if perr != nil {
+			err = fmt.Errorf("setting owners and modes for %s: %w", c.Unit(), perr)
+		}
+	}
 	for _, l := range r.Changes {
 		if env.DryRun {
 			if pl, ok := planLine(l); ok {
@@ -246,6 +271,79 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 		return r, fmt.Errorf("upgrading %s (journalctl -u %s): %w", c.Unit(), c.Name, err)
 	}
 	return r, nil
+}
+
+// pathRules are the owners and modes of the files c reads as credentials
+// and of the directories it writes (EtcdPathRules, ControlPlanePathRules
+// narrowed to c), with the directories on the way; a missing file is
+// skipped.
+func (s *SystemdControlPlane) pathRules(c cpunits.Component) []cpunits.PathRule {
+	all := s.ControlPlanePathRules([]cpunits.Component{c})
+	if c.Name == kubeadmconstants.Etcd {
+		all = s.EtcdPathRules(c)
+	}
+	mine := map[string]bool{}
+	for _, cr := range c.Credentials {
+		mine[cr.Path] = true
+	}
+	var out []cpunits.PathRule
+	for _, r := range all {
+		if r.Dir || mine[r.Path] {
+			// A missing file is the unit's to report (it does not start).
+			r.Optional = !r.Dir
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// beforeStart prepares the host for the unit about to start in an
+// upgrade: the accounts (etcd's is "etcd" since units read credentials;
+// an older machineadm ran etcd as kubeadm-etcd) and the owners of the
+// directories the unit writes, recursively for etcd's data directory. On
+// a rollback the directories go back to oldUser, the account of the
+// restored unit, when it differs.
+func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane, c cpunits.Component, rules []cpunits.PathRule, oldUser string, rollback bool) error {
+	var dirs []cpunits.PathRule
+	for _, r := range rules {
+		if r.Dir && r.User == c.User {
+			if rollback {
+				if oldUser == "" || oldUser == c.User {
+					continue
+				}
+				r.User, r.Group = oldUser, oldUser
+			}
+			dirs = append(dirs, r)
+		}
+	}
+	if !rollback {
+		if _, err := cpunits.CreateUsers(ctx, u.Env.Root, cpunits.Accounts(s.LocalEtcd()), u.Env.Exec, false); err != nil {
+			return fmt.Errorf("creating the control-plane accounts: %w", err)
+		}
+	}
+	changes, err := cpunits.ApplyPaths(u.Env.Root, dirs, false)
+	for _, l := range changes {
+		fmt.Fprintln(u.Env.out(), "[systemd] "+l)
+	}
+	return err
+}
+
+// installedUser is the User= of c's installed unit, "" when it has none.
+func installedUser(root string, c cpunits.Component) (string, error) {
+	hp, err := files.Resolve(root, c.UnitPath())
+	if err != nil {
+		return "", err
+	}
+	st, err := files.ReadState(hp)
+	if err != nil || !st.Exists {
+		return "", err
+	}
+	for _, l := range strings.Split(string(st.Content), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "User="); ok {
+			return v, nil
+		}
+	}
+	return "", nil
 }
 
 // healthy waits until component is healthy after its restart.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/files"
 	"github.com/machineadm/machineadm/pkg/host/service"
 )
 
@@ -232,5 +234,105 @@ func TestSystemdUpgradeOneComponent(t *testing.T) {
 	}
 	if _, err := u.Component(t.Context(), "apiserver"); err == nil {
 		t.Error("an unknown component was accepted")
+	}
+}
+
+// An upgrade of a control plane an older machineadm made, whose etcd ran
+// as kubeadm-etcd and owned its data directory and keys: the new etcd
+// unit runs as etcd, so the data directory is given to etcd just before
+// it starts, and its keys, which it now reads as credentials, go back to
+// root once it is healthy. When it is not healthy, the rollback gives the
+// data directory back to kubeadm-etcd before the old unit starts, and the
+// keys were never taken from it.
+func TestSystemdUpgradeMigratesEtcdAccount(t *testing.T) {
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs systemd-sysusers and root")
+	}
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.37.2")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env}
+	_, comps, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := comps[0]
+	old.User, old.Group, old.Credentials = "kubeadm-etcd", "kubeadm-etcd", nil
+	if _, err := cpunits.CreateUsers(t.Context(), root, []cpunits.Account{{Name: "kubeadm-etcd", Description: "old"}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, []cpunits.Component{old}, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p, content := range map[string]string{"/var/lib/etcd/member/snap/db": "data", "/etc/kubernetes/pki/etcd/server.key": "key", "/etc/kubernetes/pki/etcd/peer.key": "key"} {
+		hp := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{
+		{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "kubeadm-etcd", Group: "kubeadm-etcd", Recursive: true},
+		{Path: "/etc/kubernetes/pki/etcd/server.key", Mode: 0o600, User: "kubeadm-etcd", Group: "kubeadm-etcd"},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) string {
+		t.Helper()
+		ids, err := files.LoadIDs(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := files.Owner(fi)
+		if uid == 0 {
+			return "root"
+		}
+		for _, name := range []string{"etcd", "kubeadm-etcd"} {
+			if id, err := ids.UID(name); err == nil && id == uid {
+				return name
+			}
+		}
+		return "?"
+	}
+	// At the new unit's start the data directory is etcd's already.
+	var atStart string
+	u.Healthy = func(context.Context, string) error {
+		atStart = owner("/var/lib/etcd/member/snap/db")
+		unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "etcd.service"))
+		if strings.Contains(string(unit), "User=etcd\n") {
+			return errors.New("readyz: connection refused")
+		}
+		return nil
+	}
+	r, err := u.Component(t.Context(), "etcd")
+	if err == nil || !r.RolledBack {
+		t.Fatalf("unhealthy etcd: %+v, %v; want a rollback", r, err)
+	}
+	if got := owner("/var/lib/etcd/member/snap/db"); got != "kubeadm-etcd" || owner("/etc/kubernetes/pki/etcd/server.key") != "kubeadm-etcd" {
+		t.Errorf("after the rollback: data %s, key %s; want kubeadm-etcd's, as the restored unit needs", got, owner("/etc/kubernetes/pki/etcd/server.key"))
+	}
+
+	u.Healthy = func(context.Context, string) error { atStart = owner("/var/lib/etcd/member/snap/db"); return nil }
+	if _, err := u.Component(t.Context(), "etcd"); err != nil {
+		t.Fatal(err)
+	}
+	if atStart != "etcd" {
+		t.Errorf("the new etcd started with its data owned by %s", atStart)
+	}
+	for p, want := range map[string]string{"/var/lib/etcd": "etcd", "/var/lib/etcd/member/snap/db": "etcd", "/etc/kubernetes/pki/etcd/server.key": "root", "/etc/kubernetes/pki/etcd/peer.key": "root"} {
+		if got := owner(p); got != want {
+			t.Errorf("%s owned by %s, want %s", p, got, want)
+		}
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "etcd.service"))
+	if !strings.Contains(string(unit), "LoadCredential=key-file:/etc/kubernetes/pki/etcd/server.key\n") {
+		t.Errorf("the new unit does not load its key as a credential:\n%s", unit)
 	}
 }

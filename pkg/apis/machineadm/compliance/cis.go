@@ -22,7 +22,7 @@ const (
 const CipherSuites = cipherList
 
 var cisChecks = []Check{
-	cis("1.1.1", ScopeMaster, true, HowKubeadm, "API server pod spec file mode 600 or stricter", kubeadmMode+" Not applicable with runtime Systemd (no manifest; the unit file is 0600).", mode(FileAPIServerPod, 0o600)),
+	cis("1.1.1", ScopeMaster, true, HowKubeadm, "API server pod spec file mode 600 or stricter", kubeadmMode+" With runtime Systemd the unit file stands for it (/etc/systemd/system/kube-apiserver.service, 0600), as for 1.1.2-1.1.8.", mode(FileAPIServerPod, 0o600)),
 	cis("1.1.2", ScopeMaster, true, HowKubeadm, "API server pod spec file owned by root:root", kubeadmRoot, owner(FileAPIServerPod, "root:root")),
 	cis("1.1.3", ScopeMaster, true, HowKubeadm, "controller manager pod spec file mode 600 or stricter", kubeadmMode, mode(FileControllerManagerPod, 0o600)),
 	cis("1.1.4", ScopeMaster, true, HowKubeadm, "controller manager pod spec file owned by root:root", kubeadmRoot, owner(FileControllerManagerPod, "root:root")),
@@ -33,14 +33,14 @@ var cisChecks = []Check{
 	cis("1.1.9", ScopeMaster, false, HowOperator, "CNI configuration file mode 600 or stricter", "The CNI plugin's files belong to the CNI installer; give spec.host.files entries mode 0600 when machineadm writes them.", nil),
 	cis("1.1.10", ScopeMaster, false, HowOperator, "CNI configuration file owned by root:root", "As 1.1.9.", nil),
 	cis("1.1.11", ScopeMaster, true, HowKubeadm, "etcd data directory mode 700 or stricter", "kubeadm creates it 0700; the Systemd runtime too.", mode(FileEtcdDataDir, 0o700)),
-	cis("1.1.12", ScopeMaster, true, HowMachineadm, "etcd data directory owned by etcd:etcd", "The profile creates the etcd system account (sysusers.d) and gives it the data directory after kubeadm's etcd phase; the static pod's etcd runs as root and keeps access. Runtime Systemd runs etcd as kubeadm-etcd, which owns the directory: waive it with that reason.", owner(FileEtcdDataDir, "etcd:etcd")),
+	cis("1.1.12", ScopeMaster, true, HowMachineadm, "etcd data directory owned by etcd:etcd", "The profile creates the etcd system account (sysusers.d) and gives it the data directory after kubeadm's etcd phase; the static pod's etcd runs as root and keeps access. Runtime Systemd runs etcd as the account etcd, which owns the directory, with or without a profile.", owner(FileEtcdDataDir, "etcd:etcd")),
 	cis("1.1.13", ScopeMaster, true, HowKubeadm, "admin.conf and super-admin.conf mode 600", kubeadmMode, mode(FileAdminConf, 0o600)),
 	cis("1.1.14", ScopeMaster, true, HowKubeadm, "admin.conf and super-admin.conf owned by root:root", kubeadmRoot, owner(FileAdminConf, "root:root")),
-	cis("1.1.15", ScopeMaster, true, HowKubeadm, "scheduler.conf mode 600 or stricter", kubeadmMode+" With runtime Systemd too (owned by the scheduler's account, 1.1.16).", mode(FileSchedulerConf, 0o600)),
-	cis("1.1.16", ScopeMaster, true, HowKubeadm, "scheduler.conf owned by root:root", kubeadmRoot+" With runtime Systemd the scheduler's account owns it: waive it with that reason.", owner(FileSchedulerConf, "root:root")),
-	cis("1.1.17", ScopeMaster, true, HowKubeadm, "controller-manager.conf mode 600 or stricter", kubeadmMode+" With runtime Systemd too (owned by the controller manager's account, 1.1.18).", mode(FileControllerManagerConf, 0o600)),
-	cis("1.1.18", ScopeMaster, true, HowKubeadm, "controller-manager.conf owned by root:root", kubeadmRoot+" With runtime Systemd the controller manager's account owns it: waive it with that reason.", owner(FileControllerManagerConf, "root:root")),
-	cis("1.1.19", ScopeMaster, true, HowKubeadm, "PKI directory and files owned by root:root", kubeadmRoot+" With runtime Systemd the keys each component reads are owned by its account: waive it with that reason.", owner(FilePKI, "root:root")),
+	cis("1.1.15", ScopeMaster, true, HowKubeadm, "scheduler.conf mode 600 or stricter", kubeadmMode+" With runtime Systemd too.", mode(FileSchedulerConf, 0o600)),
+	cis("1.1.16", ScopeMaster, true, HowKubeadm, "scheduler.conf owned by root:root", kubeadmRoot+" With runtime Systemd too: the unit reads it as a systemd credential.", owner(FileSchedulerConf, "root:root")),
+	cis("1.1.17", ScopeMaster, true, HowKubeadm, "controller-manager.conf mode 600 or stricter", kubeadmMode+" With runtime Systemd too.", mode(FileControllerManagerConf, 0o600)),
+	cis("1.1.18", ScopeMaster, true, HowKubeadm, "controller-manager.conf owned by root:root", kubeadmRoot+" With runtime Systemd too: the unit reads it as a systemd credential.", owner(FileControllerManagerConf, "root:root")),
+	cis("1.1.19", ScopeMaster, true, HowKubeadm, "PKI directory and files owned by root:root", kubeadmRoot+" With runtime Systemd too: the units read keys and certificates as systemd credentials.", owner(FilePKI, "root:root")),
 	cis("1.1.20", ScopeMaster, false, HowKubeadm, "PKI certificate files mode 644 or stricter", "kubeadm writes certificates 0644.", mode(FilePKICerts, 0o644)),
 	cis("1.1.21", ScopeMaster, false, HowKubeadm, "PKI key files mode 600", "kubeadm writes keys 0600.", mode(FilePKIKeys, 0o600)),
 

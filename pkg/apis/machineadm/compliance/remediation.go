@@ -93,14 +93,3 @@ func RemediationFor(p Profile, certificatesDir string) Remediation {
 // the cluster-info ConfigMap kubeadm's token discovery reads before it has
 // any credential. (--anonymous-auth=false would break that discovery.)
 var AnonymousPaths = []string{"/livez", "/readyz", "/healthz", "/api/v1/namespaces/kube-public/configmaps/cluster-info"}
-
-// SystemdRuntimeExceptions are the checks of each profile that a control
-// plane of runtime Systemd breaks by design: each component runs as its
-// own account (kubeadm's kubeadm-etcd, kubeadm-kas, kubeadm-kcm,
-// kubeadm-ks), which owns the etcd data directory, its kubeconfig (still
-// 0600) and the keys it reads. Validation warns about each one the spec
-// does not waive. TestComplianceProfileSystemd saw exactly these FAIL.
-var SystemdRuntimeExceptions = map[Profile][]string{
-	CIS112: {"1.1.12", "1.1.16", "1.1.18", "1.1.19"},
-	STIG:   {"V-242445", "V-242451"},
-}

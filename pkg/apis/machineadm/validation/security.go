@@ -77,17 +77,6 @@ func validateSecurity(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 			r.Errors = append(r.Errors, field.Invalid(wp.Child("reason"), w.Reason, "one line, without control characters (C0, DEL, C1 such as U+0085) or line and paragraph separators (U+2028, U+2029)"))
 		}
 	}
-	if s.Role == machineadm.RoleControlPlane && s.ControlPlane != nil && s.ControlPlane.Runtime == machineadm.RuntimeSystemd {
-		var missing []string
-		for _, id := range compliance.SystemdRuntimeExceptions[prof] {
-			if !waived[id] {
-				missing = append(missing, id)
-			}
-		}
-		if len(missing) > 0 {
-			r.warn(p.Child("waivers"), "runtime Systemd runs each component as its own account, which owns the files checks %s want root's (or etcd's): they will FAIL and fail the bootstrap unless waived (docs/compliance.md)", strings.Join(missing, ", "))
-		}
-	}
 	if prof == compliance.STIG && s.Role == machineadm.RoleControlPlane && s.ControlPlane != nil &&
 		s.ControlPlane.Runtime == machineadm.RuntimeStaticPods && !waived["V-242397"] {
 		r.Errors = append(r.Errors, field.Invalid(field.NewPath("spec", "controlPlane", "runtime"), s.ControlPlane.Runtime,

@@ -99,7 +99,59 @@ func ParseExecStart(unit string) ([]string, error) {
 		out = append(out, cur.String())
 	}
 	for i := range out {
-		out[i] = strings.ReplaceAll(strings.ReplaceAll(out[i], "%%", "%"), "$$", "$")
+		out[i] = unescape(out[i])
+	}
+	return out, nil
+}
+
+// CredentialsDir is what ParseExecStart gives for the specifier %d, the
+// unit's credentials directory.
+const CredentialsDir = "${CREDENTIALS_DIRECTORY}"
+
+// unescape undoes "%%", "$$" and expands "%d" to CredentialsDir, left to
+// right as systemd reads them.
+func unescape(w string) string {
+	var b strings.Builder
+	for i := 0; i < len(w); i++ {
+		switch {
+		case w[i] == '%' && i+1 < len(w) && w[i+1] == '%', w[i] == '$' && i+1 < len(w) && w[i+1] == '$':
+			b.WriteByte(w[i])
+			i++
+		case w[i] == '%' && i+1 < len(w) && w[i+1] == 'd':
+			b.WriteString(CredentialsDir)
+			i++
+		default:
+			b.WriteByte(w[i])
+		}
+	}
+	return b.String()
+}
+
+// ResolveCredentials returns argv (ParseExecStart's) with every
+// CredentialsDir+"/ID" replaced by the source path the unit's
+// LoadCredential=ID:PATH line gives, that is, the file the process reads;
+// an ID without a LoadCredential= line is an error.
+func ResolveCredentials(unit string, argv []string) ([]string, error) {
+	creds := map[string]string{}
+	for _, l := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(l, "LoadCredential="); ok {
+			id, p, _ := strings.Cut(v, ":")
+			creds[id] = strings.ReplaceAll(p, "%%", "%")
+		}
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		j := strings.Index(a, CredentialsDir+"/")
+		if j < 0 {
+			continue
+		}
+		id := a[j+len(CredentialsDir)+1:]
+		p, ok := creds[id]
+		if !ok {
+			return nil, fmt.Errorf("argument %q names credential %q, which no LoadCredential= line loads", a, id)
+		}
+		out[i] = a[:j] + p
 	}
 	return out, nil
 }

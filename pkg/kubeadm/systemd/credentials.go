@@ -1,0 +1,63 @@
+package systemd
+
+import (
+	"path"
+	"strings"
+
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+)
+
+// credentialFlags are, per component, the flags whose value is a file the
+// process only reads: certificates, keys, kubeconfigs and configuration
+// files (kubeadm's flags, the typed API server settings' flags of
+// apiserverconfig.Flags, and the upstream file flags an extraArgs entry
+// may set). Each such file reaches the process as a systemd credential,
+// so it stays root:root 0600 (CIS 1.1.16, 1.1.18, 1.1.19). Flags naming a
+// file written (--audit-log-path) or a directory (--data-dir) are not
+// here.
+var credentialFlags = map[string][]string{
+	kubeadmconstants.Etcd: {"cert-file", "key-file", "trusted-ca-file", "peer-cert-file", "peer-key-file", "peer-trusted-ca-file"},
+	kubeadmconstants.KubeAPIServer: {
+		"client-ca-file", "tls-cert-file", "tls-private-key-file", "kubelet-client-certificate", "kubelet-client-key",
+		"kubelet-certificate-authority", "proxy-client-cert-file", "proxy-client-key-file", "requestheader-client-ca-file",
+		"service-account-key-file", "service-account-signing-key-file", "etcd-cafile", "etcd-certfile", "etcd-keyfile",
+		"audit-policy-file", "audit-webhook-config-file", "encryption-provider-config", "authentication-config",
+		"authorization-config", "authentication-token-webhook-config-file", "authorization-webhook-config-file",
+		"admission-control-config-file", "egress-selector-config-file", "oidc-ca-file", "tracing-config-file",
+	},
+	kubeadmconstants.KubeControllerManager: {
+		"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "client-ca-file", "requestheader-client-ca-file",
+		"root-ca-file", "service-account-private-key-file", "cluster-signing-cert-file", "cluster-signing-key-file",
+		"tls-cert-file", "tls-private-key-file",
+	},
+	kubeadmconstants.KubeScheduler: {
+		"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig", "config", "client-ca-file",
+		"requestheader-client-ca-file", "tls-cert-file", "tls-private-key-file",
+	},
+}
+
+// credentials are the credentials of component name's command argv: one
+// per flag of credentialFlags given once with an absolute, clean path
+// without white space (ID the flag's name). A flag given twice, or with a
+// relative path, is left to the process to open, as before.
+func credentials(name string, argv []string) []cpunits.Credential {
+	count := map[string]int{}
+	val := map[string]string{}
+	for _, a := range argv[1:] {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
+			count[k]++
+			val[k] = v
+		}
+	}
+	var out []cpunits.Credential
+	for _, f := range credentialFlags[name] {
+		v := val[f]
+		if count[f] != 1 || !path.IsAbs(v) || path.Clean(v) != v || strings.ContainsAny(v, " \t%") {
+			continue
+		}
+		out = append(out, cpunits.Credential{ID: f, Path: v})
+	}
+	return out
+}

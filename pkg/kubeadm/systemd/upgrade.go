@@ -229,12 +229,8 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 	if !env.DryRun {
 		opts.Manager = env.Services
 		opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, c.Name) }
-		oldUser, err := installedUser(env.Root, c)
-		if err != nil {
-			return cpunits.ReplaceResult{Unit: c.Unit()}, err
-		}
 		opts.BeforeStart = func(ctx context.Context, rollback bool) error {
-			return u.beforeStart(ctx, s, c, rules, oldUser, rollback)
+			return u.beforeStart(ctx, s, c, rules, rollback)
 		}
 	}
 	r, err := cpunits.Replace(ctx, c, opts)
@@ -301,9 +297,18 @@ func (s *SystemdControlPlane) pathRules(c cpunits.Component) []cpunits.PathRule 
 // upgrade: the accounts (etcd's is "etcd" since units read credentials;
 // an older machineadm ran etcd as kubeadm-etcd) and the owners of the
 // directories the unit writes, recursively for etcd's data directory. On
-// a rollback the directories go back to oldUser, the account of the
-// restored unit, when it differs.
-func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane, c cpunits.Component, rules []cpunits.PathRule, oldUser string, rollback bool) error {
+// a rollback the directories go back to the account of the restored unit
+// (its User=, read once the backup is back in place: a run killed after
+// it wrote the new unit leaves that one installed for the rerun), when it
+// differs.
+func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane, c cpunits.Component, rules []cpunits.PathRule, rollback bool) error {
+	var oldUser string
+	if rollback {
+		var err error
+		if oldUser, err = installedUser(u.Env.Root, c); err != nil {
+			return err
+		}
+	}
 	var dirs []cpunits.PathRule
 	for _, r := range rules {
 		if r.Dir && r.User == c.User {

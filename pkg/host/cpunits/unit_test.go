@@ -160,8 +160,8 @@ func TestRenderRefusesBadCredentials(t *testing.T) {
 	}
 }
 
-// The stamp follows a rewrite of a credential's file (size and time, not
-// content) and is empty without credentials; Install restarts the unit
+// The stamp follows a rewrite of a credential's file (a digest of its
+// content, never the content) and is empty without credentials; Install restarts the unit
 // when it changes.
 func TestStampCredentials(t *testing.T) {
 	root := t.TempDir()
@@ -193,5 +193,46 @@ func TestStampCredentials(t *testing.T) {
 	renewed, _ := cpunits.StampCredentials(root, c)
 	if renewed.CredentialStamp == first.CredentialStamp {
 		t.Error("a rewritten credential file keeps the stamp")
+	}
+}
+
+// A credential file rewritten with the same size and the same
+// modification time (a renewal within the file system's timestamp
+// granularity, a copy with cp -p) still changes the stamp.
+func TestStampCredentialsSameSizeAndMtime(t *testing.T) {
+	root := t.TempDir()
+	c := apiserver()
+	c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	c.Credentials = []cpunits.Credential{{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	hp := filepath.Join(root, "etc/kubernetes/pki/ca.crt")
+	if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, []byte("certificate-one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := cpunits.StampCredentials(root, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, []byte("certificate-two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(hp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := cpunits.StampCredentials(root, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renewed.CredentialStamp == first.CredentialStamp {
+		t.Error("a credential file rewritten with the same size and mtime keeps the stamp, so its unit is not restarted")
+	}
+	if strings.Contains(renewed.CredentialStamp, "certificate") {
+		t.Errorf("the stamp %q shows content", renewed.CredentialStamp)
 	}
 }

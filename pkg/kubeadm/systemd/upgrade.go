@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -242,7 +243,16 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 		if !env.DryRun {
 			_, perr = cpunits.CreateUsers(ctx, env.Root, cpunits.Accounts(s.LocalEtcd()), env.Exec, false)
 		}
+		var opened map[string]bool
 		if perr == nil {
+			opened, perr = openedDirectly(env.Root, c.Name)
+		}
+		if perr == nil {
+			// A file another installed unit still opens itself (an older
+			// machineadm's unit, not replaced yet: sa.key, which the
+			// controller manager shares with the API server) keeps the
+			// owner and mode that unit needs until it is replaced too.
+			rules = slices.DeleteFunc(slices.Clone(rules), func(r cpunits.PathRule) bool { return !r.Dir && opened[r.Path] })
 			var changes []string
 			changes, perr = cpunits.ApplyPaths(env.Root, rules, env.DryRun)
 			r.Changes = append(r.Changes, changes...)
@@ -331,6 +341,39 @@ func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane
 		fmt.Fprintln(u.Env.out(), "[systemd] "+l)
 	}
 	return err
+}
+
+// openedDirectly are the machine paths that the installed units of the
+// control plane other than except name as a "--flag=path" argument, so
+// that the process opens them itself (a unit an older machineadm wrote,
+// before credentials; a credential's argument reads "%d/ID" instead).
+// Missing units name nothing.
+func openedDirectly(root, except string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, name := range append([]string{kubeadmconstants.Etcd}, kubeadmconstants.ControlPlaneComponents...) {
+		if name == except {
+			continue
+		}
+		hp, err := files.Resolve(root, filepath.Join(cpunits.UnitDir, name+".service"))
+		if err != nil {
+			return nil, err
+		}
+		st, err := files.ReadState(hp)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Exists {
+			continue
+		}
+		for _, l := range strings.Split(string(st.Content), "\n") {
+			l = strings.TrimSuffix(strings.TrimSpace(l), `\`)
+			l = strings.TrimSpace(strings.TrimPrefix(l, "ExecStart="))
+			if _, val, ok := strings.Cut(l, "="); ok && strings.HasPrefix(l, "--") {
+				out[strings.Trim(val, `"`)] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // installedUser is the User= of c's installed unit, "" when it has none.

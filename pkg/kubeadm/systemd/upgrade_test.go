@@ -3,6 +3,7 @@ package systemd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -419,5 +420,75 @@ func TestSystemdUpgradeRollbackAfterKillRestoresEtcdOwner(t *testing.T) {
 	}
 	if got := ownerUID(); got != int(oldUID) {
 		t.Errorf("after the rollback the data directory is owned by uid %d, want kubeadm-etcd's %d, the restored unit's account", got, oldUID)
+	}
+}
+
+// On a host an older machineadm made, the API server and the controller
+// manager both opened sa.key themselves (root:kubeadm-sa-key-readers
+// 0640). Once the new API server unit is healthy, sa.key must stay
+// readable by the controller manager's installed, not yet replaced unit
+// (a restart of it, or its rollback, opens the file again as
+// kubeadm-kcm); it goes to root:root 0600 when the last unit that opens
+// it directly is replaced.
+func TestSystemdUpgradeKeepsSharedKeyForUnreplacedUnits(t *testing.T) {
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs systemd-sysusers and root")
+	}
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.37.2")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env, Healthy: func(context.Context, string) error { return nil }}
+	_, comps, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readers = "kubeadm-sa-key-readers"
+	if _, err := cpunits.CreateUsers(t.Context(), root, []cpunits.Account{{Name: readers, GroupOnly: true}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.CreateUsers(t.Context(), root, cpunits.Accounts(true), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	var olds []cpunits.Component
+	for _, c := range comps {
+		if c.Name == "kube-apiserver" || c.Name == "kube-controller-manager" {
+			c.Credentials, c.SupplementaryGroups = nil, []string{readers}
+			olds = append(olds, c)
+		}
+	}
+	if _, err := cpunits.Install(t.Context(), root, olds, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(root, "/etc/kubernetes/pki/sa.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{{Path: strings.TrimPrefix(key, root), Mode: 0o640, User: "0", Group: readers}}, false); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		fi, err := os.Stat(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, gid := files.Owner(fi)
+		return fmt.Sprintf("gid %d mode %o", gid, fi.Mode().Perm())
+	}
+	before := state()
+	if _, err := u.Component(t.Context(), "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != before {
+		t.Errorf("with the controller manager's old unit still installed, sa.key went from %s to %s: that unit cannot open it again", before, got)
+	}
+	if _, err := u.Component(t.Context(), "kube-controller-manager"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != "gid 0 mode 600" {
+		t.Errorf("once no unit opens sa.key directly it is %s, want root's 0600", got)
 	}
 }

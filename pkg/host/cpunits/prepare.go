@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,8 +75,16 @@ func RunCommand(ctx context.Context, name string, args ...string) ([]byte, error
 // --root=ROOT SysusersPath`, which creates what is missing and leaves
 // existing accounts alone (idempotent). It returns the summary of the file
 // change. With dryRun nothing is written or run, and the summary says
-// what would change ("would write …").
+// what would change ("would write …"). An account name that already
+// belongs to a regular user or group (an id at or above the root's
+// /etc/login.defs UID_MIN or GID_MIN, default 1000) or to a user with a
+// login shell is refused before anything is written (ErrAccountTaken):
+// sysusers would adopt it, and the component would run as, and its files
+// belong to, a person's account.
 func CreateUsers(ctx context.Context, root string, accounts []Account, run Exec, dryRun bool) (string, error) {
+	if err := checkExistingAccounts(root, accounts); err != nil {
+		return "", err
+	}
 	c, err := planFile(root, File{Path: SysusersPath, Content: SysusersConfig(accounts), Mode: 0o644})
 	if err != nil {
 		return "", err
@@ -247,4 +257,84 @@ func planFile(root string, f File) (files.Change, error) {
 		return files.Change{}, err
 	}
 	return files.Plan(files.Desired{Path: f.Path, Content: f.Content, Mode: f.Mode, Secret: f.Secret}, hp, cur), nil
+}
+
+// ErrAccountTaken is returned (wrapped) by CreateUsers when a name of the
+// control plane's accounts belongs to a regular user or group.
+var ErrAccountTaken = errors.New("the account name belongs to a regular user or group")
+
+// checkExistingAccounts refuses accounts whose name root's /etc/passwd or
+// /etc/group already gives a regular id or a login shell. A missing file
+// holds no account.
+func checkExistingAccounts(root string, accounts []Account) error {
+	read := func(p string) ([][]string, error) {
+		hp, err := files.Resolve(root, p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(hp)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out [][]string
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && l[0] != '#' {
+				out = append(out, strings.Split(l, ":"))
+			}
+		}
+		return out, nil
+	}
+	passwd, err := read("/etc/passwd")
+	if err != nil {
+		return err
+	}
+	group, err := read("/etc/group")
+	if err != nil {
+		return err
+	}
+	defs, err := read("/etc/login.defs")
+	if err != nil {
+		return err
+	}
+	uidMin, gidMin := loginDefsMin(defs, "UID_MIN"), loginDefsMin(defs, "GID_MIN")
+	want := map[string]bool{}
+	for _, a := range accounts {
+		want[a.Name] = !a.GroupOnly
+	}
+	var errs []error
+	for _, f := range passwd {
+		if isUser, ok := want[f[0]]; !ok || !isUser || len(f) < 7 {
+			continue
+		}
+		uid, _ := strconv.Atoi(f[2])
+		shell := path.Base(f[6])
+		if uid == 0 || uid >= uidMin || (f[6] != "" && shell != "nologin" && shell != "false") {
+			errs = append(errs, fmt.Errorf("user %q exists with uid %s and shell %q, not as a system account without login (uid 1-%d): rename or remove it (%w)", f[0], f[2], f[6], uidMin-1, ErrAccountTaken))
+		}
+	}
+	for _, f := range group {
+		if _, ok := want[f[0]]; !ok || len(f) < 3 {
+			continue
+		}
+		if gid, _ := strconv.Atoi(f[2]); gid == 0 || gid >= gidMin {
+			errs = append(errs, fmt.Errorf("group %q exists with gid %s, not as a system group (gid 1-%d): rename or remove it (%w)", f[0], f[2], gidMin-1, ErrAccountTaken))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loginDefsMin is the value of key (UID_MIN, GID_MIN) in login.defs(5)
+// lines, 1000 when absent or not a positive number.
+func loginDefsMin(lines [][]string, key string) int {
+	for _, l := range lines {
+		if f := strings.Fields(l[0]); len(f) == 2 && f[0] == key {
+			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 1000
 }

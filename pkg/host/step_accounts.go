@@ -41,7 +41,7 @@ func accountsStep(accounts []cpunits.Account) Step {
 		Apply: func(ctx context.Context, env *Env) (Result, error) {
 			line, err := cpunits.CreateUsers(ctx, env.root(), accounts, nil, env.DryRun)
 			if errors.Is(err, cpunits.ErrAccountTaken) {
-				return Result{}, hostErr("the control plane runs as system accounts of these names; rename or remove the regular user or group of the name, then run again", "creating the control-plane accounts: %w", err)
+				return Result{}, hostErr("the control plane runs as system accounts of these names; rename or remove the login user or shared group of that name, then run again", "creating the control-plane accounts: %w", err)
 			}
 			if err != nil {
 				return Result{}, hostErr("systemd-sysusers must be installed (package systemd) and /etc/passwd writable", "creating the control-plane accounts: %w", err)

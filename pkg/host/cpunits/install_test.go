@@ -147,21 +147,23 @@ func TestCreateUsersAndApplyPaths(t *testing.T) {
 	}
 }
 
-// An account name that already belongs to a person (a regular user with
-// a login shell, or a regular uid) is refused before anything is
-// written: systemd-sysusers would leave it alone, and the control plane
-// would run as it (etcd's data directory, with every Secret, owned by a
-// login user). An existing system account of the name is adopted.
-func TestCreateUsersRefusesRegularUserOfTheName(t *testing.T) {
+// An account name that already belongs to a login user (a login shell,
+// or uid 0) or to a group with other members is refused before anything
+// is written: systemd-sysusers would leave it alone, and the control
+// plane would run as it (etcd's data directory, with every Secret, owned
+// by a login user). An existing account without login is adopted.
+func TestCreateUsersRefusesLoginUserOfTheName(t *testing.T) {
 	for name, tc := range map[string]struct {
 		passwd, group string
 		ok            bool
 	}{
-		"login user":                {passwd: "etcd:x:1001:1001:Alice:/home/etcd:/bin/bash\n", group: "etcd:x:1001:\n"},
-		"regular uid without shell": {passwd: "etcd:x:1500:1500::/home/etcd:/usr/sbin/nologin\n", group: "etcd:x:1500:\n"},
-		"system user with a shell":  {passwd: "etcd:x:120:120::/var/lib/etcd:/bin/sh\n", group: "etcd:x:120:\n"},
-		"regular group":             {group: "etcd:x:1001:alice\n"},
-		"system account":            {passwd: "etcd:x:120:120:etcd:/var/lib/etcd:/usr/sbin/nologin\n", group: "etcd:x:120:\n", ok: true},
+		"login user":                 {passwd: "etcd:x:1001:1001:Alice:/home/etcd:/bin/bash\n", group: "etcd:x:1001:\n"},
+		"default shell":              {passwd: "etcd:x:1001:1001::/home/etcd:\n", group: "etcd:x:1001:\n"},
+		"system user with a shell":   {passwd: "etcd:x:120:120::/var/lib/etcd:/bin/sh\n", group: "etcd:x:120:\n"},
+		"root's alias":               {passwd: "etcd:x:0:0::/root:/usr/sbin/nologin\n"},
+		"group with people":          {group: "etcd:x:1001:alice\n"},
+		"system account":             {passwd: "etcd:x:120:120:etcd:/var/lib/etcd:/usr/sbin/nologin\n", group: "etcd:x:120:\n", ok: true},
+		"service user without login": {passwd: "etcd:x:1234:1234::/var/lib/etcd:/bin/false\n", group: "etcd:x:1234:etcd\n", ok: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,11 +75,10 @@ func RunCommand(ctx context.Context, name string, args ...string) ([]byte, error
 // existing accounts alone (idempotent). It returns the summary of the file
 // change. With dryRun nothing is written or run, and the summary says
 // what would change ("would write …"). An account name that already
-// belongs to a regular user or group (an id at or above the root's
-// /etc/login.defs UID_MIN or GID_MIN, default 1000) or to a user with a
-// login shell is refused before anything is written (ErrAccountTaken):
-// sysusers would adopt it, and the component would run as, and its files
-// belong to, a person's account.
+// belongs to a user with a login shell or uid 0, or to a group with other
+// members or gid 0, is refused before anything is written
+// (ErrAccountTaken): sysusers would adopt it, and the component would run
+// as, and its files belong to, an account people log in as (or share).
 func CreateUsers(ctx context.Context, root string, accounts []Account, run Exec, dryRun bool) (string, error) {
 	if err := checkExistingAccounts(root, accounts); err != nil {
 		return "", err
@@ -260,12 +258,13 @@ func planFile(root string, f File) (files.Change, error) {
 }
 
 // ErrAccountTaken is returned (wrapped) by CreateUsers when a name of the
-// control plane's accounts belongs to a regular user or group.
-var ErrAccountTaken = errors.New("the account name belongs to a regular user or group")
+// control plane's accounts belongs to a login user or a shared group.
+var ErrAccountTaken = errors.New("the account name belongs to a login user or a shared group")
 
-// checkExistingAccounts refuses accounts whose name root's /etc/passwd or
-// /etc/group already gives a regular id or a login shell. A missing file
-// holds no account.
+// checkExistingAccounts refuses accounts whose name root's /etc/passwd
+// gives uid 0 or a login shell (empty, or other than nologin and false),
+// or whose name root's /etc/group gives gid 0 or members other than the
+// accounts. A missing file holds no account.
 func checkExistingAccounts(root string, accounts []Account) error {
 	read := func(p string) ([][]string, error) {
 		hp, err := files.Resolve(root, p)
@@ -295,11 +294,6 @@ func checkExistingAccounts(root string, accounts []Account) error {
 	if err != nil {
 		return err
 	}
-	defs, err := read("/etc/login.defs")
-	if err != nil {
-		return err
-	}
-	uidMin, gidMin := loginDefsMin(defs, "UID_MIN"), loginDefsMin(defs, "GID_MIN")
 	want := map[string]bool{}
 	for _, a := range accounts {
 		want[a.Name] = !a.GroupOnly
@@ -309,32 +303,24 @@ func checkExistingAccounts(root string, accounts []Account) error {
 		if isUser, ok := want[f[0]]; !ok || !isUser || len(f) < 7 {
 			continue
 		}
-		uid, _ := strconv.Atoi(f[2])
 		shell := path.Base(f[6])
-		if uid == 0 || uid >= uidMin || (f[6] != "" && shell != "nologin" && shell != "false") {
-			errs = append(errs, fmt.Errorf("user %q exists with uid %s and shell %q, not as a system account without login (uid 1-%d): rename or remove it (%w)", f[0], f[2], f[6], uidMin-1, ErrAccountTaken))
+		if f[2] == "0" || f[6] == "" || (shell != "nologin" && shell != "false") {
+			errs = append(errs, fmt.Errorf("user %q exists with uid %s and login shell %q, not as a system account without login: rename or remove it (%w)", f[0], f[2], f[6], ErrAccountTaken))
 		}
 	}
 	for _, f := range group {
-		if _, ok := want[f[0]]; !ok || len(f) < 3 {
+		if _, ok := want[f[0]]; !ok || len(f) < 4 {
 			continue
 		}
-		if gid, _ := strconv.Atoi(f[2]); gid == 0 || gid >= gidMin {
-			errs = append(errs, fmt.Errorf("group %q exists with gid %s, not as a system group (gid 1-%d): rename or remove it (%w)", f[0], f[2], gidMin-1, ErrAccountTaken))
+		var others []string
+		for _, m := range strings.Split(f[3], ",") {
+			if _, ours := want[m]; m != "" && !ours {
+				others = append(others, m)
+			}
+		}
+		if f[2] == "0" || len(others) > 0 {
+			errs = append(errs, fmt.Errorf("group %q exists with gid %s and members %q: rename or remove it (%w)", f[0], f[2], others, ErrAccountTaken))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// loginDefsMin is the value of key (UID_MIN, GID_MIN) in login.defs(5)
-// lines, 1000 when absent or not a positive number.
-func loginDefsMin(lines [][]string, key string) int {
-	for _, l := range lines {
-		if f := strings.Fields(l[0]); len(f) == 2 && f[0] == key {
-			if n, err := strconv.Atoi(f[1]); err == nil && n > 0 {
-				return n
-			}
-		}
-	}
-	return 1000
 }

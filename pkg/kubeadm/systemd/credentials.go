@@ -1,6 +1,7 @@
 package systemd
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -46,25 +47,32 @@ var credentialFlags = map[string][]string{
 }
 
 // credentials are the credentials of component name's command argv: one
-// per flag of credentialFlags given once with an absolute, clean path
-// without white space (ID the flag's name). A flag given twice, or with a
-// relative path, is left to the process to open, as before.
+// per argument "--FLAG=PATH" of a flag of credentialFlags with an
+// absolute, clean PATH without white space or "%", in the order of
+// credentialFlags and then argv. The first of a flag has the flag's name
+// as its ID, a repeat of it (a flag that takes several files, such as
+// --service-account-key-file) the ID FLAG-2, FLAG-3, … An argument given
+// twice, or with a relative path, is left to the process to open.
 func credentials(name string, argv []string) []cpunits.Credential {
-	count := map[string]int{}
-	val := map[string]string{}
+	args := map[string]int{}
 	for _, a := range argv[1:] {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
-			count[k]++
-			val[k] = v
-		}
+		args[a]++
 	}
 	var out []cpunits.Credential
 	for _, f := range credentialFlags[name] {
-		v := val[f]
-		if count[f] != 1 || !path.IsAbs(v) || path.Clean(v) != v || strings.ContainsAny(v, " \t%") {
-			continue
+		n := 0
+		for _, a := range argv[1:] {
+			v, ok := strings.CutPrefix(a, "--"+f+"=")
+			if !ok || args[a] != 1 || !path.IsAbs(v) || path.Clean(v) != v || strings.ContainsAny(v, " \t%") {
+				continue
+			}
+			n++
+			cr := cpunits.Credential{ID: f, Path: v}
+			if n > 1 {
+				cr.ID, cr.Flag = fmt.Sprintf("%s-%d", f, n), f
+			}
+			out = append(out, cr)
 		}
-		out = append(out, cpunits.Credential{ID: f, Path: v})
 	}
 	return out
 }

@@ -49,16 +49,36 @@ func StampCredentials(root string, c Component) (Component, error) {
 	return c, nil
 }
 
-// fileDigest is the SHA-256 of the content of the host file hp.
+// maxCredentialDigest bounds how much of a credential's file the stamp
+// reads: far above what systemd loads as one credential (1 MiB), so a
+// file that large is refused by systemd, not hashed whole.
+const maxCredentialDigest = 16 << 20
+
+// fileDigest is the SHA-256 of the content of the host file hp (at most
+// maxCredentialDigest bytes, then its size). A file that is not regular
+// (a device, a FIFO, which would block or never end) is digested by its
+// type alone and never opened.
 func fileDigest(hp string) ([]byte, error) {
+	fi, err := os.Stat(hp)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	if !fi.Mode().IsRegular() {
+		fmt.Fprintf(h, "not a regular file: %v", fi.Mode().Type())
+		return h.Sum(nil), nil
+	}
 	f, err := os.Open(hp)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	n, err := io.Copy(h, io.LimitReader(f, maxCredentialDigest))
+	if err != nil {
 		return nil, err
+	}
+	if n == maxCredentialDigest {
+		fmt.Fprintf(h, "\x00size %d", fi.Size())
 	}
 	return h.Sum(nil), nil
 }

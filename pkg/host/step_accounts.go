@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,6 +40,9 @@ func accountsStep(accounts []cpunits.Account) Step {
 		Check: func(ctx context.Context, env *Env) error { return nil },
 		Apply: func(ctx context.Context, env *Env) (Result, error) {
 			line, err := cpunits.CreateUsers(ctx, env.root(), accounts, nil, env.DryRun)
+			if errors.Is(err, cpunits.ErrAccountTaken) {
+				return Result{}, hostErr("the control plane runs as system accounts of these names; rename or remove the login user or shared group of that name, then run again", "creating the control-plane accounts: %w", err)
+			}
 			if err != nil {
 				return Result{}, hostErr("systemd-sysusers must be installed (package systemd) and /etc/passwd writable", "creating the control-plane accounts: %w", err)
 			}

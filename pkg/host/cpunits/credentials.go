@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -12,10 +13,13 @@ import (
 )
 
 // StampCredentials returns c with its CredentialStamp computed from the
-// files of its credentials under root: the hex SHA-256 of each file's
-// machine path, size and modification time (nanoseconds), or "absent".
-// Contents are never read, so the stamp, which a dry run prints in the
-// unit's diff, tells nothing about a key. A rewritten file (kubeadm's
+// files of its credentials under root: the hex SHA-256 over each file's
+// machine path and the SHA-256 of its content, or "absent". The content's
+// digest, not its size and modification time: a renewal of the same size
+// within the file system's timestamp granularity, or a copy that keeps
+// the mtime (cp -p, rsync -t), changes no time. The stamp, which a dry
+// run prints in the unit's diff, is a one-way digest of digests, so it
+// shows nothing of a key. A rewritten file (kubeadm's
 // certificate renewal, the apiserver-config step) changes the stamp and
 // so the unit, which Install and Replace then restart: systemd copies the
 // credentials only when the unit starts. Without credentials the stamp is
@@ -31,16 +35,50 @@ func StampCredentials(root string, c Component) (Component, error) {
 		if err != nil {
 			return c, err
 		}
-		fi, err := os.Stat(hp)
+		sum, err := fileDigest(hp)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			fmt.Fprintf(h, "%s\x00absent\x00", cr.Path)
 		case err != nil:
 			return c, fmt.Errorf("credential %s: %w", cr.ID, err)
 		default:
-			fmt.Fprintf(h, "%s\x00%d\x00%d\x00", cr.Path, fi.Size(), fi.ModTime().UnixNano())
+			fmt.Fprintf(h, "%s\x00%x\x00", cr.Path, sum)
 		}
 	}
 	c.CredentialStamp = hex.EncodeToString(h.Sum(nil))
 	return c, nil
+}
+
+// maxCredentialDigest bounds how much of a credential's file the stamp
+// reads: far above what systemd loads as one credential (1 MiB), so a
+// file that large is refused by systemd, not hashed whole.
+const maxCredentialDigest = 16 << 20
+
+// fileDigest is the SHA-256 of the content of the host file hp (at most
+// maxCredentialDigest bytes, then its size). A file that is not regular
+// (a device, a FIFO, which would block or never end) is digested by its
+// type alone and never opened.
+func fileDigest(hp string) ([]byte, error) {
+	fi, err := os.Stat(hp)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	if !fi.Mode().IsRegular() {
+		fmt.Fprintf(h, "not a regular file: %v", fi.Mode().Type())
+		return h.Sum(nil), nil
+	}
+	f, err := os.Open(hp)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := io.Copy(h, io.LimitReader(f, maxCredentialDigest))
+	if err != nil {
+		return nil, err
+	}
+	if n == maxCredentialDigest {
+		fmt.Fprintf(h, "\x00size %d", fi.Size())
+	}
+	return h.Sum(nil), nil
 }

@@ -3,6 +3,7 @@
 package cpunits_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,5 +144,49 @@ func TestCreateUsersAndApplyPaths(t *testing.T) {
 	rules = append(rules, cpunits.PathRule{Path: "/etc/kubernetes/scheduler.conf", Mode: 0o600, User: "0", Group: "0"})
 	if _, err := cpunits.ApplyPaths(root, rules, false); err == nil {
 		t.Error("a missing required file was accepted")
+	}
+}
+
+// An account name that already belongs to a login user (a login shell,
+// or uid 0) or to a group with other members is refused before anything
+// is written: systemd-sysusers would leave it alone, and the control
+// plane would run as it (etcd's data directory, with every Secret, owned
+// by a login user). An existing account without login is adopted.
+func TestCreateUsersRefusesLoginUserOfTheName(t *testing.T) {
+	for name, tc := range map[string]struct {
+		passwd, group string
+		ok            bool
+	}{
+		"login user":                 {passwd: "etcd:x:1001:1001:Alice:/home/etcd:/bin/bash\n", group: "etcd:x:1001:\n"},
+		"default shell":              {passwd: "etcd:x:1001:1001::/home/etcd:\n", group: "etcd:x:1001:\n"},
+		"system user with a shell":   {passwd: "etcd:x:120:120::/var/lib/etcd:/bin/sh\n", group: "etcd:x:120:\n"},
+		"root's alias":               {passwd: "etcd:x:0:0::/root:/usr/sbin/nologin\n"},
+		"group with people":          {group: "etcd:x:1001:alice\n"},
+		"system account":             {passwd: "etcd:x:120:120:etcd:/var/lib/etcd:/usr/sbin/nologin\n", group: "etcd:x:120:\n", ok: true},
+		"service user without login": {passwd: "etcd:x:1234:1234::/var/lib/etcd:/bin/false\n", group: "etcd:x:1234:etcd\n", ok: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n" + tc.passwd, "etc/group": "root:x:0:\n" + tc.group} {
+				if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ran := false
+			run := func(context.Context, string, ...string) ([]byte, error) { ran = true; return nil, nil }
+			_, err := cpunits.CreateUsers(t.Context(), root, []cpunits.Account{{Name: "etcd", Description: "etcd"}}, run, false)
+			_, serr := os.Stat(filepath.Join(root, cpunits.SysusersPath))
+			switch {
+			case tc.ok && (err != nil || !ran):
+				t.Errorf("an existing system account: %v (sysusers ran %v)", err, ran)
+			case !tc.ok && (err == nil || !strings.Contains(err.Error(), `"etcd"`)):
+				t.Errorf("an existing regular account was adopted: %v", err)
+			case !tc.ok && (ran || serr == nil):
+				t.Errorf("refused, but sysusers ran (%v) or its file was written (%v)", ran, serr)
+			}
+		})
 	}
 }

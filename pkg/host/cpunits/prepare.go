@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,8 +74,15 @@ func RunCommand(ctx context.Context, name string, args ...string) ([]byte, error
 // --root=ROOT SysusersPath`, which creates what is missing and leaves
 // existing accounts alone (idempotent). It returns the summary of the file
 // change. With dryRun nothing is written or run, and the summary says
-// what would change ("would write …").
+// what would change ("would write …"). An account name that already
+// belongs to a user with a login shell or uid 0, or to a group with other
+// members or gid 0, is refused before anything is written
+// (ErrAccountTaken): sysusers would adopt it, and the component would run
+// as, and its files belong to, an account people log in as (or share).
 func CreateUsers(ctx context.Context, root string, accounts []Account, run Exec, dryRun bool) (string, error) {
+	if err := checkExistingAccounts(root, accounts); err != nil {
+		return "", err
+	}
 	c, err := planFile(root, File{Path: SysusersPath, Content: SysusersConfig(accounts), Mode: 0o644})
 	if err != nil {
 		return "", err
@@ -247,4 +255,72 @@ func planFile(root string, f File) (files.Change, error) {
 		return files.Change{}, err
 	}
 	return files.Plan(files.Desired{Path: f.Path, Content: f.Content, Mode: f.Mode, Secret: f.Secret}, hp, cur), nil
+}
+
+// ErrAccountTaken is returned (wrapped) by CreateUsers when a name of the
+// control plane's accounts belongs to a login user or a shared group.
+var ErrAccountTaken = errors.New("the account name belongs to a login user or a shared group")
+
+// checkExistingAccounts refuses accounts whose name root's /etc/passwd
+// gives uid 0 or a login shell (empty, or other than nologin and false),
+// or whose name root's /etc/group gives gid 0 or members other than the
+// accounts. A missing file holds no account.
+func checkExistingAccounts(root string, accounts []Account) error {
+	read := func(p string) ([][]string, error) {
+		hp, err := files.Resolve(root, p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(hp)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out [][]string
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l != "" && l[0] != '#' {
+				out = append(out, strings.Split(l, ":"))
+			}
+		}
+		return out, nil
+	}
+	passwd, err := read("/etc/passwd")
+	if err != nil {
+		return err
+	}
+	group, err := read("/etc/group")
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, a := range accounts {
+		want[a.Name] = !a.GroupOnly
+	}
+	var errs []error
+	for _, f := range passwd {
+		if isUser, ok := want[f[0]]; !ok || !isUser || len(f) < 7 {
+			continue
+		}
+		shell := path.Base(f[6])
+		if f[2] == "0" || f[6] == "" || (shell != "nologin" && shell != "false") {
+			errs = append(errs, fmt.Errorf("user %q exists with uid %s and login shell %q, not as a system account without login: rename or remove it (%w)", f[0], f[2], f[6], ErrAccountTaken))
+		}
+	}
+	for _, f := range group {
+		if _, ok := want[f[0]]; !ok || len(f) < 4 {
+			continue
+		}
+		var others []string
+		for _, m := range strings.Split(f[3], ",") {
+			if _, ours := want[m]; m != "" && !ours {
+				others = append(others, m)
+			}
+		}
+		if f[2] == "0" || len(others) > 0 {
+			errs = append(errs, fmt.Errorf("group %q exists with gid %s and members %q: rename or remove it (%w)", f[0], f[2], others, ErrAccountTaken))
+		}
+	}
+	return errors.Join(errs...)
 }

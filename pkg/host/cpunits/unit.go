@@ -111,10 +111,15 @@ type Component struct {
 // $CREDENTIALS_DIRECTORY). The copy is taken at each start: a new content
 // reaches the process when the unit restarts.
 type Credential struct {
-	// ID is the credential's name and the flag it serves: the argument
-	// "--ID=Path" of Command is rendered "--ID=%d/ID". Required:
-	// [a-z0-9][a-z0-9-]*, unique in the component.
+	// ID is the credential's name and, unless Flag is set, the flag it
+	// serves: the argument "--FLAG=Path" of Command is rendered
+	// "--FLAG=%d/ID". Required: [a-z0-9][a-z0-9-]*, unique in the
+	// component.
 	ID string
+	// Flag is the flag served, without "--", when it differs from ID (a
+	// flag given more than once: --service-account-key-file for each key
+	// of a rotation). Optional: [a-z0-9][a-z0-9-]*.
+	Flag string
 	// Path is the absolute, clean machine path of the file (no white
 	// space). Required; the unit fails to start when it is missing.
 	Path string
@@ -302,6 +307,8 @@ func (c *Component) check() error {
 		switch {
 		case !nameRE.MatchString(cr.ID):
 			bad("credential id %q must match %s", cr.ID, nameRE)
+		case cr.Flag != "" && !nameRE.MatchString(cr.Flag):
+			bad("credential %s: flag %q must match %s", cr.ID, cr.Flag, nameRE)
 		case ids[cr.ID]:
 			bad("credential id %q given twice", cr.ID)
 		case !path.IsAbs(cr.Path) || path.Clean(cr.Path) != cr.Path || strings.ContainsFunc(cr.Path, isSpaceOrControl):
@@ -317,8 +324,16 @@ func (c *Component) check() error {
 	return errors.Join(errs...)
 }
 
+// flag is the flag a credential serves: Flag, or ID.
+func (cr Credential) flag() string {
+	if cr.Flag != "" {
+		return cr.Flag
+	}
+	return cr.ID
+}
+
 // credentialArg is the argument a credential replaces.
-func (cr Credential) credentialArg() string { return "--" + cr.ID + "=" + cr.Path }
+func (cr Credential) credentialArg() string { return "--" + cr.flag() + "=" + cr.Path }
 
 func countArgs(argv []string, a string) int {
 	n := 0
@@ -339,7 +354,7 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // lines"): "%" becomes "%%" (no specifier expansion) and "$" becomes "$$"
 // (no environment substitution); an argument with white space, quotes,
 // backslashes or ";" is double-quoted with "\\" and "\"" escapes. The
-// argument a credential serves ("--ID=PATH") becomes "--ID=%d/ID", the
+// argument a credential serves ("--FLAG=PATH") becomes "--FLAG=%d/ID", the
 // one specifier systemd expands: the credentials directory.
 func execLine(argv []string, creds []Credential) string {
 	parts := make([]string, len(argv))
@@ -347,7 +362,7 @@ func execLine(argv []string, creds []Credential) string {
 		parts[i] = quoteArg(a)
 		for _, cr := range creds {
 			if i > 0 && a == cr.credentialArg() {
-				parts[i] = "--" + cr.ID + "=%d/" + cr.ID
+				parts[i] = "--" + cr.flag() + "=%d/" + cr.ID
 			}
 		}
 	}

@@ -1,11 +1,14 @@
 package cpunits_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/cpunits/cpunitstest"
@@ -160,8 +163,8 @@ func TestRenderRefusesBadCredentials(t *testing.T) {
 	}
 }
 
-// The stamp follows a rewrite of a credential's file (size and time, not
-// content) and is empty without credentials; Install restarts the unit
+// The stamp follows a rewrite of a credential's file (a digest of its
+// content, never the content) and is empty without credentials; Install restarts the unit
 // when it changes.
 func TestStampCredentials(t *testing.T) {
 	root := t.TempDir()
@@ -193,5 +196,83 @@ func TestStampCredentials(t *testing.T) {
 	renewed, _ := cpunits.StampCredentials(root, c)
 	if renewed.CredentialStamp == first.CredentialStamp {
 		t.Error("a rewritten credential file keeps the stamp")
+	}
+}
+
+// A credential file rewritten with the same size and the same
+// modification time (a renewal within the file system's timestamp
+// granularity, a copy with cp -p) still changes the stamp.
+func TestStampCredentialsSameSizeAndMtime(t *testing.T) {
+	root := t.TempDir()
+	c := apiserver()
+	c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	c.Credentials = []cpunits.Credential{{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	hp := filepath.Join(root, "etc/kubernetes/pki/ca.crt")
+	if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, []byte("certificate-one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := cpunits.StampCredentials(root, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, []byte("certificate-two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(hp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := cpunits.StampCredentials(root, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renewed.CredentialStamp == first.CredentialStamp {
+		t.Error("a credential file rewritten with the same size and mtime keeps the stamp, so its unit is not restarted")
+	}
+	if strings.Contains(renewed.CredentialStamp, "certificate") {
+		t.Errorf("the stamp %q shows content", renewed.CredentialStamp)
+	}
+}
+
+// A credential path that is not a regular file (a FIFO an extraArgs entry
+// names, a device) is stamped without being opened: opening a FIFO with
+// no writer, or reading a device, would never end.
+func TestStampCredentialsSpecialFile(t *testing.T) {
+	root := t.TempDir()
+	c := apiserver()
+	c.Command = append(append([]string{}, c.Command...), "--client-ca-file=/etc/kubernetes/pki/ca.crt")
+	c.Credentials = []cpunits.Credential{{ID: "client-ca-file", Path: "/etc/kubernetes/pki/ca.crt"}}
+	hp := filepath.Join(root, "etc/kubernetes/pki/ca.crt")
+	if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(hp, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		s, err := cpunits.StampCredentials(root, c)
+		if err == nil && s.CredentialStamp == "" {
+			err = errors.New("no stamp")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(30 * time.Second):
+		// Unblock the reader so the test binary can exit.
+		if f, err := os.OpenFile(hp, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("stamping a FIFO credential did not return")
 	}
 }

@@ -183,7 +183,9 @@ func TestSystemdUnitsAndCredentials(t *testing.T) {
 		c := cpunits.Component{Name: name, Description: "test", User: "kubeadm-x", Group: "kubeadm-x",
 			Command: []string{"/usr/local/bin/" + name, "--profiling=false"}}
 		if name == "kube-apiserver" {
-			c.Command = append(c.Command, "--authentication-config="+authn)
+			// A literal "%d/…" value (an extraArgs entry; the unit
+			// writes "%%d/…") is not the credential of that ID.
+			c.Command = append(c.Command, "--authentication-config="+authn, "--oidc-ca-file=%d/authentication-config")
 			c.Credentials = []cpunits.Credential{{ID: "authentication-config", Path: authn}}
 		}
 		fs, err := cpunits.Render(c)
@@ -196,6 +198,9 @@ func TestSystemdUnitsAndCredentials(t *testing.T) {
 	flags, ok, err := n.flags(compliance.KubeAPIServer)
 	if err != nil || !ok || flags["authentication-config"] != authn {
 		t.Fatalf("--authentication-config = %q (%v, %v), want %s", flags["authentication-config"], ok, err, authn)
+	}
+	if got := flags["oidc-ca-file"]; got != "%d/authentication-config" {
+		t.Errorf("--oidc-ca-file = %q, want the literal value %q the process gets", got, "%d/authentication-config")
 	}
 	rs := Evaluate(n, compliance.CIS112, nil)
 	if r := find(t, rs, "1.2.1"); r.Verdict != Warn {

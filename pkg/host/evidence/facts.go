@@ -132,7 +132,10 @@ func execStart(data []byte) ([]string, error) {
 		for strings.HasSuffix(line, `\`) && sc.Scan() {
 			line = strings.TrimSuffix(line, `\`) + " " + strings.TrimSpace(sc.Text())
 		}
-		line = strings.NewReplacer("%%", "%", "$$", "$").Replace(line)
+		// "%d" (the credentials directory) becomes a marker no unit text
+		// holds, so resolveCredentials resolves that specifier only, not
+		// a literal "%d" a value carries (written "%%d").
+		line = strings.NewReplacer("%%", "%", "%d", credentialsMarker, "$$", "$").Replace(line)
 		var words []string
 		var cur strings.Builder
 		in, quote, esc := false, rune(0), false
@@ -168,15 +171,17 @@ func execStart(data []byte) ([]string, error) {
 	return nil, fmt.Errorf("no ExecStart= line")
 }
 
-// credentialsDir is the specifier of a unit's credentials directory in
-// ExecStart= (systemd.exec(5), "Credentials"; cpunits.Credential).
-const credentialsDir = "%d/"
+// credentialsMarker stands in the words execStart returns for the
+// specifier "%d" of a unit's credentials directory (systemd.exec(5),
+// "Credentials"; cpunits.Credential); resolveCredentials replaces it.
+const credentialsMarker = "\x00credentials-directory\x00"
 
-// resolveCredentials replaces, in the words of a unit's ExecStart=, a
-// value "%d/ID" by the file its LoadCredential=ID:PATH line loads: the
-// file the process reads (pkg/host/cpunits hands keys, certificates and
-// configuration files to the units so). A word with an ID the unit does
-// not load is kept.
+// resolveCredentials replaces, in the words of a unit's ExecStart= (from
+// execStart), a value "%d/ID" by the file its LoadCredential=ID:PATH
+// line loads: the file the process reads (pkg/host/cpunits hands keys,
+// certificates and configuration files to the units so). A "%d" of an ID
+// the unit does not load is kept as "%d"; a literal "%d" in a value
+// (written "%%d") is not a credential.
 func resolveCredentials(unit []byte, argv []string) []string {
 	creds := map[string]string{}
 	for _, l := range strings.Split(string(unit), "\n") {
@@ -188,12 +193,12 @@ func resolveCredentials(unit []byte, argv []string) []string {
 	}
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		out[i] = a
-		if j := strings.Index(a, credentialsDir); j >= 0 {
-			if p, ok := creds[a[j+len(credentialsDir):]]; ok {
-				out[i] = a[:j] + p
+		if j := strings.Index(a, credentialsMarker+"/"); j >= 0 {
+			if p, ok := creds[a[j+len(credentialsMarker)+1:]]; ok {
+				a = a[:j] + p
 			}
 		}
+		out[i] = strings.ReplaceAll(a, credentialsMarker, "%d")
 	}
 	return out
 }

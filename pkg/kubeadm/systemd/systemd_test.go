@@ -488,3 +488,80 @@ func TestAccountNamesAreKubeadms(t *testing.T) {
 		}
 	}
 }
+
+// Every upstream flag that names a file the component only reads, set
+// by extraArgs at one of kubeadm's root:root 0600 files (the controller
+// manager's per-signer flags at ca.key, which an older layout gave
+// kubeadm-kcm), reaches the process as a credential: otherwise the
+// process, running as its own account, cannot open the file.
+func TestSystemdExtraArgsFileFlagsAreCredentials(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	cfg := kubeadmtest.LoadExample(t, "control-plane-systemd.yaml")
+	cp := cfg.Spec.ControlPlane
+	given := map[string]bool{}
+	n := 0
+	set := func(args *[]machineadm.Arg, file string, names ...string) {
+		for _, name := range names {
+			given[name] = true
+			n++
+			*args = append(*args, machineadm.Arg{Name: name, Value: file})
+		}
+	}
+	set(&cp.ControllerManager.ExtraArgs, "/etc/kubernetes/pki/ca.crt",
+		"cluster-signing-kubelet-serving-cert-file", "cluster-signing-kubelet-client-cert-file",
+		"cluster-signing-kube-apiserver-client-cert-file", "cluster-signing-legacy-unknown-cert-file")
+	set(&cp.ControllerManager.ExtraArgs, "/etc/kubernetes/pki/ca.key",
+		"cluster-signing-kubelet-serving-key-file", "cluster-signing-kubelet-client-key-file",
+		"cluster-signing-kube-apiserver-client-key-file", "cluster-signing-legacy-unknown-key-file")
+	set(&cp.ControllerManager.ExtraArgs, "/etc/kubernetes/cloud.conf", "cloud-config")
+	set(&cp.APIServer.ExtraArgs, "/etc/kubernetes/tokens.csv", "token-auth-file")
+	set(&cp.APIServer.ExtraArgs, "/etc/kubernetes/abac.jsonl", "authorization-policy-file")
+	set(&cp.APIServer.ExtraArgs, "/etc/kubernetes/pki/ca.crt", "peer-ca-file")
+	// A flag given twice (a service-account key rotation) is two
+	// credentials.
+	set(&cp.APIServer.ExtraArgs, "/etc/kubernetes/pki/sa.pub", "service-account-key-file")
+	set(&cp.APIServer.ExtraArgs, "/etc/kubernetes/pki/sa-old.pub", "service-account-key-file")
+	set(&cp.Etcd.Local.ExtraArgs, "/etc/kubernetes/pki/etcd/crl.pem", "client-crl-file")
+	set(&cp.Etcd.Local.ExtraArgs, "/etc/kubernetes/pki/etcd/peer-crl.pem", "peer-crl-file")
+	in := kubeadmtest.Inputs(cfg)
+	in.PatchesDir = t.TempDir()
+	docs, err := translate.Translate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSystemdControlPlane(cfg, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := s.EtcdComponent(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := s.ControlPlaneComponents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range append([]cpunits.Component{etcd}, cps...) {
+		files, err := cpunits.Render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv, err := cpunitstest.ParseExecStart(string(files[0].Content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range argv[1:] {
+			name, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			switch {
+			case strings.HasPrefix(v, "/etc/kubernetes/"):
+				t.Errorf("%s: --%s names %s: the process (%s) opens it itself", c.Name, name, v, c.User)
+			case strings.HasPrefix(v, cpunitstest.CredentialsDir+"/") && given[name]:
+				seen[c.Name+" "+a] = true
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("credentials for %d of the %d extraArgs flags: %v", len(seen), n, seen)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,12 +230,8 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 	if !env.DryRun {
 		opts.Manager = env.Services
 		opts.Healthy = func(ctx context.Context) error { return u.healthy(ctx, s, c.Name) }
-		oldUser, err := installedUser(env.Root, c)
-		if err != nil {
-			return cpunits.ReplaceResult{Unit: c.Unit()}, err
-		}
 		opts.BeforeStart = func(ctx context.Context, rollback bool) error {
-			return u.beforeStart(ctx, s, c, rules, oldUser, rollback)
+			return u.beforeStart(ctx, s, c, rules, rollback)
 		}
 	}
 	r, err := cpunits.Replace(ctx, c, opts)
@@ -246,7 +243,16 @@ func (u *SystemdUpgrade) replace(ctx context.Context, s *SystemdControlPlane, c 
 		if !env.DryRun {
 			_, perr = cpunits.CreateUsers(ctx, env.Root, cpunits.Accounts(s.LocalEtcd()), env.Exec, false)
 		}
+		var opened map[string]bool
 		if perr == nil {
+			opened, perr = openedDirectly(env.Root, c.Name)
+		}
+		if perr == nil {
+			// A file another installed unit still opens itself (an older
+			// machineadm's unit, not replaced yet: sa.key, which the
+			// controller manager shares with the API server) keeps the
+			// owner and mode that unit needs until it is replaced too.
+			rules = slices.DeleteFunc(slices.Clone(rules), func(r cpunits.PathRule) bool { return !r.Dir && opened[r.Path] })
 			var changes []string
 			changes, perr = cpunits.ApplyPaths(env.Root, rules, env.DryRun)
 			r.Changes = append(r.Changes, changes...)
@@ -301,9 +307,18 @@ func (s *SystemdControlPlane) pathRules(c cpunits.Component) []cpunits.PathRule 
 // upgrade: the accounts (etcd's is "etcd" since units read credentials;
 // an older machineadm ran etcd as kubeadm-etcd) and the owners of the
 // directories the unit writes, recursively for etcd's data directory. On
-// a rollback the directories go back to oldUser, the account of the
-// restored unit, when it differs.
-func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane, c cpunits.Component, rules []cpunits.PathRule, oldUser string, rollback bool) error {
+// a rollback the directories go back to the account of the restored unit
+// (its User=, read once the backup is back in place: a run killed after
+// it wrote the new unit leaves that one installed for the rerun), when it
+// differs.
+func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane, c cpunits.Component, rules []cpunits.PathRule, rollback bool) error {
+	var oldUser string
+	if rollback {
+		var err error
+		if oldUser, err = installedUser(u.Env.Root, c); err != nil {
+			return err
+		}
+	}
 	var dirs []cpunits.PathRule
 	for _, r := range rules {
 		if r.Dir && r.User == c.User {
@@ -326,6 +341,39 @@ func (u *SystemdUpgrade) beforeStart(ctx context.Context, s *SystemdControlPlane
 		fmt.Fprintln(u.Env.out(), "[systemd] "+l)
 	}
 	return err
+}
+
+// openedDirectly are the machine paths that the installed units of the
+// control plane other than except name as a "--flag=path" argument, so
+// that the process opens them itself (a unit an older machineadm wrote,
+// before credentials; a credential's argument reads "%d/ID" instead).
+// Missing units name nothing.
+func openedDirectly(root, except string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, name := range append([]string{kubeadmconstants.Etcd}, kubeadmconstants.ControlPlaneComponents...) {
+		if name == except {
+			continue
+		}
+		hp, err := files.Resolve(root, filepath.Join(cpunits.UnitDir, name+".service"))
+		if err != nil {
+			return nil, err
+		}
+		st, err := files.ReadState(hp)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Exists {
+			continue
+		}
+		for _, l := range strings.Split(string(st.Content), "\n") {
+			l = strings.TrimSuffix(strings.TrimSpace(l), `\`)
+			l = strings.TrimSpace(strings.TrimPrefix(l, "ExecStart="))
+			if _, val, ok := strings.Cut(l, "="); ok && strings.HasPrefix(l, "--") {
+				out[strings.Trim(val, `"`)] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // installedUser is the User= of c's installed unit, "" when it has none.

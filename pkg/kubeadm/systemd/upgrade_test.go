@@ -3,10 +3,12 @@ package systemd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -334,5 +336,159 @@ func TestSystemdUpgradeMigratesEtcdAccount(t *testing.T) {
 	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "etcd.service"))
 	if !strings.Contains(string(unit), "LoadCredential=key-file:/etc/kubernetes/pki/etcd/server.key\n") {
 		t.Errorf("the new unit does not load its key as a credential:\n%s", unit)
+	}
+}
+
+// A run killed while the new etcd unit (User=etcd) was starting leaves
+// that unit installed, its backup pending and the data directory etcd's.
+// The rerun restarts it; when it is still not healthy, the rollback must
+// give the data directory back to the account of the unit it restores
+// (kubeadm-etcd, read from the restored unit), not to the account the
+// killed run found installed before it started (already etcd).
+func TestSystemdUpgradeRollbackAfterKillRestoresEtcdOwner(t *testing.T) {
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs systemd-sysusers and root")
+	}
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.37.2")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env}
+	_, comps, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := comps[0]
+	old.User, old.Group, old.Credentials = "kubeadm-etcd", "kubeadm-etcd", nil
+	if _, err := cpunits.CreateUsers(t.Context(), root, []cpunits.Account{{Name: "kubeadm-etcd", Description: "old"}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.Install(t.Context(), root, []cpunits.Component{old}, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(root, "/var/lib/etcd/member/snap/db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{
+		{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "kubeadm-etcd", Group: "kubeadm-etcd", Recursive: true},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	ownerUID := func() int {
+		fi, err := os.Stat(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := files.Owner(fi)
+		return int(uid)
+	}
+	ids, err := files.LoadIDs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldUID, err := ids.UID("kubeadm-etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run is killed during the health check of the new unit.
+	u.Healthy = func(context.Context, string) error { runtime.Goexit(); return nil }
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = u.Component(t.Context(), "etcd") }()
+	<-done
+	if ownerUID() == int(oldUID) {
+		t.Fatal("the killed run did not give the data directory to etcd; the test sets nothing up")
+	}
+	// The rerun finds the new unit still unhealthy and rolls back.
+	u.Healthy = func(context.Context, string) error {
+		unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "etcd.service"))
+		if strings.Contains(string(unit), "User=etcd\n") {
+			return errors.New("readyz: connection refused")
+		}
+		return nil
+	}
+	r, err := u.Component(t.Context(), "etcd")
+	if err == nil || !r.RolledBack {
+		t.Fatalf("rerun: %+v, %v; want a rollback to a healthy old unit", r, err)
+	}
+	unit, _ := os.ReadFile(filepath.Join(root, cpunits.UnitDir, "etcd.service"))
+	if !strings.Contains(string(unit), "User=kubeadm-etcd\n") {
+		t.Fatalf("the rollback did not restore the old unit:\n%s", unit)
+	}
+	if got := ownerUID(); got != int(oldUID) {
+		t.Errorf("after the rollback the data directory is owned by uid %d, want kubeadm-etcd's %d, the restored unit's account", got, oldUID)
+	}
+}
+
+// On a host an older machineadm made, the API server and the controller
+// manager both opened sa.key themselves (root:kubeadm-sa-key-readers
+// 0640). Once the new API server unit is healthy, sa.key must stay
+// readable by the controller manager's installed, not yet replaced unit
+// (a restart of it, or its rollback, opens the file again as
+// kubeadm-kcm); it goes to root:root 0600 when the last unit that opens
+// it directly is replaced.
+func TestSystemdUpgradeKeepsSharedKeyForUnreplacedUnits(t *testing.T) {
+	if _, err := exec.LookPath("systemd-sysusers"); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs systemd-sysusers and root")
+	}
+	cfg, docs, _ := systemdInit(t)
+	root := t.TempDir()
+	versioned(t, cfg, root, "v1.37.2")
+	env := &SystemdEnv{Config: cfg, Docs: docs, Root: root, Services: &service.Recorder{}}
+	u := &SystemdUpgrade{Env: env, Healthy: func(context.Context, string) error { return nil }}
+	_, comps, err := u.components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readers = "kubeadm-sa-key-readers"
+	if _, err := cpunits.CreateUsers(t.Context(), root, []cpunits.Account{{Name: readers, GroupOnly: true}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.CreateUsers(t.Context(), root, cpunits.Accounts(true), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	var olds []cpunits.Component
+	for _, c := range comps {
+		if c.Name == "kube-apiserver" || c.Name == "kube-controller-manager" {
+			c.Credentials, c.SupplementaryGroups = nil, []string{readers}
+			olds = append(olds, c)
+		}
+	}
+	if _, err := cpunits.Install(t.Context(), root, olds, &service.Recorder{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(root, "/etc/kubernetes/pki/sa.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{{Path: strings.TrimPrefix(key, root), Mode: 0o640, User: "0", Group: readers}}, false); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		fi, err := os.Stat(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, gid := files.Owner(fi)
+		return fmt.Sprintf("gid %d mode %o", gid, fi.Mode().Perm())
+	}
+	before := state()
+	if _, err := u.Component(t.Context(), "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != before {
+		t.Errorf("with the controller manager's old unit still installed, sa.key went from %s to %s: that unit cannot open it again", before, got)
+	}
+	if _, err := u.Component(t.Context(), "kube-controller-manager"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != "gid 0 mode 600" {
+		t.Errorf("once no unit opens sa.key directly it is %s, want root's 0600", got)
 	}
 }

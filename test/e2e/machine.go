@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,7 +387,36 @@ func (m *Machine) Stop() error {
 	if err := syscall.Unmount(m.Root, 0); err != nil && err != syscall.EINVAL {
 		return fmt.Errorf("unmount %s: %w", m.Root, err)
 	}
-	return nil
+	return m.waitVethGone()
+}
+
+// vethGoneTimeout bounds how long Stop waits for a stopped machine's
+// host-side veth to disappear.
+const vethGoneTimeout = 30 * time.Second
+
+// waitVethGone waits until the host side of the machine's veth
+// (systemd-nspawn's "vb-NAME") is gone. The kernel destroys a network
+// namespace, and the veth pair in it, asynchronously after its last
+// process exited: a machine killed after no power-off left vb-cp1 behind
+// for a moment, and the next test's cp1 (the same name, so the same
+// veth) failed with systemd-nspawn exiting during boot. Names longer than
+// an interface name allows are shortened by systemd-nspawn in its own
+// way; they are not waited for.
+func (m *Machine) waitVethGone() error {
+	veth := "vb-" + m.Name
+	if len(veth) > 15 {
+		return nil
+	}
+	deadline := time.Now().Add(vethGoneTimeout)
+	for {
+		if _, err := net.InterfaceByName(veth); err != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("machine %s stopped, but its veth %s is still there after %s", m.Name, veth, vethGoneTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // prunedDirs are the parts of a stopped machine's directory that prune

@@ -390,33 +390,49 @@ func (m *Machine) Stop() error {
 	return m.waitVethGone()
 }
 
-// vethGoneTimeout bounds how long Stop waits for a stopped machine's
-// host-side veth to disappear.
-const vethGoneTimeout = 30 * time.Second
+// vethGrace is how long Stop lets the kernel remove a stopped machine's
+// host-side veth before it deletes the veth itself; vethGoneTimeout
+// bounds the wait after that.
+const (
+	vethGrace       = 3 * time.Second
+	vethGoneTimeout = 10 * time.Second
+)
 
-// waitVethGone waits until the host side of the machine's veth
-// (systemd-nspawn's "vb-NAME") is gone. The kernel destroys a network
-// namespace, and the veth pair in it, asynchronously after its last
-// process exited: a machine killed after no power-off left vb-cp1 behind
-// for a moment, and the next test's cp1 (the same name, so the same
-// veth) failed with systemd-nspawn exiting during boot. Names longer than
-// an interface name allows are shortened by systemd-nspawn in its own
-// way; they are not waited for.
+// waitVethGone makes sure the host side of the stopped machine's veth
+// (systemd-nspawn's "vb-NAME") is gone. A machine that did not power off
+// and was killed can leave its network namespace, and the veth pair in
+// it, behind (seen for Systemd control planes, whose namespace outlived
+// the kill by more than 30 s): the next machine of the same name (the
+// same veth) then failed with systemd-nspawn exiting during boot. After
+// vethGrace the veth is deleted (`ip link del`, which removes both ends;
+// its machine is gone). Names longer than an interface name allows are
+// shortened by systemd-nspawn in its own way and are left alone.
 func (m *Machine) waitVethGone() error {
 	veth := "vb-" + m.Name
 	if len(veth) > 15 {
 		return nil
 	}
-	deadline := time.Now().Add(vethGoneTimeout)
-	for {
-		if _, err := net.InterfaceByName(veth); err != nil {
-			return nil
+	gone := func(d time.Duration) bool {
+		deadline := time.Now().Add(d)
+		for {
+			if _, err := net.InterfaceByName(veth); err != nil {
+				return true
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("machine %s stopped, but its veth %s is still there after %s", m.Name, veth, vethGoneTimeout)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	if gone(vethGrace) {
+		return nil
+	}
+	out, err := exec.Command("ip", "link", "del", veth).CombinedOutput()
+	if gone(vethGoneTimeout) {
+		stopLogf("machine %s: its veth %s outlived it; deleted", m.Name, veth)
+		return nil
+	}
+	return fmt.Errorf("machine %s stopped, but its veth %s is still there (ip link del: %v %s)", m.Name, veth, err, strings.TrimSpace(string(out)))
 }
 
 // prunedDirs are the parts of a stopped machine's directory that prune

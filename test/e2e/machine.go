@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -491,7 +492,7 @@ func (m *Machine) stop() error {
 		return nil
 	case <-time.After(poweroffTimeout):
 	}
-	stopLogf("machine %s: no power-off after %s, killing", m.Name, poweroffTimeout)
+	stopLogf("machine %s: no power-off after %s, killing%s", m.Name, poweroffTimeout, stopJobsNote(filepath.Join(m.Dir, "console.log")))
 	if m.leader > 0 {
 		_ = syscall.Kill(m.leader, syscall.SIGKILL)
 	}
@@ -502,4 +503,42 @@ func (m *Machine) stop() error {
 	case <-time.After(10 * time.Second):
 		return errors.New("systemd-nspawn still running after SIGKILL")
 	}
+}
+
+// stopJobRE matches systemd's shutdown progress line on the console, "A
+// stop job is running for DESCRIPTION (12s / 1min)".
+var stopJobRE = regexp.MustCompile(`A stop job is running for (.+?) \(\d[^)]*/[^)]*\)`)
+
+// stopJobs returns, once each and in order of first appearance, the unit
+// descriptions that systemd's console said it was still waiting for while
+// shutting down: what kept a machine from powering off.
+func stopJobs(console string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range stopJobRE.FindAllStringSubmatch(console, -1) {
+		d := strings.TrimSpace(m[1])
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// stopJobsNote is stopJobs of the console log at path as a suffix for the
+// kill message ("; waiting for: A, B"), or "" when the console names none
+// or cannot be read.
+func stopJobsNote(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	// Escape sequences and carriage returns of the progress display
+	// would split a description.
+	clean := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]").ReplaceAllString(string(b), "")
+	jobs := stopJobs(strings.ReplaceAll(clean, "\r", "\n"))
+	if len(jobs) == 0 {
+		return ""
+	}
+	return "; its console says shutdown was waiting for: " + strings.Join(jobs, ", ")
 }

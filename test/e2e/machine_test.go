@@ -104,3 +104,32 @@ func TestMachine(t *testing.T) {
 	timing(t, "smoke-static-pod-running", time.Since(start))
 	t.Logf("static pod running:\n%s", last)
 }
+
+// TestStopJobs: the kill message of a machine that did not power off names
+// the units systemd's console said shutdown was waiting for, once each,
+// through the progress display's escape sequences and carriage returns.
+func TestStopJobs(t *testing.T) {
+	dir := t.TempDir()
+	console := "[  OK  ] Stopped kubelet.service.\r\n" +
+		"\x1b[0;1;31m[ ***  ]\x1b[0m A stop job is running for Kubernetes API Server (12s / 1min)\r" +
+		"\x1b[K[  *** ] A stop job is running for Kubernetes API Server (13s / 1min)\r" +
+		"[ ***  ] A stop job is running for etcd (1min 3s / 1min 30s)\r\n"
+	p := filepath.Join(dir, "console.log")
+	if err := os.WriteFile(p, []byte(console), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := stopJobsNote(p)
+	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd"
+	if got != want {
+		t.Fatalf("stopJobsNote = %q, want %q", got, want)
+	}
+	if err := os.WriteFile(p, []byte("[  OK  ] Reached target Power-Off.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := stopJobsNote(p); got != "" {
+		t.Fatalf("stopJobsNote of a console without stop jobs = %q, want none", got)
+	}
+	if got := stopJobsNote(filepath.Join(dir, "missing")); got != "" {
+		t.Fatalf("stopJobsNote of a missing console = %q", got)
+	}
+}

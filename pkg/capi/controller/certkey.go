@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,7 +74,7 @@ func ensureCertificateKey(ctx context.Context, c client.Client, cl *clusterv1.Cl
 // The RBAC that lets joining nodes read it is created by kubeadm init.
 // extra are further entries by their kubeadm-certs name (an external
 // etcd's client certificate, externalEtcdCerts).
-func uploadKubeadmCerts(ctx context.Context, wc kubernetes.Interface, key string, cas []SecretFile, extra map[string][]byte, tokenID string) error {
+func uploadKubeadmCerts(ctx context.Context, wc corev1client.CoreV1Interface, key string, cas []SecretFile, extra map[string][]byte, tokenID string) error {
 	k, err := hex.DecodeString(key)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func uploadKubeadmCerts(ctx context.Context, wc kubernetes.Interface, key string
 	}
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	secrets := wc.CoreV1().Secrets(metav1.NamespaceSystem)
+	secrets := wc.Secrets(metav1.NamespaceSystem)
 	tok, err := secrets.Get(ctx, bootstraputil.BootstrapTokenSecretName(tokenID), metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the join token: %w", err)

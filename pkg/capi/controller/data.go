@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,7 +39,7 @@ import (
 // The payload the old data's stub fetches is kept beside the new one
 // (previousPayloadKey): a pool's instance that booted from the old data a
 // moment before fetches it, and its token is still valid.
-func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc kubernetes.Interface, tokenID string) (ctrl.Result, error) {
+func (r *Reconciler) replaceData(ctx context.Context, cfg *bootstrapv1.MachineadmConfig, old, ds *corev1.Secret, wc corev1client.CoreV1Interface, tokenID string) (ctrl.Result, error) {
 	prev, prevDigest := old.Data[payloadKey], old.Annotations[PayloadDigestAnnotation]
 	old.Data = ds.Data
 	if old.Annotations == nil {
@@ -223,7 +223,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	}
 	var secrets []SecretFile
 	var tokenID string
-	var wc kubernetes.Interface
+	var wc corev1client.CoreV1Interface
 	alg := ""
 	if cfg.Spec.ControlPlane != nil {
 		alg = cfg.Spec.ControlPlane.EncryptionAlgorithm
@@ -338,7 +338,7 @@ func (r *Reconciler) renderData(ctx context.Context, cfg *bootstrapv1.Machineadm
 	return ctrl.Result{RequeueAfter: r.ttl() / 4}, nil
 }
 
-func (r *Reconciler) addToken(ctx context.Context, wc kubernetes.Interface, m *clusterv1.Machine, secrets *[]SecretFile) (string, error) {
+func (r *Reconciler) addToken(ctx context.Context, wc corev1client.CoreV1Interface, m *clusterv1.Machine, secrets *[]SecretFile) (string, error) {
 	tok, err := newToken(ctx, wc, m.Name, r.ttl(), r.now())
 	if err != nil {
 		return "", err
@@ -349,7 +349,7 @@ func (r *Reconciler) addToken(ctx context.Context, wc kubernetes.Interface, m *c
 }
 
 // dropToken deletes a token made for data that was not written.
-func (r *Reconciler) dropToken(ctx context.Context, wc kubernetes.Interface, id string) {
+func (r *Reconciler) dropToken(ctx context.Context, wc corev1client.CoreV1Interface, id string) {
 	if wc == nil || id == "" {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -128,13 +128,13 @@ func (r *Reconciler) reconcilePoolAfterData(ctx context.Context, cfg *bootstrapv
 
 // tokenLifetimeLeft is how long the bootstrap token id has until it
 // expires; 0 when it is gone, has no or a bad expiration, or id is "".
-func tokenLifetimeLeft(ctx context.Context, wc kubernetes.Interface, id string, now time.Time) (time.Duration, error) {
+func tokenLifetimeLeft(ctx context.Context, wc corev1client.CoreV1Interface, id string, now time.Time) (time.Duration, error) {
 	if id == "" {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	s, err := wc.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
+	s, err := wc.Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}

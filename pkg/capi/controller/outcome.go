@@ -10,7 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/printable"
@@ -152,10 +152,10 @@ func outcomeSucceeded(cfg *bootstrapv1.MachineadmConfig) bool {
 }
 
 // readOutcome reads the Node's annotation; nil when the Node has none yet.
-func readOutcome(ctx context.Context, wc kubernetes.Interface, node string) (*bootstrapv1.BootstrapOutcome, error) {
+func readOutcome(ctx context.Context, wc corev1client.CoreV1Interface, node string) (*bootstrapv1.BootstrapOutcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	n, err := wc.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	n, err := wc.Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

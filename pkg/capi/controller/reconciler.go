@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -96,7 +96,7 @@ type Reconciler struct {
 	SecretMeta client.Reader
 
 	caHashes  secretMemo[string]
-	workloads secretMemo[kubernetes.Interface]
+	workloads secretMemo[corev1client.CoreV1Interface]
 	status    statusMemo
 	initLock  lockMemo
 }

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -258,12 +258,12 @@ func (r *Reconciler) caCertHashOf(ctx context.Context, cl *clusterv1.Cluster) (s
 // workloadClient returns the Cluster's workload client: r.WorkloadClient
 // when set, else one built from the Cluster's kubeconfig Secret and kept
 // while that Secret's resourceVersion stays the same.
-func (r *Reconciler) workloadClient(ctx context.Context, cl *clusterv1.Cluster) (kubernetes.Interface, error) {
+func (r *Reconciler) workloadClient(ctx context.Context, cl *clusterv1.Cluster) (corev1client.CoreV1Interface, error) {
 	if r.WorkloadClient != nil || r.SecretMeta == nil {
 		return r.workload()(ctx, r.Client, cl)
 	}
 	key := client.ObjectKey{Namespace: cl.Namespace, Name: secretName(cl.Name, "kubeconfig")}
-	return r.workloads.get(ctx, r, key, func(s *corev1.Secret, err error) (kubernetes.Interface, error) {
+	return r.workloads.get(ctx, r, key, func(s *corev1.Secret, err error) (corev1client.CoreV1Interface, error) {
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, kubeconfigMissing(key.Name)

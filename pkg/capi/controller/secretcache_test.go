@@ -248,7 +248,7 @@ current-context: c
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rl := wc.CoreV1().RESTClient().GetRateLimiter(); rl != nil {
+	if rl := wc.RESTClient().GetRateLimiter(); rl != nil {
 		t.Fatalf("the workload client has a client-side rate limit (%d a second)", int(rl.QPS()))
 	}
 }

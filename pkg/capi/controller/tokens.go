@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 )
@@ -20,7 +20,7 @@ const defaultNodeTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
 
 // newToken creates a bootstrap token in the workload cluster that expires
 // after ttl, and returns it ("id.secret").
-func newToken(ctx context.Context, wc kubernetes.Interface, machine string, ttl time.Duration, now time.Time) (string, error) {
+func newToken(ctx context.Context, wc corev1client.CoreV1Interface, machine string, ttl time.Duration, now time.Time) (string, error) {
 	tok, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
 		return "", err
@@ -45,7 +45,7 @@ func newToken(ctx context.Context, wc kubernetes.Interface, machine string, ttl 
 	}
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	if _, err := wc.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+	if _, err := wc.Secrets(metav1.NamespaceSystem).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating bootstrap token in the workload cluster: %w", err)
 	}
 	return tok, nil
@@ -53,10 +53,10 @@ func newToken(ctx context.Context, wc kubernetes.Interface, machine string, ttl 
 
 // refreshToken moves the token's expiration to now+ttl when less than
 // three quarters of ttl is left. It returns false when the token is gone.
-func refreshToken(ctx context.Context, wc kubernetes.Interface, id string, ttl time.Duration, now time.Time) (bool, error) {
+func refreshToken(ctx context.Context, wc corev1client.CoreV1Interface, id string, ttl time.Duration, now time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	secrets := wc.CoreV1().Secrets(metav1.NamespaceSystem)
+	secrets := wc.Secrets(metav1.NamespaceSystem)
 	s, err := secrets.Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -77,10 +77,10 @@ func refreshToken(ctx context.Context, wc kubernetes.Interface, id string, ttl t
 }
 
 // deleteToken deletes the token; a token already gone is no error.
-func deleteToken(ctx context.Context, wc kubernetes.Interface, id string) error {
+func deleteToken(ctx context.Context, wc corev1client.CoreV1Interface, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, workloadTimeout)
 	defer cancel()
-	err := wc.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.DeleteOptions{})
+	err := wc.Secrets(metav1.NamespaceSystem).Delete(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -269,6 +269,7 @@ rules:
 		t.Fatal(err)
 	}
 	defer logFile.Close()
+	dropPageCache(t, s.binary)
 	cmd := exec.Command(s.binary, s.args(dir, health, webhook)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+controllerKubeconfig, "TMPDIR="+dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

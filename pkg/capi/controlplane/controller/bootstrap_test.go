@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +52,9 @@ func TestEnvtestWithBootstrapProvider(t *testing.T) {
 	f.must(k8s.Update(f.ctx, cur))
 	br := &bootstrapctl.Reconciler{
 		Client: k8s, Sealer: bootstrapctl.SpecSealer{TempDir: t.TempDir()},
-		WorkloadClient: func(context.Context, client.Client, *clusterv1.Cluster) (kubernetes.Interface, error) { return wl, nil },
+		WorkloadClient: func(context.Context, client.Client, *clusterv1.Cluster) (corev1client.CoreV1Interface, error) {
+			return wl.CoreV1(), nil
+		},
 	}
 	bootstrap := func(m *clusterv1.Machine) string {
 		t.Helper()

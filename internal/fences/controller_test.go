@@ -28,16 +28,13 @@ func TestControllerUsesNoFullClientset(t *testing.T) {
 
 // TestControllerLinksNoNodeCode: machineadm-controller renders and seals
 // bootstrap data; it links none of the code that prepares a host, runs
-// kubeadm's phases or drains a node, nor etcd's gRPC client. Each such tree costs the controller
+// kubeadm's phases or drains a node. Each such tree costs the controller
 // its pages at start (every linked package's init runs) and its size.
 func TestControllerLinksNoNodeCode(t *testing.T) {
 	node := []string{
 		module + "/pkg/cmd", module + "/pkg/session", module + "/pkg/phases", module + "/pkg/kubeadm",
 		module + "/pkg/upgrade", module + "/pkg/host",
 		"k8s.io/kubernetes", "k8s.io/kubectl",
-		// etcd's Go client and gRPC: the control-plane provider speaks
-		// etcd's JSON gateway (pkg/capi/controlplane/controller/etcd.go).
-		"go.etcd.io/etcd/client", "google.golang.org/grpc",
 	}
 	// pkg/host/files' path resolution is shared with sealing, which
 	// reads a spec's files under a root as the machine will.

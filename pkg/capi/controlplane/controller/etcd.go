@@ -1,21 +1,17 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -84,133 +80,40 @@ func DirectEtcdDialer(ctx context.Context, c client.Client, cl *clusterv1.Cluste
 		}
 		urls = append(urls, "https://"+e)
 	}
-	tc := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	return &directEtcd{
-		urls: urls,
-		tls:  tc,
-		hc: &http.Client{Transport: &http.Transport{
-			TLSClientConfig:     tc,
-			DialContext:         (&net.Dialer{Timeout: etcdDialTimeout}).DialContext,
-			TLSHandshakeTimeout: etcdDialTimeout,
-			MaxIdleConnsPerHost: 1,
-		}},
-	}, nil
-}
-
-// directEtcd speaks to etcd's JSON gateway: the HTTP mapping of its v3
-// gRPC API (POST /v3/<service>/<method>, protobuf's JSON encoding, 64-bit
-// integers as strings) that every etcd v3 serves on its client URLs
-// (--enable-grpc-gateway, on by default; kubeadm's stacked etcd and
-// machineadm's etcd unit keep it). Three calls are needed, and etcd's Go
-// client would link gRPC and protobuf's runtime into the controller:
-// about 2 MiB more resident at start (docs/design.md, "etcd through its
-// JSON gateway").
-type directEtcd struct {
-	urls []string
-	tls  *tls.Config
-	hc   *http.Client
-}
-
-// gatewayError is the gateway's answer to a failed call: the gRPC status.
-type gatewayError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-// jsonUint64 is a uint64 in protobuf's JSON encoding: a decimal string
-// (or, from older gateways, a number).
-type jsonUint64 uint64
-
-func (u *jsonUint64) UnmarshalJSON(b []byte) error {
-	v, err := strconv.ParseUint(strings.Trim(string(b), `"`), 10, 64)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   urls,
+		DialTimeout: etcdDialTimeout,
+		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		Logger:      zap.NewNop(),
+		Context:     ctx,
+	})
 	if err != nil {
-		return fmt.Errorf("not a uint64: %s", b)
+		return nil, fmt.Errorf("connecting to etcd at %v: %w", urls, err)
 	}
-	*u = jsonUint64(v)
-	return nil
+	return &directEtcd{cli: cli}, nil
 }
 
-// maxGatewayAnswer bounds an answer read: a member list of a few members
-// is a few kilobytes.
-const maxGatewayAnswer = 1 << 20
-
-// call posts in to base+path and decodes the answer into out, within
-// etcdRequestTimeout.
-func (d *directEtcd) call(ctx context.Context, base, path string, in, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, etcdRequestTimeout)
-	defer cancel()
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayAnswer))
-	if err != nil {
-		return fmt.Errorf("%s%s: %w", base, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var ge gatewayError
-		if json.Unmarshal(b, &ge) == nil && ge.Message != "" {
-			return fmt.Errorf("%s%s: %s", base, path, ge.Message)
-		}
-		return fmt.Errorf("%s%s: HTTP %d", base, path, resp.StatusCode)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s%s: %w", base, path, err)
-	}
-	return nil
-}
-
-// first makes the call against each endpoint in turn until one answers;
-// the last error otherwise.
-func (d *directEtcd) first(ctx context.Context, path string, in, out any) error {
-	var err error
-	for _, u := range d.urls {
-		if err = d.call(ctx, u, path, in, out); err == nil {
-			return nil
-		}
-	}
-	return err
-}
-
-type memberList struct {
-	Members []struct {
-		ID         jsonUint64 `json:"ID"`
-		Name       string     `json:"name"`
-		ClientURLs []string   `json:"clientURLs"`
-	} `json:"members"`
-}
-
-// statusResponse is the part of etcd's StatusResponse the guard reads.
-type statusResponse struct {
-	Leader jsonUint64 `json:"leader"`
-	Errors []string   `json:"errors"`
-}
+type directEtcd struct{ cli *clientv3.Client }
 
 func (d *directEtcd) Members(ctx context.Context) ([]EtcdMember, error) {
-	var resp memberList
-	if err := d.first(ctx, "/v3/cluster/member/list", struct{}{}, &resp); err != nil {
+	lctx, cancel := context.WithTimeout(ctx, etcdRequestTimeout)
+	defer cancel()
+	resp, err := d.cli.MemberList(lctx)
+	if err != nil {
 		return nil, fmt.Errorf("listing etcd members: %w", err)
 	}
 	out := make([]EtcdMember, 0, len(resp.Members))
 	for _, m := range resp.Members {
-		mb := EtcdMember{ID: uint64(m.ID), Name: m.Name}
+		mb := EtcdMember{ID: m.ID, Name: m.Name}
 		// A member added but never started has no name and no client URL.
 		for _, u := range m.ClientURLs {
 			if _, err := url.Parse(u); err != nil {
 				continue
 			}
-			var st statusResponse
-			if err := d.call(ctx, strings.TrimSuffix(u, "/"), "/v3/maintenance/status", struct{}{}, &st); err == nil && statusHealthy(&st) {
+			sctx, cancel := context.WithTimeout(ctx, etcdRequestTimeout)
+			st, err := d.cli.Status(sctx, u)
+			cancel()
+			if err == nil && statusHealthy(st) {
 				mb.Healthy = true
 				break
 			}
@@ -225,19 +128,17 @@ func (d *directEtcd) Members(ctx context.Context) ([]EtcdMember, error) {
 // error (NOSPACE, CORRUPT). A member that answers but has no leader (cut
 // off from its peers) or raises an alarm does not count towards the
 // quorum the guard keeps.
-func statusHealthy(st *statusResponse) bool {
+func statusHealthy(st *clientv3.StatusResponse) bool {
 	return st != nil && st.Leader != 0 && len(st.Errors) == 0
 }
 
 func (d *directEtcd) RemoveMember(ctx context.Context, id uint64) error {
-	in := map[string]string{"ID": strconv.FormatUint(id, 10)}
-	if err := d.first(ctx, "/v3/cluster/member/remove", in, &struct{}{}); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, etcdRequestTimeout)
+	defer cancel()
+	if _, err := d.cli.MemberRemove(rctx, id); err != nil {
 		return fmt.Errorf("removing etcd member %x: %w", id, err)
 	}
 	return nil
 }
 
-func (d *directEtcd) Close() error {
-	d.hc.CloseIdleConnections()
-	return nil
-}
+func (d *directEtcd) Close() error { return d.cli.Close() }

@@ -138,10 +138,31 @@ func TestDirectEtcdDialerRealCluster(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ms, err = ec.Members(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// Each member sees the alarm once it has applied it: a follower may
+	// answer a moment before.
+	healthyCount := func(ms []EtcdMember) (n int) {
+		for _, m := range ms {
+			if m.Healthy {
+				n++
+			}
+		}
+		return n
 	}
+	membersUntil := func(done func([]EtcdMember) bool) []EtcdMember {
+		t.Helper()
+		var ms []EtcdMember
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if ms, err = ec.Members(ctx); err == nil && done(ms) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	ms = membersUntil(func(ms []EtcdMember) bool { return healthyCount(ms) == 0 })
 	for _, m := range ms {
 		if m.Healthy {
 			t.Errorf("member %s counted healthy while the cluster raises a NOSPACE alarm", m.Name)
@@ -153,8 +174,8 @@ func TestDirectEtcdDialerRealCluster(t *testing.T) {
 	if _, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: ms[1].ID, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err = ec.Members(ctx); err != nil || !ms[0].Healthy || !ms[1].Healthy || !ms[2].Healthy {
-		t.Fatalf("members after the alarm was disarmed: %+v %v", ms, err)
+	if ms = membersUntil(func(ms []EtcdMember) bool { return healthyCount(ms) == 3 }); healthyCount(ms) != 3 {
+		t.Fatalf("members after the alarm was disarmed: %+v", ms)
 	}
 	// Stop node-c: it stays a member but no longer answers.
 	_ = procs[2].Process.Kill()

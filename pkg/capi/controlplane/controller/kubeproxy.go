@@ -114,7 +114,7 @@ func updateKubeProxy(ctx context.Context, wc client.Client, version string) (kub
 		return kubeProxyResult{}, fmt.Errorf("DaemonSet %s/%s: %w", metav1.NamespaceSystem, kubeProxyName, err)
 	}
 	before := ds.DeepCopy()
-	var c = -1
+	c := -1
 	for i := range ds.Spec.Template.Spec.Containers {
 		if ds.Spec.Template.Spec.Containers[i].Name == kubeProxyName {
 			c = i

@@ -67,9 +67,13 @@ const (
 //   - spec.version v1.36.3 → v1.37.2 rolls all three control-plane
 //     Machines one at a time while a Service (two pods on two Nodes) is
 //     probed every 200 ms from the worker's host through kube-proxy's
-//     rules (failed probes counted, the target is 0); afterwards every
-//     control-plane Node's kubelet and kube-apiserver are v1.37.2, the API
-//     server says v1.37.2 through the endpoint, etcd has 3 members;
+//     rules (failed probes counted, the target is 0); then the
+//     controller moves the kube-proxy DaemonSet to image tag v1.37.2 and
+//     it rolls out on every Node (the worker preloads that image too),
+//     with the probe still running and KubeProxyUpToDate True; afterwards
+//     every control-plane Node's kubelet and kube-apiserver are v1.37.2,
+//     the API server says v1.37.2 through the endpoint, etcd has 3
+//     members;
 //   - one control-plane machine (the newest) killed (SIGKILL) with a
 //     MachineHealthCheck on the control-plane Machines (Node Ready Unknown
 //     or False for 10 s): replaced by exactly one new Machine, status 3/3/3
@@ -163,6 +167,16 @@ func TestControlPlaneProvider(t *testing.T) {
 	}
 	rollErr := waitRolledOut(ctx, c, before, 3, 30*time.Minute)
 	rollTime := time.Since(rolled)
+	// Once every control plane runs the new version the controller moves
+	// the kube-proxy DaemonSet to it; the probe goes on through that
+	// rollout of kube-proxy's pods (the worker's too).
+	var proxyErr error
+	var proxyTime time.Duration
+	proxyState := ""
+	if rollErr == nil {
+		proxyState, proxyErr = waitKubeProxyRolledOut(ctx, cs, kubernetesVersion, 5*time.Minute)
+		proxyTime = time.Since(rolled) - rollTime
+	}
 	st, perr := stopProbe(ctx, worker)
 	if perr == nil {
 		st, perr = probeStatsSince(worker, rolled)
@@ -180,12 +194,23 @@ func TestControlPlaneProvider(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	t.Logf("version rollout %s → %s: probe of the Service from %s: %s", prevKubernetesVersion, kubernetesVersion, worker.Name, st)
+	t.Logf("version rollout %s → %s and kube-proxy's: probe of the Service from %s: %s", prevKubernetesVersion, kubernetesVersion, worker.Name, st)
 	if st.total == 0 {
 		t.Error("no probe of the Service ran during the version rollout")
 	}
 	if st.failed > 0 {
-		t.Errorf("%d of %d probes of the Service failed during the version rollout (target 0)", st.failed, st.total)
+		t.Errorf("%d of %d probes of the Service failed during the version rollout and kube-proxy's (target 0)", st.failed, st.total)
+	}
+	if proxyErr != nil {
+		t.Fatal(proxyErr)
+	}
+	t.Logf("after the control plane's rollout: %s", proxyState)
+	timing(t, "cp-kube-proxy-rollout", proxyTime)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cpName}, cur); err != nil {
+		t.Fatal(err)
+	}
+	if !conditions(cur.Status.Conditions, cpcontroller.KubeProxyUpToDateCondition) {
+		t.Errorf("MachineadmControlPlane %s: %s is not True after kube-proxy's rollout: %+v", cpName, cpcontroller.KubeProxyUpToDateCondition, cur.Status.Conditions)
 	}
 	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
 		t.Fatal(err)
@@ -499,6 +524,37 @@ func (r *rolloutTracker) stop() []rolloutLine {
 		prev = r.gone[n]
 	}
 	return out
+}
+
+// waitKubeProxyRolledOut waits until the workload cluster's
+// kube-system/kube-proxy DaemonSet's kube-proxy container has image tag
+// version and the DaemonSet is rolled out: its controller observed that
+// generation, and every pod it wants is updated and available. It returns
+// what it saw last, for the log.
+func waitKubeProxyRolledOut(ctx context.Context, cs kubernetes.Interface, version string, timeout time.Duration) (string, error) {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		ds, err := cs.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		image := ""
+		for _, ct := range ds.Spec.Template.Spec.Containers {
+			if ct.Name == "kube-proxy" {
+				image = ct.Image
+			}
+		}
+		s := ds.Status
+		last = fmt.Sprintf("kube-proxy DaemonSet: image %s, generation %d observed %d, %d desired, %d updated, %d available", image, ds.Generation, s.ObservedGeneration, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberAvailable)
+		_, tag, _ := strings.Cut(image[strings.LastIndex(image, "/")+1:], ":")
+		return tag == version && s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled > 0 &&
+			s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled, nil
+	})
+	if err != nil {
+		return last, fmt.Errorf("the kube-proxy DaemonSet did not roll out at %s within %s after the control plane's rollout (last: %s): %w", version, timeout, last, err)
+	}
+	return last, nil
 }
 
 // checkControlPlaneVersion checks that every control-plane Node runs a

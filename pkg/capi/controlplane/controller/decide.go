@@ -27,6 +27,8 @@ type machineInfo struct {
 	Ready bool
 	// Node is the Machine's Node name, "" before it has one.
 	Node string
+	// Version is the Machine's spec.version.
+	Version string
 	// Unhealthy: a MachineHealthCheck marked it and waits for this
 	// controller to remediate it (HealthCheckSucceeded False,
 	// OwnerRemediated False).

@@ -89,6 +89,7 @@ func info(mcp *cpv1.MachineadmControlPlane, m *clusterv1.Machine, now time.Time)
 		UpToDate:      outdatedReason(mcp, m, now) == "",
 		Ready:         meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition),
 		Node:          m.Status.NodeRef.Name,
+		Version:       m.Spec.Version,
 		Unhealthy:     hc != nil && hc.Status == metav1.ConditionFalse && or != nil && or.Status == metav1.ConditionFalse,
 	}
 }

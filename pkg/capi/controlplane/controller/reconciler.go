@@ -53,8 +53,8 @@ type Reconciler struct {
 	// DirectEtcdDialer.
 	EtcdDialer EtcdDialer
 	// WorkloadClient reaches a Cluster's workload API server (to keep
-	// kubeadm-config's version right during an upgrade). Default
-	// KubeconfigWorkloadClient.
+	// kubeadm-config's version right during an upgrade, and kube-proxy's
+	// after it). Default KubeconfigWorkloadClient.
 	WorkloadClient WorkloadClient
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -182,6 +182,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 
 	switch d.Kind {
 	case actCreate:
+		kubeProxyWaits(mcp, st)
 		if st.Initialized && n > 0 {
 			// A joining control plane runs the version kubeadm-config
 			// names: during an upgrade it must name the new one first.
@@ -198,6 +199,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		// The next pass must see it, or it would create another.
 		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: name}, func(m *clusterv1.Machine) bool { return m != nil })
 	case actDelete, actRemediate:
+		kubeProxyWaits(mcp, st)
 		m := &clusterv1.Machine{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: d.Machine}, m); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -212,6 +214,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		// The next pass must see the deletion, or it would delete another.
 		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) bool { return m == nil || !m.DeletionTimestamp.IsZero() })
 	case actWait:
+		kubeProxyWaits(mcp, st)
 		if d.Machine != "" {
 			// A remediation that waits says why on the Machine too, where
 			// the MachineHealthCheck left OwnerRemediated False.
@@ -221,17 +224,18 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		}
 		return ctrl.Result{RequeueAfter: waitRequeue}, nil
 	}
+	// Every Machine is up to date (so at spec.version) and Ready: every
+	// API server runs spec.version, and kube-proxy may follow.
+	if err := r.syncKubeProxy(ctx, mcp, cl); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{RequeueAfter: statusRequeue}, nil
 }
 
 // syncWorkloadVersion brings kubeadm-config in the workload cluster to
 // spec.version (syncKubeadmVersion) before a Machine of that version joins.
 func (r *Reconciler) syncWorkloadVersion(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster) error {
-	open := r.WorkloadClient
-	if open == nil {
-		open = KubeconfigWorkloadClient
-	}
-	wc, err := open(ctx, r.Client, cl)
+	wc, err := r.workload(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("reaching the workload cluster to set kubeadm-config's version %s: %w", mcp.Spec.Version, err)
 	}
@@ -243,6 +247,15 @@ func (r *Reconciler) syncWorkloadVersion(ctx context.Context, mcp *cpv1.Machinea
 		log.FromContext(ctx).Info("kubeadm-config now names the control plane's version, for the Machines that join next", "version", mcp.Spec.Version)
 	}
 	return nil
+}
+
+// workload opens a client to cl's workload API server (WorkloadClient).
+func (r *Reconciler) workload(ctx context.Context, cl *clusterv1.Cluster) (client.Client, error) {
+	open := r.WorkloadClient
+	if open == nil {
+		open = KubeconfigWorkloadClient
+	}
+	return open(ctx, r.Client, cl)
 }
 
 // snapshot builds the decisions' input.

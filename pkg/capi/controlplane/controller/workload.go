@@ -30,7 +30,9 @@ const workloadTimeout = 30 * time.Second
 
 // WorkloadClient opens a client to a Cluster's workload API server. The
 // controller uses it only to keep kubeadm-config's version right before a
-// control-plane Machine of a newer version joins.
+// control-plane Machine of a newer version joins, and to move the
+// kube-proxy DaemonSet's image to spec.version once every control-plane
+// Machine runs it (syncKubeProxy).
 type WorkloadClient func(ctx context.Context, c client.Client, cl *clusterv1.Cluster) (client.Client, error)
 
 // KubeconfigWorkloadClient is the default WorkloadClient: the admin

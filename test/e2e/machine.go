@@ -506,8 +506,9 @@ func (m *Machine) stop() error {
 }
 
 // stopJobRE matches systemd's shutdown progress line on the console, "A
-// stop job is running for DESCRIPTION (12s / 1min)".
-var stopJobRE = regexp.MustCompile(`A stop job is running for (.+?) \(\d[^)]*/[^)]*\)`)
+// stop job is running for DESCRIPTION (12s / 1min)" or, in newer
+// versions, "Job UNIT/stop running (58s / 1min)".
+var stopJobRE = regexp.MustCompile(`(?:A stop job is running for (.+?)|Job (\S+)/stop running) \(\d[^)]*/[^)]*\)`)
 
 // stopJobs returns, once each and in order of first appearance, the unit
 // descriptions that systemd's console said it was still waiting for while
@@ -516,7 +517,7 @@ func stopJobs(console string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range stopJobRE.FindAllStringSubmatch(console, -1) {
-		d := strings.TrimSpace(m[1])
+		d := strings.TrimSpace(m[1] + m[2])
 		if !seen[d] {
 			seen[d] = true
 			out = append(out, d)
@@ -535,10 +536,21 @@ func stopJobsNote(path string) string {
 	}
 	// Escape sequences and carriage returns of the progress display
 	// would split a description.
-	clean := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]").ReplaceAllString(string(b), "")
-	jobs := stopJobs(strings.ReplaceAll(clean, "\r", "\n"))
-	if len(jobs) == 0 {
+	clean := regexp.MustCompile("\x1b(?:\\[[0-9;]*[A-Za-z]|[@-Z\\\\-_])").ReplaceAllString(string(b), "")
+	clean = strings.ReplaceAll(clean, "\r", "\n")
+	if jobs := stopJobs(clean); len(jobs) > 0 {
+		return "; its console says shutdown was waiting for: " + strings.Join(jobs, ", ")
+	}
+	// No progress line (systemd shows one only after a while): the
+	// console's last lines say where shutdown stands.
+	var last []string
+	for _, l := range strings.Split(clean, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			last = append(last, l)
+		}
+	}
+	if len(last) == 0 {
 		return ""
 	}
-	return "; its console says shutdown was waiting for: " + strings.Join(jobs, ", ")
+	return "; its console ends:\n\t" + strings.Join(last[max(0, len(last)-8):], "\n\t")
 }

@@ -113,21 +113,31 @@ func TestStopJobs(t *testing.T) {
 	console := "[  OK  ] Stopped kubelet.service.\r\n" +
 		"\x1b[0;1;31m[ ***  ]\x1b[0m A stop job is running for Kubernetes API Server (12s / 1min)\r" +
 		"\x1b[K[  *** ] A stop job is running for Kubernetes API Server (13s / 1min)\r" +
-		"[ ***  ] A stop job is running for etcd (1min 3s / 1min 30s)\r\n"
+		"[ ***  ] A stop job is running for etcd (1min 3s / 1min 30s)\r\n" +
+		"\x1bM\r\n[ ***  ] Job kube-apiserver.service/stop running (58s / 1min)\r\n\x1bM\r\n" +
+		"[**    ] Job kube-apiserver.service/stop running (59s / 1min)\r\n"
 	p := filepath.Join(dir, "console.log")
 	if err := os.WriteFile(p, []byte(console), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got := stopJobsNote(p)
-	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd"
+	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd, kube-apiserver.service"
 	if got != want {
 		t.Fatalf("stopJobsNote = %q, want %q", got, want)
 	}
-	if err := os.WriteFile(p, []byte("[  OK  ] Reached target Power-Off.\n"), 0o600); err != nil {
+	// Without a progress line, the console's last lines (at most 8),
+	// escape sequences removed.
+	if err := os.WriteFile(p, []byte("\x1b[0;32m[  OK  ]\x1b[0m Stopped etcd.\r\n\x1bM\r\n[  OK  ] Reached target Power-Off.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stopJobsNote(p), "; its console ends:\n\t[  OK  ] Stopped etcd.\n\t[  OK  ] Reached target Power-Off."; got != want {
+		t.Fatalf("stopJobsNote of a console without stop jobs = %q, want %q", got, want)
+	}
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if got := stopJobsNote(p); got != "" {
-		t.Fatalf("stopJobsNote of a console without stop jobs = %q, want none", got)
+		t.Fatalf("stopJobsNote of an empty console = %q, want none", got)
 	}
 	if got := stopJobsNote(filepath.Join(dir, "missing")); got != "" {
 		t.Fatalf("stopJobsNote of a missing console = %q", got)

@@ -45,8 +45,14 @@ const (
 	RestartSec         = 5 * time.Second
 	StartLimitInterval = 10 * time.Minute
 	StartLimitBurst    = 30
-	// TimeoutStopSec bounds a stop before SIGKILL.
-	TimeoutStopSec = 60 * time.Second
+	// TimeoutStopSec bounds a stop (SIGTERM) before SIGKILL: 30 s, the
+	// grace period the kubelet gives the static pod the unit replaces (a
+	// Pod's terminationGracePeriodSeconds, whose default is 30 s; kubeadm
+	// sets none for its control-plane pods). It was 60 s: a kube-apiserver
+	// whose etcd had lost quorum spent all of it in its shutdown (its
+	// requests to etcd wait for their timeout), which held the machine's
+	// power-off and reboot for a minute.
+	TimeoutStopSec = 30 * time.Second
 )
 
 // EnvVar is one environment variable of a component.

@@ -59,7 +59,7 @@ func TestRenderFiles(t *testing.T) {
 	}
 	for _, want := range []string{"User=kubeadm-kas", "SupplementaryGroups=kubeadm-sa-key-readers", "ReadWritePaths=/var/log/kubernetes",
 		"InaccessiblePaths=-/var/lib/etcd", "CapabilityBoundingSet=\n", "NoNewPrivileges=yes", "ProtectSystem=strict", "Restart=always",
-		"RestartSec=5\n", "StartLimitBurst=30", "After=network-online.target etcd.service", "EnvironmentFile=/etc/machineadm/units/kube-apiserver.env"} {
+		"RestartSec=5\n", "TimeoutStopSec=30\n", "StartLimitBurst=30", "After=network-online.target etcd.service", "EnvironmentFile=/etc/machineadm/units/kube-apiserver.env"} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("unit lacks %q", want)
 		}

@@ -41,35 +41,38 @@ type linePattern struct {
 
 // Patterns for secrets that were not registered as values. Bootstrap
 // tokens are found by replaceTokens, without a regular expression.
-var patterns = []linePattern{
-	// Command-line flags that carry a secret: kubeadm's --token,
-	// --discovery-token, --tls-bootstrap-token and --certificate-key,
-	// as "--flag value", "--flag=value" or "--flag: value".
-	{hint: "--", re: regexp.MustCompile(`(--(?:discovery-|tls-bootstrap-)?token(?:=|:?\s+)|--certificate-key(?:=|:?\s+))"?[^\s"]+`), keep: true},
-	// A certificate key (32 bytes, 64 hex digits) after its label, as in
-	// "certificate key: <hex>" or "certificateKey": "<hex>".
-	{hint: "key", fold: true, re: regexp.MustCompile(`(?i)(certificate[ _-]?key\W{0,8})[0-9a-f]{64}\b`), keep: true},
-	// Key material and credentials in kubeconfig and JSON/YAML documents.
-	{hint: "token", re: regexp.MustCompile(`("?token"?\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
-	// The secret half of a bootstrap token in kubeadm's bootstrap-token
-	// Secret, in clear (stringData) or base64 (data).
-	{hint: "token-secret", re: regexp.MustCompile(`(token-secret"?\s*[:=]\s*"?)[A-Za-z0-9+/=_-]{16,}`), keep: true},
-	{hint: "client-key-data", re: regexp.MustCompile(`(client-key-data\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
-}
+// Compiled on first use: most commands never redact a line.
+var patterns = sync.OnceValue(func() []linePattern {
+	return []linePattern{
+		// Command-line flags that carry a secret: kubeadm's --token,
+		// --discovery-token, --tls-bootstrap-token and --certificate-key,
+		// as "--flag value", "--flag=value" or "--flag: value".
+		{hint: "--", re: regexp.MustCompile(`(--(?:discovery-|tls-bootstrap-)?token(?:=|:?\s+)|--certificate-key(?:=|:?\s+))"?[^\s"]+`), keep: true},
+		// A certificate key (32 bytes, 64 hex digits) after its label, as in
+		// "certificate key: <hex>" or "certificateKey": "<hex>".
+		{hint: "key", fold: true, re: regexp.MustCompile(`(?i)(certificate[ _-]?key\W{0,8})[0-9a-f]{64}\b`), keep: true},
+		// Key material and credentials in kubeconfig and JSON/YAML documents.
+		{hint: "token", re: regexp.MustCompile(`("?token"?\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
+		// The secret half of a bootstrap token in kubeadm's bootstrap-token
+		// Secret, in clear (stringData) or base64 (data).
+		{hint: "token-secret", re: regexp.MustCompile(`(token-secret"?\s*[:=]\s*"?)[A-Za-z0-9+/=_-]{16,}`), keep: true},
+		{hint: "client-key-data", re: regexp.MustCompile(`(client-key-data\s*[:=]\s*"?)[A-Za-z0-9+/=._-]{16,}`), keep: true},
+	}
+})
 
 var (
 	// pemBegin and pemEnd delimit a PEM private key block (RFC 7468):
 	// "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"...
-	pemBegin = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
-	pemEnd   = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY-----`)
+	pemBegin = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`) })
+	pemEnd   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY-----`) })
 	// certKeyLabel ends a line whose next line is the certificate key, as
 	// kubeadm prints it: "[upload-certs] Using certificate key:".
-	certKeyLabel = regexp.MustCompile(`(?i)certificate[ _-]?key\W*$`)
+	certKeyLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)certificate[ _-]?key\W*$`) })
 	// hex64Line is a line that is only a 64-digit hex value.
-	hex64Line = regexp.MustCompile(`^\s*[0-9a-fA-F]{64}\s*$`)
+	hex64Line = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*[0-9a-fA-F]{64}\s*$`) })
 	// tokenShape is a whole bootstrap token; its secret half is also
 	// registered by Add.
-	tokenShape = regexp.MustCompile(`^[a-z0-9]{6}\.([a-z0-9]{16})$`)
+	tokenShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]{6}\.([a-z0-9]{16})$`) })
 )
 
 // Redactor replaces known secret values and secret-shaped text with
@@ -113,7 +116,7 @@ func (r *Redactor) Add(secrets ...string) {
 			continue
 		}
 		parts := []string{s}
-		if m := tokenShape.FindStringSubmatch(s); m != nil {
+		if m := tokenShape().FindStringSubmatch(s); m != nil {
 			parts = append(parts, m[1])
 		}
 		if strings.Contains(s, "\n") {
@@ -193,7 +196,7 @@ func (r *Redactor) replaceKnown(line string) string {
 		line = rep.Replace(line)
 	}
 	line = replaceTokens(line)
-	for _, p := range patterns {
+	for _, p := range patterns() {
 		if !(strings.Contains(line, p.hint) || p.fold && containsFold(line, p.hint)) {
 			continue
 		}

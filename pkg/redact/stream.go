@@ -32,27 +32,27 @@ func (s *Stream) Line(line string) string {
 	s.afterLabel = false
 	switch {
 	case s.inPEM:
-		if pemEnd.MatchString(line) {
+		if pemEnd().MatchString(line) {
 			s.inPEM = false
 		}
 		return Placeholder
-	case strings.Contains(line, "PRIVATE KEY-----") && pemBegin.MatchString(line):
-		loc := pemBegin.FindStringIndex(line)
+	case strings.Contains(line, "PRIVATE KEY-----") && pemBegin().MatchString(line):
+		loc := pemBegin().FindStringIndex(line)
 		// Keep what precedes the block (a log prefix, a YAML key).
 		prefix := s.r.replaceKnown(line[:loc[0]]) + Placeholder
 		rest := line[loc[1]:]
-		end := pemEnd.FindStringIndex(rest)
+		end := pemEnd().FindStringIndex(rest)
 		if end == nil {
 			s.inPEM = true
 			return prefix
 		}
 		// A whole block on one line, as in JSON with escaped line breaks.
 		return prefix + s.Line(rest[end[1]:])
-	case afterLabel && hex64Line.MatchString(line):
+	case afterLabel && hex64Line().MatchString(line):
 		return Placeholder
 	}
 	out := s.r.replaceKnown(line)
-	s.afterLabel = endsWithKey(line) && certKeyLabel.MatchString(line)
+	s.afterLabel = endsWithKey(line) && certKeyLabel().MatchString(line)
 	return out
 }
 

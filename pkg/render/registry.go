@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/distribution/reference"
 )
@@ -28,7 +29,7 @@ const (
 
 // blobPath matches the path of a registry blob URL (distribution API
 // "GET /v2/<name>/blobs/<digest>"), with the digest's hex in group 2.
-var blobPath = regexp.MustCompile(`^/v2/(.+)/blobs/sha256:([0-9a-fA-F]{64})$`)
+var blobPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/v2/(.+)/blobs/sha256:([0-9a-fA-F]{64})$`) })
 
 // registrySource is an agent or signature source served by a container
 // registry: the stubs answer its anonymous Bearer challenge.
@@ -54,7 +55,7 @@ func parseRegistrySource(flag, raw string) (*registrySource, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" || u.Fragment != "" {
 			return nil, nil
 		}
-		m := blobPath.FindStringSubmatch(u.EscapedPath())
+		m := blobPath().FindStringSubmatch(u.EscapedPath())
 		if m == nil {
 			return nil, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/machineadm/machineadm/pkg/render/quote"
@@ -56,12 +57,16 @@ const (
 //go:embed templates
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"sq":      quote.Sh,
-	"psq":     quote.PowerShell,
-	"psclass": quote.PowerShellQuoteClass,
-	"xml":     xmlEscape,
-}).ParseFS(templateFS, "templates/*.tmpl"))
+// templates are the stub scripts' templates, parsed on first use (most
+// commands render nothing).
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"sq":      quote.Sh,
+		"psq":     quote.PowerShell,
+		"psclass": quote.PowerShellQuoteClass,
+		"xml":     xmlEscape,
+	}).ParseFS(templateFS, "templates/*.tmpl"))
+})
 
 // stub holds what a stub script needs, shared by every format.
 type stub struct {
@@ -141,7 +146,7 @@ func newStub(r *resolved, spec []byte, agentPath, specPath string, specInline bo
 // execute runs the named template with data.
 func execute(name string, data any) ([]byte, error) {
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+	if err := templates().ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", name, err)
 	}
 	return b.Bytes(), nil

@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // specDigestRE is the form of Envelope.SpecDigest: "sha256:" and 64
 // lower-case hex digits.
-var specDigestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var specDigestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
 // SpecDigest returns the canonical digest of a clear spec document (the
 // spec of a sealed file, as Split returns it): "sha256:" and the hex

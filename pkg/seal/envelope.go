@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 	sigsjson "sigs.k8s.io/json"
@@ -120,10 +121,12 @@ var (
 	// itemPathRE is a spec field path as field.Path prints it, optionally
 	// followed by "/" and a relative file name for a directory's files
 	// (spec.controlPlane.pki.dir/etcd/ca.key).
-	itemPathRE = regexp.MustCompile(`^spec(\.[A-Za-z][A-Za-z0-9]*(\[[0-9]+\])*)+(/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*)?$`)
+	itemPathRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^spec(\.[A-Za-z][A-Za-z0-9]*(\[[0-9]+\])*)+(/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*)?$`)
+	})
 	// nameRE is a cluster name, machine name, key ID or suite: printable
 	// ASCII without white space.
-	nameRE = regexp.MustCompile(`^[!-~]+$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[!-~]+$`) })
 )
 
 // ValidItemPath reports whether p is a valid item path: "spec." followed by
@@ -131,7 +134,7 @@ var (
 // "/" and a relative file name (spec.controlPlane.pki.dir/etcd/ca.key);
 // no "." or ".." file name components.
 func ValidItemPath(p string) bool {
-	if len(p) > MaxNameBytes || !itemPathRE.MatchString(p) {
+	if len(p) > MaxNameBytes || !itemPathRE().MatchString(p) {
 		return false
 	}
 	if _, rel, ok := strings.Cut(p, "/"); ok {
@@ -199,7 +202,7 @@ func (e *Envelope) check(pe *ParseError) {
 	default:
 		pe.add("apiVersion", "must be %q, got %q", APIVersion, e.APIVersion)
 	}
-	if e.APIVersion != APIVersionV1Alpha1 && !specDigestRE.MatchString(e.SpecDigest) { // v1alpha1 had none
+	if e.APIVersion != APIVersionV1Alpha1 && !specDigestRE().MatchString(e.SpecDigest) { // v1alpha1 had none
 		pe.add("specDigest", "must be sha256: and 64 lower-case hex digits (the digest of the clear spec), got %s", quoteName(e.SpecDigest))
 	}
 	if e.Kind != Kind {
@@ -266,7 +269,7 @@ func CheckName(v string) error {
 		return errors.New("required")
 	case len(v) > MaxNameBytes:
 		return fmt.Errorf("longer than %d bytes", MaxNameBytes)
-	case !nameRE.MatchString(v):
+	case !nameRE().MatchString(v):
 		return errors.New("must be printable ASCII without spaces")
 	}
 	return nil

@@ -130,7 +130,7 @@ func ParseRecipient(s string) (Recipient, error) {
 		if LooksLikeIdentity(s) {
 			return nil, errors.New("this is an identity (a secret key), not a recipient string: give the recipient that machineadm keygen printed (the \"# recipient:\" line of the identity file)")
 		}
-		if typ, _, ok := strings.Cut(s, ":"); ok && typeNameRE.MatchString(typ) {
+		if typ, _, ok := strings.Cut(s, ":"); ok && typeNameRE().MatchString(typ) {
 			// A type name is no secret: say which one this binary lacks.
 			return nil, fmt.Errorf("recipient type %q is not in this binary (it has %s; the cloud KMS types need a binary built with their tag, docs/sealed-secrets.md)", typ, strings.Join(Types(), ", "))
 		}
@@ -190,7 +190,7 @@ func LooksLikeIdentity(s string) bool {
 }
 
 // typeNameRE is what a recipient type name looks like ("aws-kms").
-var typeNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+var typeNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`) })
 
 // recipientPrefixes returns the registered recipient prefixes, sorted.
 func recipientPrefixes() []string {

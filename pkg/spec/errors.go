@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -13,11 +14,13 @@ import (
 var (
 	// sigs.k8s.io/json reports strict problems as `unknown field "a.b[0].c"`
 	// and `duplicate field "a.b"`.
-	strictRE = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
+	strictRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`) })
 	// and type mismatches as `json: cannot unmarshal V into Go struct field
 	// S.a.b of type T`, where a.b is the JSON path without list indices or
 	// map keys.
-	typeRE = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
+	typeRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
+	})
 )
 
 // docError is a problem of the whole document; it has no field path.
@@ -28,7 +31,7 @@ func docError(detail string) *field.Error {
 // strictError turns one strict-decoding problem into a field error with
 // the offending field's path.
 func strictError(err error) *field.Error {
-	m := strictRE.FindStringSubmatch(err.Error())
+	m := strictRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return docError(err.Error())
 	}
@@ -53,7 +56,7 @@ type typeMismatch struct {
 // parseTypeError recognises a decoder type error; ok is false for any
 // other failure.
 func parseTypeError(err error) (tm typeMismatch, ok bool) {
-	m := typeRE.FindStringSubmatch(err.Error())
+	m := typeRE().FindStringSubmatch(err.Error())
 	if m == nil {
 		return tm, false
 	}

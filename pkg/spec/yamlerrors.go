@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,29 +20,29 @@ import (
 var (
 	// `cannot decode !!str `VALUE` as a !!int`: a value whose explicit tag
 	// does not fit it. Group 1 is the value, group 2 the tag.
-	badTagRE = regexp.MustCompile("(?s)cannot decode !!\\w+ `(.*)` as a (!!\\w+)")
+	badTagRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)cannot decode !!\\w+ `(.*)` as a (!!\\w+)") })
 	// `unknown anchor 'NAME' referenced`, `anchor 'NAME' value contains itself`.
-	unknownAnchorRE = regexp.MustCompile(`unknown anchor '.*' referenced`)
-	selfAnchorRE    = regexp.MustCompile(`anchor '.*' value contains itself`)
+	unknownAnchorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown anchor '.*' referenced`) })
+	selfAnchorRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`anchor '.*' value contains itself`) })
 	// `invalid map key: map[interface {}]interface {}{...}` (yaml.v2) and
 	// `unsupported map key of type: T, key: K, value: V` (sigs.k8s.io/yaml).
-	invalidKeyRE     = regexp.MustCompile(`(?s)invalid map key: .*`)
-	unsupportedKeyRE = regexp.MustCompile(`(?s)unsupported map key of type: .*`)
+	invalidKeyRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)invalid map key: .*`) })
+	unsupportedKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)unsupported map key of type: .*`) })
 	// Anything else between backquotes, as in yaml.v2's
 	// `line 3: cannot unmarshal !!str `VALUE` into int`.
-	backquotedRE = regexp.MustCompile("`[^`]*`")
+	backquotedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`[^`]*`") })
 )
 
 // scrubConverterMessage rewrites an error message of the YAML-to-JSON
 // conversion so that it quotes no value, key or anchor name of the
 // document. Messages without any (syntax errors with their line) are kept.
 func scrubConverterMessage(msg string) string {
-	msg = badTagRE.ReplaceAllString(msg, "a value tagged $2 is not a valid $2 (the value is not shown)")
-	msg = unknownAnchorRE.ReplaceAllString(msg, "an alias refers to an anchor that is not defined (its name is not shown)")
-	msg = selfAnchorRE.ReplaceAllString(msg, "an anchor's value contains an alias to itself (its name is not shown)")
-	msg = invalidKeyRE.ReplaceAllString(msg, "a mapping or list is used as a mapping key")
-	msg = unsupportedKeyRE.ReplaceAllString(msg, "a mapping key of an unsupported type")
-	return backquotedRE.ReplaceAllString(msg, "(value not shown)")
+	msg = badTagRE().ReplaceAllString(msg, "a value tagged $2 is not a valid $2 (the value is not shown)")
+	msg = unknownAnchorRE().ReplaceAllString(msg, "an alias refers to an anchor that is not defined (its name is not shown)")
+	msg = selfAnchorRE().ReplaceAllString(msg, "an anchor's value contains an alias to itself (its name is not shown)")
+	msg = invalidKeyRE().ReplaceAllString(msg, "a mapping or list is used as a mapping key")
+	msg = unsupportedKeyRE().ReplaceAllString(msg, "a mapping key of an unsupported type")
+	return backquotedRE().ReplaceAllString(msg, "(value not shown)")
 }
 
 // conversionError turns a failed YAML-to-JSON conversion of data into one
@@ -50,7 +51,7 @@ func scrubConverterMessage(msg string) string {
 // is an error of the whole document.
 func conversionError(err error, data []byte) *field.Error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-	if m := badTagRE.FindStringSubmatch(msg); m != nil {
+	if m := badTagRE().FindStringSubmatch(msg); m != nil {
 		if p, line, ok := findTagged(data, m[2], m[1]); ok {
 			return &field.Error{Type: field.ErrorTypeInvalid, Field: p.String(), BadValue: field.OmitValueType{},
 				Detail: fmt.Sprintf("line %d: tagged %s but not a valid %s; the value is not shown (remove the tag or fix the value)", line, m[2], m[2])}

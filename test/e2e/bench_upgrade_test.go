@@ -24,15 +24,30 @@ type benchUpgradeSample struct {
 	// wall is from the command's start to the Node reporting the new
 	// kubelet version and Ready (polled every benchReadyPoll).
 	wall time.Duration
+	// current is, on a control plane, from the command's start until
+	// the kubelet runs the control plane's current static pod manifests
+	// and they are Ready (staticPodsCurrent, polled every
+	// benchCurrentPoll after the Node is at the new version): a new
+	// kubelet gives the unchanged manifests new hashes and restarts every
+	// static pod, which machineadm upgrade waits for and the plain
+	// kubeadm arm does not; 0 on a worker.
+	current time.Duration
 	// exec is the command's own run time; rssKiB the peak resident set
 	// (KiB) of its process tree's largest process (ExecPeakRSS): under
 	// plain kubeadm that is kubeadm's, beside the shell, install and
 	// systemctl; under machineadm, machineadm's.
 	exec   time.Duration
 	rssKiB int64
+	// anonKiB and fileKiB are the largest anonymous and file-backed
+	// resident sets one process of the tree had, sampled every 20 ms
+	// (ExecPeakMem): what the program allocated, against the pages of
+	// its binary it touched. Reported beside rssKiB; the target is
+	// rssKiB's.
+	anonKiB, fileKiB int64
 	// apiDown is how long cp1's API server did not answer /readyz from
 	// the command's start until it has answered for apiStableFor in a row
-	// after the Node is at the new version (probed every apiProbeEvery):
+	// after the Node is at the new version and, on a control plane, its
+	// static pods are current (probed every apiProbeEvery):
 	// a control plane still restarting when the command is done counts
 	// for the node that made it restart, not for the next one; longest
 	// is the longest stretch of it.
@@ -41,6 +56,10 @@ type benchUpgradeSample struct {
 
 // apiProbeEvery is the API server probe's period during an upgrade.
 const apiProbeEvery = 100 * time.Millisecond
+
+// benchCurrentPoll is the period of the check that a control plane's
+// static pods are current after an upgrade.
+const benchCurrentPoll = 250 * time.Millisecond
 
 // apiStableFor is how long the API server must answer without a failure
 // after an upgrade before its unavailability is summed (at most
@@ -177,9 +196,9 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 			cmd = []string{"/bin/sh", "-ec", machineKubeadm + " upgrade " + up +
 				"; install -m 0755 " + e2eBinDir + "/kubelet /usr/bin/kubelet; systemctl daemon-reload; systemctl restart kubelet"}
 		}
-		sample := benchUpgradeRun(ctx, t, m, cs, cfg, tool, cmd)
-		t.Logf("BENCH sample upgrade %s %s #%d: wall %s exec %s rss %d KiB API unavailable %s (longest %s)",
-			node.Name, tool, i, sample.wall, sample.exec, sample.rssKiB, sample.apiDown, sample.longest)
+		sample := benchUpgradeRun(ctx, t, m, cs, cfg, tool, node == cp1, cmd)
+		t.Logf("BENCH sample upgrade %s %s #%d: wall %s current %s exec %s rss %d KiB (anonymous %d, file %d) API unavailable %s (longest %s)",
+			node.Name, tool, i, sample.wall, sample.current, sample.exec, sample.rssKiB, sample.anonKiB, sample.fileKiB, sample.apiDown, sample.longest)
 		if k == 0 {
 			cp = sample
 		} else {
@@ -190,15 +209,16 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 }
 
 // benchUpgradeRun times cmd in m: until m's Node reports the new kubelet
-// version and is Ready, its peak RSS, and cp1's API server unavailability
+// version and is Ready, on a control plane until its static pods are
+// current too, its peak RSS, and cp1's API server unavailability
 // meanwhile.
-func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernetes.Interface, cfg *rest.Config, tool string, cmd []string) benchUpgradeSample {
+func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernetes.Interface, cfg *rest.Config, tool string, controlPlane bool, cmd []string) benchUpgradeSample {
 	probe := startAPIProbe(ctx, cfg)
 	uctx, cancel := context.WithTimeout(ctx, upgradeTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := m.ExecPeakRSS(uctx, nil, cmd...)
-	s := benchUpgradeSample{exec: time.Since(start), rssKiB: res.MaxRSSKiB}
+	res, peak, err := m.ExecPeakMem(uctx, nil, cmd...)
+	s := benchUpgradeSample{exec: time.Since(start), rssKiB: peak.MaxRSSKiB, anonKiB: peak.AnonKiB, fileKiB: peak.FileKiB}
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench-upgrade.log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {
 		probe.stop()
@@ -217,6 +237,25 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 		}
 	}
 	settled := time.Now()
+	if controlPlane {
+		// The unavailability of both tools is summed over the same end
+		// state: the new kubelet has replaced every static pod (under
+		// plain kubeadm that happens after the Node reports Ready, and
+		// the API server had been stable long enough to stop the probe
+		// before it went down again).
+		for {
+			err := staticPodsCurrent(ctx, cs, m.Name)
+			if err == nil {
+				s.current = time.Since(start)
+				break
+			}
+			if time.Since(settled) > apiSettleTimeout {
+				t.Logf("BENCH %s %s: the static pods were not current within %s of the Node's new version: %v", m.Name, tool, apiSettleTimeout, err)
+				break
+			}
+			time.Sleep(benchCurrentPoll)
+		}
+	}
 	for !probe.stableFor(apiStableFor) && time.Since(settled) < apiSettleTimeout {
 		time.Sleep(apiProbeEvery)
 	}
@@ -349,6 +388,24 @@ func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSampl
 			k, m := med(ka, l.f), med(ma, l.f)
 			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2f%-2s %10.2f%-2s   %.3f   target <= %.2f: %s\n", node, l.name, k, l.unit, m, l.unit, m/k, l.target, metWord(m/k <= l.target))
 		}
+		// What the peak is made of (sampled, no target): the memory the
+		// tool allocated, and the pages of its binary and other files.
+		for _, l := range []struct {
+			name string
+			f    func(benchUpgradeSample) float64
+		}{
+			{"  peak anonymous (sampled)", func(s benchUpgradeSample) float64 { return float64(s.anonKiB) / 1024 }},
+			{"  peak file-backed (sampled)", func(s benchUpgradeSample) float64 { return float64(s.fileKiB) / 1024 }},
+		} {
+			k, m := med(ka, l.f), med(ma, l.f)
+			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fMi %10.2fMi   %.3f\n", node, l.name, k, m, m/k)
+		}
+		if node == "control-plane" {
+			// No target: the same end state for both tools.
+			cur := func(s benchUpgradeSample) float64 { return s.current.Seconds() }
+			k, m := med(ka, cur), med(ma, cur)
+			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fs  %10.2fs    %.3f\n", node, "start -> static pods current", k, m, m/k)
+		}
 		down := func(s benchUpgradeSample) float64 { return s.apiDown.Seconds() }
 		k, m := med(ka, down), med(ma, down)
 		fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fs  %10.2fs    target <= kubeadm's: %s\n", node, "API server unavailable", k, m, metWord(m <= k))
@@ -356,8 +413,8 @@ func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSampl
 		fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2fs  %10.2fs\n", node, "  longest stretch", med(ka, longest), med(ma, longest))
 		for _, tool := range []string{toolKubeadm, toolMachineadm} {
 			for i, s := range samples[node][tool] {
-				fmt.Fprintf(&b, "BENCH upgrade %-13s sample %s #%d: wall %.2fs exec %.2fs rss %.1fMi API unavailable %.2fs (longest %.2fs)\n",
-					node, tool, i, s.wall.Seconds(), s.exec.Seconds(), float64(s.rssKiB)/1024, s.apiDown.Seconds(), s.longest.Seconds())
+				fmt.Fprintf(&b, "BENCH upgrade %-13s sample %s #%d: wall %.2fs current %.2fs exec %.2fs rss %.1fMi (anonymous %.1fMi, file %.1fMi) API unavailable %.2fs (longest %.2fs)\n",
+					node, tool, i, s.wall.Seconds(), s.current.Seconds(), s.exec.Seconds(), float64(s.rssKiB)/1024, float64(s.anonKiB)/1024, float64(s.fileKiB)/1024, s.apiDown.Seconds(), s.longest.Seconds())
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -154,12 +155,12 @@ type File struct {
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
+	envRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// accountRE is what systemd accepts in User=, Group= (a portable
 	// user name, systemd.exec(5)).
-	accountRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]*$`)
-	capRE     = regexp.MustCompile(`^CAP_[A-Z_]+$`)
+	accountRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_-]*$`) })
+	capRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^CAP_[A-Z_]+$`) })
 )
 
 // Render returns the files of c: the unit file and, when c has
@@ -269,7 +270,7 @@ func (c *Component) check() error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("component %q: "+format, append([]any{c.Name}, a...)...))
 	}
-	if !nameRE.MatchString(c.Name) {
+	if !nameRE().MatchString(c.Name) {
 		bad("name must match %s", nameRE)
 	}
 	if len(c.Command) == 0 || !path.IsAbs(c.Command[0]) || path.Clean(c.Command[0]) != c.Command[0] {
@@ -281,7 +282,7 @@ func (c *Component) check() error {
 		}
 	}
 	for _, v := range c.Env {
-		if !envRE.MatchString(v.Name) {
+		if !envRE().MatchString(v.Name) {
 			bad("environment variable name %q must match %s", v.Name, envRE)
 		}
 		if strings.ContainsFunc(v.Value, isControl) {
@@ -289,7 +290,7 @@ func (c *Component) check() error {
 		}
 	}
 	for _, a := range append([]string{c.User, c.Group}, c.SupplementaryGroups...) {
-		if !accountRE.MatchString(a) {
+		if !accountRE().MatchString(a) {
 			bad("account %q must match %s", a, accountRE)
 		}
 	}
@@ -299,21 +300,21 @@ func (c *Component) check() error {
 		}
 	}
 	for _, cp := range c.Capabilities {
-		if !capRE.MatchString(cp) {
+		if !capRE().MatchString(cp) {
 			bad("capability %q must match %s", cp, capRE)
 		}
 	}
 	for _, u := range c.After {
-		if !strings.HasSuffix(u, ".service") || !nameRE.MatchString(strings.TrimSuffix(u, ".service")) {
+		if !strings.HasSuffix(u, ".service") || !nameRE().MatchString(strings.TrimSuffix(u, ".service")) {
 			bad("after %q must be a service unit name", u)
 		}
 	}
 	ids := map[string]bool{}
 	for _, cr := range c.Credentials {
 		switch {
-		case !nameRE.MatchString(cr.ID):
+		case !nameRE().MatchString(cr.ID):
 			bad("credential id %q must match %s", cr.ID, nameRE)
-		case cr.Flag != "" && !nameRE.MatchString(cr.Flag):
+		case cr.Flag != "" && !nameRE().MatchString(cr.Flag):
 			bad("credential %s: flag %q must match %s", cr.ID, cr.Flag, nameRE)
 		case ids[cr.ID]:
 			bad("credential id %q given twice", cr.ID)

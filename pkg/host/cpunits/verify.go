@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Verify runs `systemd-analyze verify` on a unit file (the binary in
@@ -30,7 +31,7 @@ func Verify(ctx context.Context, unitFile string, run Exec) error {
 	return nil
 }
 
-var exposureRE = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`)
+var exposureRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`) })
 
 // Exposure runs `systemd-analyze security --offline=yes` on a unit file
 // and returns its overall exposure level (0.0 safest to 10.0; systemd
@@ -40,7 +41,7 @@ func Exposure(ctx context.Context, unitFile string, run Exec) (float64, string, 
 		run = RunCommand
 	}
 	out, err := run(ctx, "systemd-analyze", "security", "--offline=yes", "--no-pager", unitFile)
-	m := exposureRE.FindSubmatch(out)
+	m := exposureRE().FindSubmatch(out)
 	if m == nil {
 		return 0, string(out), fmt.Errorf("systemd-analyze security %s: %v: no exposure level in its output", filepath.Base(unitFile), err)
 	}

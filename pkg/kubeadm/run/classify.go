@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm/discovery"
@@ -170,16 +171,18 @@ func isNetwork(msg string) bool {
 }
 
 // criSocketRE finds a dial to a CRI socket.
-var criSocketRE = regexp.MustCompile(`dial unix [^ ]*(containerd|crio|cri-dockerd|cri)[^ ]*\.sock`)
+var criSocketRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`dial unix [^ ]*(containerd|crio|cri-dockerd|cri)[^ ]*\.sock`)
+})
 
 // criSocketDown reports whether the CRI socket refused or does not exist.
 func criSocketDown(msg string) bool {
-	return criSocketRE.MatchString(msg) && containsAny(msg, []string{"connection refused", "no such file or directory"})
+	return criSocketRE().MatchString(msg) && containsAny(msg, []string{"connection refused", "no such file or directory"})
 }
 
 // preflightErrorRE is a failed kubeadm preflight check as
 // preflight.RunChecks prints it: "\t[ERROR NAME]: message".
-var preflightErrorRE = regexp.MustCompile(`\[ERROR ([^\]]+)\]: (.*)$`)
+var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[ERROR ([^\]]+)\]: (.*)$`) })
 
 // Classify returns the class and a hint for err, which failed in kubeadm
 // phase p, helped by the output the phase printed (oldest line first):
@@ -239,7 +242,7 @@ func classifyPreflight(output []string) (errclass.Class, string, bool) {
 	var names []string
 	first := ""
 	for _, line := range output {
-		m := preflightErrorRE.FindStringSubmatch(line)
+		m := preflightErrorRE().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}

@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,12 +169,16 @@ func syncCertificates(dryRunDir, certsDir string, files []string) ([]string, err
 var (
 	// kubeadm's fake client (util/apiclient/dryrun.go) announces each
 	// request, then either the object's name or the whole object.
-	dryRunAction   = regexp.MustCompile(`^\[dryrun\] Would perform action (\w+) on resource "([^"]+)"`)
-	dryRunResource = regexp.MustCompile(`^\[dryrun\] Resource name "([^"]*)", namespace "([^"]*)"`)
+	dryRunAction = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\[dryrun\] Would perform action (\w+) on resource "([^"]+)"`)
+	})
+	dryRunResource = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\[dryrun\] Resource name "([^"]*)", namespace "([^"]*)"`)
+	})
 	// kubeadm's own dry-run statements: "[etcd] Would ensure that ...".
-	dryRunWould = regexp.MustCompile(`^\[[\w-]+\] (Would .*)$`)
+	dryRunWould = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[[\w-]+\] (Would .*)$`) })
 	// A preflight warning: "\t[WARNING Hostname]: hostname ...".
-	preflightWarning = regexp.MustCompile(`^\s*\[WARNING ([^\]]+)\]: (.*)$`)
+	preflightWarning = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[WARNING ([^\]]+)\]: (.*)$`) })
 )
 
 // mutating are the API verbs that change the cluster.
@@ -206,7 +211,7 @@ func apiPlan(lines []string) []string {
 		inObject, inMeta = false, false
 	}
 	for _, l := range lines {
-		if m := dryRunAction.FindStringSubmatch(l); m != nil {
+		if m := dryRunAction().FindStringSubmatch(l); m != nil {
 			flush()
 			if slices.Contains(mutating, m[1]) {
 				verb, resource = m[1], m[2]
@@ -214,14 +219,14 @@ func apiPlan(lines []string) []string {
 			continue
 		}
 		if verb == "" {
-			if m := dryRunWould.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "[dryrun] Would write file") {
+			if m := dryRunWould().FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "[dryrun] Would write file") {
 				add(lowerFirst(m[1]))
 			}
 			continue
 		}
 		switch {
-		case dryRunResource.MatchString(l):
-			m := dryRunResource.FindStringSubmatch(l)
+		case dryRunResource().MatchString(l):
+			m := dryRunResource().FindStringSubmatch(l)
 			name, ns = m[1], m[2]
 		case l == "[dryrun] Attached object:":
 			inObject = true
@@ -238,7 +243,7 @@ func apiPlan(lines []string) []string {
 			inMeta = false
 			if strings.HasPrefix(l, "[") {
 				flush()
-				if m := dryRunWould.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "[dryrun] Would write file") {
+				if m := dryRunWould().FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "[dryrun] Would write file") {
 					add(lowerFirst(m[1]))
 				}
 			}
@@ -268,7 +273,7 @@ func lowerFirst(s string) string {
 func PreflightWarnings(lines []string) []string {
 	var out []string
 	for _, l := range lines {
-		if m := preflightWarning.FindStringSubmatch(l); m != nil {
+		if m := preflightWarning().FindStringSubmatch(l); m != nil {
 			out = append(out, m[1]+": "+m[2])
 		}
 	}

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
 // systemdPlain is a word systemd reads as itself without quotes: no
 // white space, quote, backslash, specifier (%), variable ($) or ";".
-var systemdPlain = regexp.MustCompile(`^[A-Za-z0-9/._+,:@=-]+$`)
+var systemdPlain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9/._+,:@=-]+$`) })
 
 // systemdExecPlain is an executable path render writes into a unit.
-var systemdExecPlain = regexp.MustCompile(`^/[A-Za-z0-9/._+-]+$`)
+var systemdExecPlain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9/._+-]+$`) })
 
 // SystemdArg quotes s as one argument word of an Exec*= command line
 // (systemd.service(5), "Command lines"; systemd.unit(5), "Specifiers"):
@@ -36,7 +37,7 @@ func SystemdArg(s string) (string, error) {
 		// A lone ";" separates commands, quoted or not; "\;" is the
 		// literal (systemd.service(5)).
 		return `\;`, nil
-	case systemdPlain.MatchString(s):
+	case systemdPlain().MatchString(s):
 		return s, nil
 	case !strings.ContainsAny(s, `'"\%$`) && ControlProblem(s) == "":
 		return "'" + s + "'", nil
@@ -54,7 +55,7 @@ func SystemdExecPath(p string) (string, error) {
 	switch {
 	case !strings.HasPrefix(p, "/"):
 		return "", fmt.Errorf("not an absolute path")
-	case !systemdExecPlain.MatchString(p):
+	case !systemdExecPlain().MatchString(p):
 		return "", fmt.Errorf("use only letters, digits and / . _ + - in a path a systemd unit runs")
 	case strings.Contains(p, "//") || strings.Contains(p+"/", "/./") || strings.Contains(p+"/", "/../") || strings.HasSuffix(p, "/"):
 		return "", fmt.Errorf("not a normalized path")

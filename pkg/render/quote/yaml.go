@@ -3,6 +3,7 @@ package quote
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -13,13 +14,15 @@ import (
 // too), int (binary, octal, hex, sexagesimal, "_" separators), float
 // (sexagesimal, .inf, .nan), null, timestamp, merge ("<<") and value
 // ("=", which PyYAML's safe loader refuses outright).
-var yaml11Implicit = regexp.MustCompile(`^(?:` +
-	`yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N` +
-	`|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` +
-	`|[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)` +
-	`|~|null|Null|NULL|` +
-	`|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)?` +
-	`|<<|=)$`)
+var yaml11Implicit = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:` +
+		`yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|y|Y|n|N` +
+		`|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` +
+		`|[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)` +
+		`|~|null|Null|NULL|` +
+		`|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)?` +
+		`|<<|=)$`)
+})
 
 // YAMLString is a string that marshals (go.yaml.in/yaml/v3) as a scalar
 // that YAML 1.1 and 1.2 loaders both read back as the same string:
@@ -52,7 +55,7 @@ func YAMLNode(s string) *yaml.Node {
 // letter (controls, line and paragraph separators, NEL, a byte-order
 // mark), which only the double-quoted style can escape.
 func yamlNeedsQuotes(s string) bool {
-	if yaml11Implicit.MatchString(s) || strings.TrimSpace(s) != s && !strings.Contains(s, "\n") {
+	if yaml11Implicit().MatchString(s) || strings.TrimSpace(s) != s && !strings.Contains(s, "\n") {
 		return true
 	}
 	return strings.ContainsFunc(s, func(r rune) bool {

@@ -109,9 +109,9 @@ func Lookup(p Profile, id string) (Check, bool) {
 func Checks(p Profile) []Check {
 	switch p {
 	case CIS112:
-		return cisChecks
+		return cisChecks()
 	case STIG:
-		return stigChecks
+		return stigChecks()
 	}
 	return nil
 }

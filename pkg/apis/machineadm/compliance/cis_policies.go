@@ -39,9 +39,3 @@ var cisPolicies = []struct{ id, title string }{
 	{"5.6.3", "security contexts on pods and containers"},
 	{"5.6.4", "the default namespace unused"},
 }
-
-func init() {
-	for _, p := range cisPolicies {
-		cisChecks = append(cisChecks, cis(p.id, ScopePolicies, false, HowClusterPolicy, p.title, policyNote, nil))
-	}
-}

@@ -3,6 +3,7 @@ package validation
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -12,14 +13,16 @@ import (
 var (
 	// anyValueRE accepts any non-empty value: a password's shape is
 	// SecretShapeProblem's, checked after TrimSecret as the run does.
-	anyValueRE = regexp.MustCompile(`(?s)^.+$`)
+	anyValueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^.+$`) })
 	// blobRE is the base64 text `djoin /provision` writes (UTF-16 files
 	// are converted by the Windows applier, not accepted inline).
-	blobRE = regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`)
+	blobRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9+/=\s]+$`) })
 	// userRE is "user", "user@REALM" or "DOMAIN\user" without control
 	// characters, white space or characters Active Directory refuses in
 	// a sAMAccountName ("/[]:;|=,+*?<>).
-	userRE = regexp.MustCompile(`^([A-Za-z0-9._-]+\\)?[^"/\\\[\]:;|=,+*?<>\s@]+(@[A-Za-z0-9.-]+)?$`)
+	userRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([A-Za-z0-9._-]+\\)?[^"/\\\[\]:;|=,+*?<>\s@]+(@[A-Za-z0-9.-]+)?$`)
+	})
 )
 
 // validateDomainJoin checks spec.host.domainJoin's shape. The rules that
@@ -52,10 +55,10 @@ func validateDomainJoin(r *Result, dj *machineadm.DomainJoin, p *field.Path) {
 		cp := p.Child("credentials")
 		if c.Username == "" {
 			r.Errors = append(r.Errors, field.Required(cp.Child("username"), "a domain account allowed to join computers"))
-		} else if !userRE.MatchString(c.Username) {
+		} else if !userRE().MatchString(c.Username) {
 			r.Errors = append(r.Errors, field.Invalid(cp.Child("username"), c.Username, `must be an account name: user, user@REALM or DOMAIN\user`))
 		}
-		validateSecret(r, &c.Password, anyValueRE, "a password", cp.Child("password"))
+		validateSecret(r, &c.Password, anyValueRE(), "a password", cp.Child("password"))
 		if v := c.Password.Value; v != "" && c.Password.File == "" {
 			// The value itself is secret: never echoed.
 			if msg := SecretShapeProblem(machineadm.SecretFormatPassword, TrimSecret(machineadm.SecretFormatPassword, v)); msg != "" {
@@ -64,7 +67,7 @@ func validateDomainJoin(r *Result, dj *machineadm.DomainJoin, p *field.Path) {
 		}
 	}
 	if b := dj.OfflineJoinBlob; b != nil {
-		validateSecret(r, b, blobRE, "the base64 text written by djoin /provision", p.Child("offlineJoinBlob"))
+		validateSecret(r, b, blobRE(), "the base64 text written by djoin /provision", p.Child("offlineJoinBlob"))
 	}
 	if l := dj.Linux; l != nil {
 		validateAbsFilePath(r, l.Keytab, false, p.Child("linux", "keytab"))

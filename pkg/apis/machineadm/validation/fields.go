@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -37,9 +38,9 @@ func qualifiedName(v string) string {
 
 func validateArgs(r *Result, args []machineadm.Arg, p *field.Path) {
 	for i, a := range args {
-		if !argNameRE.MatchString(a.Name) {
+		if !argNameRE().MatchString(a.Name) {
 			msg := "must be a flag name (lower-case letters, digits and dashes; no leading dashes, no =VALUE), for example audit-log-maxage"
-			if n := argName(a.Name); n != a.Name && argNameRE.MatchString(n) {
+			if n := argName(a.Name); n != a.Name && argNameRE().MatchString(n) {
 				msg += "; did you mean " + n + "?"
 			}
 			r.Errors = append(r.Errors, field.Invalid(p.Index(i).Child("name"), a.Name, msg))
@@ -229,7 +230,9 @@ func (r *Result) pathProblem(v string, clean bool) string {
 
 // windowsReservedRE is a Windows device name (CON, NUL, COM1…), which a
 // file name is whatever its extension ("nul.txt" is NUL too).
-var windowsReservedRE = regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$`)
+var windowsReservedRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$`)
+})
 
 // windowsNameProblem says what is wrong with rest, a Windows path after
 // its drive in slash form, or "": a character no Windows file name has
@@ -242,7 +245,7 @@ func windowsNameProblem(rest string) string {
 		case name == "":
 		case strings.ContainsAny(name, `<>:"|?*`):
 			return `must not contain < > : " | ? * after the drive (a ':' names an alternate data stream)`
-		case windowsReservedRE.MatchString(name):
+		case windowsReservedRE().MatchString(name):
 			return fmt.Sprintf("%q is a Windows device name (CON, PRN, AUX, NUL, COM1-9, LPT1-9), not a file", name)
 		case strings.HasSuffix(name, ".") || strings.HasSuffix(name, " "):
 			return fmt.Sprintf("%q ends in a dot or space, which Windows drops", name)
@@ -334,7 +337,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 		// a value its type cannot read (a duration, a quantity): find
 		// each one.
 		for _, pr := range kubeletDecodeProblems(patched, p, err) {
-			if m := kubeletTypeRE.FindStringSubmatch(pr.err.Error()); m != nil {
+			if m := kubeletTypeRE().FindStringSubmatch(pr.err.Error()); m != nil {
 				r.Errors = append(r.Errors, field.TypeInvalid(pr.path, field.OmitValueType{}, "got "+m[1]+", want "+m[3]+" (KubeletConfiguration, kubelet.config.k8s.io/v1beta1)"))
 			} else {
 				r.Errors = append(r.Errors, field.Invalid(pr.path, field.OmitValueType{}, kubeletValueFormat(pr.t)+": "+pr.err.Error()))
@@ -344,7 +347,7 @@ func validateKubeletConfig(r *Result, cfg map[string]any, args []machineadm.Arg,
 	}
 	const notAField = "not a KubeletConfiguration (kubelet.config.k8s.io/v1beta1) field"
 	for _, e := range strictErrs {
-		m := kubeletStrictRE.FindStringSubmatch(e.Error())
+		m := kubeletStrictRE().FindStringSubmatch(e.Error())
 		if m == nil {
 			r.Errors = append(r.Errors, field.Invalid(p, field.OmitValueType{}, "KubeletConfiguration (kubelet.config.k8s.io/v1beta1): "+e.Error()))
 			continue
@@ -391,10 +394,12 @@ func withoutMergePatchNulls(v any) any {
 
 var (
 	// sigs.k8s.io/json's strict problems: `unknown field "a.b"`.
-	kubeletStrictRE = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
+	kubeletStrictRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`) })
 	// and its type mismatch: `json: cannot unmarshal V into Go struct field
 	// KubeletConfiguration.a.b of type T`.
-	kubeletTypeRE = regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
+	kubeletTypeRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^json: cannot unmarshal (.+) into Go struct field [A-Za-z0-9_]+\.(\S+) of type (.+)$`)
+	})
 )
 
 // DottedPath appends a dotted JSON path such as "a.b[0].c" or
@@ -421,12 +426,12 @@ func DottedPath(p *field.Path, dotted string) *field.Path {
 func validateHost(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
 	h := &s.Host
 	for _, k := range sortedKeys(h.Sysctl) {
-		if !sysctlKeyRE.MatchString(k) {
+		if !sysctlKeyRE().MatchString(k) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("sysctl").Key(k), k, "must be a dotted kernel parameter name such as net.ipv4.ip_forward"))
 		}
 	}
 	for i, m := range h.KernelModules {
-		if !moduleRE.MatchString(m) {
+		if !moduleRE().MatchString(m) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("kernelModules").Index(i), m, "must be a kernel module name such as br_netfilter: letters, digits, '_' and '-', not starting with '-'"))
 		}
 	}
@@ -502,7 +507,7 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 			r.Errors = append(r.Errors, field.Forbidden(p.Child("append"), "append works with content only"))
 		}
 		validateURL(r, f.Source.URL, []string{"http", "https", "file"}, p.Child("source", "url"))
-		if !sha256RE.MatchString(f.Source.SHA256) {
+		if !sha256RE().MatchString(f.Source.SHA256) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("source", "sha256"), f.Source.SHA256, "must be 64 lower-case hex characters"))
 		}
 	}
@@ -522,15 +527,15 @@ func validateFile(r *Result, f *machineadm.File, seen map[string]bool, p *field.
 	default:
 		r.Errors = append(r.Errors, field.NotSupported(p.Child("encoding"), f.Encoding, []string{"", "base64", "gzip+base64"}))
 	}
-	if !fileModeRE.MatchString(f.Mode) {
+	if !fileModeRE().MatchString(f.Mode) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("mode"), f.Mode, "must be an octal permission between 0000 and 0777 such as 0644 (setuid, setgid and sticky bits are refused)"))
 	} else if m, _ := strconv.ParseUint(f.Mode, 8, 32); m&0o077 != 0 && bytes.Contains(content, []byte("PRIVATE KEY-----")) {
 		r.warn(p.Child("mode"), "the file holds a private key and mode %s lets others read it; use 0600", f.Mode)
 	}
-	if !ownerRE.MatchString(f.Owner) {
+	if !ownerRE().MatchString(f.Owner) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("owner"), f.Owner, "must be a user name or numeric uid"))
 	}
-	if !ownerRE.MatchString(f.Group) {
+	if !ownerRE().MatchString(f.Group) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("group"), f.Group, "must be a group name or numeric gid"))
 	}
 }
@@ -580,7 +585,7 @@ func validateContainerd(r *Result, c *machineadm.Containerd, p *field.Path) {
 	names := map[string]bool{}
 	for i, rt := range c.Runtimes {
 		rp := p.Child("runtimes").Index(i)
-		if !podNameRE.MatchString(rt.Name) {
+		if !podNameRE().MatchString(rt.Name) {
 			r.Errors = append(r.Errors, field.Invalid(rp.Child("name"), rt.Name, "must be a runtime handler name such as runc, nvidia or kata"))
 		} else if names[rt.Name] {
 			r.Errors = append(r.Errors, field.Duplicate(rp.Child("name"), rt.Name))
@@ -622,7 +627,7 @@ func validatePEM(r *Result, v, want string, p *field.Path) {
 }
 
 func validateStaticPod(r *Result, sp *machineadm.StaticPod, names map[string]bool, p *field.Path) {
-	if !podNameRE.MatchString(sp.Name) {
+	if !podNameRE().MatchString(sp.Name) {
 		r.Errors = append(r.Errors, field.Invalid(p.Child("name"), sp.Name, "must be a DNS label such as audit-forwarder"))
 	} else if names[sp.Name] {
 		r.Errors = append(r.Errors, field.Duplicate(p.Child("name"), sp.Name))

@@ -70,7 +70,7 @@ func validateID(r *Result, v, what string, p *field.Path) {
 		return
 	}
 	if v[0] >= '0' && v[0] <= '9' {
-		if n, err := strconv.ParseUint(v, 10, 64); err == nil && n > MaxID || err != nil && ownerRE.MatchString(v) {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil && n > MaxID || err != nil && ownerRE().MatchString(v) {
 			r.Errors = append(r.Errors, field.Invalid(p, v, fmt.Sprintf("a numeric %s ID must be between 0 and %d", what, MaxID)))
 		}
 		return

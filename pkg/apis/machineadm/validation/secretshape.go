@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -100,15 +101,19 @@ var (
 	// (RFC 7468: "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY",
 	// "ENCRYPTED PRIVATE KEY", "OPENSSH PRIVATE KEY"...) and OpenPGP
 	// (RFC 9580 section 6.2: "PGP PRIVATE KEY BLOCK").
-	privateKeyBlock = regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----`)
+	privateKeyBlock = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----`)
+	})
 	// puttyKey is PuTTY's private key file header.
-	puttyKey = regexp.MustCompile(`PuTTY-User-Key-File-[0-9]+: `)
+	puttyKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`PuTTY-User-Key-File-[0-9]+: `) })
 	// bootstrapTokenText is a kubeadm bootstrap token
 	// (k8s.io/cluster-bootstrap/token/api BootstrapTokenPattern).
-	bootstrapTokenText = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
+	bootstrapTokenText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`) })
 	// jwtText is a JSON Web Token (RFC 7519): a service-account or OIDC
 	// token, three base64url parts of which the first two are JSON.
-	jwtText = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`)
+	jwtText = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`)
+	})
 	// credentialAssignment is a credential key with a value on the same
 	// line, in YAML ("token: x"), JSON ("\"token\": \"x\"") or TOML
 	// ("password = \"x\""): kubeconfig user credentials, registry
@@ -118,16 +123,18 @@ var (
 	// prefix joined by "-", "_" or "." (aws_secret_access_key,
 	// registry.password, bootstrap_token); credentialKinds is looked up
 	// with the separators removed (credentialKey).
-	credentialAssignment = regexp.MustCompile(`(?i)\b(?:[a-z0-9]+[-_.])*(client[-_]?key[-_]?data|token|id[-_]?token|refresh[-_]?token|password|passwd|identity[-_]?token|client[-_]?secret|secret[-_]?access[-_]?key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	credentialAssignment = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:[a-z0-9]+[-_.])*(client[-_]?key[-_]?data|token|id[-_]?token|refresh[-_]?token|password|passwd|identity[-_]?token|client[-_]?secret|secret[-_]?access[-_]?key|auth)\b["']?[ \t]*[:=][ \t]*("[^"\n]*"|'[^'\n]*'|[^\s"',}\]]+)`)
+	})
 	// apiKeyText is a provider API key or access token recognisable by
 	// its documented prefix: a Google API key ("AIza" and 35 characters),
 	// a GitHub token (ghp_, gho_, ghu_, ghs_, ghr_ and 36 characters, or
 	// github_pat_), a GitLab personal access token (glpat-) and a Slack
 	// token (xoxb-, xoxp-, xoxa-, xoxr-, xoxs-).
-	apiKeyText = regexp.MustCompile(apiKeyExpr())
+	apiKeyText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(apiKeyExpr()) })
 	// base64Run is a run of base64 (standard or URL alphabet) long enough
 	// to hold a PEM armor line.
-	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
+	base64Run = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`) })
 )
 
 // credentialKinds names what a credentialAssignment key holds, and the
@@ -180,7 +187,7 @@ func SecretInText(content []byte) string {
 // searched, most of them short and plain.
 func secretInText(content []byte, depth int, assignments bool) string {
 	if bytes.Contains(content, []byte("PRIVATE KEY")) {
-		if m := privateKeyBlock.FindSubmatch(content); m != nil {
+		if m := privateKeyBlock().FindSubmatch(content); m != nil {
 			if strings.HasPrefix(string(m[1]), "PGP ") {
 				return "PGP private key"
 			}
@@ -188,20 +195,20 @@ func secretInText(content []byte, depth int, assignments bool) string {
 		}
 	}
 	switch {
-	case bytes.Contains(content, []byte("PuTTY-User-Key-File-")) && puttyKey.Match(content):
+	case bytes.Contains(content, []byte("PuTTY-User-Key-File-")) && puttyKey().Match(content):
 		return "PuTTY private key"
-	case bytes.IndexByte(content, '.') >= 0 && bootstrapTokenText.Match(content):
+	case bytes.IndexByte(content, '.') >= 0 && bootstrapTokenText().Match(content):
 		return "bootstrap token"
-	case bytes.Contains(content, []byte("eyJ")) && jwtText.Match(content):
+	case bytes.Contains(content, []byte("eyJ")) && jwtText().Match(content):
 		return "JSON Web Token"
-	case mayHoldAPIKey(content) && apiKeyText.Match(content):
+	case mayHoldAPIKey(content) && apiKeyText().Match(content):
 		return "API key"
 	}
 	text := content
 	if !assignments || !bytes.ContainsAny(content, ":=") {
 		text = nil // no assignment to look for
 	}
-	for _, m := range credentialAssignment.FindAllSubmatch(text, -1) {
+	for _, m := range credentialAssignment().FindAllSubmatch(text, -1) {
 		kind := credentialKinds[credentialKey(string(m[1]))]
 		v := strings.Trim(string(m[2]), `"'`)
 		if len(v) >= kind.min && !placeholder(v) {
@@ -211,7 +218,7 @@ func secretInText(content []byte, depth int, assignments bool) string {
 	if depth == 0 || len(content) < 40 {
 		return ""
 	}
-	for _, run := range base64Run.FindAll(content, -1) {
+	for _, run := range base64Run().FindAll(content, -1) {
 		if dec := decodeBase64(string(run)); dec != nil {
 			if what := secretInText(dec, depth-1, assignments); what != "" {
 				return "base64-encoded " + what
@@ -291,7 +298,9 @@ var urlSignatureParams = map[string]bool{
 
 // urlCredentialParam is a query or fragment parameter name that holds a
 // credential: tokens, secrets, passwords, API and access keys.
-var urlCredentialParam = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[-_]?key|access[-_]?key|session[-_]?key|credential)`)
+var urlCredentialParam = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(token|secret|password|passwd|api[-_]?key|access[-_]?key|session[-_]?key|credential)`)
+})
 
 // URLCredentials names the credential the URL raw carries, or "": user
 // information ("credentials in the URL", machineadm.URLHasCredentials), or
@@ -322,7 +331,7 @@ func URLCredentials(raw string) string {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			if urlSignatureParams[strings.ToLower(k)] || urlCredentialParam.MatchString(k) {
+			if urlSignatureParams[strings.ToLower(k)] || urlCredentialParam().MatchString(k) {
 				return fmt.Sprintf("a credential in the URL's %s (parameter %q)", part.where, k)
 			}
 			for _, v := range q[k] {
@@ -350,9 +359,13 @@ func URLCredentials(raw string) string {
 // name that says it is a file, path, directory, duration or switch
 // (refArgName) does not.
 var (
-	secretArgName = regexp.MustCompile(`(?i)(token|password|passwd|secret|credential|api-?key)`)
-	refArgName    = regexp.MustCompile(`(?i)(file|path|dir|ttl|expiration|duration|auth-mode|enable)`)
-	durationValue = regexp.MustCompile(`^[0-9]+(ns|us|ms|s|m|h)?([0-9]+(ns|us|ms|s|m|h))*$`)
+	secretArgName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(token|password|passwd|secret|credential|api-?key)`)
+	})
+	refArgName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(file|path|dir|ttl|expiration|duration|auth-mode|enable)`)
+	})
+	durationValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(ns|us|ms|s|m|h)?([0-9]+(ns|us|ms|s|m|h))*$`) })
 )
 
 // ArgSecret names the secret a command-line flag (name without or with
@@ -365,7 +378,7 @@ func ArgSecret(name, value string) string {
 		return what
 	}
 	n := strings.TrimLeft(name, "-")
-	if value == "" || !secretArgName.MatchString(n) || refArgName.MatchString(n) || durationValue.MatchString(value) || placeholder(value) {
+	if value == "" || !secretArgName().MatchString(n) || refArgName().MatchString(n) || durationValue().MatchString(value) || placeholder(value) {
 		return ""
 	}
 	return "a credential in the flag's value"

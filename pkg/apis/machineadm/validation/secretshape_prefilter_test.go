@@ -10,23 +10,23 @@ import (
 // unfiltered is secretInText without its prefilters: every pattern run on
 // every text.
 func unfiltered(content []byte, depth int, assignments bool) string {
-	if m := privateKeyBlock.FindSubmatch(content); m != nil {
+	if m := privateKeyBlock().FindSubmatch(content); m != nil {
 		if strings.HasPrefix(string(m[1]), "PGP ") {
 			return "PGP private key"
 		}
 		return "PEM private key"
 	}
 	switch {
-	case puttyKey.Match(content):
+	case puttyKey().Match(content):
 		return "PuTTY private key"
-	case bootstrapTokenText.Match(content):
+	case bootstrapTokenText().Match(content):
 		return "bootstrap token"
-	case jwtText.Match(content):
+	case jwtText().Match(content):
 		return "JSON Web Token"
-	case apiKeyText.Match(content):
+	case apiKeyText().Match(content):
 		return "API key"
 	}
-	for _, m := range credentialAssignment.FindAllSubmatch(content, -1) {
+	for _, m := range credentialAssignment().FindAllSubmatch(content, -1) {
 		if !assignments {
 			break
 		}
@@ -39,7 +39,7 @@ func unfiltered(content []byte, depth int, assignments bool) string {
 	if depth == 0 {
 		return ""
 	}
-	for _, run := range base64Run.FindAll(content, -1) {
+	for _, run := range base64Run().FindAll(content, -1) {
 		if dec := decodeBase64(string(run)); dec != nil {
 			if what := unfiltered(dec, depth-1, assignments); what != "" {
 				return "base64-encoded " + what

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -56,22 +57,24 @@ func (r *Result) warn(p *field.Path, format string, args ...any) {
 const MaxRenewBefore = 365 * 24 * time.Hour
 
 var (
-	versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`)
-	tokenRE   = regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`)
-	caHashRE  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	certKeyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	sha256RE  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	argNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$`) })
+	tokenRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]{6}\.[a-z0-9]{16}$`) })
+	caHashRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
+	certKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	sha256RE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	argNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
 	// A module name never starts with "-": modprobe and every other tool
 	// that takes it would read it as an option.
-	moduleRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+	moduleRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`) })
 	// sysctl.d(5) dotted keys; "/" inside a component stands for a dot in
 	// it (an interface name such as eth0.100: net.ipv4.conf.eth0/100.rp_filter)
 	// and "*" is a glob.
-	sysctlKeyRE  = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*(\.[A-Za-z0-9_*-]+(/[A-Za-z0-9_*-]+)*)*$`)
-	ownerRE      = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_-]*\$?)$`)
-	podNameRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	fileModeRE   = regexp.MustCompile(`^0?[0-7]{3}$`)
+	sysctlKeyRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*(\.[A-Za-z0-9_*-]+(/[A-Za-z0-9_*-]+)*)*$`)
+	})
+	ownerRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_-]*\$?)$`) })
+	podNameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
+	fileModeRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^0?[0-7]{3}$`) })
 	encryptAlgos = []string{"ECDSA-P256", "ECDSA-P384", "RSA-2048", "RSA-3072", "RSA-4096"}
 )
 
@@ -161,7 +164,7 @@ func redactSecretValues(r *Result) {
 // whose version kubeadm never parses, took them; this is the one check
 // for every role.
 func ParseVersion(v string) (major, minor, patch int, err error) {
-	m := versionRE.FindStringSubmatch(v)
+	m := versionRE().FindStringSubmatch(v)
 	if m == nil {
 		return 0, 0, 0, fmt.Errorf("%q is not a version of the form vMAJOR.MINOR.PATCH", v)
 	}
@@ -232,7 +235,7 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 		}
 	}
 	if cp.CertificateKey != nil {
-		validateSecret(r, cp.CertificateKey, certKeyRE, "64 lower-case hex characters (a 32-byte AES key)", p.Child("certificateKey"))
+		validateSecret(r, cp.CertificateKey, certKeyRE(), "64 lower-case hex characters (a 32-byte AES key)", p.Child("certificateKey"))
 	}
 	if s.Action == machineadm.ActionJoin {
 		if cp.CertificateKey == nil && cp.PKI.Dir == "" {
@@ -248,7 +251,7 @@ func validateControlPlane(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 	for i := range cp.BootstrapTokens {
 		t := &cp.BootstrapTokens[i]
 		tp := p.Child("bootstrapTokens").Index(i)
-		validateSecret(r, &t.Token, tokenRE, "[a-z0-9]{6}.[a-z0-9]{16}", tp.Child("token"))
+		validateSecret(r, &t.Token, tokenRE(), "[a-z0-9]{6}.[a-z0-9]{16}", tp.Child("token"))
 		validateDuration(r, t.TTL, true, tp.Child("ttl"))
 		for j, g := range t.Groups {
 			if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
@@ -311,12 +314,12 @@ func validateJoin(r *Result, j *machineadm.Join, p *field.Path) {
 	} else {
 		validateEndpoint(r, j.APIServerEndpoint, true, p.Child("apiServerEndpoint"))
 	}
-	validateSecret(r, &j.Token, tokenRE, "[a-z0-9]{6}.[a-z0-9]{16}", p.Child("token"))
+	validateSecret(r, &j.Token, tokenRE(), "[a-z0-9]{6}.[a-z0-9]{16}", p.Child("token"))
 	if len(j.CACertHashes) == 0 && !j.UnsafeSkipCAVerification {
 		r.Errors = append(r.Errors, field.Required(p.Child("caCertHashes"), "pin the cluster CA with its sha256: hash (printed by `machineadm pki init`), or set unsafeSkipCAVerification"))
 	}
 	for i, h := range j.CACertHashes {
-		if !caHashRE.MatchString(h) {
+		if !caHashRE().MatchString(h) {
 			r.Errors = append(r.Errors, field.Invalid(p.Child("caCertHashes").Index(i), h, "must be sha256: followed by 64 lower-case hex characters"))
 		}
 	}

@@ -512,23 +512,25 @@ var stopJobRE = regexp.MustCompile(`(?:A stop job is running for (.+?)|Job (\S+)
 
 // stopJobs returns, once each and in order of first appearance, the unit
 // descriptions that systemd's console said it was still waiting for while
-// shutting down: what kept a machine from powering off.
-func stopJobs(console string) []string {
-	var out []string
+// shutting down, and the one its last progress line named: the earlier
+// ones may have stopped since, the last is what the machine still waited
+// for when it was killed.
+func stopJobs(console string) (all []string, last string) {
 	seen := map[string]bool{}
 	for _, m := range stopJobRE.FindAllStringSubmatch(console, -1) {
-		d := strings.TrimSpace(m[1] + m[2])
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
+		last = strings.TrimSpace(m[1] + m[2])
+		if !seen[last] {
+			seen[last] = true
+			all = append(all, last)
 		}
 	}
-	return out
+	return all, last
 }
 
 // stopJobsNote is stopJobs of the console log at path as a suffix for the
-// kill message ("; waiting for: A, B"), or "" when the console names none
-// or cannot be read.
+// kill message ("; … waiting for: A, B (last shown: B)"), or, when the
+// console names none, its last lines; "" when it cannot be read or is
+// empty.
 func stopJobsNote(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -538,8 +540,8 @@ func stopJobsNote(path string) string {
 	// would split a description.
 	clean := regexp.MustCompile("\x1b(?:\\[[0-9;]*[A-Za-z]|[@-Z\\\\-_])").ReplaceAllString(string(b), "")
 	clean = strings.ReplaceAll(clean, "\r", "\n")
-	if jobs := stopJobs(clean); len(jobs) > 0 {
-		return "; its console says shutdown was waiting for: " + strings.Join(jobs, ", ")
+	if jobs, last := stopJobs(clean); len(jobs) > 0 {
+		return "; its console says shutdown was waiting for: " + strings.Join(jobs, ", ") + " (last shown: " + last + ")"
 	}
 	// No progress line (systemd shows one only after a while): the
 	// console's last lines say where shutdown stands.

@@ -121,8 +121,17 @@ func TestStopJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := stopJobsNote(p)
-	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd, kube-apiserver.service"
+	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd, kube-apiserver.service (last shown: kube-apiserver.service)"
 	if got != want {
+		t.Fatalf("stopJobsNote = %q, want %q", got, want)
+	}
+	// The unit still waited for is the last one shown, though another
+	// appeared first: listing them alone would blame the first.
+	if err := os.WriteFile(p, []byte("[ ***  ] A stop job is running for etcd (3s / 1min)\r\n[  OK  ] Stopped etcd.\r\n"+
+		"[ ***  ] A stop job is running for Kubernetes API Server (59s / 1min)\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stopJobsNote(p), "; its console says shutdown was waiting for: etcd, Kubernetes API Server (last shown: Kubernetes API Server)"; got != want {
 		t.Fatalf("stopJobsNote = %q, want %q", got, want)
 	}
 	// Without a progress line, the console's last lines (at most 8),

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
@@ -36,13 +38,18 @@ type Result struct {
 // WantedBy (the symbolic link `systemctl enable` makes), reloads systemd
 // when anything changed, then starts the units in order: a unit whose
 // files changed (also its credentials' files: StampCredentials) is
-// restarted, any other only started (a no-op when it
-// runs). So a second Install with the same components changes nothing.
+// restarted, any other only started (a no-op when it runs). A unit file
+// that changed only in directives systemd applies to a running service at
+// the reload (reloadOnlyKeys: TimeoutStopSec, say) counts as changed but
+// is only started, so a node whose units an earlier machineadm wrote does
+// not restart its control plane for them. So a second Install with the
+// same components changes nothing.
 // With dryRun it writes the plan with diffs to out and touches nothing;
 // with a nil m (an offline root) nothing is reloaded or started.
 func Install(ctx context.Context, root string, comps []Component, m Manager, dryRun bool, out io.Writer) (Result, error) {
 	var res Result
 	changed := map[string]bool{}
+	restart := map[string]bool{}
 	for _, c := range comps {
 		c, err := StampCredentials(root, c)
 		if err != nil {
@@ -62,6 +69,9 @@ func Install(ctx context.Context, root string, comps []Component, m Manager, dry
 				continue
 			}
 			changed[c.Unit()] = true
+			if !reloadOnly(ch) {
+				restart[c.Unit()] = true
+			}
 			if dryRun {
 				if out != nil {
 					fmt.Fprint(out, files.Diff(ch))
@@ -81,6 +91,7 @@ func Install(ctx context.Context, root string, comps []Component, m Manager, dry
 		}
 		if line != "" {
 			changed[c.Unit()] = true
+			restart[c.Unit()] = true
 			res.Changes = append(res.Changes, line)
 		}
 	}
@@ -99,8 +110,11 @@ func Install(ctx context.Context, root string, comps []Component, m Manager, dry
 	}
 	for _, c := range comps {
 		op, verb := m.Start, "started"
-		if changed[c.Unit()] {
+		switch {
+		case restart[c.Unit()]:
 			op, verb = m.Restart, "restarted"
+		case changed[c.Unit()]:
+			verb = "started (its unit changed only in how it is stopped or restarted: the reload applied that)"
 		}
 		if err := op(ctx, c.Unit()); err != nil {
 			return res, err
@@ -142,4 +156,30 @@ func enable(root string, c Component, dryRun bool) (string, error) {
 		}
 	}
 	return "enabled " + c.Unit() + " (" + link + " → " + c.UnitPath() + ")", nil
+}
+
+// reloadOnlyKeys are the unit directives that say how systemd stops and
+// restarts a service, not how it runs: a daemon-reload applies them to
+// the running service, so a change of them alone needs no restart.
+var reloadOnlyKeys = []string{"TimeoutStopSec", "RestartSec", "StartLimitIntervalSec", "StartLimitBurst"}
+
+// reloadOnly reports whether ch replaces a unit file (*.service) whose
+// content differs from the desired one only in lines of reloadOnlyKeys.
+// Any other change, a new file, or content not held in memory is not.
+func reloadOnly(ch files.Change) bool {
+	if !strings.HasSuffix(ch.Desired.Path, ".service") || !ch.Old.Exists || ch.Old.Content == nil || ch.New.Content == nil {
+		return false
+	}
+	strip := func(b []byte) []string {
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			k, _, ok := strings.Cut(strings.TrimSpace(l), "=")
+			if ok && slices.Contains(reloadOnlyKeys, strings.TrimSpace(k)) {
+				continue
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	return slices.Equal(strip(ch.Old.Content), strip(ch.New.Content))
 }

@@ -67,6 +67,56 @@ func TestInstallIdempotent(t *testing.T) {
 	}
 }
 
+// TestInstallStopTimeoutOnlyReloads: a unit file an earlier machineadm
+// wrote with another stop timeout (TimeoutStopSec=60) is rewritten and
+// systemd reloaded, but the running unit is not restarted for it: the
+// reload applies a stop timeout. A unit whose file differs in anything
+// else (here its ExecStart) is still restarted.
+func TestInstallStopTimeoutOnlyReloads(t *testing.T) {
+	root := t.TempDir()
+	rec := &service.Recorder{}
+	if _, err := cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(unit, from, to string) {
+		t.Helper()
+		p := filepath.Join(root, "etc/systemd/system", unit)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), from) {
+			t.Fatalf("%s lacks %q", unit, from)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("etcd.service", "TimeoutStopSec=30\n", "TimeoutStopSec=60\n")
+	edit("kube-apiserver.service", "TimeoutStopSec=30\n", "TimeoutStopSec=60\n")
+	rec.Calls = nil
+	res, err := cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"daemon-reload", "start etcd.service", "start kube-apiserver.service"}; !reflect.DeepEqual(rec.Calls, want) || len(res.Changed) != 2 {
+		t.Errorf("calls %q (changed %q) for a stop timeout changed alone, want %q", rec.Calls, res.Changed, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/systemd/system/etcd.service")); err != nil || !strings.Contains(string(b), "TimeoutStopSec=30\n") {
+		t.Errorf("etcd.service not rewritten with TimeoutStopSec=30: %v\n%s", err, b)
+	}
+
+	edit("etcd.service", "TimeoutStopSec=30\n", "TimeoutStopSec=60\n")
+	edit("etcd.service", "--data-dir=/var/lib/etcd", "--data-dir=/var/lib/etcd-old")
+	rec.Calls = nil
+	if _, err := cpunits.Install(t.Context(), root, sampleComps(), rec, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"daemon-reload", "restart etcd.service", "start kube-apiserver.service"}; !reflect.DeepEqual(rec.Calls, want) {
+		t.Errorf("calls %q for a unit changed beyond its stop timeout, want %q", rec.Calls, want)
+	}
+}
+
 // A dry run and a failing start: nothing written by the dry run, the
 // start error is returned.
 func TestInstallDryRunAndFailure(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/distribution/reference"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,7 +44,11 @@ const kubeProxyName = "kube-proxy"
 // DaemonSet); False while a control-plane Machine still runs an older
 // version (WaitingForControlPlaneVersion), when the image cannot be
 // retagged (KubeProxyImageUnsupported) or the update failed
-// (KubeProxyUpdateFailed, retried); Unknown with SkippedByAnnotation.
+// (KubeProxyUpdateFailed, retried); with WaitingForStableControlPlane
+// when every Machine runs spec.version but the control plane still
+// changes or waits (a Machine not Ready, etcd unhealthy, a remediation)
+// before kube-proxy was set (False) or checked against this generation of
+// the spec (Unknown); Unknown with SkippedByAnnotation.
 const KubeProxyUpToDateCondition = "KubeProxyUpToDate"
 
 // Reasons of KubeProxyUpToDateCondition (besides ReasonUpToDate).
@@ -51,6 +56,7 @@ const (
 	ReasonKubeProxyNotInstalled         = "KubeProxyNotInstalled"
 	ReasonKubeProxySkipped              = "SkippedByAnnotation"
 	ReasonWaitingForControlPlaneVersion = "WaitingForControlPlaneVersion"
+	ReasonWaitingForStableControlPlane  = "WaitingForStableControlPlane"
 	ReasonKubeProxyImageUnsupported     = "KubeProxyImageUnsupported"
 	ReasonKubeProxyUpdateFailed         = "KubeProxyUpdateFailed"
 )
@@ -177,11 +183,16 @@ func (r *Reconciler) syncKubeProxy(ctx context.Context, mcp *cpv1.MachineadmCont
 	return nil
 }
 
-// kubeProxyWaits records, while a change of the control plane is under
-// way, that kube-proxy waits for the Machines still below spec.version.
-// With none below (a scale-up, a spec rollout at the same version) the
-// condition is left as the last sync set it.
-func kubeProxyWaits(mcp *cpv1.MachineadmControlPlane, st state) {
+// kubeProxyWaits records, while the control plane changes or waits
+// (decision d), that kube-proxy waits for the Machines still below
+// spec.version. With none below (a scale-up, a spec rollout at the same
+// version, a wait for a Machine to become Ready or for etcd) the last
+// sync's outcome is kept only when it is current: one that still names
+// Machines below spec.version (they are gone now, kube-proxy has not
+// moved yet) becomes False, and one a sync recorded for an older
+// generation of the spec becomes Unknown, both with reason
+// WaitingForStableControlPlane and d's message, until the next sync.
+func kubeProxyWaits(mcp *cpv1.MachineadmControlPlane, st state, d decision) {
 	if _, skip := mcp.Annotations[SkipKubeProxyAnnotation]; skip {
 		setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionUnknown, ReasonKubeProxySkipped, "annotation "+SkipKubeProxyAnnotation+" is set: the kube-proxy DaemonSet is left as it is")
 		return
@@ -193,6 +204,21 @@ func kubeProxyWaits(mcp *cpv1.MachineadmControlPlane, st state) {
 		}
 	}
 	if len(behind) == 0 {
+		c := meta.FindStatusCondition(mcp.Status.Conditions, KubeProxyUpToDateCondition)
+		if c == nil {
+			return
+		}
+		why := d.Message
+		if why == "" {
+			why = d.Reason
+		}
+		msg := "kube-proxy is set to " + mcp.Spec.Version + " once every control-plane Machine is up to date and Ready; now: " + why
+		switch {
+		case c.Reason == ReasonWaitingForControlPlaneVersion:
+			setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionFalse, ReasonWaitingForStableControlPlane, msg)
+		case c.ObservedGeneration != mcp.Generation:
+			setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionUnknown, ReasonWaitingForStableControlPlane, msg)
+		}
 		return
 	}
 	sort.Strings(behind)

@@ -181,3 +181,49 @@ func TestEnvtestKubeProxySkipAbsentAndFailures(t *testing.T) {
 		t.Fatalf("KubeProxyUpToDate = %+v for a digest-pinned image", c)
 	}
 }
+
+// TestEnvtestKubeProxyNotStaleAfterRollout: when the last old Machine is
+// gone but the control plane still waits (here the replacement is no
+// longer Ready), KubeProxyUpToDate must not keep saying it waits for a
+// Machine that no longer exists (nor be True: kube-proxy still runs the
+// old image); once the control plane is Ready again kube-proxy moves and
+// the condition is True for the current generation.
+func TestEnvtestKubeProxyNotStaleAfterRollout(t *testing.T) {
+	f := newFixture(t, 1, nil)
+	f.createKubeProxy("registry.k8s.io/kube-proxy:v1.36.4")
+	old := f.grow(1)[0]
+	if c := cond(f.reconcile(), KubeProxyUpToDateCondition); c.Status != metav1.ConditionTrue {
+		t.Fatalf("KubeProxyUpToDate = %+v before the rollout, want True", c)
+	}
+	f.updateSpec(func(c *cpv1.MachineadmControlPlane) { c.Spec.Version = "v1.37.2" })
+	f.reconcile()
+	repl := f.pending()
+	if repl == "" {
+		t.Fatal("no replacement Machine after the version change")
+	}
+	f.ready(repl)
+	f.reconcile() // the old Machine's deletion starts
+	f.reconcile()
+	f.waitingForHook(old.Name)
+	f.reconcile()
+	f.release(old.Name)
+	f.setMachineCondition(repl, clusterv1.MachineReadyCondition, metav1.ConditionFalse, "Test")
+
+	mcp := f.reconcile()
+	if img, _, _ := f.kubeProxy(); img != "registry.k8s.io/kube-proxy:v1.36.4" {
+		t.Fatalf("kube-proxy moved to %s while the control plane waits for a Machine to be Ready", img)
+	}
+	c := cond(mcp, KubeProxyUpToDateCondition)
+	if c.Status == metav1.ConditionTrue || c.Reason != ReasonWaitingForStableControlPlane || c.ObservedGeneration != mcp.Generation || strings.Contains(c.Message, old.Name) {
+		t.Fatalf("KubeProxyUpToDate = %+v while kube-proxy still runs v1.36.4 and spec.version is v1.37.2 (generation %d), want Unknown %s", c, mcp.Generation, ReasonWaitingForStableControlPlane)
+	}
+
+	f.ready(repl)
+	mcp = f.reconcile()
+	if img, _, _ := f.kubeProxy(); img != "registry.k8s.io/kube-proxy:v1.37.2" {
+		t.Fatalf("kube-proxy %s once the control plane is Ready, want v1.37.2", img)
+	}
+	if c := cond(mcp, KubeProxyUpToDateCondition); c.Status != metav1.ConditionTrue || c.ObservedGeneration != mcp.Generation {
+		t.Fatalf("KubeProxyUpToDate = %+v after the update", c)
+	}
+}

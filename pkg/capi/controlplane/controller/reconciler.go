@@ -182,7 +182,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 
 	switch d.Kind {
 	case actCreate:
-		kubeProxyWaits(mcp, st)
+		kubeProxyWaits(mcp, st, d)
 		if st.Initialized && n > 0 {
 			// A joining control plane runs the version kubeadm-config
 			// names: during an upgrade it must name the new one first.
@@ -199,7 +199,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		// The next pass must see it, or it would create another.
 		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: name}, func(m *clusterv1.Machine) bool { return m != nil })
 	case actDelete, actRemediate:
-		kubeProxyWaits(mcp, st)
+		kubeProxyWaits(mcp, st, d)
 		m := &clusterv1.Machine{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mcp.Namespace, Name: d.Machine}, m); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -214,7 +214,7 @@ func (r *Reconciler) apply(ctx context.Context, mcp *cpv1.MachineadmControlPlane
 		// The next pass must see the deletion, or it would delete another.
 		return ctrl.Result{RequeueAfter: waitRequeue}, r.waitForCache(ctx, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) bool { return m == nil || !m.DeletionTimestamp.IsZero() })
 	case actWait:
-		kubeProxyWaits(mcp, st)
+		kubeProxyWaits(mcp, st, d)
 		if d.Machine != "" {
 			// A remediation that waits says why on the Machine too, where
 			// the MachineHealthCheck left OwnerRemediated False.

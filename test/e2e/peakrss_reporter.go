@@ -26,16 +26,36 @@ const peakSampleEvery = "0.02"
 // ru_maxrss (KiB: the largest peak of one process of the waited-for
 // tree), the largest RssAnon and the largest RssFile one process had at
 // any sample (KiB), and the number of samples; it exits with the child's
-// exit code. A sample sees what is resident at that instant, so a peak
+// exit code, 128+N when a signal N killed it (as a shell reports it).
+// SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to the reporter are passed on
+// to the child, which is then reaped and measured as usual. A sample sees what is resident at that instant, so a peak
 // shorter than the period may be missed: the anonymous and file figures
 // are lower bounds, ru_maxrss is the kernel's exact high-water mark.
-const peakReporter = `import os, sys, time
+const peakReporter = `import os, signal, sys, time
+# A termination signal sent to the reporter is passed on to the command,
+# which is then reaped and measured as usual: the command is not left
+# running without its reporter. The signals stay blocked from before the
+# fork until the handler is in place, so none is lost or kills the
+# reporter in between; the child unblocks them before its exec.
+sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
 pid = os.fork()
 if pid == 0:
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, sigs)
         os.execvp(sys.argv[1], sys.argv[1:])
     finally:
         os._exit(127)
+
+def forward(sig, frame):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+for s in sigs:
+    signal.signal(s, forward)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, sigs)
 
 def tree(root):
     out, todo = [], [root]
@@ -84,7 +104,9 @@ while True:
     time.sleep(` + peakSampleEvery + `)
 _, st, ru = os.wait4(pid, 0)
 sys.stderr.write("\n` + peakMark + `maxrss-kib=%d anon-kib=%d file-kib=%d samples=%d\n" % (ru.ru_maxrss, anon, fil, samples))
-sys.exit(os.waitstatus_to_exitcode(st) & 0xff)
+# A command killed by signal N exits 128+N, as a shell reports it.
+code = os.waitstatus_to_exitcode(st)
+sys.exit(128 - code if code < 0 else code & 0xff)
 `
 
 // PeakMem is what peakReporter measured of a command's process tree, in

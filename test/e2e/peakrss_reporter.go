@@ -18,8 +18,9 @@ const peakSampleEvery = "0.02"
 
 // peakReporter is a Python program that runs its arguments as a child
 // made with fork (not vfork: the child's peak starts from the reporter's
-// own few MiB, not from a large parent's) and, until the child exits,
-// every peakSampleEvery reads RssAnon and RssFile from /proc/PID/status
+// own few MiB, not from a large parent's) and, from the child's exec of
+// the command (never the reporter's own copy before it) until the child
+// exits, every peakSampleEvery reads RssAnon and RssFile from /proc/PID/status
 // of the child and of every descendant (found through
 // /proc/PID/task/TID/children). It then reaps the child with wait4 and
 // writes, on a last line of standard error after peakMark, the child's
@@ -39,13 +40,18 @@ const peakReporter = `import os, signal, sys, time
 # reporter in between; the child unblocks them before its exec.
 sigs = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+# The pipe is close-on-exec: its write end closes when the child has
+# exec'd the command (or exited).
+r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
     try:
+        os.close(r)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, sigs)
         os.execvp(sys.argv[1], sys.argv[1:])
     finally:
         os._exit(127)
+os.close(w)
 
 def forward(sig, frame):
     try:
@@ -86,6 +92,11 @@ def status(p):
     except (OSError, ValueError):
         pass
     return anon, fil
+
+# No sample before the exec: until then the child is a copy of this
+# reporter, whose pages are not the command's.
+os.read(r, 1)
+os.close(r)
 
 anon = fil = samples = 0
 while True:

@@ -155,8 +155,7 @@ func updateKubeProxy(ctx context.Context, wc client.Client, version string) (kub
 // (the workload cluster unreachable, an API error), goes back to the
 // controller's backoff; an image it cannot retag is only a condition.
 func (r *Reconciler) syncKubeProxy(ctx context.Context, mcp *cpv1.MachineadmControlPlane, cl *clusterv1.Cluster) error {
-	if _, skip := mcp.Annotations[SkipKubeProxyAnnotation]; skip {
-		setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionUnknown, ReasonKubeProxySkipped, "annotation "+SkipKubeProxyAnnotation+" is set: the kube-proxy DaemonSet is left as it is")
+	if kubeProxySkipped(mcp) {
 		return nil
 	}
 	c, err := r.workload(ctx, cl)
@@ -193,8 +192,7 @@ func (r *Reconciler) syncKubeProxy(ctx context.Context, mcp *cpv1.MachineadmCont
 // generation of the spec becomes Unknown, both with reason
 // WaitingForStableControlPlane and d's message, until the next sync.
 func kubeProxyWaits(mcp *cpv1.MachineadmControlPlane, st state, d decision) {
-	if _, skip := mcp.Annotations[SkipKubeProxyAnnotation]; skip {
-		setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionUnknown, ReasonKubeProxySkipped, "annotation "+SkipKubeProxyAnnotation+" is set: the kube-proxy DaemonSet is left as it is")
+	if kubeProxySkipped(mcp) {
 		return
 	}
 	var behind []string
@@ -224,4 +222,15 @@ func kubeProxyWaits(mcp *cpv1.MachineadmControlPlane, st state, d decision) {
 	sort.Strings(behind)
 	setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionFalse, ReasonWaitingForControlPlaneVersion,
 		"kube-proxy moves to "+mcp.Spec.Version+" once every control-plane Machine runs it (kube-proxy must not be newer than kube-apiserver); still at another version: "+strings.Join(behind, ", "))
+}
+
+// kubeProxySkipped reports whether mcp carries SkipKubeProxyAnnotation and,
+// when it does, records that in KubeProxyUpToDateCondition (Unknown,
+// SkippedByAnnotation).
+func kubeProxySkipped(mcp *cpv1.MachineadmControlPlane) bool {
+	if _, skip := mcp.Annotations[SkipKubeProxyAnnotation]; !skip {
+		return false
+	}
+	setCond(mcp, KubeProxyUpToDateCondition, metav1.ConditionUnknown, ReasonKubeProxySkipped, "annotation "+SkipKubeProxyAnnotation+" is set: the kube-proxy DaemonSet is left as it is")
+	return true
 }

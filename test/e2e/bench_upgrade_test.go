@@ -264,6 +264,9 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 		down = append(down, fmt.Sprintf("%.1fs+%.1fs", st[0].Sub(start).Seconds(), st[1].Sub(st[0]).Seconds()))
 	}
 	t.Logf("BENCH %s %s: API server unavailable at (from the start) %s", m.Name, tool, strings.Join(down, ", "))
+	if controlPlane {
+		t.Logf("BENCH %s %s: containers (from the start) %s", m.Name, tool, benchTimeline(ctx, m, start, probe.stretches))
+	}
 	if tool == toolMachineadm {
 		if r, _, err := readReport(m); err == nil {
 			var ph []string

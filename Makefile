@@ -209,6 +209,11 @@ bench-capi: build-controller
 # samples each (default 1): time, peak RSS, API server unavailability
 # (test/e2e/bench_upgrade_test.go). Like every e2e run:
 #   flock /tmp/machineadm-e2e.lock make bench-upgrade-e2e
+# Each control plane's sample logs when its control-plane containers
+# started and ended; bench-upgrade-timeline.log in its machine's run
+# directory adds the kubelet's journal about them. Diagnostic only:
+# MACHINEADM_BENCH_HEAP_PROFILE=1 has machineadm write heap profiles
+# (heap.prof, heap.prof.peak beside the log), which raise the figures.
 BENCH_UPGRADE_N ?= 1
 bench-upgrade-e2e: e2e-no-demo build e2e-prepare
 	BENCH_N=$(BENCH_UPGRADE_N) BENCH_RUN='^TestBenchUpgrade$$' hack/bench/run.sh

@@ -186,6 +186,13 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 			t.Fatal(err)
 		}
 		cmd := []string{"machineadm", "upgrade", "-f", machineSpecFile, "--skip-drain"}
+		if os.Getenv("MACHINEADM_BENCH_HEAP_PROFILE") == "1" {
+			// Where machineadm's heap goes (a diagnostic: the profile
+			// raises the figures it explains, so a sample taken this way
+			// is not one to compare): heap.prof and its peaks in the
+			// machine's work directory, kept with the machine's files.
+			cmd = append([]string{"env", "MACHINEADM_DEBUG_HEAP_PROFILE=" + machineWorkDir + "/heap.prof", "MACHINEADM_DEBUG_HEAP_PEAKS=1"}, cmd...)
+		}
 		if tool == toolKubeadm {
 			// The kubelet patch machineadm's bootstrap wrote (its work
 			// directory's patches), as machineadm's upgrade passes it.
@@ -198,6 +205,13 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 				"; install -m 0755 " + e2eBinDir + "/kubelet /usr/bin/kubelet; systemctl daemon-reload; systemctl restart kubelet"}
 		}
 		sample := benchUpgradeRun(ctx, t, m, cs, cfg, tool, node == cp1, cmd)
+		if tool == toolMachineadm && os.Getenv("MACHINEADM_BENCH_HEAP_PROFILE") == "1" {
+			for _, f := range []string{"heap.prof", "heap.prof.peak"} {
+				if b, err := m.ReadFile(machineWorkDir + "/" + f); err == nil {
+					_ = os.WriteFile(filepath.Join(m.Dir, f), b, 0o600)
+				}
+			}
+		}
 		t.Logf("BENCH sample upgrade %s %s #%d: wall %s current %s exec %s rss %d KiB (anonymous %d, file %d) API unavailable %s (longest %s)",
 			node.Name, tool, i, sample.wall, sample.current, sample.exec, sample.rssKiB, sample.anonKiB, sample.fileKiB, sample.apiDown, sample.longest)
 		if k == 0 {

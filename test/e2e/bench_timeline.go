@@ -37,7 +37,8 @@ type criContainer struct {
 // in the machine's directory beside the absolute stretches. A diagnostic:
 // its errors are only logged.
 func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [][2]time.Time) string {
-	ids, err := m.Exec(ctx, nil, "crictl", "ps", "-a", "-q")
+	crictl := []string{e2eBinDir + "/crictl", "--runtime-endpoint", "unix:///run/containerd/containerd.sock"}
+	ids, err := m.Exec(ctx, nil, append(crictl, "ps", "-a", "-q")...)
 	if err != nil {
 		return "no timeline: " + err.Error()
 	}
@@ -50,7 +51,7 @@ func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [
 	}
 	var rows []string
 	for _, id := range strings.Fields(ids.Stdout) {
-		out, err := m.Exec(ctx, nil, "crictl", "inspect", id)
+		out, err := m.Exec(ctx, nil, append(crictl, "inspect", id)...)
 		if err != nil {
 			continue
 		}

@@ -217,10 +217,6 @@ func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, sys
 		s = workerSpec(node, caHash)
 	}
 	s.Spec.Kubernetes.Version = version
-	// kubeadm's upgrade preflight runs a Job of the pause image with "-v"
-	// and waits for it to complete; the e2e's pause (hack/e2e/tools/cmd/
-	// pause) sleeps until it is stopped, whatever its arguments.
-	s.Spec.Node.IgnorePreflightErrors = append(slices.Clone(s.Spec.Node.IgnorePreflightErrors), "CreateJob")
 	binDir, src := e2eBinDir, func(n string) string { return e.binPath(n) }
 	if version == prevKubernetesVersion {
 		binDir, src = e2ePrevBinDir, e.prevBinPath

@@ -73,6 +73,21 @@ func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [
 		}
 		rows = append(rows, fmt.Sprintf("%s started %s ended %s", name, rel(c.Status.StartedAt), rel(c.Status.FinishedAt)))
 	}
+	// A manifest's change time is when kubeadm moved it into place (a
+	// rename), the kubelet's restart of its pod follows.
+	if st, err := m.Exec(ctx, nil, "sh", "-c", "stat -c '%z %n' /etc/kubernetes/manifests/*.yaml"); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(st.Stdout), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 4 {
+				continue
+			}
+			t, err := time.Parse("2006-01-02 15:04:05.999999999 -0700", f[0]+" "+f[1]+" "+f[2])
+			if err != nil {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("%s moved in %.1fs", filepath.Base(f[3]), t.Sub(start).Seconds()))
+		}
+	}
 	sort.Strings(rows)
 	var b strings.Builder
 	for _, s := range stretches {
@@ -82,6 +97,20 @@ func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [
 	if j, err := m.Exec(ctx, nil, "journalctl", "-u", "kubelet", "-o", "short-iso-precise", "--no-pager", "--since", "@"+fmt.Sprint(start.Unix())); err == nil {
 		n := 0
 		for _, l := range strings.Split(j.Stdout, "\n") {
+			// The kubelet's view of each restart, relative to start, in the
+			// returned line too: when it replaced a mirror pod and when it
+			// saw the pod start.
+			for _, k := range []string{"Deleted mirror pod", "Observed pod startup duration"} {
+				if i := strings.Index(l, k); i >= 0 && len(l) > 26 {
+					if t, err := time.Parse("2006-01-02T15:04:05.999999-0700", strings.Fields(l)[0]); err == nil {
+						pod := ""
+						if j := strings.Index(l, "pod=\"kube-system/"); j >= 0 {
+							pod = strings.SplitN(l[j+len("pod=\"kube-system/"):], "\"", 2)[0]
+						}
+						rows = append(rows, fmt.Sprintf("kubelet %s %s %.1fs", map[bool]string{true: "replaced mirror of", false: "saw start of"}[k == "Deleted mirror pod"], pod, t.Sub(start).Seconds()))
+					}
+				}
+			}
 			for _, c := range benchControlPlaneComponents {
 				if strings.Contains(l, c) && n < 400 {
 					b.WriteString(l + "\n")

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -32,6 +33,13 @@ import (
 // loopback, answering 200 while healthy(time since its start) says so and
 // 503 otherwise.
 func unitControlPlane(t *testing.T, healthy func(time.Duration) bool) LocalHealth {
+	t.Helper()
+	return unitControlPlaneScheduler(t, healthy, "")
+}
+
+// unitControlPlaneScheduler is unitControlPlane with the scheduler at
+// port schedPort of loopback instead ("": the same listener).
+func unitControlPlaneScheduler(t *testing.T, healthy func(time.Duration) bool, schedPort string) LocalHealth {
 	t.Helper()
 	var start time.Time
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +122,7 @@ controllerManager:
 scheduler:
   extraArgs:
   - {name: secure-port, value: %q}
-`, port, port, port)
+`, port, port, cmp.Or(schedPort, port))
 	return LocalHealth{AdminKubeconfig: admin, ManifestDir: manifests, SpecInitYAML: []byte(spec)}
 }
 
@@ -175,5 +183,44 @@ func TestWaitLocalControlPlaneUnitsHealthy(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "healthy") {
 		t.Errorf("output %q", out.String())
+	}
+}
+
+// TestWaitLocalControlPlaneSilentComponent: a component that accepts
+// connections and never answers (a stopped or deadlocked process: the
+// kernel still completes the handshake) ends the wait within its bound.
+// kubeadm's waiter asks the controller manager and the scheduler with an
+// HTTP client without a timeout and does not stop the request at its
+// own: the wait hung for ever.
+func TestWaitLocalControlPlaneSilentComponent(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // never read, never answered
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	h := unitControlPlaneScheduler(t, func(time.Duration) bool { return true }, port)
+	h.Timeout = 3 * time.Second
+	done := make(chan error, 1)
+	go func() { done <- WaitLocalControlPlane(context.Background(), h) }()
+	select {
+	case err := <-done:
+		wantUnhealthy(t, err)
+		if !strings.Contains(err.Error(), "kube-scheduler") {
+			t.Errorf("err = %v, want it to name the component that did not answer", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("WaitLocalControlPlane with a timeout of %s did not return within a minute", h.Timeout)
 	}
 }

@@ -10,17 +10,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
 )
 
 // Defaults of LocalHealth.
@@ -174,7 +173,7 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 		}
 		checks++
 		began := time.Now()
-		err := checkControlPlane(ctx, client, pods, address, min(left, healthCheckTimeout))
+		err := cpcheck.Check(ctx, client, pods, address, min(left, healthCheckTimeout), nil)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -215,66 +214,6 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 	return errclass.New(errclass.ControlPlaneUnhealthy,
 		"This node's control plane did not come back after the change: check `crictl ps -a` and the kubelet's log (`journalctl -u kubelet`), or `journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler` for the Systemd runtime, then run machineadm upgrade again.",
 		fmt.Errorf("the control plane on this node was not healthy %d times in a row%s within %s (%d checks): %w", h.Stable, spanText(span), h.Timeout, checks, last))
-}
-
-// checkGrace is how long past its own timeout one health check may take
-// before checkControlPlane stops waiting for it.
-const checkGrace = time.Second
-
-// checkControlPlane is one health check: kubeadm's waiter
-// (WaitForControlPlaneComponents) for at most timeout. The waiter asks the
-// controller manager and the scheduler with an HTTP client that has no
-// timeout and does not stop a request at its own timeout, so a component
-// that accepts connections and never answers (a stopped or deadlocked
-// process) would hold it for ever: the check stops waiting timeout +
-// checkGrace after it began, or when ctx ends, and says which components
-// had not answered. The waiter's goroutine is then left blocked on that
-// connection until the process exits.
-func checkControlPlane(ctx context.Context, client kubernetes.Interface, pods map[string]*v1.Pod, address string, timeout time.Duration) error {
-	out := &waiterLog{}
-	res := make(chan error, 1)
-	go func() {
-		res <- apiclient.NewKubeWaiter(client, timeout, out).WaitForControlPlaneComponents(pods, address)
-	}()
-	t := time.NewTimer(timeout + checkGrace)
-	defer t.Stop()
-	select {
-	case err := <-res:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return fmt.Errorf("kubeadm's health check of %s did not return within %s: accepts connections and does not answer", strings.Join(out.pending(), ", "), timeout+checkGrace)
-	}
-}
-
-// waiterLog keeps the lines kubeadm's waiter writes ("[control-plane-check]
-// Checking NAME at URL", "NAME is healthy after D", "NAME is not healthy
-// after D"), safe for its goroutines.
-type waiterLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *waiterLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-// pending are the components the waiter began checking and has not
-// reported on; all of them when it reported nothing.
-func (w *waiterLog) pending() []string {
-	w.mu.Lock()
-	text := w.b.String()
-	w.mu.Unlock()
-	var out []string
-	for _, name := range kubeadmconstants.ControlPlaneComponents {
-		if !strings.Contains(text, "] "+name+" is healthy after") && !strings.Contains(text, "] "+name+" is not healthy after") {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // spanText says how long the checks in a row must span ("" no time).

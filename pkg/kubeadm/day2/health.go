@@ -37,8 +37,9 @@ const (
 	// plane 4 to 5 s at each of its two waits against plain kubeadm (make
 	// bench-upgrade-e2e): a static pod is only checked once the kubelet
 	// runs its current manifest and reports it Ready (WaitStaticPodsCurrent),
-	// which its startup probe allows 10 s after the container started at
-	// the earliest; a unit, which has no such gate, must also stay
+	// which kubeadm's startup probe of the API server, controller manager
+	// and scheduler allows 10 s after the container started at the
+	// earliest (initialDelaySeconds); a unit, which has no such gate, must also stay
 	// healthy for UnitStableFor.
 	DefaultHealthInterval = kubeadmconstants.KubernetesAPICallRetryInterval
 	// DefaultUnitHealthStableFor is how long the healthy checks in a row

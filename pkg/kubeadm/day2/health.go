@@ -39,8 +39,8 @@ const (
 	// runs its current manifest and reports it Ready (WaitStaticPodsCurrent),
 	// which kubeadm's startup probe of the API server, controller manager
 	// and scheduler allows 10 s after the container started at the
-	// earliest (initialDelaySeconds); a unit, which has no such gate, must also stay
-	// healthy for UnitStableFor.
+	// earliest (initialDelaySeconds); a unit, which has no such gate,
+	// must also stay healthy for UnitStableFor.
 	DefaultHealthInterval = kubeadmconstants.KubernetesAPICallRetryInterval
 	// DefaultUnitHealthStableFor is how long the healthy checks in a row
 	// must span when a component runs as a unit (the Systemd runtime):

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
 )
 
 // Defaults of LocalHealth.
@@ -32,14 +33,26 @@ const (
 	DefaultHealthStable = 3
 	// DefaultHealthInterval is the pause between two checks: kubeadm's
 	// own (KubernetesAPICallRetryInterval, 500 ms), the period of its
-	// waiter. It was 2 s; every check after a restart waited for the
-	// components first to run the current manifests (WaitStaticPodsCurrent),
-	// so the longer pause guarded nothing the hash comparison does not,
-	// and cost `machineadm upgrade` of a control plane 4 to 5 s at each
-	// of its two waits against plain kubeadm (make bench-upgrade-e2e).
+	// waiter. It was 2 s, which cost `machineadm upgrade` of a control
+	// plane 4 to 5 s at each of its two waits against plain kubeadm (make
+	// bench-upgrade-e2e): a static pod is only checked once the kubelet
+	// runs its current manifest and reports it Ready (WaitStaticPodsCurrent),
+	// which kubeadm's startup probe of the API server, controller manager
+	// and scheduler allows 10 s after the container started at the
+	// earliest (initialDelaySeconds); a unit, which has no such gate,
+	// must also stay healthy for UnitStableFor.
 	DefaultHealthInterval = kubeadmconstants.KubernetesAPICallRetryInterval
+	// DefaultUnitHealthStableFor is how long the healthy checks in a row
+	// must span when a component runs as a unit (the Systemd runtime):
+	// 4 s, what three checks 2 s apart spanned before the checks were
+	// 500 ms apart. A unit that fails within it, after it first answered,
+	// is not healthy.
+	DefaultUnitHealthStableFor = 4 * time.Second
 	// healthCheckTimeout bounds one check (kubeadm's waiter polls every
-	// 500 ms within it).
+	// 500 ms within it). A check counts as healthy only when the waiter
+	// did not poll again (it returned within the retry interval): one
+	// that found a component healthy only after retrying saw it down
+	// first, and starts a new run of checks in a row.
 	healthCheckTimeout = 10 * time.Second
 )
 
@@ -68,6 +81,12 @@ type LocalHealth struct {
 	// DefaultHealthInterval. The number of checks is bounded too:
 	// Timeout/Interval + Stable.
 	Interval time.Duration
+	// UnitStableFor is how long the healthy checks in a row must span,
+	// from the first to the last, when kube-apiserver,
+	// kube-controller-manager or kube-scheduler has no manifest in
+	// ManifestDir (the Systemd runtime: no kubelet probe holds a unit back
+	// until it has run for a while); default DefaultUnitHealthStableFor.
+	UnitStableFor time.Duration
 	// Output receives one line when the components are healthy; nil
 	// discards it.
 	Output io.Writer
@@ -81,7 +100,11 @@ type LocalHealth struct {
 // WaitForControlPlaneComponents: the API server's /livez through the
 // admin credential at its local endpoint, the controller manager's
 // /healthz and the scheduler's /livez at their pods' bind addresses and
-// ports) h.Stable times in a row. h.Timeout bounds both waits together.
+// ports) h.Stable times in a row, each time at the waiter's first try
+// (a check where it had to try again counts as the first of a new run:
+// the waiter retries for up to 10 s, which would hide a component that
+// fails and comes back), and, when a component runs as a unit, over at
+// least h.UnitStableFor. h.Timeout bounds both waits together.
 // It gives up after h.Timeout or Timeout/Interval+Stable health checks,
 // whichever comes first, with an *errclass.Error of class
 // ControlPlaneUnhealthy and a hint.
@@ -94,6 +117,9 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 	}
 	if h.Interval <= 0 {
 		h.Interval = DefaultHealthInterval
+	}
+	if h.UnitStableFor <= 0 {
+		h.UnitStableFor = DefaultUnitHealthStableFor
 	}
 	pods, address, port, err := localPods(h.ManifestDir, h.SpecInitYAML)
 	if err != nil {
@@ -114,7 +140,8 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 	// The old containers may still answer the health checks while the
 	// kubelet is about to replace them: first the kubelet must run the
 	// pods of the manifests on disk.
-	if static := staticComponents(h.ManifestDir); len(static) > 0 {
+	static := staticComponents(h.ManifestDir)
+	if len(static) > 0 {
 		node, err := specNodeName(h.SpecInitYAML)
 		if err != nil {
 			return errclass.New(errclass.ControlPlaneUnhealthy, "", err)
@@ -128,8 +155,17 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 			fmt.Fprintf(h.Output, "[control-plane-check] the kubelet runs the current manifests of %s after %s\n", strings.Join(static, ", "), time.Since(start).Round(time.Second))
 		}
 	}
+	// A component without a manifest runs as a unit: its run of healthy
+	// checks must span UnitStableFor.
+	var span time.Duration
+	for _, name := range kubeadmconstants.ControlPlaneComponents {
+		if !slices.Contains(static, name) {
+			span = h.UnitStableFor
+		}
+	}
 	maxChecks := int(h.Timeout/h.Interval) + h.Stable
 	streak, checks := 0, 0
+	var since time.Time // the first check of the run in a row
 	last := errors.New("not checked")
 	for checks < maxChecks {
 		left := time.Until(deadline)
@@ -137,17 +173,30 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 			break
 		}
 		checks++
-		err := apiclient.NewKubeWaiter(client, min(left, healthCheckTimeout), io.Discard).WaitForControlPlaneComponents(pods, address)
-		if err == nil {
-			streak++
-			if streak >= h.Stable {
-				if h.Output != nil {
-					fmt.Fprintf(h.Output, "[control-plane-check] kube-apiserver at %s, kube-controller-manager and kube-scheduler healthy %d times in a row after %s\n", cfg.Host, streak, time.Since(start).Round(time.Second))
-				}
-				return nil
-			}
-		} else {
+		began := time.Now()
+		err := cpcheck.Check(ctx, client, pods, address, min(left, healthCheckTimeout), nil)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch took := time.Since(began); {
+		case err != nil:
 			streak, last = 0, err
+		case took >= kubeadmconstants.KubernetesAPICallRetryInterval:
+			// The waiter tried again (or its first answer was that
+			// slow): healthy now, not since the check began.
+			streak, since = 1, time.Now()
+			last = fmt.Errorf("a component answered kubeadm's health check only after %s (not at the first try)", took.Round(time.Millisecond))
+		default:
+			if streak == 0 {
+				since = began
+			}
+			streak++
+		}
+		if streak >= h.Stable && time.Since(since) >= span {
+			if h.Output != nil {
+				fmt.Fprintf(h.Output, "[control-plane-check] kube-apiserver at %s, kube-controller-manager and kube-scheduler healthy %d times in a row over %s after %s\n", cfg.Host, streak, time.Since(since).Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+			}
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -155,9 +204,25 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 		case <-time.After(h.Interval):
 		}
 	}
+	if streak > 0 {
+		run := fmt.Sprintf("%d healthy checks in a row over %s when the wait ended", streak, time.Since(since).Round(100*time.Millisecond))
+		if last.Error() == "not checked" {
+			last = errors.New(run)
+		} else {
+			last = fmt.Errorf("%s; before them: %w", run, last)
+		}
+	}
 	return errclass.New(errclass.ControlPlaneUnhealthy,
 		"This node's control plane did not come back after the change: check `crictl ps -a` and the kubelet's log (`journalctl -u kubelet`), or `journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler` for the Systemd runtime, then run machineadm upgrade again.",
-		fmt.Errorf("the control plane on this node was not healthy %d times in a row within %s (%d checks): %w", h.Stable, h.Timeout, checks, last))
+		fmt.Errorf("the control plane on this node was not healthy %d times in a row%s within %s (%d checks): %w", h.Stable, spanText(span), h.Timeout, checks, last))
+}
+
+// spanText says how long the checks in a row must span ("" no time).
+func spanText(span time.Duration) string {
+	if span <= 0 {
+		return ""
+	}
+	return " over " + span.String()
 }
 
 // localPods are the pods of kube-apiserver, kube-controller-manager and

@@ -34,9 +34,17 @@ const (
 var ErrNodeProxyForbidden = errors.New("the API server forbids reading the kubelet's pods through its node proxy")
 
 // forbiddenChecks is how many checks in a row answered 403 Forbidden by
-// the node proxy end the wait (not one: an API server that has just
-// started may refuse until its authorizer has read the RBAC rules).
+// the node proxy end the wait, once they span ForbiddenFor (not one: an
+// API server that has just started may refuse until its authorizer has
+// read the RBAC rules).
 const forbiddenChecks = 3
+
+// DefaultForbiddenFor is how long the node proxy must have answered 403
+// Forbidden, check after check, before the wait ends: 10 s, enough for
+// the RBAC caches of an API server the kubelet has just restarted. A
+// count alone shrank with the interval: three checks 500 ms apart are
+// 1 s.
+const DefaultForbiddenFor = 10 * time.Second
 
 // StaticPodsCurrent is the wait until the kubelet runs the static pods of
 // the manifests now on disk (WaitStaticPodsCurrent).
@@ -56,6 +64,10 @@ type StaticPodsCurrent struct {
 	// Interval is the pause between two checks; default
 	// DefaultHealthInterval. At most Timeout/Interval+1 checks are made.
 	Interval time.Duration
+	// ForbiddenFor is how long the node proxy must answer 403 Forbidden,
+	// at least forbiddenChecks checks in a row, before the wait ends with
+	// ErrNodeProxyForbidden; default DefaultForbiddenFor.
+	ForbiddenFor time.Duration
 }
 
 // WaitStaticPodsCurrent waits until, for every component, the kubelet on
@@ -76,9 +88,10 @@ type StaticPodsCurrent struct {
 //
 // It gives up after w.Timeout or Timeout/Interval+1 checks, whichever
 // comes first, with an *errclass.Error of class ControlPlaneUnhealthy, a
-// hint, and what the last check saw; at once, wrapping
-// ErrNodeProxyForbidden, when the node proxy answered 403 Forbidden
-// forbiddenChecks times in a row; ctx's end ends it with ctx's error.
+// hint, and what the last check saw; sooner, wrapping
+// ErrNodeProxyForbidden, when the node proxy answered 403 Forbidden at
+// least forbiddenChecks times in a row over w.ForbiddenFor; ctx's end
+// ends it with ctx's error.
 func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 	if len(w.Components) == 0 {
 		return nil
@@ -89,9 +102,13 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 	if w.Interval <= 0 {
 		w.Interval = DefaultHealthInterval
 	}
+	if w.ForbiddenFor <= 0 {
+		w.ForbiddenFor = DefaultForbiddenFor
+	}
 	deadline := time.Now().Add(w.Timeout)
 	maxChecks := int(w.Timeout/w.Interval) + 1
 	checks, forbidden := 0, 0
+	var forbiddenSince time.Time // the first 403 of the run in a row
 	last := errors.New("not checked")
 	for checks < maxChecks && time.Now().Before(deadline) {
 		checks++
@@ -107,10 +124,15 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 		}
 		if !apierrors.IsForbidden(err) {
 			forbidden = 0
-		} else if forbidden++; forbidden >= forbiddenChecks {
-			return errclass.New(errclass.ControlPlaneUnhealthy,
-				"The credential machineadm uses (the node's admin.conf) may not get nodes/proxy: grant it (kubeadm's admin credential has it through cluster-admin), then run machineadm upgrade again.",
-				fmt.Errorf("%w (Node %s, %d checks in a row): %w", ErrNodeProxyForbidden, w.Node, forbidden, err))
+		} else {
+			if forbidden == 0 {
+				forbiddenSince = time.Now()
+			}
+			if forbidden++; forbidden >= forbiddenChecks && time.Since(forbiddenSince) >= w.ForbiddenFor {
+				return errclass.New(errclass.ControlPlaneUnhealthy,
+					"The credential machineadm uses (the node's admin.conf) may not get nodes/proxy: grant it (kubeadm's admin credential has it through cluster-admin), then run machineadm upgrade again.",
+					fmt.Errorf("%w (Node %s, %d checks in a row over %s): %w", ErrNodeProxyForbidden, w.Node, forbidden, time.Since(forbiddenSince).Round(100*time.Millisecond), err))
+			}
 		}
 		if !cut || checks == 1 {
 			// A check cut short by the deadline says less than the

@@ -206,7 +206,7 @@ func TestWaitStaticPodsCurrentTimeout(t *testing.T) {
 func TestWaitStaticPodsCurrentForbidden(t *testing.T) {
 	k := &kubeletView{forbid: -1}
 	c := k.serve(t)
-	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 20 * time.Second, Interval: 20 * time.Millisecond})
+	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 20 * time.Second, Interval: 20 * time.Millisecond, ForbiddenFor: time.Nanosecond})
 	var ce *errclass.Error
 	if !errors.Is(err, ErrNodeProxyForbidden) || !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || !strings.Contains(ce.Hint, "nodes/proxy") {
 		t.Fatalf("err = %v, want ErrNodeProxyForbidden, class ControlPlaneUnhealthy, a hint naming nodes/proxy", err)
@@ -227,5 +227,38 @@ func TestWaitStaticPodsCurrentForbidden(t *testing.T) {
 	c = k.serve(t)
 	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute, Interval: 20 * time.Millisecond}); err != nil {
 		t.Errorf("refused once, then allowed: %v", err)
+	}
+}
+
+// TestWaitStaticPodsCurrentForbiddenWhileStarting: an API server that
+// has just started refuses the node proxy until its authorizer has read
+// the RBAC rules. Refusals for 2 s, checks 500 ms apart (the default),
+// are not a credential without nodes/proxy: three of them in a row used
+// to end the wait after 1 s, when they had been 4 s at 2 s apart.
+func TestWaitStaticPodsCurrentForbiddenWhileStarting(t *testing.T) {
+	k := &kubeletView{
+		kubelet: map[string]string{"kube-apiserver": "a2"},
+		mirror:  map[string]string{"kube-apiserver": "a2"},
+		ready:   map[string]bool{"kube-apiserver": true},
+		forbid:  -1,
+	}
+	c := k.serve(t)
+	timer := time.AfterFunc(2*time.Second, func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.forbid = 0
+	})
+	defer timer.Stop()
+	if err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: time.Minute}); err != nil {
+		t.Fatalf("refused for 2 s, then allowed: %v", err)
+	}
+
+	// Refused for good: the wait ends after ForbiddenFor, not at its
+	// timeout.
+	k = &kubeletView{forbid: -1}
+	c = k.serve(t)
+	err := WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 10 * time.Minute, ForbiddenFor: 2 * time.Second})
+	if !errors.Is(err, ErrNodeProxyForbidden) {
+		t.Fatalf("err = %v, want ErrNodeProxyForbidden", err)
 	}
 }

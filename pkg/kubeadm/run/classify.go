@@ -63,6 +63,7 @@ var rules = []rule{
 		any: []string{
 			"failed while waiting for the control plane to start", // wait-control-plane
 			"check failed at https://",                            // apiclient WaitForControlPlaneComponents
+			"kubeadm's health check of",                           // cpcheck.Check: a component that never answers
 		}},
 	{class: errclass.EtcdUnhealthy,
 		hint: "The etcd cluster is not healthy or this member did not start/join: check the etcd container's logs, ports 2379/2380 and the etcd certificates.",

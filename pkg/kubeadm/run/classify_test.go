@@ -78,6 +78,11 @@ func TestClassify(t *testing.T) {
 		{"control plane unhealthy", "wait-control-plane",
 			"failed while waiting for the control plane to start: [kube-apiserver check failed at https://127.0.0.1:6443/livez: Get \"https://127.0.0.1:6443/livez?timeout=10s\": dial tcp 127.0.0.1:6443: connect: connection refused, kube-scheduler check failed at https://127.0.0.1:10259/livez: context deadline exceeded]",
 			errclass.ControlPlaneUnhealthy, "kube-apiserver"},
+		// systemd's wait-control-plane + cpcheck.Check's bound (a component
+		// that accepts connections and never answers)
+		{"control plane silent", "wait-control-plane",
+			"the control-plane units are not healthy (journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler): kubeadm's health check of kube-scheduler did not return within 4m1s: accepts connections and does not answer",
+			errclass.ControlPlaneUnhealthy, "kube-scheduler"},
 		// phases/etcd/local.go + util/etcd/etcd.go
 		{"etcd unhealthy", "check-etcd",
 			"etcd cluster is not healthy: failed to dial endpoint https://10.0.0.5:2379 with maintenance client: context deadline exceeded",

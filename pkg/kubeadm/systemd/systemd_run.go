@@ -28,6 +28,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
 	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
@@ -358,7 +359,9 @@ func SystemdControlPlanePhase(ctx context.Context, env *SystemdEnv, components .
 // healthz, then with kubeadm's own waiter (apiclient.KubeWaiter) for each
 // component's health endpoint (kube-apiserver /livez through admin.conf
 // pointed at this node, the controller manager's /healthz, the
-// scheduler's /livez), each bounded by env.Timeout. The pods it reads the
+// scheduler's /livez), each bounded by env.Timeout (and one second, also
+// when a component accepts connections and never answers:
+// cpcheck.Check). The pods it reads the
 // endpoints from are the pod specs the units were derived from, not
 // manifests on disk.
 func SystemdWaitControlPlanePhase(ctx context.Context, env *SystemdEnv) error {
@@ -388,7 +391,7 @@ func SystemdWaitControlPlanePhase(ctx context.Context, env *SystemdEnv) error {
 		p := pods[name]
 		podMap[name] = &p
 	}
-	if err := waiter.WaitForControlPlaneComponents(podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress); err != nil {
+	if err := cpcheck.Check(ctx, client, podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress, env.timeout(s.cfg), env.out()); err != nil {
 		return fmt.Errorf("the control-plane units are not healthy (journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler): %w", err)
 	}
 	return nil

@@ -15,10 +15,10 @@ import (
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	controlplanephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
 
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
 )
 
 // SystemdUpgrade moves the running control-plane units of the Systemd
@@ -406,14 +406,13 @@ func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, co
 	if err != nil {
 		return err
 	}
-	waiter := apiclient.NewKubeWaiter(client, u.Env.timeout(s.cfg), u.Env.out())
 	pods := controlplanephase.GetStaticPodSpecs(&s.cfg.ClusterConfiguration, &s.cfg.LocalAPIEndpoint, nil)
 	podMap := map[string]*v1.Pod{}
 	for _, name := range kubeadmconstants.ControlPlaneComponents {
 		p := pods[name]
 		podMap[name] = &p
 	}
-	if err := waiter.WaitForControlPlaneComponents(podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress); err != nil {
+	if err := cpcheck.Check(ctx, client, podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress, u.Env.timeout(s.cfg), u.Env.out()); err != nil {
 		return err
 	}
 	if component != kubeadmconstants.KubeAPIServer {

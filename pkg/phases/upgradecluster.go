@@ -125,9 +125,10 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 		return err
 	}
 	if name == "control-plane" && d.Config.Spec.ControlPlane != nil && !systemdRuntime(d.Config) {
-		// kubeadm waits for each new static pod; the last one's restart
-		// may still be settling.
-		return waitLocalControlPlane(ctx, d)
+		// kubeadm waited for each new static pod to run; the last one's
+		// restart may still be settling. Health only: the kubelet's
+		// restart that follows is waited for whole (RestartKubelet).
+		return waitLocalControlPlaneAfter(ctx, d, true)
 	}
 	return nil
 }
@@ -204,6 +205,13 @@ func (kubeadmCluster) RestartKubelet(ctx context.Context, d *Data, node, version
 // manager and scheduler answer kubeadm's health checks several times in
 // a row: after the kubelet restarted and after a component changed.
 func waitLocalControlPlane(ctx context.Context, d *Data) error {
+	return waitLocalControlPlaneAfter(ctx, d, false)
+}
+
+// waitLocalControlPlaneAfter is waitLocalControlPlane; afterKubeadm right
+// after kubeadm's control-plane phase (day2.LocalHealth's
+// AfterKubeadmUpgrade).
+func waitLocalControlPlaneAfter(ctx context.Context, d *Data, afterKubeadm bool) error {
 	yaml, err := specInitYAML(d.Config)
 	if err != nil {
 		return err
@@ -211,11 +219,12 @@ func waitLocalControlPlane(ctx context.Context, d *Data) error {
 	out := &lineWriter{emit: d.KubeadmOutput}
 	defer out.Flush()
 	return day2.WaitLocalControlPlane(ctx, day2.LocalHealth{
-		AdminKubeconfig: adminConf(d),
-		ManifestDir:     hostPathOrRoot(d, filepath.Join(kubernetesDir, "manifests")),
-		SpecInitYAML:    yaml,
-		Timeout:         localHealthTimeout,
-		Output:          out,
+		AdminKubeconfig:     adminConf(d),
+		ManifestDir:         hostPathOrRoot(d, filepath.Join(kubernetesDir, "manifests")),
+		SpecInitYAML:        yaml,
+		Timeout:             localHealthTimeout,
+		AfterKubeadmUpgrade: afterKubeadm,
+		Output:              out,
 	})
 }
 

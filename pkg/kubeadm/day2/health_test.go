@@ -41,12 +41,19 @@ func unitControlPlane(t *testing.T, healthy func(time.Duration) bool) LocalHealt
 // port schedPort of loopback instead ("": the same listener).
 func unitControlPlaneScheduler(t *testing.T, healthy func(time.Duration) bool, schedPort string) LocalHealth {
 	t.Helper()
+	return controlPlaneFixture(t, healthy, schedPort, v1.ConditionTrue)
+}
+
+// controlPlaneFixture is unitControlPlaneScheduler whose API server's
+// mirror pod has the Ready condition ready.
+func controlPlaneFixture(t *testing.T, healthy func(time.Duration) bool, schedPort string, ready v1.ConditionStatus) LocalHealth {
+	t.Helper()
 	var start time.Time
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pod := v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 			ObjectMeta: metav1.ObjectMeta{Name: "kube-apiserver-cp1", Namespace: "kube-system",
 				Annotations: map[string]string{ConfigHashAnnotation: "h1", configSourceAnnotation: "file"}},
-			Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}}
+			Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: ready}}}}
 		switch r.URL.Path {
 		case "/api/v1/nodes/cp1/proxy/pods":
 			w.Header().Set("Content-Type", "application/json")
@@ -223,4 +230,29 @@ func TestWaitLocalControlPlaneSilentComponent(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("WaitLocalControlPlane with a timeout of %s did not return within a minute", h.Timeout)
 	}
+}
+
+// TestWaitLocalControlPlaneAfterKubeadmUpgrade: right after kubeadm's
+// control-plane phase the API server's static pod is Running on its new
+// manifest but not yet Ready (kubeadm's startup probe holds it 10 s or
+// more); the wait then checks health only and returns, where the whole
+// wait, which needs the pod Ready, runs out its time.
+func TestWaitLocalControlPlaneAfterKubeadmUpgrade(t *testing.T) {
+	always := func(time.Duration) bool { return true }
+	h := controlPlaneFixture(t, always, "", v1.ConditionFalse)
+	h.Timeout = 3 * time.Second
+	if err := WaitLocalControlPlane(context.Background(), h); err == nil {
+		t.Fatal("the whole wait returned with the API server's pod not Ready")
+	} else {
+		wantUnhealthy(t, err)
+	}
+	h = controlPlaneFixture(t, always, "", v1.ConditionFalse)
+	h.Timeout, h.AfterKubeadmUpgrade = time.Minute, true
+	if err := WaitLocalControlPlane(context.Background(), h); err != nil {
+		t.Fatalf("after kubeadm's upgrade, with every component healthy: %v", err)
+	}
+	// Health is still checked: a control plane that does not answer fails.
+	h = controlPlaneFixture(t, func(time.Duration) bool { return false }, "", v1.ConditionFalse)
+	h.Timeout, h.AfterKubeadmUpgrade = 3*time.Second, true
+	wantUnhealthy(t, WaitLocalControlPlane(context.Background(), h))
 }

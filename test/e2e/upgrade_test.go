@@ -685,9 +685,18 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		t.Logf("cp1: kube-apiserver restarted once (pid %v -> %v)", before, after)
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", after[0]))
+	missing := false
 	for _, f := range wantFlags {
 		if !strings.Contains(string(cmdline), f) {
+			missing = true
 			t.Errorf("cp1: the new kube-apiserver runs without %s: %q", f, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	if missing {
+		// What machineadm did and what the unit says now.
+		t.Logf("cp1: the reconfiguring upgrade's output:\n%s", tail(res.Stdout+res.Stderr, 80))
+		if u, err := m.Exec(ctx, nil, "sh", "-c", "systemctl cat kube-apiserver.service; systemctl show kube-apiserver.service -p ExecMainStartTimestamp -p ExecMainPID; journalctl -u kube-apiserver.service -o short-precise --no-pager | grep -E 'Start|Stop|start|stop' | tail -20"); err == nil {
+			t.Logf("cp1: kube-apiserver.service:\n%s", u.Stdout)
 		}
 	}
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -121,7 +121,7 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 			return err
 		}
 	}
-	if err := runKubeadmUpgrade(ctx, d, verb, name); err != nil {
+	if err := kubeadmUpgrade(ctx, d, verb, name); err != nil {
 		return err
 	}
 	if name == "control-plane" && d.Config.Spec.ControlPlane != nil && !systemdRuntime(d.Config) {
@@ -132,6 +132,10 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 	}
 	return nil
 }
+
+// kubeadmUpgrade runs one phase of kubeadm's upgrade verb (runKubeadmUpgrade;
+// a variable for tests, which cannot run kubeadm's upgrade).
+var kubeadmUpgrade = runKubeadmUpgrade
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 	path, err := upgradeConfig(d)

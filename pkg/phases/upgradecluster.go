@@ -121,17 +121,36 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 			return err
 		}
 	}
-	if err := runKubeadmUpgrade(ctx, d, verb, name); err != nil {
+	if err := kubeadmUpgrade(ctx, d, verb, name); err != nil {
 		return err
 	}
 	if name == "control-plane" && d.Config.Spec.ControlPlane != nil && !systemdRuntime(d.Config) {
 		// kubeadm waited for each new static pod to run; the last one's
-		// restart may still be settling. Health only: the kubelet's
-		// restart that follows is waited for whole (RestartKubelet).
-		return waitLocalControlPlaneAfter(ctx, d, true)
+		// restart may still be settling. Health only when the kubelet's
+		// restart follows and is waited for whole (RestartKubelet).
+		return waitLocalControlPlaneAfter(ctx, d, kubeletPhaseWaitsWhole(d))
 	}
 	return nil
 }
+
+// kubeletPhaseWaitsWhole says whether the wait right after kubeadm's
+// control-plane phase may check health only (LocalHealth's
+// AfterKubeadmUpgrade): the plan has the kubelet phase, this run does
+// not leave it out (--skip-phases), and the run did not resume at
+// kubeadm's control-plane phase. A resumed run finds the manifests that
+// kubeadm moved in before the crash equal to its new ones, and kubeadm
+// skips those components without waiting for the kubelet to run them:
+// their old containers may still answer the health checks.
+func kubeletPhaseWaitsWhole(d *Data) bool {
+	if d.Upgrade == nil || d.Upgrade.Plan == nil || !d.Upgrade.Plan.Has(upgrade.PhaseKubelet) {
+		return false
+	}
+	return !d.opts.Skipped(upgrade.PhaseKubelet) && d.resumedAt != upgrade.PhaseKubeadm+"/control-plane"
+}
+
+// kubeadmUpgrade runs one phase of kubeadm's upgrade verb (runKubeadmUpgrade;
+// a variable for tests, which cannot run kubeadm's upgrade).
+var kubeadmUpgrade = runKubeadmUpgrade
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 	path, err := upgradeConfig(d)

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,5 +333,70 @@ func TestRestartKubeletStaticPodsNeverReplaced(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to say %q", err, want)
 		}
+	}
+}
+
+// TestKubeadmControlPlaneWaitWholeUnlessTheKubeletPhaseFollows: after
+// kubeadm's control-plane phase only health is checked when the kubelet
+// phase, whose wait covers the static pods' hashes and Ready, follows in
+// the same run. Not when --skip-phases leaves it out (nothing else would
+// wait for the pods), and not when the run resumes at kubeadm's
+// control-plane phase: kubeadm then finds the manifests it had moved in
+// before the crash equal to its new ones and skips them without waiting
+// for the kubelet to run them, so the old containers may still answer
+// the health checks. Here the kubelet never runs the manifests' pods
+// (the mirror pods keep the old hash) while every component answers:
+// the whole wait fails, the health-only one passes. kubeadm's upgrade
+// cannot run here; fakeKubeadmUpgrade stands in for it.
+func TestKubeadmControlPlaneWaitWholeUnlessTheKubeletPhaseFollows(t *testing.T) {
+	defer func(old time.Duration) { localHealthTimeout = old }(localHealthTimeout)
+	localHealthTimeout = 4 * time.Second
+	var ran []string
+	defer func(old func(context.Context, *Data, string, string) error) { kubeadmUpgrade = old }(kubeadmUpgrade)
+	kubeadmUpgrade = func(_ context.Context, _ *Data, verb, name string) error { // fakeKubeadmUpgrade
+		ran = append(ran, verb+" "+name)
+		return nil
+	}
+	var live atomic.Bool
+	live.Store(true)
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, &staticPodHashes{kubelet: "h2", mirror: "h1"})
+	cm, sched := newLateListener(t), newLateListener(t)
+	cm.up(t)
+	sched.up(t)
+	leaf := upgrade.PhaseKubeadm + "/control-plane"
+	if names := Upgrade(restartKubeletData(t, srv, cm.port, sched.port).Config).Names(); !slices.Contains(names, leaf) || !slices.Contains(names, upgrade.PhaseKubelet) {
+		t.Fatalf("the upgrade workflow has no leaf %s or %s: %v", leaf, upgrade.PhaseKubelet, names)
+	}
+	for _, tc := range []struct {
+		name      string
+		skip      []string
+		resumedAt string
+		whole     bool
+	}{
+		{name: "the kubelet phase follows"},
+		{name: "a resumed run that starts after kubeadm's control plane", resumedAt: upgrade.PhaseKubeadm + "/kubeconfig"},
+		{name: "--skip-phases kubelet", skip: []string{upgrade.PhaseKubelet}, whole: true},
+		{name: "resumed at kubeadm's control-plane phase", resumedAt: leaf, whole: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := restartKubeletData(t, srv, cm.port, sched.port)
+			d.Upgrade.Plan.Steps = []upgrade.Step{{Phase: upgrade.PhaseKubeadm}, {Phase: upgrade.PhaseKubelet}}
+			d.opts.Skip, d.resumedAt = tc.skip, tc.resumedAt
+			ran = nil
+			err := kubeadmCluster{}.KubeadmPhase(context.Background(), d, "control-plane")
+			if len(ran) != 1 || ran[0] != "apply control-plane" {
+				t.Fatalf("kubeadm ran %v, want its apply control-plane phase once", ran)
+			}
+			if !tc.whole {
+				if err != nil {
+					t.Fatalf("health only: %v", err)
+				}
+				return
+			}
+			var ce *errclass.Error
+			if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy || !strings.Contains(err.Error(), "kube-apiserver-cp1 has hash h1") {
+				t.Fatalf("err = %v, want the whole wait's ControlPlaneUnhealthy naming the mirror pod's old hash", err)
+			}
+		})
 	}
 }

@@ -92,9 +92,13 @@ type LocalHealth struct {
 	// manifest (a new hash on its mirror pod, the pod Running). The wait
 	// then skips WaitStaticPodsCurrent, whose Ready gate kubeadm's startup
 	// probes hold 10 s or more past each start, and only checks health,
-	// Stable times in a row: the kubelet's restart that follows in a
-	// version upgrade replaces every static pod again, and the whole wait
-	// runs after it. False (the default) for every other restart.
+	// Stable times in a row. Set it only when the whole wait follows in
+	// the same run (the kubelet's restart of a version upgrade, which in
+	// a minor upgrade also replaces every static pod again), and not when
+	// kubeadm may have skipped a component: one whose manifest it finds
+	// already in place (a rerun after a crash) it leaves without waiting
+	// for the kubelet to run it. False (the default) for every other
+	// restart.
 	AfterKubeadmUpgrade bool
 	// Output receives one line when the components are healthy; nil
 	// discards it.

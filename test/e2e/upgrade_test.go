@@ -651,7 +651,9 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		s.Spec.Host.Files = append(s.Spec.Host.Files, machineadm.File{Path: auditPolicyPath, Mode: "0644", Content: auditPolicy})
 		s.Spec.ControlPlane.APIServer.ExtraArgs = append(s.Spec.ControlPlane.APIServer.ExtraArgs,
 			machineadm.Arg{Name: "audit-policy-file", Value: auditPolicyPath}, machineadm.Arg{Name: "audit-log-path", Value: "-"})
-		wantFlags = []string{"--audit-policy-file=" + auditPolicyPath}
+		// The unit hands the policy file to the process as a credential
+		// (LoadCredential=, checked below): the flag names its copy.
+		wantFlags = []string{"--audit-policy-file=/run/credentials/kube-apiserver.service/audit-policy-file", "--audit-log-path=-"}
 	}
 	if err := deliver(m, s, c.secrets); err != nil {
 		t.Fatal(err)
@@ -690,6 +692,13 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		if !strings.Contains(string(cmdline), f) {
 			missing = true
 			t.Errorf("cp1: the new kube-apiserver runs without %s: %q", f, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	if !typed {
+		unit, err := m.ReadFile("/etc/systemd/system/kube-apiserver.service")
+		if want := "LoadCredential=audit-policy-file:" + auditPolicyPath; err != nil || !strings.Contains(string(unit), want) {
+			missing = true
+			t.Errorf("cp1: kube-apiserver.service does not load the spec's policy file as the flag's credential (%s): %v", want, err)
 		}
 	}
 	if missing {

@@ -136,8 +136,8 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 // kubeletPhaseWaitsWhole says whether the wait right after kubeadm's
 // control-plane phase may check health only (LocalHealth's
 // AfterKubeadmUpgrade): the plan has the kubelet phase, this run does
-// not leave it out (--skip-phases), and the run did not resume at
-// kubeadm's control-plane phase. A resumed run finds the manifests that
+// not leave it out (--skip-phases, or a run of one phase), and the run
+// did not resume at kubeadm's control-plane phase. A resumed run finds the manifests that
 // kubeadm moved in before the crash equal to its new ones, and kubeadm
 // skips those components without waiting for the kubelet to run them:
 // their old containers may still answer the health checks.
@@ -145,7 +145,7 @@ func kubeletPhaseWaitsWhole(d *Data) bool {
 	if d.Upgrade == nil || d.Upgrade.Plan == nil || !d.Upgrade.Plan.Has(upgrade.PhaseKubelet) {
 		return false
 	}
-	return !d.opts.Skipped(upgrade.PhaseKubelet) && d.resumedAt != upgrade.PhaseKubeadm+"/control-plane"
+	return d.opts.selected(upgrade.PhaseKubelet) && !d.opts.Skipped(upgrade.PhaseKubelet) && d.resumedAt != upgrade.PhaseKubeadm+"/control-plane"
 }
 
 // kubeadmUpgrade runs one phase of kubeadm's upgrade verb (runKubeadmUpgrade;

@@ -371,17 +371,19 @@ func TestKubeadmControlPlaneWaitWholeUnlessTheKubeletPhaseFollows(t *testing.T) 
 		name      string
 		skip      []string
 		resumedAt string
+		only      string
 		whole     bool
 	}{
 		{name: "the kubelet phase follows"},
 		{name: "a resumed run that starts after kubeadm's control plane", resumedAt: upgrade.PhaseKubeadm + "/kubeconfig"},
 		{name: "--skip-phases kubelet", skip: []string{upgrade.PhaseKubelet}, whole: true},
 		{name: "resumed at kubeadm's control-plane phase", resumedAt: leaf, whole: true},
+		{name: "a run of that phase alone", only: leaf, whole: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := restartKubeletData(t, srv, cm.port, sched.port)
 			d.Upgrade.Plan.Steps = []upgrade.Step{{Phase: upgrade.PhaseKubeadm}, {Phase: upgrade.PhaseKubelet}}
-			d.opts.Skip, d.resumedAt = tc.skip, tc.resumedAt
+			d.opts.Skip, d.opts.Only, d.resumedAt = tc.skip, tc.only, tc.resumedAt
 			ran = nil
 			err := kubeadmCluster{}.KubeadmPhase(context.Background(), d, "control-plane")
 			if len(ran) != 1 || ran[0] != "apply control-plane" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,11 +61,7 @@ func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [
 			continue
 		}
 		name := c.Status.Metadata.Name
-		keep := false
-		for _, n := range benchControlPlaneComponents {
-			keep = keep || name == n
-		}
-		if !keep {
+		if !slices.Contains(benchControlPlaneComponents, name) {
 			continue
 		}
 		t, _ := time.Parse(time.RFC3339Nano, c.Status.StartedAt)
@@ -100,15 +97,17 @@ func benchTimeline(ctx context.Context, m *Machine, start time.Time, stretches [
 			// The kubelet's view of each restart, relative to start, in the
 			// returned line too: when it replaced a mirror pod and when it
 			// saw the pod start.
-			for _, k := range []string{"Deleted mirror pod", "Observed pod startup duration"} {
-				if i := strings.Index(l, k); i >= 0 && len(l) > 26 {
-					if t, err := time.Parse("2006-01-02T15:04:05.999999-0700", strings.Fields(l)[0]); err == nil {
-						pod := ""
-						if j := strings.Index(l, "pod=\"kube-system/"); j >= 0 {
-							pod = strings.SplitN(l[j+len("pod=\"kube-system/"):], "\"", 2)[0]
-						}
-						rows = append(rows, fmt.Sprintf("kubelet %s %s %.1fs", map[bool]string{true: "replaced mirror of", false: "saw start of"}[k == "Deleted mirror pod"], pod, t.Sub(start).Seconds()))
-					}
+			for _, e := range []struct{ logged, says string }{
+				{"Deleted mirror pod", "replaced mirror of"},
+				{"Observed pod startup duration", "saw start of"},
+			} {
+				if !strings.Contains(l, e.logged) {
+					continue
+				}
+				if t, err := time.Parse("2006-01-02T15:04:05.999999-0700", strings.Fields(l)[0]); err == nil {
+					_, pod, _ := strings.Cut(l, "pod=\"kube-system/")
+					pod, _, _ = strings.Cut(pod, "\"")
+					rows = append(rows, fmt.Sprintf("kubelet %s %s %.1fs", e.says, pod, t.Sub(start).Seconds()))
 				}
 			}
 			for _, c := range benchControlPlaneComponents {

@@ -10,6 +10,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
@@ -45,6 +46,9 @@ type UpgradeRun struct {
 	// apiServerConfigChanged says apiserver-config rewrote a file of the
 	// API server in this run.
 	apiServerConfigChanged bool
+	// kubeadm runs this run's kubeadm upgrade phases, keeping kubeadm's
+	// upgrade data between them (runKubeadmUpgrade); nil until the first.
+	kubeadm *day2.UpgradeRunner
 }
 
 // DefaultDrainTimeout bounds a drain when --drain-timeout is not given.

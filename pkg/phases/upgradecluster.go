@@ -120,6 +120,10 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 		if err := day2.UploadSettings(adminConf(d), yaml); err != nil {
 			return err
 		}
+		if d.Upgrade.kubeadm != nil {
+			// The data read the ConfigMap before it had the settings.
+			d.Upgrade.kubeadm.Forget()
+		}
 	}
 	if err := kubeadmUpgrade(ctx, d, verb, name); err != nil {
 		return err
@@ -165,18 +169,25 @@ func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 			class = k.Class
 		}
 	}
-	r := &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
-	if systemdRuntime(d.Config) {
-		// No mirror pod to read the local endpoint from: the spec's.
-		yaml, err := specInitYAML(d.Config)
-		if err != nil {
-			return err
+	// One runner for the run's phases: kubeadm's upgrade data (the
+	// cluster's configuration, a client) is built at the first and kept,
+	// as kubeadm's whole `upgrade VERB` keeps it.
+	r := d.Upgrade.kubeadm
+	if r == nil || r.Verb != verb || r.ConfigPath != path {
+		r = &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
+		if systemdRuntime(d.Config) {
+			// No mirror pod to read the local endpoint from: the spec's.
+			yaml, err := specInitYAML(d.Config)
+			if err != nil {
+				return err
+			}
+			ep, err := day2.LocalEndpoint(yaml)
+			if err != nil {
+				return errclass.New(errclass.Internal, "", err)
+			}
+			r.Local = &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}
 		}
-		ep, err := day2.LocalEndpoint(yaml)
-		if err != nil {
-			return errclass.New(errclass.Internal, "", err)
-		}
-		r.Local = &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}
+		d.Upgrade.kubeadm = r
 	}
 	return r.Run(ctx, name, class)
 }

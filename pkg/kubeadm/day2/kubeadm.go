@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
-	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
+	kubeadmupgrade "k8s.io/kubernetes/cmd/kubeadm/app/cmd/upgrade"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -90,6 +90,16 @@ func UpgradeConfig(o UpgradeOptions) ([]byte, error) {
 // "apply") or `upgrade node` ("node") in-process, each as kubeadm's
 // single-phase command (`kubeadm upgrade apply phase control-plane
 // --config F --yes`).
+//
+// One UpgradeRunner keeps kubeadm's upgrade command tree between the
+// phases it runs, as kubeadm's whole `upgrade VERB` does: kubeadm's
+// workflow runner builds the upgrade data (the UpgradeConfiguration
+// loaded, the cluster's configuration fetched from the kubeadm-config
+// ConfigMap, a client) at the first phase and every later phase uses it.
+// Forget drops the tree, so the next phase builds the data again; call it
+// after changing what the data was read from (the kubeadm-config
+// ConfigMap). The zero value is not usable: Verb and ConfigPath are
+// required. Not safe for concurrent use (the phases hold stdio.Mu).
 type UpgradeRunner struct {
 	// Verb is "apply" or "node".
 	Verb string
@@ -108,6 +118,32 @@ type UpgradeRunner struct {
 	// the Systemd runtime's control plane. Nil for static pods and
 	// workers.
 	Local *LocalControlPlane
+
+	// tree is the kept `kubeadm upgrade` command tree whose single-phase
+	// commands ran (nil before the first, after Forget and after a
+	// failure); local is the Systemd runtime's kept workflow runner.
+	tree  *cobra.Command
+	local *localRunner
+	// out is the writer the kept tree and data print to: kubeadm keeps
+	// the writer it was built with in its upgrade data, so it forwards to
+	// the pipe of the phase running now.
+	out relay
+}
+
+// relay forwards to w, or discards while w is nil.
+type relay struct{ w io.Writer }
+
+func (r *relay) Write(p []byte) (int, error) {
+	if r.w == nil {
+		return len(p), nil
+	}
+	return r.w.Write(p)
+}
+
+// Forget drops the kept command tree and upgrade data: the next phase
+// builds them again from the cluster and the configuration file.
+func (r *UpgradeRunner) Forget() {
+	r.tree, r.local = nil, nil
 }
 
 // upgradeFlags are the flags a phase command gets when it has them.
@@ -115,7 +151,8 @@ var upgradeFlags = []string{"--yes"}
 
 // Run runs the phase named name ("control-plane", "addon/coredns"). Its
 // error is an *errclass.Error classified from kubeadm's error and output
-// (run.Classify) with class as the fallback.
+// (run.Classify) with class as the fallback. A failed phase drops the
+// kept tree (Forget).
 func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Class) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -133,48 +170,87 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 	err := func() error {
 		stdio.Mu.Lock()
 		defer stdio.Mu.Unlock()
-		return stdio.Capture(output, func(out, errOut io.Writer) error {
+		return stdio.Capture(output, func(out, _ io.Writer) error {
+			r.out.w = out
+			defer func() { r.out.w = nil }()
 			if r.Local != nil {
-				return runLocal(r.Verb, name, r.ConfigPath, r.Local, out)
+				if r.local == nil {
+					r.local = newLocalRunner(r.Verb, r.ConfigPath, r.Local, &r.out)
+				}
+				return r.local.run(name)
 			}
-			root := kubeadmcmd.NewKubeadmCommand(nil, out, errOut)
-			args, err := upgradeArgs(root, r.Verb, name, r.ConfigPath, r.All)
-			if err != nil {
-				return err
-			}
-			root.SetArgs(args)
-			if err := root.Execute(); err != nil {
-				return fmt.Errorf("kubeadm upgrade %s phase %s: %w", r.Verb, name, err)
-			}
-			return nil
+			return r.runKubeadm(name)
 		})
 	}()
 	if err == nil {
 		return nil
 	}
+	r.Forget()
 	c, hint := run.Classify(run.Phase{Name: name, Class: class}, err, tail)
 	return errclass.New(c, hint, err)
+}
+
+// runKubeadm runs name's single-phase command in the kept tree (built
+// here the first time). A hidden phase runs as the whole `upgrade VERB`
+// with --skip-phases in a tree of its own, thrown away after: kubeadm's
+// workflow runner keeps the phase filter of the last single-phase
+// command and the --skip-phases of the last whole run, so the whole
+// command in the kept tree would run the wrong phases, and a later
+// single-phase command after it would be skipped.
+func (r *UpgradeRunner) runKubeadm(name string) error {
+	tree := r.tree
+	if tree == nil {
+		tree = upgradeTree(&r.out)
+	}
+	args, whole, err := upgradeArgs(tree, r.Verb, name, r.ConfigPath, r.All)
+	if err != nil {
+		return err
+	}
+	if whole {
+		tree = upgradeTree(&r.out)
+	} else {
+		r.tree = tree
+	}
+	tree.SetArgs(args)
+	if err := tree.Execute(); err != nil {
+		return fmt.Errorf("kubeadm upgrade %s phase %s: %w", r.Verb, name, err)
+	}
+	return nil
+}
+
+// upgradeTree is kubeadm's `upgrade` command (apply, node, plan, diff)
+// under a root named kubeadm, printing to out: the part of kubeadm's
+// command tree the upgrade runs, without init, join, reset and the rest
+// (the root's one flag, --rootfs, is not used).
+func upgradeTree(out io.Writer) *cobra.Command {
+	root := &cobra.Command{Use: "kubeadm", SilenceErrors: true, SilenceUsage: true}
+	root.SetOut(out)
+	root.SetErr(out)
+	root.AddCommand(kubeadmupgrade.NewCmdUpgrade(out))
+	return root
 }
 
 // PhaseArgs returns the arguments that run kubeadm's single-phase
 // command of name under `upgrade VERB phase` with the configuration file
 // config, or an error when kubeadm v1.37 has no such phase.
 func PhaseArgs(verb, name, config string, all []string) ([]string, error) {
-	return upgradeArgs(kubeadmcmd.NewKubeadmCommand(nil, io.Discard, io.Discard), verb, name, config, all)
+	args, _, err := upgradeArgs(upgradeTree(io.Discard), verb, name, config, all)
+	return args, err
 }
 
 // upgradeArgs are the arguments of kubeadm's single-phase command of
 // name under `upgrade VERB phase`, with the configuration file and the
 // upgradeFlags it takes. A phase kubeadm hides (kubeconfig: no
 // single-phase command) runs as the whole `upgrade VERB` with every other
-// phase of all in --skip-phases; a name that is in neither is an error.
-func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) ([]string, error) {
+// phase of all in --skip-phases (whole is true); a name that is in
+// neither is an error.
+func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) (args []string, whole bool, err error) {
 	path := append([]string{"upgrade", verb, "phase"}, strings.Split(name, "/")...)
 	c, rest, err := root.Find(path)
 	if err != nil || len(rest) > 0 || c.Name() != path[len(path)-1] {
-		whole, _, err := root.Find([]string{"upgrade", verb})
+		cmd, _, err := root.Find([]string{"upgrade", verb})
 		if err != nil || !hiddenPhases[name] {
-			return nil, fmt.Errorf("kubeadm has no phase %q under `upgrade %s`", name, verb)
+			return nil, false, fmt.Errorf("kubeadm has no phase %q under `upgrade %s`", name, verb)
 		}
 		var skip []string
 		for _, a := range all {
@@ -184,19 +260,19 @@ func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) (
 		}
 		args := []string{"upgrade", verb, "--config", config, "--skip-phases", strings.Join(skip, ",")}
 		for _, f := range upgradeFlags {
-			if whole.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
+			if cmd.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
 				args = append(args, f)
 			}
 		}
-		return args, nil
+		return args, true, nil
 	}
-	args := append(path, "--config", config)
+	args = append(path, "--config", config)
 	for _, f := range upgradeFlags {
 		if c.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
 			args = append(args, f)
 		}
 	}
-	return args, nil
+	return args, false, nil
 }
 
 // hiddenPhases are the phases of kubeadm v1.37's `upgrade apply` and

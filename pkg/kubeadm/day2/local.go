@@ -83,10 +83,18 @@ func localPhases(verb string, addons *workflow.Phase) []workflow.Phase {
 	}
 }
 
-// runLocal runs kubeadm's phase name of `upgrade VERB` with kubeadm's
-// workflow runner and phases, on upgrade data built from l (localData)
-// instead of the command's.
-func runLocal(verb, name, configPath string, l *LocalControlPlane, out io.Writer) error {
+// localRunner runs kubeadm's phases of `upgrade VERB` with kubeadm's
+// workflow runner and phases, on upgrade data built from a
+// LocalControlPlane (localData) instead of the command's. It keeps the
+// workflow runner, and so the data, between the phases it runs.
+type localRunner struct {
+	verb string
+	r    *workflow.Runner
+}
+
+// newLocalRunner returns the runner of verb's phases whose data is read
+// from the UpgradeConfiguration file configPath and l, printing to out.
+func newLocalRunner(verb, configPath string, l *LocalControlPlane, out io.Writer) *localRunner {
 	r := workflow.NewRunner()
 	for _, p := range localPhases(verb, l.Addons) {
 		r.AppendPhase(p)
@@ -94,9 +102,15 @@ func runLocal(verb, name, configPath string, l *LocalControlPlane, out io.Writer
 	r.SetDataInitializer(func(_ *cobra.Command, _ []string) (workflow.RunData, error) {
 		return newLocalData(verb, configPath, l, out)
 	})
-	r.Options.FilterPhases = []string{name}
-	if err := r.Run(nil); err != nil {
-		return fmt.Errorf("kubeadm upgrade %s phase %s: %w", verb, name, err)
+	return &localRunner{verb: verb, r: r}
+}
+
+// run runs the phase name (hidden ones too: the runner's filter takes
+// any phase).
+func (lr *localRunner) run(name string) error {
+	lr.r.Options.FilterPhases = []string{name}
+	if err := lr.r.Run(nil); err != nil {
+		return fmt.Errorf("kubeadm upgrade %s phase %s: %w", lr.verb, name, err)
 	}
 	return nil
 }

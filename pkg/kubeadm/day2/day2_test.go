@@ -3,6 +3,7 @@ package day2
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,22 @@ func TestPhaseArgs(t *testing.T) {
 	}
 	if _, err := PhaseArgs("node", "upload-config", "/c.yaml", nil); err == nil {
 		t.Errorf("upgrade node has no upload-config phase, but PhaseArgs found one")
+	}
+
+	// UpgradeRunner.Kubeconfig goes to the commands with --kubeconfig
+	// only (kubeadm's node preflight has none); "" adds nothing.
+	all := []string{"preflight", "control-plane", "kubeconfig"}
+	for _, tc := range []struct{ kubeconfig, name, want string }{
+		{"/k.conf", "control-plane", "upgrade node phase control-plane --config /c.yaml --kubeconfig=/k.conf"},
+		{"/k.conf", "preflight", "upgrade node phase preflight --config /c.yaml"},
+		{"/k.conf", "kubeconfig", "upgrade node --config /c.yaml --skip-phases preflight,control-plane --kubeconfig=/k.conf"},
+		{"", "control-plane", "upgrade node phase control-plane --config /c.yaml"},
+	} {
+		r := &UpgradeRunner{Kubeconfig: tc.kubeconfig}
+		args, _, err := upgradeArgs(upgradeTree(io.Discard), "node", tc.name, "/c.yaml", all, r.flags())
+		if got := strings.Join(args, " "); err != nil || got != tc.want {
+			t.Errorf("Kubeconfig %q, %s: %q %v, want %q", tc.kubeconfig, tc.name, got, err, tc.want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -118,6 +119,14 @@ type UpgradeRunner struct {
 	// the Systemd runtime's control plane. Nil for static pods and
 	// workers.
 	Local *LocalControlPlane
+	// Kubeconfig is the credential (host path) kubeadm's upgrade data
+	// reads the cluster with, passed as --kubeconfig to the phase
+	// commands that have the flag (kubeadm's phases declare it; its
+	// preflight does not). "" passes none: kubeadm's default,
+	// /etc/kubernetes/admin.conf on a control plane and kubelet.conf on a
+	// worker (`upgrade node`). Not used with Local, whose AdminKubeconfig
+	// is the credential.
+	Kubeconfig string
 
 	// tree is the kept `kubeadm upgrade` command tree whose single-phase
 	// commands ran (nil before the first, after Forget and after a
@@ -148,6 +157,15 @@ func (r *UpgradeRunner) Forget() {
 
 // upgradeFlags are the flags a phase command gets when it has them.
 var upgradeFlags = []string{"--yes"}
+
+// flags are upgradeFlags and r's --kubeconfig (when Kubeconfig is set),
+// as "--NAME" or "--NAME=VALUE".
+func (r *UpgradeRunner) flags() []string {
+	if r.Kubeconfig == "" {
+		return upgradeFlags
+	}
+	return append(slices.Clone(upgradeFlags), "--kubeconfig="+r.Kubeconfig)
+}
 
 // Run runs the phase named name ("control-plane", "addon/coredns"). Its
 // error is an *errclass.Error classified from kubeadm's error and output
@@ -202,7 +220,7 @@ func (r *UpgradeRunner) runKubeadm(name string) error {
 	if tree == nil {
 		tree = upgradeTree(&r.out)
 	}
-	args, whole, err := upgradeArgs(tree, r.Verb, name, r.ConfigPath, r.All)
+	args, whole, err := upgradeArgs(tree, r.Verb, name, r.ConfigPath, r.All, r.flags())
 	if err != nil {
 		return err
 	}
@@ -234,17 +252,17 @@ func upgradeTree(out io.Writer) *cobra.Command {
 // command of name under `upgrade VERB phase` with the configuration file
 // config, or an error when kubeadm v1.37 has no such phase.
 func PhaseArgs(verb, name, config string, all []string) ([]string, error) {
-	args, _, err := upgradeArgs(upgradeTree(io.Discard), verb, name, config, all)
+	args, _, err := upgradeArgs(upgradeTree(io.Discard), verb, name, config, all, upgradeFlags)
 	return args, err
 }
 
 // upgradeArgs are the arguments of kubeadm's single-phase command of
-// name under `upgrade VERB phase`, with the configuration file and the
-// upgradeFlags it takes. A phase kubeadm hides (kubeconfig: no
+// name under `upgrade VERB phase`, with the configuration file and those
+// of flags ("--NAME" or "--NAME=VALUE") it takes. A phase kubeadm hides (kubeconfig: no
 // single-phase command) runs as the whole `upgrade VERB` with every other
 // phase of all in --skip-phases (whole is true); a name that is in
 // neither is an error.
-func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) (args []string, whole bool, err error) {
+func upgradeArgs(root *cobra.Command, verb, name, config string, all, flags []string) (args []string, whole bool, err error) {
 	path := append([]string{"upgrade", verb, "phase"}, strings.Split(name, "/")...)
 	c, rest, err := root.Find(path)
 	if err != nil || len(rest) > 0 || c.Name() != path[len(path)-1] {
@@ -259,20 +277,22 @@ func upgradeArgs(root *cobra.Command, verb, name, config string, all []string) (
 			}
 		}
 		args := []string{"upgrade", verb, "--config", config, "--skip-phases", strings.Join(skip, ",")}
-		for _, f := range upgradeFlags {
-			if cmd.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
-				args = append(args, f)
-			}
-		}
-		return args, true, nil
+		return append(args, flagsOf(cmd, flags)...), true, nil
 	}
 	args = append(path, "--config", config)
-	for _, f := range upgradeFlags {
-		if c.Flags().Lookup(strings.TrimPrefix(f, "--")) != nil {
-			args = append(args, f)
+	return append(args, flagsOf(c, flags)...), false, nil
+}
+
+// flagsOf are those of flags ("--NAME" or "--NAME=VALUE") that c has.
+func flagsOf(c *cobra.Command, flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if c.Flags().Lookup(name) != nil {
+			out = append(out, f)
 		}
 	}
-	return args, false, nil
+	return out
 }
 
 // hiddenPhases are the phases of kubeadm v1.37's `upgrade apply` and

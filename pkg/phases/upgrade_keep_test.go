@@ -93,7 +93,8 @@ func (c *settingsCluster) serve(t *testing.T) *httptest.Server {
 // read at the first phase is kept. kubeadm's control-plane phase cannot
 // run here: a stand-in phase of the same UpgradeRunner (the Systemd
 // runtime's workflow runner, which the loopback API server can feed)
-// reports the data it got.
+// reports the data it got. Nothing is printed to the process's standard
+// output (kubeadm's uploadconfig prints its note there).
 func TestKubeadmControlPlaneGetsTheUploadedSettings(t *testing.T) {
 	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
 		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
@@ -157,7 +158,20 @@ func TestKubeadmControlPlaneGetsTheUploadedSettings(t *testing.T) {
 			if tc.settings {
 				d.Upgrade.Plan.Steps = append(d.Upgrade.Plan.Steps, upgrade.Step{Phase: upgrade.PhaseControlPlane, Components: []string{upgrade.ComponentAPIServer}})
 			}
+			// kubeadm's notes go to the run's output, not the process's
+			// standard output (the console, past the report and the log).
+			stdout, err := os.CreateTemp(t.TempDir(), "stdout")
+			if err != nil {
+				t.Fatal(err)
+			}
+			processStdout := os.Stdout
+			defer func() { os.Stdout = processStdout }()
+			os.Stdout = stdout
 			err = kubeadmCluster{}.KubeadmPhase(context.Background(), d, "control-plane")
+			os.Stdout = processStdout
+			if printed, _ := os.ReadFile(stdout.Name()); len(printed) > 0 {
+				t.Errorf("the phase printed to the process's standard output:\n%s", printed)
+			}
 			if len(got) != 2 {
 				t.Fatalf("the stand-in control-plane phase did not run (data seen %d times): %v", len(got), err)
 			}

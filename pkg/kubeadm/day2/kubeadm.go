@@ -94,13 +94,18 @@ func UpgradeConfig(o UpgradeOptions) ([]byte, error) {
 //
 // One UpgradeRunner keeps kubeadm's upgrade command tree between the
 // phases it runs, as kubeadm's whole `upgrade VERB` does: kubeadm's
-// workflow runner builds the upgrade data (the UpgradeConfiguration
-// loaded, the cluster's configuration fetched from the kubeadm-config
-// ConfigMap, a client) at the first phase and every later phase uses it.
-// Forget drops the tree, so the next phase builds the data again; call it
-// after changing what the data was read from (the kubeadm-config
-// ConfigMap). The zero value is not usable: Verb and ConfigPath are
-// required. Not safe for concurrent use (the phases hold stdio.Mu).
+// workflow runner builds the upgrade data at the first phase and every
+// later phase uses it. The data is read from the UpgradeConfiguration
+// file, the kubeadm-config and kubelet-config ConfigMaps, this node's
+// registration (its name from kubelet.conf, its Node, the CRI socket in
+// /var/lib/kubelet/instance-config.yaml), the client's kubeconfig
+// (admin.conf; kubelet.conf on a worker's `upgrade node`) and, for
+// `upgrade node`, whether
+// /etc/kubernetes/manifests/kube-apiserver.yaml exists. Forget drops the
+// tree, so the next phase builds the data again; call it after changing
+// any of these between two phases. The zero value is not usable: Verb
+// and ConfigPath are required. Not safe for concurrent use (the phases
+// hold stdio.Mu).
 type UpgradeRunner struct {
 	// Verb is "apply" or "node".
 	Verb string

@@ -132,7 +132,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	if err != nil || !o.Upload {
 		return changed, lines, err
 	}
-	if err := uploadconfig.UploadConfiguration(cfg, client); err != nil {
+	if err := uploadConfiguration(cfg, client, o.Output); err != nil {
 		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
@@ -157,10 +157,24 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) error {
 	if err != nil {
 		return errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
 	}
-	if err := uploadconfig.UploadConfiguration(Overlay(cluster, spec), client); err != nil {
+	if err := uploadConfiguration(Overlay(cluster, spec), client, nil); err != nil {
 		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return nil
+}
+
+// uploadConfiguration stores cfg in the kubeadm-config ConfigMap with
+// kubeadm's uploadconfig, whose notes (it prints to the process's
+// standard output) go to out (nil: discarded), as fetchCluster's do.
+func uploadConfiguration(cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	stdio.Mu.Lock()
+	defer stdio.Mu.Unlock()
+	return stdio.Capture(func(line string) { fmt.Fprintln(out, line) }, func(io.Writer, io.Writer) error {
+		return uploadconfig.UploadConfiguration(cfg, client)
+	})
 }
 
 // fetchCluster reads the cluster's kubeadm configuration as `kubeadm

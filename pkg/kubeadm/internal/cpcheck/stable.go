@@ -58,6 +58,9 @@ type StableResult struct {
 	// Span is the time from the start of the streak's first check to the
 	// end of the wait (0 without a streak).
 	Span time.Duration
+	// Longest is the longest span of a run of healthy checks in a row
+	// (from the start of its first check to the end of its last).
+	Longest time.Duration
 	// Checks is the number of checks made.
 	Checks int
 	// Took is the whole wait.
@@ -72,8 +75,9 @@ var ErrAborted = errors.New("health wait aborted")
 // A failed check, or one that took s.FirstTry or longer, starts the run
 // again (the latter counts as the first check of the new run). It gives
 // up after s.Timeout or s.Timeout/s.Interval+s.Count checks, whichever
-// comes first, with an error that says how far the last run got and
-// wraps the last failure; when s.Abort returns an error, it ends at once
+// comes first, with an error that says how far the last run of healthy
+// checks got (or the longest, when the last check failed) and wraps the
+// last failure; when s.Abort returns an error, it ends at once
 // with that error wrapped in ErrAborted; when ctx ends, with ctx's
 // error.
 func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
@@ -123,6 +127,9 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 			}
 			res.Streak++
 		}
+		if res.Streak > 0 {
+			res.Longest = max(res.Longest, time.Since(since))
+		}
 		if s.Abort != nil {
 			if err := s.Abort(ctx); err != nil {
 				res.Streak = 0
@@ -139,13 +146,16 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 		}
 	}
 	res = done()
-	if res.Streak > 0 {
+	switch {
+	case res.Streak > 0:
 		run := fmt.Sprintf("%d healthy checks in a row over %s when the wait ended", res.Streak, res.Span.Round(100*time.Millisecond))
 		if last.Error() == "not checked" {
 			last = errors.New(run)
 		} else {
 			last = fmt.Errorf("%s; before them: %w", run, last)
 		}
+	case res.Longest > 0:
+		last = fmt.Errorf("healthy checks in a row spanned %s at most; the last check: %w", res.Longest.Round(100*time.Millisecond), last)
 	}
 	return res, last
 }

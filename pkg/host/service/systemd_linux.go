@@ -84,3 +84,40 @@ func (s *Systemd) Close() {
 		s.conn = nil
 	}
 }
+
+// UnitRun reads unit's ActiveState, ActiveEnterTimestampMonotonic and
+// (a service's) NRestarts over D-Bus (org.freedesktop.systemd1.Unit and
+// .Service properties).
+func (s *Systemd) UnitRun(ctx context.Context, unit string) (UnitRun, error) {
+	c, err := s.connect(ctx)
+	if err != nil {
+		return UnitRun{}, err
+	}
+	var r UnitRun
+	get := func(typ, name string, into any) error {
+		var p *dbus.Property
+		var err error
+		if typ == "" {
+			p, err = c.GetUnitPropertyContext(ctx, unit, name)
+		} else {
+			p, err = c.GetUnitTypePropertyContext(ctx, unit, typ, name)
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s of %s: %w", name, unit, err)
+		}
+		if err := p.Value.Store(into); err != nil {
+			return fmt.Errorf("reading %s of %s: %w", name, unit, err)
+		}
+		return nil
+	}
+	if err := get("", "ActiveState", &r.ActiveState); err != nil {
+		return UnitRun{}, err
+	}
+	if err := get("", "ActiveEnterTimestampMonotonic", &r.ActiveSince); err != nil {
+		return UnitRun{}, err
+	}
+	if err := get("Service", "NRestarts", &r.Restarts); err != nil {
+		return UnitRun{}, err
+	}
+	return r, nil
+}

@@ -25,3 +25,8 @@ func (s *Systemd) Restart(ctx context.Context, unit string) error { return ErrNo
 
 // Close does nothing.
 func (s *Systemd) Close() {}
+
+// UnitRun fails with ErrNoSystemd.
+func (s *Systemd) UnitRun(ctx context.Context, unit string) (UnitRun, error) {
+	return UnitRun{}, ErrNoSystemd
+}

@@ -46,8 +46,9 @@ const (
 	// must span when a component runs as a unit (the Systemd runtime):
 	// 4 s, what three checks 2 s apart spanned before the checks were
 	// 500 ms apart. A unit that fails within it, after it first answered,
-	// is not healthy.
-	DefaultUnitHealthStableFor = 4 * time.Second
+	// is not healthy. The Systemd runtime's upgrade holds each unit it
+	// restarts to the same span (cpcheck.UnitStableFor).
+	DefaultUnitHealthStableFor = cpcheck.UnitStableFor
 	// healthCheckTimeout bounds one check (kubeadm's waiter polls every
 	// 500 ms within it). A check counts as healthy only when the waiter
 	// did not poll again (it returned within the retry interval): one
@@ -176,58 +177,29 @@ func WaitLocalControlPlane(ctx context.Context, h LocalHealth) error {
 			span = h.UnitStableFor
 		}
 	}
-	maxChecks := int(h.Timeout/h.Interval) + h.Stable
-	streak, checks := 0, 0
-	var since time.Time // the first check of the run in a row
-	last := errors.New("not checked")
-	for checks < maxChecks {
-		left := time.Until(deadline)
-		if left <= 0 {
-			break
-		}
-		checks++
-		began := time.Now()
-		err := cpcheck.Check(ctx, client, pods, address, min(left, healthCheckTimeout), nil)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		switch took := time.Since(began); {
-		case err != nil:
-			streak, last = 0, err
-		case took >= kubeadmconstants.KubernetesAPICallRetryInterval:
-			// The waiter tried again (or its first answer was that
-			// slow): healthy now, not since the check began.
-			streak, since = 1, time.Now()
-			last = fmt.Errorf("a component answered kubeadm's health check only after %s (not at the first try)", took.Round(time.Millisecond))
-		default:
-			if streak == 0 {
-				since = began
-			}
-			streak++
-		}
-		if streak >= h.Stable && time.Since(since) >= span {
-			if h.Output != nil {
-				fmt.Fprintf(h.Output, "[control-plane-check] kube-apiserver at %s, kube-controller-manager and kube-scheduler healthy %d times in a row over %s after %s\n", cfg.Host, streak, time.Since(since).Round(100*time.Millisecond), time.Since(start).Round(time.Second))
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(h.Interval):
-		}
+	res, err := cpcheck.WaitStable(ctx, cpcheck.Stable{
+		Check: func(ctx context.Context, timeout time.Duration) error {
+			return cpcheck.Check(ctx, client, pods, address, timeout, nil)
+		},
+		Timeout:      time.Until(deadline), // what WaitStaticPodsCurrent left
+		CheckTimeout: healthCheckTimeout,
+		Count:        h.Stable,
+		For:          span,
+		Interval:     h.Interval,
+		FirstTry:     kubeadmconstants.KubernetesAPICallRetryInterval,
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	if streak > 0 {
-		run := fmt.Sprintf("%d healthy checks in a row over %s when the wait ended", streak, time.Since(since).Round(100*time.Millisecond))
-		if last.Error() == "not checked" {
-			last = errors.New(run)
-		} else {
-			last = fmt.Errorf("%s; before them: %w", run, last)
+	if err == nil {
+		if h.Output != nil {
+			fmt.Fprintf(h.Output, "[control-plane-check] kube-apiserver at %s, kube-controller-manager and kube-scheduler healthy %d times in a row over %s after %s\n", cfg.Host, res.Streak, res.Span.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 		}
+		return nil
 	}
 	return errclass.New(errclass.ControlPlaneUnhealthy,
 		"This node's control plane did not come back after the change: check `crictl ps -a` and the kubelet's log (`journalctl -u kubelet`), or `journalctl -u kube-apiserver -u kube-controller-manager -u kube-scheduler` for the Systemd runtime, then run machineadm upgrade again.",
-		fmt.Errorf("the control plane on this node was not healthy %d times in a row%s within %s (%d checks): %w", h.Stable, spanText(span), h.Timeout, checks, last))
+		fmt.Errorf("the control plane on this node was not healthy %d times in a row%s within %s (%d checks): %w", h.Stable, spanText(span), h.Timeout, res.Checks, err))
 }
 
 // spanText says how long the checks in a row must span ("" no time).

@@ -58,29 +58,43 @@ func (e *SystemdEnv) waitEtcd(ctx context.Context, s *SystemdControlPlane) error
 	}
 	timeout := e.timeout(s.cfg)
 	fmt.Fprintf(e.out(), "[systemd] waiting for etcd at %s (up to %v)\n", u, timeout)
-	client := &http.Client{Timeout: 5 * time.Second}
+	check := etcdCheck(u)
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Errorf("%s answered %s", u, resp.Status)
-			return false, nil
-		}
-		return true, nil
+		last = check(ctx, etcdCheckTimeout)
+		return last == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("etcd is not healthy after %v (journalctl -u etcd): %w (last: %v)", timeout, err, last)
 	}
 	return nil
+}
+
+// etcdCheckTimeout bounds one request to etcd's health endpoint.
+const etcdCheckTimeout = 5 * time.Second
+
+// etcdCheck is one request to etcd's health endpoint at url (kubeadm's
+// startup probe of its etcd pod: /readyz on the metrics listener),
+// bounded by timeout: nil when it answers 200.
+func etcdCheck(url string) func(ctx context.Context, timeout time.Duration) error {
+	client := &http.Client{}
+	return func(ctx context.Context, timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		return nil
+	}
 }
 
 // EtcdMemberAddRetries and EtcdMemberAddInterval are kubeadm's bounds for

@@ -12,12 +12,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	clientset "k8s.io/client-go/kubernetes"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	controlplanephase "k8s.io/kubernetes/cmd/kubeadm/app/phases/controlplane"
 
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/files"
+	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
 )
 
@@ -37,6 +39,10 @@ type SystemdUpgrade struct {
 	// until the component (kubeadm's name: "etcd", "kube-apiserver", ...)
 	// is healthy.
 	Healthy func(ctx context.Context, component string) error
+	// StableFor is how long a restarted unit's health checks must pass in
+	// a row before it counts as healthy. Default cpcheck.UnitStableFor
+	// (4 s), as day2's WaitLocalControlPlane holds units to.
+	StableFor time.Duration
 }
 
 // SystemdUpgradeResult is what the upgrade did, one entry per unit in the
@@ -193,8 +199,9 @@ func (u *SystemdUpgrade) Run(ctx context.Context) (*SystemdUpgradeResult, error)
 // upgrade plan's control-plane sub-phases): a changed one is backed up,
 // rewritten, restarted and checked healthy (etcd's /readyz; kubeadm's
 // waiter on the three components' health endpoints, and the API server's
-// /version at the spec's version); one that is not healthy is rolled back
-// to its backup and the error says so. An unchanged unit is only started,
+// /version at the spec's version), at each check over StableFor and
+// without systemd restarting it meanwhile (healthy); one that is not
+// healthy is rolled back to its backup and the error says so. An unchanged unit is only started,
 // so a rerun after success changes nothing, and a rerun after a kill
 // finishes the unit it was in (its backup kept). etcd with an external
 // etcd does nothing.
@@ -394,31 +401,115 @@ func installedUser(root string, c cpunits.Component) (string, error) {
 	return "", nil
 }
 
-// healthy waits until component is healthy after its restart.
+// unitRunner is the part of a service manager that reads a unit's
+// current run (service.Systemd); with a manager that lacks it, a health
+// wait does not ask systemd whether the unit restarted.
+type unitRunner interface {
+	UnitRun(ctx context.Context, unit string) (service.UnitRun, error)
+}
+
+// unitCheckTimeout bounds one health check of a restarted unit (kubeadm's
+// waiter polls every 500 ms within it; day2's wait uses the same).
+const unitCheckTimeout = 10 * time.Second
+
+// healthy waits until component is healthy after its restart, and stays
+// so: its health checks must pass in a row over u.StableFor (default
+// cpcheck.UnitStableFor, 4 s), one every kubeadm retry interval (500 ms),
+// each at its first try (for the API server, controller manager and
+// scheduler, kubeadm's waiter on the three health endpoints returned
+// within the retry interval; for etcd, one request to its /readyz); a
+// failed check, or one that needed retries, starts the run again. A unit
+// that answers once and then exits, which systemd restarts (Restart=),
+// is thus not healthy. When the service manager can say (service.Systemd:
+// UnitRun), the wait also ends at once, not healthy, when the unit is no
+// longer active, was restarted by systemd or became active again since
+// the wait began. The environment's timeout bounds the wait; then, for
+// the API server, its /version must report the spec's version.
 func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, component string) error {
 	if u.Healthy != nil {
 		return u.Healthy(ctx, component)
 	}
+	env := u.Env
+	timeout := env.timeout(s.cfg)
+	wait := cpcheck.Stable{Timeout: timeout, CheckTimeout: unitCheckTimeout, For: u.stableFor()}
+	var client clientset.Interface
+	what := component
 	if component == kubeadmconstants.Etcd {
-		return u.Env.waitEtcd(ctx, s)
+		url, err := s.etcdProbeURL()
+		if err != nil {
+			return err
+		}
+		what = "etcd at " + url
+		// One request, no retries: every answer is a first try.
+		wait.Check = etcdCheck(url)
+	} else {
+		var err error
+		if client, err = env.localClient(s); err != nil {
+			return err
+		}
+		pods := controlplanephase.GetStaticPodSpecs(&s.cfg.ClusterConfiguration, &s.cfg.LocalAPIEndpoint, nil)
+		podMap := map[string]*v1.Pod{}
+		for _, name := range kubeadmconstants.ControlPlaneComponents {
+			p := pods[name]
+			podMap[name] = &p
+		}
+		address := s.cfg.LocalAPIEndpoint.AdvertiseAddress
+		wait.Check = func(ctx context.Context, timeout time.Duration) error {
+			return cpcheck.Check(ctx, client, podMap, address, timeout, nil)
+		}
+		wait.FirstTry = kubeadmconstants.KubernetesAPICallRetryInterval
+		what = component + " (kubeadm's health checks of kube-apiserver, kube-controller-manager and kube-scheduler)"
 	}
-	client, err := u.Env.localClient(s)
+	unit := component + ".service"
+	wait.Abort = u.restarted(ctx, unit)
+	fmt.Fprintf(env.out(), "[systemd] waiting until %s is healthy at each check over %s (up to %s)\n", what, wait.For, timeout)
+	res, err := cpcheck.WaitStable(ctx, wait)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%s was not healthy at each check over %s within %s (%d checks): %w", component, wait.For, timeout, res.Checks, err)
 	}
-	pods := controlplanephase.GetStaticPodSpecs(&s.cfg.ClusterConfiguration, &s.cfg.LocalAPIEndpoint, nil)
-	podMap := map[string]*v1.Pod{}
-	for _, name := range kubeadmconstants.ControlPlaneComponents {
-		p := pods[name]
-		podMap[name] = &p
-	}
-	if err := cpcheck.Check(ctx, client, podMap, s.cfg.LocalAPIEndpoint.AdvertiseAddress, u.Env.timeout(s.cfg), u.Env.out()); err != nil {
-		return err
-	}
+	fmt.Fprintf(env.out(), "[systemd] %s healthy %d times in a row over %s after %s\n", component, res.Streak, res.Span.Round(100*time.Millisecond), res.Took.Round(100*time.Millisecond))
 	if component != kubeadmconstants.KubeAPIServer {
 		return nil
 	}
-	return waitAPIServerVersion(ctx, client.Discovery().ServerVersion, &s.cfg.ClusterConfiguration, u.Env.timeout(s.cfg))
+	return waitAPIServerVersion(ctx, client.Discovery().ServerVersion, &s.cfg.ClusterConfiguration, timeout)
+}
+
+// stableFor is u.StableFor or its default.
+func (u *SystemdUpgrade) stableFor() time.Duration {
+	if u.StableFor > 0 {
+		return u.StableFor
+	}
+	return cpcheck.UnitStableFor
+}
+
+// restarted is the Abort of a health wait of unit: it reads the unit's
+// run from the service manager now, and then after each check says
+// whether systemd stopped or started it again since (service.UnitRun's
+// Changed). nil when the manager cannot say or the first read fails (the
+// health checks alone decide then); a later read that fails is skipped.
+func (u *SystemdUpgrade) restarted(ctx context.Context, unit string) func(context.Context) error {
+	m, ok := u.Env.Services.(unitRunner)
+	if !ok {
+		return nil
+	}
+	first, err := m.UnitRun(ctx, unit)
+	if err != nil {
+		u.Env.log().Warn("reading the unit's state; the health checks alone decide", "unit", unit, "error", err)
+		return nil
+	}
+	return func(ctx context.Context) error {
+		now, err := m.UnitRun(ctx, unit)
+		if err != nil {
+			return nil
+		}
+		if why := first.Changed(now); why != "" {
+			return fmt.Errorf("%s did not stay up after its restart: %s", unit, why)
+		}
+		return nil
+	}
 }
 
 // waitAPIServerVersion polls the local API server's /version until it

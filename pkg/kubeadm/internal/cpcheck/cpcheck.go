@@ -1,5 +1,7 @@
 // Package cpcheck is one health check of a node's control plane with
-// kubeadm's own waiter, bounded.
+// kubeadm's own waiter, bounded (Check), and the wait until health checks
+// pass in a row over a span (WaitStable) that day2's control-plane wait
+// and the Systemd runtime's unit upgrade share.
 package cpcheck
 
 import (

@@ -1,0 +1,90 @@
+package cpcheck
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWaitStableHealthy: a check that always passes at once ends the wait
+// once the checks in a row span For.
+func TestWaitStableHealthy(t *testing.T) {
+	t.Parallel()
+	res, err := WaitStable(context.Background(), Stable{
+		Check:   func(context.Context, time.Duration) error { return nil },
+		Timeout: time.Minute, Count: 2, For: time.Second, Interval: 100 * time.Millisecond, FirstTry: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Span < time.Second || res.Streak < 2 || res.Checks != res.Streak {
+		t.Errorf("%+v, want a streak of every check over at least 1s", res)
+	}
+}
+
+// TestWaitStableFailsAgain: healthy answers that stop before For (a
+// component that answers and then exits) are not healthy, and the error
+// says how long they lasted.
+func TestWaitStableFailsAgain(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	_, err := WaitStable(context.Background(), Stable{
+		Check: func(context.Context, time.Duration) error {
+			if time.Since(start) < 500*time.Millisecond {
+				return nil
+			}
+			return errors.New("connection refused")
+		},
+		Timeout: 3 * time.Second, For: 2 * time.Second, Interval: 100 * time.Millisecond,
+	})
+	if err == nil || !strings.Contains(err.Error(), "spanned") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v, want the longest run and the last failure", err)
+	}
+}
+
+// TestWaitStableRetriedCheck: a check that takes FirstTry or longer (the
+// waiter had to try again) starts a new run, so Count such checks in a
+// row never pass.
+func TestWaitStableRetriedCheck(t *testing.T) {
+	t.Parallel()
+	res, err := WaitStable(context.Background(), Stable{
+		Check: func(context.Context, time.Duration) error {
+			time.Sleep(60 * time.Millisecond)
+			return nil
+		},
+		Timeout: 2 * time.Second, Count: 2, Interval: 10 * time.Millisecond, FirstTry: 50 * time.Millisecond,
+	})
+	if err == nil || !strings.Contains(err.Error(), "not at the first try") {
+		t.Fatalf("err = %v (%+v), want checks that needed retries not to count", err, res)
+	}
+}
+
+// TestWaitStableAbort: Abort's error ends the wait at the first check,
+// healthy or not.
+func TestWaitStableAbort(t *testing.T) {
+	t.Parallel()
+	res, err := WaitStable(context.Background(), Stable{
+		Check:   func(context.Context, time.Duration) error { return nil },
+		Timeout: time.Minute, For: 30 * time.Second,
+		Abort: func(context.Context) error { return errors.New("restarted") },
+	})
+	if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "restarted") || res.Checks != 1 {
+		t.Fatalf("err = %v after %d checks, want ErrAborted with Abort's error after one", err, res.Checks)
+	}
+}
+
+// TestWaitStableContext: ctx's end ends the wait with ctx's error.
+func TestWaitStableContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err := WaitStable(ctx, Stable{
+		Check:   func(context.Context, time.Duration) error { return errors.New("down") },
+		Timeout: time.Minute,
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}

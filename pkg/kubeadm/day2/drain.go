@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -132,32 +134,82 @@ func (d Drainer) Uncordon(ctx context.Context, node string) error {
 }
 
 // WaitNodeVersion waits, at most timeout, until node reports kubelet
-// version and is Ready; a poll every NodeVersionPoll.
+// version and is Ready. It reads the Node every NodeVersionPoll and, from
+// the first read on, also watches it (a field selector on its name, from
+// the read's resourceVersion), so that it returns as soon as the kubelet
+// reports instead of at the next read; a watch that fails or ends leaves
+// the reads alone, and at most maxNodeWatches are opened. Its error is an
+// *errclass.Error of class KubeletFailed naming the last version seen.
 func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last string
+	done := func(n *corev1.Node) bool {
+		last = n.Status.NodeInfo.KubeletVersion
+		return last == version && ready(n)
+	}
+	var w watch.Interface
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	watches := 0
+	read := time.NewTimer(0)
+	defer read.Stop()
 	for {
-		n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err == nil {
-			last = n.Status.NodeInfo.KubeletVersion
-			if last == version && ready(n) {
-				return nil
-			}
+		var events <-chan watch.Event
+		if w != nil {
+			events = w.ResultChan()
 		}
 		select {
 		case <-ctx.Done():
 			return errclass.New(errclass.KubeletFailed, "The kubelet restarted but does not report the new version: deliver its binary before the upgrade (spec.host.files with a sha256, or the OS's kubelet package), then check `journalctl -u kubelet`.", fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last))
-		case <-time.After(NodeVersionPoll):
+		case e, open := <-events:
+			if !open {
+				w.Stop()
+				w = nil
+				continue
+			}
+			if n, ok := e.Object.(*corev1.Node); ok && n.Name == node && done(n) {
+				return nil
+			}
+		case <-read.C:
+			n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err == nil {
+				if done(n) {
+					return nil
+				}
+				if w == nil && watches < maxNodeWatches {
+					watches++
+					nw, err := c.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{
+						FieldSelector:   fields.OneTermEqualSelector("metadata.name", node).String(),
+						ResourceVersion: n.ResourceVersion,
+					})
+					if err == nil {
+						w = nw
+					}
+				}
+			}
+			read.Reset(nodeVersionPoll)
 		}
 	}
 }
 
-// NodeVersionPoll is WaitNodeVersion's period: a GET of one Node four
-// times a second for the few seconds a kubelet takes to report after its
-// restart (every 2 s added a second on average to every node's upgrade,
-// an eighth of a worker's).
+// NodeVersionPoll is WaitNodeVersion's period between two reads of the
+// Node: four times a second for the few seconds a kubelet takes to report
+// after its restart (every 2 s added a second on average to every node's
+// upgrade, an eighth of a worker's). The watch beside it wakes the wait
+// at once.
 const NodeVersionPoll = 250 * time.Millisecond
+
+// nodeVersionPoll is NodeVersionPoll; tests lengthen it to see the watch
+// alone wake the wait.
+var nodeVersionPoll = NodeVersionPoll
+
+// maxNodeWatches bounds the watches one WaitNodeVersion opens (a watch
+// the API server ends is opened again at the next read).
+const maxNodeWatches = 10
 
 func ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {

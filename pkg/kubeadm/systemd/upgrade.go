@@ -423,8 +423,12 @@ const unitCheckTimeout = 10 * time.Second
 // is thus not healthy. When the service manager can say (service.Systemd:
 // UnitRun), the wait also ends at once, not healthy, when the unit is no
 // longer active, was restarted by systemd or became active again since
-// the wait began. The environment's timeout bounds the wait; then, for
-// the API server, its /version must report the spec's version.
+// the wait began, and a healthy check that was slow (past the retry
+// interval) after one at its first try continues the run: the process
+// stayed, so it is a loaded machine or a slow etcd behind the API
+// server's /livez, not a restart. The environment's timeout bounds the
+// wait; then, for the API server, its /version must report the spec's
+// version.
 func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, component string) error {
 	if u.Healthy != nil {
 		return u.Healthy(ctx, component)
@@ -462,6 +466,9 @@ func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, co
 	}
 	unit := component + ".service"
 	wait.Abort = u.restarted(ctx, unit)
+	// systemd vouches that the process stayed: a slow answer does not
+	// start the run again (cpcheck.Stable.Watched).
+	wait.Watched = wait.Abort != nil
 	fmt.Fprintf(env.out(), "[systemd] waiting until %s is healthy at each check over %s (up to %s)\n", what, wait.For, timeout)
 	res, err := cpcheck.WaitStable(ctx, wait)
 	if err != nil {
@@ -495,7 +502,9 @@ func (u *SystemdUpgrade) restarted(ctx context.Context, unit string) func(contex
 	if !ok {
 		return nil
 	}
-	first, err := m.UnitRun(ctx, unit)
+	rctx, cancel := context.WithTimeout(ctx, cpcheck.AbortTimeout)
+	first, err := m.UnitRun(rctx, unit)
+	cancel()
 	if err != nil {
 		u.Env.log().Warn("reading the unit's state; the health checks alone decide", "unit", unit, "error", err)
 		return nil

@@ -272,3 +272,24 @@ func TestSystemdUpgradeUnitRestartedBySystemd(t *testing.T) {
 		t.Errorf("err = %v, want it to say systemd restarted the unit", err)
 	}
 }
+
+// An API server whose /livez answers healthy but slowly (600 ms, past
+// kubeadm's 500 ms retry interval: a loaded machine, or etcd slow behind
+// the etcd check /livez makes, which waits up to 2 s), while systemd says
+// its process stayed, is healthy and kept. Every slow check used to start
+// the run again, so the wait timed out and the healthy API server was
+// rolled back.
+func TestSystemdUpgradeSlowButHealthyAPIServer(t *testing.T) {
+	t.Parallel()
+	f := newHealthFixture(t, func(c string, _ bool, _ time.Duration) bool {
+		if c == "kube-apiserver" {
+			time.Sleep(600 * time.Millisecond)
+		}
+		return true
+	})
+	f.u.Env.Services = &unitRunsFake{Recorder: f.rec, root: f.root, restarting: "no-such-binary"}
+	r, err := f.replace(t, "kube-apiserver")
+	if err != nil || !r.Changed || r.RolledBack {
+		t.Fatalf("%+v, %v; want the slow but healthy API server kept\n%s", r, err, f.out)
+	}
+}

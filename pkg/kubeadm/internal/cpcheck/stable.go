@@ -47,9 +47,27 @@ type Stable struct {
 	FirstTry time.Duration
 	// Abort, when set, runs after each check; a non-nil error ends the
 	// wait with it at once (the service manager says the unit restarted
-	// since the wait began).
+	// since the wait began). Its ctx ends with the wait's Timeout (and
+	// no later than AbortTimeout after it began); an Abort that cannot
+	// tell by then returns nil.
 	Abort func(ctx context.Context) error
+	// Watched says that Abort watches the checked component's process
+	// (the service manager's record of its run: an exit, a restart or a
+	// new activation ends the wait). A healthy check that took FirstTry
+	// or longer after one healthy at its first try then continues the run
+	// instead of starting it again (the first check of a run is still
+	// held to FirstTry, so a start-up that needed retries is not in it): had
+	// the process exited during it, Abort would have said so, so the slow
+	// answer is a loaded machine or a slow dependency (the API server's
+	// /livez waits up to --etcd-healthcheck-timeout, 2 s, for etcd), and
+	// restarting the run for it would time a healthy component out and
+	// roll it back.
+	Watched bool
 }
+
+// AbortTimeout bounds one Stable.Abort: 5 s, a D-Bus property read that
+// systemd answers in milliseconds when it is not stuck.
+const AbortTimeout = 5 * time.Second
 
 // StableResult is what WaitStable saw.
 type StableResult struct {
@@ -79,7 +97,10 @@ var ErrAborted = errors.New("health wait aborted")
 // checks got (or the longest, when the last check failed) and wraps the
 // last failure; when s.Abort returns an error, it ends at once
 // with that error wrapped in ErrAborted; when ctx ends, with ctx's
-// error.
+// error. Each check runs with a context that ends Grace after its
+// timeout, each Abort with one that ends AbortTimeout after it began or
+// at the wait's end, so one that blocks cannot hold the wait past its
+// bound by more than that.
 func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 	if s.Count <= 0 {
 		s.Count = 1
@@ -110,13 +131,22 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 		}
 		res.Checks++
 		began := time.Now()
-		err := s.Check(ctx, min(left, s.CheckTimeout))
+		timeout := min(left, s.CheckTimeout)
+		// A check ends with its timeout (and Grace) even when it does not
+		// bound itself; the wait's bound holds for it.
+		cctx, cancel := context.WithTimeout(ctx, timeout+Grace)
+		err := s.Check(cctx, timeout)
+		cancel()
 		if ctx.Err() != nil {
 			return done(), ctx.Err()
 		}
 		switch took := time.Since(began); {
 		case err != nil:
 			res.Streak, last = 0, err
+		case s.FirstTry > 0 && took >= s.FirstTry && s.Watched && s.Abort != nil && res.Streak > 0:
+			// The run so far was healthy at the first try and the process
+			// stayed (Abort, below): slow, not down.
+			res.Streak++
 		case s.FirstTry > 0 && took >= s.FirstTry:
 			// Healthy now, not since the check began.
 			res.Streak, since = 1, time.Now()
@@ -131,7 +161,15 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 			res.Longest = max(res.Longest, time.Since(since))
 		}
 		if s.Abort != nil {
-			if err := s.Abort(ctx); err != nil {
+			// Past the wait's end, Abort still has Grace: a check that
+			// ended the run is not let through unasked.
+			actx, cancel := context.WithTimeout(ctx, min(AbortTimeout, max(time.Until(deadline), Grace)))
+			err := s.Abort(actx)
+			cancel()
+			if ctx.Err() != nil {
+				return done(), ctx.Err()
+			}
+			if err != nil {
 				res.Streak = 0
 				return done(), fmt.Errorf("%w: %w", ErrAborted, err)
 			}

@@ -88,3 +88,67 @@ func TestWaitStableContext(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestWaitStableBounded: a check or an Abort that blocks until its
+// context ends (a stuck systemd on D-Bus, a check that ignores its
+// timeout) cannot hold the wait past its Timeout by more than Grace or
+// AbortTimeout. The wait used to pass them the caller's context, which
+// has no deadline, and waited for ever.
+func TestWaitStableBounded(t *testing.T) {
+	t.Parallel()
+	block := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	for name, s := range map[string]Stable{
+		"check": {Check: func(ctx context.Context, _ time.Duration) error { return block(ctx) }},
+		"abort": {Check: func(context.Context, time.Duration) error { return nil }, Abort: block},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s.Timeout, s.For, s.Interval = time.Second, time.Minute, 100*time.Millisecond
+			ended := make(chan error, 1)
+			go func() {
+				_, err := WaitStable(context.Background(), s)
+				ended <- err
+			}()
+			select {
+			case err := <-ended:
+				if err == nil {
+					t.Error("healthy, want an error: the checks never spanned a minute")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the wait with a 1 s timeout did not end within 30 s")
+			}
+		})
+	}
+}
+
+// TestWaitStableWatchedSlow: when Abort watches the process (Watched), a
+// healthy check that took FirstTry or longer continues a run begun by one
+// at its first try, and a run cannot begin with a slow check's start.
+func TestWaitStableWatchedSlow(t *testing.T) {
+	t.Parallel()
+	n := 0
+	res, err := WaitStable(context.Background(), Stable{
+		Check: func(context.Context, time.Duration) error {
+			n++
+			if n == 1 {
+				return errors.New("connection refused")
+			}
+			time.Sleep(60 * time.Millisecond)
+			return nil
+		},
+		Timeout: time.Minute, Count: 3, Interval: 10 * time.Millisecond, FirstTry: 50 * time.Millisecond,
+		Watched: true, Abort: func(context.Context) error { return nil },
+	})
+	if err != nil || res.Streak < 3 {
+		t.Fatalf("%+v, %v; want slow healthy checks of a watched process to count", res, err)
+	}
+	// Without Watched, the old rule: slow checks never count.
+	_, err = WaitStable(context.Background(), Stable{
+		Check:   func(context.Context, time.Duration) error { time.Sleep(60 * time.Millisecond); return nil },
+		Timeout: time.Second, Count: 3, Interval: 10 * time.Millisecond, FirstTry: 50 * time.Millisecond,
+		Abort: func(context.Context) error { return nil },
+	})
+	if err == nil || !strings.Contains(err.Error(), "not at the first try") {
+		t.Fatalf("err = %v, want slow checks not to count without Watched", err)
+	}
+}

@@ -81,6 +81,8 @@ type StableResult struct {
 	Longest time.Duration
 	// Checks is the number of checks made.
 	Checks int
+	// Slow is the number of healthy checks that took FirstTry or longer.
+	Slow int
 	// Took is the whole wait.
 	Took time.Duration
 }
@@ -94,8 +96,9 @@ var ErrAborted = errors.New("health wait aborted")
 // again (the latter counts as the first check of the new run). It gives
 // up after s.Timeout or s.Timeout/s.Interval+s.Count checks, whichever
 // comes first, with an error that says how far the last run of healthy
-// checks got (or the longest, when the last check failed) and wraps the
-// last failure; when s.Abort returns an error, it ends at once
+// checks got (or the longest, when the last check failed), how many
+// healthy checks were slow (StableResult.Slow), and wraps the last
+// failure; when s.Abort returns an error, it ends at once
 // with that error wrapped in ErrAborted; when ctx ends, with ctx's
 // error. Each check runs with a context that ends Grace after its
 // timeout, each Abort with one that ends AbortTimeout after it began or
@@ -140,7 +143,11 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 		if ctx.Err() != nil {
 			return done(), ctx.Err()
 		}
-		switch took := time.Since(began); {
+		took := time.Since(began)
+		if err == nil && s.FirstTry > 0 && took >= s.FirstTry {
+			res.Slow++
+		}
+		switch {
 		case err != nil:
 			res.Streak, last = 0, err
 		case s.FirstTry > 0 && took >= s.FirstTry && s.Watched && s.Abort != nil && res.Streak > 0:
@@ -194,6 +201,10 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 		}
 	case res.Longest > 0:
 		last = fmt.Errorf("healthy checks in a row spanned %s at most; the last check: %w", res.Longest.Round(100*time.Millisecond), last)
+	}
+	if res.Slow > 0 {
+		// Else hidden behind the last check's error.
+		last = fmt.Errorf("%d of %d checks were healthy only after %s or longer (a component that was down first, or a slow machine); %w", res.Slow, res.Checks, s.FirstTry, last)
 	}
 	return res, last
 }

@@ -148,7 +148,7 @@ func TestWaitStableWatchedSlow(t *testing.T) {
 		Timeout: time.Second, Count: 3, Interval: 10 * time.Millisecond, FirstTry: 50 * time.Millisecond,
 		Abort: func(context.Context) error { return nil },
 	})
-	if err == nil || !strings.Contains(err.Error(), "not at the first try") {
-		t.Fatalf("err = %v, want slow checks not to count without Watched", err)
+	if err == nil || !strings.Contains(err.Error(), "not at the first try") || !strings.Contains(err.Error(), "were healthy only after 50ms or longer") {
+		t.Fatalf("err = %v, want slow checks not to count without Watched, and the error to count them", err)
 	}
 }

@@ -139,11 +139,17 @@ func (d Drainer) Uncordon(ctx context.Context, node string) error {
 // the read's resourceVersion), so that it returns as soon as the kubelet
 // reports instead of at the next read; a watch that fails or ends leaves
 // the reads alone, and at most maxNodeWatches are opened. Its error is an
-// *errclass.Error of class KubeletFailed naming the last version seen.
-func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// *errclass.Error of class KubeletFailed naming the last version seen and,
+// when the last read of the Node failed, that read's error (a credential
+// the API server refuses is not a kubelet that does not report: the hint
+// says so when no read worked); when
+// ctx ends first, ctx's error.
+func WaitNodeVersion(parent context.Context, c kubernetes.Interface, node, version string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	var last string
+	var readErr error // the last read's error, nil after a read that worked
+	readOK := false   // a read worked
 	done := func(n *corev1.Node) bool {
 		last = n.Status.NodeInfo.KubeletVersion
 		return last == version && ready(n)
@@ -164,7 +170,19 @@ func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version 
 		}
 		select {
 		case <-ctx.Done():
-			return errclass.New(errclass.KubeletFailed, "The kubelet restarted but does not report the new version: deliver its binary before the upgrade (spec.host.files with a sha256, or the OS's kubelet package), then check `journalctl -u kubelet`.", fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last))
+			if parent.Err() != nil {
+				// Cancelled (a signal), not timed out: not the kubelet's fault.
+				return parent.Err()
+			}
+			hint := "The kubelet restarted but does not report the new version: deliver its binary before the upgrade (spec.host.files with a sha256, or the OS's kubelet package), then check `journalctl -u kubelet`."
+			err := fmt.Errorf("Node %s did not report kubelet %s and Ready within %s (last seen: %q)", node, version, timeout, last)
+			if readErr != nil {
+				err = fmt.Errorf("%w; the last read failed: %w", err, readErr)
+				if !readOK {
+					hint = "machineadm could not read the Node with the kubelet's credential: check /etc/kubernetes/kubelet.conf and the API server, then run machineadm upgrade again."
+				}
+			}
+			return errclass.New(errclass.KubeletFailed, hint, err)
 		case e, open := <-events:
 			if !open {
 				w.Stop()
@@ -176,6 +194,10 @@ func WaitNodeVersion(ctx context.Context, c kubernetes.Interface, node, version 
 			}
 		case <-read.C:
 			n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if ctx.Err() == nil {
+				readErr = err
+			}
+			readOK = readOK || err == nil
 			if err == nil {
 				if done(n) {
 					return nil

@@ -3,6 +3,8 @@
 package day2
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,22 @@ func TestWaitNodeVersionWatchesTheNode(t *testing.T) {
 	err = WaitNodeVersion(ctx, c, "w3", "v1.37.2", 3*time.Second)
 	if c, _ := errclass.Of(err); c != errclass.KubeletFailed || !strings.Contains(err.Error(), `"v1.36.3"`) {
 		t.Fatalf("w3 never reported v1.37.2: want KubeletFailed naming v1.36.3, got %v", err)
+	}
+
+	// A Node the reads cannot get (here: none of that name; a refused
+	// credential alike): the error gives the read's failure, which the
+	// wait used to drop, leaving "last seen: """ and a hint about the
+	// kubelet's binary.
+	err = WaitNodeVersion(ctx, c, "w9", "v1.37.2", 2*time.Second)
+	if c, _ := errclass.Of(err); c != errclass.KubeletFailed || !strings.Contains(err.Error(), `the last read failed: nodes "w9" not found`) {
+		t.Fatalf("w9 does not exist: want KubeletFailed with the read's error, got %v", err)
+	}
+
+	// A cancelled run (a signal) ends the wait with ctx's error, not
+	// KubeletFailed once the timeout is over.
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(500*time.Millisecond, cancel)
+	if err := WaitNodeVersion(cctx, c, "w3", "v1.37.2", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: want context.Canceled, got %v", err)
 	}
 }

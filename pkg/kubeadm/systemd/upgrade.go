@@ -496,7 +496,8 @@ func (u *SystemdUpgrade) stableFor() time.Duration {
 // run from the service manager now, and then after each check says
 // whether systemd stopped or started it again since (service.UnitRun's
 // Changed). nil when the manager cannot say or the first read fails (the
-// health checks alone decide then); a later read that fails is skipped.
+// health checks alone decide then); a later read that fails says
+// cpcheck.ErrUnknown: the wait goes on, without counting a slow check.
 func (u *SystemdUpgrade) restarted(ctx context.Context, unit string) func(context.Context) error {
 	m, ok := u.Env.Services.(unitRunner)
 	if !ok {
@@ -512,7 +513,7 @@ func (u *SystemdUpgrade) restarted(ctx context.Context, unit string) func(contex
 	return func(ctx context.Context) error {
 		now, err := m.UnitRun(ctx, unit)
 		if err != nil {
-			return nil
+			return fmt.Errorf("%w: reading %s from systemd: %w", cpcheck.ErrUnknown, unit, err)
 		}
 		if why := first.Changed(now); why != "" {
 			return fmt.Errorf("%s did not stay up after its restart: %s", unit, why)

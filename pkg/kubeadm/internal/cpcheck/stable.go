@@ -49,7 +49,8 @@ type Stable struct {
 	// wait with it at once (the service manager says the unit restarted
 	// since the wait began). Its ctx ends with the wait's Timeout (and
 	// no later than AbortTimeout after it began); an Abort that cannot
-	// tell by then returns nil.
+	// tell returns ErrUnknown (or an error that wraps it): the wait goes
+	// on, but does not take the check as vouched for (Watched).
 	Abort func(ctx context.Context) error
 	// Watched says that Abort watches the checked component's process
 	// (the service manager's record of its run: an exit, a restart or a
@@ -86,6 +87,10 @@ type StableResult struct {
 	// Took is the whole wait.
 	Took time.Duration
 }
+
+// ErrUnknown is what a Stable.Abort returns (wrapped) when it cannot tell
+// whether the component stayed up: a failed read of the service manager.
+var ErrUnknown = errors.New("cannot tell whether the component stayed up")
 
 // ErrAborted wraps the error of Stable.Abort that ended a wait.
 var ErrAborted = errors.New("health wait aborted")
@@ -147,6 +152,7 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 		if err == nil && s.FirstTry > 0 && took >= s.FirstTry {
 			res.Slow++
 		}
+		vouch := false // a slow check continues the run if Abort vouches
 		switch {
 		case err != nil:
 			res.Streak, last = 0, err
@@ -154,6 +160,7 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 			// The run so far was healthy at the first try and the process
 			// stayed (Abort, below): slow, not down.
 			res.Streak++
+			vouch = true
 		case s.FirstTry > 0 && took >= s.FirstTry:
 			// Healthy now, not since the check began.
 			res.Streak, since = 1, time.Now()
@@ -176,7 +183,15 @@ func WaitStable(ctx context.Context, s Stable) (StableResult, error) {
 			if ctx.Err() != nil {
 				return done(), ctx.Err()
 			}
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrUnknown):
+				if vouch {
+					// Not vouched for: healthy now, not since the check
+					// began, as without Watched.
+					res.Streak, since = 1, time.Now()
+					last = fmt.Errorf("a component answered the health check only after %s (not at the first try), and %w", took.Round(time.Millisecond), err)
+				}
+			case err != nil:
 				res.Streak = 0
 				return done(), fmt.Errorf("%w: %w", ErrAborted, err)
 			}

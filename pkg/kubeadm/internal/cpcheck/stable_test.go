@@ -3,6 +3,7 @@ package cpcheck
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,23 @@ func TestWaitStableWatchedSlow(t *testing.T) {
 	})
 	if err != nil || res.Streak < 3 {
 		t.Fatalf("%+v, %v; want slow healthy checks of a watched process to count", res, err)
+	}
+	// Watched, but the service manager cannot tell (a failed read): a
+	// slow check is not vouched for.
+	n = 0
+	_, err = WaitStable(context.Background(), Stable{
+		Check: func(context.Context, time.Duration) error {
+			n++
+			if n > 1 {
+				time.Sleep(60 * time.Millisecond)
+			}
+			return nil
+		},
+		Timeout: time.Second, Count: 3, Interval: 10 * time.Millisecond, FirstTry: 50 * time.Millisecond,
+		Watched: true, Abort: func(context.Context) error { return fmt.Errorf("%w: D-Bus timeout", ErrUnknown) },
+	})
+	if err == nil || errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "D-Bus timeout") {
+		t.Fatalf("err = %v, want slow checks not vouched for when Abort cannot tell, and no abort", err)
 	}
 	// Without Watched, the old rule: slow checks never count.
 	_, err = WaitStable(context.Background(), Stable{

@@ -142,8 +142,7 @@ func (d Drainer) Uncordon(ctx context.Context, node string) error {
 // *errclass.Error of class KubeletFailed naming the last version seen and,
 // when the last read of the Node failed, that read's error (a credential
 // the API server refuses is not a kubelet that does not report: the hint
-// says so when no read worked); when
-// ctx ends first, ctx's error.
+// says so when no read worked); when ctx ends first, ctx's error.
 func WaitNodeVersion(parent context.Context, c kubernetes.Interface, node, version string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()

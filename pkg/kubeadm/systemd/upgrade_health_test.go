@@ -288,6 +288,9 @@ func TestSystemdUpgradeSlowButHealthyAPIServer(t *testing.T) {
 		return true
 	})
 	f.u.Env.Services = &unitRunsFake{Recorder: f.rec, root: f.root, restarting: "no-such-binary"}
+	// Room for a loaded machine: the run takes about 5 s of checks 1.1 s
+	// apart.
+	f.u.Env.Timeout = 20 * time.Second
 	r, err := f.replace(t, "kube-apiserver")
 	if err != nil || !r.Changed || r.RolledBack {
 		t.Fatalf("%+v, %v; want the slow but healthy API server kept\n%s", r, err, f.out)

@@ -45,8 +45,7 @@ from the spec, as it has no kube-apiserver mirror pod), control-plane
 (changed component settings, one component at a time: manifest regenerated
 by kubeadm or unit rewritten, backed up, healthy before the next, rolled
 back when not; a restarted unit is healthy once its health checks pass in
-a row, each at its first try, over 4 s, and systemd did not restart it
-meanwhile), kubelet (restarted on its new binary or configuration;
+a row over 4 s and systemd did not restart it meanwhile), kubelet (restarted on its new binary or configuration;
 waits until the Node reports the new version and, on a control plane,
 until its API server, controller manager and scheduler pass kubeadm's
 health checks several times in a row, at most 5 minutes), static-pods, certs-renew (control planes: kubeadm's certificates

@@ -33,6 +33,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/machineadm/machineadm/internal/testassets"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	"github.com/machineadm/machineadm/pkg/capi/leakcheck"
 	"github.com/machineadm/machineadm/pkg/render"
@@ -58,29 +59,11 @@ var (
 
 const agentSHA = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-func assetsDir() string {
-	for _, d := range []string{os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(cacheDir(), "bin")} {
-		if d == "" {
-			continue
-		}
-		if isExec(filepath.Join(d, "kube-apiserver")) && isExec(filepath.Join(d, "etcd")) {
-			return d
-		}
-	}
-	return ""
-}
+// assetsDir is where kube-apiserver and etcd are (testassets.Dir).
+func assetsDir() string { return testassets.Dir() }
 
-func cacheDir() string {
-	if d := os.Getenv("MACHINEADM_E2E_CACHE"); d != "" {
-		return d
-	}
-	return "/var/cache/machineadm-e2e"
-}
-
-func isExec(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
+// cacheDir is the e2e cache (testassets.CacheDir).
+func cacheDir() string { return testassets.CacheDir() }
 
 func TestMain(m *testing.M) {
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme} {

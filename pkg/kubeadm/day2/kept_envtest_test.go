@@ -35,6 +35,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/machineadm/machineadm/internal/testassets"
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
@@ -47,27 +48,9 @@ import (
 
 const kubeadmConfigPath = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config"
 
-// envtestAssets is the directory with kube-apiserver and etcd, or "".
-func envtestAssets() string {
-	cache := os.Getenv("MACHINEADM_E2E_CACHE")
-	if cache == "" {
-		cache = "/var/cache/machineadm-e2e"
-	}
-	for _, d := range []string{os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(cache, "bin")} {
-		if d == "" {
-			continue
-		}
-		if isExecutable(filepath.Join(d, "kube-apiserver")) && isExecutable(filepath.Join(d, "etcd")) {
-			return d
-		}
-	}
-	return ""
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
+// envtestAssets is the directory with kube-apiserver and etcd, or ""
+// (testassets.Dir).
+func envtestAssets() string { return testassets.Dir() }
 
 // startAPIServer starts kube-apiserver and etcd on loopback for t (stopped
 // at its end) and returns their admin configuration; it skips t without

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
+	"github.com/machineadm/machineadm/internal/testassets"
 	bootstrapv1 "github.com/machineadm/machineadm/pkg/capi/api/v1alpha1"
 	cpv1 "github.com/machineadm/machineadm/pkg/capi/controlplane/api/v1alpha1"
 )
@@ -51,26 +51,8 @@ var (
 // it keeps a deleted Machine until the test lets it go.
 const coreFinalizer = "test.machineadm.io/plays-machine-controller"
 
-func assetsDir() string {
-	cache := os.Getenv("MACHINEADM_E2E_CACHE")
-	if cache == "" {
-		cache = "/var/cache/machineadm-e2e"
-	}
-	for _, d := range []string{os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(cache, "bin")} {
-		if d == "" {
-			continue
-		}
-		if isExec(filepath.Join(d, "kube-apiserver")) && isExec(filepath.Join(d, "etcd")) {
-			return d
-		}
-	}
-	return ""
-}
-
-func isExec(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
+// assetsDir is where kube-apiserver and etcd are (testassets.Dir).
+func assetsDir() string { return testassets.Dir() }
 
 func TestMain(m *testing.M) {
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme, cpv1.AddToScheme} {

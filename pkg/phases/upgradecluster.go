@@ -157,10 +157,6 @@ func kubeletPhaseWaitsWhole(d *Data) bool {
 var kubeadmUpgrade = runKubeadmUpgrade
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
-	path, err := upgradeConfig(d)
-	if err != nil {
-		return err
-	}
 	class := errclass.ControlPlaneUnhealthy
 	var all []string
 	for _, k := range KubeadmUpgradePhases(verb) {
@@ -171,9 +167,14 @@ func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 	}
 	// One runner for the run's phases: kubeadm's upgrade data (the
 	// cluster's configuration, a client) is built at the first and kept,
-	// as kubeadm's whole `upgrade VERB` keeps it.
+	// as kubeadm's whole `upgrade VERB` keeps it. The UpgradeConfiguration
+	// comes from the spec alone, so it is written once, with the runner.
 	r := d.Upgrade.kubeadm
-	if r == nil || r.Verb != verb || r.ConfigPath != path {
+	if r == nil || r.Verb != verb {
+		path, err := upgradeConfig(d)
+		if err != nil {
+			return err
+		}
 		r = &day2.UpgradeRunner{Verb: verb, ConfigPath: path, Output: d.KubeadmOutput, All: all}
 		if systemdRuntime(d.Config) {
 			// No mirror pod to read the local endpoint from: the spec's.

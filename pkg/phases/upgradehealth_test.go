@@ -2,7 +2,6 @@ package phases
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/machineadm/machineadm/internal/testkubeconfig"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/service"
@@ -184,19 +184,7 @@ func restartKubeletData(t *testing.T, srv *httptest.Server, cm, sched string) *D
 	root := t.TempDir()
 	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q, certificate-authority-data: %q}
-users:
-- name: u
-  user: {token: "test"}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, srv.URL, base64.StdEncoding.EncodeToString(ca))
+	kc := string(testkubeconfig.Token(srv.URL, ca))
 	write := func(p string, data []byte) {
 		hp := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {

@@ -3,7 +3,6 @@ package day2
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/machineadm/machineadm/internal/testkubeconfig"
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
@@ -84,19 +84,7 @@ func controlPlaneFixture(t *testing.T, healthy func(time.Duration) bool, schedPo
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	dir := t.TempDir()
 	admin := filepath.Join(dir, "admin.conf")
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://192.0.2.1:6443", certificate-authority-data: %q}
-users:
-- name: u
-  user: {token: "test"}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, base64.StdEncoding.EncodeToString(ca))
+	kc := string(testkubeconfig.Token("https://192.0.2.1:6443", ca))
 	if err := os.WriteFile(admin, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package day2
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+
+	"github.com/machineadm/machineadm/internal/testkubeconfig"
 )
 
 // fakeCluster stands in for a cluster's API server (none runs in unit
@@ -82,9 +82,8 @@ func adminKubeconfig(t *testing.T, dir string, srv *httptest.Server) string {
 	t.Helper()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	p := filepath.Join(dir, "admin.conf")
-	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: %q, certificate-authority-data: %q}\nusers:\n- name: u\n  user: {token: test}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
-		srv.URL, base64.StdEncoding.EncodeToString(ca))
-	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+	kc := testkubeconfig.Token(srv.URL, ca)
+	if err := os.WriteFile(p, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -2,7 +2,6 @@ package systemd
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -18,6 +17,7 @@ import (
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
+	"github.com/machineadm/machineadm/internal/testkubeconfig"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/cpcheck"
@@ -113,19 +113,7 @@ func newHealthFixture(t *testing.T, healthy func(component string, new bool, d t
 	t.Cleanup(etcd.Close)
 
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: "https://192.0.2.1:6443", certificate-authority-data: %q}
-users:
-- name: u
-  user: {token: "test"}
-contexts:
-- name: x
-  context: {cluster: c, user: u}
-current-context: x
-`, base64.StdEncoding.EncodeToString(ca))
+	kc := string(testkubeconfig.Token("https://192.0.2.1:6443", ca))
 	if err := os.WriteFile(filepath.Join(kubeconfigs, "admin.conf"), []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}

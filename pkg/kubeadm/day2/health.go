@@ -49,12 +49,12 @@ const (
 	// is not healthy. The Systemd runtime's upgrade holds each unit it
 	// restarts to the same span (cpcheck.UnitStableFor).
 	DefaultUnitHealthStableFor = cpcheck.UnitStableFor
-	// healthCheckTimeout bounds one check (kubeadm's waiter polls every
-	// 500 ms within it). A check counts as healthy only when the waiter
-	// did not poll again (it returned within the retry interval): one
-	// that found a component healthy only after retrying saw it down
-	// first, and starts a new run of checks in a row.
-	healthCheckTimeout = 10 * time.Second
+	// healthCheckTimeout bounds one check (cpcheck.CheckTimeout). A check
+	// counts as healthy only when the waiter did not poll again (it
+	// returned within the retry interval): one that found a component
+	// healthy only after retrying saw it down first, and starts a new run
+	// of checks in a row.
+	healthCheckTimeout = cpcheck.CheckTimeout
 )
 
 // LocalHealth is the wait, after the kubelet restarted or a control-plane

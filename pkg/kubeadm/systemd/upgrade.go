@@ -408,10 +408,6 @@ type unitRunner interface {
 	UnitRun(ctx context.Context, unit string) (service.UnitRun, error)
 }
 
-// unitCheckTimeout bounds one health check of a restarted unit (kubeadm's
-// waiter polls every 500 ms within it; day2's wait uses the same).
-const unitCheckTimeout = 10 * time.Second
-
 // healthy waits until component is healthy after its restart, and stays
 // so: its health checks must pass in a row over u.StableFor (default
 // cpcheck.UnitStableFor, 4 s), one every kubeadm retry interval (500 ms),
@@ -435,7 +431,7 @@ func (u *SystemdUpgrade) healthy(ctx context.Context, s *SystemdControlPlane, co
 	}
 	env := u.Env
 	timeout := env.timeout(s.cfg)
-	wait := cpcheck.Stable{Timeout: timeout, CheckTimeout: unitCheckTimeout, For: u.stableFor()}
+	wait := cpcheck.Stable{Timeout: timeout, CheckTimeout: cpcheck.CheckTimeout, For: u.stableFor()}
 	var client clientset.Interface
 	what := component
 	if component == kubeadmconstants.Etcd {

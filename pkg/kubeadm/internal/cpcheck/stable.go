@@ -17,6 +17,13 @@ import (
 // would pass a single check.
 const UnitStableFor = 4 * time.Second
 
+// CheckTimeout bounds one health check of the waits after a
+// control-plane component changed (day2's WaitLocalControlPlane, the
+// Systemd runtime's unit restart): 10 s, within which kubeadm's waiter
+// polls every KubernetesAPICallRetryInterval. A check counts only when it
+// answered at the waiter's first try (Stable.FirstTry).
+const CheckTimeout = 10 * time.Second
+
 // Stable is a wait until a health check passes several times in a row,
 // each time at its first try, over at least a given span (WaitStable).
 // One healthy answer may come from a component that is about to fail

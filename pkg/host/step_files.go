@@ -67,7 +67,8 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 	if err := withheld(env, fp+".content", f.Path); err != nil {
 		return fileEntry{}, err
 	}
-	if _, err := files.Resolve(env.root(), f.Path); err != nil {
+	hp, err := files.Resolve(env.root(), f.Path)
+	if err != nil {
 		return fileEntry{}, hostErr(hintWrite, "%s.path: %w", fp, err)
 	}
 	mode, err := strconv.ParseUint(f.Mode, 8, 32)
@@ -83,7 +84,9 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 	if f.Source != nil {
 		// Staged on disk, not held in memory: a source may be a binary
 		// of a hundred MB (the kubelet), and the plan lives for the run.
-		blob, err = files.Fetch(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256)
+		// Staged beside its destination where it can be (FetchFor), it
+		// is linked into place rather than copied there.
+		blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, hp)
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
 			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))

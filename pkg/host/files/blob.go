@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -16,37 +17,75 @@ const InlineMax = 1 << 20
 // copyBuf is the size of the pieces large content is read in.
 const copyBuf = 256 << 10
 
-// Blob is verified content staged on disk rather than held in memory: a
-// temporary file (in os.TempDir, that is $TMPDIR or /tmp), removed from
-// its directory as soon as it is made where the OS allows it (so nothing
-// is left behind, even after a crash), otherwise at Close. Fetch makes
-// one. A Blob is read from any number of times; Close frees it.
+// Blob is verified content staged on disk rather than held in memory.
+// Fetch makes one. A Blob is read from any number of times; Close frees
+// it.
+//
+// Where it is staged: FetchFor stages it, on Linux, as a file with no
+// name (O_TMPFILE) in the directory of the host file it is for, so that
+// writing it there links it into place instead of copying it (install).
+// Otherwise (Fetch, other systems, a directory that is missing or whose
+// file system has no O_TMPFILE) it is a temporary file in os.TempDir, that
+// is $TMPDIR or /tmp, removed from its directory as soon as it is made
+// where the OS allows it, otherwise at Close. Either way nothing is left
+// behind, even after a crash.
 type Blob struct {
 	f    *os.File
 	size int64
+	// sum is the content's SHA-256, which Fetch checked.
+	sum  []byte
 	name string // still to remove at Close ("" once removed)
-	src  *source
+	// dir is the directory f was staged in, unnamed (openUnnamed); ""
+	// when f is in os.TempDir.
+	dir string
+	// installed is the host path install linked f to ("" not yet): from
+	// then on f is that file, and a read checks it is still the content.
+	installed string
+	src       *source
 }
 
-// newBlob creates an empty Blob to write into.
-func newBlob() (*Blob, error) {
+// newBlob creates an empty Blob to write into: unnamed in dir when dir is
+// not "" and that works, else in os.TempDir. where names the directory
+// used, for errors.
+func newBlob(dir string) (b *Blob, where string, err error) {
+	if dir != "" {
+		if f, err := openUnnamed(dir); err == nil {
+			return &Blob{f: f, dir: dir}, dir, nil
+		}
+	}
 	f, err := os.CreateTemp("", "machineadm-content-*")
 	if err != nil {
-		return nil, err
+		return nil, os.TempDir(), err
 	}
-	b := &Blob{f: f, name: f.Name()}
+	b = &Blob{f: f, name: f.Name()}
 	if os.Remove(f.Name()) == nil {
 		b.name = ""
 	}
-	return b, nil
+	return b, os.TempDir(), nil
 }
 
 // Size is the content's length in bytes.
 func (b *Blob) Size() int64 { return b.size }
 
 // Reader reads the content from its start; readers must not overlap in
-// time (they share the file's offset).
+// time (they share the file's offset). Once the Blob was linked into place
+// (install) its file is the host file there, which something else may
+// have written to since: Reader then reads it whole first and refuses it
+// (an error wrapping ErrDigestMismatch) unless it still has the SHA-256
+// Fetch checked.
 func (b *Blob) Reader() (io.Reader, error) {
+	if b.installed != "" {
+		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, b.f, make([]byte, copyBuf)); err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(h.Sum(nil), b.sum) {
+			return nil, fmt.Errorf("%w: the content written to %s was changed there since", ErrDigestMismatch, b.installed)
+		}
+	}
 	if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
@@ -84,6 +123,8 @@ func readExamined(hostPath string, fi os.FileInfo) ([]byte, error) {
 type source struct {
 	size int64
 	open func() (io.ReadCloser, error)
+	// blob is the Blob this is the content of, if any (for install).
+	blob *Blob
 }
 
 // fileSource reads the host file hostPath that fi (os.Lstat) described.
@@ -115,7 +156,7 @@ func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
 // comparison of a Blob with itself reads nothing).
 func (b *Blob) source() *source {
 	if b.src == nil {
-		b.src = &source{size: b.size, open: func() (io.ReadCloser, error) {
+		b.src = &source{size: b.size, blob: b, open: func() (io.ReadCloser, error) {
 			r, err := b.Reader()
 			return io.NopCloser(r), err
 		}}

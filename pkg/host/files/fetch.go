@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -41,6 +42,21 @@ var ErrDigestMismatch = errors.New("sha256 mismatch")
 // appears in an error. client may be nil (a client with a 60s timeout is
 // used).
 func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 string) (*Blob, error) {
+	return FetchFor(ctx, client, root, rawURL, wantSHA256, "")
+}
+
+// FetchFor is Fetch of content meant for the host file hostPath (a path
+// Resolve returned; "" for none): on Linux the Blob is staged unnamed in
+// hostPath's directory when it exists and its file system allows it, so
+// that Apply links it into place rather than copying it there, and its
+// write-back to disk starts at once. Staging there touches nothing
+// visible: the file has no name until Apply, and a failed check (a digest
+// mismatch) or a crash frees it. Otherwise it is Fetch's temporary file.
+func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256, hostPath string) (*Blob, error) {
+	dir := ""
+	if hostPath != "" {
+		dir = filepath.Dir(hostPath)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -49,9 +65,9 @@ func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 st
 	var sum []byte
 	switch u.Scheme {
 	case "file":
-		b, sum, err = readLocal(root, u.Path)
+		b, sum, err = readLocal(root, u.Path, dir)
 	case "http", "https":
-		b, sum, err = fetchHTTP(ctx, client, rawURL)
+		b, sum, err = fetchHTTP(ctx, client, rawURL, dir)
 	default:
 		err = fmt.Errorf("%w: unsupported URL scheme %q", ErrUnavailable, u.Scheme)
 	}
@@ -62,10 +78,14 @@ func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 st
 		b.Close()
 		return nil, fmt.Errorf("%w: %s has sha256 %s, the spec expects %s", ErrDigestMismatch, redactURL(u), got, wantSHA256)
 	}
+	b.sum = sum
+	if b.dir != "" {
+		startWriteback(b.f)
+	}
 	return b, nil
 }
 
-func readLocal(root, p string) (*Blob, []byte, error) {
+func readLocal(root, p, dir string) (*Blob, []byte, error) {
 	hp, err := Resolve(root, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -75,16 +95,16 @@ func readLocal(root, p string) (*Blob, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	return stage(f)
+	return stage(f, dir)
 }
 
-func fetchHTTP(ctx context.Context, client *http.Client, rawURL string) (*Blob, []byte, error) {
+func fetchHTTP(ctx context.Context, client *http.Client, rawURL, dir string) (*Blob, []byte, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
 	var last error
 	for attempt := 1; attempt <= fetchAttempts; attempt++ {
-		b, sum, retry, err := fetchOnce(ctx, client, rawURL)
+		b, sum, retry, err := fetchOnce(ctx, client, rawURL, dir)
 		if err == nil {
 			return b, sum, nil
 		}
@@ -103,7 +123,7 @@ func fetchHTTP(ctx context.Context, client *http.Client, rawURL string) (*Blob, 
 
 // fetchOnce does one GET; retry says whether another attempt may help
 // (network errors and 5xx/429 answers).
-func fetchOnce(ctx context.Context, client *http.Client, rawURL string) (*Blob, []byte, bool, error) {
+func fetchOnce(ctx context.Context, client *http.Client, rawURL, dir string) (*Blob, []byte, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -121,27 +141,28 @@ func fetchOnce(ctx context.Context, client *http.Client, rawURL string) (*Blob, 
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		return nil, nil, retry, fmt.Errorf("%w: GET answered %s", ErrUnavailable, resp.Status)
 	}
-	b, sum, err := stage(resp.Body)
+	b, sum, err := stage(resp.Body, dir)
 	// A body cut short may come whole next time; a payload too large or
 	// a staging file that cannot be written will not.
 	return b, sum, errors.Is(err, errRead), err
 }
 
 // ErrStaging marks a failure to stage the content on this machine (a
-// temporary file in os.TempDir, that is $TMPDIR or /tmp: missing, not
-// writable, full), not to get it from its source. Such errors wrap
-// ErrUnavailable as well.
+// temporary file in os.TempDir, that is $TMPDIR or /tmp, or an unnamed
+// one in the destination's directory (FetchFor): missing, not writable,
+// full), not to get it from its source. The error names the directory.
+// Such errors wrap ErrUnavailable as well.
 var ErrStaging = errors.New("staging the content")
 
 // errRead marks a failure to read the source (not to stage it).
 var errRead = errors.New("reading the source")
 
-// stage copies r, at most MaxFetchBytes, into a new Blob and returns it
-// with the content's SHA-256.
-func stage(r io.Reader) (*Blob, []byte, error) {
-	b, err := newBlob()
+// stage copies r, at most MaxFetchBytes, into a new Blob (newBlob: in
+// dir when it can) and returns it with the content's SHA-256.
+func stage(r io.Reader, dir string) (*Blob, []byte, error) {
+	b, where, err := newBlob(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, os.TempDir(), err)
+		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)
 	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(b.f, h), readErrors{io.LimitReader(r, MaxFetchBytes+1)}, make([]byte, copyBuf))
@@ -149,7 +170,7 @@ func stage(r io.Reader) (*Blob, []byte, error) {
 	case errors.Is(err, errRead):
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
-		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, os.TempDir(), err)
+		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)
 	case n > MaxFetchBytes:
 		err = fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
 	}

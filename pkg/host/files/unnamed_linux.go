@@ -1,0 +1,53 @@
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// openUnnamed creates a file with no name in dir (O_TMPFILE, mode 0600):
+// it uses dir's file system, is invisible in every directory, and is
+// freed when it is closed or the process dies, until linkUnnamed gives it
+// a name. It fails where the file system has no O_TMPFILE (some network
+// and FUSE file systems, Linux before 3.11) or dir is missing or not
+// writable.
+func openUnnamed(dir string) (*os.File, error) {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open unnamed file in", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, "(unnamed)")), nil
+}
+
+// linkUnnamed gives f, opened by openUnnamed, the name name, which must
+// not exist (the link fails with fs.ErrExist then), through /proc/self/fd:
+// linkat's AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
+func linkUnnamed(f *os.File, name string) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		lerr = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(fd)), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+	}); err != nil {
+		return err
+	}
+	if lerr != nil {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: name, Err: lerr}
+	}
+	return nil
+}
+
+// startWriteback asks the kernel to start writing f's dirty pages to
+// disk now, without waiting (sync_file_range SYNC_FILE_RANGE_WRITE): the
+// fsync before f is linked into place then has little left to wait for.
+// Best effort; it guarantees nothing (the fsync does).
+func startWriteback(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
+	}
+}

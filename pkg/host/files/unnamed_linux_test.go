@@ -1,0 +1,235 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fetchFor stages content (from a file:// source) for the host file dst.
+func fetchFor(t *testing.T, content []byte, dst string) *Blob {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.WriteFile(src, content, 0o644))
+	b, err := FetchFor(context.Background(), nil, "/", "file://"+src, sum(content), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// dirNames lists dir's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestFetchForLinksTheContentIntoPlace: content fetched for a host file
+// is staged in that file's directory with no name (nothing appears there,
+// nor in TMPDIR), and Apply makes that very file the host file (the same
+// inode: linked, not copied) with the mode and owner asked, replacing the
+// old one atomically and leaving no temporary name.
+func TestFetchForLinksTheContentIntoPlace(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "kubelet")
+	must(t, os.WriteFile(dst, []byte("old kubelet"), 0o755))
+	content := big(InlineMax*3+17, 4)
+	b := fetchFor(t, content, dst)
+	if b.dir != dir {
+		t.Fatalf("staged in %q, want unnamed in %s", b.dir, dir)
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "kubelet" {
+		t.Errorf("the staged content is visible in the destination's directory: %v", names)
+	}
+	if names := dirNames(t, tmp); len(names) != 0 {
+		t.Errorf("staged in TMPDIR too: %v", names)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		uid, gid = 1234, 1235
+	}
+	ch := Plan(Desired{Path: "/kubelet", Blob: b, Mode: 0o750, UID: uid, GID: gid}, dst, mustState(t, dst))
+	if !ch.ContentChanged() {
+		t.Fatal("different content planned as unchanged")
+	}
+	must(t, Apply(ch))
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("%s: %d bytes, %v", dst, len(got), err)
+	}
+	fi, err := os.Stat(dst)
+	must(t, err)
+	bfi, err := b.f.Stat()
+	must(t, err)
+	if !os.SameFile(fi, bfi) {
+		t.Error("the content was copied into place, not linked")
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Perm() != 0o750 || int(st.Uid) != uid || int(st.Gid) != gid {
+		t.Errorf("mode %v owner %d:%d, want 0750 %d:%d", fi.Mode().Perm(), st.Uid, st.Gid, uid, gid)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("temporary names left: %v", names)
+	}
+	// The Blob is still read whole, from the installed file, and an
+	// unchanged file is planned as unchanged.
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob after install reads %d bytes", len(got))
+	}
+}
+
+// TestInstalledBlobRefusesAChangedFile: once linked into place, the
+// Blob's file is the host file; written to in place since, it is refused
+// rather than copied elsewhere as the content that was checked.
+func TestInstalledBlobRefusesAChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "tool")
+	content := big(InlineMax+5, 1)
+	b := fetchFor(t, content, dst)
+	must(t, Apply(Plan(Desired{Path: "/tool", Blob: b, Mode: 0o755, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))))
+	// Written in place (the same inode), as an editor or a package
+	// script could.
+	f, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt([]byte{0xff}, 10)
+	must(t, err)
+	must(t, f.Close())
+	if _, err := b.Reader(); !errors.Is(err, ErrDigestMismatch) || !strings.Contains(err.Error(), dst) {
+		t.Errorf("Reader of a changed installed file: %v, want ErrDigestMismatch naming %s", err, dst)
+	}
+	other := filepath.Join(dir, "copy")
+	err = Apply(Plan(Desired{Path: "/copy", Blob: b, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, other, mustState(t, other)))
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("Apply from a changed installed Blob: %v, want ErrDigestMismatch", err)
+	}
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s written from changed content: %v", other, err)
+	}
+}
+
+// TestFetchForElsewhereCopies: a Blob written to a path in another
+// directory, or a second time, is copied there (its staged file is linked
+// once, into its own directory), and the copies hold the content.
+func TestFetchForElsewhereCopies(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	dst := filepath.Join(dir, "bin")
+	content := big(InlineMax+9, 2)
+	b := fetchFor(t, content, dst)
+	for _, p := range []string{filepath.Join(elsewhere, "bin"), dst, filepath.Join(dir, "again")} {
+		must(t, Apply(Plan(Desired{Path: p, Blob: b, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, p, mustState(t, p))))
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, content) {
+			t.Fatalf("%s: %d bytes, %v", p, len(got), err)
+		}
+	}
+	bfi, err := b.f.Stat()
+	must(t, err)
+	for p, linked := range map[string]bool{filepath.Join(elsewhere, "bin"): false, dst: true, filepath.Join(dir, "again"): false} {
+		fi, err := os.Stat(p)
+		must(t, err)
+		if os.SameFile(fi, bfi) != linked {
+			t.Errorf("%s: linked %v, want %v", p, !linked, linked)
+		}
+	}
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Errorf("%s holds %v, want bin and again", dir, names)
+	}
+}
+
+// TestFetchForFallsBackToTMPDIR: with the destination's directory
+// missing, the content is staged in TMPDIR (a check creates no
+// directory), and Apply creates the directory and copies it there.
+func TestFetchForFallsBackToTMPDIR(t *testing.T) {
+	parent := t.TempDir()
+	dst := filepath.Join(parent, "new", "bin")
+	content := []byte("binary")
+	b := fetchFor(t, content, dst)
+	if b.dir != "" {
+		t.Fatalf("staged in %q, want TMPDIR", b.dir)
+	}
+	if _, err := os.Stat(filepath.Dir(dst)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the fetch created %s: %v", filepath.Dir(dst), err)
+	}
+	must(t, Apply(Plan(Desired{Path: dst, Blob: b, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))))
+	if got, err := os.ReadFile(dst); err != nil || string(got) != "binary" {
+		t.Errorf("%s: %q, %v", dst, got, err)
+	}
+}
+
+// TestFetchForMismatchLeavesNothing: content with another digest, staged
+// in the destination's directory, is gone with the error; the old file is
+// untouched.
+func TestFetchForMismatchLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "kubelet")
+	must(t, os.WriteFile(dst, []byte("old"), 0o755))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("tampered")) }))
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+		t.Fatalf("test server not on loopback: %s", srv.URL)
+	}
+	_, err := FetchFor(context.Background(), &http.Client{Timeout: 5 * time.Second}, "/", srv.URL+"/kubelet", sum([]byte("genuine")), dst)
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("error %v, want ErrDigestMismatch", err)
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("left in the destination's directory: %v", names)
+	}
+	if got, _ := os.ReadFile(dst); string(got) != "old" {
+		t.Errorf("old file now %q", got)
+	}
+}
+
+// TestInstallFailureLeavesNoName: when the rename into place fails (the
+// path is a directory that is not empty), the error says so, the
+// temporary name is gone and the Blob can still be written elsewhere.
+func TestInstallFailureLeavesNoName(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "busy")
+	must(t, os.MkdirAll(filepath.Join(dst, "x"), 0o755))
+	content := big(InlineMax+1, 3)
+	b := fetchFor(t, content, dst)
+	done, err := b.install(dst, 0o755, -1, -1)
+	if !done || err == nil || !strings.Contains(err.Error(), dst) {
+		t.Fatalf("install over a directory: done %v, %v", done, err)
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "busy" {
+		t.Errorf("left in %s: %v", dir, names)
+	}
+	other := filepath.Join(dir, "ok")
+	must(t, Apply(Plan(Desired{Path: other, Blob: b, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, other, mustState(t, other))))
+	if got, _ := os.ReadFile(other); !bytes.Equal(got, content) {
+		t.Errorf("%s: %d bytes", other, len(got))
+	}
+}
+
+// TestFetchForStagingErrorNamesTheDirectory: when neither the
+// destination's directory nor TMPDIR can hold the content, the error is
+// ErrStaging and names TMPDIR, the last tried.
+func TestFetchForStagingErrorNamesTheDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	t.Setenv("TMPDIR", missing)
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.WriteFile(src, []byte("p"), 0o644))
+	_, err := FetchFor(context.Background(), nil, "/", "file://"+src, sum([]byte("p")), filepath.Join(t.TempDir(), "gone", "f"))
+	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("error %v, want ErrStaging naming %s", err, missing)
+	}
+}

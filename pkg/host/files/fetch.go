@@ -81,6 +81,17 @@ func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256
 	b.sum = sum
 	if b.dir != "" {
 		startWriteback(b.f)
+		// Held read-only from now on: once linked into place (install)
+		// this file is the host file, a binary started later in the run
+		// (the kubelet, containerd) while the plan still holds the Blob,
+		// and Linux refuses to execute a file open for writing (ETXTBSY).
+		// Not reopened, it is copied into place instead, never linked.
+		if ro, err := reopenReadOnly(b.f); err == nil {
+			b.f.Close()
+			b.f = ro
+		} else {
+			b.dir = ""
+		}
 	}
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -232,4 +233,40 @@ func TestFetchForStagingErrorNamesTheDirectory(t *testing.T) {
 	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("error %v, want ErrStaging naming %s", err, missing)
 	}
+}
+
+// TestInstalledBinaryCanBeExecuted: a binary linked into place (the
+// kubelet, containerd) is started later in the same run (containerd's
+// restart, kubeadm's kubelet) while the plan, and so the Blob, is still
+// held. The Blob must then not hold its file open for writing: Linux
+// refuses to execute a file open for writing (ETXTBSY, "text file busy").
+func TestInstalledBinaryCanBeExecuted(t *testing.T) {
+	content, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skipf("no /bin/true to install: %v", err)
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "true")
+	b := fetchFor(t, content, dst)
+	if b.dir != dir {
+		t.Fatalf("staged in %q, want unnamed in %s", b.dir, dir)
+	}
+	must(t, Apply(Plan(Desired{Path: "/true", Blob: b, Mode: 0o755, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))))
+	if fi, err := os.Stat(dst); err != nil || !os.SameFile(fi, mustStat(t, b.f)) {
+		t.Fatalf("%s not linked into place: %v", dst, err)
+	}
+	if err := exec.Command(dst).Run(); err != nil {
+		t.Errorf("running the installed %s while its Blob is held: %v", dst, err)
+	}
+	// The Blob still reads the content.
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob reads %d bytes after install", len(got))
+	}
+}
+
+func mustStat(t *testing.T, f *os.File) os.FileInfo {
+	t.Helper()
+	fi, err := f.Stat()
+	must(t, err)
+	return fi
 }

@@ -81,6 +81,17 @@ func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256
 	b.sum = sum
 	if b.dir != "" {
 		startWriteback(b.f)
+		// Held read-only from now on: once linked into place (install)
+		// this file is the host file, a binary started later in the run
+		// (the kubelet, containerd) while the plan still holds the Blob,
+		// and Linux refuses to execute a file open for writing (ETXTBSY).
+		// Not reopened, it is copied into place instead, never linked.
+		if ro, err := reopenReadOnly(b.f); err == nil {
+			b.f.Close()
+			b.f = ro
+		} else {
+			b.dir = ""
+		}
 	}
 	return b, nil
 }
@@ -165,12 +176,13 @@ func stage(r io.Reader, dir string) (*Blob, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(b.f, h), readErrors{io.LimitReader(r, MaxFetchBytes+1)}, make([]byte, copyBuf))
+	w := &stagingWriter{b: b, where: where}
+	n, err := io.CopyBuffer(io.MultiWriter(w, h), readErrors{io.LimitReader(r, MaxFetchBytes+1)}, make([]byte, copyBuf))
 	switch {
 	case errors.Is(err, errRead):
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
-		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)
+		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, w.where, err)
 	case n > MaxFetchBytes:
 		err = fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
 	}
@@ -180,6 +192,49 @@ func stage(r io.Reader, dir string) (*Blob, []byte, error) {
 	}
 	b.size = n
 	return b, h.Sum(nil), nil
+}
+
+// stagingWriter writes to b's file. When b is staged unnamed in a
+// destination's directory whose file system refuses the content (full,
+// over quota) it moves what was written to a new Blob in os.TempDir, as
+// Fetch stages, and goes on there: a check must not fail for want of
+// room beside a file it may find unchanged, nor a dry run, which writes
+// nothing. where names the directory used, for errors.
+type stagingWriter struct {
+	b     *Blob
+	n     int64 // bytes written
+	where string
+}
+
+func (w *stagingWriter) Write(p []byte) (int, error) {
+	n, err := w.b.f.Write(p)
+	if err != nil && w.b.dir != "" {
+		if serr := w.spill(); serr != nil {
+			w.where = w.where + " and " + os.TempDir()
+			return n, fmt.Errorf("%v; %v", err, serr)
+		}
+		// What reached the unnamed file of p is dropped with it.
+		n, err = w.b.f.Write(p)
+	}
+	w.n += int64(n)
+	return n, err
+}
+
+// spill moves the w.n bytes written so far to a new Blob in os.TempDir
+// and makes b that Blob, freeing the unnamed file.
+func (w *stagingWriter) spill() error {
+	t, where, err := newBlob("")
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(t.f, io.NewSectionReader(w.b.f, 0, w.n)); err != nil {
+		t.Close()
+		return err
+	}
+	w.b.f.Close()
+	w.b.f, w.b.name, w.b.dir = t.f, t.name, ""
+	w.where = where
+	return nil
 }
 
 // readErrors marks the reader's errors with errRead, to tell them from

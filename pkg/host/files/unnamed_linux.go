@@ -42,6 +42,26 @@ func linkUnnamed(f *os.File, name string) error {
 	return nil
 }
 
+// reopenReadOnly opens f's file again, read-only, through /proc/self/fd
+// (an unnamed file has no other name), for its reader to hold instead of
+// f. The file stays linkable (linkUnnamed).
+func reopenReadOnly(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	rfd, oerr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) {
+		rfd, oerr = unix.Open("/proc/self/fd/"+strconv.Itoa(int(fd)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if oerr != nil {
+		return nil, &os.PathError{Op: "reopen", Path: f.Name(), Err: oerr}
+	}
+	return os.NewFile(uintptr(rfd), f.Name()), nil
+}
+
 // startWriteback asks the kernel to start writing f's dirty pages to
 // disk now, without waiting (sync_file_range SYNC_FILE_RANGE_WRITE): the
 // fsync before f is linked into place then has little left to wait for.

@@ -7,11 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fetchFor stages content (from a file:// source) for the host file dst.
@@ -231,5 +235,102 @@ func TestFetchForStagingErrorNamesTheDirectory(t *testing.T) {
 	_, err := FetchFor(context.Background(), nil, "/", "file://"+src, sum([]byte("p")), filepath.Join(t.TempDir(), "gone", "f"))
 	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("error %v, want ErrStaging naming %s", err, missing)
+	}
+}
+
+// TestInstalledBinaryCanBeExecuted: a binary linked into place (the
+// kubelet, containerd) is started later in the same run (containerd's
+// restart, kubeadm's kubelet) while the plan, and so the Blob, is still
+// held. The Blob must then not hold its file open for writing: Linux
+// refuses to execute a file open for writing (ETXTBSY, "text file busy").
+func TestInstalledBinaryCanBeExecuted(t *testing.T) {
+	content, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skipf("no /bin/true to install: %v", err)
+	}
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "true")
+	b := fetchFor(t, content, dst)
+	if b.dir != dir {
+		t.Fatalf("staged in %q, want unnamed in %s", b.dir, dir)
+	}
+	must(t, Apply(Plan(Desired{Path: "/true", Blob: b, Mode: 0o755, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))))
+	if fi, err := os.Stat(dst); err != nil || !os.SameFile(fi, mustStat(t, b.f)) {
+		t.Fatalf("%s not linked into place: %v", dst, err)
+	}
+	if err := exec.Command(dst).Run(); err != nil {
+		t.Errorf("running the installed %s while its Blob is held: %v", dst, err)
+	}
+	// The Blob still reads the content.
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob reads %d bytes after install", len(got))
+	}
+}
+
+func mustStat(t *testing.T, f *os.File) os.FileInfo {
+	t.Helper()
+	fi, err := f.Stat()
+	must(t, err)
+	return fi
+}
+
+// smallFS mounts a file system of size bytes (tmpfs, which has
+// O_TMPFILE) on a new directory and returns it; it skips the test where
+// mounting is not allowed.
+func smallFS(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)); err != nil {
+		t.Skipf("mounting a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// TestFetchForFullDirectoryStagesInTMPDIR: where the destination's file
+// system has no room for a second copy of the content (a nearly full
+// root holding the kubelet already), staging falls back to TMPDIR as
+// before, rather than failing the check: a run that finds the file
+// unchanged needs no room there, and a dry run reports what it would do.
+func TestFetchForFullDirectoryStagesInTMPDIR(t *testing.T) {
+	dir := smallFS(t, 1<<20)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dst := filepath.Join(dir, "kubelet")
+	content := big(700<<10, 7)
+	must(t, os.WriteFile(dst, content, 0o755))
+	b := fetchFor(t, content, dst)
+	if b.dir != "" {
+		t.Fatalf("staged unnamed in %s, which has no room", b.dir)
+	}
+	ch := Plan(Desired{Path: "/kubelet", Blob: b, Mode: 0o755, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))
+	if ch.Changed() {
+		t.Errorf("the same content planned as a change: %s", ch.Summary())
+	}
+	must(t, Apply(ch))
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob reads %d bytes", len(got))
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("left in %s: %v", dir, names)
+	}
+}
+
+// TestFetchForNoRoomAnywhereNamesBoth: with no room beside the
+// destination and no TMPDIR, the error is ErrStaging naming both places
+// tried.
+func TestFetchForNoRoomAnywhereNamesBoth(t *testing.T) {
+	dir := smallFS(t, 64<<10)
+	missing := filepath.Join(t.TempDir(), "missing")
+	t.Setenv("TMPDIR", missing)
+	src := filepath.Join(t.TempDir(), "src")
+	content := big(256<<10, 9)
+	must(t, os.WriteFile(src, content, 0o644))
+	_, err := FetchFor(context.Background(), nil, "/", "file://"+src, sum(content), filepath.Join(dir, "bin"))
+	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("error %v, want ErrStaging naming %s and %s", err, dir, missing)
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Errorf("left in %s: %v", dir, names)
 	}
 }

@@ -14,5 +14,8 @@ func openUnnamed(dir string) (*os.File, error) { return nil, errors.ErrUnsupport
 // linkUnnamed is never reached where openUnnamed fails.
 func linkUnnamed(f *os.File, name string) error { return errors.ErrUnsupported }
 
+// reopenReadOnly is never reached where openUnnamed fails.
+func reopenReadOnly(f *os.File) (*os.File, error) { return nil, errors.ErrUnsupported }
+
 // startWriteback does nothing where files cannot be staged in place.
 func startWriteback(f *os.File) {}

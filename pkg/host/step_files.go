@@ -85,8 +85,16 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		// Staged on disk, not held in memory: a source may be a binary
 		// of a hundred MB (the kubelet), and the plan lives for the run.
 		// Staged beside its destination where it can be (FetchFor), it
-		// is linked into place rather than copied there.
-		blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, hp)
+		// is linked into place rather than copied there. Not in a dry
+		// run, which writes nothing there: a file made in that
+		// directory, even unnamed, takes its file system's room, is
+		// written to its disk and is seen by whoever watches the
+		// directory (inotify); in $TMPDIR, as Fetch stages, instead.
+		dest := hp
+		if env.DryRun {
+			dest = ""
+		}
+		blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, dest)
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
 			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))

@@ -45,23 +45,29 @@ type Blob struct {
 }
 
 // newBlob creates an empty Blob to write into: unnamed in dir when dir is
-// not "" and that works, else in os.TempDir. where names the directory
-// used, for errors.
-func newBlob(dir string) (b *Blob, where string, err error) {
+// not "" and that works, else in os.TempDir. size is the content's length
+// when known before it is read (-1 otherwise): dir is not used when its
+// file system has not that much room (roomFor), which staging there would
+// fill for every other writer before stagingWriter gave up on it. where
+// names the directory used, for errors (dir too when it had no room).
+func newBlob(dir string, size int64) (b *Blob, where string, err error) {
+	where = os.TempDir()
 	if dir != "" {
-		if f, err := openUnnamed(dir); err == nil {
+		if size >= 0 && !roomFor(dir, size) {
+			where = dir + " and " + where
+		} else if f, err := openUnnamed(dir); err == nil {
 			return &Blob{f: f, dir: dir}, dir, nil
 		}
 	}
 	f, err := os.CreateTemp("", "machineadm-content-*")
 	if err != nil {
-		return nil, os.TempDir(), err
+		return nil, where, err
 	}
 	b = &Blob{f: f, name: f.Name()}
 	if os.Remove(f.Name()) == nil {
 		b.name = ""
 	}
-	return b, os.TempDir(), nil
+	return b, where, nil
 }
 
 // Size is the content's length in bytes.

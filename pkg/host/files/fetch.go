@@ -106,7 +106,11 @@ func readLocal(root, p, dir string) (*Blob, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	return stage(f, dir)
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return stage(f, dir, size)
 }
 
 func fetchHTTP(ctx context.Context, client *http.Client, rawURL, dir string) (*Blob, []byte, error) {
@@ -152,7 +156,7 @@ func fetchOnce(ctx context.Context, client *http.Client, rawURL, dir string) (*B
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		return nil, nil, retry, fmt.Errorf("%w: GET answered %s", ErrUnavailable, resp.Status)
 	}
-	b, sum, err := stage(resp.Body, dir)
+	b, sum, err := stage(resp.Body, dir, resp.ContentLength)
 	// A body cut short may come whole next time; a payload too large or
 	// a staging file that cannot be written will not.
 	return b, sum, errors.Is(err, errRead), err
@@ -169,9 +173,10 @@ var ErrStaging = errors.New("staging the content")
 var errRead = errors.New("reading the source")
 
 // stage copies r, at most MaxFetchBytes, into a new Blob (newBlob: in
-// dir when it can) and returns it with the content's SHA-256.
-func stage(r io.Reader, dir string) (*Blob, []byte, error) {
-	b, where, err := newBlob(dir)
+// dir when it can; size is r's length if known, else -1) and returns it
+// with the content's SHA-256.
+func stage(r io.Reader, dir string, size int64) (*Blob, []byte, error) {
+	b, where, err := newBlob(dir, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)
 	}
@@ -223,7 +228,7 @@ func (w *stagingWriter) Write(p []byte) (int, error) {
 // spill moves the w.n bytes written so far to a new Blob in os.TempDir
 // and makes b that Blob, freeing the unnamed file.
 func (w *stagingWriter) spill() error {
-	t, where, err := newBlob("")
+	t, where, err := newBlob("", -1)
 	if err != nil {
 		return err
 	}

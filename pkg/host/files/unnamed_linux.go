@@ -22,6 +22,19 @@ func openUnnamed(dir string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(dir, "(unnamed)")), nil
 }
 
+// roomFor says whether dir's file system has size bytes free for an
+// unprivileged writer (statfs f_bavail): content staged there must not
+// take the last of it, nor root's reserve, from the services writing
+// there. A file system that cannot be asked says yes (openUnnamed, and
+// stagingWriter on a full one, decide then).
+func roomFor(dir string, size int64) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Bsize <= 0 {
+		return true
+	}
+	return uint64(size) <= st.Bavail*uint64(st.Bsize)
+}
+
 // linkUnnamed gives f, opened by openUnnamed, the name name, which must
 // not exist (the link fails with fs.ErrExist then), through /proc/self/fd:
 // linkat's AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.

@@ -334,3 +334,116 @@ func TestFetchForNoRoomAnywhereNamesBoth(t *testing.T) {
 		t.Errorf("left in %s: %v", dir, names)
 	}
 }
+
+// TestFetchForNoRoomDoesNotFillTheDestination: content whose size is
+// known before it is read (a file:// source, an HTTP answer with a
+// Content-Length) and that the destination's file system has no room
+// for is staged in TMPDIR from the start. Staging it beside the
+// destination first would fill that file system to its last block, root's
+// reserve included, before the spill to TMPDIR frees it: meanwhile every
+// other writer there (etcd's WAL, the journal, the kubelet) gets ENOSPC,
+// in a check that may find the file unchanged.
+func TestFetchForNoRoomDoesNotFillTheDestination(t *testing.T) {
+	dir := smallFS(t, 1<<20)
+	t.Setenv("TMPDIR", t.TempDir())
+	dst := filepath.Join(dir, "kubelet")
+	content := big(700<<10, 7)
+	must(t, os.WriteFile(dst, content, 0o755))
+	ino, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(ino)
+	if _, err := unix.InotifyAddWatch(ino, dir, unix.IN_MODIFY); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.WriteFile(src, content, 0o644))
+	b, err := FetchFor(context.Background(), nil, "/", "file://"+src, sum(content), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.dir != "" {
+		t.Fatalf("staged unnamed in %s, which has no room", b.dir)
+	}
+	buf := make([]byte, 4096)
+	if n, err := unix.Read(ino, buf); err != unix.EAGAIN {
+		t.Errorf("content %d bytes was written in %s, which had no room for it (inotify read %d bytes, %v)", len(content), dir, n, err)
+	}
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob reads %d bytes", len(got))
+	}
+}
+
+// chunked serves content without a Content-Length (its size unknown
+// until read, as a chunked answer), in pieces.
+func chunked(t *testing.T, content []byte) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for off := 0; off < len(content); off += 100 << 10 {
+			w.Write(content[off:min(off+100<<10, len(content))])
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/kubelet"
+}
+
+// TestFetchForSpillsContentOfUnknownSize: content whose size is not known
+// in advance fills the destination's file system part-way (a write that
+// stores part of a piece, then ENOSPC) and moves to TMPDIR: the Blob
+// holds exactly the content, whose SHA-256 was checked, and nothing is
+// left in either directory.
+func TestFetchForSpillsContentOfUnknownSize(t *testing.T) {
+	dir := smallFS(t, 1<<20)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dst := filepath.Join(dir, "kubelet")
+	must(t, os.WriteFile(dst, big(700<<10, 1), 0o755))
+	content := big(700<<10+12345, 7)
+	b, err := FetchFor(context.Background(), nil, "/", chunked(t, content), sum(content), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.dir != "" {
+		t.Fatalf("staged unnamed in %s, which has no room", b.dir)
+	}
+	if b.Size() != int64(len(content)) {
+		t.Errorf("size %d, want %d", b.Size(), len(content))
+	}
+	if got := blobString(t, b); got != string(content) {
+		t.Errorf("the Blob reads %d bytes, not the content", len(got))
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("left in %s: %v", dir, names)
+	}
+	if names := dirNames(t, tmp); len(names) != 0 {
+		t.Errorf("left in %s: %v", tmp, names)
+	}
+}
+
+// TestFetchForSpillFailingHalfWay: when TMPDIR has no room for what was
+// staged beside the destination either, the check fails with ErrStaging
+// naming both directories, leaving nothing in either.
+func TestFetchForSpillFailingHalfWay(t *testing.T) {
+	dir := smallFS(t, 256<<10)
+	tmp := smallFS(t, 64<<10)
+	t.Setenv("TMPDIR", tmp)
+	content := big(512<<10, 3)
+	_, err := FetchFor(context.Background(), nil, "/", chunked(t, content), sum(content), filepath.Join(dir, "kubelet"))
+	if !errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), tmp) {
+		t.Errorf("error %v, want ErrStaging naming %s and %s", err, dir, tmp)
+	}
+	for _, d := range []string{dir, tmp} {
+		if names := dirNames(t, d); len(names) != 0 {
+			t.Errorf("left in %s: %v", d, names)
+		}
+		var st unix.Statfs_t
+		must(t, unix.Statfs(d, &st))
+		if st.Bfree != st.Blocks {
+			t.Errorf("%s: %d of %d blocks still used", d, st.Blocks-st.Bfree, st.Blocks)
+		}
+	}
+}

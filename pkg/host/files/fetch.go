@@ -53,10 +53,6 @@ func Fetch(ctx context.Context, client *http.Client, root, rawURL, wantSHA256 st
 // visible: the file has no name until Apply, and a failed check (a digest
 // mismatch) or a crash frees it. Otherwise it is Fetch's temporary file.
 func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256, hostPath string) (*Blob, error) {
-	dir := ""
-	if hostPath != "" {
-		dir = filepath.Dir(hostPath)
-	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -65,9 +61,9 @@ func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256
 	var sum []byte
 	switch u.Scheme {
 	case "file":
-		b, sum, err = readLocal(root, u.Path, dir)
+		b, sum, err = readLocal(root, u.Path, hostPath)
 	case "http", "https":
-		b, sum, err = fetchHTTP(ctx, client, rawURL, dir)
+		b, sum, err = fetchHTTP(ctx, client, rawURL, hostPath)
 	default:
 		err = fmt.Errorf("%w: unsupported URL scheme %q", ErrUnavailable, u.Scheme)
 	}
@@ -96,7 +92,7 @@ func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256
 	return b, nil
 }
 
-func readLocal(root, p, dir string) (*Blob, []byte, error) {
+func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 	hp, err := Resolve(root, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -110,16 +106,16 @@ func readLocal(root, p, dir string) (*Blob, []byte, error) {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		size = fi.Size()
 	}
-	return stage(f, dir, size)
+	return stage(f, hostPath, size)
 }
 
-func fetchHTTP(ctx context.Context, client *http.Client, rawURL, dir string) (*Blob, []byte, error) {
+func fetchHTTP(ctx context.Context, client *http.Client, rawURL, hostPath string) (*Blob, []byte, error) {
 	if client == nil {
 		client = &http.Client{Timeout: 60 * time.Second}
 	}
 	var last error
 	for attempt := 1; attempt <= fetchAttempts; attempt++ {
-		b, sum, retry, err := fetchOnce(ctx, client, rawURL, dir)
+		b, sum, retry, err := fetchOnce(ctx, client, rawURL, hostPath)
 		if err == nil {
 			return b, sum, nil
 		}
@@ -138,7 +134,7 @@ func fetchHTTP(ctx context.Context, client *http.Client, rawURL, dir string) (*B
 
 // fetchOnce does one GET; retry says whether another attempt may help
 // (network errors and 5xx/429 answers).
-func fetchOnce(ctx context.Context, client *http.Client, rawURL, dir string) (*Blob, []byte, bool, error) {
+func fetchOnce(ctx context.Context, client *http.Client, rawURL, hostPath string) (*Blob, []byte, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -156,7 +152,7 @@ func fetchOnce(ctx context.Context, client *http.Client, rawURL, dir string) (*B
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		return nil, nil, retry, fmt.Errorf("%w: GET answered %s", ErrUnavailable, resp.Status)
 	}
-	b, sum, err := stage(resp.Body, dir, resp.ContentLength)
+	b, sum, err := stage(resp.Body, hostPath, resp.ContentLength)
 	// A body cut short may come whole next time; a payload too large or
 	// a staging file that cannot be written will not.
 	return b, sum, errors.Is(err, errRead), err
@@ -173,9 +169,22 @@ var ErrStaging = errors.New("staging the content")
 var errRead = errors.New("reading the source")
 
 // stage copies r, at most MaxFetchBytes, into a new Blob (newBlob: in
-// dir when it can; size is r's length if known, else -1) and returns it
-// with the content's SHA-256.
-func stage(r io.Reader, dir string, size int64) (*Blob, []byte, error) {
+// the directory of hostPath, the host file it is for, when it can; size
+// is r's length if known, else -1) and returns it with the content's
+// SHA-256. A hostPath that is already a file of that size most likely
+// holds the content (a rerun), which will then not be written: the Blob
+// is staged in os.TempDir then, as Fetch stages, so that a run that
+// changes nothing writes nothing in that directory (room, disk,
+// inotify watchers); a file of the same size but other content is
+// copied into place from there.
+func stage(r io.Reader, hostPath string, size int64) (*Blob, []byte, error) {
+	dir := ""
+	if hostPath != "" {
+		dir = filepath.Dir(hostPath)
+		if fi, err := os.Lstat(hostPath); err == nil && size >= 0 && fi.Mode().IsRegular() && fi.Size() == size {
+			dir = ""
+		}
+	}
 	b, where, err := newBlob(dir, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, where, err)

@@ -447,3 +447,37 @@ func TestFetchForSpillFailingHalfWay(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchForUnchangedFileLeavesItsDirectoryAlone: a rerun finds the
+// host file already holding the content (a file of the content's size,
+// known before it is read), which it will then not write: the content
+// is staged in TMPDIR, not beside it, where it would take room, be
+// written to disk and show as a write (inotify IN_MODIFY,
+// IN_CLOSE_WRITE) to whoever watches the directory, at every rerun.
+func TestFetchForUnchangedFileLeavesItsDirectoryAlone(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "kubelet")
+	content := big(InlineMax*2+5, 4)
+	must(t, os.WriteFile(dst, content, 0o755))
+	ino, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(ino)
+	if _, err := unix.InotifyAddWatch(ino, dir, unix.IN_MODIFY|unix.IN_CLOSE_WRITE|unix.IN_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	b := fetchFor(t, content, dst)
+	if b.dir != "" {
+		t.Errorf("staged unnamed in %s for a file that already holds the content", b.dir)
+	}
+	buf := make([]byte, 4096)
+	if n, err := unix.Read(ino, buf); err != unix.EAGAIN {
+		t.Errorf("a check of an unchanged file wrote in %s (inotify read %d bytes, %v)", dir, n, err)
+	}
+	ch := Plan(Desired{Path: "/kubelet", Blob: b, Mode: 0o755, UID: os.Getuid(), GID: os.Getgid()}, dst, mustState(t, dst))
+	if ch.Changed() {
+		t.Errorf("the same content planned as a change: %s", ch.Summary())
+	}
+}

@@ -210,7 +210,13 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 	d.Host = &host.Env{Root: root, Services: rec}
 	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2"}}
 	const updated = "kubeadm-config ConfigMap updated"
-	scheduler := func(v string) { cfg.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: v}} }
+	// scheduler sets the spec's scheduler setting, as a new run's spec:
+	// the run's translation (kept in d.kubeadm) is made again.
+	scheduler := func(v string) {
+		cfg.Spec.ControlPlane.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "v", Value: v}}
+		d.releaseKubeadm()
+		d.kubeadm = nil
+	}
 	replace := func(what string) Result {
 		t.Helper()
 		r, err := systemdUpgrader{}.UpgradeComponent(ctx, d, upgrade.ComponentScheduler)
@@ -270,8 +276,12 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 		t.Fatalf("kubeadm's upload-config stored version %s, scheduler %q; want v1.37.2 and the old settings", v, sched)
 	}
 	scheduler("6")
+	restarts = len(rec.Calls)
 	if r := replace("version upgrade"); !slices.Contains(r.Changes, updated) {
 		t.Errorf("version upgrade: %+v, want %q", r, updated)
+	}
+	if !slices.Contains(rec.Calls[restarts:], "restart kube-scheduler.service") {
+		t.Errorf("version upgrade: the unit was not restarted with the new setting: %q", rec.Calls[restarts:])
 	}
 	if err := runKubeadmUpgrade(ctx, d, "apply", "upload-config/kubeadm"); err != nil {
 		t.Fatal(err)

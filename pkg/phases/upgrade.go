@@ -316,7 +316,11 @@ func controlPlanePhase() Phase {
 					rt = machineadm.RuntimeStaticPods
 				}
 				if d.DryRun {
-					return Result{Changed: true, Changes: []string{"would replace " + c + " (" + string(rt) + " runtime) with the new settings: back it up, wait until it is healthy, roll it back if it is not"}}, nil
+					plan := []string{"would replace " + c + " (" + string(rt) + " runtime) with the new settings: back it up, wait until it is healthy, roll it back if it is not"}
+					if FirstControlPlane(d.Config) {
+						plan = append(plan, storeSettingsPlan)
+					}
+					return Result{Changed: true, Changes: plan}, nil
 				}
 				u := controlPlaneUpgrader(rt)
 				if u == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 )
 
@@ -22,6 +23,11 @@ type systemdUpgrader struct{}
 
 // UpgradeComponent replaces component's unit. A rollback is class
 // RolledBack; a unit that stays unhealthy after it, ControlPlaneUnhealthy.
+// On the first control plane the spec's in-place settings are then stored
+// in the kubeadm-config ConfigMap (storeSettings), as the static pods'
+// upgrader stores them after each component: whether or not the unit
+// changed, so that a rerun after a crash between the unit and the
+// ConfigMap stores them.
 func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component string) (Result, error) {
 	st := d.kubeadm
 	if st == nil {
@@ -39,13 +45,24 @@ func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component 
 	if cp := d.Config.Spec.ControlPlane; cp != nil {
 		env.HostCertificatesDir = cp.PKI.CertificatesDir
 	}
-	r, err := (&systemd.SystemdUpgrade{Env: env}).Component(ctx, component)
+	r, err := (&systemd.SystemdUpgrade{Env: env, Healthy: systemdUnitHealthy}).Component(ctx, component)
 	res := Result{Changed: r.Changed, Changes: r.Changes}
 	if d.DryRun {
 		res.Changes = env.Plan
+		if err == nil && FirstControlPlane(d.Config) {
+			res.Changes = append(res.Changes, storeSettingsPlan)
+		}
 	}
 	if err == nil {
-		return res, nil
+		if d.DryRun || !FirstControlPlane(d.Config) {
+			return res, nil
+		}
+		stored, err := storeSettings(d)
+		if stored {
+			res.Changed = true
+			res.Changes = append(res.Changes, "kubeadm-config ConfigMap updated")
+		}
+		return res, err
 	}
 	var classed *errclass.Error
 	switch {
@@ -56,6 +73,36 @@ func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component 
 		err = errclass.New(errclass.ControlPlaneUnhealthy, "journalctl -u "+component, err)
 	}
 	return res, err
+}
+
+// systemdUnitHealthy, when set, replaces the units' health checks
+// (systemd.SystemdUpgrade.Healthy): tests, which run no units. Nil in
+// production.
+var systemdUnitHealthy func(ctx context.Context, component string) error
+
+// storeSettingsPlan is what a dry run on the first control plane says it
+// would store after a component (either runtime).
+const storeSettingsPlan = "would store the spec's in-place control-plane settings (image repository, the components' extra arguments and volumes, the external etcd endpoints and files) in the kubeadm-config ConfigMap, over the cluster's stored configuration (its Kubernetes version kept)"
+
+// storeSettings stores the spec's in-place settings in the kubeadm-config
+// ConfigMap when it does not carry them yet (day2.UploadSettings: the
+// cluster's stored configuration, its KubernetesVersion among it, with
+// the settings laid over it); it says whether it stored. After a store,
+// kubeadm's kept upgrade data, read from the ConfigMap before, is built
+// again (UpgradeRunner.Forget): kubeadm's upload-config phase, after the
+// units of a version upgrade, then stores the new version with these
+// settings instead of the ones it read at its preflight. Errors are
+// classified as day2 classifies them (ControlPlaneUnhealthy).
+func storeSettings(d *Data) (bool, error) {
+	yaml, err := specInitYAML(d.Config)
+	if err != nil {
+		return false, err
+	}
+	stored, err := day2.UploadSettings(adminConf(d), yaml)
+	if stored && d.Upgrade != nil && d.Upgrade.kubeadm != nil {
+		d.Upgrade.kubeadm.Forget()
+	}
+	return stored, err
 }
 
 // systemdIgnoredUpgradeChecks are kubeadm upgrade health checks that do

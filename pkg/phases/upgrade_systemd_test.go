@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -108,6 +109,50 @@ func TestCertsRenewRestartsSystemdUnits(t *testing.T) {
 		}
 		if !reflect.DeepEqual(rec.got, tc.want) {
 			t.Errorf("%s, renewed %q: replaced %v, want %v (%+v)", tc.rt, tc.renewed, rec.got, tc.want, r)
+		}
+	}
+}
+
+// A dry run on the first control plane says, for either runtime, that the
+// spec's settings would be stored in kubeadm-config after the components
+// (the control-plane sub-phase) or the units of a version upgrade
+// (kubeadm's control-plane position on a Systemd control plane); on any
+// other control plane it does not, as nothing is stored there.
+func TestDryRunSaysSettingsWouldBeStored(t *testing.T) {
+	for _, tc := range []struct {
+		rt     machineadm.ControlPlaneRuntime
+		action machineadm.Action
+		want   bool
+	}{
+		{machineadm.RuntimeSystemd, machineadm.ActionInit, true},
+		{machineadm.RuntimeStaticPods, machineadm.ActionInit, true},
+		{machineadm.RuntimeSystemd, machineadm.ActionJoin, false},
+	} {
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: tc.action,
+			ControlPlane: &machineadm.ControlPlane{Runtime: tc.rt}}}
+		plan := &upgrade.Plan{From: "v1.36.3", To: "v1.37.2", Steps: []upgrade.Step{
+			{Phase: upgrade.PhaseKubeadm},
+			{Phase: upgrade.PhaseControlPlane, Components: []string{upgrade.ComponentScheduler}},
+		}}
+		d := &Data{Config: cfg, DryRun: true, Upgrade: &UpgradeRun{Cluster: &fakeCluster{}, Plan: plan}}
+		var sub Phase
+		for _, p := range controlPlanePhase().Phases {
+			if p.Name == upgrade.ComponentScheduler {
+				sub = p
+			}
+		}
+		runs := map[string]func() (Result, error){"control-plane/" + upgrade.ComponentScheduler: func() (Result, error) { return sub.Run(context.Background(), d) }}
+		if tc.rt == machineadm.RuntimeSystemd {
+			runs["kubeadm-upgrade/control-plane"] = func() (Result, error) { return upgradeSystemdUnits(context.Background(), d) }
+		}
+		for name, run := range runs {
+			r, err := run()
+			if err != nil {
+				t.Fatalf("%s %s %s: %v", tc.rt, tc.action, name, err)
+			}
+			if got := slices.Contains(r.Changes, storeSettingsPlan); got != tc.want {
+				t.Errorf("%s %s %s: plan %q; says it would store the settings: %t, want %t", tc.rt, tc.action, name, r.Changes, got, tc.want)
+			}
 		}
 	}
 }

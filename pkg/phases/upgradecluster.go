@@ -117,7 +117,7 @@ func (kubeadmCluster) KubeadmPhase(ctx context.Context, d *Data, name string) er
 		if err != nil {
 			return err
 		}
-		if err := day2.UploadSettings(adminConf(d), yaml); err != nil {
+		if _, err := day2.UploadSettings(adminConf(d), yaml); err != nil {
 			return err
 		}
 		if d.Upgrade.kubeadm != nil {

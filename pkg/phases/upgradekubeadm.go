@@ -122,7 +122,13 @@ func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
 // runtime's ControlPlaneUpgrader; it stops at the first that fails.
 func upgradeSystemdUnits(ctx context.Context, d *Data) (Result, error) {
 	if d.DryRun {
-		return Result{Changed: true, Changes: []string{"would replace the units of " + strings.Join(upgrade.ControlPlaneComponents, ", ") + " (Systemd runtime) at " + d.Upgrade.Plan.To + ", one at a time: back each up, wait until it is healthy, roll it back if it is not"}}, nil
+		plan := []string{"would replace the units of " + strings.Join(upgrade.ControlPlaneComponents, ", ") + " (Systemd runtime) at " + d.Upgrade.Plan.To + ", one at a time: back each up, wait until it is healthy, roll it back if it is not"}
+		if FirstControlPlane(d.Config) {
+			// Before kubeadm's upload-config, which then stores the new
+			// version with them.
+			plan = append(plan, storeSettingsPlan)
+		}
+		return Result{Changed: true, Changes: plan}, nil
 	}
 	u := controlPlaneUpgrader(machineadm.RuntimeSystemd)
 	if u == nil {

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
@@ -432,11 +434,13 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 	if err != nil || len(members) != 2 {
 		t.Errorf("etcd members after the upgrade: %v, %v; want cp1 and cp2", members, err)
 	}
-	cm, err := c.cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubeadm-config", metav1.GetOptions{})
-	if err != nil {
-		t.Error(err)
-	} else if !strings.Contains(cm.Data["ClusterConfiguration"], "kubernetesVersion: "+kubernetesVersion) {
-		t.Errorf("kube-system/kubeadm-config after the upgrade:\n%s", cm.Data["ClusterConfiguration"])
+	// kubeadm-config names the new version and carries the spec's API
+	// server settings: on a Systemd control plane the version upgrade
+	// also drops the reconfiguration's audit flags (the spec has none),
+	// which machineadm stores before kubeadm's upload-config stores the
+	// version.
+	if err := checkKubeadmConfig(ctx, c.cs, kubernetesVersion, nil, []string{"audit-log-path", "audit-policy-file"}); err != nil {
+		t.Errorf("after the upgrade: %v", err)
 	}
 	// A second upgrade to the same spec changes nothing.
 	res, _ := runUpgrade(ctx, t, c.cp2, "upgrade-again")
@@ -714,6 +718,16 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 	}); err != nil {
 		t.Errorf("the API server does not answer after the reconfiguration: %v", err)
 	}
+	// The first control plane stored the new settings in kubeadm-config
+	// (the static pods' and the Systemd runtime's upgraders alike): a
+	// later kubeadm upgrade and a joining control plane read them there.
+	stored := []string{"audit-log-path=-"}
+	if typed {
+		stored = []string{reconfigureFlag + "=" + reconfigureFlagValue}
+	}
+	if err := checkKubeadmConfig(ctx, c.cs, version, stored, nil); err != nil {
+		t.Errorf("cp1: after the reconfiguration: %v", err)
+	}
 	if typed {
 		// The policy at work: the Secrets list above (and any other
 		// access to secrets) is an event at Metadata level in the log.
@@ -741,6 +755,45 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 	if again := processPIDs(m, "kube-apiserver"); !slices.Equal(again, after) {
 		t.Errorf("cp1: the rerun restarted kube-apiserver (%v, then %v)", after, again)
 	}
+}
+
+// checkKubeadmConfig reads the ClusterConfiguration stored in the
+// kube-system/kubeadm-config ConfigMap: it must name version and carry
+// each of has ("name=value") among the API server's extra arguments and
+// none named in lacks.
+func checkKubeadmConfig(ctx context.Context, cs kubernetes.Interface, version string, has, lacks []string) error {
+	cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var cc kubeadmv1beta4.ClusterConfiguration
+	if err := yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc); err != nil {
+		return fmt.Errorf("kubeadm-config's ClusterConfiguration: %w", err)
+	}
+	var args []string
+	names := map[string]bool{}
+	for _, a := range cc.APIServer.ExtraArgs {
+		args = append(args, a.Name+"="+a.Value)
+		names[a.Name] = true
+	}
+	var bad []string
+	if cc.KubernetesVersion != version {
+		bad = append(bad, "kubernetesVersion "+cc.KubernetesVersion+", want "+version)
+	}
+	for _, a := range has {
+		if !slices.Contains(args, a) {
+			bad = append(bad, "no API server argument "+a)
+		}
+	}
+	for _, n := range lacks {
+		if names[n] {
+			bad = append(bad, "API server argument "+n+" the spec does not set")
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("kube-system/kubeadm-config: %s:\n%s", strings.Join(bad, "; "), cm.Data["ClusterConfiguration"])
+	}
+	return nil
 }
 
 // The API server flag the typed reconfiguration adds beside the audit

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	if err != nil {
 		return false, nil, errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+o.AdminKubeconfig+" must be readable", err)
 	}
-	cluster, err := fetchCluster(client, o.Output)
+	cluster, err := fetchCluster(client, o.Output, true)
 	if err != nil {
 		return false, nil, err
 	}
@@ -140,27 +141,38 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 
 // UploadSettings stores the cluster's configuration with the spec's
 // in-place settings laid over it (Overlay) in the kubeadm-config
-// ConfigMap, with kubeadm's uploadconfig and the admin credential. On the
-// first control plane, before kubeadm's `upgrade apply` regenerates the
-// control plane for a new version, it makes that one regeneration carry
-// the new settings too, so that no component restarts twice.
-func UploadSettings(adminKubeconfig string, specInitYAML []byte) error {
+// ConfigMap, with kubeadm's uploadconfig and the admin credential, when
+// the ConfigMap does not carry them yet; it says whether it stored. It
+// reads only the cluster-wide configuration (no node registration, no API
+// endpoint from a kube-apiserver mirror pod, which a Systemd control
+// plane does not have) and changes nothing else in it: a KubernetesVersion
+// kubeadm's upload-config stored stays. On the first control plane,
+// before kubeadm's `upgrade apply` regenerates the static pods for a new
+// version, it makes that one regeneration carry the new settings too, so
+// that no component restarts twice; on a Systemd control plane, after
+// each unit, it records the settings the units now run, so that a later
+// upgrade, a joining control plane and APIServerSettingsDiffer read them.
+func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 	client, err := Client(adminKubeconfig)
 	if err != nil {
-		return errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+adminKubeconfig+" must be readable", err)
+		return false, errclass.New(errclass.ControlPlaneUnhealthy, "the control plane's admin credential "+adminKubeconfig+" must be readable", err)
 	}
-	cluster, err := fetchCluster(client, nil)
+	cluster, err := fetchCluster(client, nil, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	spec, err := SpecClusterConfiguration(specInitYAML)
 	if err != nil {
-		return errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
+		return false, errclass.New(errclass.Internal, "", fmt.Errorf("the spec's kubeadm configuration: %w", err))
 	}
-	if err := uploadConfiguration(Overlay(cluster, spec), client, nil); err != nil {
-		return errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	cfg := Overlay(cluster, spec)
+	if reflect.DeepEqual(cfg.ClusterConfiguration, cluster.ClusterConfiguration) {
+		return false, nil
 	}
-	return nil
+	if err := uploadConfiguration(cfg, client, nil); err != nil {
+		return false, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	}
+	return true, nil
 }
 
 // uploadConfiguration stores cfg in the kubeadm-config ConfigMap with
@@ -178,10 +190,13 @@ func uploadConfiguration(cfg *kubeadmapi.InitConfiguration, client clientset.Int
 }
 
 // fetchCluster reads the cluster's kubeadm configuration as `kubeadm
-// upgrade node` does (configutil.FetchInitConfigurationFromCluster, with
-// this node's registration and API endpoint), kubeadm's notes going to
-// out (nil: discarded) instead of the process's standard output.
-func fetchCluster(client clientset.Interface, out io.Writer) (*kubeadmapi.InitConfiguration, error) {
+// upgrade node` does (configutil.FetchInitConfigurationFromCluster),
+// kubeadm's notes going to out (nil: discarded) instead of the process's
+// standard output. With local it reads this node's registration and API
+// endpoint too, as `kubeadm upgrade node` does (the endpoint from the
+// kube-apiserver mirror pod's annotation, waited for); without, only the
+// cluster-wide configuration.
+func fetchCluster(client clientset.Interface, out io.Writer, local bool) (*kubeadmapi.InitConfiguration, error) {
 	if out == nil {
 		out = io.Discard
 	}
@@ -190,7 +205,7 @@ func fetchCluster(client clientset.Interface, out io.Writer) (*kubeadmapi.InitCo
 	defer stdio.Mu.Unlock()
 	err := stdio.Capture(func(line string) { fmt.Fprintln(out, line) }, func(io.Writer, io.Writer) error {
 		var err error
-		cfg, err = configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", true, true, false, false)
+		cfg, err = configutil.FetchInitConfigurationFromCluster(client, nil, "upgrade", local, local, false, false)
 		return err
 	})
 	if err != nil {

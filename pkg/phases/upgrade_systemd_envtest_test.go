@@ -290,6 +290,19 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 		t.Errorf("after kubeadm's upload-config: version %s, scheduler %q; want v1.37.2 and v=6", v, sched)
 	}
 
+	// A setting the spec no longer has: the unit drops the flag and the
+	// ConfigMap drops it too (the spec's arguments replace the stored
+	// ones, they are not merged), the version kept.
+	cfg.Spec.ControlPlane.Scheduler.ExtraArgs = nil
+	d.releaseKubeadm()
+	d.kubeadm = nil
+	if r := replace("setting removed"); !slices.Contains(r.Changes, updated) {
+		t.Errorf("setting removed: %+v, want %q", r, updated)
+	}
+	if v, sched, _ := stored(); v != "v1.37.2" || len(sched) != 0 {
+		t.Errorf("kubeadm-config after the setting was removed: version %s, scheduler %q; want v1.37.2 and none", v, sched)
+	}
+
 	// A dry run says what it would store and changes nothing.
 	scheduler("7")
 	rv, calls := kubeadmConfig().ResourceVersion, len(rec.Calls)

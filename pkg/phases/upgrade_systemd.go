@@ -82,7 +82,7 @@ var systemdUnitHealthy func(ctx context.Context, component string) error
 
 // storeSettingsPlan is what a dry run on the first control plane says it
 // would store after a component (either runtime).
-const storeSettingsPlan = "would store the spec's in-place control-plane settings (image repository, the components' extra arguments and volumes, the external etcd endpoints and files) in the kubeadm-config ConfigMap, over the cluster's stored configuration (its Kubernetes version kept)"
+const storeSettingsPlan = "would store the spec's in-place control-plane settings (image repository, the components' extra arguments and volumes, the external etcd endpoints and files) in the kubeadm-config ConfigMap, over the cluster's stored configuration (its Kubernetes version kept), where it does not carry them yet"
 
 // storeSettings stores the spec's in-place settings in the kubeadm-config
 // ConfigMap when it does not carry them yet (day2.UploadSettings: the

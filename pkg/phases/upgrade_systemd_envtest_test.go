@@ -15,13 +15,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	nodeutil "k8s.io/component-helpers/node/util"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -31,6 +29,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/service"
+	"github.com/machineadm/machineadm/pkg/kubeadm/kubeadmtest"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -119,29 +118,7 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	// What kubeadm's upgrade data reads besides kubeadm-config: the
-	// component configurations and this node (kubeadm names it after the
-	// host without a kubelet.conf).
-	for name, data := range map[string]map[string]string{
-		kubeadmconstants.KubeadmConfigConfigMap:            {kubeadmconstants.ClusterConfigurationConfigMapKey: storedClusterConfiguration},
-		kubeadmconstants.KubeletBaseConfigurationConfigMap: {kubeadmconstants.KubeletBaseConfigurationConfigMapKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n"},
-		kubeadmconstants.KubeProxyConfigMap:                {kubeadmconstants.KubeProxyConfigMapKey: "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"},
-	} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}, Data: data}
-		if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hostname, err := nodeutil.GetHostname("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: hostname}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
 	kubeadmConfig := func() *corev1.ConfigMap {
 		t.Helper()
 		cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})

@@ -19,12 +19,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	nodeutil "k8s.io/component-helpers/node/util"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	upgradephases "k8s.io/kubernetes/cmd/kubeadm/app/cmd/phases/upgrade"
@@ -37,6 +33,7 @@ import (
 
 	"github.com/machineadm/machineadm/internal/testassets"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/kubeadmtest"
 )
 
 // The test below runs against a real kube-apiserver and etcd,
@@ -136,28 +133,7 @@ func seedCluster(t *testing.T, cfg *rest.Config, clusterConfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for name, data := range map[string]map[string]string{
-		kubeadmconstants.KubeadmConfigConfigMap:            {kubeadmconstants.ClusterConfigurationConfigMapKey: clusterConfig},
-		kubeadmconstants.KubeletBaseConfigurationConfigMap: {kubeadmconstants.KubeletBaseConfigurationConfigMapKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n"},
-		kubeadmconstants.KubeProxyConfigMap:                {kubeadmconstants.KubeProxyConfigMapKey: "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"},
-	} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}, Data: data}
-		if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	host, err := nodeutil.GetHostname("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: host}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	kubeadmtest.SeedCluster(t, cs, clusterConfig)
 }
 
 // nodeDryRunConfig is the production UpgradeConfiguration (UpgradeConfig)

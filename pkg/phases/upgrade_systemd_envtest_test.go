@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,8 +21,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machineadm/machineadm/internal/testassets"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -39,32 +36,6 @@ import (
 // envtest-style (testassets.Dir: $KUBEBUILDER_ASSETS or the e2e cache's
 // bin). Without them it skips, unless MACHINEADM_REQUIRE_ENVTEST=1, where
 // it fails.
-
-// startEnvtest starts kube-apiserver and etcd on loopback for t (stopped
-// at its end) and returns their admin configuration.
-func startEnvtest(t *testing.T) *rest.Config {
-	t.Helper()
-	dir := testassets.Dir()
-	if dir == "" {
-		msg := "no kube-apiserver and etcd binaries in KUBEBUILDER_ASSETS or the e2e cache's bin (make e2e-prepare builds them)"
-		if os.Getenv("MACHINEADM_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("MACHINEADM_REQUIRE_ENVTEST=1 but " + msg)
-		}
-		t.Skip(msg)
-	}
-	logf.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping kube-apiserver and etcd: %v", err)
-		}
-	})
-	return cfg
-}
 
 // writeAdminConf writes cfg's credential as root's
 // /etc/kubernetes/admin.conf.
@@ -112,7 +83,7 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 	if err := version.CheckStamped(); err != nil {
 		t.Skipf("%v (run `make test`)", err)
 	}
-	rc := startEnvtest(t)
+	rc := testassets.StartEnvtest(t)
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

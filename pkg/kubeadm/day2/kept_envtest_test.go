@@ -18,7 +18,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
@@ -27,8 +26,6 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/cmd/phases/workflow"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/internal/testassets"
@@ -44,37 +41,6 @@ import (
 // server itself: the package's other tests do not need one.
 
 const kubeadmConfigPath = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config"
-
-// envtestAssets is the directory with kube-apiserver and etcd, or ""
-// (testassets.Dir).
-func envtestAssets() string { return testassets.Dir() }
-
-// startAPIServer starts kube-apiserver and etcd on loopback for t (stopped
-// at its end) and returns their admin configuration; it skips t without
-// the binaries, or fails it when MACHINEADM_REQUIRE_ENVTEST=1.
-func startAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	dir := envtestAssets()
-	if dir == "" {
-		msg := "no kube-apiserver and etcd binaries in KUBEBUILDER_ASSETS or the e2e cache's bin (make e2e-prepare builds them)"
-		if os.Getenv("MACHINEADM_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("MACHINEADM_REQUIRE_ENVTEST=1 but " + msg)
-		}
-		t.Skip(msg)
-	}
-	logf.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping kube-apiserver and etcd: %v", err)
-		}
-	})
-	return cfg
-}
 
 // countingProxy is a loopback reverse proxy in front of an API server
 // that authenticates with the server's admin credential and counts the
@@ -188,7 +154,7 @@ func TestUpgradeRunnerKeepsTheUpgradeData(t *testing.T) {
 		}
 	}
 	clusterConfig := clusterConfigurationDoc(t, exampleInit(t, nil))
-	cfg := startAPIServer(t)
+	cfg := testassets.StartEnvtest(t)
 	seedCluster(t, cfg, clusterConfig)
 	dir := t.TempDir()
 	proxy, kubeconfig := serveCountingProxy(t, cfg, dir)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/machineadm/machineadm/internal/testassets"
 	"github.com/machineadm/machineadm/pkg/errclass"
 )
 
@@ -23,7 +24,7 @@ import (
 // the first read; one that never does fails KubeletFailed, naming the
 // version it last saw.
 func TestWaitNodeVersionWatchesTheNode(t *testing.T) {
-	cfg := startAPIServer(t)
+	cfg := testassets.StartEnvtest(t)
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm/run"
-	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // wholeKubeconfig is a working kubeconfig (a token user), as far as the
@@ -89,14 +88,7 @@ func TestKubeconfigLeafRepairGate(t *testing.T) {
 			files: map[string]string{"admin.conf": ""}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", tc.example))
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := spec.Load(data, tc.example)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := loadExample(t, tc.example)
 			cfg := l.Config
 			d := testData(t)
 			d.Config, d.Root, d.DryRun = cfg, t.TempDir(), tc.dryRun
@@ -173,14 +165,7 @@ func TestKubeconfigLeafRepairGate(t *testing.T) {
 // file, so it never resumes (the "dry run" case above); with resumedAt set
 // all the same, the repair's own guard keeps a dry run off the host.
 func TestRepairInterruptedKubeconfigsDryRun(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "control-plane-init.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Load(data, "control-plane-init.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loadExample(t, "control-plane-init.yaml")
 	d := testData(t)
 	d.Config, d.Root = l.Config, t.TempDir()
 	for p, content := range map[string]string{"etc/kubernetes/pki/ca.key": "a CA key", "etc/kubernetes/admin.conf": ""} {

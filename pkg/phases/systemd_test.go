@@ -22,14 +22,7 @@ func TestSystemdRuntimeReplacesKubeadmPhases(t *testing.T) {
 	if err := version.CheckStamped(); err != nil {
 		t.Skipf("%v (run `make test`)", err)
 	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "control-plane-systemd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Load(data, "control-plane-systemd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loadExample(t, "control-plane-systemd.yaml")
 	d := testData(t)
 	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
 	deliverSecrets(t, d.Root, l.Config)
@@ -105,14 +98,7 @@ func TestSystemdDryRunWritesUnits(t *testing.T) {
 	// kubeadm gives the control-plane pods the host's proxy settings: the
 	// units get them through environment files.
 	t.Setenv("HTTPS_PROXY", "http://proxy.example:3128")
-	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "control-plane-systemd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Load(data, "control-plane-systemd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loadExample(t, "control-plane-systemd.yaml")
 	d := testData(t)
 	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
 	deliverSecrets(t, d.Root, l.Config)
@@ -168,3 +154,18 @@ func TestSystemdDryRunWritesUnits(t *testing.T) {
 }
 
 func cpunitsEnvDir() string { return cpunits.EnvDir }
+
+// loadExample loads docs/examples/name as the CLI loads a spec; an error
+// fails t.
+func loadExample(t *testing.T, name string) *spec.Loaded {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.Load(data, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -27,7 +27,6 @@ import (
 	"github.com/machineadm/machineadm/pkg/host"
 	"github.com/machineadm/machineadm/pkg/host/service"
 	"github.com/machineadm/machineadm/pkg/kubeadm/kubeadmtest"
-	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 	"github.com/machineadm/machineadm/pkg/version"
 )
@@ -124,14 +123,7 @@ func TestSystemdUpgradeStoresSettingsInKubeadmConfig(t *testing.T) {
 		return cfg.KubernetesVersion, sched, api
 	}
 
-	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "control-plane-systemd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Load(data, "control-plane-systemd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := loadExample(t, "control-plane-systemd.yaml")
 	cfg := l.Config
 	if !FirstControlPlane(cfg) || !systemdRuntime(cfg) {
 		t.Fatal("the example is not a Systemd first control plane")

@@ -1,10 +1,12 @@
 package e2e
 
-// No build tag: the benchmark's end-state wait is unit-tested on the host
-// (benchwait_test.go) with a fake clock.
+// No build tag: the benchmark's end-state wait and its background poll
+// of the Node are unit-tested on the host (benchwait_test.go) with a fake
+// clock.
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -57,4 +59,75 @@ func (w endStateWait) run(settled time.Time, controlPlane bool) (time.Time, erro
 		w.sleep(w.stablePoll)
 	}
 	return at, nil
+}
+
+// firstSeen polls cond in a goroutine of its own, every poll from its
+// start until cond holds, its deadline has passed or stop is called, and
+// keeps the first time cond held: bench-upgrade-e2e polls the Node for
+// the new kubelet version from the command's start, while the command
+// still runs, so that a tool whose command waits on past that point (as
+// machineadm upgrade does for the static pods) is not timed to its exit.
+type firstSeen struct {
+	cond func() bool
+	poll time.Duration
+	// now and sleep are the clock (time.Now and time.Sleep).
+	now   func() time.Time
+	sleep func(time.Duration)
+
+	quit     chan struct{} // closed by stop
+	stopOnce sync.Once
+	done     chan struct{} // closed when the goroutine has returned
+	// at is the first time cond held: written by the goroutine before
+	// done is closed, afterwards only by wait.
+	at time.Time
+}
+
+// startFirstSeen starts polling cond now; the goroutine gives up after
+// deadline. stop must be called (a deferred call) to end it.
+func startFirstSeen(cond func() bool, poll time.Duration, deadline time.Time, now func() time.Time, sleep func(time.Duration)) *firstSeen {
+	f := &firstSeen{cond: cond, poll: poll, now: now, sleep: sleep, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for {
+			select {
+			case <-f.quit:
+				return
+			default:
+			}
+			if f.cond() {
+				f.at = f.now()
+				return
+			}
+			if f.now().After(deadline) {
+				return
+			}
+			f.sleep(f.poll)
+		}
+	}()
+	return f
+}
+
+// wait returns the first time cond held. It waits for the goroutine and,
+// when cond had not held by the goroutine's deadline, polls cond itself
+// until until: the zero time when cond did not hold by then either.
+func (f *firstSeen) wait(until time.Time) time.Time {
+	<-f.done
+	for f.at.IsZero() {
+		if f.cond() {
+			f.at = f.now()
+			break
+		}
+		if f.now().After(until) {
+			break
+		}
+		f.sleep(f.poll)
+	}
+	return f.at
+}
+
+// stop ends the goroutine and waits until it has returned (at most one
+// more call of cond and one poll later); calling it again does nothing.
+func (f *firstSeen) stop() {
+	f.stopOnce.Do(func() { close(f.quit) })
+	<-f.done
 }

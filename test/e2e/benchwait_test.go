@@ -3,18 +3,40 @@ package e2e
 import (
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// fakeClock is a clock that moves only when slept on.
-type fakeClock struct{ t time.Time }
+// fakeClock is a clock that moves only when slept on (or set); safe for
+// firstSeen's goroutine and the test's beside it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *fakeClock) now() time.Time        { return c.t }
-func (c *fakeClock) sleep(d time.Duration) { c.t = c.t.Add(d) }
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) sleep(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
 func (c *fakeClock) after(d time.Duration) func() bool {
-	at := c.t.Add(d)
-	return func() bool { return !c.t.Before(at) }
+	at := c.now().Add(d)
+	return func() bool { return !c.now().Before(at) }
 }
 
 func newEndStateWait(c *fakeClock, current func() error, stable func() bool) endStateWait {
@@ -77,5 +99,125 @@ func TestEndStateWaitWorker(t *testing.T) {
 	w = newEndStateWait(c2, nil, c2.after(5*time.Second))
 	if _, err := w.run(c2.now(), false); err != nil {
 		t.Errorf("stable after 5 s: %v", err)
+	}
+}
+
+// firstSeenWait is how long a test waits in real time for firstSeen's
+// goroutine, which runs on the fake clock and so ends in milliseconds:
+// only a goroutine that never ends reaches it. The fake clock moves by
+// whole polls (100 ms), so the times seen are exact.
+const firstSeenWait = 30 * time.Second
+
+// waitFor is f.wait(until), failing the test when it does not return in
+// firstSeenWait of real time (a poll that never ends).
+func waitFor(t *testing.T, f *firstSeen, until time.Time) time.Time {
+	t.Helper()
+	ch := make(chan time.Time, 1)
+	go func() { ch <- f.wait(until) }()
+	select {
+	case at := <-ch:
+		return at
+	case <-time.After(firstSeenWait):
+		t.Fatal("wait did not return")
+		return time.Time{}
+	}
+}
+
+// The Node at the new version is seen while the command still runs: a
+// command that waits on for a minute after that (machineadm upgrade on a
+// control plane, for its static pods) is timed to the Node, not to its
+// exit, as the command of plain kubeadm, which ends before the Node is at
+// the new version, is.
+func TestFirstSeenWhileCommandRuns(t *testing.T) {
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	start := c.now()
+	f := startFirstSeen(c.after(30*time.Second), 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	defer f.stop()
+	// The command: it runs until the poll has seen the Node (which on the
+	// fake clock takes no time) and returns a minute later.
+	select {
+	case <-f.done:
+	case <-time.After(firstSeenWait):
+		t.Fatal("the poll did not end while the command ran")
+	}
+	c.set(start.Add(90 * time.Second))
+	at := waitFor(t, f, c.now().Add(4*time.Minute))
+	if d := at.Sub(start); d != 30*time.Second {
+		t.Errorf("the Node's new version seen %s after the start, want 30 s (the command returned at 90 s)", d)
+	}
+}
+
+// A command that returns before the Node is at the new version (plain
+// kubeadm's, right after its kubelet restart): the poll goes on after it.
+func TestFirstSeenAfterCommand(t *testing.T) {
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	start := c.now()
+	reached := c.after(20 * time.Second)
+	f := startFirstSeen(reached, 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	defer f.stop()
+	at := waitFor(t, f, start.Add(5*time.Second).Add(4*time.Minute))
+	if d := at.Sub(start); d != 20*time.Second {
+		t.Errorf("the Node's new version seen %s after the start, want 20 s", d)
+	}
+}
+
+// The goroutine gives up at its deadline; wait then polls on until its
+// own bound (the command may run for longer than the goroutine's
+// deadline), and returns the zero time when the condition never held.
+func TestFirstSeenDeadlines(t *testing.T) {
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	start := c.now()
+	f := startFirstSeen(c.after(6*time.Minute), 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	defer f.stop()
+	select {
+	case <-f.done:
+	case <-time.After(firstSeenWait):
+		t.Fatal("the poll did not end at its deadline")
+	}
+	if d := c.now().Sub(start); d < 4*time.Minute || d > 4*time.Minute+time.Second {
+		t.Errorf("the poll ended %s after the start, want at its deadline, 4 min", d)
+	}
+	at := waitFor(t, f, start.Add(9*time.Minute)) // the command returned at 5 min
+	if d := at.Sub(start); d != 6*time.Minute {
+		t.Errorf("seen %s after the start, want 6 min (after the goroutine's deadline, within wait's)", d)
+	}
+
+	c2 := &fakeClock{t: time.Unix(1000, 0)}
+	f = startFirstSeen(func() bool { return false }, 100*time.Millisecond, c2.now().Add(4*time.Minute), c2.now, c2.sleep)
+	defer f.stop()
+	until := c2.now().Add(9 * time.Minute)
+	if at := waitFor(t, f, until); !at.IsZero() {
+		t.Errorf("never held, but wait returned %v", at)
+	}
+	if c2.now().Before(until) {
+		t.Errorf("wait gave up at %v, before its bound %v", c2.now(), until)
+	}
+}
+
+// stop ends the goroutine, long before its deadline, and no call of the
+// condition follows its return (real clock: nothing is timed).
+func TestFirstSeenStop(t *testing.T) {
+	var calls atomic.Int64
+	f := startFirstSeen(func() bool { calls.Add(1); return false }, time.Millisecond, time.Now().Add(time.Hour), time.Now, time.Sleep)
+	for end := time.Now().Add(firstSeenWait); calls.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the condition was not polled")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { f.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(firstSeenWait):
+		t.Fatal("stop did not end the poll")
+	}
+	n := calls.Load()
+	time.Sleep(50 * time.Millisecond)
+	if m := calls.Load(); m != n {
+		t.Errorf("the condition was called %d times after stop returned", m-n)
+	}
+	f.stop() // again: nothing
+	if !waitFor(t, f, time.Now()).IsZero() {
+		t.Error("a stopped poll whose condition never held returned a time")
 	}
 }

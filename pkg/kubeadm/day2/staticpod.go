@@ -134,7 +134,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 		return changed, lines, err
 	}
 	if err := uploadConfiguration(cfg, client, o.Output); err != nil {
-		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
 }
@@ -152,6 +152,10 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 // that no component restarts twice; on a Systemd control plane, after
 // each unit, it records the settings the units now run, so that a later
 // upgrade, a joining control plane and APIServerSettingsDiffer read them.
+// A credential that cannot be read is ControlPlaneUnhealthy with a hint
+// naming it; a read or store the API server does not answer or refuses
+// is ControlPlaneUnhealthy with kubeadmConfigHint; a spec whose kubeadm
+// configuration does not decode is Internal.
 func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 	client, err := Client(adminKubeconfig)
 	if err != nil {
@@ -159,7 +163,7 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 	}
 	cluster, err := fetchCluster(client, nil, false)
 	if err != nil {
-		return false, err
+		return false, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, err)
 	}
 	spec, err := SpecClusterConfiguration(specInitYAML)
 	if err != nil {
@@ -170,10 +174,16 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 		return false, nil
 	}
 	if err := uploadConfiguration(cfg, client, nil); err != nil {
-		return false, errclass.New(errclass.ControlPlaneUnhealthy, "", fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+		return false, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return true, nil
 }
+
+// kubeadmConfigHint is the hint of a failed read or store of the
+// kube-system/kubeadm-config ConfigMap (UploadSettings, and Reconfigure's
+// store after a component). A rerun stores the settings where the
+// ConfigMap does not carry them yet.
+const kubeadmConfigHint = "machineadm could not read or update the cluster's kubeadm configuration: check that the API server answers and that /etc/kubernetes/admin.conf may get and update the kube-system/kubeadm-config ConfigMap (`kubectl -n kube-system get configmap kubeadm-config`), then run machineadm upgrade again; it stores the spec's settings where the ConfigMap does not carry them yet."
 
 // uploadConfiguration stores cfg in the kubeadm-config ConfigMap with
 // kubeadm's uploadconfig, whose notes (it prints to the process's

@@ -241,14 +241,15 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 	defer cancel()
 	start := time.Now()
 	// The Node is polled from the command's start, beside it, for both
-	// tools: machineadm's command goes on after the Node's new version on
+	// tools and for as long as the command runs (upgradeTimeout bounds
+	// it): machineadm's command goes on after the Node's new version on
 	// a control plane (it waits for the static pods), plain kubeadm's
 	// ends before it.
 	nctx, ncancel := context.WithCancel(ctx)
 	newVersion := startFirstSeen(func() bool {
 		n, err := cs.CoreV1().Nodes().Get(nctx, m.Name, metav1.GetOptions{})
 		return err == nil && n.Status.NodeInfo.KubeletVersion == kubernetesVersion && !nodeReadyTime(n).IsZero()
-	}, benchReadyPoll, start.Add(readyTimeout), time.Now, time.Sleep)
+	}, benchReadyPoll, time.Now, time.Sleep)
 	defer newVersion.stop()
 	defer ncancel() // first: it ends a GET under way
 	res, peak, err := m.ExecPeakMem(uctx, nil, cmd...)

@@ -420,9 +420,23 @@ func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSampl
 			rows = append(rows, row{"start -> static pods current", "s", func(s benchUpgradeSample) float64 { return s.current.Seconds() }, benchTargetWall})
 		}
 		rows = append(rows, row{"peak RSS", "Mi", func(s benchUpgradeSample) float64 { return float64(s.rssKiB) / 1024 }, benchTargetRSS})
+		// A sample that did not reach the end state has no time to it
+		// (0, and the run fails): its row gets no verdict.
+		short := func(ss []benchUpgradeSample, f func(benchUpgradeSample) float64) bool {
+			for _, s := range ss {
+				if f(s) == 0 {
+					return true
+				}
+			}
+			return false
+		}
 		for _, l := range rows {
 			k, m := med(ka, l.f), med(ma, l.f)
-			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2f%-2s %10.2f%-2s   %.3f   target <= %.2f: %s\n", node, l.name, k, l.unit, m, l.unit, m/k, l.target, metWord(m/k <= l.target))
+			verdict := metWord(m/k <= l.target)
+			if short(ka, l.f) || short(ma, l.f) {
+				verdict = "not comparable (a sample did not reach it)"
+			}
+			fmt.Fprintf(&b, "BENCH upgrade %-13s %-28s %10.2f%-2s %10.2f%-2s   %.3f   target <= %.2f: %s\n", node, l.name, k, l.unit, m, l.unit, m/k, l.target, verdict)
 		}
 		// What the peak is made of (sampled, no target): the memory the
 		// tool allocated, and the pages of its binary and other files.

@@ -62,11 +62,15 @@ func (w endStateWait) run(settled time.Time, controlPlane bool) (time.Time, erro
 }
 
 // firstSeen polls cond in a goroutine of its own, every poll from its
-// start until cond holds, its deadline has passed or stop is called, and
-// keeps the first time cond held: bench-upgrade-e2e polls the Node for
-// the new kubelet version from the command's start, while the command
-// still runs, so that a tool whose command waits on past that point (as
-// machineadm upgrade does for the static pods) is not timed to its exit.
+// start until cond holds, stop is called or the bound wait gives it has
+// passed, and keeps the first time cond held: bench-upgrade-e2e polls the
+// Node for the new kubelet version from the command's start, for as long
+// as the command runs, so that a tool whose command waits on past that
+// point (as machineadm upgrade does for the static pods) is not timed to
+// its exit. The goroutine has no bound of its own before wait: one (as
+// readyTimeout from the start was) would end it under a command that runs
+// longer, and the Node's new version would then be seen only at the
+// command's exit.
 type firstSeen struct {
 	cond func() bool
 	poll time.Duration
@@ -77,14 +81,17 @@ type firstSeen struct {
 	quit     chan struct{} // closed by stop
 	stopOnce sync.Once
 	done     chan struct{} // closed when the goroutine has returned
+	// until is wait's bound, zero before wait; mu guards it.
+	mu    sync.Mutex
+	until time.Time
 	// at is the first time cond held: written by the goroutine before
-	// done is closed, afterwards only by wait.
+	// done is closed, read by wait after it.
 	at time.Time
 }
 
-// startFirstSeen starts polling cond now; the goroutine gives up after
-// deadline. stop must be called (a deferred call) to end it.
-func startFirstSeen(cond func() bool, poll time.Duration, deadline time.Time, now func() time.Time, sleep func(time.Duration)) *firstSeen {
+// startFirstSeen starts polling cond now. stop must be called (a
+// deferred call) to end it.
+func startFirstSeen(cond func() bool, poll time.Duration, now func() time.Time, sleep func(time.Duration)) *firstSeen {
 	f := &firstSeen{cond: cond, poll: poll, now: now, sleep: sleep, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
@@ -98,7 +105,10 @@ func startFirstSeen(cond func() bool, poll time.Duration, deadline time.Time, no
 				f.at = f.now()
 				return
 			}
-			if f.now().After(deadline) {
+			f.mu.Lock()
+			until := f.until
+			f.mu.Unlock()
+			if !until.IsZero() && f.now().After(until) {
 				return
 			}
 			f.sleep(f.poll)
@@ -107,21 +117,14 @@ func startFirstSeen(cond func() bool, poll time.Duration, deadline time.Time, no
 	return f
 }
 
-// wait returns the first time cond held. It waits for the goroutine and,
-// when cond had not held by the goroutine's deadline, polls cond itself
-// until until: the zero time when cond did not hold by then either.
+// wait bounds the poll by until and returns the first time cond held:
+// the zero time when it did not hold by until, or when stop had ended
+// the poll before.
 func (f *firstSeen) wait(until time.Time) time.Time {
+	f.mu.Lock()
+	f.until = until
+	f.mu.Unlock()
 	<-f.done
-	for f.at.IsZero() {
-		if f.cond() {
-			f.at = f.now()
-			break
-		}
-		if f.now().After(until) {
-			break
-		}
-		f.sleep(f.poll)
-	}
 	return f.at
 }
 

@@ -123,6 +123,25 @@ func waitFor(t *testing.T, f *firstSeen, until time.Time) time.Time {
 	}
 }
 
+// waitCalled says whether wait has bounded the poll (wait has been
+// called).
+func (f *firstSeen) waitCalled() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.until.IsZero()
+}
+
+// pollEnded waits for firstSeen's goroutine to return while the test's
+// "command" still runs (before wait).
+func pollEnded(t *testing.T, f *firstSeen) {
+	t.Helper()
+	select {
+	case <-f.done:
+	case <-time.After(firstSeenWait):
+		t.Fatal("the poll did not end while the command ran")
+	}
+}
+
 // The Node at the new version is seen while the command still runs: a
 // command that waits on for a minute after that (machineadm upgrade on a
 // control plane, for its static pods) is timed to the Node, not to its
@@ -131,15 +150,11 @@ func waitFor(t *testing.T, f *firstSeen, until time.Time) time.Time {
 func TestFirstSeenWhileCommandRuns(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
 	start := c.now()
-	f := startFirstSeen(c.after(30*time.Second), 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	f := startFirstSeen(c.after(30*time.Second), 100*time.Millisecond, c.now, c.sleep)
 	defer f.stop()
 	// The command: it runs until the poll has seen the Node (which on the
 	// fake clock takes no time) and returns a minute later.
-	select {
-	case <-f.done:
-	case <-time.After(firstSeenWait):
-		t.Fatal("the poll did not end while the command ran")
-	}
+	pollEnded(t, f)
 	c.set(start.Add(90 * time.Second))
 	at := waitFor(t, f, c.now().Add(4*time.Minute))
 	if d := at.Sub(start); d != 30*time.Second {
@@ -147,67 +162,116 @@ func TestFirstSeenWhileCommandRuns(t *testing.T) {
 	}
 }
 
+// A command that runs longer than wait's bound after it (readyTimeout, 4
+// min; upgradeTimeout allows 10), with the Node at the new version after
+// 4 min 30 s: still seen while the command runs, not at its exit. A poll
+// bounded by readyTimeout from the start (as the benchmark's was) gives
+// up at 4 min, and the Node is then seen only after the command, at 5 min.
+func TestFirstSeenCommandPastReadyTimeout(t *testing.T) {
+	c := &fakeClock{t: time.Unix(1000, 0)}
+	start := c.now()
+	f := startFirstSeen(c.after(4*time.Minute+30*time.Second), 100*time.Millisecond, c.now, c.sleep)
+	defer f.stop()
+	pollEnded(t, f)
+	c.set(start.Add(5 * time.Minute)) // the command returns
+	at := waitFor(t, f, c.now().Add(4*time.Minute))
+	if d := at.Sub(start); d != 4*time.Minute+30*time.Second {
+		t.Errorf("the Node's new version seen %s after the start, want 4m30s (the command returned at 5m0s)", d)
+	}
+}
+
 // A command that returns before the Node is at the new version (plain
-// kubeadm's, right after its kubelet restart): the poll goes on after it.
+// kubeadm's, right after its kubelet restart): the poll goes on after it,
+// and wait waits for it.
 func TestFirstSeenAfterCommand(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
 	start := c.now()
+	// The condition holds from 20 s, and not before wait has been called
+	// (the command has returned).
+	var waited atomic.Bool
 	reached := c.after(20 * time.Second)
-	f := startFirstSeen(reached, 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	f := startFirstSeen(func() bool {
+		if !waited.Load() {
+			c.set(start) // the command still runs: fake time stands still
+			return false
+		}
+		return reached()
+	}, 100*time.Millisecond, c.now, c.sleep)
 	defer f.stop()
-	at := waitFor(t, f, start.Add(5*time.Second).Add(4*time.Minute))
+	ch := make(chan time.Time, 1)
+	go func() { ch <- f.wait(start.Add(5 * time.Second).Add(4 * time.Minute)) }()
+	for end := time.Now().Add(firstSeenWait); !f.waitCalled(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("wait was not called")
+		}
+	}
+	waited.Store(true)
+	var at time.Time
+	select {
+	case at = <-ch:
+	case <-time.After(firstSeenWait):
+		t.Fatal("wait did not return")
+	}
 	if d := at.Sub(start); d != 20*time.Second {
 		t.Errorf("the Node's new version seen %s after the start, want 20 s", d)
 	}
 }
 
-// The goroutine gives up at its deadline; wait then polls on until its
-// own bound (the command may run for longer than the goroutine's
-// deadline), and returns the zero time when the condition never held.
-func TestFirstSeenDeadlines(t *testing.T) {
+// wait's bound ends the poll, and a condition that never held gives the
+// zero time, after that bound.
+func TestFirstSeenNeverHolds(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
-	start := c.now()
-	f := startFirstSeen(c.after(6*time.Minute), 100*time.Millisecond, start.Add(4*time.Minute), c.now, c.sleep)
+	var calls atomic.Int64
+	f := startFirstSeen(func() bool { calls.Add(1); return false }, 100*time.Millisecond, c.now, c.sleep)
 	defer f.stop()
-	select {
-	case <-f.done:
-	case <-time.After(firstSeenWait):
-		t.Fatal("the poll did not end at its deadline")
-	}
-	if d := c.now().Sub(start); d < 4*time.Minute || d > 4*time.Minute+time.Second {
-		t.Errorf("the poll ended %s after the start, want at its deadline, 4 min", d)
-	}
-	at := waitFor(t, f, start.Add(9*time.Minute)) // the command returned at 5 min
-	if d := at.Sub(start); d != 6*time.Minute {
-		t.Errorf("seen %s after the start, want 6 min (after the goroutine's deadline, within wait's)", d)
-	}
-
-	c2 := &fakeClock{t: time.Unix(1000, 0)}
-	f = startFirstSeen(func() bool { return false }, 100*time.Millisecond, c2.now().Add(4*time.Minute), c2.now, c2.sleep)
-	defer f.stop()
-	until := c2.now().Add(9 * time.Minute)
+	until := c.now().Add(9 * time.Minute)
 	if at := waitFor(t, f, until); !at.IsZero() {
 		t.Errorf("never held, but wait returned %v", at)
 	}
-	if c2.now().Before(until) {
-		t.Errorf("wait gave up at %v, before its bound %v", c2.now(), until)
+	if c.now().Before(until) {
+		t.Errorf("wait gave up at %v, before its bound %v", c.now(), until)
+	}
+	n := calls.Load()
+	f.stop()
+	if m := calls.Load(); m != n {
+		t.Errorf("the condition was called %d times after wait returned", m-n)
 	}
 }
 
-// stop ends the goroutine, long before its deadline, and no call of the
-// condition follows its return (real clock: nothing is timed).
+// stop ends the goroutine, long before any bound, and returns only once
+// a call of the condition under way has returned: none follows it.
 func TestFirstSeenStop(t *testing.T) {
 	var calls atomic.Int64
-	f := startFirstSeen(func() bool { calls.Add(1); return false }, time.Millisecond, time.Now().Add(time.Hour), time.Now, time.Sleep)
-	for end := time.Now().Add(firstSeenWait); calls.Load() < 3; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the condition was not polled")
+	var inCond, condReturned atomic.Bool
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	f := startFirstSeen(func() bool {
+		if calls.Add(1) == 3 {
+			// The third call blocks, as a GET under way does, until
+			// the test releases it.
+			inCond.Store(true)
+			close(entered)
+			<-release
+			condReturned.Store(true)
 		}
-	}
-	stopped := make(chan struct{})
-	go func() { f.stop(); close(stopped) }()
+		return false
+	}, time.Millisecond, time.Now, time.Sleep)
 	select {
-	case <-stopped:
+	case <-entered:
+	case <-time.After(firstSeenWait):
+		t.Fatal("the condition was not polled")
+	}
+	stopped := make(chan bool, 1)
+	go func() { f.stop(); stopped <- condReturned.Load() }()
+	// Give a stop that would not wait the time to return (not a bound:
+	// a stop that waits passes however long this takes).
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	select {
+	case returned := <-stopped:
+		if !returned {
+			t.Error("stop returned while a call of the condition was under way")
+		}
 	case <-time.After(firstSeenWait):
 		t.Fatal("stop did not end the poll")
 	}
@@ -217,7 +281,10 @@ func TestFirstSeenStop(t *testing.T) {
 		t.Errorf("the condition was called %d times after stop returned", m-n)
 	}
 	f.stop() // again: nothing
-	if !waitFor(t, f, time.Now()).IsZero() {
+	if !waitFor(t, f, time.Now().Add(time.Hour)).IsZero() {
 		t.Error("a stopped poll whose condition never held returned a time")
+	}
+	if m := calls.Load(); m != n {
+		t.Errorf("wait after stop called the condition %d times", m-n)
 	}
 }

@@ -94,7 +94,13 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		if env.DryRun {
 			dest = ""
 		}
-		blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, dest)
+		// A destination that already has the pinned content (a rerun, an
+		// upgrade run again after it succeeded) is that content: nothing
+		// is fetched, so a source gone or unreachable since does not fail
+		// a run that changes nothing.
+		if blob = files.Present(hp, f.Source.SHA256); blob == nil {
+			blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, dest)
+		}
 		switch {
 		case errors.Is(err, files.ErrDigestMismatch):
 			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))

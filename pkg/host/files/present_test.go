@@ -1,0 +1,82 @@
+package files
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestPresent: a regular file with the pinned content is a Blob of that
+// file, which a Plan against the file finds unchanged and whose later
+// read refuses a changed file; anything else (other content, a symlink to
+// the content, a directory, nothing) is nil, for the caller to fetch.
+func TestPresent(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("#!/bin/sh\necho kubelet\n")
+	s := sha256.Sum256(content)
+	sum := hex.EncodeToString(s[:])
+	p := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(p, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	b := Present(p, sum)
+	if b == nil {
+		t.Fatal("Present: nil for a file with the pinned content")
+	}
+	defer b.Close()
+	if b.Size() != int64(len(content)) {
+		t.Errorf("Size %d, want %d", b.Size(), len(content))
+	}
+	cur, err := ReadState(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Plan(Desired{Path: "/usr/bin/kubelet", Blob: b, Mode: cur.Mode, UID: cur.UID, GID: cur.GID}, p, cur)
+	if c.Changed() {
+		t.Errorf("Plan against the file itself: %s", c.Summary())
+	}
+	r, err := b.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(r); err != nil || string(got) != string(content) {
+		t.Errorf("Reader: %q, %v", got, err)
+	}
+	// Changed in place since (same inode): a read refuses it.
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho other\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reader(); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("Reader after the file changed: %v, want ErrDigestMismatch", err)
+	}
+
+	if Present(p, sum) != nil {
+		t.Error("Present: a Blob for a file with other content")
+	}
+	target := filepath.Join(dir, "real")
+	if err := os.WriteFile(target, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		link := filepath.Join(dir, "link")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if b := Present(link, sum); b != nil {
+			b.Close()
+			t.Error("Present followed a symlink to the pinned content")
+		}
+	}
+	if Present(dir, sum) != nil {
+		t.Error("Present: a Blob for a directory")
+	}
+	if Present(filepath.Join(dir, "missing"), sum) != nil {
+		t.Error("Present: a Blob for a missing file")
+	}
+}

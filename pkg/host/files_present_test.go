@@ -1,0 +1,119 @@
+//go:build !windows
+
+package host
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/spec"
+)
+
+// TestFilesRerunFetchesNothingWhenInPlace: a source whose content is
+// already at its destination (a rerun, an upgrade run again after it
+// succeeded) is not fetched: a rerun with the source's server gone
+// changes nothing and succeeds, and with the server up sends it no
+// request; a mode that differs is set in place. A destination with
+// other content still fetches, and fails as before when the source is
+// unreachable.
+func TestFilesRerunFetchesNothingWhenInPlace(t *testing.T) {
+	h := newTestHost(t)
+	dest := filepath.Join(h.root, "usr/bin/tool")
+	sum := writeBigFile(t, dest, 3<<20, 7)
+	if err := os.Chmod(dest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.ServeFile(w, r, dest)
+	}))
+	defer srv.Close()
+	load := func(url, mode string) *spec.Loaded {
+		t.Helper()
+		doc := fmt.Sprintf(`apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  host:
+    files:
+    - path: /usr/bin/tool
+      mode: %q
+      source: {url: %q, sha256: %s}
+`, mode, url, sum)
+		l, err := spec.Load([]byte(doc), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	fi, err := os.Stat(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("server up", func(t *testing.T) {
+		var out bytes.Buffer
+		if res := runFilesStep(t, load(srv.URL+"/tool", "0755").Config, h.env(&out)); res.Changed {
+			t.Errorf("a rerun changed something:\n%s", out.String())
+		}
+		if n := requests.Load(); n != 0 {
+			t.Errorf("the source was fetched %d times for a file already in place", n)
+		}
+	})
+
+	// A loopback address nothing listens on any more.
+	gone := httptest.NewServer(nil)
+	goneURL := gone.URL + "/tool"
+	gone.Close()
+
+	t.Run("server gone", func(t *testing.T) {
+		var out bytes.Buffer
+		if res := runFilesStep(t, load(goneURL, "0755").Config, h.env(&out)); res.Changed {
+			t.Errorf("a rerun changed something:\n%s", out.String())
+		}
+	})
+
+	t.Run("mode differs", func(t *testing.T) {
+		var out bytes.Buffer
+		if res := runFilesStep(t, load(goneURL, "0700").Config, h.env(&out)); !res.Changed {
+			t.Errorf("the mode was not set:\n%s", out.String())
+		}
+		nfi, err := os.Stat(dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nfi.Mode().Perm() != 0o700 || !os.SameFile(fi, nfi) {
+			t.Errorf("%s: mode %v, same file %v; want 0700 set in place", dest, nfi.Mode().Perm(), os.SameFile(fi, nfi))
+		}
+		if got := fileSHA256(t, dest); got != sum {
+			t.Errorf("the content changed: sha256 %s, want %s", got, sum)
+		}
+	})
+
+	t.Run("other content", func(t *testing.T) {
+		writeBigFile(t, dest, 3<<20, 8)
+		env := h.env(nil)
+		var err error
+		for _, s := range Steps(load(goneURL, "0700").Config) {
+			if s.Name == StepFiles {
+				err = s.Check(t.Context(), env)
+			}
+		}
+		var ce *errclass.Error
+		if err == nil || !errors.As(err, &ce) || ce.Class != errclass.PayloadUnavailable || !strings.Contains(err.Error(), "source.url") {
+			t.Fatalf("check with other content at the destination and the source gone: %v, want PayloadUnavailable naming source.url", err)
+		}
+	})
+}

@@ -98,7 +98,7 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		// upgrade run again after it succeeded) is that content: nothing
 		// is fetched, so a source gone or unreachable since does not fail
 		// a run that changes nothing.
-		if blob = files.Present(hp, f.Source.SHA256); blob == nil {
+		if blob = files.Present(env.root(), f.Source.URL, hp, f.Source.SHA256); blob == nil {
 			blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, dest)
 		}
 		switch {

@@ -25,7 +25,7 @@ func TestPresent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := Present(p, sum)
+	b := Present("", "https://example.invalid/kubelet", p, sum)
 	if b == nil {
 		t.Fatal("Present: nil for a file with the pinned content")
 	}
@@ -56,7 +56,7 @@ func TestPresent(t *testing.T) {
 		t.Errorf("Reader after the file changed: %v, want ErrDigestMismatch", err)
 	}
 
-	if Present(p, sum) != nil {
+	if Present("", "https://example.invalid/kubelet", p, sum) != nil {
 		t.Error("Present: a Blob for a file with other content")
 	}
 	target := filepath.Join(dir, "real")
@@ -68,15 +68,29 @@ func TestPresent(t *testing.T) {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
-		if b := Present(link, sum); b != nil {
+		if b := Present("", "https://example.invalid/kubelet", link, sum); b != nil {
 			b.Close()
 			t.Error("Present followed a symlink to the pinned content")
 		}
 	}
-	if Present(dir, sum) != nil {
+	// A file:// source of the same size (under root): the destination
+	// is read and stands for it.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "opt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "opt/kubelet"), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(root, "file:///opt/kubelet", target, sum); b == nil {
+		t.Error("Present: nil for a file with the content of a file:// source of its size")
+	} else {
+		b.Close()
+	}
+	if Present("", "https://example.invalid/kubelet", dir, sum) != nil {
 		t.Error("Present: a Blob for a directory")
 	}
-	if Present(filepath.Join(dir, "missing"), sum) != nil {
+	if Present("", "https://example.invalid/kubelet", filepath.Join(dir, "missing"), sum) != nil {
 		t.Error("Present: a Blob for a missing file")
 	}
 }

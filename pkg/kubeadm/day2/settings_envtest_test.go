@@ -15,8 +15,10 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 
@@ -98,6 +100,95 @@ func TestUploadSettingsFailuresHaveTheirHint(t *testing.T) {
 			t.Errorf("the refused store changed kubeadm-config:\n%s\nwant\n%s", got, stored)
 		}
 	})
+}
+
+// TestUploadSettingsNeedsTheRightsItsHintNames: kubeadmConfigHint names
+// the rights a credential needs for UploadSettings' store (kubeadm's
+// uploadconfig creates the ConfigMap before it gets and updates it, then
+// creates or updates a Role and a RoleBinding). A credential with get and
+// update on kubeadm-config alone is refused (and the hint must not say
+// that those suffice); one with exactly the rights the hint names stores.
+func TestUploadSettingsNeedsTheRightsItsHintNames(t *testing.T) {
+	spec := exampleInit(t, nil)
+	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
+	short := saved.DeepCopy()
+	short.KubernetesAPICall = &metav1.Duration{Duration: 2 * time.Second}
+	kubeadmapi.SetActiveTimeouts(short)
+	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	const named = "may create, get and update ConfigMaps, Roles and RoleBindings in kube-system"
+	if !strings.Contains(kubeadmConfigHint, named) {
+		t.Fatalf("kubeadmConfigHint does not say %q: %s", named, kubeadmConfigHint)
+	}
+	cfg := testassets.StartEnvtest(t)
+	stored := strings.Replace(clusterConfigurationDoc(t, spec), "imageRepository: registry.demo.example/k8s", "imageRepository: registry.demo.example/old", 1)
+	seedCluster(t, cfg, stored)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// A user with rules, impersonated through a proxy whose kubeconfig
+	// UploadSettings reads.
+	as := func(t *testing.T, user string, rules []rbacv1.PolicyRule) string {
+		t.Helper()
+		if _, err := cs.RbacV1().Roles(metav1.NamespaceSystem).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		}
+		if _, err := cs.RbacV1().RoleBindings(metav1.NamespaceSystem).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		uc := rest.CopyConfig(cfg)
+		uc.Impersonate = rest.ImpersonationConfig{UserName: user}
+		// The authorizer reads its rules from an informer: wait, bounded,
+		// until the user may read kubeadm-config.
+		ucs, err := kubernetes.NewForConfig(uc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if _, err := ucs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{}); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("user %s cannot read kubeadm-config within 60 s: %v", user, err)
+			}
+		}
+		_, kc := serveCountingProxy(t, uc, t.TempDir())
+		return kc
+	}
+	get := func() string {
+		cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey]
+	}
+
+	kc := as(t, "get-update-only", []rbacv1.PolicyRule{{
+		Verbs: []string{"get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{kubeadmconstants.KubeadmConfigConfigMap},
+	}})
+	if ok, err := UploadSettings(kc, spec); ok || err == nil {
+		t.Errorf("UploadSettings with get and update on kubeadm-config alone: stored %v, %v; want refused", ok, err)
+	}
+	if got := get(); got != stored {
+		t.Fatalf("a refused store changed kubeadm-config:\n%s", got)
+	}
+
+	kc = as(t, "named-rights", []rbacv1.PolicyRule{
+		{Verbs: []string{"create", "get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
+		{Verbs: []string{"create", "get", "update"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}},
+	})
+	ok, err := UploadSettings(kc, spec)
+	if err != nil || !ok {
+		t.Fatalf("UploadSettings with the rights kubeadmConfigHint names: stored %v, %v; want stored", ok, err)
+	}
+	if got := get(); got == stored || !strings.Contains(got, "registry.demo.example/k8s") {
+		t.Errorf("kubeadm-config after the store:\n%s\nwant the spec's image repository", got)
+	}
 }
 
 // denyKubeadmConfigUpdates makes the API server refuse every update of

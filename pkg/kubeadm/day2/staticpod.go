@@ -180,10 +180,14 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 }
 
 // kubeadmConfigHint is the hint of a failed read or store of the
-// kube-system/kubeadm-config ConfigMap (UploadSettings, and Reconfigure's
-// store after a component). A rerun stores the settings where the
-// ConfigMap does not carry them yet.
-const kubeadmConfigHint = "machineadm could not read or update the cluster's kubeadm configuration: check that the API server answers and that /etc/kubernetes/admin.conf may get and update the kube-system/kubeadm-config ConfigMap (`kubectl -n kube-system get configmap kubeadm-config`), then run machineadm upgrade again; it stores the spec's settings where the ConfigMap does not carry them yet."
+// kube-system/kubeadm-config ConfigMap (UploadSettings, and
+// UpgradeStaticPodComponent's store after a component). kubeadm's
+// uploadconfig creates the ConfigMap before it gets and updates it, then
+// creates or updates the Role and RoleBinding that let nodes read it: a
+// credential without those rights fails there
+// (TestUploadSettingsNeedsTheRightsItsHintNames). A rerun stores the
+// settings where the ConfigMap does not carry them yet.
+const kubeadmConfigHint = "machineadm could not read or update the cluster's kubeadm configuration: check that the API server answers and that /etc/kubernetes/admin.conf may create, get and update ConfigMaps, Roles and RoleBindings in kube-system (kubeadm's upload-config stores the kubeadm-config ConfigMap and the Role and RoleBinding that let nodes read it; `kubectl -n kube-system get configmap kubeadm-config`), then run machineadm upgrade again; it stores the spec's settings where the ConfigMap does not carry them yet."
 
 // uploadConfiguration stores cfg in the kubeadm-config ConfigMap with
 // kubeadm's uploadconfig, whose notes (it prints to the process's

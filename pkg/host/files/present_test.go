@@ -94,3 +94,38 @@ func TestPresent(t *testing.T) {
 		t.Error("Present: a Blob for a missing file")
 	}
 }
+
+// TestPresentFileSourceOtherSize: a file:// source whose size differs
+// from the destination's (an upgrade's new kubelet) does not let the
+// destination stand for it, even when the destination has the pinned
+// content: the destination is not read, and the caller fetches (and
+// checks) the source. Of the same size, the destination is read.
+func TestPresentFileSourceOtherSize(t *testing.T) {
+	root := t.TempDir()
+	content := []byte("#!/bin/sh\necho kubelet\n")
+	s := sha256.Sum256(content)
+	sum := hex.EncodeToString(s[:])
+	if err := os.MkdirAll(filepath.Join(root, "opt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(root, "opt/dest")
+	if err := os.WriteFile(dest, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "opt/kubelet")
+	if err := os.WriteFile(src, append(content, "# one more line\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(root, "file:///opt/kubelet", dest, sum); b != nil {
+		b.Close()
+		t.Error("Present: a Blob for a file:// source of another size than the destination")
+	}
+	if err := os.WriteFile(src, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(root, "file:///opt/kubelet", dest, sum); b == nil {
+		t.Error("Present: nil for a file:// source of the destination's size and content")
+	} else {
+		b.Close()
+	}
+}

@@ -89,7 +89,7 @@ func (b *Blob) Reader() (io.Reader, error) {
 			return nil, err
 		}
 		if !bytes.Equal(h.Sum(nil), b.sum) {
-			return nil, fmt.Errorf("%w: the content written to %s was changed there since", ErrDigestMismatch, b.installed)
+			return nil, fmt.Errorf("%w: %s no longer has the content checked earlier in this run: something else changed it since; run again", ErrDigestMismatch, b.installed)
 		}
 	}
 	if _, err := b.f.Seek(0, io.SeekStart); err != nil {

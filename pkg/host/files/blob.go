@@ -141,9 +141,11 @@ func fileSource(hostPath string, fi os.FileInfo) *source {
 // openExamined opens hostPath for reading if it is still the file fi
 // (os.Lstat, a regular file) described: a path replaced since, by a
 // symlink to a key for instance, is refused rather than read (its content
-// would be compared, or an append would copy it into the file).
+// would be compared, or an append would copy it into the file). The
+// last component is not followed, and a FIFO put there does not block
+// (examineFlags).
 func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
-	f, err := os.Open(hostPath)
+	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,26 @@ spec:
 		}
 	})
 
+	// A symlink at the destination is followed inside the root, as for
+	// every write (Resolve): the file it names has the content, so
+	// nothing is fetched and the link stays (docs/host-preparation.md).
+	t.Run("symlink in the root", func(t *testing.T) {
+		link := filepath.Join(h.root, "usr/bin/tool-link")
+		if err := os.Symlink("tool", link); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(link)
+		doc := load(goneURL, "0700")
+		doc.Config.Spec.Host.Files[0].Path = "/usr/bin/tool-link"
+		var out bytes.Buffer
+		if res := runFilesStep(t, doc.Config, h.env(&out)); res.Changed {
+			t.Errorf("a symlink to the content in place changed something:\n%s", out.String())
+		}
+		if lfi, err := os.Lstat(link); err != nil || lfi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symlink: %v", link, err)
+		}
+	})
+
 	t.Run("other content", func(t *testing.T) {
 		writeBigFile(t, dest, 3<<20, 8)
 		env := h.env(nil)

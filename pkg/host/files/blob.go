@@ -89,7 +89,7 @@ func (b *Blob) Reader() (io.Reader, error) {
 			return nil, err
 		}
 		if !bytes.Equal(h.Sum(nil), b.sum) {
-			return nil, fmt.Errorf("%w: the content written to %s was changed there since", ErrDigestMismatch, b.installed)
+			return nil, fmt.Errorf("%w: %s no longer has the content checked earlier in this run: something else changed it since; run again", ErrDigestMismatch, b.installed)
 		}
 	}
 	if _, err := b.f.Seek(0, io.SeekStart); err != nil {
@@ -141,9 +141,11 @@ func fileSource(hostPath string, fi os.FileInfo) *source {
 // openExamined opens hostPath for reading if it is still the file fi
 // (os.Lstat, a regular file) described: a path replaced since, by a
 // symlink to a key for instance, is refused rather than read (its content
-// would be compared, or an append would copy it into the file).
+// would be compared, or an append would copy it into the file). The
+// last component is not followed, and a FIFO put there does not block
+// (examineFlags).
 func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
-	f, err := os.Open(hostPath)
+	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
 	if err != nil {
 		return nil, err
 	}

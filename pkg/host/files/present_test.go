@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +93,75 @@ func TestPresent(t *testing.T) {
 	}
 	if Present("", "https://example.invalid/kubelet", filepath.Join(dir, "missing"), sum) != nil {
 		t.Error("Present: a Blob for a missing file")
+	}
+}
+
+// TestPresentFileSourceOtherSize: a file:// source whose size differs
+// from the destination's (an upgrade's new kubelet) does not let the
+// destination stand for it, even when the destination has the pinned
+// content: the destination is not read, and the caller fetches (and
+// checks) the source. Of the same size, the destination is read.
+func TestPresentFileSourceOtherSize(t *testing.T) {
+	root := t.TempDir()
+	content := []byte("#!/bin/sh\necho kubelet\n")
+	s := sha256.Sum256(content)
+	sum := hex.EncodeToString(s[:])
+	if err := os.MkdirAll(filepath.Join(root, "opt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(root, "opt/dest")
+	if err := os.WriteFile(dest, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "opt/kubelet")
+	if err := os.WriteFile(src, append(content, "# one more line\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(root, "file:///opt/kubelet", dest, sum); b != nil {
+		b.Close()
+		t.Error("Present: a Blob for a file:// source of another size than the destination")
+	}
+	if err := os.WriteFile(src, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(root, "file:///opt/kubelet", dest, sum); b == nil {
+		t.Error("Present: nil for a file:// source of the destination's size and content")
+	} else {
+		b.Close()
+	}
+}
+
+// TestPresentChangedBeforeApply: a destination found in place at the
+// check and changed in place by something else before it is written
+// (same inode) is refused by Apply, which writes nothing and says the
+// file changed during the run, rather than writing back what is there.
+func TestPresentChangedBeforeApply(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("pinned content\n")
+	s := sha256.Sum256(content)
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := Present("", "https://example.invalid/f", p, hex.EncodeToString(s[:]))
+	if b == nil {
+		t.Fatal("Present: nil for a file with the pinned content")
+	}
+	defer b.Close()
+	other := []byte("other  content\n")
+	if err := os.WriteFile(p, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ReadState(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Plan(Desired{Path: "/f", Blob: b, Mode: 0o644, UID: cur.UID, GID: cur.GID}, p, cur)
+	err = Apply(c)
+	if !errors.Is(err, ErrDigestMismatch) || !strings.Contains(err.Error(), "changed it since") {
+		t.Errorf("Apply after the destination changed in place: %v, want ErrDigestMismatch saying it changed", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != string(other) {
+		t.Errorf("%s: %q, want what the other writer left", p, got)
 	}
 }

@@ -1,0 +1,6 @@
+package files
+
+// examineFlags are openExamined's flags beyond O_RDONLY (none on
+// Windows, which has no FIFOs at a path and whose os.Open of a symlink
+// is refused by the SameFile check).
+const examineFlags = 0

@@ -33,14 +33,7 @@ import (
 // pods; the refused store leaves the ConfigMap as it was.
 func TestUploadSettingsFailuresHaveTheirHint(t *testing.T) {
 	spec := exampleInit(t, nil)
-	// kubeadm retries a read the API server does not answer, and a
-	// refused store, for its API call timeout (1 min by default): 2 s
-	// here.
-	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
-	short := saved.DeepCopy()
-	short.KubernetesAPICall = &metav1.Duration{Duration: 2 * time.Second}
-	kubeadmapi.SetActiveTimeouts(short)
-	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	shortAPICallTimeout(t)
 	wantHint := func(t *testing.T, err error, cause string) {
 		t.Helper()
 		var ce *errclass.Error
@@ -110,11 +103,7 @@ func TestUploadSettingsFailuresHaveTheirHint(t *testing.T) {
 // that those suffice); one with exactly the rights the hint names stores.
 func TestUploadSettingsNeedsTheRightsItsHintNames(t *testing.T) {
 	spec := exampleInit(t, nil)
-	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
-	short := saved.DeepCopy()
-	short.KubernetesAPICall = &metav1.Duration{Duration: 2 * time.Second}
-	kubeadmapi.SetActiveTimeouts(short)
-	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	shortAPICallTimeout(t)
 	const named = "may create, get and update ConfigMaps, Roles and RoleBindings in kube-system"
 	if !strings.Contains(kubeadmConfigHint, named) {
 		t.Fatalf("kubeadmConfigHint does not say %q: %s", named, kubeadmConfigHint)
@@ -244,4 +233,17 @@ func denyKubeadmConfigUpdates(t *testing.T, cs kubernetes.Interface) {
 			t.Fatalf("the ValidatingAdmissionPolicy did not refuse an update of kubeadm-config within 60 s (last answer: %v)", err)
 		}
 	}
+}
+
+// shortAPICallTimeout sets kubeadm's API call timeout to 2 s until t
+// ends: kubeadm retries a read the API server does not answer, and a
+// refused store, for that long (1 min by default). Not for parallel
+// tests: the timeout is kubeadm's global.
+func shortAPICallTimeout(t *testing.T) {
+	t.Helper()
+	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
+	short := saved.DeepCopy()
+	short.KubernetesAPICall = &metav1.Duration{Duration: 2 * time.Second}
+	kubeadmapi.SetActiveTimeouts(short)
+	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
 }

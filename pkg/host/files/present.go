@@ -10,8 +10,9 @@ import (
 
 // Present returns a Blob of the host file hostPath (a path Resolve
 // returned) when it is a regular file whose content already has the hex
-// SHA-256 wantSHA256 of the source rawURL (root as for FetchFor), so that a rerun need not fetch a source it already
-// installed: the source may be gone or unreachable by then, and a spec
+// SHA-256 wantSHA256 of the source rawURL (root as for FetchFor), so
+// that a rerun need not fetch a source it already installed: the
+// source may be gone or unreachable by then, and a spec
 // that changes nothing must change and fetch nothing. It returns nil when
 // the path is missing, is not a regular file (a symlink is not followed),
 // cannot be read, or holds other content: the caller fetches the source

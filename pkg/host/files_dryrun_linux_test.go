@@ -8,7 +8,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/machineadm/machineadm/pkg/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,22 +23,10 @@ func TestFilesDryRunLeavesTheDestinationDirectoryAlone(t *testing.T) {
 	sum := writeBigFile(t, filepath.Join(h.root, "opt/bin/tool"), 3<<20, 1)
 	dir := filepath.Join(h.root, "usr/bin")
 	writeBigFile(t, filepath.Join(dir, "tool"), 3<<20, 2)
-	doc := fmt.Sprintf(`apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: ControlPlane
-  action: Init
-  kubernetes: {version: v1.37.2}
-  host:
-    files:
-    - path: /usr/bin/tool
+	cfg := filesSpec(t, fmt.Sprintf(`    - path: /usr/bin/tool
       mode: "0755"
       source: {url: "file:///opt/bin/tool", sha256: %s}
-`, sum)
-	l, err := spec.Load([]byte(doc), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+`, sum))
 	ino, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		t.Skipf("inotify: %v", err)
@@ -51,7 +38,7 @@ spec:
 	var out bytes.Buffer
 	env := h.env(&out)
 	env.DryRun = true
-	if res := runFilesStep(t, l.Config, env); !res.Changed {
+	if res := runFilesStep(t, cfg, env); !res.Changed {
 		t.Fatalf("dry run: nothing would change:\n%s", out.String())
 	}
 	if events := inotifyEvents(t, ino); len(events) > 0 {

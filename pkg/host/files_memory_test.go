@@ -90,30 +90,18 @@ func TestFilesStepMemoryDoesNotGrowWithFileSize(t *testing.T) {
 	h := newTestHost(t)
 	sum := writeBigFile(t, filepath.Join(h.root, "opt/bin/tool"), bigFileSize, 1)
 	writeBigFile(t, filepath.Join(h.root, "usr/bin/tool"), bigFileSize, 2)
-	doc := fmt.Sprintf(`apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: ControlPlane
-  action: Init
-  kubernetes: {version: v1.37.2}
-  host:
-    files:
-    - path: /usr/bin/tool
+	cfg := filesSpec(t, fmt.Sprintf(`    - path: /usr/bin/tool
       mode: "0755"
       source: {url: "file:///opt/bin/tool", sha256: %s}
     - path: /usr/bin/new-tool
       mode: "0755"
       source: {url: "file:///opt/bin/tool", sha256: %s}
-`, sum, sum)
-	l, err := spec.Load([]byte(doc), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+`, sum, sum))
 	run := func(env *Env) Result {
 		t.Helper()
 		var res Result
 		alloc := allocatedBy(func() {
-			res = runFilesStep(t, l.Config, env)
+			res = runFilesStep(t, cfg, env)
 		})
 		// Two files of 20 MiB each went through; a few pieces of 256 KiB
 		// (staging, comparing, copying) are all that may be allocated.
@@ -148,6 +136,26 @@ spec:
 	if out.Len() > 4096 {
 		t.Errorf("dry run printed %d bytes for binaries", out.Len())
 	}
+}
+
+// filesSpec loads a control-plane spec whose spec.host.files list is
+// entries (YAML list items indented as under "files:"); a spec that does
+// not load fails t.
+func filesSpec(t *testing.T, entries string) *machineadm.MachineBootstrapConfig {
+	t.Helper()
+	l, err := spec.Load([]byte(`apiVersion: machineadm.io/v1alpha1
+kind: MachineBootstrapConfig
+spec:
+  role: ControlPlane
+  action: Init
+  kubernetes: {version: v1.37.2}
+  host:
+    files:
+`+entries), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Config
 }
 
 // runFilesStep checks and applies the files step alone.

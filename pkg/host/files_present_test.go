@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
-	"github.com/machineadm/machineadm/pkg/spec"
 )
 
 // TestFilesRerunFetchesNothingWhenInPlace: a source whose content is
@@ -38,25 +38,12 @@ func TestFilesRerunFetchesNothingWhenInPlace(t *testing.T) {
 		http.ServeFile(w, r, dest)
 	}))
 	defer srv.Close()
-	load := func(url, mode string) *spec.Loaded {
+	load := func(url, mode string) *machineadm.MachineBootstrapConfig {
 		t.Helper()
-		doc := fmt.Sprintf(`apiVersion: machineadm.io/v1alpha1
-kind: MachineBootstrapConfig
-spec:
-  role: ControlPlane
-  action: Init
-  kubernetes: {version: v1.37.2}
-  host:
-    files:
-    - path: /usr/bin/tool
+		return filesSpec(t, fmt.Sprintf(`    - path: /usr/bin/tool
       mode: %q
       source: {url: %q, sha256: %s}
-`, mode, url, sum)
-		l, err := spec.Load([]byte(doc), "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
+`, mode, url, sum))
 	}
 	fi, err := os.Stat(dest)
 	if err != nil {
@@ -65,7 +52,7 @@ spec:
 
 	t.Run("server up", func(t *testing.T) {
 		var out bytes.Buffer
-		if res := runFilesStep(t, load(srv.URL+"/tool", "0755").Config, h.env(&out)); res.Changed {
+		if res := runFilesStep(t, load(srv.URL+"/tool", "0755"), h.env(&out)); res.Changed {
 			t.Errorf("a rerun changed something:\n%s", out.String())
 		}
 		if n := requests.Load(); n != 0 {
@@ -80,14 +67,14 @@ spec:
 
 	t.Run("server gone", func(t *testing.T) {
 		var out bytes.Buffer
-		if res := runFilesStep(t, load(goneURL, "0755").Config, h.env(&out)); res.Changed {
+		if res := runFilesStep(t, load(goneURL, "0755"), h.env(&out)); res.Changed {
 			t.Errorf("a rerun changed something:\n%s", out.String())
 		}
 	})
 
 	t.Run("mode differs", func(t *testing.T) {
 		var out bytes.Buffer
-		if res := runFilesStep(t, load(goneURL, "0700").Config, h.env(&out)); !res.Changed {
+		if res := runFilesStep(t, load(goneURL, "0700"), h.env(&out)); !res.Changed {
 			t.Errorf("the mode was not set:\n%s", out.String())
 		}
 		nfi, err := os.Stat(dest)
@@ -111,10 +98,10 @@ spec:
 			t.Fatal(err)
 		}
 		defer os.Remove(link)
-		doc := load(goneURL, "0700")
-		doc.Config.Spec.Host.Files[0].Path = "/usr/bin/tool-link"
+		cfg := load(goneURL, "0700")
+		cfg.Spec.Host.Files[0].Path = "/usr/bin/tool-link"
 		var out bytes.Buffer
-		if res := runFilesStep(t, doc.Config, h.env(&out)); res.Changed {
+		if res := runFilesStep(t, cfg, h.env(&out)); res.Changed {
 			t.Errorf("a symlink to the content in place changed something:\n%s", out.String())
 		}
 		if lfi, err := os.Lstat(link); err != nil || lfi.Mode()&os.ModeSymlink == 0 {
@@ -126,7 +113,7 @@ spec:
 		writeBigFile(t, dest, 3<<20, 8)
 		env := h.env(nil)
 		var err error
-		for _, s := range Steps(load(goneURL, "0700").Config) {
+		for _, s := range Steps(load(goneURL, "0700")) {
 			if s.Name == StepFiles {
 				err = s.Check(t.Context(), env)
 			}

@@ -147,12 +147,12 @@ func TestKubeadmControlPlaneGetsTheUploadedSettings(t *testing.T) {
 				Addons: &workflow.Phase{Name: "addon", Phases: []workflow.Phase{{Name: "coredns", Run: probe}, {Name: "kube-proxy", Run: probe}}},
 			}}
 			// An earlier phase of the run built the data.
-			if err := d.Upgrade.kubeadm.Run(context.Background(), "addon/coredns", errclass.ControlPlaneUnhealthy); err != nil {
+			if err := d.Upgrade.kubeadm.Run(context.Background(), "addon/coredns", errclass.ControlPlaneUnhealthy, ""); err != nil {
 				t.Fatal(err)
 			}
 			defer func(old func(context.Context, *Data, string, string) error) { kubeadmUpgrade = old }(kubeadmUpgrade)
 			kubeadmUpgrade = func(ctx context.Context, d *Data, verb, name string) error { // stand-in for kubeadm's control-plane phase
-				return d.Upgrade.kubeadm.Run(ctx, "addon/kube-proxy", errclass.ControlPlaneUnhealthy)
+				return d.Upgrade.kubeadm.Run(ctx, "addon/kube-proxy", errclass.ControlPlaneUnhealthy, "")
 			}
 			d.Upgrade.Plan.Steps = []upgrade.Step{{Phase: upgrade.PhaseKubeadm}, {Phase: upgrade.PhaseKubelet}}
 			if tc.settings {

@@ -60,7 +60,7 @@ func TestKubeadmControlPlaneOnSystemdReplacesTheUnits(t *testing.T) {
 	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
 		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeSystemd}}}
 	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc, Plan: &upgrade.Plan{From: "v1.36.3", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}}
-	leaf := kubeadmUpgradeLeaf(KubeadmUpgradePhase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy})
+	leaf := kubeadmUpgradeLeaf(cfg, KubeadmUpgradePhase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy})
 	r, err := leaf.Run(context.Background(), d)
 	if err != nil || !r.Changed {
 		t.Fatalf("result %+v, %v", r, err)

@@ -157,12 +157,12 @@ func kubeletPhaseWaitsWhole(d *Data) bool {
 var kubeadmUpgrade = runKubeadmUpgrade
 
 func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
-	class := errclass.ControlPlaneUnhealthy
+	class, hint := errclass.ControlPlaneUnhealthy, ""
 	var all []string
 	for _, k := range KubeadmUpgradePhases(verb) {
 		all = append(all, k.Name)
 		if k.Name == name {
-			class = k.Class
+			class, hint = k.Class, k.HintFor(d.Config)
 		}
 	}
 	// One runner for the run's phases: kubeadm's upgrade data (the
@@ -190,7 +190,7 @@ func runKubeadmUpgrade(ctx context.Context, d *Data, verb, name string) error {
 		}
 		d.Upgrade.kubeadm = r
 	}
-	return r.Run(ctx, name, class)
+	return r.Run(ctx, name, class, hint)
 }
 
 func (kubeadmCluster) RestartKubelet(ctx context.Context, d *Data, node, version string) ([]string, error) {

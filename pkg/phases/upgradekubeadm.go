@@ -20,7 +20,7 @@ func kubeadmUpgradePhase(cfg *machineadm.MachineBootstrapConfig) Phase {
 	}
 	p := Phase{Name: upgrade.PhaseKubeadm, Short: "kubeadm upgrade " + verb + "'s phases, in-process", Class: errclass.ControlPlaneUnhealthy}
 	for _, k := range KubeadmUpgradePhases(verb) {
-		leaf := kubeadmUpgradeLeaf(k)
+		leaf := kubeadmUpgradeLeaf(cfg, k)
 		if n := len(p.Phases); n > 0 && len(leaf.Phases) > 0 && p.Phases[n-1].Name == leaf.Name {
 			// A sibling of the previous sub-phase (addon/kube-proxy
 			// after addon/coredns) joins its parent.
@@ -49,46 +49,114 @@ func FirstControlPlane(cfg *machineadm.MachineBootstrapConfig) bool {
 type KubeadmUpgradePhase struct {
 	Name, Short string
 	Class       errclass.Class
+	// Hint is the hint of a failure of the phase that Class classifies
+	// (day2.UpgradeRunner.Run, the workflow's fallback): what kubeadm's
+	// phase needed and what to do. A hint the error carries from where it
+	// was born, or one of run.Classify's message rules, is more precise
+	// and is kept.
+	Hint string
+	// SystemdHint, when set, is Hint on a control plane of runtime
+	// Systemd, where the phase does something else.
+	SystemdHint string
+}
+
+// HintFor is k's hint for cfg's node (SystemdHint on a Systemd control
+// plane, where set).
+func (k KubeadmUpgradePhase) HintFor(cfg *machineadm.MachineBootstrapConfig) string {
+	if k.SystemdHint != "" && systemdRuntime(cfg) {
+		return k.SystemdHint
+	}
+	return k.Hint
 }
 
 // KubeadmUpgradePhases returns kubeadm v1.37's `upgrade apply` (verb
 // "apply") or `upgrade node` phases (cmd/kubeadm/app/cmd/upgrade), leaves
-// in order.
+// in order, each with the hint of its failure (kubeadm's
+// cmd/phases/upgrade and the code they call say what each reads and
+// writes).
 func KubeadmUpgradePhases(verb string) []KubeadmUpgradePhase {
 	cp, pre := errclass.ControlPlaneUnhealthy, errclass.PreflightFailed
 	if verb == "apply" {
 		return []KubeadmUpgradePhase{
-			{"preflight", "kubeadm's upgrade preflight checks and version skew policy", pre},
-			{"control-plane", "Upgrade the control plane (etcd, then each component; kubeadm backs up and rolls back)", cp},
-			{"upload-config/kubeadm", "Upload the kubeadm ClusterConfiguration to the kubeadm-config ConfigMap", cp},
-			{"upload-config/kubelet", "Upload the kubelet configuration to the kubelet-config ConfigMap", cp},
-			{"kubeconfig", "Upgrade the kubeconfig files", cp},
-			{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed},
-			{"bootstrap-token", "Configure the bootstrap token and cluster-info RBAC rules", cp},
-			{"addon/coredns", "Upgrade the CoreDNS addon", cp},
-			{"addon/kube-proxy", "Upgrade the kube-proxy addon", cp},
-			{"post-upgrade", "kubeadm's post-upgrade tasks", cp},
+			{"preflight", "kubeadm's upgrade preflight checks and version skew policy", pre, hintKubeadmPreflightApply, ""},
+			{"control-plane", "Upgrade the control plane (etcd, then each component; kubeadm backs up and rolls back)", cp, hintKubeadmControlPlane, hintKubeadmControlPlaneSystemd},
+			{"upload-config/kubeadm", "Upload the kubeadm ClusterConfiguration to the kubeadm-config ConfigMap", cp, hintKubeadmUploadKubeadm, ""},
+			{"upload-config/kubelet", "Upload the kubelet configuration to the kubelet-config ConfigMap", cp, hintKubeadmUploadKubelet, ""},
+			{"kubeconfig", "Upgrade the kubeconfig files", cp, hintKubeadmKubeconfig, ""},
+			{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed, hintKubeadmKubeletConfig, ""},
+			{"bootstrap-token", "Configure the bootstrap token and cluster-info RBAC rules", cp, hintKubeadmBootstrapToken, ""},
+			{"addon/coredns", "Upgrade the CoreDNS addon", cp, hintKubeadmCoreDNS, ""},
+			{"addon/kube-proxy", "Upgrade the kube-proxy addon", cp, hintKubeadmKubeProxy, ""},
+			{"post-upgrade", "kubeadm's post-upgrade tasks", cp, hintKubeadmPostUpgrade, ""},
 		}
 	}
 	return []KubeadmUpgradePhase{
-		{"preflight", "kubeadm's upgrade node preflight checks", pre},
-		{"control-plane", "Upgrade the control plane of this node, if it has one (kubeadm backs up and rolls back)", cp},
-		{"kubeconfig", "Upgrade the kubeconfig files", cp},
-		{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed},
-		{"addon/coredns", "Upgrade the CoreDNS addon (once every control plane is upgraded)", cp},
-		{"addon/kube-proxy", "Upgrade the kube-proxy addon (once every control plane is upgraded)", cp},
-		{"post-upgrade", "kubeadm's post-upgrade tasks", cp},
+		{"preflight", "kubeadm's upgrade node preflight checks", pre, hintKubeadmPreflightNode, ""},
+		{"control-plane", "Upgrade the control plane of this node, if it has one (kubeadm backs up and rolls back)", cp, hintKubeadmControlPlane, hintKubeadmControlPlaneSystemd},
+		{"kubeconfig", "Upgrade the kubeconfig files", cp, hintKubeadmKubeconfig, ""},
+		{"kubelet-config", "Upgrade the kubelet configuration of this node", errclass.KubeletFailed, hintKubeadmKubeletConfig, ""},
+		{"addon/coredns", "Upgrade the CoreDNS addon (once every control plane is upgraded)", cp, hintKubeadmCoreDNS, ""},
+		{"addon/kube-proxy", "Upgrade the kube-proxy addon (once every control plane is upgraded)", cp, hintKubeadmKubeProxy, ""},
+		{"post-upgrade", "kubeadm's post-upgrade tasks", cp, hintKubeadmPostUpgrade, ""},
 	}
 }
 
-func kubeadmUpgradeLeaf(k KubeadmUpgradePhase) Phase {
+// The hints of kubeadm v1.37's upgrade phases (KubeadmUpgradePhases),
+// from what each phase does in kubeadm's code: cmd/phases/upgrade/{apply,
+// node}/*.go and the code they call, phases/upgrade (preflight, health,
+// policy, staticpods, postupgrade), phases/uploadconfig,
+// phases/kubelet, phases/bootstraptoken, phases/addons/{dns,proxy}.
+const (
+	// preflight.go: RunRootCheckOnly, RunUpgradeChecks,
+	// RunCoreDNSMigrationCheck, CheckClusterHealth, then
+	// EnforceVersionPolicies (its Mandatory and, without --force,
+	// Skippable errors, which no ignored check waives), then
+	// RunPullImagesCheck.
+	hintKubeadmPreflightApply = "kubeadm's upgrade apply preflight failed. A failed check is an [ERROR NAME] line of the log tail (IsPrivilegedUser, SystemVerification, ContainerRuntimeVersion, CoreDNSUnsupportedPlugins, CoreDNSMigration, CreateJob: a Job kubeadm creates in kube-system must complete, ControlPlaneNodesReady, StaticPodManifest, ImagePull): fix the cause, or list the check in spec.node.ignorePreflightErrors if it is safe. kubeadm's version skew policy is not a check and cannot be ignored (machineadm does not pass --force): spec.kubernetes.version must be a stable release of the embedded kubeadm's minor version, not newer than it (`machineadm version`), at most one minor version above the cluster's API server, and no kubelet in the cluster more than 3 minor versions older. Then run `machineadm upgrade` again."
+	// node/preflight.go: no version policy, images only on a control plane.
+	hintKubeadmPreflightNode = "kubeadm's upgrade node preflight failed. A failed check is an [ERROR NAME] line of the log tail (IsPrivilegedUser, SystemVerification, ContainerRuntimeVersion and, on a control plane, ImagePull): fix the host or containerd, or list the check in spec.node.ignorePreflightErrors if it is safe, then run `machineadm upgrade` again."
+	// PerformStaticPodUpgrade: etcd (local, etcdUpgrade), the
+	// certificates (certificateRenewal), each manifest and the wait for
+	// its pod, rollbackOldManifests and rollbackEtcdData from the
+	// backups of NewKubeStaticPodPathManagerUsingTempDirs.
+	hintKubeadmControlPlane = "kubeadm's control-plane phase upgrades the local etcd, renews the components' certificates and replaces each static pod manifest, waiting for the kubelet to run it, and puts the manifests (and etcd's data) back from /etc/kubernetes/tmp/kubeadm-backup-manifests-* and kubeadm-backup-etcd-* when one does not come up. Check the control-plane static pods: `crictl ps -a`, `crictl logs <container>`, the API server's certificates and flags (spec.controlPlane.*.extraArgs); then run `machineadm upgrade` again."
+	// upgradeSystemdUnits: the runtime's upgrader in kubeadm's place;
+	// its own errors carry their unit's hint (systemdUpgrader).
+	hintKubeadmControlPlaneSystemd = "On the Systemd runtime this phase replaces the control-plane units instead of kubeadm's static pods (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, one at a time, each rolled back when it does not become healthy): check `systemctl status` and `journalctl -u etcd -u kube-apiserver -u kube-controller-manager -u kube-scheduler`, the binaries (spec.controlPlane.binaries, spec.host.files) and the flags the spec gives them; then run `machineadm upgrade` again."
+	// uploadconfig.UploadConfiguration: CreateOrMutate the ConfigMap
+	// (create, get, update), CreateOrUpdate the Role and RoleBinding.
+	hintKubeadmUploadKubeadm = "kubeadm's upload-config/kubeadm phase stores the upgraded ClusterConfiguration in the kubeadm-config ConfigMap, then the Role and RoleBinding kubeadm:nodes-kubeadm-config that let nodes read it: check that the API server answers and that /etc/kubernetes/admin.conf may create, get and update ConfigMaps, Roles and RoleBindings in kube-system (`kubectl -n kube-system get configmap kubeadm-config`), then run `machineadm upgrade` again."
+	// kubeletphase.CreateConfigMap: CreateOrUpdate the ConfigMap, the
+	// Role and the RoleBinding (a Role that grants get needs get).
+	hintKubeadmUploadKubelet = "kubeadm's upload-config/kubelet phase stores the cluster's kubelet configuration in the kubelet-config ConfigMap, then the Role and RoleBinding kubeadm:kubelet-config that let nodes read it: check that the API server answers and that /etc/kubernetes/admin.conf may create, get and update ConfigMaps, Roles and RoleBindings in kube-system (`kubectl -n kube-system get configmap kubelet-config`), then run `machineadm upgrade` again."
+	// UpdateKubeletKubeconfigServer: kubelet.conf only, then
+	// TryRestartKubelet; upgrade node skips it on a worker.
+	hintKubeadmKubeconfig = "kubeadm's kubeconfig phase points /etc/kubernetes/kubelet.conf at this node's own API server (spec.controlPlane.advertiseAddress and bindPort) where it names spec.kubernetes.controlPlaneEndpoint, then restarts the kubelet: check that kubelet.conf is a kubeconfig whose current context names a cluster, that it and /etc/kubernetes are writable, and that those endpoints are valid; then run `machineadm upgrade` again."
+	// WriteKubeletConfigFiles: backup, instance-config.yaml, config.yaml
+	// from the data's kubelet component configuration and patches.
+	hintKubeadmKubeletConfig = "kubeadm's kubelet-config phase backs up /var/lib/kubelet/config.yaml to /etc/kubernetes/tmp/kubeadm-kubelet-config-*, writes /var/lib/kubelet/instance-config.yaml when it is missing, and writes config.yaml from the kubelet-config ConfigMap with the spec.node.kubelet.config patch: check that config.yaml exists, that those paths are writable, and that the file the error names is valid YAML; the kubelet restarts only later, in the kubelet phase. Then run `machineadm upgrade` again."
+	// bootstraptoken/node (tlsbootstrap.go) and clusterinfo's
+	// CreateClusterInfoRBACRules, each CreateOrUpdate.
+	hintKubeadmBootstrapToken = "kubeadm's bootstrap-token phase creates or updates the RBAC rules that let bootstrap tokens join and nodes renew their certificates: the ClusterRole kubeadm:get-nodes, the ClusterRoleBindings kubeadm:get-nodes, kubeadm:kubelet-bootstrap, kubeadm:node-autoapprove-bootstrap, kubeadm:node-autoapprove-certificate-rotation and kubeadm:apiserver-kubelet-client, and the Role and RoleBinding kubeadm:bootstrap-signer-clusterinfo in kube-public: check that the API server answers and that /etc/kubernetes/admin.conf may create and update those (and holds the rights they grant), then run `machineadm upgrade` again."
+	// upgradephases addons.go: shouldUpgradeAddons
+	// (UnupgradedControlPlaneInstances; SystemdAddons on the Systemd
+	// runtime), dnsaddon.EnsureDNSAddon.
+	hintKubeadmCoreDNS = "kubeadm's addon/coredns phase creates or updates CoreDNS: in kube-system the ConfigMap coredns (its Corefile migrated), the Deployment coredns, the Service kube-dns and the ServiceAccount coredns, and the ClusterRole and ClusterRoleBinding system:coredns; check that the API server answers and that /etc/kubernetes/admin.conf may get, list, create and update those. kubeadm skips the addon until every control plane runs the new version (it compares their kube-apiserver Pods in kube-system; on the Systemd runtime machineadm asks each API server in the EndpointSlice default/kubernetes), so the last control plane upgraded upgrades it. Then run `machineadm upgrade` again."
+	// upgradephases addons.go, proxyaddon.EnsureProxyAddon.
+	hintKubeadmKubeProxy = "kubeadm's addon/kube-proxy phase creates or updates kube-proxy: in kube-system the ConfigMap, DaemonSet, ServiceAccount, Role and RoleBinding kube-proxy, and the ClusterRoleBinding kubeadm:node-proxier; check that the API server answers and that /etc/kubernetes/admin.conf may create and update those. kubeadm skips the addon until every control plane runs the new version (it compares their kube-apiserver Pods in kube-system; on the Systemd runtime machineadm asks each API server in the EndpointSlice default/kubernetes), so the last control plane upgraded upgrades it. Then run `machineadm upgrade` again."
+	// postupgrade.go: RemoveKubeletArgsFromFile with no flags returns
+	// at once; what fails is the data its workflow runner builds.
+	hintKubeadmPostUpgrade = "kubeadm v1.37's post-upgrade phase has no kubelet flag to remove and changes nothing: a failure here is kubeadm building its upgrade data, in a run that starts or resumes at this phase. Check that the API server answers and that the credential (/etc/kubernetes/admin.conf; kubelet.conf on a worker) may read the kubeadm-config, kubelet-config and kube-proxy ConfigMaps in kube-system and this node's Node, then run `machineadm upgrade` again."
+)
+
+func kubeadmUpgradeLeaf(cfg *machineadm.MachineBootstrapConfig, k KubeadmUpgradePhase) Phase {
 	parent, leaf, nested := strings.Cut(k.Name, "/")
 	name := k.Name
 	if nested {
 		name = leaf
 	}
 	ph := Phase{
-		Name: name, Short: k.Short, Class: k.Class,
+		Name: name, Short: k.Short, Class: k.Class, Hint: k.HintFor(cfg),
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			_, skip, err := planned(d, upgrade.PhaseKubeadm)
 			if skip != nil || err != nil {

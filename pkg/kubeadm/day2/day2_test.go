@@ -224,7 +224,7 @@ func TestUpgradeRunnerReachesKubeadm(t *testing.T) {
 	for _, name := range []string{"preflight", "kubeconfig"} {
 		var lines []string
 		r := &UpgradeRunner{Verb: "apply", ConfigPath: cfg, Output: func(l string) { lines = append(lines, l) }, All: []string{"preflight", "control-plane", "kubeconfig"}}
-		err := r.Run(t.Context(), name, errclass.PreflightFailed)
+		err := r.Run(t.Context(), name, errclass.PreflightFailed, "")
 		if err == nil {
 			t.Fatalf("%s: kubeadm ran without a cluster", name)
 		}

@@ -174,7 +174,7 @@ func TestUpgradeRunnerKeepsTheUpgradeData(t *testing.T) {
 		step := func(name, want string, fetches int) {
 			t.Helper()
 			lines = nil
-			if err := r.Run(t.Context(), name, errclass.ControlPlaneUnhealthy); err != nil {
+			if err := r.Run(t.Context(), name, errclass.ControlPlaneUnhealthy, ""); err != nil {
 				t.Fatalf("%s: %v\n%s", name, err, strings.Join(lines, "\n"))
 			}
 			if got := proxy.count(kubeadmConfigPath) - base; got != fetches {
@@ -219,10 +219,15 @@ func TestUpgradeRunnerKeepsTheUpgradeData(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines = nil
-		err := r.Run(t.Context(), "kubelet-config", errclass.KubeletFailed)
+		const hint = "kubelet-config's own hint"
+		err := r.Run(t.Context(), "kubelet-config", errclass.KubeletFailed, hint)
 		var ce *errclass.Error
 		if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "instance configuration") {
 			t.Fatalf("kubelet-config with a broken instance configuration: %v, want a classified failure about it\n%s", err, strings.Join(lines, "\n"))
+		}
+		// Nothing more precise explains it: the phase's class and hint.
+		if class, h := errclass.Of(err); class != errclass.KubeletFailed || h != hint {
+			t.Errorf("kubelet-config's failure: class %s, hint %q; want %s and the phase's hint", class, h, errclass.KubeletFailed)
 		}
 		if got := proxy.count(kubeadmConfigPath) - base; got != 3 {
 			t.Errorf("the failed phase fetched kubeadm-config: %d fetches, want 3", got)
@@ -272,7 +277,7 @@ func TestUpgradeRunnerKeepsTheUpgradeData(t *testing.T) {
 				r.Forget()
 			}
 			lines = nil
-			err := r.Run(t.Context(), s.name, errclass.ControlPlaneUnhealthy)
+			err := r.Run(t.Context(), s.name, errclass.ControlPlaneUnhealthy, "")
 			if (err != nil) != s.fails {
 				t.Fatalf("step %d, %s: %v\n%s", i, s.name, err, strings.Join(lines, "\n"))
 			}

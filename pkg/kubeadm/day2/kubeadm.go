@@ -174,9 +174,12 @@ func (r *UpgradeRunner) flags() []string {
 
 // Run runs the phase named name ("control-plane", "addon/coredns"). Its
 // error is an *errclass.Error classified from kubeadm's error and output
-// (run.Classify) with class as the fallback. A failed phase drops the
+// (run.Classify) with class as the fallback and hint, the phase's own
+// (what it needed, what to do; "" for the class's default), as the hint
+// of a failure of that class nothing more precise explains: a hint the
+// error carries, or a message rule's, is kept. A failed phase drops the
 // kept tree (Forget).
-func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Class) error {
+func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Class, hint string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -209,8 +212,8 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 		return nil
 	}
 	r.Forget()
-	c, hint := run.Classify(run.Phase{Name: name, Class: class}, err, tail)
-	return errclass.New(c, hint, err)
+	c, h := run.Classify(run.Phase{Name: name, Class: class, Hint: hint}, err, tail)
+	return errclass.New(c, h, err)
 }
 
 // runKubeadm runs name's single-phase command in the kept tree (built

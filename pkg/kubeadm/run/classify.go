@@ -123,13 +123,22 @@ var rules = []rule{
 
 // classifyMessage applies the rules to one message.
 func classifyMessage(msg string) (errclass.Class, string, bool) {
+	r, ok := matchRule(msg)
+	if !ok {
+		return "", "", false
+	}
+	return r.class, hintOr(r.hint, r.class), true
+}
+
+// matchRule returns the first rule that matches msg.
+func matchRule(msg string) (rule, bool) {
 	msg = strings.ToLower(msg)
 	for _, r := range rules {
 		if containsAny(msg, r.any) || (r.match != nil && r.match(msg)) {
-			return r.class, hintOr(r.hint, r.class), true
+			return r, true
 		}
 	}
-	return "", "", false
+	return rule{}, false
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -199,6 +208,10 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     lines of its output: a failed CRI check makes the class
 //     ContainerRuntimeUnavailable, otherwise the hint names the failed
 //     checks and quotes the first one;
+//   - where the class found is the phase's and nothing above gave a hint
+//     (an errclass.Error without one, a rule without one, the phase's
+//     class deciding), the hint is the phase's Hint when it has one, else
+//     the class's default;
 //   - a phase without a class (or class Internal) is matched line by line
 //     against the rules, newest line first; what is left is Internal.
 //
@@ -209,15 +222,15 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	var re *errclass.Error
 	if errors.As(err, &re) {
-		return re.Class, hintOr(re.Hint, re.Class)
+		return re.Class, p.hintOr(re.Hint, re.Class)
 	}
-	if c, h, ok := classifyMessage(err.Error()); ok {
-		if c == errclass.PreflightFailed {
+	if r, ok := matchRule(err.Error()); ok {
+		if r.class == errclass.PreflightFailed {
 			if pc, ph, ok := classifyPreflight(output); ok {
 				return pc, ph
 			}
 		}
-		return c, h
+		return r.class, p.hintOr(r.hint, r.class)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errclass.Timeout, errclass.DefaultHint(errclass.Timeout)
@@ -235,7 +248,16 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 			return c, h
 		}
 	}
-	return p.Class, errclass.DefaultHint(p.Class)
+	return p.Class, p.hintOr("", p.Class)
+}
+
+// hintOr returns hint, or else p's Hint when c is p's class, or else c's
+// default hint.
+func (p Phase) hintOr(hint string, c errclass.Class) string {
+	if hint == "" && c == p.Class && p.Hint != "" {
+		return p.Hint
+	}
+	return hintOr(hint, c)
 }
 
 // classifyPreflight reads the failed checks from preflight's output.

@@ -178,3 +178,46 @@ func TestClassifyOutput(t *testing.T) {
 		t.Errorf("classed error must win over output: %s %q", c, h)
 	}
 }
+
+// TestClassifyPhaseHint: a phase's Hint replaces its class's default hint
+// wherever the phase's class decides and nothing gave a hint (a plain
+// error, a classed error without a hint, a rule without one), and only
+// there: a hint the error carries (kubeadmConfigHint, set where the
+// failure was born), a rule's own and the failed preflight checks' are
+// more precise and are kept, and another class keeps its default.
+func TestClassifyPhaseHint(t *testing.T) {
+	const hint = "the phase's own hint"
+	cp := Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint}
+	pre := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: hint}
+	checks := []string{"\t[ERROR Swap]: running with swap on is not supported. Please disable swap"}
+	for _, tc := range []struct {
+		name   string
+		p      Phase
+		err    error
+		output []string
+		class  errclass.Class
+		hint   string
+	}{
+		{"plain error", cp, errors.New(`error uploading the kubeadm ClusterConfiguration: configmaps is forbidden: User "x" cannot create resource "configmaps"`), nil, errclass.ControlPlaneUnhealthy, hint},
+		{"classed, no hint", cp, fmt.Errorf("x: %w", errclass.New(errclass.ControlPlaneUnhealthy, "", errors.New("y"))), nil, errclass.ControlPlaneUnhealthy, hint},
+		{"classed with a hint of its own", cp, fmt.Errorf("x: %w", errclass.New(errclass.ControlPlaneUnhealthy, "inner hint", errors.New("y"))), nil, errclass.ControlPlaneUnhealthy, "inner hint"},
+		{"classed as another class", cp, errclass.New(errclass.RolledBack, "", errors.New("y")), nil, errclass.RolledBack, errclass.DefaultHint(errclass.RolledBack)},
+		{"a rule's own hint", cp, errors.New("etcd cluster is not healthy: context deadline exceeded"), nil, errclass.EtcdUnhealthy, ""},
+		{"a rule without a hint, another class", cp, errors.New("read tcp 127.0.0.1:1->127.0.0.1:6443: i/o timeout"), nil, errclass.Timeout, errclass.DefaultHint(errclass.Timeout)},
+		{"a rule without a hint, the phase's class", pre, errors.New("preflight checks failed"), nil, errclass.PreflightFailed, hint},
+		{"the version skew policy", pre, errors.New("the version argument is invalid due to these fatal errors:\n\n\t- Specified version to upgrade to \"v1.39.0\" is too high"), nil, errclass.PreflightFailed, hint},
+		{"failed checks", pre, errors.New("preflight checks failed"), checks, errclass.PreflightFailed, ""},
+		{"no phase hint", Phase{Name: "addon/coredns", Class: errclass.ControlPlaneUnhealthy}, errors.New("boom"), nil, errclass.ControlPlaneUnhealthy, errclass.DefaultHint(errclass.ControlPlaneUnhealthy)},
+	} {
+		c, h := Classify(tc.p, tc.err, tc.output)
+		if c != tc.class {
+			t.Errorf("%s: class %s, want %s", tc.name, c, tc.class)
+		}
+		switch {
+		case tc.hint != "" && h != tc.hint:
+			t.Errorf("%s: hint %q, want %q", tc.name, h, tc.hint)
+		case tc.hint == "" && (h == hint || h == errclass.DefaultHint(c)):
+			t.Errorf("%s: hint %q, want the more precise one", tc.name, h)
+		}
+	}
+}

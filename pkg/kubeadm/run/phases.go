@@ -28,6 +28,11 @@ type Phase struct {
 	// output match none of the message rules (see Classify). A sub-phase
 	// without one takes its parent's.
 	Class errclass.Class
+	// Hint is the hint of a failure that Class classifies: what the
+	// phase needed and what to do. Empty: the class's default hint
+	// (errclass.DefaultHint). A hint of the error's own, or of a message
+	// rule, is more precise and wins (Classify).
+	Hint string
 	// RunIf says whether the phase applies to a spec (kubeadm's RunIf);
 	// nil means always. A sub-phase applies only when its parent does.
 	RunIf func(cfg *machineadm.MachineBootstrapConfig) bool

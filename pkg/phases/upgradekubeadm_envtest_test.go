@@ -1,0 +1,231 @@
+//go:build !windows
+
+// envtest cannot build for Windows (upgrade_systemd_envtest_test.go).
+
+package phases
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+	"sigs.k8s.io/yaml"
+
+	"github.com/machineadm/machineadm/internal/testassets"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
+	"github.com/machineadm/machineadm/pkg/kubeadm/kubeadmtest"
+	"github.com/machineadm/machineadm/pkg/report"
+	"github.com/machineadm/machineadm/pkg/upgrade"
+	"github.com/machineadm/machineadm/pkg/version"
+)
+
+// TestKubeadmUploadConfigFailureHasItsHint runs kubeadm's upgrade apply
+// phase upload-config/kubeadm of a Systemd first control plane through
+// the upgrade workflow's leaf (kubeadmUpgradePhase, KubeadmPhase,
+// runKubeadmUpgrade, day2.UpgradeRunner, kubeadm's own phase) against a
+// real API server (envtest), with an admin credential that may read
+// what kubeadm's upgrade data reads but not write: the phase fails, and
+// the run's error and its outcome report carry the phase's hint from
+// KubeadmUpgradePhases, not ControlPlaneUnhealthy's about static pods.
+// With the rights that hint names (create, get and update ConfigMaps,
+// Roles and RoleBindings in kube-system) both upload-config phases pass.
+func TestKubeadmUploadConfigFailureHasItsHint(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
+		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+
+	// The admin credential is a user with the reads of kubeadm's upgrade
+	// data (the kubeadm-config, kubelet-config and kube-proxy
+	// ConfigMaps, this host's Node) and nothing else.
+	const user = "upgrader"
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"nodes"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(name string, rules ...rbacv1.PolicyRule) {
+		t.Helper()
+		if _, err := cs.RbacV1().Roles(metav1.NamespaceSystem).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().RoleBindings(metav1.NamespaceSystem).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uc := rest.CopyConfig(rc)
+	uc.Impersonate = rest.ImpersonationConfig{UserName: user}
+	ucs, err := kubernetes.NewForConfig(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer reads the rules from an informer: wait, bounded,
+	// until the user may do what was granted last.
+	mayDo := func(verb, group, resource string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			r, err := ucs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: metav1.NamespaceSystem, Verb: verb, Group: group, Resource: resource},
+			}}, metav1.CreateOptions{})
+			if err == nil && r.Status.Allowed {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("user %s may not %s %s in kube-system within 60 s: %v", user, verb, resource, err)
+			}
+		}
+	}
+	grant("reader", rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}})
+	mayDo("get", "", "configmaps")
+
+	l := loadExample(t, "control-plane-systemd.yaml")
+	cfg := l.Config
+	if !FirstControlPlane(cfg) || !systemdRuntime(cfg) {
+		t.Fatal("the example is not a Systemd first control plane")
+	}
+	root := t.TempDir()
+	deliverSecrets(t, root, cfg)
+	writeAdminConf(t, rc, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
+	// The admin credential as the user.
+	kc, err := clientcmd.LoadFromFile(adminConf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AuthInfos["admin"].Impersonate = user
+	if err := clientcmd.WriteToFile(*kc, adminConf(d)); err != nil {
+		t.Fatal(err)
+	}
+	// The run's runner as runKubeadmUpgrade makes it for this spec,
+	// except that kubeadm's API calls give up after 2 s instead of its
+	// default minute (kubeadm sets its timeouts from the
+	// UpgradeConfiguration it loads).
+	path, err := upgradeConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAPICalls(t, path)
+	var all []string
+	for _, k := range KubeadmUpgradePhases("apply") {
+		all = append(all, k.Name)
+	}
+	yamlDocs, err := specInitYAML(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := day2.LocalEndpoint(yamlDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
+		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	runPhase := func(name string) (string, error) {
+		t.Helper()
+		return w.Run(ctx, d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/" + name})
+	}
+
+	failed, err := runPhase("upload-config/kubeadm")
+	if err == nil {
+		t.Fatal("upload-config/kubeadm with a credential that may not write ConfigMaps passed")
+	}
+	if want := upgrade.PhaseKubeadm + "/upload-config/kubeadm"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("the failure is not RBAC's: %v", err)
+	}
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != hintKubeadmUploadKubeadm {
+		t.Errorf("class %s, hint %q; want %s with upload-config/kubeadm's hint", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+	rec := report.NewRecorder(report.Meta{Command: "upgrade"}, nil, nil, nil)
+	rec.Fail(failed, err)
+	if err := rec.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := rec.Report(); rep.ErrorClass != errclass.ControlPlaneUnhealthy || rep.Hint != hintKubeadmUploadKubeadm {
+		t.Errorf("the report: class %s, hint %q; want %s with upload-config/kubeadm's hint", rep.ErrorClass, rep.Hint, errclass.ControlPlaneUnhealthy)
+	}
+
+	// The rights the hint names are enough for both upload-config phases.
+	grant("upload-config", rbacv1.PolicyRule{Verbs: []string{"create", "get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
+		rbacv1.PolicyRule{Verbs: []string{"create", "get", "update"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}})
+	mayDo("update", rbacv1.GroupName, "rolebindings")
+	for _, name := range []string{"upload-config/kubeadm", "upload-config/kubelet"} {
+		if _, err := runPhase(name); err != nil {
+			t.Errorf("%s with the rights its hint names: %v", name, err)
+		}
+	}
+	stored, err := configutil.FetchInitConfigurationFromCluster(cs, nil, "test", false, false, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.KubernetesVersion != "v1.37.2" {
+		t.Errorf("kubeadm-config stores version %s after upload-config/kubeadm, want v1.37.2", stored.KubernetesVersion)
+	}
+	for _, role := range []string{"kubeadm:nodes-kubeadm-config", kubeadmconstants.KubeletBaseConfigMapRole} {
+		if _, err := cs.RbacV1().RoleBindings(metav1.NamespaceSystem).Get(ctx, role, metav1.GetOptions{}); err != nil {
+			t.Errorf("the RoleBinding %s upload-config makes: %v", role, err)
+		}
+	}
+}
+
+// shortAPICalls sets timeouts.kubernetesAPICall of the
+// UpgradeConfiguration at path to 2 s: kubeadm retries a refused create or
+// update for that long. kubeadm's timeouts are its globals, set by each
+// configuration it loads: they are put back when t ends.
+func shortAPICalls(t *testing.T, path string) {
+	t.Helper()
+	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
+	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c kubeadmv1beta4.UpgradeConfiguration
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeouts == nil {
+		c.Timeouts = &kubeadmv1beta4.Timeouts{}
+	}
+	c.Timeouts.KubernetesAPICall = &metav1.Duration{Duration: 2 * time.Second}
+	if data, err = yaml.Marshal(&c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configutil.BytesToUpgradeConfiguration(data); err != nil {
+		t.Fatalf("kubeadm refused the UpgradeConfiguration: %v", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

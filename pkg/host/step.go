@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"sync"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/kmod"
@@ -56,6 +57,10 @@ type Step struct {
 	// DirAvailable--etc-kubernetes-manifests refuses a non-empty static pod
 	// directory. Only "static-pods" sets it.
 	AfterKubeadm bool
+	// release frees what Check kept for env (this package's steps),
+	// when it will not be applied: Check (the function) calls it for
+	// every step when a step's check failed.
+	release func(env *Env)
 }
 
 // Result is what one step did (or, in a dry run, would do).
@@ -145,6 +150,44 @@ type Env struct {
 	// HTTPClient fetches remote file sources. Default: a client with a 60s
 	// timeout and the proxy from the environment.
 	HTTPClient *http.Client
+
+	// held frees, per step and steps list, the plan Check kept for this
+	// Env until Apply uses it (Release); guarded by heldMu.
+	held map[heldKey]func()
+}
+
+// heldMu guards Env.held.
+var heldMu sync.Mutex
+
+// heldKey names one step of one steps list (StepsFor).
+type heldKey struct {
+	run  *run
+	name string
+}
+
+// hold records that Check kept a plan for e that release frees.
+func (e *Env) hold(k heldKey, release func()) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if e.held == nil {
+		e.held = map[heldKey]func(){}
+	}
+	e.held[k] = release
+}
+
+// Release frees what the steps' Check kept for e and no Apply used: the
+// files step's staged content (unnamed files beside their destinations,
+// or in $TMPDIR, up to hundreds of MB each). Runners call it when the
+// run ends, however it ends (a failed step before the files step, a
+// cancelled run); an Apply after it checks again.
+func (e *Env) Release() {
+	heldMu.Lock()
+	held := e.held
+	e.held = nil
+	heldMu.Unlock()
+	for _, release := range held {
+		release()
+	}
 }
 
 // proc returns the /proc directory matching Proc (its parent).

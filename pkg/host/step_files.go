@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
@@ -20,22 +21,42 @@ func init() {
 		}})
 }
 
-// fileEntry is one checked spec file.
+// fileEntry is one checked spec file, with the entries after it that
+// append to the same path (planned with it, Desired.Appends).
 type fileEntry struct {
 	field   string
 	desired files.Desired
 	// owner is the file's owner and group, which may name an account the
 	// accounts step creates (resolved in apply).
 	owner owner
+	// hostPath is where the path resolved (files.Resolve), the key
+	// entries for one file are merged by.
+	hostPath string
+	// source, when set, is fetched (or found in place) into desired.Blob
+	// once the entries appending to the path are known.
+	source *machineadm.RemoteSource
 }
 
 type filesPlan struct{ entries []fileEntry }
 
+// release closes the content the plan staged (Blobs: unnamed files
+// beside their destinations, or in $TMPDIR, up to hundreds of MB each),
+// once the plan was applied or will not be.
+func (p *filesPlan) release() {
+	for i := range p.entries {
+		p.entries[i].desired.Blob.Close()
+		p.entries[i].desired.Blob = nil
+	}
+}
+
 // filesChecker decodes or fetches (verifying SHA-256) every file's content
 // and resolves its path, mode, owner and group. An owner or group that
 // the accounts step of this run creates (pending) is resolved when the
-// file is written. All problems are returned together, each naming its
-// field.
+// file is written. Entries that append to a path an earlier entry writes
+// are planned with that entry (mergeFileEntries), so that a file already
+// holding their joint content is found unchanged, and a source is not
+// fetched then. All problems are returned together, each naming its
+// field; content staged for the entries that passed is freed then.
 func filesChecker(specFiles []machineadm.File, pending map[string]bool) checker {
 	return func(ctx context.Context, env *Env) (plan, error) {
 		if len(specFiles) == 0 {
@@ -45,25 +66,60 @@ func filesChecker(specFiles []machineadm.File, pending map[string]bool) checker 
 		if err != nil {
 			return nil, hostErr(hintFileOwner, "spec.host.files: %w", err)
 		}
-		var p filesPlan
-		var errs []error
+		errs := make([]error, len(specFiles))
+		var entries []fileEntry
+		var index []int // the spec index of entries[i]
 		for i, f := range specFiles {
-			fp := fmt.Sprintf("spec.host.files[%d]", i)
-			e, err := checkFile(ctx, env, ids, pending, f, fp)
+			e, err := checkFile(env, ids, pending, f, fmt.Sprintf("spec.host.files[%d]", i))
 			if err != nil {
-				errs = append(errs, err)
+				errs[i] = err
 				continue
 			}
-			p.entries = append(p.entries, e)
+			entries, index = append(entries, e), append(index, i)
 		}
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
+		p := &filesPlan{}
+		var first []int
+		p.entries, first = mergeFileEntries(entries, index)
+		for i := range p.entries {
+			if err := fetchSource(ctx, env, &p.entries[i]); err != nil {
+				errs[first[i]] = err
+			}
 		}
-		return &p, nil
+		if err := errors.Join(errs...); err != nil {
+			p.release()
+			return nil, err
+		}
+		return p, nil
 	}
 }
 
-func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string]bool, f machineadm.File, fp string) (fileEntry, error) {
+// mergeFileEntries plans each entry that appends (append: true) to the
+// path of an earlier entry with that entry: its content joins the
+// earlier one's Appends, and its mode, owner and group, which the host
+// keeps for the whole file, replace the earlier ones. It returns the
+// merged entries with the spec index of each one's first entry.
+func mergeFileEntries(entries []fileEntry, index []int) ([]fileEntry, []int) {
+	var out []fileEntry
+	var first []int
+	at := map[string]int{}
+	for i, e := range entries {
+		j, ok := at[e.hostPath]
+		if !ok || !e.desired.Append {
+			at[e.hostPath] = len(out)
+			out, first = append(out, e), append(first, index[i])
+			continue
+		}
+		m := &out[j]
+		m.field += ", " + e.field
+		m.owner = e.owner
+		m.desired.Mode = e.desired.Mode
+		m.desired.Secret = m.desired.Secret || e.desired.Secret
+		m.desired.Appends = append(m.desired.Appends, e.desired.Content)
+	}
+	return out, first
+}
+
+func checkFile(env *Env, ids *files.IDs, pending map[string]bool, f machineadm.File, fp string) (fileEntry, error) {
 	if err := withheld(env, fp+".content", f.Path); err != nil {
 		return fileEntry{}, err
 	}
@@ -80,52 +136,64 @@ func checkFile(ctx context.Context, env *Env, ids *files.IDs, pending map[string
 		return fileEntry{}, err
 	}
 	var content []byte
-	var blob *files.Blob
-	if f.Source != nil {
-		// Staged on disk, not held in memory: a source may be a binary
-		// of a hundred MB (the kubelet), and the plan lives for the run.
-		// Staged beside its destination where it can be (FetchFor), it
-		// is linked into place rather than copied there. Not in a dry
-		// run, which writes nothing there: a file made in that
-		// directory, even unnamed, takes its file system's room, is
-		// written to its disk and is seen by whoever watches the
-		// directory (inotify); in $TMPDIR, as Fetch stages, instead.
-		dest := hp
-		if env.DryRun {
-			dest = ""
-		}
-		// A destination that already has the pinned content (a rerun, an
-		// upgrade run again after it succeeded) is that content: nothing
-		// is fetched, so a source gone or unreachable since does not fail
-		// a run that changes nothing.
-		if blob = files.Present(env.root(), f.Source.URL, hp, f.Source.SHA256); blob == nil {
-			blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), f.Source.URL, f.Source.SHA256, dest)
-		}
-		switch {
-		case errors.Is(err, files.ErrDigestMismatch):
-			return fileEntry{}, errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
-		case errors.Is(err, files.ErrStaging):
-			return fileEntry{}, hostErr(hintStaging, "%s.source: %w", fp, err)
-		case err != nil:
-			return fileEntry{}, errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(f.Source.URL), err))
-		}
-	} else {
+	if f.Source == nil {
 		content, err = machineadm.DecodeContent(f.Content, f.Encoding)
 		if err != nil {
 			return fileEntry{}, hostErr(hintWrite, "%s.content: does not decode as %q: %w", fp, f.Encoding, err)
 		}
 	}
 	m := fs.FileMode(mode)
-	return fileEntry{field: fp, owner: own, desired: files.Desired{
+	return fileEntry{field: fp, owner: own, hostPath: hp, source: f.Source, desired: files.Desired{
 		Path:    f.Path,
 		Content: content,
-		Blob:    blob,
 		Mode:    m,
 		Append:  f.Append,
 		// A file not readable by everyone may hold a secret: keep its
 		// content out of diffs.
 		Secret: m&0o004 == 0,
 	}}, nil
+}
+
+// fetchSource puts the content of e's source, if any, in e.desired.Blob,
+// verified against its SHA-256. e.field's first part names the source's
+// entry in errors.
+func fetchSource(ctx context.Context, env *Env, e *fileEntry) error {
+	if e.source == nil {
+		return nil
+	}
+	fp, _, _ := strings.Cut(e.field, ", ")
+	// Staged on disk, not held in memory: a source may be a binary
+	// of a hundred MB (the kubelet), and the plan lives for the run.
+	// Staged beside its destination where it can be (FetchFor), it
+	// is linked into place rather than copied there. Not in a dry
+	// run, which writes nothing there: a file made in that
+	// directory, even unnamed, takes its file system's room, is
+	// written to its disk and is seen by whoever watches the
+	// directory (inotify); in $TMPDIR, as Fetch stages, instead.
+	dest := e.hostPath
+	if env.DryRun {
+		dest = ""
+	}
+	// A destination that already has the pinned content (a rerun, an
+	// upgrade run again after it succeeded), followed by what the later
+	// entries append to it, is that content: nothing is fetched, so a
+	// source gone or unreachable since does not fail a run that changes
+	// nothing.
+	var err error
+	blob := files.Present(env.root(), e.source.URL, e.hostPath, e.source.SHA256, e.desired.Appends...)
+	if blob == nil {
+		blob, err = files.FetchFor(ctx, env.HTTPClient, env.root(), e.source.URL, e.source.SHA256, dest)
+	}
+	switch {
+	case errors.Is(err, files.ErrDigestMismatch):
+		return errclass.New(errclass.VerificationFailed, hintVerify, fmt.Errorf("%s.source.sha256: %w", fp, err))
+	case errors.Is(err, files.ErrStaging):
+		return hostErr(hintStaging, "%s.source: %w", fp, err)
+	case err != nil:
+		return errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(e.source.URL), err))
+	}
+	e.desired.Blob = blob
+	return nil
 }
 
 // hintWithheld is the hint of a write refused because its content is

@@ -26,6 +26,18 @@ type plan interface {
 	apply(ctx context.Context, env *Env, rec *recorder) error
 }
 
+// releaser is a plan that holds resources (the files step's staged
+// content): release frees them once the plan was applied or will not
+// be (a failed check, a check run again).
+type releaser interface{ release() }
+
+// releasePlan frees what p holds, if anything.
+func releasePlan(p plan) {
+	if r, ok := p.(releaser); ok {
+		r.release()
+	}
+}
+
 // checker computes a step's plan from the spec and the host, changing
 // nothing.
 type checker func(ctx context.Context, env *Env) (plan, error)
@@ -92,6 +104,7 @@ func StepsFor(cfg *machineadm.MachineBootstrapConfig, cs []Concern) []Step {
 }
 
 func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mutex) Step {
+	var release func(env *Env)
 	check := func(ctx context.Context, env *Env) error {
 		p, err := c(ctx, env)
 		if err != nil {
@@ -99,9 +112,26 @@ func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mute
 		}
 		r := state(env)
 		mu.Lock()
+		old := r.plans[name]
 		r.plans[name] = p
 		mu.Unlock()
+		if old != nil {
+			releasePlan(old)
+		}
+		env.hold(heldKey{r, name}, func() { release(env) })
 		return nil
+	}
+	// release frees the plan Check kept for env, which will not be
+	// applied.
+	release = func(env *Env) {
+		r := state(env)
+		mu.Lock()
+		p := r.plans[name]
+		delete(r.plans, name)
+		mu.Unlock()
+		if p != nil {
+			releasePlan(p)
+		}
 	}
 	apply := func(ctx context.Context, env *Env) (Result, error) {
 		log := env.log().With("step", name)
@@ -125,6 +155,14 @@ func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mute
 			fmt.Fprintf(env.out(), "== %s: %s\n", name, short)
 		}
 		err := p.apply(ctx, env, rec)
+		// Applied (or failed): what it staged is freed now rather than
+		// at the process's exit, and an Apply again checks again. Not
+		// in a dry run, whose view of the files planned (overlay) may
+		// still read it in a later step: Env.Release frees it when the
+		// run ends.
+		if !env.DryRun {
+			release(env)
+		}
 		if env.DryRun && !rec.res.Changed {
 			fmt.Fprintln(env.out(), "(no changes)")
 		}
@@ -135,7 +173,7 @@ func newStep(name, short string, c checker, state func(*Env) *run, mu *sync.Mute
 		log.Info("host step done", "changed", rec.res.Changed, "changes", len(rec.res.Changes), "duration", time.Since(start))
 		return rec.res, nil
 	}
-	return Step{Name: name, Short: short, Apply: apply, Check: check}
+	return Step{Name: name, Short: short, Apply: apply, Check: check, release: release}
 }
 
 // Check runs Check of every step, in order, and returns all their errors
@@ -153,6 +191,15 @@ func Check(ctx context.Context, env *Env, steps []Step) error {
 			continue
 		}
 		env.log().Debug("host step checked", "step", s.Name, "duration", time.Since(start))
+	}
+	if len(errs) > 0 {
+		// Nothing is applied: the plans of the steps that passed are
+		// freed (the files step's staged content).
+		for _, s := range steps {
+			if s.release != nil {
+				s.release(env)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

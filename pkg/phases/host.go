@@ -67,3 +67,12 @@ func hostPhase(s host.Step) Phase {
 		},
 	}
 }
+
+// releaseHost frees what the host steps' checks kept that no phase
+// applied (a run that failed or stopped before the files step): the
+// files step's staged content (Workflow.Run calls it when the run ends).
+func (d *Data) releaseHost() {
+	if d.Host != nil {
+		d.Host.Release()
+	}
+}

@@ -320,6 +320,7 @@ func (o RunOptions) selected(name string) bool {
 func (w *Workflow) Run(ctx context.Context, d *Data, obs Observer, opts RunOptions) (string, error) {
 	d.opts, d.skipped = opts, nil
 	defer d.releaseKubeadm()
+	defer d.releaseHost()
 	// A run of one phase (Only) neither consults nor completes the state:
 	// a leaf it recorded would be skipped by a later full run, and its
 	// spec, another, would replace a finished journal.

@@ -205,7 +205,8 @@ func kind(dir bool) string {
 }
 
 // own sets owner and mode of hp when they differ and says whether they
-// did.
+// did: in place, or for a file with other names (hard links, which would
+// take them too) by replacing it with a copy (files.SetOwnerMode).
 func own(hp string, fi fs.FileInfo, uid, gid int, mode fs.FileMode, dryRun bool) (bool, error) {
 	u, g := files.Owner(fi)
 	if u == uid && g == gid && fi.Mode().Perm() == mode {
@@ -214,10 +215,7 @@ func own(hp string, fi fs.FileInfo, uid, gid int, mode fs.FileMode, dryRun bool)
 	if dryRun {
 		return true, nil
 	}
-	if err := os.Lchown(hp, uid, gid); err != nil {
-		return false, err
-	}
-	return true, os.Chmod(hp, mode)
+	return true, files.SetOwnerMode(hp, fi, mode, uid, gid)
 }
 
 // chownTree gives every entry below dir the owner and returns how many

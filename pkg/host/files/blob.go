@@ -75,20 +75,23 @@ func (b *Blob) Size() int64 { return b.size }
 
 // Reader reads the content from its start; readers must not overlap in
 // time (they share the file's offset). Once the Blob was linked into place
-// (install) its file is the host file there, which something else may
-// have written to since: Reader then reads it whole first and refuses it
-// (an error wrapping ErrDigestMismatch) unless it still has the SHA-256
-// Fetch checked.
+// (install), or when it is a host file found in place (Present), its file
+// is the host file there, which something else may have written to
+// since: Reader then reads the content's part of it (its first Size
+// bytes; the rest, if any, is text appended after it) first and refuses
+// it (an error wrapping ErrDigestMismatch) unless it still has the
+// SHA-256 Fetch checked.
 func (b *Blob) Reader() (io.Reader, error) {
 	if b.installed != "" {
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
 		h := sha256.New()
-		if _, err := io.CopyBuffer(h, b.f, make([]byte, copyBuf)); err != nil {
+		n, err := io.CopyBuffer(h, io.LimitReader(b.f, b.size), make([]byte, copyBuf))
+		if err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(h.Sum(nil), b.sum) {
+		if n != b.size || !bytes.Equal(h.Sum(nil), b.sum) {
 			return nil, fmt.Errorf("%w: %s no longer has the content checked earlier in this run: something else changed it since; run again", ErrDigestMismatch, b.installed)
 		}
 	}

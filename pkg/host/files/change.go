@@ -25,6 +25,14 @@ type Desired struct {
 	// Append adds Content at the end of the existing file unless the file
 	// already contains it, so that repeated runs add it once.
 	Append bool
+	// Appends are added, in order, at the end of the content above (the
+	// existing file's with Append) each unless the content so far already
+	// contains it: the later entries of a spec that append to the path
+	// (Append), planned with the first so that the file's whole content
+	// is compared once. A file that already holds that content is then
+	// not touched, where writing the first entry's content and appending
+	// again would rewrite it on every run.
+	Appends [][]byte
 	// Secret hides the content from diffs and summaries (key material,
 	// files that are not world-readable).
 	Secret bool
@@ -48,6 +56,9 @@ type State struct {
 	UID, GID int
 	// src is the content not held in Content.
 	src *source
+	// links is the file's number of names (hard links) as ReadState saw
+	// it; 0 when not read from the host.
+	links int
 }
 
 // ReadState reads the state of the host file hostPath. A missing file is
@@ -72,6 +83,7 @@ func ReadState(hostPath string) (State, error) {
 		return State{}, err
 	}
 	st.UID, st.GID = fileOwner(fi)
+	st.links = fileLinks(fi)
 	return st, nil
 }
 
@@ -109,6 +121,9 @@ func Plan(d Desired, hostPath string, cur State) Change {
 		if !bytes.Contains(cur.Content, d.Content) {
 			c.New.Content = append(append([]byte{}, cur.Content...), d.Content...)
 		}
+	}
+	if len(d.Appends) > 0 {
+		c.New = withAppends(c.New, d.Appends)
 	}
 	c.differs = 1
 	if c.contentChanged() {
@@ -175,11 +190,16 @@ func (c Change) Summary() string {
 // Apply makes the change on the host: new content is written atomically
 // with WriteAtomic (parent directories are created 0755), content not
 // held in memory (a Blob) copied in pieces; metadata-only
-// changes are made in place, keeping the content and mtime; a removal
-// deletes the file. An unchanged file is not touched. On Windows owners
-// are not set (see MetaChanged) and the mode sets only the read-only
-// attribute.
+// changes are made in place, keeping the content and mtime, unless the
+// file has other names (hard links, which share its mode and owner: a
+// local user's link to /etc/shadow, say): it is then replaced as new
+// content is, so that only this path gets the new mode and owner; a
+// removal deletes the file. An unchanged file is not touched. On Windows
+// owners are not set (see MetaChanged) and the mode sets only the
+// read-only attribute.
 func Apply(c Change) error {
+	// The file's other names would take a mode or owner set in place.
+	replace := c.ContentChanged() || c.Old.links > 1
 	switch {
 	case !c.Changed():
 		return nil
@@ -188,9 +208,9 @@ func Apply(c Change) error {
 			return err
 		}
 		return nil
-	case c.ContentChanged() && c.New.src != nil:
+	case replace && c.New.src != nil:
 		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
-	case c.ContentChanged():
+	case replace:
 		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 	}
 	if ownersApply {

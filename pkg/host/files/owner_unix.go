@@ -21,3 +21,12 @@ func fileOwner(fi fs.FileInfo) (uid, gid int) {
 // effectiveMode is the part of the permission bits the OS keeps: all of
 // them.
 func effectiveMode(m fs.FileMode) fs.FileMode { return m.Perm() }
+
+// fileLinks is the number of names (hard links) of the file fi
+// describes.
+func fileLinks(fi fs.FileInfo) int {
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Nlink)
+	}
+	return 1
+}

@@ -14,3 +14,8 @@ func fileOwner(fs.FileInfo) (uid, gid int) { return 0, 0 }
 // owner's write bit, which os.Chmod maps to the read-only attribute (Lstat
 // reports 0666 or 0444 whatever was asked).
 func effectiveMode(m fs.FileMode) fs.FileMode { return m & 0o200 }
+
+// fileLinks is 1 on Windows, where Lstat does not report a file's hard
+// links; Apply sets no owners there and the mode only as the read-only
+// attribute.
+func fileLinks(fs.FileInfo) int { return 1 }

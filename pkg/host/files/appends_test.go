@@ -1,0 +1,146 @@
+package files
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestPresentWithAppends: with the content of the entries that append to
+// the path, Present finds the source's content followed by what they
+// add (each piece unless the content so far contains it) and returns
+// the source's part; a file that is not exactly that (the source alone
+// when a piece is to be added, a piece twice, pieces out of order, other
+// content, a file:// source of another size) is nil. Plan with the same
+// appends finds such a file unchanged.
+func TestPresentWithAppends(t *testing.T) {
+	dir := t.TempDir()
+	// Larger than a read piece (copyBuf), so that a piece is searched
+	// across pieces.
+	base := bytes.Repeat([]byte("0123456789abcdef"), (copyBuf+100)/16)
+	base = append(base, "\nin base\n"...)
+	s := sha256.Sum256(base)
+	sum := hex.EncodeToString(s[:])
+	x, y, inBase := []byte("x = 1\n"), []byte("y = 2\n"), []byte("f0123456789abcdef0")
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, base, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "conf")
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name    string
+		file    []byte
+		appends [][]byte
+		found   bool
+	}{
+		{"one added", cat(base, x), [][]byte{x}, true},
+		{"two added", cat(base, x, y), [][]byte{x, y}, true},
+		{"one in the base", cat(base, x, y), [][]byte{x, inBase, y}, true},
+		{"one added twice in the spec", cat(base, x), [][]byte{x, x}, true},
+		{"empty piece", cat(base, x), [][]byte{{}, x}, true},
+		{"none", base, nil, true},
+		{"source alone", base, [][]byte{x}, false},
+		{"added twice", cat(base, x, x), [][]byte{x}, false},
+		{"out of order", cat(base, y, x), [][]byte{x, y}, false},
+		{"one missing", cat(base, x), [][]byte{x, y}, false},
+		{"piece in the base added", cat(base, inBase), [][]byte{inBase}, false},
+		{"other content", cat([]byte("other\n"), x), [][]byte{x}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(p, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, url := range []string{"https://example.invalid/conf", "file:///src"} {
+				b := Present(dir, url, p, sum, tc.appends...)
+				if (b != nil) != tc.found {
+					t.Fatalf("Present(%s): found %v, want %v", url, b != nil, tc.found)
+				}
+				if b == nil {
+					continue
+				}
+				r, err := b.Reader()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, base) {
+					t.Errorf("Reader: %d bytes, %v; want the source's %d", len(got), err, len(base))
+				}
+				cur, err := ReadState(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := Plan(Desired{Path: "/etc/conf", Blob: b, Appends: tc.appends, Mode: cur.Mode, UID: cur.UID, GID: cur.GID}, p, cur)
+				if c.Changed() {
+					t.Errorf("Plan against the file itself: %s", c.Summary())
+				}
+				b.Close()
+			}
+		})
+	}
+	// A file:// source of another size is not read for.
+	if err := os.WriteFile(src, cat(base, []byte("more")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, cat(base, x), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := Present(dir, "file:///src", p, sum, x); b != nil {
+		b.Close()
+		t.Error("Present found the content though the file:// source's size differs")
+	}
+}
+
+// TestPlanAppendsToABlob: a Blob followed by appends is written with
+// each piece the Blob's content does not contain, in order; the result
+// is read from the Blob and never held whole.
+func TestPlanAppendsToABlob(t *testing.T) {
+	dir := t.TempDir()
+	base := bytes.Repeat([]byte("abcdefgh"), copyBuf/8+3)
+	s := sha256.Sum256(base)
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, base, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Fetch(t.Context(), nil, dir, "file:///src", hex.EncodeToString(s[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p := filepath.Join(dir, "conf")
+	x, inBase := []byte("x\n"), []byte("habcdefgha")
+	c := Plan(Desired{Path: "/conf", Blob: b, Appends: [][]byte{x, inBase, x}, Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, p, State{})
+	if c.New.Content != nil {
+		t.Errorf("the content was read into memory (%d bytes)", len(c.New.Content))
+	}
+	if err := Apply(c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(append([]byte{}, base...), x...); !bytes.Equal(got, want) {
+		t.Errorf("wrote %d bytes (suffix %q), want %d ending in %q", len(got), got[max(0, len(got)-4):], len(want), x)
+	}
+}
+
+// TestReaderContains: a piece is found wherever it is, across the
+// pieces the content is read in too.
+func TestReaderContains(t *testing.T) {
+	needle := []byte("needle")
+	for _, at := range []int{0, copyBuf - 3, copyBuf - len(needle), copyBuf, 2*copyBuf - 1, 3 * copyBuf} {
+		data := make([]byte, 3*copyBuf+len(needle))
+		copy(data[at:], needle)
+		if ok, err := readerContains(bytes.NewReader(data), needle); !ok || err != nil {
+			t.Errorf("needle at %d: %v, %v", at, ok, err)
+		}
+		if ok, err := readerContains(bytes.NewReader(data), []byte("needles")); ok || err != nil {
+			t.Errorf("absent needle with one at %d: %v, %v", at, ok, err)
+		}
+	}
+}

@@ -193,13 +193,14 @@ func (c Change) Summary() string {
 // changes are made in place, keeping the content and mtime, unless the
 // file has other names (hard links, which share its mode and owner: a
 // local user's link to /etc/shadow, say): it is then replaced as new
-// content is, so that only this path gets the new mode and owner; a
+// content is, so that only this path gets the new mode and owner (names
+// made since the file was read included: the change is made through a
+// descriptor of the file, whose count of names is checked there, and a
+// symlink swapped in for the file since is refused, not followed); a
 // removal deletes the file. An unchanged file is not touched. On Windows
 // owners are not set (see MetaChanged) and the mode sets only the
 // read-only attribute.
 func Apply(c Change) error {
-	// The file's other names would take a mode or owner set in place.
-	replace := c.ContentChanged() || c.Old.links > 1
 	switch {
 	case !c.Changed():
 		return nil
@@ -208,17 +209,18 @@ func Apply(c Change) error {
 			return err
 		}
 		return nil
-	case replace && c.New.src != nil:
-		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
-	case replace:
-		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 	}
-	if ownersApply {
-		if err := os.Lchown(c.HostPath, c.New.UID, c.New.GID); err != nil {
+	// The file's other names would take a mode or owner set in place,
+	// also names made since it was read (setInPlace).
+	if !c.ContentChanged() && c.Old.links <= 1 {
+		if linked, err := setInPlace(c.HostPath, nil, c.New.Mode, c.New.UID, c.New.GID); !linked {
 			return err
 		}
 	}
-	return os.Chmod(c.HostPath, c.New.Mode)
+	if c.New.src != nil {
+		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
+	}
+	return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 }
 
 // Would rephrases a change line (a Summary, or "created …", "set …")

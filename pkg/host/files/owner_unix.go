@@ -3,7 +3,9 @@
 package files
 
 import (
+	"fmt"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -29,4 +31,34 @@ func fileLinks(fi fs.FileInfo) int {
 		return int(sys.Nlink)
 	}
 	return 1
+}
+
+// setInPlace gives the file at hostPath owner uid:gid and mode in place
+// (keeping content and mtime), through a descriptor of it: a symlink
+// swapped in for it since it was examined is refused rather than
+// followed (out of the root, to /etc/shadow), and a file other than the
+// one fi (os.Lstat) described is refused; with fi nil, anything but a
+// regular file is. linked says, with nothing changed, that the regular
+// file has other names (hard links, which would take the mode and owner
+// too), made since it was examined: the caller replaces it then.
+func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int) (linked bool, err error) {
+	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if fi != nil && !os.SameFile(fi, ofi) || fi == nil && !ofi.Mode().IsRegular() {
+		return false, fmt.Errorf("%s changed while machineadm set its mode and owner: it is no longer the file examined", hostPath)
+	}
+	if ofi.Mode().IsRegular() && fileLinks(ofi) > 1 {
+		return true, nil
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return false, err
+	}
+	return false, f.Chmod(mode)
 }

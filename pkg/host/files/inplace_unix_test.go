@@ -1,0 +1,102 @@
+//go:build !windows
+
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestApplyMetaInPlaceSwapped: a file whose only mode differs, replaced
+// between its Plan and Apply by another name of a file (a hard link to
+// /etc/shadow, say) or by a symlink out of the root, is not changed in
+// place through that name: the linked file is replaced instead, so the
+// other name keeps its mode, and a symlink is refused, not followed.
+func TestApplyMetaInPlaceSwapped(t *testing.T) {
+	for _, swap := range []string{"hard link", "symlink"} {
+		t.Run(swap, func(t *testing.T) {
+			dir := t.TempDir()
+			shadow := filepath.Join(t.TempDir(), "shadow")
+			if err := os.WriteFile(shadow, []byte("secret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "conf")
+			if err := os.WriteFile(p, []byte("a\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cur, err := ReadState(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := Plan(Desired{Path: "/conf", Content: []byte("a\n"), Mode: 0o644, UID: cur.UID, GID: cur.GID}, p, cur)
+			if c.ContentChanged() || !c.MetaChanged() {
+				t.Fatalf("want a mode-only change: %s", c.Summary())
+			}
+			// A local user who can write dir swaps the name.
+			tmp := p + ".new"
+			if swap == "hard link" {
+				err = os.Link(shadow, tmp)
+			} else {
+				err = os.Symlink(shadow, tmp)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, p); err != nil {
+				t.Fatal(err)
+			}
+			err = Apply(c)
+			if fi, serr := os.Stat(shadow); serr != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("Apply (%v) changed the swapped-in file: %v, %v", err, fi.Mode(), serr)
+			}
+			if swap == "symlink" {
+				if err == nil {
+					t.Error("Apply through a symlink swapped in succeeded")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Lstat(p); err != nil || fi.Mode().Perm() != 0o644 || fileLinks(fi) != 1 {
+				t.Errorf("%s: %v, %v; want a file of its own, 0644", p, fi, err)
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != "a\n" {
+				t.Errorf("%s: %q, %v", p, b, err)
+			}
+		})
+	}
+}
+
+// TestSetOwnerModeSwappedForSymlink: SetOwnerMode of a file swapped for a
+// symlink after its Lstat changes neither the symlink's target nor the
+// symlink.
+func TestSetOwnerModeSwappedForSymlink(t *testing.T) {
+	dir := t.TempDir()
+	shadow := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(shadow, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "server.key")
+	if err := os.WriteFile(p, []byte("key\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shadow, p+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	err = SetOwnerMode(p, fi, 0o644, os.Getuid(), os.Getgid())
+	if sfi, serr := os.Stat(shadow); serr != nil || sfi.Mode().Perm() != 0o600 {
+		t.Fatalf("SetOwnerMode (%v) changed the symlink's target: %v, %v", err, sfi.Mode(), serr)
+	}
+	if err == nil {
+		t.Error("SetOwnerMode of a path swapped for a symlink succeeded")
+	}
+}

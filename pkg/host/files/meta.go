@@ -21,8 +21,9 @@ import (
 func SetOwnerMode(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int) error {
 	if !fi.Mode().IsRegular() || fileLinks(fi) <= 1 {
 		// Through the file fi described, not a name swapped in since;
-		// one linked since is replaced as below.
-		if linked, err := setInPlace(hostPath, fi, mode, uid, gid); !linked {
+		// one linked since is replaced as below (another file put in
+		// its place is refused there: openExamined).
+		if replace, err := setInPlace(hostPath, fi, mode, uid, gid); !replace {
 			return err
 		}
 	}

@@ -24,8 +24,8 @@ func effectiveMode(m fs.FileMode) fs.FileMode { return m & 0o200 }
 func fileLinks(fs.FileInfo) int { return 1 }
 
 // setInPlace sets the read-only attribute of hostPath from mode (owners
-// are not set on Windows, which reports no hard links: linked is
+// are not set on Windows, which reports no hard links: replace is
 // false).
-func setInPlace(hostPath string, _ fs.FileInfo, mode fs.FileMode, _, _ int) (linked bool, err error) {
+func setInPlace(hostPath string, _ fs.FileInfo, mode fs.FileMode, _, _ int) (replace bool, err error) {
 	return false, os.Chmod(hostPath, mode)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
+	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
 // TestApplyPathsBreaksHardLink: a rule's file that has another name (a
@@ -53,6 +54,56 @@ func TestApplyPathsBreaksHardLink(t *testing.T) {
 		t.Errorf("same file %v, %s mode %04o (want 0640 kept), %s mode %04o (want 0600)", os.SameFile(sfi, kfi), shadow, sfi.Mode().Perm(), key, kfi.Mode().Perm())
 	}
 	for _, p := range []string{shadow, key} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "secret\n" {
+			t.Errorf("%s: %q, %v; want the content kept", p, b, err)
+		}
+	}
+}
+
+// TestApplyPathsRecursiveBreaksHardLink: a file below a Recursive rule's
+// directory that has another name (the directory's owner, etcd, linked
+// /etc/shadow into its data directory) gets the owner by being replaced,
+// not in place, so the other name keeps its owner and content.
+func TestApplyPathsRecursiveBreaksHardLink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	root := t.TempDir()
+	for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shadow := filepath.Join(root, "etc/shadow")
+	data := filepath.Join(root, "var/lib/etcd")
+	if err := os.MkdirAll(filepath.Join(data, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(data, "member/snap")
+	if err := os.Link(shadow, link); err != nil {
+		t.Fatal(err)
+	}
+	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	if _, err := cpunits.ApplyPaths(root, rules, false); err != nil {
+		t.Fatal(err)
+	}
+	sfi, err := os.Stat(shadow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lfi, err := os.Stat(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, _ := files.Owner(sfi)
+	lu, _ := files.Owner(lfi)
+	if os.SameFile(sfi, lfi) || su != 0 || lu != 4242 || sfi.Mode().Perm() != 0o640 {
+		t.Errorf("same file %v, %s owner %d mode %04o (want 0, 0640 kept), %s owner %d (want 4242)", os.SameFile(sfi, lfi), shadow, su, sfi.Mode().Perm(), link, lu)
+	}
+	for _, p := range []string{shadow, link} {
 		if b, err := os.ReadFile(p); err != nil || string(b) != "secret\n" {
 			t.Errorf("%s: %q, %v; want the content kept", p, b, err)
 		}

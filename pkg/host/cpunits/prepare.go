@@ -219,7 +219,10 @@ func own(hp string, fi fs.FileInfo, uid, gid int, mode fs.FileMode, dryRun bool)
 }
 
 // chownTree gives every entry below dir the owner and returns how many
-// changed.
+// changed. A regular file with other names (hard links: the directory's
+// owner may link /etc/shadow into it) is replaced with a copy that gets
+// the owner (files.SetOwnerMode, keeping its mode), so that the other
+// names keep theirs.
 func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -236,6 +239,9 @@ func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
 		n++
 		if dryRun {
 			return nil
+		}
+		if fi.Mode().IsRegular() && files.Links(fi) > 1 {
+			return files.SetOwnerMode(p, fi, fi.Mode().Perm(), uid, gid)
 		}
 		return os.Lchown(p, uid, gid)
 	})

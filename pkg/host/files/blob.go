@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 )
@@ -80,7 +81,8 @@ func (b *Blob) Size() int64 { return b.size }
 // since: Reader then reads the content's part of it (its first Size
 // bytes; the rest, if any, is text appended after it) first and refuses
 // it (an error wrapping ErrDigestMismatch) unless it still has the
-// SHA-256 Fetch checked.
+// SHA-256 Fetch checked, and the reader it returns refuses so, at the
+// end of the content, what it read if that no longer has it.
 func (b *Blob) Reader() (io.Reader, error) {
 	if b.installed != "" {
 		if _, err := b.f.Seek(0, io.SeekStart); err != nil {
@@ -100,7 +102,33 @@ func (b *Blob) Reader() (io.Reader, error) {
 	}
 	// A LimitedReader over the *os.File lets a file destination copy it
 	// in the kernel (os.File.ReadFrom).
-	return &io.LimitedReader{R: b.f, N: b.size}, nil
+	r := &io.LimitedReader{R: b.f, N: b.size}
+	if b.installed != "" {
+		// The host file may change after the check above too, while it
+		// is read: what was read is checked again at its end.
+		return &verifiedReader{r: r, h: sha256.New(), b: b}, nil
+	}
+	return r, nil
+}
+
+// verifiedReader reads an installed Blob's content (Reader) and refuses,
+// at its end, bytes that do not have the SHA-256 checked earlier (an
+// error wrapping ErrDigestMismatch instead of io.EOF), so that a file
+// written to while it is read is not taken for the content: a copy of it
+// (WriteAtomic) then fails and replaces nothing.
+type verifiedReader struct {
+	r io.Reader
+	h hash.Hash
+	b *Blob
+}
+
+func (v *verifiedReader) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	v.h.Write(p[:n])
+	if err == io.EOF && !bytes.Equal(v.h.Sum(nil), v.b.sum) {
+		err = fmt.Errorf("%w: %s changed while machineadm read it: something else wrote to it; run again", ErrDigestMismatch, v.b.installed)
+	}
+	return n, err
 }
 
 // Close frees the staged content. A nil Blob is a no-op.

@@ -59,6 +59,9 @@ type State struct {
 	// links is the file's number of names (hard links) as ReadState saw
 	// it; 0 when not read from the host.
 	links int
+	// examined is the file as ReadState saw it (os.Lstat); nil when not
+	// read from the host.
+	examined fs.FileInfo
 }
 
 // ReadState reads the state of the host file hostPath. A missing file is
@@ -83,7 +86,7 @@ func ReadState(hostPath string) (State, error) {
 		return State{}, err
 	}
 	st.UID, st.GID = fileOwner(fi)
-	st.links = fileLinks(fi)
+	st.links, st.examined = fileLinks(fi), fi
 	return st, nil
 }
 
@@ -193,13 +196,14 @@ func (c Change) Summary() string {
 // changes are made in place, keeping the content and mtime, unless the
 // file has other names (hard links, which share its mode and owner: a
 // local user's link to /etc/shadow, say): it is then replaced as new
-// content is, so that only this path gets the new mode and owner; a
-// removal deletes the file. An unchanged file is not touched. On Windows
+// content is, so that only this path gets the new mode and owner (names
+// made since the file was read included: the change is made through a
+// descriptor of the file, whose count of names is checked there; a file
+// put in its place since is replaced too, and a symlink swapped in for
+// it is refused, not followed); a removal deletes the file. An unchanged file is not touched. On Windows
 // owners are not set (see MetaChanged) and the mode sets only the
 // read-only attribute.
 func Apply(c Change) error {
-	// The file's other names would take a mode or owner set in place.
-	replace := c.ContentChanged() || c.Old.links > 1
 	switch {
 	case !c.Changed():
 		return nil
@@ -208,17 +212,20 @@ func Apply(c Change) error {
 			return err
 		}
 		return nil
-	case replace && c.New.src != nil:
-		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
-	case replace:
-		return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 	}
-	if ownersApply {
-		if err := os.Lchown(c.HostPath, c.New.UID, c.New.GID); err != nil {
+	// The file's other names would take a mode or owner set in place,
+	// also names made since it was read, and a file put in its place
+	// since is not the content compared: both are written as new
+	// content is (setInPlace).
+	if !c.ContentChanged() && c.Old.links <= 1 {
+		if replace, err := setInPlace(c.HostPath, c.Old.examined, c.New.Mode, c.New.UID, c.New.GID); !replace {
 			return err
 		}
 	}
-	return os.Chmod(c.HostPath, c.New.Mode)
+	if c.New.src != nil {
+		return writeAtomicFrom(c.HostPath, c.New, c.New.Mode, c.New.UID, c.New.GID)
+	}
+	return WriteAtomic(c.HostPath, c.New.Content, c.New.Mode, c.New.UID, c.New.GID)
 }
 
 // Would rephrases a change line (a Summary, or "created …", "set …")

@@ -1,6 +1,9 @@
 package files
 
-import "io/fs"
+import (
+	"io/fs"
+	"os"
+)
 
 // ownersApply: Windows has no numeric owners; a file's access comes from
 // the ACL it inherits from its directory, so Apply never changes owners
@@ -19,3 +22,10 @@ func effectiveMode(m fs.FileMode) fs.FileMode { return m & 0o200 }
 // links; Apply sets no owners there and the mode only as the read-only
 // attribute.
 func fileLinks(fs.FileInfo) int { return 1 }
+
+// setInPlace sets the read-only attribute of hostPath from mode (owners
+// are not set on Windows, which reports no hard links: replace is
+// false).
+func setInPlace(hostPath string, _ fs.FileInfo, mode fs.FileMode, _, _ int) (replace bool, err error) {
+	return false, os.Chmod(hostPath, mode)
+}

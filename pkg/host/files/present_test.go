@@ -165,3 +165,40 @@ func TestPresentChangedBeforeApply(t *testing.T) {
 		t.Errorf("%s: %q, want what the other writer left", p, got)
 	}
 }
+
+// TestPresentChangedWhileRead: a destination found in place (with text
+// appended after the source's part) and changed in place after Reader
+// checked it, while its content is read, is refused at the end of the
+// read (ErrDigestMismatch) rather than taken for the content checked.
+func TestPresentChangedWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	content := []byte("pinned content\n")
+	s := sha256.Sum256(content)
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, append(append([]byte{}, content...), "x\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := Present("", "https://example.invalid/f", p, hex.EncodeToString(s[:]), []byte("x\n"))
+	if b == nil {
+		t.Fatal("Present: nil for a file with the pinned content and the appended text")
+	}
+	defer b.Close()
+	r, err := b.Reader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written in place (the same inode) after the check.
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("P"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(r); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("read %q, %v; want ErrDigestMismatch", got, err)
+	}
+}

@@ -221,3 +221,36 @@ func TestClassifyPhaseHint(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyDay2PhaseIgnoresJoinRules: the message rules written for
+// kubeadm's init and join (token discovery, the kubelet's TLS bootstrap)
+// match words that a day-2 phase's error also carries from the API
+// server: a serving certificate that expired or names another address
+// (x509), or RBAC's refusal to let the admin bind
+// system:node-bootstrapper, which lists the certificatesigningrequests
+// rights it would grant. Those rules' hints send the operator to
+// spec.join and the kubelet's CSRs, which an upgrade has nothing to do
+// with: an upgrade phase (Phase.Upgrade) keeps its class and hint for
+// them. A join phase keeps the rules.
+func TestClassifyDay2PhaseIgnoresJoinRules(t *testing.T) {
+	const hint = "the phase's own hint"
+	x509 := errors.New(`kubeadm upgrade apply phase upload-config/kubeadm: [upgrade] FATAL: failed to get config map: Get "https://10.0.0.10:6443/api/v1/namespaces/kube-system/configmaps/kubeadm-config?timeout=10s": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2027-01-02T00:00:00Z is after 2027-01-01T00:00:00Z`)
+	escalate := errors.New(`kubeadm upgrade apply phase bootstrap-token: unable to create *v1.ClusterRoleBinding: clusterrolebindings.rbac.authorization.k8s.io "kubeadm:kubelet-bootstrap" is forbidden: user "upgrader" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:["certificates.k8s.io"], Resources:["certificatesigningrequests"], Verbs:["create" "get" "list" "watch"]}`)
+	for _, tc := range []struct {
+		name string
+		p    Phase
+		err  error
+	}{
+		{"an expired serving certificate", Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, x509},
+		{"RBAC's escalation check", Phase{Name: "bootstrap-token", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, escalate},
+	} {
+		if c, h := Classify(tc.p, tc.err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", tc.name, c, h, errclass.ControlPlaneUnhealthy)
+		}
+	}
+	// A join's discovery keeps the rule.
+	if c, _ := Classify(Phase{Name: "preflight", Class: errclass.PreflightFailed}, x509, nil); c != errclass.DiscoveryFailed {
+		t.Errorf("a join phase's x509 failure: class %s, want %s", c, errclass.DiscoveryFailed)
+	}
+}

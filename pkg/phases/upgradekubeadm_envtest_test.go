@@ -229,3 +229,74 @@ func shortAPICalls(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestKubeadmPostUpgradeHintNamesWhatTheDataReads runs kubeadm's upgrade
+// apply phase post-upgrade of a static-pod control plane through the
+// workflow's leaf against envtest, where the cluster holds what the
+// phase's hint says kubeadm's upgrade data reads (the kubeadm-config,
+// kubelet-config and kube-proxy ConfigMaps, this host's Node) and the
+// credential may read it all: the data's build still fails, at this
+// node's kube-apiserver mirror Pod (its advertise-address annotation),
+// which `upgrade apply` reads on a static-pod control plane, after
+// polling for kubeadm's API call timeout ("context deadline exceeded").
+// The failure is not a Timeout whose hint is the network's, and the
+// hints (the failure's, post-upgrade's) send the operator to the Pod.
+func TestKubeadmPostUpgradeHintNamesWhatTheDataReads(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	for _, p := range []string{"/etc/kubernetes/admin.conf", "/etc/kubernetes/kubelet.conf", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: this machine is a node, and the test must not reach its cluster", p)
+		}
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+
+	l := loadExample(t, "control-plane-init.yaml")
+	cfg := l.Config
+	if systemdRuntime(cfg) || upgradeVerb(cfg) != "apply" {
+		t.Fatal("the example is not a static-pod first control plane")
+	}
+	root := t.TempDir()
+	writeAdminConf(t, rc, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
+	path, err := upgradeConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAPICalls(t, path)
+	var all []string
+	for _, k := range KubeadmUpgradePhases("apply") {
+		all = append(all, k.Name)
+	}
+	// The runner runKubeadmUpgrade makes for static pods, with the
+	// envtest admin as its credential instead of /etc/kubernetes/admin.conf.
+	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all, Kubeconfig: adminConf(d)}
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(t.Context(), d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/post-upgrade"})
+	if err == nil {
+		t.Fatal("post-upgrade passed on a cluster without this node's kube-apiserver mirror Pod")
+	}
+	if want := upgrade.PhaseKubeadm + "/post-upgrade"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "getAPIEndpoint") {
+		t.Fatalf("the failure is not the mirror Pod's: %v", err)
+	}
+	// kubeadm reports only its poll's deadline: the class is not
+	// Timeout, and the hint names the mirror Pod.
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || !strings.Contains(hint, "kube-apiserver mirror Pod") {
+		t.Errorf("class %s, hint %q; want %s with a hint about this node's kube-apiserver mirror Pod", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+	if !strings.Contains(hintKubeadmPostUpgrade, "kube-apiserver mirror Pod") {
+		t.Errorf("post-upgrade's hint does not name this node's kube-apiserver mirror Pod, which its data reads: %s", hintKubeadmPostUpgrade)
+	}
+}

@@ -24,6 +24,9 @@ type rule struct {
 	// the kubelet's TLS bootstrap, a control-plane join): it does not
 	// apply to an upgrade phase (Phase.Upgrade).
 	join bool
+	// upgrade marks a rule of kubeadm's upgrade alone: it applies only to
+	// an upgrade phase.
+	upgrade bool
 }
 
 // The rules' strings are what kubeadm v1.37.2 prints, from
@@ -117,6 +120,12 @@ var rules = []rule{
 	{class: errclass.PreflightFailed, join: true,
 		hint: "The cluster has no stable control-plane endpoint: a control-plane join needs spec.kubernetes.controlPlaneEndpoint set when the cluster was created.",
 		any:  []string{"doesn't have a stable controlplaneendpoint address"}},
+	// util/config GetAPIEndpoint, which kubeadm's upgrade data calls on a
+	// static-pod control plane: it polls for kubeadm's API call timeout
+	// and reports only the deadline, whatever the reads said.
+	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
+		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod (kube-system, labels component=kube-apiserver,tier=control-plane, on this Node) and found none: check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver -o wide`), that it has the annotation, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
+		any:  []string{"using pod annotations"}},
 	{class: errclass.PreflightFailed,
 		any: []string{"preflight checks failed", "[preflight] some fatal errors occurred"}},
 	{class: errclass.VerificationFailed,
@@ -136,11 +145,12 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 }
 
 // matchRule returns the first rule that matches msg, leaving out init's
-// and join's own rules when upgrade is set (Phase.Upgrade).
+// and join's own rules when upgrade is set (Phase.Upgrade) and the
+// upgrade's own when it is not.
 func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
 	for _, r := range rules {
-		if upgrade && r.join {
+		if (upgrade && r.join) || (!upgrade && r.upgrade) {
 			continue
 		}
 		if containsAny(msg, r.any) || (r.match != nil && r.match(msg)) {
@@ -215,7 +225,8 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     (p.Upgrade) is not matched against init's and join's own (token
 //     discovery, TLS bootstrap, control-plane join), whose words (x509,
 //     certificatesigningrequests) its error may carry from the API
-//     server for another reason;
+//     server for another reason, and only an upgrade phase against the
+//     upgrade's own (the mirror Pod kubeadm reads its endpoint from);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

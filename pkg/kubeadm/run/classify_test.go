@@ -254,3 +254,19 @@ func TestClassifyDay2PhaseIgnoresJoinRules(t *testing.T) {
 		t.Errorf("a join phase's x509 failure: class %s, want %s", c, errclass.DiscoveryFailed)
 	}
 }
+
+// TestClassifyMirrorPodEndpoint: kubeadm's upgrade data reads a
+// static-pod control plane's endpoint from its kube-apiserver mirror Pod,
+// polling until kubeadm's API call timeout, and reports only "context
+// deadline exceeded": for an upgrade phase that is the Pod's failure,
+// not a Timeout whose hint is the network's. Other phases are as before.
+func TestClassifyMirrorPodEndpoint(t *testing.T) {
+	err := errors.New(`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: context deadline exceeded`)
+	c, h := Classify(Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}, err, nil)
+	if c != errclass.ControlPlaneUnhealthy || !strings.Contains(h, "kube-apiserver mirror Pod") || !strings.Contains(h, "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint") {
+		t.Errorf("upgrade phase: class %s, hint %q; want %s naming the mirror Pod and its annotation", c, h, errclass.ControlPlaneUnhealthy)
+	}
+	if c, _ := Classify(Phase{Name: "preflight", Class: errclass.PreflightFailed}, err, nil); c != errclass.Timeout {
+		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.Timeout)
+	}
+}

@@ -5,6 +5,11 @@
 package phases
 
 import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -298,5 +303,56 @@ func TestKubeadmPostUpgradeHintNamesWhatTheDataReads(t *testing.T) {
 	}
 	if !strings.Contains(hintKubeadmPostUpgrade, "kube-apiserver mirror Pod") {
 		t.Errorf("post-upgrade's hint does not name this node's kube-apiserver mirror Pod, which its data reads: %s", hintKubeadmPostUpgrade)
+	}
+}
+
+// TestKubeadmControlPlaneKeepsTheSettingsHint: on a static-pod first
+// control plane whose settings and version change together, the
+// workflow's kubeadm/control-plane leaf first stores the spec's settings
+// (day2.UploadSettings, real, against a loopback API server that refuses
+// everything): its failure keeps the hint it was born with (the
+// kubeadm-config ConfigMap's rights), which the leaf's own hint, about
+// static pods and their backups, must not replace.
+func TestKubeadmControlPlaneKeepsTheSettingsHint(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps \"kubeadm-config\" is forbidden: User \"admin\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"kube-system\"","reason":"Forbidden","code":403}`)
+	}))
+	t.Cleanup(srv.Close)
+	// kubeadm retries the read for its API call timeout (a minute by
+	// default): 1 s, its globals put back after.
+	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
+	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	short := saved.DeepCopy()
+	short.KubernetesAPICall = &metav1.Duration{Duration: time.Second}
+	kubeadmapi.SetActiveTimeouts(short)
+
+	cfg := loadExample(t, "control-plane-init.yaml").Config
+	if systemdRuntime(cfg) || !FirstControlPlane(cfg) {
+		t.Fatal("the example is not a static-pod first control plane")
+	}
+	root := t.TempDir()
+	writeAdminConf(t, &rest.Config{Host: srv.URL, BearerToken: "x", TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseControlPlane}, {Phase: upgrade.PhaseKubeadm}}}}
+	// kubeadm itself must not run: the store comes first and fails.
+	defer func(old func(context.Context, *Data, string, string) error) { kubeadmUpgrade = old }(kubeadmUpgrade)
+	kubeadmUpgrade = func(context.Context, *Data, string, string) error {
+		t.Error("kubeadm's control-plane phase ran after a failed store of the settings")
+		return nil
+	}
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(t.Context(), d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/control-plane"})
+	if err == nil {
+		t.Fatal("the control-plane leaf passed against an API server that refuses everything")
+	}
+	if want := upgrade.PhaseKubeadm + "/control-plane"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	class, hint := errclass.Of(err)
+	if class != errclass.ControlPlaneUnhealthy || !strings.HasPrefix(hint, "machineadm could not read or update the cluster's kubeadm configuration") {
+		t.Errorf("class %s, hint %q; want %s with UploadSettings' hint (kubeadm-config), not the leaf's (%v)", class, hint, errclass.ControlPlaneUnhealthy, err)
 	}
 }

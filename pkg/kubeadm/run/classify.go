@@ -126,6 +126,13 @@ var rules = []rule{
 	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
 		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod (kube-system, labels component=kube-apiserver,tier=control-plane, on this Node) and found none: check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver -o wide`), that it has the annotation, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
 		any:  []string{"using pod annotations"}},
+	// phases/upgrade/staticpods.go rollbackOldManifests: a new static
+	// pod did not come up (its mirror Pod's hash did not change within
+	// the wait) and kubeadm put the old manifests back. The control-plane
+	// phase's own failure, which its hint explains, not the wait's
+	// Timeout; no hint here, so the phase's.
+	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
+		any: []string{"kubeadm has tried to recover everything into the earlier state"}},
 	{class: errclass.PreflightFailed,
 		any: []string{"preflight checks failed", "[preflight] some fatal errors occurred"}},
 	{class: errclass.VerificationFailed,

@@ -270,3 +270,24 @@ func TestClassifyMirrorPodEndpoint(t *testing.T) {
 		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.Timeout)
 	}
 }
+
+// TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
+// the old manifests back when a new static pod does not come up (its
+// mirror Pod's hash did not change within the wait) and reports
+// "couldn't upgrade control plane. kubeadm has tried to recover
+// everything ... did not change after 5m0s: context deadline exceeded".
+// That is the phase's failure, which its hint explains (the backups,
+// crictl), not a Timeout whose hint is the network's.
+func TestClassifyControlPlaneRollback(t *testing.T) {
+	const hint = "the control-plane phase's own hint"
+	p := Phase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	err := errors.New(`kubeadm upgrade apply phase control-plane: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: static Pod hash for component kube-apiserver on Node cp1 did not change after 5m0s: context deadline exceeded`)
+	if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+		t.Errorf("class %s, hint %q; want %s with the phase's hint", c, h, errclass.ControlPlaneUnhealthy)
+	}
+	// An etcd failure in the same words stays etcd's.
+	etcd := errors.New(`couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: etcd cluster is not healthy: context deadline exceeded`)
+	if c, _ := Classify(p, etcd, nil); c != errclass.EtcdUnhealthy {
+		t.Errorf("etcd's rollback: class %s, want %s", c, errclass.EtcdUnhealthy)
+	}
+}

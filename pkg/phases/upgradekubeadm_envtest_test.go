@@ -356,3 +356,111 @@ func TestKubeadmControlPlaneKeepsTheSettingsHint(t *testing.T) {
 		t.Errorf("class %s, hint %q; want %s with UploadSettings' hint (kubeadm-config), not the leaf's (%v)", class, hint, errclass.ControlPlaneUnhealthy, err)
 	}
 }
+
+// TestKubeadmBootstrapTokenEscalationHasItsHint runs kubeadm's upgrade
+// apply phase bootstrap-token of a Systemd first control plane through
+// the workflow's leaf against envtest, with an admin credential that may
+// write the RBAC objects but does not hold the rights they grant: the API
+// server refuses the ClusterRoleBinding to system:node-bootstrapper as
+// an escalation, listing the certificatesigningrequests rights it would
+// grant. The failure is the phase's (its hint names the objects and
+// "holds the rights they grant"), not the join's TLS bootstrap
+// (TLSBootstrapFailed, "the kubelet got no client certificate").
+func TestKubeadmBootstrapTokenEscalationHasItsHint(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
+		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+	// The user may read what kubeadm's upgrade data reads and create, get
+	// and update the RBAC objects, and nothing else (no bind, no
+	// escalate, no certificatesigningrequests).
+	const user = "upgrader"
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	write := []string{"create", "get", "update"}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"nodes", "configmaps"}},
+		{Verbs: write, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uc := rest.CopyConfig(rc)
+	uc.Impersonate = rest.ImpersonationConfig{UserName: user}
+	ucs, err := kubernetes.NewForConfig(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r, err := ucs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+		}}, metav1.CreateOptions{})
+		if err == nil && r.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s may not create clusterrolebindings within 60 s: %v", user, err)
+		}
+	}
+
+	cfg := loadExample(t, "control-plane-systemd.yaml").Config
+	root := t.TempDir()
+	deliverSecrets(t, root, cfg)
+	writeAdminConf(t, rc, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
+	kc, err := clientcmd.LoadFromFile(adminConf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AuthInfos["admin"].Impersonate = user
+	if err := clientcmd.WriteToFile(*kc, adminConf(d)); err != nil {
+		t.Fatal(err)
+	}
+	path, err := upgradeConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAPICalls(t, path)
+	var all []string
+	for _, k := range KubeadmUpgradePhases("apply") {
+		all = append(all, k.Name)
+	}
+	yamlDocs, err := specInitYAML(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := day2.LocalEndpoint(yamlDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
+		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(ctx, d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/bootstrap-token"})
+	if err == nil {
+		t.Fatal("bootstrap-token passed with a credential that does not hold the rights its bindings grant")
+	}
+	if want := upgrade.PhaseKubeadm + "/bootstrap-token"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "certificatesigningrequests") {
+		t.Fatalf("the failure is not RBAC's escalation check: %v", err)
+	}
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != hintKubeadmBootstrapToken {
+		t.Errorf("class %s, hint %q; want %s with bootstrap-token's hint", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+}

@@ -27,6 +27,9 @@ type rule struct {
 	// upgrade marks a rule of kubeadm's upgrade alone: it applies only to
 	// an upgrade phase.
 	upgrade bool
+	// phaseClass keeps the phase's class (class is then unused): the
+	// rule gives only the hint.
+	phaseClass bool
 }
 
 // The rules' strings are what kubeadm v1.37.2 prints, from
@@ -139,6 +142,14 @@ var rules = []rule{
 		any: []string{"digest mismatch", "sha256 mismatch", "checksum mismatch", "signature verification failed"}},
 	{class: errclass.Timeout,
 		any: []string{"context deadline exceeded", "timed out", "i/o timeout", "timeout waiting", "deadline exceeded", "did not change after"}},
+	// cmd/upgrade apply.go newApplyData, node.go newNodeData (and
+	// day2's localData in their words): kubeadm builds its upgrade data
+	// in the first phase a run gets to, so its failure is not that
+	// phase's own (a preflight check, the version skew policy). After
+	// the network's words, which stay a Timeout.
+	{phaseClass: true, upgrade: true,
+		hint: "kubeadm could not build its upgrade data, which it does in the first kubeadm phase a run gets to (the preflight of a whole run; any phase of a resumed run or after a failed one): it reads the kubeadm-config, kubelet-config and kube-proxy ConfigMaps in kube-system, this node's Node (named by /etc/kubernetes/kubelet.conf) and /var/lib/kubelet/instance-config.yaml with /etc/kubernetes/admin.conf (kubelet.conf on a worker). The error names what failed: check that the API server answers and that the credential may read it, then run `machineadm upgrade` again.",
+		any:  []string{"[upgrade] fatal", "unable to fetch the kubeadm-config configmap", "couldn't create a kubernetes client from file"}},
 }
 
 // classifyMessage applies the rules to one message (without init's and
@@ -147,6 +158,10 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 	r, ok := matchRule(msg, upgrade)
 	if !ok {
 		return "", "", false
+	}
+	if r.phaseClass {
+		// Read for a phase without a class (Classify): Internal.
+		return errclass.Internal, hintOr(r.hint, errclass.Internal), true
 	}
 	return r.class, hintOr(r.hint, r.class), true
 }
@@ -260,6 +275,13 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 			if pc, ph, ok := classifyPreflight(output); ok {
 				return pc, ph
 			}
+		}
+		if r.phaseClass {
+			c := p.Class
+			if c == "" {
+				c = errclass.Internal
+			}
+			return c, p.hintOr(r.hint, c)
 		}
 		return r.class, p.hintOr(r.hint, r.class)
 	}

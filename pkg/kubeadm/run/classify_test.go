@@ -245,8 +245,10 @@ func TestClassifyDay2PhaseIgnoresJoinRules(t *testing.T) {
 		{"an expired serving certificate", Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, x509},
 		{"RBAC's escalation check", Phase{Name: "bootstrap-token", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, escalate},
 	} {
-		if c, h := Classify(tc.p, tc.err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
-			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", tc.name, c, h, errclass.ControlPlaneUnhealthy)
+		// The x509 failure is the upgrade data's build ("[upgrade]
+		// FATAL"), whose hint it gets (TestClassifyUpgradeDataFailure).
+		if c, h := Classify(tc.p, tc.err, nil); c != errclass.ControlPlaneUnhealthy || (h != hint && !strings.Contains(h, "upgrade data")) || strings.Contains(h, "spec.join") {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's or the upgrade data's hint", tc.name, c, h, errclass.ControlPlaneUnhealthy)
 		}
 	}
 	// A join's discovery keeps the rule.
@@ -289,5 +291,29 @@ func TestClassifyControlPlaneRollback(t *testing.T) {
 	etcd := errors.New(`couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: etcd cluster is not healthy: context deadline exceeded`)
 	if c, _ := Classify(p, etcd, nil); c != errclass.EtcdUnhealthy {
 		t.Errorf("etcd's rollback: class %s, want %s", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyUpgradeDataFailure: kubeadm builds its upgrade data in
+// whichever phase runs first (preflight in a whole run, any phase in a
+// resumed one or after a failure): a failure to read the cluster there
+// is not the phase's own (not a failed preflight check, not the version
+// skew policy), so its hint is the data's, with the phase's class kept;
+// network words stay a Timeout.
+func TestClassifyUpgradeDataFailure(t *testing.T) {
+	const hint = "preflight's own hint"
+	pre := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: hint, Upgrade: true}
+	for _, msg := range []string{
+		`kubeadm upgrade apply phase preflight: [upgrade] FATAL: failed to get config map: configmaps "kubeadm-config" is forbidden: User "admin" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`,
+		`kubeadm upgrade node phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to get config map: configmaps "kubeadm-config" not found`,
+		`kubeadm upgrade apply phase preflight: couldn't create a Kubernetes client from file "/etc/kubernetes/admin.conf": failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory`,
+	} {
+		c, h := Classify(pre, errors.New(msg), nil)
+		if c != errclass.PreflightFailed || h == hint || !strings.Contains(h, "upgrade data") {
+			t.Errorf("%s: class %s, hint %q; want %s with the upgrade data's hint", msg, c, h, errclass.PreflightFailed)
+		}
+	}
+	if c, _ := Classify(pre, errors.New(`[upgrade] FATAL: failed to get config map: Get "https://10.0.0.1:6443/api/v1/namespaces/kube-system/configmaps/kubeadm-config": dial tcp 10.0.0.1:6443: i/o timeout`), nil); c != errclass.Timeout {
+		t.Errorf("a network failure building the data: class %s, want %s", c, errclass.Timeout)
 	}
 }

@@ -145,8 +145,11 @@ const (
 	// upgradephases addons.go, proxyaddon.EnsureProxyAddon.
 	hintKubeadmKubeProxy = "kubeadm's addon/kube-proxy phase creates or updates kube-proxy: in kube-system the ConfigMap, DaemonSet, ServiceAccount, Role and RoleBinding kube-proxy, and the ClusterRoleBinding kubeadm:node-proxier; check that the API server answers and that /etc/kubernetes/admin.conf may create and update those. kubeadm skips the addon until every control plane runs the new version (it compares their kube-apiserver Pods in kube-system; on the Systemd runtime machineadm asks each API server in the EndpointSlice default/kubernetes), so the last control plane upgraded upgrades it. Then run `machineadm upgrade` again."
 	// postupgrade.go: RemoveKubeletArgsFromFile with no flags returns
-	// at once; what fails is the data its workflow runner builds.
-	hintKubeadmPostUpgrade = "kubeadm v1.37's post-upgrade phase has no kubelet flag to remove and changes nothing: a failure here is kubeadm building its upgrade data, in a run that starts or resumes at this phase. Check that the API server answers and that the credential (/etc/kubernetes/admin.conf; kubelet.conf on a worker) may read the kubeadm-config, kubelet-config and kube-proxy ConfigMaps in kube-system and this node's Node, then run `machineadm upgrade` again."
+	// at once; what fails is the data its workflow runner builds
+	// (FetchInitConfigurationFromCluster: the ConfigMaps,
+	// GetNodeRegistration, and GetAPIEndpoint's mirror Pod on a
+	// static-pod control plane).
+	hintKubeadmPostUpgrade = "kubeadm v1.37's post-upgrade phase has no kubelet flag to remove and changes nothing: a failure here is kubeadm building its upgrade data, in a run that starts or resumes at this phase. Check that the API server answers and that the credential (/etc/kubernetes/admin.conf; kubelet.conf on a worker) may read the kubeadm-config, kubelet-config and kube-proxy ConfigMaps in kube-system, this node's Node (named by /etc/kubernetes/kubelet.conf) and, on a static-pod control plane, this node's kube-apiserver mirror Pod in kube-system with its advertise-address annotation; that /var/lib/kubelet/instance-config.yaml is readable; then run `machineadm upgrade` again."
 )
 
 func kubeadmUpgradeLeaf(cfg *machineadm.MachineBootstrapConfig, k KubeadmUpgradePhase) Phase {

@@ -5,6 +5,11 @@
 package phases
 
 import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -227,5 +232,235 @@ func shortAPICalls(t *testing.T, path string) {
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKubeadmPostUpgradeHintNamesWhatTheDataReads runs kubeadm's upgrade
+// apply phase post-upgrade of a static-pod control plane through the
+// workflow's leaf against envtest, where the cluster holds what the
+// phase's hint says kubeadm's upgrade data reads (the kubeadm-config,
+// kubelet-config and kube-proxy ConfigMaps, this host's Node) and the
+// credential may read it all: the data's build still fails, at this
+// node's kube-apiserver mirror Pod (its advertise-address annotation),
+// which `upgrade apply` reads on a static-pod control plane, after
+// polling for kubeadm's API call timeout ("context deadline exceeded").
+// The failure is not a Timeout whose hint is the network's, and the
+// hints (the failure's, post-upgrade's) send the operator to the Pod.
+func TestKubeadmPostUpgradeHintNamesWhatTheDataReads(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	for _, p := range []string{"/etc/kubernetes/admin.conf", "/etc/kubernetes/kubelet.conf", "/etc/kubernetes/manifests/kube-apiserver.yaml"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Skipf("%s exists: this machine is a node, and the test must not reach its cluster", p)
+		}
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+
+	l := loadExample(t, "control-plane-init.yaml")
+	cfg := l.Config
+	if systemdRuntime(cfg) || upgradeVerb(cfg) != "apply" {
+		t.Fatal("the example is not a static-pod first control plane")
+	}
+	root := t.TempDir()
+	writeAdminConf(t, rc, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
+	path, err := upgradeConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAPICalls(t, path)
+	var all []string
+	for _, k := range KubeadmUpgradePhases("apply") {
+		all = append(all, k.Name)
+	}
+	// The runner runKubeadmUpgrade makes for static pods, with the
+	// envtest admin as its credential instead of /etc/kubernetes/admin.conf.
+	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all, Kubeconfig: adminConf(d)}
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(t.Context(), d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/post-upgrade"})
+	if err == nil {
+		t.Fatal("post-upgrade passed on a cluster without this node's kube-apiserver mirror Pod")
+	}
+	if want := upgrade.PhaseKubeadm + "/post-upgrade"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "getAPIEndpoint") {
+		t.Fatalf("the failure is not the mirror Pod's: %v", err)
+	}
+	// kubeadm reports only its poll's deadline: the class is not
+	// Timeout, and the hint names the mirror Pod.
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || !strings.Contains(hint, "kube-apiserver mirror Pod") {
+		t.Errorf("class %s, hint %q; want %s with a hint about this node's kube-apiserver mirror Pod", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+	if !strings.Contains(hintKubeadmPostUpgrade, "kube-apiserver mirror Pod") {
+		t.Errorf("post-upgrade's hint does not name this node's kube-apiserver mirror Pod, which its data reads: %s", hintKubeadmPostUpgrade)
+	}
+}
+
+// TestKubeadmControlPlaneKeepsTheSettingsHint: on a static-pod first
+// control plane whose settings and version change together, the
+// workflow's kubeadm/control-plane leaf first stores the spec's settings
+// (day2.UploadSettings, real, against a loopback API server that refuses
+// everything): its failure keeps the hint it was born with (the
+// kubeadm-config ConfigMap's rights), which the leaf's own hint, about
+// static pods and their backups, must not replace.
+func TestKubeadmControlPlaneKeepsTheSettingsHint(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"configmaps \"kubeadm-config\" is forbidden: User \"admin\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"kube-system\"","reason":"Forbidden","code":403}`)
+	}))
+	t.Cleanup(srv.Close)
+	// kubeadm retries the read for its API call timeout (a minute by
+	// default): 1 s, its globals put back after.
+	saved := kubeadmapi.GetActiveTimeouts().DeepCopy()
+	t.Cleanup(func() { kubeadmapi.SetActiveTimeouts(saved) })
+	short := saved.DeepCopy()
+	short.KubernetesAPICall = &metav1.Duration{Duration: time.Second}
+	kubeadmapi.SetActiveTimeouts(short)
+
+	cfg := loadExample(t, "control-plane-init.yaml").Config
+	if systemdRuntime(cfg) || !FirstControlPlane(cfg) {
+		t.Fatal("the example is not a static-pod first control plane")
+	}
+	root := t.TempDir()
+	writeAdminConf(t, &rest.Config{Host: srv.URL, BearerToken: "x", TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseControlPlane}, {Phase: upgrade.PhaseKubeadm}}}}
+	// kubeadm itself must not run: the store comes first and fails.
+	defer func(old func(context.Context, *Data, string, string) error) { kubeadmUpgrade = old }(kubeadmUpgrade)
+	kubeadmUpgrade = func(context.Context, *Data, string, string) error {
+		t.Error("kubeadm's control-plane phase ran after a failed store of the settings")
+		return nil
+	}
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(t.Context(), d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/control-plane"})
+	if err == nil {
+		t.Fatal("the control-plane leaf passed against an API server that refuses everything")
+	}
+	if want := upgrade.PhaseKubeadm + "/control-plane"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	class, hint := errclass.Of(err)
+	if class != errclass.ControlPlaneUnhealthy || !strings.HasPrefix(hint, "machineadm could not read or update the cluster's kubeadm configuration") {
+		t.Errorf("class %s, hint %q; want %s with UploadSettings' hint (kubeadm-config), not the leaf's (%v)", class, hint, errclass.ControlPlaneUnhealthy, err)
+	}
+}
+
+// TestKubeadmBootstrapTokenEscalationHasItsHint runs kubeadm's upgrade
+// apply phase bootstrap-token of a Systemd first control plane through
+// the workflow's leaf against envtest, with an admin credential that may
+// write the RBAC objects but does not hold the rights they grant: the API
+// server refuses the ClusterRoleBinding to system:node-bootstrapper as
+// an escalation, listing the certificatesigningrequests rights it would
+// grant. The failure is the phase's (its hint names the objects and
+// "holds the rights they grant"), not the join's TLS bootstrap
+// (TLSBootstrapFailed, "the kubelet got no client certificate").
+func TestKubeadmBootstrapTokenEscalationHasItsHint(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
+		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+	// The user may read what kubeadm's upgrade data reads and create, get
+	// and update the RBAC objects, and nothing else (no bind, no
+	// escalate, no certificatesigningrequests).
+	const user = "upgrader"
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	write := []string{"create", "get", "update"}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"nodes", "configmaps"}},
+		{Verbs: write, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uc := rest.CopyConfig(rc)
+	uc.Impersonate = rest.ImpersonationConfig{UserName: user}
+	ucs, err := kubernetes.NewForConfig(uc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r, err := ucs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+		}}, metav1.CreateOptions{})
+		if err == nil && r.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s may not create clusterrolebindings within 60 s: %v", user, err)
+		}
+	}
+
+	cfg := loadExample(t, "control-plane-systemd.yaml").Config
+	root := t.TempDir()
+	deliverSecrets(t, root, cfg)
+	writeAdminConf(t, rc, root)
+	d := testData(t)
+	d.Config, d.Root = cfg, root
+	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
+	kc, err := clientcmd.LoadFromFile(adminConf(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AuthInfos["admin"].Impersonate = user
+	if err := clientcmd.WriteToFile(*kc, adminConf(d)); err != nil {
+		t.Fatal(err)
+	}
+	path, err := upgradeConfig(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAPICalls(t, path)
+	var all []string
+	for _, k := range KubeadmUpgradePhases("apply") {
+		all = append(all, k.Name)
+	}
+	yamlDocs, err := specInitYAML(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := day2.LocalEndpoint(yamlDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
+		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(ctx, d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/bootstrap-token"})
+	if err == nil {
+		t.Fatal("bootstrap-token passed with a credential that does not hold the rights its bindings grant")
+	}
+	if want := upgrade.PhaseKubeadm + "/bootstrap-token"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "certificatesigningrequests") {
+		t.Fatalf("the failure is not RBAC's escalation check: %v", err)
+	}
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != hintKubeadmBootstrapToken {
+		t.Errorf("class %s, hint %q; want %s with bootstrap-token's hint", class, hint, errclass.ControlPlaneUnhealthy)
 	}
 }

@@ -1,12 +1,19 @@
 package phases
 
 import (
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
+	kubeadmupgrade "k8s.io/kubernetes/cmd/kubeadm/app/phases/upgrade"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -77,8 +84,7 @@ func TestKubeadmUpgradePhaseHints(t *testing.T) {
 		hintKubeadmUploadKubeadm:  {kubeadmconstants.KubeadmConfigConfigMap, uploadconfig.NodesKubeadmConfigClusterRoleName},
 		hintKubeadmUploadKubelet:  {kubeadmconstants.KubeletBaseConfigurationConfigMap, kubeadmconstants.KubeletBaseConfigMapRole},
 		hintKubeadmKubeconfig:     {kubeadmconstants.KubernetesDir + "/" + kubeadmconstants.KubeletKubeConfigFileName},
-		hintKubeadmKubeletConfig:  {kubeadmconstants.KubeletRunDirectory + "/" + kubeadmconstants.KubeletConfigurationFileName, kubeadmconstants.KubeletRunDirectory + "/" + kubeadmconstants.KubeletInstanceConfigurationFileName, "kubeadm-kubelet-config"},
-		hintKubeadmControlPlane:   {"kubeadm-backup-manifests", "kubeadm-backup-etcd"},
+		hintKubeadmKubeletConfig:  {kubeadmconstants.KubeletRunDirectory + "/" + kubeadmconstants.KubeletConfigurationFileName, kubeadmconstants.KubeletRunDirectory + "/" + kubeadmconstants.KubeletInstanceConfigurationFileName},
 		hintKubeadmPreflightApply: {"spec.node.ignorePreflightErrors", "--force"},
 		hintKubeadmPreflightNode:  {"spec.node.ignorePreflightErrors"},
 		hintKubeadmBootstrapToken: {
@@ -93,5 +99,52 @@ func TestKubeadmUpgradePhaseHints(t *testing.T) {
 				t.Errorf("the hint does not name %q: %s", name, hint)
 			}
 		}
+	}
+}
+
+// TestKubeadmUpgradeHintsNameKubeadmsBackups: the backup directories the
+// control-plane and kubelet-config hints send the operator to are the
+// ones kubeadm's own code makes (its manifests' and etcd's backups,
+// NewKubeStaticPodPathManagerUsingTempDirs; the kubelet configuration's,
+// WriteKubeletConfigFiles, run here until it fails for want of a
+// config.yaml), each under kubeadm's temporary directory of
+// /etc/kubernetes, its timestamp as "*".
+func TestKubeadmUpgradeHintsNameKubeadmsBackups(t *testing.T) {
+	k8sDir := t.TempDir()
+	// As the hints write it: /etc/kubernetes/tmp/NAME-*.
+	named := func(dir string) string {
+		t.Helper()
+		rel, err := filepath.Rel(k8sDir, dir)
+		if err != nil || !strings.HasPrefix(rel, kubeadmconstants.TempDir+string(filepath.Separator)) {
+			t.Fatalf("kubeadm's backup %s is not under %s/%s", dir, k8sDir, kubeadmconstants.TempDir)
+		}
+		stamp := regexp.MustCompile(`-[0-9]{4}(-[0-9]{2}){5}$`)
+		if !stamp.MatchString(rel) {
+			t.Fatalf("kubeadm's backup %s has no timestamp", dir)
+		}
+		return filepath.ToSlash(filepath.Join(kubeadmconstants.KubernetesDir, stamp.ReplaceAllString(rel, "-*")))
+	}
+	pm, err := kubeadmupgrade.NewKubeStaticPodPathManagerUsingTempDirs(k8sDir, "", true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, etcd := named(pm.BackupManifestDir()), named(pm.BackupEtcdDir())
+	for _, want := range []string{manifests, path.Base(etcd)} {
+		if !strings.Contains(hintKubeadmControlPlane, want) {
+			t.Errorf("the control-plane hint does not name kubeadm's backup %s: %s", want, hintKubeadmControlPlane)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(k8sDir, kubeadmconstants.TempDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubeadmupgrade.WriteKubeletConfigFiles(&kubeadmapi.InitConfiguration{}, t.TempDir(), k8sDir, "", false, io.Discard); err == nil {
+		t.Fatal("kubeadm wrote the kubelet configuration without a config.yaml to back up")
+	}
+	backups, err := filepath.Glob(filepath.Join(k8sDir, kubeadmconstants.TempDir, "*"))
+	if err != nil || len(backups) != 1 {
+		t.Fatalf("kubeadm's kubelet configuration backups: %v, %v; want one", backups, err)
+	}
+	if want := named(backups[0]); !strings.Contains(hintKubeadmKubeletConfig, want) {
+		t.Errorf("the kubelet-config hint does not name kubeadm's backup %s: %s", want, hintKubeadmKubeletConfig)
 	}
 }

@@ -212,7 +212,7 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 		return nil
 	}
 	r.Forget()
-	c, h := run.Classify(run.Phase{Name: name, Class: class, Hint: hint}, err, tail)
+	c, h := run.Classify(run.Phase{Name: name, Class: class, Hint: hint, Upgrade: true}, err, tail)
 	return errclass.New(c, h, err)
 }
 

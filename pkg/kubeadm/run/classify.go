@@ -20,6 +20,16 @@ type rule struct {
 	hint  string
 	any   []string
 	match func(msg string) bool
+	// join marks a rule of init's and join's own steps (token discovery,
+	// the kubelet's TLS bootstrap, a control-plane join): it does not
+	// apply to an upgrade phase (Phase.Upgrade).
+	join bool
+	// upgrade marks a rule of kubeadm's upgrade alone: it applies only to
+	// an upgrade phase.
+	upgrade bool
+	// phaseClass keeps the phase's class (class is then unused): the
+	// rule gives only the hint.
+	phaseClass bool
 }
 
 // The rules' strings are what kubeadm v1.37.2 prints, from
@@ -38,7 +48,7 @@ var rules = []rule{
 			`container runtime condition "runtimeready"`, // util/runtime IsRunning
 		},
 		match: criSocketDown},
-	{class: errclass.TLSBootstrapFailed,
+	{class: errclass.TLSBootstrapFailed, join: true,
 		hint: "The kubelet got no client certificate: check that the bootstrap token may create CSRs and that the controller manager approves and signs them (`kubectl get csr`).",
 		any: []string{
 			"failed while waiting for tls bootstrap", // join/kubelet.go
@@ -48,7 +58,7 @@ var rules = []rule{
 			"certificatesigningrequest",
 			"certificate signing request",
 		}},
-	{class: errclass.TLSBootstrapFailed,
+	{class: errclass.TLSBootstrapFailed, join: true,
 		hint: "A Ready Node with this name is already in the cluster: delete the old Node or give this machine another spec.node.name.",
 		any:  []string{"already exists in the cluster. you must delete the existing node"}},
 	{class: errclass.KubeletFailed,
@@ -77,63 +87,94 @@ var rules = []rule{
 			"the etcd member",
 			"etcd member",
 		}},
-	{class: errclass.DiscoveryFailed,
+	{class: errclass.DiscoveryFailed, join: true,
 		hint: "The cluster CA does not match spec.join.caCertHashes: use the sha256 hash of the cluster CA's public key (`machineadm pki init` prints it; `kubeadm token create --print-join-command` shows it).",
 		any: []string{
 			"none of the public keys",                               // util/pubkeypin CheckAny
 			"cluster ca found in cluster-info configmap is invalid", // discovery/token validateClusterCA
 			"invalid discovery token ca certificate hash",
 		}},
-	{class: errclass.DiscoveryFailed,
+	{class: errclass.DiscoveryFailed, join: true,
 		hint: "The bootstrap token is unknown to the cluster or expired: create a new one on a control-plane node and put it in spec.join.token.",
 		any: []string{
 			"is invalid for this cluster or it has expired",
 			"failed to verify jws signature",
 			"could not find a jws signature in the cluster-info configmap",
 		}},
-	{class: errclass.DiscoveryFailed,
+	{class: errclass.DiscoveryFailed, join: true,
 		hint: "The endpoint answered but is not set up for token discovery (no cluster-info ConfigMap in kube-public): check spec.join.apiServerEndpoint points at this cluster's API server.",
 		any:  []string{"isn't set up for token bootstrapping"}},
-	{class: errclass.Timeout,
+	{class: errclass.Timeout, join: true,
 		hint: discovery.HintEndpointRefused,
 		match: func(msg string) bool {
 			return isDiscovery(msg) && !isTLS(msg) && strings.Contains(msg, "connection refused")
 		}},
-	{class: errclass.Timeout,
+	{class: errclass.Timeout, join: true,
 		hint: "The API server endpoint (spec.join.apiServerEndpoint) did not answer within spec.join.timeout: check the address, port, firewall and load balancer from this machine.",
 		match: func(msg string) bool {
 			return isDiscovery(msg) && !isTLS(msg) && isNetwork(msg)
 		}},
-	{class: errclass.DiscoveryFailed,
+	{class: errclass.DiscoveryFailed, join: true,
 		hint:  "The API server's identity could not be verified: check spec.join.apiServerEndpoint and spec.join.caCertHashes.",
 		match: func(msg string) bool { return isDiscovery(msg) || isTLS(msg) }},
-	{class: errclass.PayloadUnavailable,
+	{class: errclass.PayloadUnavailable, join: true,
 		hint: "The shared certificates could not be downloaded: check spec.controlPlane.certificateKey and that `kubeadm init phase upload-certs` ran less than 2 hours ago (the kubeadm-certs Secret expires).",
 		any:  []string{"error downloading certs"}},
-	{class: errclass.PreflightFailed,
+	{class: errclass.PreflightFailed, join: true,
 		hint: "The cluster has no stable control-plane endpoint: a control-plane join needs spec.kubernetes.controlPlaneEndpoint set when the cluster was created.",
 		any:  []string{"doesn't have a stable controlplaneendpoint address"}},
+	// util/config GetAPIEndpoint, which kubeadm's upgrade data calls on a
+	// static-pod control plane: it polls for kubeadm's API call timeout
+	// and reports only the deadline, whatever the reads said.
+	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
+		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod (kube-system, labels component=kube-apiserver,tier=control-plane, on this Node) and found none: check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver -o wide`), that it has the annotation, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
+		any:  []string{"using pod annotations"}},
+	// phases/upgrade/staticpods.go rollbackOldManifests: a new static
+	// pod did not come up (its mirror Pod's hash did not change within
+	// the wait) and kubeadm put the old manifests back. The control-plane
+	// phase's own failure, which its hint explains, not the wait's
+	// Timeout; no hint here, so the phase's.
+	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
+		any: []string{"kubeadm has tried to recover everything into the earlier state"}},
 	{class: errclass.PreflightFailed,
 		any: []string{"preflight checks failed", "[preflight] some fatal errors occurred"}},
 	{class: errclass.VerificationFailed,
 		any: []string{"digest mismatch", "sha256 mismatch", "checksum mismatch", "signature verification failed"}},
 	{class: errclass.Timeout,
 		any: []string{"context deadline exceeded", "timed out", "i/o timeout", "timeout waiting", "deadline exceeded", "did not change after"}},
+	// cmd/upgrade apply.go newApplyData, node.go newNodeData (and
+	// day2's localData in their words): kubeadm builds its upgrade data
+	// in the first phase a run gets to, so its failure is not that
+	// phase's own (a preflight check, the version skew policy). After
+	// the network's words, which stay a Timeout.
+	{phaseClass: true, upgrade: true,
+		hint: "kubeadm could not build its upgrade data, which it does in the first kubeadm phase a run gets to (the preflight of a whole run; any phase of a resumed run or after a failed one): it reads the kubeadm-config, kubelet-config and kube-proxy ConfigMaps in kube-system, this node's Node (named by /etc/kubernetes/kubelet.conf) and /var/lib/kubelet/instance-config.yaml with /etc/kubernetes/admin.conf (kubelet.conf on a worker). The error names what failed: check that the API server answers and that the credential may read it, then run `machineadm upgrade` again.",
+		any:  []string{"[upgrade] fatal", "unable to fetch the kubeadm-config configmap", "couldn't create a kubernetes client from file"}},
 }
 
-// classifyMessage applies the rules to one message.
-func classifyMessage(msg string) (errclass.Class, string, bool) {
-	r, ok := matchRule(msg)
+// classifyMessage applies the rules to one message (without init's and
+// join's own when upgrade is set).
+func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
+	r, ok := matchRule(msg, upgrade)
 	if !ok {
 		return "", "", false
+	}
+	if r.phaseClass {
+		// Read for a phase without a class (Classify): Internal.
+		return errclass.Internal, hintOr(r.hint, errclass.Internal), true
 	}
 	return r.class, hintOr(r.hint, r.class), true
 }
 
-// matchRule returns the first rule that matches msg.
-func matchRule(msg string) (rule, bool) {
+// matchRule returns the first rule that matches msg, leaving out init's
+// and join's own rules when upgrade is set (Phase.Upgrade) and the
+// upgrade's own when it is not.
+func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
 	for _, r := range rules {
+		if (upgrade && r.join) || (!upgrade && r.upgrade) {
+			continue
+		}
 		if containsAny(msg, r.any) || (r.match != nil && r.match(msg)) {
 			return r, true
 		}
@@ -202,7 +243,12 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     (wrong CA pin → DiscoveryFailed, endpoint unreachable during
 //     discovery → Timeout, CRI socket down → ContainerRuntimeUnavailable,
 //     kubelet health check → KubeletFailed, ...), then generic timeout
-//     words and context.DeadlineExceeded (Timeout);
+//     words and context.DeadlineExceeded (Timeout); an upgrade phase
+//     (p.Upgrade) is not matched against init's and join's own (token
+//     discovery, TLS bootstrap, control-plane join), whose words (x509,
+//     certificatesigningrequests) its error may carry from the API
+//     server for another reason, and only an upgrade phase against the
+//     upgrade's own (the mirror Pod kubeadm reads its endpoint from);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class
@@ -224,11 +270,18 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	if errors.As(err, &re) {
 		return re.Class, p.hintOr(re.Hint, re.Class)
 	}
-	if r, ok := matchRule(err.Error()); ok {
+	if r, ok := matchRule(err.Error(), p.Upgrade); ok {
 		if r.class == errclass.PreflightFailed {
 			if pc, ph, ok := classifyPreflight(output); ok {
 				return pc, ph
 			}
+		}
+		if r.phaseClass {
+			c := p.Class
+			if c == "" {
+				c = errclass.Internal
+			}
+			return c, p.hintOr(r.hint, c)
 		}
 		return r.class, p.hintOr(r.hint, r.class)
 	}
@@ -238,7 +291,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	switch p.Class {
 	case "", errclass.Internal:
 		for i := len(output) - 1; i >= 0; i-- {
-			if oc, oh, ok := classifyMessage(output[i]); ok {
+			if oc, oh, ok := classifyMessage(output[i], p.Upgrade); ok {
 				return oc, oh
 			}
 		}
@@ -270,7 +323,7 @@ func classifyPreflight(output []string) (errclass.Class, string, bool) {
 			continue
 		}
 		if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
-			return classifyMessage("could not connect to the container runtime")
+			return classifyMessage("could not connect to the container runtime", false)
 		}
 		if first == "" {
 			first = m[1] + ": " + m[2]

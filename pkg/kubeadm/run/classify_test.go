@@ -221,3 +221,99 @@ func TestClassifyPhaseHint(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyDay2PhaseIgnoresJoinRules: the message rules written for
+// kubeadm's init and join (token discovery, the kubelet's TLS bootstrap)
+// match words that a day-2 phase's error also carries from the API
+// server: a serving certificate that expired or names another address
+// (x509), or RBAC's refusal to let the admin bind
+// system:node-bootstrapper, which lists the certificatesigningrequests
+// rights it would grant. Those rules' hints send the operator to
+// spec.join and the kubelet's CSRs, which an upgrade has nothing to do
+// with: an upgrade phase (Phase.Upgrade) keeps its class and hint for
+// them. A join phase keeps the rules.
+func TestClassifyDay2PhaseIgnoresJoinRules(t *testing.T) {
+	const hint = "the phase's own hint"
+	x509 := errors.New(`kubeadm upgrade apply phase upload-config/kubeadm: [upgrade] FATAL: failed to get config map: Get "https://10.0.0.10:6443/api/v1/namespaces/kube-system/configmaps/kubeadm-config?timeout=10s": tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2027-01-02T00:00:00Z is after 2027-01-01T00:00:00Z`)
+	escalate := errors.New(`kubeadm upgrade apply phase bootstrap-token: unable to create *v1.ClusterRoleBinding: clusterrolebindings.rbac.authorization.k8s.io "kubeadm:kubelet-bootstrap" is forbidden: user "upgrader" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:["certificates.k8s.io"], Resources:["certificatesigningrequests"], Verbs:["create" "get" "list" "watch"]}`)
+	for _, tc := range []struct {
+		name string
+		p    Phase
+		err  error
+	}{
+		{"an expired serving certificate", Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, x509},
+		{"RBAC's escalation check", Phase{Name: "bootstrap-token", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}, escalate},
+	} {
+		// The x509 failure is the upgrade data's build ("[upgrade]
+		// FATAL"), whose hint it gets (TestClassifyUpgradeDataFailure).
+		if c, h := Classify(tc.p, tc.err, nil); c != errclass.ControlPlaneUnhealthy || (h != hint && !strings.Contains(h, "upgrade data")) || strings.Contains(h, "spec.join") {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's or the upgrade data's hint", tc.name, c, h, errclass.ControlPlaneUnhealthy)
+		}
+	}
+	// A join's discovery keeps the rule.
+	if c, _ := Classify(Phase{Name: "preflight", Class: errclass.PreflightFailed}, x509, nil); c != errclass.DiscoveryFailed {
+		t.Errorf("a join phase's x509 failure: class %s, want %s", c, errclass.DiscoveryFailed)
+	}
+}
+
+// TestClassifyMirrorPodEndpoint: kubeadm's upgrade data reads a
+// static-pod control plane's endpoint from its kube-apiserver mirror Pod,
+// polling until kubeadm's API call timeout, and reports only "context
+// deadline exceeded": for an upgrade phase that is the Pod's failure,
+// not a Timeout whose hint is the network's. Other phases are as before.
+func TestClassifyMirrorPodEndpoint(t *testing.T) {
+	err := errors.New(`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: context deadline exceeded`)
+	c, h := Classify(Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}, err, nil)
+	if c != errclass.ControlPlaneUnhealthy || !strings.Contains(h, "kube-apiserver mirror Pod") || !strings.Contains(h, "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint") {
+		t.Errorf("upgrade phase: class %s, hint %q; want %s naming the mirror Pod and its annotation", c, h, errclass.ControlPlaneUnhealthy)
+	}
+	if c, _ := Classify(Phase{Name: "preflight", Class: errclass.PreflightFailed}, err, nil); c != errclass.Timeout {
+		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.Timeout)
+	}
+}
+
+// TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
+// the old manifests back when a new static pod does not come up (its
+// mirror Pod's hash did not change within the wait) and reports
+// "couldn't upgrade control plane. kubeadm has tried to recover
+// everything ... did not change after 5m0s: context deadline exceeded".
+// That is the phase's failure, which its hint explains (the backups,
+// crictl), not a Timeout whose hint is the network's.
+func TestClassifyControlPlaneRollback(t *testing.T) {
+	const hint = "the control-plane phase's own hint"
+	p := Phase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	err := errors.New(`kubeadm upgrade apply phase control-plane: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: static Pod hash for component kube-apiserver on Node cp1 did not change after 5m0s: context deadline exceeded`)
+	if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+		t.Errorf("class %s, hint %q; want %s with the phase's hint", c, h, errclass.ControlPlaneUnhealthy)
+	}
+	// An etcd failure in the same words stays etcd's.
+	etcd := errors.New(`couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: etcd cluster is not healthy: context deadline exceeded`)
+	if c, _ := Classify(p, etcd, nil); c != errclass.EtcdUnhealthy {
+		t.Errorf("etcd's rollback: class %s, want %s", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyUpgradeDataFailure: kubeadm builds its upgrade data in
+// whichever phase runs first (preflight in a whole run, any phase in a
+// resumed one or after a failure): a failure to read the cluster there
+// is not the phase's own (not a failed preflight check, not the version
+// skew policy), so its hint is the data's, with the phase's class kept;
+// network words stay a Timeout.
+func TestClassifyUpgradeDataFailure(t *testing.T) {
+	const hint = "preflight's own hint"
+	pre := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: hint, Upgrade: true}
+	for _, msg := range []string{
+		`kubeadm upgrade apply phase preflight: [upgrade] FATAL: failed to get config map: configmaps "kubeadm-config" is forbidden: User "admin" cannot get resource "configmaps" in API group "" in the namespace "kube-system"`,
+		`kubeadm upgrade node phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to get config map: configmaps "kubeadm-config" not found`,
+		`kubeadm upgrade apply phase preflight: couldn't create a Kubernetes client from file "/etc/kubernetes/admin.conf": failed to load admin kubeconfig: open /etc/kubernetes/admin.conf: no such file or directory`,
+	} {
+		c, h := Classify(pre, errors.New(msg), nil)
+		if c != errclass.PreflightFailed || h == hint || !strings.Contains(h, "upgrade data") {
+			t.Errorf("%s: class %s, hint %q; want %s with the upgrade data's hint", msg, c, h, errclass.PreflightFailed)
+		}
+	}
+	if c, _ := Classify(pre, errors.New(`[upgrade] FATAL: failed to get config map: Get "https://10.0.0.1:6443/api/v1/namespaces/kube-system/configmaps/kubeadm-config": dial tcp 10.0.0.1:6443: i/o timeout`), nil); c != errclass.Timeout {
+		t.Errorf("a network failure building the data: class %s, want %s", c, errclass.Timeout)
+	}
+}

@@ -33,6 +33,13 @@ type Phase struct {
 	// (errclass.DefaultHint). A hint of the error's own, or of a message
 	// rule, is more precise and wins (Classify).
 	Hint string
+	// Upgrade marks one of kubeadm's upgrade phases (day 2,
+	// day2.UpgradeRunner): the message rules written for init's and
+	// join's token discovery, TLS bootstrap and control-plane join do not
+	// apply to it (Classify), since the words they match (x509, a
+	// certificate signing request) reach an upgrade's error from the API
+	// server for other reasons, and their hints name spec.join.
+	Upgrade bool
 	// RunIf says whether the phase applies to a spec (kubeadm's RunIf);
 	// nil means always. A sub-phase applies only when its parent does.
 	RunIf func(cfg *machineadm.MachineBootstrapConfig) bool

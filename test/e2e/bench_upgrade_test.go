@@ -152,7 +152,9 @@ const benchCheckedKind = "worker-checked"
 // over the old one and the directory synced (as machineadm's install),
 // where w1's `install` neither checks nor waits for the disk.
 func benchCheckedKubelet(src, sum string) string {
-	return "install -m 0755 " + src + " /usr/bin/.kubelet.new && echo '" + sum + "  /usr/bin/.kubelet.new' | sha256sum --check --quiet && sync /usr/bin/.kubelet.new && mv -f /usr/bin/.kubelet.new /usr/bin/kubelet && sync /usr/bin"
+	// Commands of their own, not an && list, which sh -e would not stop
+	// at: a failed check ends the command.
+	return "install -m 0755 " + src + " /usr/bin/.kubelet.new; echo '" + sum + "  /usr/bin/.kubelet.new' | sha256sum --check --quiet; sync /usr/bin/.kubelet.new; mv -f /usr/bin/.kubelet.new /usr/bin/kubelet; sync /usr/bin"
 }
 
 // benchUpgradeSampleRun boots cp1, w1 and w2, bootstraps them at the

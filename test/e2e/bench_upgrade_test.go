@@ -477,14 +477,16 @@ func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSampl
 			}
 			return false
 		}
+		// w2's verdicts say they are the reference's, on every row.
+		ref := ""
+		if node == benchCheckedKind {
+			ref = "reference: "
+		}
 		for _, l := range rows {
 			k, m := med(ka, l.f), med(ma, l.f)
-			verdict := metWord(m/k <= l.target)
-			if node == benchCheckedKind {
-				verdict = "reference: " + verdict
-			}
+			verdict := ref + metWord(m/k <= l.target)
 			if short(ka, l.f) || short(ma, l.f) {
-				verdict = "not comparable (a sample did not reach it)"
+				verdict = ref + "not comparable (a sample did not reach it)"
 			}
 			fmt.Fprintf(&b, "BENCH upgrade %-14s %-28s %10.2f%-2s %10.2f%-2s   %.3f   target <= %.2f: %s\n", node, l.name, k, l.unit, m, l.unit, m/k, l.target, verdict)
 		}
@@ -502,7 +504,7 @@ func benchUpgradeReport(n int, samples map[string]map[string][]benchUpgradeSampl
 		}
 		down := func(s benchUpgradeSample) float64 { return s.apiDown.Seconds() }
 		k, m := med(ka, down), med(ma, down)
-		fmt.Fprintf(&b, "BENCH upgrade %-14s %-28s %10.2fs  %10.2fs    target <= kubeadm's: %s\n", node, "API server unavailable", k, m, metWord(m <= k))
+		fmt.Fprintf(&b, "BENCH upgrade %-14s %-28s %10.2fs  %10.2fs    target <= kubeadm's: %s\n", node, "API server unavailable", k, m, ref+metWord(m <= k))
 		longest := func(s benchUpgradeSample) float64 { return s.longest.Seconds() }
 		fmt.Fprintf(&b, "BENCH upgrade %-14s %-28s %10.2fs  %10.2fs\n", node, "  longest stretch", med(ka, longest), med(ma, longest))
 		for _, tool := range []string{toolKubeadm, toolMachineadm} {

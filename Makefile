@@ -207,7 +207,10 @@ bench-capi: build-controller
 # `upgrade apply` / `upgrade node` (plus the kubelet binary and restart),
 # v1.36.3 -> v1.37.2, on clusters of their own in one run; BENCH_UPGRADE_N
 # samples each (default 1): time, peak RSS, API server unavailability
-# (test/e2e/bench_upgrade_test.go). Like every e2e run:
+# (test/e2e/bench_upgrade_test.go). Each cluster is cp1, w1 and w2; w2 is
+# a reference beside the targets ("worker-checked"): its kubeadm arm
+# checks the new kubelet's sha256 and syncs it into place, as machineadm
+# does, where w1's installs it unchecked. Like every e2e run:
 #   flock /tmp/machineadm-e2e.lock make bench-upgrade-e2e
 # Each control plane's sample logs when its control-plane containers
 # started and ended; bench-upgrade-timeline.log in its machine's run

@@ -69,12 +69,15 @@ func (e *env) prepareUpgradeMachine(m *Machine) error {
 		filepath.Join(e.cache, "bin")+":"+e2eBinDir,
 		filepath.Join(e.cache, prevKubeDir, "bin")+":"+e2ePrevBinDir,
 		filepath.Join(e.cache, prevKubeDir, "images")+":"+prevImagesDir)
+	// A control plane's images on control planes only: a worker (w1, and
+	// the benchmark's w2) imports the node's.
+	controlPlane := m.Name == cp1.Name || m.Name == cp2.Name || m.Name == cp3.Name
 	names := slices.Clone(nodeImages)
-	if m.Name != w1.Name {
+	if controlPlane {
 		names = append(slices.Clone(controlPlaneImages), names...)
 	}
 	for _, n := range prevKubeImages {
-		if n == "kube-proxy" || m.Name != w1.Name {
+		if n == "kube-proxy" || controlPlane {
 			names = append(names, prevImagesDir+"/"+n+".tar")
 		}
 	}

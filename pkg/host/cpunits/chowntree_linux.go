@@ -64,10 +64,12 @@ func chownEntry(fd int, p string, uid, gid int, dryRun bool) (n int, err error) 
 	}
 	if int(st.Uid) != uid || int(st.Gid) != gid {
 		n++
+		// Refused in a dry run too, which would otherwise plan a
+		// change the run refuses.
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			return 0, fmt.Errorf("%s has %d names (hard links): machineadm does not give a file with other names an owner (a link to /etc/shadow would give /etc/shadow, or a copy its content); remove the other names, or this one", p, st.Nlink)
+		}
 		if !dryRun {
-			if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
-				return 0, fmt.Errorf("%s has %d names (hard links): machineadm does not give a file with other names an owner (a link to /etc/shadow would give /etc/shadow, or a copy its content); remove the other names, or this one", p, st.Nlink)
-			}
 			if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH); err != nil {
 				return 0, &os.PathError{Op: "chown", Path: p, Err: err}
 			}

@@ -29,11 +29,11 @@ func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
 			return nil
 		}
 		n++
-		if dryRun {
-			return nil
-		}
 		if fi.Mode().IsRegular() && files.Links(fi) > 1 {
 			return fmt.Errorf("%s has %d names (hard links): machineadm does not give a file with other names an owner; remove the other names, or this one", p, files.Links(fi))
+		}
+		if dryRun {
+			return nil
 		}
 		return os.Lchown(p, uid, gid)
 	})

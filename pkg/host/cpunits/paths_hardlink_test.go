@@ -66,7 +66,7 @@ func TestApplyPathsBreaksHardLink(t *testing.T) {
 // linked /etc/shadow into its data directory) is refused: given to etcd
 // in place, /etc/shadow would be etcd's; replaced with a copy given to
 // etcd, its content would be etcd's to read. Both names keep their
-// owner, mode and content.
+// owner, mode and content. A dry run says so too.
 func TestApplyPathsRecursiveRefusesHardLink(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give a file another owner")
@@ -90,8 +90,10 @@ func TestApplyPathsRecursiveRefusesHardLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
-	if _, err := cpunits.ApplyPaths(root, rules, false); err == nil || !strings.Contains(err.Error(), link) {
-		t.Errorf("ApplyPaths: %v; want an error naming %s", err, link)
+	for _, dryRun := range []bool{true, false} {
+		if _, err := cpunits.ApplyPaths(root, rules, dryRun); err == nil || !strings.Contains(err.Error(), link) {
+			t.Errorf("ApplyPaths (dry run %v): %v; want an error naming %s", dryRun, err, link)
+		}
 	}
 	sfi, err := os.Stat(shadow)
 	if err != nil {

@@ -218,36 +218,6 @@ func own(hp string, fi fs.FileInfo, uid, gid int, mode fs.FileMode, dryRun bool)
 	return true, files.SetOwnerMode(hp, fi, mode, uid, gid)
 }
 
-// chownTree gives every entry below dir the owner and returns how many
-// changed. A regular file with other names (hard links: the directory's
-// owner may link /etc/shadow into it) is replaced with a copy that gets
-// the owner (files.SetOwnerMode, keeping its mode), so that the other
-// names keep theirs.
-func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if u, g := files.Owner(fi); u == uid && g == gid {
-			return nil
-		}
-		n++
-		if dryRun {
-			return nil
-		}
-		if fi.Mode().IsRegular() && files.Links(fi) > 1 {
-			return files.SetOwnerMode(p, fi, fi.Mode().Perm(), uid, gid)
-		}
-		return os.Lchown(p, uid, gid)
-	})
-	return n, err
-}
-
 // planFile compares a rendered file (root:root) with the host.
 func planFile(root string, f File) (files.Change, error) {
 	hp, err := files.Resolve(root, f.Path)

@@ -195,7 +195,9 @@ func (c Change) Summary() string {
 // held in memory (a Blob) copied in pieces; metadata-only
 // changes are made in place, keeping the content and mtime, unless the
 // file has other names (hard links, which share its mode and owner: a
-// local user's link to /etc/shadow, say): it is then replaced as new
+// local user's link to /etc/shadow, say), or the change takes writing
+// away from someone (a world-writable file made 0644: a descriptor they
+// opened before would write to it after; revokesWrite): it is then replaced as new
 // content is, so that only this path gets the new mode and owner (names
 // made since the file was read included: the change is made through a
 // descriptor of the file, whose count of names is checked there; a file

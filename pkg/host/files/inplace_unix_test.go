@@ -119,3 +119,72 @@ func TestSetOwnerModeSwapped(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyMetaRevokesWrite: a file whose only mode or owner differ,
+// and whose change takes writing away from someone (a world-writable
+// file made 0644; a file of another user given to root), is replaced,
+// not changed in place: a descriptor opened for writing before the
+// change (by anyone, while the file was theirs to write) would write to
+// the file in place after it, giving a root-owned 0644 file the content
+// they chose. Writing through it after Apply leaves the path's content.
+func TestApplyMetaRevokesWrite(t *testing.T) {
+	cases := []struct {
+		name     string
+		mode     os.FileMode
+		owner    int
+		needRoot bool
+	}{
+		{"world-writable", 0o666, -1, false},
+		{"group-writable", 0o664, -1, false},
+		{"another owner's", 0o644, 4242, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.needRoot && os.Geteuid() != 0 {
+				t.Skip("needs root to give a file another owner")
+			}
+			p := filepath.Join(t.TempDir(), "sudoers")
+			if err := os.WriteFile(p, []byte("a\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tc.owner >= 0 {
+				if err := os.Chown(p, tc.owner, tc.owner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Opened for writing while the file is writable to them.
+			w, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			cur, err := ReadState(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := Plan(Desired{Path: "/sudoers", Content: []byte("a\n"), Mode: 0o644, UID: os.Getuid(), GID: os.Getgid()}, p, cur)
+			if c.ContentChanged() || !c.MetaChanged() {
+				t.Fatalf("want a mode or owner change only: %s", c.Summary())
+			}
+			if err := Apply(c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.WriteAt([]byte("evil\n"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != "a\n" {
+				t.Errorf("%s: %q, %v; want %q (written through a descriptor opened before the change)", p, b, err, "a\n")
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u, g := fileOwner(fi); fi.Mode().Perm() != 0o644 || u != os.Getuid() || g != os.Getgid() {
+				t.Errorf("%s: %04o %d:%d", p, fi.Mode().Perm(), u, g)
+			}
+		})
+	}
+}

@@ -40,8 +40,9 @@ func fileLinks(fi fs.FileInfo) int {
 // regular file or the file fi (os.Lstat; nil: not known) described.
 // replace says, with nothing changed, that the file must be replaced
 // instead: it is a regular file with other names (hard links, which
-// would take the mode and owner too) made since it was examined, or not
-// the file fi described (another put in its place since).
+// would take the mode and owner too) made since it was examined, not
+// the file fi described (another put in its place since), or one the
+// change takes writing away from someone (revokesWrite).
 func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int) (replace bool, err error) {
 	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
 	if err != nil {
@@ -53,7 +54,7 @@ func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int)
 		return false, err
 	}
 	switch {
-	case ofi.Mode().IsRegular() && (fileLinks(ofi) > 1 || fi != nil && !os.SameFile(fi, ofi)):
+	case ofi.Mode().IsRegular() && (fileLinks(ofi) > 1 || fi != nil && !os.SameFile(fi, ofi) || revokesWrite(ofi, mode, uid, gid)):
 		return true, nil
 	case fi != nil && !os.SameFile(fi, ofi) || fi == nil && !ofi.Mode().IsRegular():
 		return false, fmt.Errorf("%s changed while machineadm set its mode and owner: it is no longer the file examined", hostPath)
@@ -62,4 +63,26 @@ func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int)
 		return false, err
 	}
 	return false, f.Chmod(mode)
+}
+
+// revokesWrite says whether giving the regular file fi describes mode
+// and owner uid:gid takes writing away from someone who has it, or who
+// can give it to themselves as its owner (root aside): a descriptor they
+// opened for writing before the change would still write to the file
+// after it, were it made in place (a world-writable /etc/sudoers.d file
+// made 0440, then written through a descriptor its writer kept open).
+// Such a file is replaced instead, and the descriptor writes to the old
+// one.
+func revokesWrite(fi fs.FileInfo, mode fs.FileMode, uid, gid int) bool {
+	ou, og := fileOwner(fi)
+	om := fi.Mode().Perm()
+	switch {
+	case ou != 0 && ou != uid:
+		return true
+	case om&0o002 != 0 && mode&0o002 == 0:
+		return true
+	case om&0o020 != 0 && mode&0o002 == 0 && (og != gid || mode&0o020 == 0):
+		return true
+	}
+	return false
 }

@@ -129,6 +129,18 @@ var rules = []rule{
 	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
 		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod (kube-system, labels component=kube-apiserver,tier=control-plane, on this Node) and found none: check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver -o wide`), that it has the annotation, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
 		any:  []string{"using pod annotations"}},
+	// phases/upgrade/staticpods.go performEtcdStaticPodUpgrade: the
+	// local etcd member's upgrade failed and kubeadm rolled it back
+	// (its manifest, and its data when the old member did not come
+	// back), or could not. Its wrap of the static pods' rollback below
+	// comes first: this is etcd's failure, not the other components'.
+	{class: errclass.EtcdUnhealthy, upgrade: true,
+		hint: "kubeadm's upgrade of the local etcd member failed: kubeadm put etcd's manifest back from /etc/kubernetes/tmp/kubeadm-backup-manifests-* and, when needed, its data from /etc/kubernetes/tmp/kubeadm-backup-etcd-* (the error says whether that worked and where the backup is). Check the etcd container (`crictl ps -a --name etcd`, `crictl logs <container>`), the etcd data directory, ports 2379/2380 and the etcd certificates; then run `machineadm upgrade` again.",
+		any: []string{
+			"fatal error when trying to upgrade the etcd cluster", // the new member did not come up, rolled back
+			"fatal error upgrading local etcd cluster",            // the new member came up unhealthy, rolled back
+			"fatal error rolling back local etcd cluster",         // the rollback of its data or manifest failed
+		}},
 	// phases/upgrade/staticpods.go rollbackOldManifests: a new static
 	// pod did not come up (its mirror Pod's hash did not change within
 	// the wait) and kubeadm put the old manifests back. The control-plane

@@ -294,6 +294,32 @@ func TestClassifyControlPlaneRollback(t *testing.T) {
 	}
 }
 
+// TestClassifyEtcdUpgradeRollback: kubeadm's control-plane phase upgrades
+// the local etcd member first (phases/upgrade/staticpods.go
+// performEtcdStaticPodUpgrade). When the new etcd static pod does not come
+// up, upgradeComponent rolls its manifest back ("couldn't upgrade control
+// plane. kubeadm has tried to recover everything ...") and
+// performEtcdStaticPodUpgrade wraps that as "fatal error when trying to
+// upgrade the etcd cluster, rolled the state back ...": that is etcd's
+// failure, not the other components' rollback. Likewise a failed rollback
+// of etcd's data.
+func TestClassifyEtcdUpgradeRollback(t *testing.T) {
+	p := Phase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy, Hint: "the control-plane phase's own hint", Upgrade: true}
+	for _, msg := range []string{
+		// errors.Wrap(rollbackOldManifests(..., WaitForStaticPodHashChange's error, ...), "fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state")
+		`kubeadm upgrade apply phase control-plane: fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: static Pod hash for component etcd on Node cp1 did not change after 5m0s: context deadline exceeded`,
+		// WaitForPodsWithLabel("component=etcd") ran out: only the poll's deadline.
+		`kubeadm upgrade node phase control-plane: fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: context deadline exceeded`,
+		// errors.Errorf("fatal error rolling back local etcd cluster datadir: %v, the backup of etcd database is stored here:(%s)", rollbackEtcdData's error, ...)
+		`kubeadm upgrade apply phase control-plane: fatal error rolling back local etcd cluster datadir: couldn't recover etcd database with error, the location of etcd backup: /etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00, output: "": exit status 1, the backup of etcd database is stored here:(/etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00)`,
+	} {
+		c, h := Classify(p, errors.New(msg), nil)
+		if c != errclass.EtcdUnhealthy || !strings.Contains(h, "kubeadm-backup-etcd-") {
+			t.Errorf("%s: class %s, hint %q; want %s with a hint naming etcd's backup", msg, c, h, errclass.EtcdUnhealthy)
+		}
+	}
+}
+
 // TestClassifyUpgradeDataFailure: kubeadm builds its upgrade data in
 // whichever phase runs first (preflight in a whole run, any phase in a
 // resumed one or after a failure): a failure to read the cluster there

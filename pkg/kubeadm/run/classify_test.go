@@ -273,6 +273,25 @@ func TestClassifyMirrorPodEndpoint(t *testing.T) {
 	}
 }
 
+// TestClassifyMirrorPodHintCoversKubeadmsCases: kubeadm's poll for the
+// mirror Pod (util/config getRawAPIEndpointFromPodAnnotationWithoutRetry)
+// fails on no Pod, on more than one Pod (labels component=kube-apiserver,
+// tier=control-plane on this Node) and on a Pod without the annotation,
+// all reported as the deadline alone, and after the poll on an
+// annotation it cannot parse: the hint must not say there was none.
+func TestClassifyMirrorPodHintCoversKubeadmsCases(t *testing.T) {
+	p := Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}
+	for _, msg := range []string{
+		`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: context deadline exceeded`,
+		`kubeadm upgrade node phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: could not parse API endpoint for node "cp1": invalid API endpoint IP: cp1.example`,
+	} {
+		_, h := Classify(p, errors.New(msg), nil)
+		if strings.Contains(h, "found none") || !strings.Contains(h, "exactly one") || !strings.Contains(h, "parse") || !strings.Contains(h, "spec.nodeName") {
+			t.Errorf("%s: hint %q; want one that names kubeadm's conditions (exactly one Pod on this Node, spec.nodeName, an annotation it can parse)", msg, h)
+		}
+	}
+}
+
 // TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
 // the old manifests back when a new static pod does not come up (its
 // mirror Pod's hash did not change within the wait) and reports

@@ -183,6 +183,9 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 // upgrade's own when it is not.
 func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
+	if upgrade {
+		msg = withoutAdmissionText(msg)
+	}
 	for _, r := range rules {
 		if (upgrade && r.join) || (!upgrade && r.upgrade) {
 			continue
@@ -192,6 +195,27 @@ func matchRule(msg string, upgrade bool) (rule, bool) {
 		}
 	}
 	return rule{}, false
+}
+
+// admissionDenials end the API server's words of an admission webhook's
+// denial (apiserver's webhook errors ToStatusErr: "admission webhook %q
+// denied the request: MESSAGE") and a ValidatingAdmissionPolicy's
+// ("ValidatingAdmissionPolicy '%s' with binding '%s' denied request:
+// MESSAGE"), in lower case: what follows is the webhook's or policy's.
+var admissionDenials = []string{"denied the request", "denied request"}
+
+// withoutAdmissionText cuts a (lower-case) message at the first admission
+// denial: the message that follows is whatever the webhook or policy
+// wrote, and must not pick a rule (an upgrade phase's objects pass
+// through the cluster's admission; kubeadm wraps its causes as a prefix,
+// so what comes before is kubeadm's and the API server's).
+func withoutAdmissionText(msg string) string {
+	for _, d := range admissionDenials {
+		if i := strings.Index(msg, d); i >= 0 {
+			msg = msg[:i+len(d)]
+		}
+	}
+	return msg
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -260,7 +284,10 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     discovery, TLS bootstrap, control-plane join), whose words (x509,
 //     certificatesigningrequests) its error may carry from the API
 //     server for another reason, and only an upgrade phase against the
-//     upgrade's own (the mirror Pod kubeadm reads its endpoint from);
+//     upgrade's own (the mirror Pod kubeadm reads its endpoint from, the
+//     local etcd's and the static pods' rollback, the upgrade data); an
+//     upgrade phase's message is matched without what an admission
+//     webhook or policy wrote after its denial (withoutAdmissionText);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

@@ -292,6 +292,37 @@ func TestClassifyMirrorPodHintCoversKubeadmsCases(t *testing.T) {
 	}
 }
 
+// TestClassifyUpgradeIgnoresAdmissionText: an admission webhook's or a
+// ValidatingAdmissionPolicy's denial message is text whoever wrote the
+// webhook or policy chose; the API server returns it after "denied the
+// request: " ("denied request: "). It must not steer an upgrade phase's
+// class or hint into a rule's (the upgrade's mirror Pod or data, etcd, a
+// Timeout): the denial is the phase's failure, which its hint explains.
+func TestClassifyUpgradeIgnoresAdmissionText(t *testing.T) {
+	const hint = "addon/kube-proxy's own hint"
+	p := Phase{Name: "addon/kube-proxy", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, quoted := range []string{
+		`could not retrieve API endpoints for node "cp1" using pod annotations`,
+		`[upgrade] FATAL: failed to get config map`,
+		`unable to fetch the kubeadm-config ConfigMap`,
+		`etcd member is not healthy`,
+		`etcdserver: request timed out`,
+		`context deadline exceeded`,
+		`fatal error when trying to upgrade the etcd cluster`,
+		`container runtime is not running`,
+	} {
+		for _, denial := range []string{
+			`admission webhook "policy.example.com" denied the request: ` + quoted,
+			`ValidatingAdmissionPolicy 'kube-system-guard' with binding 'kube-system-guard' denied request: ` + quoted,
+		} {
+			err := errors.New(`kubeadm upgrade apply phase addon/kube-proxy: error when creating kube-proxy service account: unable to create serviceaccount: ` + denial)
+			if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+				t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+			}
+		}
+	}
+}
+
 // TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
 // the old manifests back when a new static pod does not come up (its
 // mirror Pod's hash did not change within the wait) and reports

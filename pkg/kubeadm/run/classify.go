@@ -204,8 +204,8 @@ func matchRule(msg string, upgrade bool) (rule, bool) {
 // MESSAGE"), in lower case: what follows is the webhook's or policy's.
 var admissionDenials = []string{"denied the request", "denied request"}
 
-// withoutAdmissionText cuts a (lower-case) message at the first admission
-// denial: the message that follows is whatever the webhook or policy
+// withoutAdmissionText cuts a message at the first admission denial (the
+// API server writes its words in lower case): the message that follows is whatever the webhook or policy
 // wrote, and must not pick a rule (an upgrade phase's objects pass
 // through the cluster's admission; kubeadm wraps its causes as a prefix,
 // so what comes before is kubeadm's and the API server's).
@@ -311,7 +311,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	if r, ok := matchRule(err.Error(), p.Upgrade); ok {
 		if r.class == errclass.PreflightFailed {
-			if pc, ph, ok := classifyPreflight(output); ok {
+			if pc, ph, ok := classifyPreflight(output, p.Upgrade); ok {
 				return pc, ph
 			}
 		}
@@ -336,7 +336,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 		}
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	case errclass.PreflightFailed:
-		if c, h, ok := classifyPreflight(output); ok {
+		if c, h, ok := classifyPreflight(output, p.Upgrade); ok {
 			return c, h
 		}
 	}
@@ -352,8 +352,11 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 	return hintOr(hint, c)
 }
 
-// classifyPreflight reads the failed checks from preflight's output.
-func classifyPreflight(output []string) (errclass.Class, string, bool) {
+// classifyPreflight reads the failed checks from preflight's output. An
+// upgrade's first failed check is quoted without what an admission
+// webhook or policy wrote after its denial (kubeadm's CreateJob check
+// creates a Job in kube-system).
+func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, bool) {
 	var names []string
 	first := ""
 	for _, line := range output {
@@ -366,6 +369,9 @@ func classifyPreflight(output []string) (errclass.Class, string, bool) {
 		}
 		if first == "" {
 			first = m[1] + ": " + m[2]
+			if upgrade {
+				first = withoutAdmissionText(first)
+			}
 		}
 		names = append(names, m[1])
 	}

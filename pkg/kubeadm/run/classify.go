@@ -1,6 +1,7 @@
 package run
 
 import (
+	"slices"
 	"context"
 	"errors"
 	"regexp"
@@ -75,6 +76,19 @@ var rules = []rule{
 			"check failed at https://",                            // apiclient WaitForControlPlaneComponents
 			"kubeadm's health check of",                           // cpcheck.Check: a component that never answers
 		}},
+	// phases/upgrade/staticpods.go performEtcdStaticPodUpgrade: the
+	// local etcd member's upgrade failed and kubeadm rolled it back
+	// (its manifest, and its data when the old member did not come
+	// back), or could not. Before the generic etcd rule (kubeadm's etcd
+	// wait fails with its words) and the static pods' rollback, which
+	// kubeadm wraps it in: this is etcd's upgrade, with its backups.
+	{class: errclass.EtcdUnhealthy, upgrade: true,
+		hint: "kubeadm's upgrade of the local etcd member failed: kubeadm put etcd's manifest back from /etc/kubernetes/tmp/kubeadm-backup-manifests-* and, when needed, its data from /etc/kubernetes/tmp/kubeadm-backup-etcd-* (the error says whether that worked and where the backup is). Check the etcd container (`crictl ps -a --name etcd`, `crictl logs <container>`), the etcd data directory, ports 2379/2380 and the etcd certificates; then run `machineadm upgrade` again.",
+		any: []string{
+			"fatal error when trying to upgrade the etcd cluster", // the new member did not come up, rolled back
+			"fatal error upgrading local etcd cluster",            // the new member came up unhealthy, rolled back
+			"fatal error rolling back local etcd cluster",         // the rollback of its data or manifest failed
+		}},
 	{class: errclass.EtcdUnhealthy,
 		hint: "The etcd cluster is not healthy or this member did not start/join: check the etcd container's logs, ports 2379/2380 and the etcd certificates.",
 		any: []string{
@@ -129,18 +143,6 @@ var rules = []rule{
 	{class: errclass.ControlPlaneUnhealthy, upgrade: true,
 		hint: "kubeadm reads this node's API server endpoint from the annotation kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint of its kube-apiserver mirror Pod and needs exactly one Pod in kube-system with the labels component=kube-apiserver,tier=control-plane and spec.nodeName this node, with that annotation, which it must parse as IP:port; until kubeadm's API call timeout it reports only the deadline. Check that the kubelet runs the kube-apiserver static pod and the Pod is in the API (`kubectl -n kube-system get pods -l component=kube-apiserver,tier=control-plane --field-selector spec.nodeName=<node> -o yaml`), that no other Pod there has those labels, that the annotation is there and valid, and that the credential (/etc/kubernetes/admin.conf) may list Pods in kube-system; then run `machineadm upgrade` again.",
 		any:  []string{"using pod annotations"}},
-	// phases/upgrade/staticpods.go performEtcdStaticPodUpgrade: the
-	// local etcd member's upgrade failed and kubeadm rolled it back
-	// (its manifest, and its data when the old member did not come
-	// back), or could not. Its wrap of the static pods' rollback below
-	// comes first: this is etcd's failure, not the other components'.
-	{class: errclass.EtcdUnhealthy, upgrade: true,
-		hint: "kubeadm's upgrade of the local etcd member failed: kubeadm put etcd's manifest back from /etc/kubernetes/tmp/kubeadm-backup-manifests-* and, when needed, its data from /etc/kubernetes/tmp/kubeadm-backup-etcd-* (the error says whether that worked and where the backup is). Check the etcd container (`crictl ps -a --name etcd`, `crictl logs <container>`), the etcd data directory, ports 2379/2380 and the etcd certificates; then run `machineadm upgrade` again.",
-		any: []string{
-			"fatal error when trying to upgrade the etcd cluster", // the new member did not come up, rolled back
-			"fatal error upgrading local etcd cluster",            // the new member came up unhealthy, rolled back
-			"fatal error rolling back local etcd cluster",         // the rollback of its data or manifest failed
-		}},
 	// phases/upgrade/staticpods.go rollbackOldManifests: a new static
 	// pod did not come up (its mirror Pod's hash did not change within
 	// the wait) and kubeadm put the old manifests back. The control-plane
@@ -199,10 +201,14 @@ func matchRule(msg string, upgrade bool) (rule, bool) {
 
 // admissionDenials end the API server's words of an admission webhook's
 // denial (apiserver's webhook errors ToStatusErr: "admission webhook %q
-// denied the request: MESSAGE") and a ValidatingAdmissionPolicy's
+// denied the request: MESSAGE"), a ValidatingAdmissionPolicy's
 // ("ValidatingAdmissionPolicy '%s' with binding '%s' denied request:
-// MESSAGE"), in lower case: what follows is the webhook's or policy's.
-var admissionDenials = []string{"denied the request", "denied request"}
+// MESSAGE") and of a webhook the API server called and got an error from
+// (util/webhook ErrCallingWebhook: "failed calling webhook %q: failed to
+// call webhook: ERROR", ERROR the webhook's own answer, its body or its
+// Status's message), in lower case: what follows is the webhook's or
+// policy's.
+var admissionDenials = []string{"denied the request", "denied request", "failed calling webhook"}
 
 // withoutAdmissionText cuts a message at the first admission denial (the
 // API server writes its words in lower case): the message that follows
@@ -358,6 +364,9 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 // webhook or policy wrote after its denial (kubeadm's CreateJob check
 // creates a Job in kube-system).
 func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, bool) {
+	if upgrade {
+		return classifyUpgradePreflight(output)
+	}
 	var names []string
 	first := ""
 	for _, line := range output {
@@ -370,9 +379,6 @@ func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, b
 		}
 		if first == "" {
 			first = m[1] + ": " + m[2]
-			if upgrade {
-				first = withoutAdmissionText(first)
-			}
 		}
 		names = append(names, m[1])
 	}
@@ -380,4 +386,37 @@ func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, b
 		return "", "", false
 	}
 	return errclass.PreflightFailed, "kubeadm preflight checks failed: " + strings.Join(names, ", ") + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe.", true
+}
+
+// preflightFatalHeader is the line preflight.RunChecks (handleError)
+// prints, in one write with them, before the checks that failed.
+const preflightFatalHeader = "[preflight] Some fatal errors occurred:"
+
+// upgradePreflightErrorRE is the first failed check RunChecks prints
+// after preflightFatalHeader: "\t[ERROR NAME]: message".
+var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\t\[ERROR ([A-Za-z0-9._-]+)\]: (.*)$`)
+})
+
+// classifyUpgradePreflight is classifyPreflight for an upgrade phase,
+// whose checks reach the cluster (CreateJob's Job passes its admission):
+// only the line right after kubeadm's preflightFatalHeader is a check's.
+// A line before it may be a warning the API server sent back, which
+// client-go logs, and a line after it the rest of a check's message that
+// a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
+// check's message is cut at an admission denial (withoutAdmissionText).
+func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
+	i := slices.Index(output, preflightFatalHeader)
+	if i < 0 || i+1 >= len(output) {
+		return "", "", false
+	}
+	m := upgradePreflightErrorRE().FindStringSubmatch(output[i+1])
+	if m == nil {
+		return "", "", false
+	}
+	if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
+		return classifyMessage("could not connect to the container runtime", false)
+	}
+	first := withoutAdmissionText(m[1] + ": " + m[2])
+	return errclass.PreflightFailed, "kubeadm preflight checks failed: " + m[1] + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe.", true
 }

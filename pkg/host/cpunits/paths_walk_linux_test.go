@@ -50,9 +50,14 @@ func TestApplyPathsRecursiveDirSwapped(t *testing.T) {
 		}
 		done, stop := make(chan bool), make(chan struct{})
 		go func() {
-			// Once the walk gave a its owner (before its entries), b
-			// becomes a symlink to etc; in time when one of a's entries
-			// has not got it yet.
+			// Once the walk gave one of a's entries its owner (a's
+			// own comes after them), b becomes a symlink to etc; in
+			// time when another of a's entries has not got it yet.
+			var watched []string
+			for i := 0; i < entries; i += entries / 8 {
+				watched = append(watched, filepath.Join(first, fmt.Sprintf("f%05d", i)))
+			}
+		wait:
 			for {
 				select {
 				case <-stop:
@@ -60,17 +65,18 @@ func TestApplyPathsRecursiveDirSwapped(t *testing.T) {
 					return
 				default:
 				}
-				fi, err := os.Lstat(first)
-				if err == nil {
-					if u, _ := files.Owner(fi); u == 4242 {
-						break
+				for _, p := range watched {
+					if fi, err := os.Lstat(p); err == nil {
+						if u, _ := files.Owner(fi); u == 4242 {
+							break wait
+						}
 					}
 				}
 			}
 			ok := os.Remove(swapped) == nil && os.Symlink(filepath.Join(root, "etc"), swapped) == nil
 			pending := false
-			for _, name := range []string{"f00000", fmt.Sprintf("f%05d", entries-1)} {
-				if fi, err := os.Lstat(filepath.Join(first, name)); err == nil {
+			for _, p := range watched {
+				if fi, err := os.Lstat(p); err == nil {
 					if u, _ := files.Owner(fi); u != 4242 {
 						pending = true
 					}
@@ -124,8 +130,8 @@ func TestApplyPathsRecursiveSymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "set owner 4242:4242 on 6 entries below /var/lib/etcd"; len(changes) != 2 || changes[1] != want {
-		t.Errorf("changes %q, want %q second", changes, want)
+	if want := "set owner 4242:4242 on 6 entries below /var/lib/etcd"; len(changes) != 2 || changes[0] != want {
+		t.Errorf("changes %q, want %q first (the directory's own after)", changes, want)
 	}
 	for _, p := range []string{"member", "member/lnk", "member/snap", "member/snap/db", "member/wal", "member/wal/0.wal"} {
 		fi, err := os.Lstat(filepath.Join(data, p))

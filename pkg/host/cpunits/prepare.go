@@ -177,13 +177,9 @@ func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 		if fi.IsDir() != r.Dir || (!r.Dir && !fi.Mode().IsRegular()) {
 			return changes, fmt.Errorf("%s: expected a %s, found %s", r.Path, kind(r.Dir), fi.Mode().Type())
 		}
-		n, err := own(hp, fi, uid, gid, r.Mode, dryRun)
-		if err != nil {
-			return changes, err
-		}
-		if n {
-			changes = append(changes, fmt.Sprintf("set %s %04o %s:%s", r.Path, r.Mode, r.User, r.Group))
-		}
+		// Below a Recursive rule's directory first, the directory after:
+		// one the owner may not write yet (moved from root's etcd)
+		// cannot change while its entries are examined (chownTree).
 		if r.Recursive && r.Dir {
 			m, err := chownTree(hp, uid, gid, dryRun)
 			if err != nil {
@@ -192,6 +188,13 @@ func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 			if m > 0 {
 				changes = append(changes, fmt.Sprintf("set owner %s:%s on %d entries below %s", r.User, r.Group, m, r.Path))
 			}
+		}
+		n, err := own(hp, fi, uid, gid, r.Mode, dryRun)
+		if err != nil {
+			return changes, err
+		}
+		if n {
+			changes = append(changes, fmt.Sprintf("set %s %04o %s:%s", r.Path, r.Mode, r.User, r.Group))
 		}
 	}
 	return changes, nil

@@ -1,0 +1,7 @@
+package cpunits_test
+
+import "golang.org/x/sys/unix"
+
+func mountTmpfs(dir string) error { return unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m") }
+
+func unmount(dir string) { _ = unix.Unmount(dir, unix.MNT_DETACH) }

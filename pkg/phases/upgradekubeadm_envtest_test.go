@@ -109,49 +109,11 @@ func TestKubeadmUploadConfigFailureHasItsHint(t *testing.T) {
 	grant("reader", rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}})
 	mayDo("get", "", "configmaps")
 
-	l := loadExample(t, "control-plane-systemd.yaml")
-	cfg := l.Config
+	d := systemdApplyAs(t, rc, user)
+	cfg := d.Config
 	if !FirstControlPlane(cfg) || !systemdRuntime(cfg) {
 		t.Fatal("the example is not a Systemd first control plane")
 	}
-	root := t.TempDir()
-	deliverSecrets(t, root, cfg)
-	writeAdminConf(t, rc, root)
-	d := testData(t)
-	d.Config, d.Root = cfg, root
-	d.Upgrade = &UpgradeRun{Plan: &upgrade.Plan{From: "v1.37.0", To: "v1.37.2", Steps: []upgrade.Step{{Phase: upgrade.PhaseKubeadm}}}}
-	// The admin credential as the user.
-	kc, err := clientcmd.LoadFromFile(adminConf(d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc.AuthInfos["admin"].Impersonate = user
-	if err := clientcmd.WriteToFile(*kc, adminConf(d)); err != nil {
-		t.Fatal(err)
-	}
-	// The run's runner as runKubeadmUpgrade makes it for this spec,
-	// except that kubeadm's API calls give up after 2 s instead of its
-	// default minute (kubeadm sets its timeouts from the
-	// UpgradeConfiguration it loads).
-	path, err := upgradeConfig(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shortAPICalls(t, path)
-	var all []string
-	for _, k := range KubeadmUpgradePhases("apply") {
-		all = append(all, k.Name)
-	}
-	yamlDocs, err := specInitYAML(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := day2.LocalEndpoint(yamlDocs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
-		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
 
 	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
 	runPhase := func(name string) (string, error) {
@@ -414,6 +376,33 @@ func TestKubeadmBootstrapTokenEscalationHasItsHint(t *testing.T) {
 		}
 	}
 
+	d := systemdApplyAs(t, rc, user)
+	cfg := d.Config
+
+	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
+	failed, err := w.Run(ctx, d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/bootstrap-token"})
+	if err == nil {
+		t.Fatal("bootstrap-token passed with a credential that does not hold the rights its bindings grant")
+	}
+	if want := upgrade.PhaseKubeadm + "/bootstrap-token"; failed != want {
+		t.Errorf("failed phase %q, want %q", failed, want)
+	}
+	if !strings.Contains(err.Error(), "certificatesigningrequests") {
+		t.Fatalf("the failure is not RBAC's escalation check: %v", err)
+	}
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != hintKubeadmBootstrapToken {
+		t.Errorf("class %s, hint %q; want %s with bootstrap-token's hint", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+}
+
+// systemdApplyAs is the Data of `machineadm upgrade` on the example's
+// Systemd first control plane (a kubeadm-only plan, v1.37.0 to v1.37.2)
+// against rc's API server as user (admin.conf impersonates it), with the
+// kubeadm runner runKubeadmUpgrade makes for that spec, except that
+// kubeadm's API calls give up after 2 s instead of its default minute
+// (kubeadm sets its timeouts from the UpgradeConfiguration it loads).
+func systemdApplyAs(t *testing.T, rc *rest.Config, user string) *Data {
+	t.Helper()
 	cfg := loadExample(t, "control-plane-systemd.yaml").Config
 	root := t.TempDir()
 	deliverSecrets(t, root, cfg)
@@ -448,19 +437,5 @@ func TestKubeadmBootstrapTokenEscalationHasItsHint(t *testing.T) {
 	}
 	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
 		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
-
-	w := &Workflow{Phases: []Phase{kubeadmUpgradePhase(cfg)}}
-	failed, err := w.Run(ctx, d, &recordObs{}, RunOptions{Only: upgrade.PhaseKubeadm + "/bootstrap-token"})
-	if err == nil {
-		t.Fatal("bootstrap-token passed with a credential that does not hold the rights its bindings grant")
-	}
-	if want := upgrade.PhaseKubeadm + "/bootstrap-token"; failed != want {
-		t.Errorf("failed phase %q, want %q", failed, want)
-	}
-	if !strings.Contains(err.Error(), "certificatesigningrequests") {
-		t.Fatalf("the failure is not RBAC's escalation check: %v", err)
-	}
-	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != hintKubeadmBootstrapToken {
-		t.Errorf("class %s, hint %q; want %s with bootstrap-token's hint", class, hint, errclass.ControlPlaneUnhealthy)
-	}
+	return d
 }

@@ -18,14 +18,7 @@ import (
 // replaced, not in place, so the other name keeps its mode and content.
 func TestApplyPathsBreaksHardLink(t *testing.T) {
 	root := t.TempDir()
-	for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hostEtc(t, root)
 	shadow := filepath.Join(root, "etc/shadow")
 	if err := os.Chmod(shadow, 0o640); err != nil {
 		t.Fatal(err)
@@ -72,14 +65,7 @@ func TestApplyPathsRecursiveRefusesHardLink(t *testing.T) {
 		t.Skip("needs root to give a file another owner")
 	}
 	root := t.TempDir()
-	for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hostEtc(t, root)
 	shadow := filepath.Join(root, "etc/shadow")
 	data := filepath.Join(root, "var/lib/etcd")
 	if err := os.MkdirAll(filepath.Join(data, "member"), 0o700); err != nil {
@@ -109,5 +95,20 @@ func TestApplyPathsRecursiveRefusesHardLink(t *testing.T) {
 	}
 	if b, err := os.ReadFile(shadow); err != nil || string(b) != "secret\n" {
 		t.Errorf("%s: %q, %v; want the content kept", shadow, b, err)
+	}
+}
+
+// hostEtc writes root's passwd and group (root only) and its shadow
+// ("secret\n"), each 0640: the files a hard link below a rule's path
+// would hand over.
+func hostEtc(t *testing.T, root string) {
+	t.Helper()
+	for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

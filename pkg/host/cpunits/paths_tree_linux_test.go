@@ -14,14 +14,7 @@ import (
 // directory /var/lib/etcd under root.
 func etcdTree(t *testing.T, root string) string {
 	t.Helper()
-	for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hostEtc(t, root)
 	data := filepath.Join(root, "var/lib/etcd")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)

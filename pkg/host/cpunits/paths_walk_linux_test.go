@@ -25,14 +25,7 @@ func TestApplyPathsRecursiveDirSwapped(t *testing.T) {
 	inTime := false
 	for attempt := 0; attempt < 5 && !inTime; attempt++ {
 		root := t.TempDir()
-		for p, c := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/shadow": "secret\n"} {
-			if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(root, p), []byte(c), 0o640); err != nil {
-				t.Fatal(err)
-			}
-		}
+		hostEtc(t, root)
 		shadow := filepath.Join(root, "etc/shadow")
 		data := filepath.Join(root, "var/lib/etcd")
 		first := filepath.Join(data, "a")

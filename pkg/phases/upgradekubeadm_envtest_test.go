@@ -47,19 +47,8 @@ import (
 // With the rights that hint names (create, get and update ConfigMaps,
 // Roles and RoleBindings in kube-system) both upload-config phases pass.
 func TestKubeadmUploadConfigFailureHasItsHint(t *testing.T) {
-	if err := version.CheckStamped(); err != nil {
-		t.Skipf("%v (run `make test`)", err)
-	}
-	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
-		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
-	}
-	rc := testassets.StartEnvtest(t)
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, cs := seededEnvtest(t)
 	ctx := t.Context()
-	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
 
 	// The admin credential is a user with the reads of kubeadm's upgrade
 	// data (the kubeadm-config, kubelet-config and kube-proxy
@@ -329,19 +318,8 @@ func TestKubeadmControlPlaneKeepsTheSettingsHint(t *testing.T) {
 // "holds the rights they grant"), not the join's TLS bootstrap
 // (TLSBootstrapFailed, "the kubelet got no client certificate").
 func TestKubeadmBootstrapTokenEscalationHasItsHint(t *testing.T) {
-	if err := version.CheckStamped(); err != nil {
-		t.Skipf("%v (run `make test`)", err)
-	}
-	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
-		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
-	}
-	rc := testassets.StartEnvtest(t)
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, cs := seededEnvtest(t)
 	ctx := t.Context()
-	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
 	// The user may read what kubeadm's upgrade data reads and create, get
 	// and update the RBAC objects, and nothing else (no bind, no
 	// escalate, no certificatesigningrequests).
@@ -438,4 +416,26 @@ func systemdApplyAs(t *testing.T, rc *rest.Config, user string) *Data {
 	d.Upgrade.kubeadm = &day2.UpgradeRunner{Verb: "apply", ConfigPath: path, All: all,
 		Local: &day2.LocalControlPlane{Endpoint: ep, AdminKubeconfig: adminConf(d), Addons: day2.SystemdAddons(adminConf(d))}}
 	return d
+}
+
+// seededEnvtest starts an envtest API server seeded with kubeadm's
+// cluster objects (storedClusterConfiguration) for a test that runs
+// kubeadm's upgrade phases in-process, and returns its config and a
+// client; it skips the test where kubeadm cannot run (an unstamped build,
+// or a host whose kubelet.conf kubeadm would read this node's name from).
+func seededEnvtest(t *testing.T) (*rest.Config, kubernetes.Interface) {
+	t.Helper()
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	if _, err := os.Stat("/etc/kubernetes/kubelet.conf"); err == nil {
+		t.Skip("/etc/kubernetes/kubelet.conf exists: kubeadm would read this node's name from it")
+	}
+	rc := testassets.StartEnvtest(t)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeadmtest.SeedCluster(t, cs, storedClusterConfiguration)
+	return rc, cs
 }

@@ -175,3 +175,33 @@ func TestApplyPathsRecursiveDepthAndMounts(t *testing.T) {
 		t.Errorf("a file on the mounted file system got owner %d", u)
 	}
 }
+
+// TestApplyPathsRecursiveBindMount: a directory of the same file system
+// bind-mounted below the data directory (an operator's /etc there) has
+// the tree's st_dev, but is mounted there all the same: refused, and
+// nothing in it given the owner.
+func TestApplyPathsRecursiveBindMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	sysctl(t, "1")
+	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	root := t.TempDir()
+	data := etcdTree(t, root)
+	mnt := filepath.Join(data, "member")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindMount(filepath.Join(root, "etc"), mnt); err != nil {
+		t.Skipf("bind-mounting: %v", err)
+	}
+	t.Cleanup(func() { unmount(mnt) })
+	for _, dry := range []bool{true, false} {
+		if _, err := cpunits.ApplyPaths(root, rules, dry); err == nil || !strings.Contains(err.Error(), "member") {
+			t.Errorf("dry run %v: err %v, want the bind mount refused", dry, err)
+		}
+	}
+	if u := ownerOf(t, filepath.Join(root, "etc/shadow")); u != 0 {
+		t.Errorf("etc/shadow, bind-mounted below the data directory, got owner %d", u)
+	}
+}

@@ -204,6 +204,23 @@ func TestApplyPathsRecursiveBindMount(t *testing.T) {
 	if u := ownerOf(t, filepath.Join(root, "etc/shadow")); u != 0 {
 		t.Errorf("etc/shadow, bind-mounted below the data directory, got owner %d", u)
 	}
+
+	// A file bind-mounted there: root's etc/shadow as member/x.
+	unmount(mnt)
+	x := filepath.Join(mnt, "x")
+	if err := os.WriteFile(x, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindMount(filepath.Join(root, "etc/shadow"), x); err != nil {
+		t.Fatalf("bind-mounting a file: %v", err)
+	}
+	t.Cleanup(func() { unmount(x) })
+	if _, err := cpunits.ApplyPaths(root, rules, false); err == nil || !strings.Contains(err.Error(), "member/x") {
+		t.Errorf("a file bind-mounted: err %v, want it refused", err)
+	}
+	if u := ownerOf(t, filepath.Join(root, "etc/shadow")); u != 0 {
+		t.Errorf("etc/shadow, bind-mounted as a file below the data directory, got owner %d", u)
+	}
 }
 
 // TestApplyPathsRecursiveOwnersDeepTree: the owner (etcd) may nest its

@@ -44,8 +44,10 @@ var protectedHardlinks = "/proc/sys/fs/protected_hardlinks"
 // A directory gets the owner after its entries (post-order), so that one
 // the owner may not write yet (a data directory moved from root's etcd)
 // cannot change while its entries are examined. Neither another file
-// system mounted below dir nor more than maxTreeDepth levels are walked:
-// both are errors.
+// system mounted below dir (nor a directory bind-mounted there from its
+// own: another mount id) nor more than maxTreeDepth levels are walked:
+// both are errors, except the owner's own directory that deep, which is
+// left as it is.
 func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -59,16 +61,31 @@ func chownTree(dir string, uid, gid int, dryRun bool) (int, error) {
 	}
 	b, err := os.ReadFile(protectedHardlinks)
 	w := treeWalk{uid: uid, gid: gid, dryRun: dryRun, dev: st.Dev, protected: err == nil && strings.TrimSpace(string(b)) == "1"}
+	w.mnt, w.hasMnt = mountID(fd)
 	return w.below(d, 1, w.writable(&st))
 }
 
 // treeWalk is one chownTree: the owner, whether it is a dry run, the
-// file system of the tree's top and fs.protected_hardlinks.
+// file system and the mount of the tree's top (hasMnt: the kernel said
+// which) and fs.protected_hardlinks.
 type treeWalk struct {
 	uid, gid  int
 	dryRun    bool
 	dev       uint64
+	mnt       uint64
+	hasMnt    bool
 	protected bool
+}
+
+// mountID is the id of the mount the file open as fd is on (statx
+// STATX_MNT_ID, Linux 5.8), or false where the kernel does not say: a
+// directory bind-mounted from the tree's own file system has its st_dev.
+func mountID(fd int) (uint64, bool) {
+	var x unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &x) != nil || x.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, false
+	}
+	return x.Mnt_id, true
 }
 
 // writable says whether the owner may add or remove names in the
@@ -118,8 +135,8 @@ func (w treeWalk) entry(fd int, p string, depth int, parentWritable bool) (n int
 	if err := unix.Fstat(fd, &st); err != nil {
 		return 0, fmt.Errorf("examining %q: %w", p, err)
 	}
-	if st.Dev != w.dev {
-		return 0, fmt.Errorf("%q is on another file system than the directory it is below: machineadm does not give the owner what is mounted there; unmount it, or give its entries their owner yourself", p)
+	if mnt, ok := mountID(fd); st.Dev != w.dev || ok && w.hasMnt && mnt != w.mnt {
+		return 0, fmt.Errorf("%q is a mount (a bind mount too) or on another file system than the directory it is below: machineadm does not give the owner what is mounted there; unmount it, or give its entries their owner yourself", p)
 	}
 	typ := st.Mode & unix.S_IFMT
 	owned := int(st.Uid) == w.uid && int(st.Gid) == w.gid
@@ -143,6 +160,13 @@ func (w treeWalk) entry(fd int, p string, depth int, parentWritable bool) (n int
 		return n, nil
 	}
 	if depth >= maxTreeDepth {
+		if owned {
+			// The owner's own directory this deep is of its own
+			// making: left as it is, nothing below it given the
+			// owner, not refused (the owner could otherwise make
+			// every run fail).
+			return n, nil
+		}
 		return n, fmt.Errorf("%q is %d directories below the directory given its owner: machineadm does not walk deeper than %d", p, depth, maxTreeDepth)
 	}
 	sub, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

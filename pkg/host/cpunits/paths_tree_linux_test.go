@@ -168,3 +168,89 @@ func TestApplyPathsRecursiveDepthAndMounts(t *testing.T) {
 		t.Errorf("a file on the mounted file system got owner %d", u)
 	}
 }
+
+// TestApplyPathsRecursiveBindMount: a directory of the same file system
+// bind-mounted below the data directory (an operator's /etc there) has
+// the tree's st_dev, but is mounted there all the same: refused, and
+// nothing in it given the owner.
+func TestApplyPathsRecursiveBindMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	sysctl(t, "1")
+	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	root := t.TempDir()
+	data := etcdTree(t, root)
+	mnt := filepath.Join(data, "member")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindMount(filepath.Join(root, "etc"), mnt); err != nil {
+		t.Skipf("bind-mounting: %v", err)
+	}
+	t.Cleanup(func() { unmount(mnt) })
+	for _, dry := range []bool{true, false} {
+		if _, err := cpunits.ApplyPaths(root, rules, dry); err == nil || !strings.Contains(err.Error(), "member") {
+			t.Errorf("dry run %v: err %v, want the bind mount refused", dry, err)
+		}
+	}
+	if u := ownerOf(t, filepath.Join(root, "etc/shadow")); u != 0 {
+		t.Errorf("etc/shadow, bind-mounted below the data directory, got owner %d", u)
+	}
+
+	// A file bind-mounted there: root's etc/shadow as member/x.
+	unmount(mnt)
+	x := filepath.Join(mnt, "x")
+	if err := os.WriteFile(x, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindMount(filepath.Join(root, "etc/shadow"), x); err != nil {
+		t.Fatalf("bind-mounting a file: %v", err)
+	}
+	t.Cleanup(func() { unmount(x) })
+	if _, err := cpunits.ApplyPaths(root, rules, false); err == nil || !strings.Contains(err.Error(), "member/x") {
+		t.Errorf("a file bind-mounted: err %v, want it refused", err)
+	}
+	if u := ownerOf(t, filepath.Join(root, "etc/shadow")); u != 0 {
+		t.Errorf("etc/shadow, bind-mounted as a file below the data directory, got owner %d", u)
+	}
+}
+
+// TestApplyPathsRecursiveOwnersDeepTree: the owner (etcd) may nest its
+// own directories deeper than the walk goes; were that refused, etcd
+// could make every run fail. Its own directory that deep is left as it
+// is (nothing below it is given the owner); the rest converges.
+func TestApplyPathsRecursiveOwnersDeepTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	sysctl(t, "1")
+	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	root := t.TempDir()
+	data := etcdTree(t, root)
+	deep := data
+	for range cpunits.MaxTreeDepth + 5 {
+		deep = filepath.Join(deep, "d")
+		if err := os.Mkdir(deep, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(deep, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(data, "db")
+	if err := os.WriteFile(db, []byte("db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		if _, err := cpunits.ApplyPaths(root, rules, dry); err != nil {
+			t.Fatalf("dry run %v: %v", dry, err)
+		}
+	}
+	if u := ownerOf(t, db); u != 4242 {
+		t.Errorf("db: owner %d, want 4242", u)
+	}
+	if changes, err := cpunits.ApplyPaths(root, rules, false); err != nil || len(changes) != 0 {
+		t.Errorf("rerun: changes %q, err %v; want none", changes, err)
+	}
+}

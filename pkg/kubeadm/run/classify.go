@@ -405,9 +405,12 @@ var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
 // client-go logs, and a line after it the rest of a check's message that
 // a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
 // check's message is cut at an admission denial (withoutAdmissionText).
+// Such lines may hold a header too, before kubeadm's (a check listed in
+// ignorePreflightErrors prints its error as a warning) or after it: with
+// more than one header none is trusted.
 func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
 	i := slices.Index(output, preflightFatalHeader)
-	if i < 0 || i+1 >= len(output) {
+	if i < 0 || i+1 >= len(output) || slices.Contains(output[i+1:], preflightFatalHeader) {
 		return "", "", false
 	}
 	m := upgradePreflightErrorRE().FindStringSubmatch(output[i+1])

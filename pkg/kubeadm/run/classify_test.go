@@ -388,6 +388,32 @@ func TestClassifyUpgradePreflightTrustsOnlyKubeadmsLine(t *testing.T) {
 	}
 }
 
+// TestClassifyUpgradePreflightIgnoredCheckSpoofsHeader: a check the
+// operator lists in spec.node.ignorePreflightErrors (CreateJob, the usual
+// way past a webhook) prints its error as a warning before kubeadm's
+// "Some fatal errors occurred:", in one write with the webhook's lines:
+// a denial message written over several lines puts a header and a
+// failed check of its own there. With two headers in the output neither
+// is kubeadm's for sure: the webhook's lines pick neither the class (the
+// containerd hint) nor the check the hint names.
+func TestClassifyUpgradePreflightIgnoredCheckSpoofsHeader(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	err := errors.New("kubeadm upgrade apply phase preflight: preflight checks failed")
+	out := []string{
+		"[upgrade] Running cluster health checks",
+		"\t[WARNING CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: blocked",
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CRI]: container runtime is not running",
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR ControlPlaneNodesReady]: there are NotReady control-planes in the cluster: [cp-1]",
+		"[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`",
+	}
+	c, h := Classify(p, err, out)
+	if c != errclass.PreflightFailed || strings.Contains(h, "CRI") || strings.Contains(h, "container runtime") {
+		t.Errorf("class %s, hint %q; want %s without the webhook's CRI check", c, h, errclass.PreflightFailed)
+	}
+}
+
 // TestClassifyControlPlaneRollback: kubeadm's control-plane phase puts
 // the old manifests back when a new static pod does not come up (its
 // mirror Pod's hash did not change within the wait) and reports

@@ -129,13 +129,7 @@ func TestApplyPathsRecursiveUnprotectedLinks(t *testing.T) {
 // walk goes, or with another file system mounted below it, is refused
 // with an error naming where, not walked without end or into the mount.
 func TestApplyPathsRecursiveDepthAndMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a file another owner")
-	}
-	sysctl(t, "1")
-	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
-	root := t.TempDir()
-	data := etcdTree(t, root)
+	root, data, rules := protectedEtcdRule(t)
 	deep := data
 	for range cpunits.MaxTreeDepth + 5 {
 		deep = filepath.Join(deep, "d")
@@ -174,13 +168,7 @@ func TestApplyPathsRecursiveDepthAndMounts(t *testing.T) {
 // the tree's st_dev, but is mounted there all the same: refused, and
 // nothing in it given the owner.
 func TestApplyPathsRecursiveBindMount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a file another owner")
-	}
-	sysctl(t, "1")
-	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
-	root := t.TempDir()
-	data := etcdTree(t, root)
+	root, data, rules := protectedEtcdRule(t)
 	mnt := filepath.Join(data, "member")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
@@ -221,13 +209,7 @@ func TestApplyPathsRecursiveBindMount(t *testing.T) {
 // could make every run fail. Its own directory that deep is left as it
 // is (nothing below it is given the owner); the rest converges.
 func TestApplyPathsRecursiveOwnersDeepTree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a file another owner")
-	}
-	sysctl(t, "1")
-	rules := []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
-	root := t.TempDir()
-	data := etcdTree(t, root)
+	root, data, rules := protectedEtcdRule(t)
 	deep := data
 	for range cpunits.MaxTreeDepth + 5 {
 		deep = filepath.Join(deep, "d")
@@ -253,4 +235,18 @@ func TestApplyPathsRecursiveOwnersDeepTree(t *testing.T) {
 	if changes, err := cpunits.ApplyPaths(root, rules, false); err != nil || len(changes) != 0 {
 		t.Errorf("rerun: changes %q, err %v; want none", changes, err)
 	}
+}
+
+// protectedEtcdRule is the setup of a test of the data directory's walk
+// as root with fs.protected_hardlinks at 1: a root with passwd, group,
+// shadow and /var/lib/etcd (etcdTree), and the Recursive rule giving
+// that directory to 4242:4242. It skips the test when not root.
+func protectedEtcdRule(t *testing.T) (root, data string, rules []cpunits.PathRule) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	sysctl(t, "1")
+	root = t.TempDir()
+	return root, etcdTree(t, root), []cpunits.PathRule{{Path: "/var/lib/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
 }

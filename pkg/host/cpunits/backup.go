@@ -105,7 +105,8 @@ func saveFile(root, dir, p, stored string) (backupFile, error) {
 }
 
 // restoreBackup puts rec's files back: each saved file (checked against
-// its digest) by atomic rename of a copy, each absent one removed.
+// its digest) by atomic rename of a copy made new beside it
+// (restoreFile), each absent one removed.
 func restoreBackup(root, dir string, rec *backupRecord) error {
 	for _, f := range rec.Files {
 		hp, err := files.Resolve(root, f.Path)
@@ -129,26 +130,35 @@ func restoreBackup(root, dir string, rec *backupRecord) error {
 		if cur, err := fileSum("/", hp); err == nil && cur == f.SHA256 {
 			continue
 		}
-		tmp := hp + ".machineadm-restore"
-		if err := copyFile(src, tmp, f.Mode); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, hp); err != nil {
-			os.Remove(tmp)
+		if err := restoreFile(src, hp, f.Mode); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// copyFile copies src to dst with mode, synced.
+// restoreFile puts the content of src at hp with mode: a new file of a
+// random name beside hp, created exclusively (never an existing name, nor
+// through a symlink planted there: hp may lie in a directory another user
+// writes), synced and renamed over hp (atomicfile).
+func restoreFile(src, hp string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return atomicfile.WriteFromOwned(hp, in, mode, -1, -1)
+}
+
+// copyFile copies src to dst, a name that must not exist (created
+// exclusively, so a symlink there is not followed), with mode, synced.
 func copyFile(src, dst string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
 	if err != nil {
 		return err
 	}
@@ -156,14 +166,16 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 		out.Close()
 		return err
 	}
+	// Through the descriptor (the umask took bits from mode).
+	if err := out.Chmod(mode); err != nil {
+		out.Close()
+		return err
+	}
 	if err := out.Sync(); err != nil {
 		out.Close()
 		return err
 	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, mode)
+	return out.Close()
 }
 
 // Backup takes the backup Replace would take of c's installed unit, its

@@ -239,7 +239,10 @@ func within(p, dir string) bool {
 // directory 0700 owned by etcd:etcd, everything in it too (CIS 1.1.11 and
 // 1.1.12), etcd's serving and peer keys root:root 0600 (they reach etcd
 // as credentials; a host made when etcd owned them converges), and its
-// other writable directories (--wal-dir).
+// other writable directories (--wal-dir) 0700 etcd:etcd, everything in
+// them too when they are outside the data directory (Recursive: the
+// same walk, with the same refusals; a WAL directory moved from root's
+// etcd holds root's segments, which etcd must write).
 func (s *SystemdControlPlane) EtcdPathRules(c cpunits.Component) []cpunits.PathRule {
 	pki := s.cfg.CertificatesDir
 	data := s.cfg.Etcd.Local.DataDir
@@ -250,7 +253,11 @@ func (s *SystemdControlPlane) EtcdPathRules(c cpunits.Component) []cpunits.PathR
 	}
 	c.ReadWritePaths = slices.DeleteFunc(slices.Clone(c.ReadWritePaths), func(p string) bool { return p == path.Clean(data) })
 	r = append(s.traversableDirs(filepath.Join(pki, "etcd")), r...)
-	return append(r, writableDirRules([]cpunits.Component{c})...)
+	for _, w := range writableDirRules([]cpunits.Component{c}) {
+		w.Recursive = !within(w.Path, data)
+		r = append(r, w)
+	}
+	return r
 }
 
 // rootKey is the rule of a key or kubeconfig a unit reads as a

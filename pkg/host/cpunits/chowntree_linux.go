@@ -3,6 +3,7 @@ package cpunits
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,8 @@ var protectedHardlinks = "/proc/sys/fs/protected_hardlinks"
 // path, since the directory's owner (etcd) writes it while it is walked:
 // an entry is opened without following it (O_PATH|O_NOFOLLOW), examined
 // and given the owner through that descriptor, and a directory is read
-// through a descriptor opened from it. A directory swapped for a symlink
+// through a descriptor opened from it, dirBatch names at a time (memory
+// stays bounded however many entries it has). A directory swapped for a symlink
 // to /etc after it was listed is the symlink then, given the owner itself
 // and not followed.
 //
@@ -95,32 +97,43 @@ func (w treeWalk) writable(st *unix.Stat_t) bool {
 	return int(st.Uid) == w.uid || st.Mode&0o022 != 0
 }
 
+// dirBatch is how many names chownTree reads of a directory at a time:
+// the entries of each batch are walked before the next is read, so that
+// a directory of millions of entries (its owner may make them) is never
+// held whole. With maxTreeDepth levels each holding a batch, the walk
+// holds at most about maxTreeDepth*dirBatch names (of at most 255 bytes).
+const dirBatch = 256
+
 // below gives the entries of the directory d (at depth levels below the
-// top; writable: the owner may change its names) the owner.
+// top; writable: the owner may change its names) the owner, reading its
+// names dirBatch at a time.
 func (w treeWalk) below(d *os.File, depth int, writable bool) (n int, err error) {
-	names, err := d.Readdirnames(-1)
-	if errors.Is(err, unix.ENOENT) {
-		return 0, nil // removed while it was walked
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading %q: %w", d.Name(), err)
-	}
-	for _, name := range names {
-		p := filepath.Join(d.Name(), name)
-		fd, err := unix.Openat(int(d.Fd()), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
-			continue // removed since it was listed
+	for {
+		names, rerr := d.Readdirnames(dirBatch)
+		for _, name := range names {
+			p := filepath.Join(d.Name(), name)
+			fd, err := unix.Openat(int(d.Fd()), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed since it was listed
+			}
+			if err != nil {
+				return n, fmt.Errorf("opening %q: %w", p, err)
+			}
+			m, err := w.entry(fd, p, depth, writable)
+			n += m
+			if err != nil {
+				return n, err
+			}
 		}
-		if err != nil {
-			return n, fmt.Errorf("opening %q: %w", p, err)
-		}
-		m, err := w.entry(fd, p, depth, writable)
-		n += m
-		if err != nil {
-			return n, err
+		switch {
+		case rerr == io.EOF:
+			return n, nil
+		case errors.Is(rerr, unix.ENOENT):
+			return n, nil // removed while it was walked
+		case rerr != nil:
+			return n, fmt.Errorf("reading %q: %w", d.Name(), rerr)
 		}
 	}
-	return n, nil
 }
 
 // entry gives the entry p, open as fd (O_PATH), which it closes, the

@@ -78,7 +78,8 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 	return rec, writeRecord(dir, rec)
 }
 
-// saveFile stores the file at machine path p as dir/stored.
+// saveFile stores the file at machine path p as dir/stored; anything but
+// a regular file there is an error.
 func saveFile(root, dir, p, stored string) (backupFile, error) {
 	hp, err := files.Resolve(root, p)
 	if err != nil {
@@ -90,6 +91,10 @@ func saveFile(root, dir, p, stored string) (backupFile, error) {
 	}
 	if err != nil {
 		return backupFile{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO would block the copy, a device never end it.
+		return backupFile{}, fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
 	}
 	dst := filepath.Join(dir, stored)
 	if err := os.Link(hp, dst); err != nil {

@@ -300,7 +300,9 @@ func binaryChanged(root string, c Component, rec *backupRecord) (bool, string, e
 }
 
 // fileSum is the hex sha256 of the file at machine path p, "" when it
-// does not exist.
+// does not exist. Anything but a regular file (a FIFO, which would block
+// the read for ever, a device, a directory) is an error, found without
+// blocking (sumFlags).
 func fileSum(root, p string) (string, error) {
 	if p == "" {
 		return "", nil
@@ -309,7 +311,7 @@ func fileSum(root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(hp)
+	f, err := os.OpenFile(hp, os.O_RDONLY|sumFlags, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -317,6 +319,11 @@ func fileSum(root, p string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return "", err
+	} else if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

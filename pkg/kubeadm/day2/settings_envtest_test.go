@@ -167,11 +167,37 @@ func TestUploadSettingsNeedsTheRightsItsHintNames(t *testing.T) {
 		t.Fatalf("a refused store changed kubeadm-config:\n%s", got)
 	}
 
+	// kubeadm's uploadconfig stores the ConfigMap before the Role: a
+	// credential that may store ConfigMaps but not Roles has stored the
+	// settings when it fails, and says so.
+	kc = as(t, "configmaps-only", []rbacv1.PolicyRule{
+		{Verbs: []string{"create", "get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
+	})
+	ok, err := UploadSettings(kc, spec)
+	if err == nil || !ok {
+		t.Errorf("UploadSettings that stores the ConfigMap and fails at the Role: stored %v, %v; want stored and the error", ok, err)
+	}
+	if class, hint := errclass.Of(err); class != errclass.ControlPlaneUnhealthy || hint != kubeadmConfigHint {
+		t.Errorf("UploadSettings failing at the Role: class %s, hint %q; want %s with the kubeadm-config hint", class, hint, errclass.ControlPlaneUnhealthy)
+	}
+	if got := get(); got == stored || !strings.Contains(got, "registry.demo.example/k8s") {
+		t.Fatalf("kubeadm-config after a store that failed at the Role:\n%s\nwant the spec's image repository", got)
+	}
+	// Put the old configuration back for the next user.
+	cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey] = stored
+	if _, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	kc = as(t, "named-rights", []rbacv1.PolicyRule{
 		{Verbs: []string{"create", "get", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
 		{Verbs: []string{"create", "get", "update"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles", "rolebindings"}},
 	})
-	ok, err := UploadSettings(kc, spec)
+	ok, err = UploadSettings(kc, spec)
 	if err != nil || !ok {
 		t.Fatalf("UploadSettings with the rights kubeadmConfigHint names: stored %v, %v; want stored", ok, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
@@ -133,16 +135,19 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	if err != nil || !o.Upload {
 		return changed, lines, err
 	}
-	if err := uploadConfiguration(cfg, client, o.Output); err != nil {
-		return changed, lines, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	stored, err := storeConfiguration(ctx, cfg, client, o.Output)
+	if stored {
+		lines = append(lines, "kubeadm-config ConfigMap updated")
 	}
-	return changed, append(lines, "kubeadm-config ConfigMap updated"), nil
+	return changed, lines, err
 }
 
 // UploadSettings stores the cluster's configuration with the spec's
 // in-place settings laid over it (Overlay) in the kubeadm-config
 // ConfigMap, with kubeadm's uploadconfig and the admin credential, when
-// the ConfigMap does not carry them yet; it says whether it stored. It
+// the ConfigMap does not carry them yet; it says whether it stored, also
+// beside an error when kubeadm's uploadconfig stored the ConfigMap and then
+// failed at the Role or RoleBinding (storeConfiguration). It
 // reads only the cluster-wide configuration (no node registration, no API
 // endpoint from a kube-apiserver mirror pod, which a Systemd control
 // plane does not have) and changes nothing else in it: a KubernetesVersion
@@ -173,10 +178,47 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 	if reflect.DeepEqual(cfg.ClusterConfiguration, cluster.ClusterConfiguration) {
 		return false, nil
 	}
-	if err := uploadConfiguration(cfg, client, nil); err != nil {
-		return false, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	return storeConfiguration(context.Background(), cfg, client, nil)
+}
+
+// storeConfiguration stores cfg in the kubeadm-config ConfigMap
+// (uploadConfiguration) and says whether the ConfigMap's
+// ClusterConfiguration changed. kubeadm's uploadconfig updates the
+// ConfigMap before it creates or updates the Role and RoleBinding that
+// let nodes read it, so a failure there has stored the configuration
+// already: the ConfigMap is read before the store and, after a failure,
+// again, and a changed ClusterConfiguration is reported as stored beside
+// the error. A read that fails says false (the error is the store's).
+// Errors are ControlPlaneUnhealthy with kubeadmConfigHint.
+func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
+	before, beforeErr := storedClusterConfiguration(ctx, client)
+	err := uploadConfiguration(cfg, client, out)
+	if err == nil {
+		return true, nil
 	}
-	return true, nil
+	err = errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	if beforeErr != nil {
+		return false, err
+	}
+	after, afterErr := storedClusterConfiguration(ctx, client)
+	return afterErr == nil && after != before, err
+}
+
+// storedClusterConfiguration returns the ClusterConfiguration document of
+// the kubeadm-config ConfigMap as stored ("" when the ConfigMap does not
+// exist), within kubeadm's timeout of one API call (its
+// KubernetesAPICall, default 1 minute), as kubeadm's own reads.
+func storedClusterConfiguration(ctx context.Context, client clientset.Interface) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, kubeadmapi.GetActiveTimeouts().KubernetesAPICall.Duration)
+	defer cancel()
+	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey], nil
 }
 
 // kubeadmConfigHint is the hint of a failed read or store of the

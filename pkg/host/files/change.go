@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -121,7 +120,7 @@ func Plan(d Desired, hostPath string, cur State) Change {
 	}
 	if d.Append && cur.Exists {
 		c.New.Content = cur.Content
-		if !bytes.Contains(cur.Content, d.Content) {
+		if !contains(cur.Content, d.Content) {
 			c.New.Content = append(append([]byte{}, cur.Content...), d.Content...)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,4 +62,14 @@ func metaControl(f *os.File, op string, do func(fd int) error) error {
 		return &fs.PathError{Op: op, Path: f.Name(), Err: derr}
 	}
 	return nil
+}
+
+// sameState says whether a and b (os.Stat of one file, then again) have
+// the same size, mtime and ctime: any write in between changes the ctime
+// (to the kernel's clock tick: one in the tick of the first Stat may go
+// unseen).
+func sameState(a, b fs.FileInfo) bool {
+	sa, oka := a.Sys().(*syscall.Stat_t)
+	sb, okb := b.Sys().(*syscall.Stat_t)
+	return oka && okb && os.SameFile(a, b) && a.Size() == b.Size() && sa.Mtim == sb.Mtim && sa.Ctim == sb.Ctim
 }

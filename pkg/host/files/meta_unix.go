@@ -18,3 +18,9 @@ func chownMeta(f *os.File, uid, gid int) error { return f.Chown(uid, gid) }
 
 // chmodMeta gives the file of f (openMeta) mode.
 func chmodMeta(f *os.File, mode fs.FileMode) error { return f.Chmod(mode) }
+
+// sameState says whether a and b (os.Stat of one file, then again) have
+// the same size and mtime.
+func sameState(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}

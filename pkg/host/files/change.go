@@ -22,7 +22,8 @@ type Desired struct {
 	// UID and GID are the numeric owner and group.
 	UID, GID int
 	// Append adds Content at the end of the existing file unless the file
-	// already contains it, so that repeated runs add it once.
+	// already contains it, so that repeated runs add it once. A file
+	// with other names (hard links) is not appended to (Change.Check).
 	Append bool
 	// Appends are added, in order, at the end of the content above (the
 	// existing file's with Append) each unless the content so far already

@@ -6,6 +6,10 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
+// hintLinked is the hint of an append refused because the file has
+// other names (files.Change.Check).
+const hintLinked = "the file has other names (hard links): remove them, or this name, and run again; nothing was written"
+
 // overlayEntry is a file as a dry run has planned it (nothing written).
 type overlayEntry struct {
 	state files.State
@@ -37,6 +41,10 @@ func (r *recorder) file(d files.Desired, field string) (bool, error) {
 	c := files.Plan(d, hp, cur)
 	if !c.Changed() {
 		return false, nil
+	}
+	// Refused in a dry run too (an append to a file with other names).
+	if err := c.Check(); err != nil {
+		return false, hostErr(hintLinked, "%s: %s: %w", field, d.Path, err)
 	}
 	r.res.Changed = true
 	if r.env.DryRun {

@@ -13,10 +13,13 @@ import (
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
-// TestApplyPathsBreaksHardLink: a rule's file that has another name (a
-// hard link: a local user's link to /etc/shadow) gets its mode by being
-// replaced, not in place, so the other name keeps its mode and content.
-func TestApplyPathsBreaksHardLink(t *testing.T) {
+// TestApplyPathsRefusesHardLink: a rule's file that has another name (a
+// hard link: a local user's link to /etc/shadow) is refused with an
+// error naming it, in a dry run too, as below a Recursive rule: given
+// the rule's mode and owner in place, /etc/shadow would be the owner's;
+// replaced with a copy, its content would be. Both names keep their
+// mode and content, and stay one file.
+func TestApplyPathsRefusesHardLink(t *testing.T) {
 	root := t.TempDir()
 	hostEtc(t, root)
 	shadow := filepath.Join(root, "etc/shadow")
@@ -32,9 +35,10 @@ func TestApplyPathsBreaksHardLink(t *testing.T) {
 	}
 	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
 	rules := []cpunits.PathRule{{Path: "/etc/kubernetes/pki/etcd/server.key", Mode: 0o600, User: uid, Group: gid}}
-	changes, err := cpunits.ApplyPaths(root, rules, false)
-	if err != nil || len(changes) != 1 {
-		t.Fatalf("ApplyPaths: %q, %v", changes, err)
+	for _, dryRun := range []bool{true, false} {
+		if changes, err := cpunits.ApplyPaths(root, rules, dryRun); err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "hard links") {
+			t.Errorf("ApplyPaths (dry run %v): %q, %v; want an error naming %s", dryRun, changes, err, key)
+		}
 	}
 	sfi, err := os.Stat(shadow)
 	if err != nil {
@@ -44,13 +48,11 @@ func TestApplyPathsBreaksHardLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if os.SameFile(sfi, kfi) || sfi.Mode().Perm() != 0o640 || kfi.Mode().Perm() != 0o600 {
-		t.Errorf("same file %v, %s mode %04o (want 0640 kept), %s mode %04o (want 0600)", os.SameFile(sfi, kfi), shadow, sfi.Mode().Perm(), key, kfi.Mode().Perm())
+	if !os.SameFile(sfi, kfi) || sfi.Mode().Perm() != 0o640 {
+		t.Errorf("same file %v, %s mode %04o; want the link left, 0640 kept", os.SameFile(sfi, kfi), shadow, sfi.Mode().Perm())
 	}
-	for _, p := range []string{shadow, key} {
-		if b, err := os.ReadFile(p); err != nil || string(b) != "secret\n" {
-			t.Errorf("%s: %q, %v; want the content kept", p, b, err)
-		}
+	if b, err := os.ReadFile(shadow); err != nil || string(b) != "secret\n" {
+		t.Errorf("%s: %q, %v; want the content kept", shadow, b, err)
 	}
 }
 

@@ -208,15 +208,17 @@ func kind(dir bool) string {
 }
 
 // own sets owner and mode of hp when they differ and says whether they
-// did: in place, or for a file with other names (hard links, which would
-// take them too) by replacing it with a copy (files.SetOwnerMode).
+// did (files.SetOwnerMode): in place, or for a file the change takes
+// writing away from someone by replacing it with a copy; a file with
+// other names (hard links, which would take them too, or a copy their
+// content) is refused, in a dry run too.
 func own(hp string, fi fs.FileInfo, uid, gid int, mode fs.FileMode, dryRun bool) (bool, error) {
 	u, g := files.Owner(fi)
 	if u == uid && g == gid && fi.Mode().Perm() == mode {
 		return false, nil
 	}
 	if dryRun {
-		return true, nil
+		return true, files.RefuseLinked(hp, fi)
 	}
 	return true, files.SetOwnerMode(hp, fi, mode, uid, gid)
 }

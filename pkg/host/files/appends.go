@@ -2,7 +2,9 @@ package files
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 )
 
 // withAppends is st with each of appends added at the end of its
@@ -17,7 +19,7 @@ func withAppends(st State, appends [][]byte) State {
 	if st.src == nil {
 		content := st.Content
 		for _, a := range appends {
-			if !bytes.Contains(content, a) {
+			if !contains(content, a) {
 				content = append(content[:len(content):len(content)], a...)
 			}
 		}
@@ -67,28 +69,118 @@ func appendTail(open func() (io.ReadCloser, error), appends [][]byte) ([]byte, e
 }
 
 // readerContains says whether r's content contains needle (as
-// bytes.Contains: an empty needle always), reading r in pieces.
+// bytes.Contains: an empty needle always), reading r in pieces, each
+// byte once (a matcher: time linear in the content's and the needle's
+// length, memory four bytes per byte of the needle).
 func readerContains(r io.Reader, needle []byte) (bool, error) {
 	if len(needle) == 0 {
 		return true, nil
 	}
-	keep := len(needle) - 1
-	buf := make([]byte, 0, copyBuf+keep)
+	m := newMatcher(needle)
+	buf := make([]byte, copyBuf)
 	for {
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if bytes.Contains(buf, needle) {
+		n, err := r.Read(buf)
+		if m.write(buf[:n]) {
 			return true, nil
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		// The last keep bytes may begin the needle.
-		buf = buf[:copy(buf, buf[len(buf)-min(keep, len(buf)):])]
 	}
+}
+
+// contains is bytes.Contains(haystack, needle) in time linear in their
+// lengths: bytes.Contains of a long needle compares it at every place
+// its first two bytes occur, which takes minutes for a text of 1 MiB
+// that a repetitive file of 64 MiB almost contains at each of its
+// places.
+func contains(haystack, needle []byte) bool {
+	return len(needle) == 0 || newMatcher(needle).write(haystack)
+}
+
+// matcher looks for needle (not empty) in content given to it in pieces
+// (Knuth-Morris-Pratt): each byte is looked at a bounded number of times
+// on average, however repetitive the content and the needle.
+type matcher struct {
+	needle []byte
+	// border[i] is the length of the longest proper prefix of
+	// needle[:i+1] that is also its suffix.
+	border []int32
+	// matched is how many of needle's first bytes the content given so
+	// far ends with.
+	matched int
+}
+
+func newMatcher(needle []byte) *matcher {
+	border := make([]int32, len(needle))
+	k := 0
+	for i := 1; i < len(needle); i++ {
+		for k > 0 && needle[i] != needle[k] {
+			k = int(border[k-1])
+		}
+		if needle[i] == needle[k] {
+			k++
+		}
+		border[i] = int32(k)
+	}
+	return &matcher{needle: needle, border: border}
+}
+
+// write gives m the next piece of the content and says whether the
+// content so far contains the needle (once it did, m is done with).
+func (m *matcher) write(p []byte) bool {
+	j := m.needle
+	k := m.matched
+	for i := 0; i < len(p); i++ {
+		if k == 0 {
+			// Nothing matched: skip to the needle's first byte.
+			o := bytes.IndexByte(p[i:], j[0])
+			if o < 0 {
+				break
+			}
+			i += o
+		}
+		// As much of the rest of the needle as follows, at once.
+		n := commonPrefix(p[i:], j[k:])
+		if k += n; k == len(j) {
+			m.matched = k
+			return true
+		}
+		if i += n; i == len(p) {
+			break
+		}
+		for k > 0 && p[i] != j[k] {
+			k = int(m.border[k-1])
+		}
+		if p[i] == j[k] {
+			k++
+		}
+		if k == len(j) {
+			m.matched = k
+			return true
+		}
+	}
+	m.matched = k
+	return false
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// compared eight bytes at a time.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // appendedOffsets are the lengths the first part of a file of size bytes

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 )
 
 // TestPresentWithAppends: with the content of the entries that append to
@@ -142,5 +144,83 @@ func TestReaderContains(t *testing.T) {
 		if ok, err := readerContains(bytes.NewReader(data), []byte("needles")); ok || err != nil {
 			t.Errorf("absent needle with one at %d: %v, %v", at, ok, err)
 		}
+	}
+}
+
+// repetitiveAppend is a source of size bytes that repeats a 64-byte
+// pattern (its first byte once in it), and an append text of n bytes
+// that is the source's first n-1 bytes followed by a byte not in it: the
+// text is not in the source, and every place the pattern starts at
+// matches all but its last byte.
+func repetitiveAppend(size, n int) (source, text []byte) {
+	pattern := make([]byte, 64)
+	for i := range pattern {
+		pattern[i] = 'A' + byte(i)
+	}
+	source = bytes.Repeat(pattern, size/len(pattern))
+	text = append(bytes.Clone(source[:n-1]), '\n')
+	return source, text
+}
+
+// BenchmarkAppendSearch: whether a 1 MiB append text is in a 64 MiB
+// repetitive source, as a source read in pieces (a Blob, a file found in
+// place: readerContains) and as content in memory (Plan of an append
+// entry). The time grows with the source's size alone, not with the
+// product of the sizes.
+func BenchmarkAppendSearch(b *testing.B) {
+	source, text := repetitiveAppend(64<<20, 1<<20)
+	b.Run("stream", func(b *testing.B) {
+		b.SetBytes(int64(len(source)))
+		for b.Loop() {
+			if ok, err := readerContains(bytes.NewReader(source), text); ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("memory", func(b *testing.B) {
+		b.SetBytes(int64(len(source)))
+		cur := State{Exists: true, Content: source, Mode: 0o644}
+		for b.Loop() {
+			if c := Plan(Desired{Path: "/f", Content: text, Mode: 0o644, Append: true}, "/f", cur); !c.ContentChanged() {
+				b.Fatal("the text was found")
+			}
+		}
+	})
+}
+
+// TestContains: contains and readerContains agree with bytes.Contains
+// on random content over a small alphabet (many partial matches), the
+// content given in pieces of every length.
+func TestContains(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) []byte {
+		w := make([]byte, n)
+		for i := range w {
+			w[i] = "ab"[rnd.IntN(2)]
+		}
+		return w
+	}
+	for range 5000 {
+		hay, needle := word(rnd.IntN(40)), word(rnd.IntN(8))
+		want := bytes.Contains(hay, needle)
+		if got := contains(hay, needle); got != want {
+			t.Fatalf("contains(%q, %q) = %v", hay, needle, got)
+		}
+		piece := 1 + rnd.IntN(5)
+		if got, err := readerContains(iotest.OneByteReader(bytes.NewReader(hay)), needle); got != want || err != nil {
+			t.Fatalf("readerContains(%q, %q) = %v, %v", hay, needle, got, err)
+		}
+		m := newMatcher(append(needle, 'a'))
+		got := false
+		for i := 0; i < len(hay) && !got; i += piece {
+			got = m.write(hay[i:min(i+piece, len(hay))])
+		}
+		if want := bytes.Contains(hay, append(needle, 'a')); got != want {
+			t.Fatalf("matcher %q in pieces of %d of %q: %v", append(needle, 'a'), piece, hay, got)
+		}
+	}
+	source, text := repetitiveAppend(1<<20, 64<<10)
+	if contains(source, text) || !contains(source, text[:len(text)-1]) {
+		t.Error("the repetitive source")
 	}
 }

@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,7 +22,8 @@ type Desired struct {
 	// UID and GID are the numeric owner and group.
 	UID, GID int
 	// Append adds Content at the end of the existing file unless the file
-	// already contains it, so that repeated runs add it once.
+	// already contains it, so that repeated runs add it once. A file
+	// with other names (hard links) is not appended to (Change.Check).
 	Append bool
 	// Appends are added, in order, at the end of the content above (the
 	// existing file's with Append) each unless the content so far already
@@ -121,7 +121,7 @@ func Plan(d Desired, hostPath string, cur State) Change {
 	}
 	if d.Append && cur.Exists {
 		c.New.Content = cur.Content
-		if !bytes.Contains(cur.Content, d.Content) {
+		if !contains(cur.Content, d.Content) {
 			c.New.Content = append(append([]byte{}, cur.Content...), d.Content...)
 		}
 	}
@@ -160,6 +160,24 @@ func (c Change) MetaChanged() bool {
 	}
 	owner := c.Old.UID != c.New.UID || c.Old.GID != c.New.GID
 	return effectiveMode(c.Old.Mode) != effectiveMode(c.New.Mode) || ownersApply && owner
+}
+
+// ErrLinkedAppend is returned (wrapped) by Check and Apply for an append
+// to a file that has other names (hard links).
+var ErrLinkedAppend = errors.New("machineadm does not append to a file with other names")
+
+// Check refuses a change Apply must not make, changing nothing: one that
+// appends (Desired.Append) to a file with other names (hard links), as
+// ReadState saw it. In place the other names would get the text too; a
+// copy, written as new content is so that only this path changes, would
+// put the content of what the path is a link to (a local user's link to
+// /etc/shadow, say) in a file of the entry's mode and owner, readable by
+// whom the spec lets read it. An append that changes nothing passes.
+func (c Change) Check() error {
+	if c.Desired.Append && c.Old.links > 1 && c.Changed() {
+		return fmt.Errorf("%s has %d names (hard links): %w: a copy would give this path the content of what it is a link to, with this entry's mode and owner, and appending in place would change the other names too; remove the other names, or this one (find / -xdev -samefile PATH lists them)", c.HostPath, c.Old.links, ErrLinkedAppend)
+	}
+	return nil
 }
 
 // Changed says whether applying the change touches the host.
@@ -202,10 +220,14 @@ func (c Change) Summary() string {
 // made since the file was read included: the change is made through a
 // descriptor of the file, whose count of names is checked there; a file
 // put in its place since is replaced too, and a symlink swapped in for
-// it is refused, not followed); a removal deletes the file. An unchanged file is not touched. On Windows
-// owners are not set (see MetaChanged) and the mode sets only the
-// read-only attribute.
+// it is refused, not followed); a removal deletes the file. An unchanged file is not touched. A change
+// Check refuses (an append to a file with other names) is refused. On
+// Windows owners are not set (see MetaChanged) and the mode sets only
+// the read-only attribute.
 func Apply(c Change) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
 	switch {
 	case !c.Changed():
 		return nil

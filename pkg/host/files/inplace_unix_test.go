@@ -5,7 +5,9 @@ package files
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestApplyMetaInPlaceSwapped: a file whose only mode differs, replaced
@@ -184,6 +186,112 @@ func TestApplyMetaRevokesWrite(t *testing.T) {
 			}
 			if u, g := fileOwner(fi); fi.Mode().Perm() != 0o644 || u != os.Getuid() || g != os.Getgid() {
 				t.Errorf("%s: %04o %d:%d", p, fi.Mode().Perm(), u, g)
+			}
+		})
+	}
+}
+
+// TestSetOwnerModeRefusesHardLink: SetOwnerMode of a file with other
+// names (a local user's link to /etc/shadow), also one linked after it
+// was examined, is refused with an error naming it: the other name
+// keeps its mode, and no copy of its content gets the new mode or owner.
+func TestSetOwnerModeRefusesHardLink(t *testing.T) {
+	for _, since := range []bool{false, true} {
+		dir := t.TempDir()
+		shadow := filepath.Join(dir, "shadow")
+		if err := os.WriteFile(shadow, []byte("secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "server.key")
+		var fi os.FileInfo
+		var err error
+		if since {
+			// Examined with one name: made world-writable so that the
+			// change (0644) replaces it rather than changing it in place.
+			p = shadow
+			if err := os.Chmod(shadow, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err = os.Lstat(p); err != nil {
+				t.Fatal(err)
+			}
+			err = os.Link(shadow, filepath.Join(dir, "other"))
+		} else if err = os.Link(shadow, p); err == nil {
+			fi, err = os.Lstat(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, _ := os.Lstat(shadow)
+		err = SetOwnerMode(p, fi, 0o644, os.Getuid(), os.Getgid())
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "hard links") {
+			t.Errorf("linked since examined %v: %v; want an error naming %s", since, err, p)
+		}
+		nfi, serr := os.Lstat(p)
+		if serr != nil || !os.SameFile(nfi, old) || nfi.Mode().Perm() != old.Mode().Perm() {
+			t.Errorf("linked since examined %v: %s changed: %v, %v", since, p, nfi.Mode(), serr)
+		}
+	}
+}
+
+// TestSetOwnerModeCopyChecked: a file whose change takes writing away
+// from someone (world-writable, made 0644) is replaced by a copy, so a
+// descriptor opened for writing before writes to the old file; written
+// to after it was examined (grown, or rewritten to the same size), it is
+// refused, not copied (the copy would be of other bytes than examined, or
+// never end while the writer appends), and stays as it is.
+func TestSetOwnerModeCopyChecked(t *testing.T) {
+	for _, write := range []string{"none", "grown", "rewritten"} {
+		t.Run(write, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "sudoers")
+			if err := os.WriteFile(p, []byte("a\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			w, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "a\n"
+			switch write {
+			case "grown":
+				_, err = w.WriteAt([]byte("evil\n"), 2)
+				want = "a\nevil\n"
+			case "rewritten":
+				// After the clock tick of the Lstat: the ctime moves on.
+				time.Sleep(20 * time.Millisecond)
+				_, err = w.WriteAt([]byte("b\n"), 0)
+				want = "b\n"
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = SetOwnerMode(p, fi, 0o644, os.Getuid(), os.Getgid())
+			nfi, serr := os.Lstat(p)
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if write != "none" {
+				if err == nil || !strings.Contains(err.Error(), p) || !os.SameFile(fi, nfi) || nfi.Mode().Perm() != 0o666 {
+					t.Errorf("%v, same file %v, %04o; want %s refused, left as it is", err, os.SameFile(fi, nfi), nfi.Mode().Perm(), p)
+				}
+			} else {
+				if err != nil || os.SameFile(fi, nfi) || nfi.Mode().Perm() != 0o644 {
+					t.Errorf("%v, same file %v, %04o; want %s replaced, 0644", err, os.SameFile(fi, nfi), nfi.Mode().Perm(), p)
+				}
+				if _, err := w.WriteAt([]byte("evil\n"), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != want {
+				t.Errorf("%s: %q, %v; want %q", p, b, err, want)
 			}
 		})
 	}

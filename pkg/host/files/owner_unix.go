@@ -42,9 +42,11 @@ func fileLinks(fi fs.FileInfo) int {
 // instead: it is a regular file with other names (hard links, which
 // would take the mode and owner too) made since it was examined, not
 // the file fi described (another put in its place since), or one the
-// change takes writing away from someone (revokesWrite).
+// change takes writing away from someone (revokesWrite). On Linux the
+// descriptor is O_PATH (openMeta), which needs no read permission: a run
+// that is not root changes its own file of mode 0200 too.
 func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int) (replace bool, err error) {
-	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
+	f, err := openMeta(hostPath)
 	if err != nil {
 		return false, err
 	}
@@ -56,13 +58,13 @@ func setInPlace(hostPath string, fi fs.FileInfo, mode fs.FileMode, uid, gid int)
 	switch {
 	case ofi.Mode().IsRegular() && (fileLinks(ofi) > 1 || fi != nil && !os.SameFile(fi, ofi) || revokesWrite(ofi, mode, uid, gid)):
 		return true, nil
-	case fi != nil && !os.SameFile(fi, ofi) || fi == nil && !ofi.Mode().IsRegular():
+	case ofi.Mode()&fs.ModeSymlink != 0 || fi != nil && !os.SameFile(fi, ofi) || fi == nil && !ofi.Mode().IsRegular():
 		return false, fmt.Errorf("%s changed while machineadm set its mode and owner: it is no longer the file examined", hostPath)
 	}
-	if err := f.Chown(uid, gid); err != nil {
+	if err := chownMeta(f, uid, gid); err != nil {
 		return false, err
 	}
-	return false, f.Chmod(mode)
+	return false, chmodMeta(f, mode)
 }
 
 // revokesWrite says whether giving the regular file fi describes mode

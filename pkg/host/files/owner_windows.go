@@ -29,3 +29,9 @@ func fileLinks(fs.FileInfo) int { return 1 }
 func setInPlace(hostPath string, _ fs.FileInfo, mode fs.FileMode, _, _ int) (replace bool, err error) {
 	return false, os.Chmod(hostPath, mode)
 }
+
+// sameState says whether a and b (os.Stat of one file, then again) have
+// the same size and mtime.
+func sameState(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}

@@ -1,0 +1,75 @@
+package files
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// openMeta opens hostPath for setInPlace, its last component not
+// followed (a symlink is opened as itself, which setInPlace refuses),
+// with O_PATH: the descriptor needs no permission on the file, so that a
+// run that is not root (prepare --root DIR as a user) changes the owner
+// and mode of its own file without read permission (mode 0200, say),
+// as chmod(2) would; a FIFO does not block it.
+func openMeta(hostPath string) (*os.File, error) {
+	fd, err := unix.Open(hostPath, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: hostPath, Err: err}
+	}
+	return os.NewFile(uintptr(fd), hostPath), nil
+}
+
+// chownMeta gives the file of f (openMeta) owner uid:gid.
+func chownMeta(f *os.File, uid, gid int) error {
+	return metaControl(f, "chown", func(fd int) error {
+		return unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW)
+	})
+}
+
+// chmodMeta gives the file of f (openMeta) mode: fchmod(2) of an O_PATH
+// descriptor fails (EBADF), so through fchmodat2's AT_EMPTY_PATH (Linux
+// 6.6), or where the kernel has not that, /proc/self/fd (which chmod
+// follows to the file f was opened on, a regular file or directory here).
+func chmodMeta(f *os.File, mode fs.FileMode) error {
+	return metaControl(f, "chmod", func(fd int) error {
+		err := fchmodat(fd, "", uint32(mode.Perm()), unix.AT_EMPTY_PATH)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+			err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()), 0)
+		}
+		return err
+	})
+}
+
+// fchmodat is unix.Fchmodat, which tests replace to take chmodMeta's
+// way for kernels without fchmodat2.
+var fchmodat = unix.Fchmodat
+
+func metaControl(f *os.File, op string, do func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var derr error
+	if err := rc.Control(func(fd uintptr) { derr = do(int(fd)) }); err != nil {
+		return err
+	}
+	if derr != nil {
+		return &fs.PathError{Op: op, Path: f.Name(), Err: derr}
+	}
+	return nil
+}
+
+// sameState says whether a and b (os.Stat of one file, then again) have
+// the same size, mtime and ctime: any write in between changes the ctime
+// (to the kernel's clock tick: one in the tick of the first Stat may go
+// unseen).
+func sameState(a, b fs.FileInfo) bool {
+	sa, oka := a.Sys().(*syscall.Stat_t)
+	sb, okb := b.Sys().(*syscall.Stat_t)
+	return oka && okb && os.SameFile(a, b) && a.Size() == b.Size() && sa.Mtim == sb.Mtim && sa.Ctim == sb.Ctim
+}

@@ -1,0 +1,115 @@
+package files
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// unprivileged is the user asUser runs as (nobody).
+const unprivileged = 65534
+
+// asUser runs f as uid:gid, without capabilities, when the test runs as
+// root: on a thread of its own whose effective ids alone are changed
+// (the kernel keeps credentials per thread; the thread is thrown away
+// afterwards, never handed back to the runtime). Not root: f runs as
+// the test's user, who has no capabilities either.
+func asUser(t *testing.T, uid, gid int, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f()
+		return
+	}
+	done := make(chan string)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
+			done <- "setresgid: " + e.Error()
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
+			done <- "setresuid: " + e.Error()
+			return
+		}
+		f()
+		done <- ""
+	}()
+	if msg := <-done; msg != "" {
+		t.Fatal(msg)
+	}
+}
+
+// TestSetOwnerModeNotRootWithoutRead: a run that is not root (prepare
+// --root DIR as a user) changes the mode of its own file or directory
+// that it may not read (0200, 0300) in place, as chmod(2) would: the
+// descriptor the change goes through needs no read permission.
+func TestSetOwnerModeNotRootWithoutRead(t *testing.T) {
+	t.Run("fchmodat2", testSetOwnerModeNotRootWithoutRead)
+	// A kernel before 6.6 (no fchmodat2): x/sys/unix says EOPNOTSUPP.
+	t.Run("proc", func(t *testing.T) {
+		defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+		fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+			if flags != 0 {
+				return unix.EOPNOTSUPP
+			}
+			return unix.Fchmodat(dirfd, path, mode, flags)
+		}
+		testSetOwnerModeNotRootWithoutRead(t)
+	})
+}
+
+func testSetOwnerModeNotRootWithoutRead(t *testing.T) {
+	uid, gid := os.Geteuid(), os.Getegid()
+	dir, err := os.MkdirTemp("", "files-notroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if uid == 0 {
+		uid, gid = unprivileged, unprivileged
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		from, to  os.FileMode
+		directory bool
+	}{{"file", 0o200, 0o600, false}, {"directory", 0o300, 0o700, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			if c.directory {
+				err = os.Mkdir(p, 0o700)
+			} else {
+				err = os.WriteFile(p, []byte("a\n"), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, c.from); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			asUser(t, uid, gid, func() { err = SetOwnerMode(p, fi, c.to, uid, gid) })
+			if err != nil {
+				t.Fatalf("SetOwnerMode as %d:%d: %v", uid, gid, err)
+			}
+			nfi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nfi.Mode().Perm() != c.to || !os.SameFile(fi, nfi) {
+				t.Errorf("%s: %04o, same file %v; want %04o in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi), c.to)
+			}
+		})
+	}
+}

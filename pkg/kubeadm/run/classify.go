@@ -186,7 +186,7 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
 	if upgrade {
-		msg = withoutAdmissionText(msg)
+		msg = withoutClusterText(msg)
 	}
 	for _, r := range rules {
 		if (upgrade && r.join) || (!upgrade && r.upgrade) {
@@ -223,6 +223,38 @@ func withoutAdmissionText(msg string) string {
 		}
 	}
 	return msg
+}
+
+// authorizationDenialRE is the API server's words of a request its
+// authorizers refused, up to their reason (apiserver responsewriters
+// ForbiddenStatusError: "User %q cannot %s resource %q in API group %q in
+// the namespace %q" or "... at the cluster scope", "User %q cannot %s
+// path %q", then ": REASON" when an authorizer gave one), after
+// apimachinery's NewForbidden "is forbidden: " ("forbidden: " for a
+// path), in any case.
+var authorizationDenialRE = sync.OnceValue(func() *regexp.Regexp {
+	const q = `"(?:[^"\\]|\\.)*"` // a %q string
+	return regexp.MustCompile(`(?i)forbidden: user ` + q + ` cannot [^ ]+ (?:path ` + q + `|resource ` + q + ` in api group ` + q + ` (?:in the namespace ` + q + `|at the cluster scope))`)
+})
+
+// withoutAuthorizationReason cuts a message after the API server's words
+// of an authorization denial (authorizationDenialRE): the reason that
+// follows is the authorizers' (RBAC's, the Node authorizer's, an
+// authorization webhook's status.reason of its own choosing, several
+// joined by newlines) and must not pick a rule or be quoted. Who could
+// not do what, before it, is kept.
+func withoutAuthorizationReason(msg string) string {
+	if loc := authorizationDenialRE().FindStringIndex(msg); loc != nil {
+		msg = msg[:loc[1]]
+	}
+	return msg
+}
+
+// withoutClusterText is an upgrade phase's message without the text the
+// cluster's admission webhooks and policies (withoutAdmissionText) and
+// authorizers (withoutAuthorizationReason) chose.
+func withoutClusterText(msg string) string {
+	return withoutAuthorizationReason(withoutAdmissionText(msg))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -294,12 +326,15 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     upgrade's own (the mirror Pod kubeadm reads its endpoint from, the
 //     local etcd's and the static pods' rollback, the upgrade data); an
 //     upgrade phase's message is matched without what an admission
-//     webhook or policy wrote after its denial (withoutAdmissionText);
+//     webhook or policy wrote after its denial and an authorizer after
+//     its refusal (withoutClusterText);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class
 //     ContainerRuntimeUnavailable, otherwise the hint names the failed
-//     checks and quotes the first one;
+//     checks and quotes the first one (an upgrade phase's: only after
+//     kubeadm's "preflight checks failed", from the line after the one
+//     header of its output, classifyUpgradePreflight);
 //   - where the class found is the phase's and nothing above gave a hint
 //     (an errclass.Error without one, a rule without one, the phase's
 //     class deciding), the hint is the phase's Hint when it has one, else
@@ -307,8 +342,22 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //   - a phase without a class (or class Internal) is matched line by line
 //     against the rules, newest line first; what is left is Internal.
 //
-// The hint is never empty. A nil err is Internal.
+// output is the phase's whole output; a runner that keeps only its last
+// lines calls ClassifyTail. The hint is never empty. A nil err is
+// Internal.
 func Classify(p Phase, err error, output []string) (errclass.Class, string) {
+	return classify(p, err, output, countHeaders(output))
+}
+
+// ClassifyTail is Classify with the output a Tail kept: its last lines,
+// and how many of kubeadm's preflight headers all of them held.
+func ClassifyTail(p Phase, err error, t *Tail) (errclass.Class, string) {
+	return classify(p, err, t.lines, t.headers)
+}
+
+// classify is Classify, headers the number of preflightFatalHeader lines
+// of the phase's whole output (output may be only its last lines).
+func classify(p Phase, err error, output []string, headers int) (errclass.Class, string) {
 	if err == nil {
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	}
@@ -318,7 +367,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	if r, ok := matchRule(err.Error(), p.Upgrade); ok {
 		if r.class == errclass.PreflightFailed {
-			if pc, ph, ok := classifyPreflight(output, p.Upgrade); ok {
+			if pc, ph, ok := classifyPreflight(err, output, p.Upgrade, headers); ok {
 				return pc, ph
 			}
 		}
@@ -343,7 +392,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 		}
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	case errclass.PreflightFailed:
-		if c, h, ok := classifyPreflight(output, p.Upgrade); ok {
+		if c, h, ok := classifyPreflight(err, output, p.Upgrade, headers); ok {
 			return c, h
 		}
 	}
@@ -359,13 +408,14 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 	return hintOr(hint, c)
 }
 
-// classifyPreflight reads the failed checks from preflight's output. An
-// upgrade's first failed check is quoted without what an admission
-// webhook or policy wrote after its denial (kubeadm's CreateJob check
-// creates a Job in kube-system).
-func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, bool) {
+// classifyPreflight reads the failed checks from preflight's output
+// (headers: how many preflightFatalHeader lines the whole output held).
+// An upgrade's first failed check is quoted without what an admission
+// webhook or policy wrote after its denial, or an authorizer after its
+// refusal (kubeadm's CreateJob check creates a Job in kube-system).
+func classifyPreflight(err error, output []string, upgrade bool, headers int) (errclass.Class, string, bool) {
 	if upgrade {
-		return classifyUpgradePreflight(output)
+		return classifyUpgradePreflight(err, output, headers)
 	}
 	var names []string
 	first := ""
@@ -404,13 +454,21 @@ var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
 // A line before it may be a warning the API server sent back, which
 // client-go logs, and a line after it the rest of a check's message that
 // a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
-// check's message is cut at an admission denial (withoutAdmissionText).
-// Such lines may hold a header too, before kubeadm's (a check listed in
-// ignorePreflightErrors prints its error as a warning) or after it: with
-// more than one header none is trusted.
-func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
+// check's message is cut at an admission denial and an authorization
+// denial's reason (withoutClusterText). Such lines may hold a header too,
+// before kubeadm's (a check listed in ignorePreflightErrors prints its
+// error as a warning) or after it: kubeadm prints its header once, with
+// the error "preflight checks failed" (preflight.RunChecks'
+// handleError), so the output is read only after that error, and only
+// when the whole output, not just the lines kept of it, held exactly one
+// header (headers): a lone header after another error is a webhook's, and
+// one among the last lines when kubeadm's was dropped before them too.
+func classifyUpgradePreflight(err error, output []string, headers int) (errclass.Class, string, bool) {
+	if headers != 1 || !strings.HasSuffix(withoutClusterText(strings.ToLower(err.Error())), "preflight checks failed") {
+		return "", "", false
+	}
 	i := slices.Index(output, preflightFatalHeader)
-	if i < 0 || i+1 >= len(output) || slices.Contains(output[i+1:], preflightFatalHeader) {
+	if i < 0 || i+1 >= len(output) {
 		return "", "", false
 	}
 	m := upgradePreflightErrorRE().FindStringSubmatch(output[i+1])
@@ -420,6 +478,43 @@ func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
 	if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
 		return classifyMessage("could not connect to the container runtime", false)
 	}
-	first := withoutAdmissionText(m[1] + ": " + m[2])
+	first := withoutClusterText(m[1] + ": " + m[2])
 	return errclass.PreflightFailed, "kubeadm preflight checks failed: " + m[1] + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe.", true
+}
+
+// countHeaders is how many lines of output are preflightFatalHeader.
+func countHeaders(output []string) int {
+	n := 0
+	for _, l := range output {
+		if l == preflightFatalHeader {
+			n++
+		}
+	}
+	return n
+}
+
+// TailLines is how many of a phase's last output lines a Tail keeps.
+const TailLines = 200
+
+// Tail keeps what ClassifyTail reads of a phase's output: its last
+// TailLines lines, and how many of all its lines, kept or dropped, were
+// kubeadm's preflight header, so that a header dropped with the lines
+// before the last ones (by a webhook's message or warnings long enough)
+// still counts: a header left among the last lines is trusted only when
+// it was the output's one (classifyUpgradePreflight). The zero value is
+// empty and ready to use.
+type Tail struct {
+	lines   []string
+	headers int
+}
+
+// Add keeps line, dropping the oldest kept line past TailLines.
+func (t *Tail) Add(line string) {
+	if line == preflightFatalHeader {
+		t.headers++
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > TailLines {
+		t.lines = t.lines[len(t.lines)-TailLines:]
+	}
 }

@@ -250,11 +250,29 @@ func withoutAuthorizationReason(msg string) string {
 	return msg
 }
 
+// serverErrorBody is client-go's words of an answer of code 500 or over
+// that was not a Status (apimachinery NewGenericServerResponse: "an
+// error on the server (%q) has prevented the request from succeeding"),
+// the quoted body being whatever answered: the API server's "Internal
+// Server Error" with its authorizers' errors (an authorization webhook's
+// answer among them: apiserver WithAuthorization), or a proxy's page.
+const serverErrorBody = "an error on the server ("
+
+// withoutServerErrorBody cuts a message before the quoted body of a
+// server's answer (serverErrorBody), keeping "an error on the server".
+func withoutServerErrorBody(msg string) string {
+	if i := strings.Index(msg, serverErrorBody); i >= 0 {
+		msg = msg[:i+len(serverErrorBody)-2]
+	}
+	return msg
+}
+
 // withoutClusterText is an upgrade phase's message without the text the
-// cluster's admission webhooks and policies (withoutAdmissionText) and
-// authorizers (withoutAuthorizationReason) chose.
+// cluster's admission webhooks and policies (withoutAdmissionText),
+// authorizers (withoutAuthorizationReason) and a server's answer that was
+// not a Status (withoutServerErrorBody) chose.
 func withoutClusterText(msg string) string {
-	return withoutAuthorizationReason(withoutAdmissionText(msg))
+	return withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -340,7 +358,9 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     class deciding), the hint is the phase's Hint when it has one, else
 //     the class's default;
 //   - a phase without a class (or class Internal) is matched line by line
-//     against the rules, newest line first; what is left is Internal.
+//     against the rules, newest line first, but for an upgrade phase,
+//     whose output may hold the API server's warnings; what is left is
+//     Internal.
 //
 // output is the phase's whole output; a runner that keeps only its last
 // lines calls ClassifyTail. The hint is never empty. A nil err is
@@ -385,7 +405,10 @@ func classify(p Phase, err error, output []string, headers int) (errclass.Class,
 	}
 	switch p.Class {
 	case "", errclass.Internal:
-		for i := len(output) - 1; i >= 0; i-- {
+		// Not an upgrade phase's output: a line there may be a warning
+		// the API server sent back (an admission webhook's or policy's,
+		// which client-go logs), whose text no cut finds.
+		for i := len(output) - 1; i >= 0 && !p.Upgrade; i-- {
 			if oc, oh, ok := classifyMessage(output[i], p.Upgrade); ok {
 				return oc, oh
 			}

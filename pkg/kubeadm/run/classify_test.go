@@ -612,3 +612,35 @@ func TestClassifyUpgradePreflightHeaderDroppedFromTail(t *testing.T) {
 		t.Errorf("kubeadm's CRI check after long output: class %s, want %s", c, errclass.ContainerRuntimeUnavailable)
 	}
 }
+
+// TestClassifyUpgradeIgnoresServerErrorBody: an answer of code 500 or
+// over that is not a Status is quoted by client-go ("an error on the
+// server (BODY) has prevented the request from succeeding"): the API
+// server's "Internal Server Error" with its authorizers' errors, an
+// authorization webhook's failed answer among them, or a proxy's page.
+// The body must not steer an upgrade phase's class or hint.
+func TestClassifyUpgradeIgnoresServerErrorBody(t *testing.T) {
+	const hint = "upload-config/kubeadm's own hint"
+	p := Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, body := range []string{`etcd member is not healthy`, `context deadline exceeded`, `fatal error when trying to upgrade the etcd cluster`} {
+		err := errors.New(`kubeadm upgrade apply phase upload-config/kubeadm: error uploading the kubeadm ClusterConfiguration: unable to create ConfigMap: an error on the server ("Internal Server Error: \"/api/v1/namespaces/kube-system/configmaps\": an error on the server (\"` + body + `\") has prevented the request from succeeding") has prevented the request from succeeding (post configmaps)`)
+		if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+		}
+	}
+}
+
+// TestClassifyUpgradeIgnoresOutputLines: a phase without a class is
+// classified from its output lines, but an upgrade phase's output holds
+// the warnings the API server sent back (an admission webhook's or
+// policy's text, which client-go logs): they pick no rule there.
+func TestClassifyUpgradeIgnoresOutputLines(t *testing.T) {
+	out := []string{`I1207 08:00:00.000000    1234 warnings.go:107] "Warning: etcd member is not healthy"`}
+	err := errors.New("kubeadm upgrade apply phase addon/coredns: unable to update deployment")
+	if c, _ := Classify(Phase{Name: "addon/coredns", Upgrade: true}, err, out); c != errclass.Internal {
+		t.Errorf("an upgrade phase without a class: class %s, want %s", c, errclass.Internal)
+	}
+	if c, _ := Classify(Phase{Name: "addon/coredns"}, err, out); c != errclass.EtcdUnhealthy {
+		t.Errorf("a bootstrap phase without a class: class %s, want %s as before", c, errclass.EtcdUnhealthy)
+	}
+}

@@ -267,11 +267,25 @@ func withoutServerErrorBody(msg string) string {
 	return msg
 }
 
+// mirrorPodEndpoint ends kubeadm's words of its failed read of this
+// node's API endpoint from its kube-apiserver mirror Pod (util/config
+// getAPIEndpointWithRetry: "could not retrieve API endpoints for node %q
+// using pod annotations: ERROR"), in lower case: ERROR is the poll's
+// deadline or, for an annotation kubeadm could not parse, the
+// annotation's value unquoted ("invalid API endpoint IP: VALUE"), which
+// whoever may update Pods in kube-system wrote.
+const mirrorPodEndpoint = "using pod annotations"
+
 // withoutClusterText is an upgrade phase's message without the text the
 // cluster's admission webhooks and policies (withoutAdmissionText),
-// authorizers (withoutAuthorizationReason) and a server's answer that was
-// not a Status (withoutServerErrorBody) chose.
+// authorizers (withoutAuthorizationReason), a server's answer that was
+// not a Status (withoutServerErrorBody) and the mirror Pod's endpoint
+// annotation (after mirrorPodEndpoint, whose rule needs nothing more)
+// chose.
 func withoutClusterText(msg string) string {
+	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
+		msg = msg[:i+len(mirrorPodEndpoint)]
+	}
 	return withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))
 }
 

@@ -644,3 +644,17 @@ func TestClassifyUpgradeIgnoresOutputLines(t *testing.T) {
 		t.Errorf("a bootstrap phase without a class: class %s, want %s as before", c, errclass.EtcdUnhealthy)
 	}
 }
+
+// TestClassifyMirrorPodAnnotationValue: kubeadm quotes the mirror Pod's
+// endpoint annotation it could not parse, unquoted, after its own words
+// ("... using pod annotations: could not parse API endpoint for node
+// "cp1": invalid API endpoint IP: VALUE"): whoever may update Pods in
+// kube-system wrote VALUE, which must not pick another rule (etcd's)
+// over the mirror Pod's.
+func TestClassifyMirrorPodAnnotationValue(t *testing.T) {
+	p := Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}
+	err := errors.New(`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: could not parse API endpoint for node "cp1": invalid API endpoint IP: etcd member is not healthy`)
+	if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || !strings.Contains(h, "kube-apiserver mirror Pod") {
+		t.Errorf("class %s, hint %q; want %s with the mirror Pod's hint", c, h, errclass.ControlPlaneUnhealthy)
+	}
+}

@@ -357,9 +357,10 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     server for another reason, and only an upgrade phase against the
 //     upgrade's own (the mirror Pod kubeadm reads its endpoint from, the
 //     local etcd's and the static pods' rollback, the upgrade data); an
-//     upgrade phase's message is matched without what an admission
-//     webhook or policy wrote after its denial and an authorizer after
-//     its refusal (withoutClusterText);
+//     upgrade phase's message is matched without the text the cluster
+//     chose (withoutClusterText): an admission webhook's or policy's
+//     after its denial, an authorizer's after its refusal, the body of an
+//     answer that was not a Status, the mirror Pod's endpoint annotation;
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

@@ -174,7 +174,7 @@ func (r *UpgradeRunner) flags() []string {
 
 // Run runs the phase named name ("control-plane", "addon/coredns"). Its
 // error is an *errclass.Error classified from kubeadm's error and output
-// (run.Classify) with class as the fallback and hint, the phase's own
+// (run.ClassifyTail, its last lines in a run.Tail) with class as the fallback and hint, the phase's own
 // (what it needed, what to do; "" for the class's default), as the hint
 // of a failure of that class nothing more precise explains: a hint the
 // error carries, or a message rule's, is kept. A failed phase drops the
@@ -183,12 +183,9 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var tail []string
+	var tail run.Tail
 	output := func(line string) {
-		tail = append(tail, line)
-		if len(tail) > 200 {
-			tail = tail[len(tail)-200:]
-		}
+		tail.Add(line)
 		if r.Output != nil {
 			r.Output(line)
 		}
@@ -212,7 +209,7 @@ func (r *UpgradeRunner) Run(ctx context.Context, name string, class errclass.Cla
 		return nil
 	}
 	r.Forget()
-	c, h := run.Classify(run.Phase{Name: name, Class: class, Hint: hint, Upgrade: true}, err, tail)
+	c, h := run.ClassifyTail(run.Phase{Name: name, Class: class, Hint: hint, Upgrade: true}, err, &tail)
 	return errclass.New(c, h, err)
 }
 

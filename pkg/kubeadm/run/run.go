@@ -170,14 +170,11 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// tailLines is how many of a phase's last output lines classify a failure.
-const tailLines = 200
-
 // Run runs one phase of the table (a leaf, or a top-level phase without
 // sub-phases) with the configuration file and the flags of the phase and
 // its parents, by the arguments phaseArgs picks. It returns nil or an
-// *errclass.Error classified by Classify from kubeadm's error and the
-// phase's output. The context is checked before the phase starts; kubeadm
+// *errclass.Error classified by ClassifyTail from kubeadm's error and the
+// phase's last output lines (a Tail). The context is checked before the phase starts; kubeadm
 // itself bounds its waits with the timeouts of its configuration.
 func (r *Runner) Run(ctx context.Context, p Phase) error {
 	if err := ctx.Err(); err != nil {
@@ -193,7 +190,8 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 	}
 	key := sessionKey{verb: verb, config: r.ConfigPath, flags: strings.Join(flagsFor(table, p.Name), " ")}
 
-	var tail, all []string
+	var tail Tail
+	var all []string
 	before := snapshot(r.DryRunDir)
 	keep := joinDoneFilter()
 	output := func(line string) {
@@ -203,10 +201,7 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 		if r.DryRunDir != "" || p.Name == "preflight" {
 			all = append(all, line)
 		}
-		tail = append(tail, line)
-		if len(tail) > tailLines {
-			tail = tail[len(tail)-tailLines:]
-		}
+		tail.Add(line)
 		if r.Output != nil {
 			r.Output(line)
 		}
@@ -224,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, p Phase) error {
 			output(l)
 		}
 	}
-	class, hint := Classify(p, err, tail)
+	class, hint := ClassifyTail(p, err, &tail)
 	return errclass.New(class, hint, err)
 }
 

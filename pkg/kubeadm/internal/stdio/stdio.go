@@ -16,7 +16,7 @@ import (
 var Mu sync.Mutex
 
 // Capture runs fn with os.Stdout and os.Stderr redirected into a pipe
-// whose lines go to sink; kubeadm prints with fmt.Printf and klog as well
+// whose lines go to sink, each cut at maxLine (lines); kubeadm prints with fmt.Printf and klog as well
 // as to the writers it is given.
 func Capture(sink func(string), fn func(out, errOut io.Writer) error) error {
 	if sink == nil {
@@ -29,12 +29,8 @@ func Capture(sink func(string), fn func(out, errOut io.Writer) error) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			sink(sc.Text())
-		}
-		// Drain anything after an over-long line so kubeadm never blocks.
+		lines(pr, sink)
+		// Drain anything after a read error so kubeadm never blocks.
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 	oldOut, oldErr := os.Stdout, os.Stderr
@@ -46,4 +42,30 @@ func Capture(sink func(string), fn func(out, errOut io.Writer) error) error {
 		pr.Close()
 	}()
 	return fn(pw, pw)
+}
+
+// maxLine is the most of a line the sink gets.
+const maxLine = 1024 * 1024
+
+// lines passes each line of r to sink, without its end ("\n" or
+// "\r\n"), a line longer than maxLine cut there: the rest of that line
+// is dropped, not the lines after it (an over-long line, such as a
+// webhook's message kubeadm prints, must not hide kubeadm's own lines
+// after it from the classification of a failure).
+func lines(r io.Reader, sink func(string)) {
+	br := bufio.NewReaderSize(r, 64*1024)
+	var line []byte
+	for {
+		chunk, more, err := br.ReadLine()
+		if err != nil {
+			return
+		}
+		if n := min(len(chunk), maxLine-len(line)); n > 0 {
+			line = append(line, chunk[:n]...)
+		}
+		if !more {
+			sink(string(line))
+			line = line[:0]
+		}
+	}
 }

@@ -1,0 +1,33 @@
+package stdio
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestCaptureKeepsLinesAfterAnOverlongLine: a line longer than the
+// longest the sink gets (a webhook's message kubeadm prints) is cut, and
+// the lines after it still reach the sink: kubeadm's own lines there
+// (its preflight header) must not be lost while a header written before
+// the long line is kept.
+func TestCaptureKeepsLinesAfterAnOverlongLine(t *testing.T) {
+	var got []string
+	err := Capture(func(l string) { got = append(got, l) }, func(out, _ io.Writer) error {
+		fmt.Fprintln(out, "before")
+		fmt.Fprintln(out, strings.Repeat("x", 3*maxLine))
+		fmt.Fprint(out, "after\r\nlast without a newline")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[0] != "before" || got[1] != strings.Repeat("x", maxLine) || got[2] != "after" || got[3] != "last without a newline" {
+		short := make([]string, len(got))
+		for i, l := range got {
+			short[i] = fmt.Sprintf("%.20q (%d bytes)", l, len(l))
+		}
+		t.Errorf("lines %v; want before, the long line cut to %d bytes, after, the last line", short, maxLine)
+	}
+}

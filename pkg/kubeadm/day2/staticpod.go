@@ -192,7 +192,7 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 // it creates or updates the Role and RoleBinding that let nodes read it,
 // so a failure there has stored the configuration already: the ConfigMap
 // is read before the store and, after a failure, again, and a stored
-// configuration is reported beside the error. A ConfigMap that carried
+// configuration is reported beside the error and in it (storedButFailed). A ConfigMap that carried
 // the document already is not reported as changed, a store refused while
 // another writer changed the ConfigMap not as stored. A read before that
 // fails counts as a ConfigMap without the document; a read after that
@@ -215,12 +215,19 @@ func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, 
 	if err := uploadConfiguration(cfg, client, out); err != nil {
 		if changed {
 			after, afterErr := storedClusterConfiguration(ctx, client)
-			changed = afterErr == nil && after == want
+			if changed = afterErr == nil && after == want; changed {
+				err = fmt.Errorf("%s, but: %w", storedButFailed, err)
+			}
 		}
 		return changed, fail(err)
 	}
 	return changed, nil
 }
+
+// storedButFailed starts the cause of a store's error when the ConfigMap
+// was updated nonetheless (storeConfiguration): the outcome report
+// records the error, not the report lines beside it.
+const storedButFailed = "the kubeadm-config ConfigMap was updated"
 
 // uploadedClusterConfiguration is the ClusterConfiguration document
 // kubeadm's uploadconfig (UploadConfiguration) writes into the

@@ -31,7 +31,7 @@ import (
 // kubeadm's uploadconfig wrote and did not before, on a real API server
 // behind a proxy that refuses some of kubeadm's requests:
 //   - a store that updated the ConfigMap and was refused at the Role says
-//     stored beside the error, also when ctx was cancelled before it
+//     stored beside the error and in it, also when ctx was cancelled before it
 //     began (kubeadm's store does not heed ctx: the reads must not
 //     either);
 //   - so does one whose read before the store was refused;
@@ -117,6 +117,10 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 		if !stored {
 			t.Error("a store that updated kubeadm-config and was refused at the Role says it did not store")
 		}
+		// The outcome report records the error alone.
+		if err == nil || !strings.Contains(err.Error(), "storing the cluster configuration in kubeadm-config: the kubeadm-config ConfigMap was updated, but: ") {
+			t.Errorf("the error of a store that updated kubeadm-config does not say so: %v", err)
+		}
 	})
 
 	t.Run("refused at the Role, the read before refused", func(t *testing.T) {
@@ -159,6 +163,9 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 		}
 		if stored {
 			t.Error("a store refused at the ConfigMap says it stored (another writer changed the ConfigMap)")
+		}
+		if err != nil && strings.Contains(err.Error(), storedButFailed) {
+			t.Errorf("the error of a store refused at the ConfigMap says it was updated: %v", err)
 		}
 	})
 

@@ -192,15 +192,15 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 // it creates or updates the Role and RoleBinding that let nodes read it,
 // so a failure there has stored the configuration already: the ConfigMap
 // is read before the store and, after a failure, again, and a stored
-// configuration is reported beside the error and in it (storedButFailed). A ConfigMap that carried
-// the document already is not reported as changed, a store refused while
-// another writer changed the ConfigMap not as stored. A read before that
-// fails counts as a ConfigMap without the document; a read after that
-// fails, as a store that did not happen (the error is the store's). The
-// reads are not cancelled with ctx (kubeadm's store is not: it calls the
-// API server with a background context) but take at most kubeadm's
-// timeout of one API call each. Errors are ControlPlaneUnhealthy with
-// kubeadmConfigHint.
+// configuration is reported beside the error and in it
+// (storedButFailed). A ConfigMap that carried the document already is
+// not reported as changed, a store refused while another writer changed
+// the ConfigMap not as stored. A read before that fails counts as a
+// ConfigMap without the document; a read after that fails, as a store
+// that did not happen (the error is the store's). The reads are not
+// cancelled with ctx (kubeadm's store is not: it calls the API server
+// with a background context) but take at most kubeadm's timeout of one
+// API call each. Errors are ControlPlaneUnhealthy with kubeadmConfigHint.
 func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
 	fail := func(err error) error {
 		return errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))

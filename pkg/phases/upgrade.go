@@ -375,8 +375,12 @@ func certsRenewPhase() Phase {
 				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String()}, nil
 			}
 			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
-			if err != nil || len(renewed) == 0 {
-				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, err
+			if err != nil {
+				// The certificates renewed before the failure stay renewed.
+				return Result{Changed: len(renewed) > 0, Changes: renewed}, err
+			}
+			if len(renewed) == 0 {
+				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, nil
 			}
 			res := Result{Changed: true, Changes: renewed}
 			if !systemd.SystemdRuntime(d.Config) {

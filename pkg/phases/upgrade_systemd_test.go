@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
@@ -110,6 +111,24 @@ func TestCertsRenewRestartsSystemdUnits(t *testing.T) {
 		if !reflect.DeepEqual(rec.got, tc.want) {
 			t.Errorf("%s, renewed %q: replaced %v, want %v (%+v)", tc.rt, tc.renewed, rec.got, tc.want, r)
 		}
+	}
+}
+
+// A renewal that fails after it renewed some certificates says which
+// (the changes printed beside the error), not that no certificate
+// expires: they stay renewed.
+func TestCertsRenewFailureKeepsTheRenewed(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeStaticPods}}}
+	renewed := []string{"renewed apiserver (expired 2026-12-10T00:00:00Z, now 2027-12-07T00:00:00Z)"}
+	failure := errors.New("renewing front-proxy-client: no space left on device")
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: &fakeCluster{renewed: renewed, renewErr: failure}}}
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if !errors.Is(err, failure) {
+		t.Fatalf("certs-renew: %v, want %v", err, failure)
+	}
+	if !r.Changed || !reflect.DeepEqual(r.Changes, renewed) || strings.Contains(r.Summary(), "no certificate expires") {
+		t.Errorf("certs-renew that renewed one certificate and failed: %+v (%q), want changed with %q", r, r.Summary(), renewed)
 	}
 }
 

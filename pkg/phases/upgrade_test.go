@@ -48,8 +48,10 @@ func TestKubeadmUpgradePhasesAreKubeadms(t *testing.T) {
 type fakeCluster struct {
 	calls []string
 	fail  string
-	// renewed is what RenewCertificates reports renewed.
-	renewed []string
+	// renewed is what RenewCertificates reports renewed, renewErr its
+	// error (nil: none).
+	renewed  []string
+	renewErr error
 }
 
 func (f *fakeCluster) Drain(_ context.Context, kubeconfig, node string, _ time.Duration) ([]string, error) {
@@ -77,7 +79,7 @@ func (f *fakeCluster) RestartKubelet(_ context.Context, _ *Data, node, v string)
 
 func (f *fakeCluster) RenewCertificates(context.Context, *Data) ([]string, error) {
 	f.calls = append(f.calls, "certs")
-	return f.renewed, nil
+	return f.renewed, f.renewErr
 }
 
 // upgradeWorker returns a worker spec at version and the Data of an

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
@@ -70,7 +71,9 @@ type StaticPodOptions struct {
 // manifest equal to the running one is left alone; otherwise Swap backs
 // it up, replaces it and waits as kubeadm's upgrade waits (the mirror
 // pod's hash changes, the component's pod runs), rolling back when it
-// does not.
+// does not. With Upload the configuration is then stored
+// (storeConfiguration), and the lines say "kubeadm-config ConfigMap
+// updated" when that changed the ConfigMap, also beside a store's error.
 func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, []string, error) {
 	client, err := Client(o.AdminKubeconfig)
 	if err != nil {
@@ -182,26 +185,63 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 }
 
 // storeConfiguration stores cfg in the kubeadm-config ConfigMap
-// (uploadConfiguration) and says whether the ConfigMap's
-// ClusterConfiguration changed. kubeadm's uploadconfig updates the
-// ConfigMap before it creates or updates the Role and RoleBinding that
-// let nodes read it, so a failure there has stored the configuration
-// already: the ConfigMap is read before the store and, after a failure,
-// again, and a changed ClusterConfiguration is reported as stored beside
-// the error. A read that fails says false (the error is the store's).
-// Errors are ControlPlaneUnhealthy with kubeadmConfigHint.
+// (uploadConfiguration) and says whether it changed the ConfigMap's
+// ClusterConfiguration: whether the ConfigMap carries now the document
+// kubeadm's uploadconfig writes for cfg (uploadedClusterConfiguration)
+// and did not before. kubeadm's uploadconfig updates the ConfigMap before
+// it creates or updates the Role and RoleBinding that let nodes read it,
+// so a failure there has stored the configuration already: the ConfigMap
+// is read before the store and, after a failure, again, and a stored
+// configuration is reported beside the error and in it
+// (storedButFailed). A ConfigMap that carried the document already is
+// not reported as changed, a store refused while another writer changed
+// the ConfigMap not as stored. A read before that fails counts as a
+// ConfigMap without the document; a read after that fails, as a store
+// that did not happen (the error is the store's). The reads are not
+// cancelled with ctx (kubeadm's store is not: it calls the API server
+// with a background context) but take at most kubeadm's timeout of one
+// API call each. Errors are ControlPlaneUnhealthy with kubeadmConfigHint.
 func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
+	fail := func(err error) error {
+		return errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
+	}
+	want, err := uploadedClusterConfiguration(cfg)
+	if err != nil {
+		return false, fail(err)
+	}
+	ctx = context.WithoutCancel(ctx)
 	before, beforeErr := storedClusterConfiguration(ctx, client)
-	err := uploadConfiguration(cfg, client, out)
-	if err == nil {
-		return true, nil
+	changed := beforeErr != nil || before != want
+	if err := uploadConfiguration(cfg, client, out); err != nil {
+		if changed {
+			after, afterErr := storedClusterConfiguration(ctx, client)
+			if changed = afterErr == nil && after == want; changed {
+				err = fmt.Errorf("%s, but: %w", storedButFailed, err)
+			}
+		}
+		return changed, fail(err)
 	}
-	err = errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
-	if beforeErr != nil {
-		return false, err
+	return changed, nil
+}
+
+// storedButFailed starts the cause of a store's error when the ConfigMap
+// was updated nonetheless (storeConfiguration): the outcome report
+// records the error, not the report lines beside it.
+const storedButFailed = "the kubeadm-config ConfigMap was updated"
+
+// uploadedClusterConfiguration is the ClusterConfiguration document
+// kubeadm's uploadconfig (UploadConfiguration) writes into the
+// kubeadm-config ConfigMap for cfg: without the component
+// configurations, the CI version as the version when there is one,
+// marshalled as kubeadm's current API version.
+func uploadedClusterConfiguration(cfg *kubeadmapi.InitConfiguration) (string, error) {
+	c := cfg.ClusterConfiguration.DeepCopy()
+	c.ComponentConfigs = kubeadmapi.ComponentConfigMap{}
+	if len(c.CIKubernetesVersion) > 0 {
+		c.KubernetesVersion = c.CIKubernetesVersion
 	}
-	after, afterErr := storedClusterConfiguration(ctx, client)
-	return afterErr == nil && after != before, err
+	data, err := configutil.MarshalKubeadmConfigObject(c, kubeadmapiv1.SchemeGroupVersion)
+	return string(data), err
 }
 
 // storedClusterConfiguration returns the ClusterConfiguration document of

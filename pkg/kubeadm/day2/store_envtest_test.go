@@ -1,0 +1,226 @@
+//go:build !windows
+
+// envtest cannot build for Windows (kept_envtest_test.go).
+
+package day2
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+
+	"github.com/machineadm/machineadm/internal/testassets"
+	"github.com/machineadm/machineadm/pkg/errclass"
+)
+
+// TestStoreConfigurationSaysWhatTheConfigMapCarries: storeConfiguration's
+// "stored" is whether the kubeadm-config ConfigMap carries now what
+// kubeadm's uploadconfig wrote and did not before, on a real API server
+// behind a proxy that refuses some of kubeadm's requests:
+//   - a store that updated the ConfigMap and was refused at the Role says
+//     stored beside the error and in it, also when ctx was cancelled before it
+//     began (kubeadm's store does not heed ctx: the reads must not
+//     either);
+//   - so does one whose read before the store was refused;
+//   - a store refused at the ConfigMap while another writer changed the
+//     ConfigMap says not stored;
+//   - a store into a ConfigMap that carries the configuration already
+//     says not stored (nothing changed), and one that changes it, stored.
+func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
+	spec := exampleInit(t, nil)
+	shortAPICallTimeout(t)
+	rc := testassets.StartEnvtest(t)
+	old := strings.Replace(clusterConfigurationDoc(t, spec), "imageRepository: registry.demo.example/k8s", "imageRepository: registry.demo.example/old", 1)
+	if !strings.Contains(old, "registry.demo.example/old") {
+		t.Fatalf("the example's ClusterConfiguration has no imageRepository registry.demo.example/k8s:\n%s", old)
+	}
+	seedCluster(t, rc, old)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	get := func(t *testing.T) string {
+		t.Helper()
+		cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey]
+	}
+	write := func(doc string) error {
+		cm, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey] = doc
+		_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	}
+	set := func(t *testing.T, doc string) {
+		t.Helper()
+		if err := write(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// cfg is the cluster's configuration with the spec's settings, as
+	// UploadSettings stores it.
+	admin, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := fetchCluster(admin, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := SpecClusterConfiguration(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Overlay(cluster, sc)
+	want, err := uploadedClusterConfiguration(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := func(t *testing.T, err error) {
+		t.Helper()
+		if class, hint := errclass.Of(err); err == nil || class != errclass.ControlPlaneUnhealthy || hint != kubeadmConfigHint {
+			t.Errorf("storeConfiguration: %v (class %s, hint %q); want %s with the kubeadm-config hint", err, class, hint, errclass.ControlPlaneUnhealthy)
+		}
+	}
+
+	t.Run("refused at the Role, ctx cancelled", func(t *testing.T) {
+		set(t, old)
+		client := refusingClient(t, rc, func(r *http.Request) bool {
+			return r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/roles")
+		}, nil)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		stored, err := storeConfiguration(cctx, cfg, client, nil)
+		wantErr(t, err)
+		if got := get(t); got != want {
+			t.Fatalf("kubeadm-config after a store refused at the Role:\n%s\nwant\n%s", got, want)
+		}
+		if !stored {
+			t.Error("a store that updated kubeadm-config and was refused at the Role says it did not store")
+		}
+		// The outcome report records the error alone.
+		if err == nil || !strings.Contains(err.Error(), "storing the cluster configuration in kubeadm-config: the kubeadm-config ConfigMap was updated, but: ") {
+			t.Errorf("the error of a store that updated kubeadm-config does not say so: %v", err)
+		}
+	})
+
+	t.Run("refused at the Role, the read before refused", func(t *testing.T) {
+		set(t, old)
+		// The first request is storeConfiguration's read before the store.
+		var n atomic.Int32
+		client := refusingClient(t, rc, func(r *http.Request) bool {
+			first := n.Add(1) == 1
+			return first || r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/roles")
+		}, nil)
+		stored, err := storeConfiguration(ctx, cfg, client, nil)
+		wantErr(t, err)
+		if got := get(t); got != want {
+			t.Fatalf("kubeadm-config after a store refused at the Role:\n%s\nwant\n%s", got, want)
+		}
+		if !stored {
+			t.Error("a store that updated kubeadm-config and was refused at the Role says it did not store (its read before was refused)")
+		}
+	})
+
+	t.Run("refused at the ConfigMap, another writer", func(t *testing.T) {
+		set(t, old)
+		other := strings.Replace(old, "registry.demo.example/old", "registry.demo.example/other", 1)
+		var wrote atomic.Bool
+		client := refusingClient(t, rc, func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/configmaps/"+kubeadmconstants.KubeadmConfigConfigMap)
+		}, func() {
+			// Another writer changes the ConfigMap while this store is
+			// refused.
+			if !wrote.Swap(true) {
+				if err := write(other); err != nil {
+					t.Errorf("the other writer: %v", err)
+				}
+			}
+		})
+		stored, err := storeConfiguration(ctx, cfg, client, nil)
+		wantErr(t, err)
+		if got := get(t); got != other {
+			t.Fatalf("kubeadm-config after a refused store and another writer:\n%s\nwant the other writer's\n%s", got, other)
+		}
+		if stored {
+			t.Error("a store refused at the ConfigMap says it stored (another writer changed the ConfigMap)")
+		}
+		if err != nil && strings.Contains(err.Error(), storedButFailed) {
+			t.Errorf("the error of a store refused at the ConfigMap says it was updated: %v", err)
+		}
+	})
+
+	t.Run("nothing to change", func(t *testing.T) {
+		set(t, old)
+		stored, err := storeConfiguration(ctx, cfg, admin, nil)
+		if err != nil || !stored {
+			t.Fatalf("storeConfiguration changing kubeadm-config: stored %v, %v; want stored", stored, err)
+		}
+		if got := get(t); got != want {
+			t.Fatalf("kubeadm-config after the store:\n%s\nwant (uploadedClusterConfiguration)\n%s", got, want)
+		}
+		stored, err = storeConfiguration(ctx, cfg, admin, nil)
+		if err != nil || stored {
+			t.Errorf("storeConfiguration into a kubeadm-config that carries the configuration: stored %v, %v; want not stored", stored, err)
+		}
+	})
+}
+
+// refusingClient is a client of rc's API server through a proxy that
+// answers 403 Forbidden to the requests refuse matches, after calling
+// before (nil: nothing) for each.
+func refusingClient(t *testing.T, rc *rest.Config, refuse func(*http.Request) bool, before func()) kubernetes.Interface {
+	t.Helper()
+	target, err := url.Parse(rc.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refuse(r) {
+			if before != nil {
+				before()
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"refused by the test's proxy","reason":"Forbidden","code":403}`)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kc := filepath.Join(t.TempDir(), "proxy.conf")
+	data := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster: {server: %q}\nusers:\n- name: proxy\n  user: {}\ncontexts:\n- name: envtest\n  context: {cluster: envtest, user: proxy}\ncurrent-context: envtest\n", srv.URL)
+	if err := os.WriteFile(kc, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := Client(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}

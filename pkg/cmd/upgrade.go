@@ -49,7 +49,8 @@ a row over 4 s and systemd did not restart it meanwhile), kubelet (restarted on 
 waits until the Node reports the new version and, on a control plane,
 until its API server, controller manager and scheduler pass kubeadm's
 health checks several times in a row, at most 5 minutes), static-pods, certs-renew (control planes: kubeadm's certificates
-that expire within the renewal window), uncordon, compliance (with
+that expire within the renewal window, then the components that read
+them at start restarted one at a time), uncordon, compliance (with
 spec.security.profile: harden, then the profile's checks on the upgraded
 node), record-spec (the new
 spec becomes the applied one). A changed typed API-server security setting

@@ -72,6 +72,11 @@ type UpgradeCluster interface {
 	// RenewCertificates renews kubeadm's certificates that expire within
 	// the window; it returns the renewed ones.
 	RenewCertificates(ctx context.Context, d *Data) ([]string, error)
+	// RestartForCertificates restarts a static pod control-plane
+	// component that does not run the client certificates on disk
+	// (day2.RestartForCertificates), healthy before it returns; Changed
+	// false when it runs them or reads none at start (etcd).
+	RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error)
 }
 
 // ControlPlaneUpgrader replaces one control-plane component of a runtime
@@ -365,7 +370,7 @@ func kubeletPhase() Phase {
 func certsRenewPhase() Phase {
 	return Phase{
 		Name:  upgrade.PhaseCerts,
-		Short: "Renew kubeadm's certificates that expire within the renewal window",
+		Short: "Renew kubeadm's certificates that expire within the renewal window and restart the components that read them at start, one at a time",
 		Class: errclass.HostPreparationFailed,
 		Run: func(ctx context.Context, d *Data) (Result, error) {
 			if d.Upgrade == nil {
@@ -376,23 +381,37 @@ func certsRenewPhase() Phase {
 			}
 			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
 			if err != nil {
-				// The certificates renewed before the failure stay renewed.
+				// The certificates renewed before the failure stay renewed;
+				// the rerun resumes here and restarts the components.
 				return Result{Changed: len(renewed) > 0, Changes: renewed}, err
 			}
-			if len(renewed) == 0 {
+			// A run that resumes here may have renewed certificates before
+			// it stopped (killed, or failed after a renewal) and not
+			// restarted the components that read them: they are restarted
+			// where they do not run the certificates on disk yet.
+			if len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts {
 				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, nil
 			}
-			res := Result{Changed: true, Changes: renewed}
-			if !systemd.SystemdRuntime(d.Config) {
-				return res, nil
+			res := Result{Changed: len(renewed) > 0, Changes: renewed}
+			if len(renewed) == 0 {
+				res.Message = "no certificate expires within " + RenewBefore(d.Config).String()
 			}
-			// The units read their certificates and kubeconfigs as systemd
-			// credentials, copied when a unit starts: each is replaced
-			// again (its credentials' stamp changed), restarted and checked
-			// healthy, one at a time.
-			u := controlPlaneUpgrader(machineadm.RuntimeSystemd)
 			for _, c := range upgrade.ControlPlaneComponents {
-				r, err := u.UpgradeComponent(ctx, d, c)
+				var r Result
+				var err error
+				if systemd.SystemdRuntime(d.Config) {
+					// The units read their certificates and kubeconfigs as
+					// systemd credentials, copied when a unit starts: each is
+					// replaced again where its credentials' stamp changed,
+					// restarted and checked healthy, one at a time.
+					r, err = controlPlaneUpgrader(machineadm.RuntimeSystemd).UpgradeComponent(ctx, d, c)
+				} else {
+					// A static pod reads its client certificates when it
+					// starts: it is restarted with their digest annotated,
+					// one at a time, each healthy before the next.
+					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c)
+				}
+				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)
 				if err != nil {
 					return res, err

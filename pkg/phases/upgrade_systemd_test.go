@@ -81,36 +81,68 @@ func TestKubeadmControlPlaneOnSystemdReplacesTheUnits(t *testing.T) {
 	}
 }
 
-// After a certificate renewal on a Systemd control plane the units are
-// replaced again, in kubeadm's order: they read their certificates and
-// kubeconfigs as systemd credentials, which systemd copies only when a
-// unit starts (the unit's credential stamp changed with the files). Not
-// on static pods, and not when nothing was renewed.
-func TestCertsRenewRestartsSystemdUnits(t *testing.T) {
+// After a certificate renewal the control-plane components are restarted
+// on the renewed certificates, in kubeadm's order: a Systemd control
+// plane's units read them as systemd credentials, which systemd copies
+// only when a unit starts (the unit's credential stamp changed with the
+// files); a static pod reads its client certificates when it starts
+// (RestartForCertificates). Not when nothing was renewed, unless the run
+// resumes at certs-renew: the run it resumes may have renewed them and
+// stopped before the restarts. A failed restart stops the phase there.
+func TestCertsRenewRestartsComponents(t *testing.T) {
 	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
 	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
 	rec := &recordingUpgrader{}
 	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	var restarts []string
+	for _, c := range upgrade.ControlPlaneComponents {
+		restarts = append(restarts, "restart "+c)
+	}
 	for _, tc := range []struct {
-		rt      machineadm.ControlPlaneRuntime
-		renewed []string
-		want    []string
+		name         string
+		rt           machineadm.ControlPlaneRuntime
+		renewed      []string
+		resumed      bool
+		restartFail  string
+		wantUnits    []string
+		wantRestarts []string
+		wantErr      bool
 	}{
-		{machineadm.RuntimeSystemd, []string{"renewed apiserver"}, upgrade.ControlPlaneComponents},
-		{machineadm.RuntimeSystemd, nil, nil},
-		{machineadm.RuntimeStaticPods, []string{"renewed apiserver"}, nil},
+		{name: "systemd renewed", rt: machineadm.RuntimeSystemd, renewed: []string{"renewed apiserver"}, wantUnits: upgrade.ControlPlaneComponents},
+		{name: "systemd nothing renewed", rt: machineadm.RuntimeSystemd},
+		{name: "systemd resumed", rt: machineadm.RuntimeSystemd, resumed: true, wantUnits: upgrade.ControlPlaneComponents},
+		{name: "static pods renewed", rt: machineadm.RuntimeStaticPods, renewed: []string{"renewed apiserver"}, wantRestarts: restarts},
+		{name: "static pods nothing renewed", rt: machineadm.RuntimeStaticPods},
+		{name: "static pods resumed", rt: machineadm.RuntimeStaticPods, resumed: true, wantRestarts: restarts},
+		{name: "static pods restart fails", rt: machineadm.RuntimeStaticPods, renewed: []string{"renewed apiserver"}, restartFail: upgrade.ComponentAPIServer, wantRestarts: restarts[:2], wantErr: true},
 	} {
-		rec.got = nil
-		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
-			ControlPlane: &machineadm.ControlPlane{Runtime: tc.rt}}}
-		d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: &fakeCluster{renewed: tc.renewed}}}
-		r, err := certsRenewPhase().Run(context.Background(), d)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.rt, err)
-		}
-		if !reflect.DeepEqual(rec.got, tc.want) {
-			t.Errorf("%s, renewed %q: replaced %v, want %v (%+v)", tc.rt, tc.renewed, rec.got, tc.want, r)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			rec.got = nil
+			cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+				ControlPlane: &machineadm.ControlPlane{Runtime: tc.rt}}}
+			fc := &fakeCluster{renewed: tc.renewed, restartFail: tc.restartFail}
+			d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+			if tc.resumed {
+				d.resumedAt = upgrade.PhaseCerts
+			}
+			r, err := certsRenewPhase().Run(context.Background(), d)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("certs-renew: %v, want error %v", err, tc.wantErr)
+			}
+			if !reflect.DeepEqual(rec.got, tc.wantUnits) {
+				t.Errorf("replaced units %v, want %v (%+v)", rec.got, tc.wantUnits, r)
+			}
+			restarted := slices.DeleteFunc(fc.calls, func(c string) bool { return c == "certs" })
+			if len(restarted) != len(tc.wantRestarts) || (len(restarted) > 0 && !reflect.DeepEqual(restarted, tc.wantRestarts)) {
+				t.Errorf("static pods %v, want %v (%+v)", restarted, tc.wantRestarts, r)
+			}
+			if tc.wantRestarts != nil && !tc.wantErr && (!r.Changed || !slices.Contains(r.Changes, "kube-scheduler restarted")) {
+				t.Errorf("result %+v: want the restarts among its changes", r)
+			}
+			if tc.renewed == nil && !tc.resumed && r.Changed {
+				t.Errorf("nothing renewed, not resumed: %+v, want unchanged", r)
+			}
+		})
 	}
 }
 

@@ -52,6 +52,16 @@ type fakeCluster struct {
 	// error (nil: none).
 	renewed  []string
 	renewErr error
+	// restartFail is the component whose RestartForCertificates fails.
+	restartFail string
+}
+
+func (f *fakeCluster) RestartForCertificates(_ context.Context, _ *Data, component string) (Result, error) {
+	f.calls = append(f.calls, "restart "+component)
+	if component == f.restartFail {
+		return Result{}, errclass.New(errclass.RolledBack, "", errors.New(component+" did not become healthy"))
+	}
+	return Result{Changed: true, Changes: []string{component + " restarted"}}, nil
 }
 
 func (f *fakeCluster) Drain(_ context.Context, kubeconfig, node string, _ time.Duration) ([]string, error) {

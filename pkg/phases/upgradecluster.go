@@ -280,6 +280,34 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 	return lines, nil
 }
 
+func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error) {
+	yaml, err := specInitYAML(d.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	cfg, err := day2.SpecClusterConfiguration(yaml)
+	if err != nil {
+		return Result{}, errclass.New(errclass.Internal, "", err)
+	}
+	u := d.Upgrade
+	if u.backupDir == "" {
+		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
+	}
+	out := &lineWriter{emit: d.KubeadmOutput}
+	defer out.Flush()
+	changed, lines, err := day2.RestartForCertificates(day2.StaticPodOptions{
+		Component: component, AdminKubeconfig: adminConf(d),
+		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
+		Timeout: componentTimeout, Output: out,
+	}, hostPathOrRoot(d, cfg.CertificatesDir), nodeName(d))
+	if err == nil && changed {
+		if err = waitLocalControlPlane(ctx, d); err == nil {
+			lines = append(lines, "the control plane on this node is healthy")
+		}
+	}
+	return Result{Changed: changed, Changes: lines}, err
+}
+
 // RenewBefore is the certificate renewal window of cfg:
 // spec.controlPlane.pki.renewBefore (validated), or
 // day2.DefaultRenewBefore.

@@ -153,6 +153,76 @@ func testUpgrade(t *testing.T, systemd bool) {
 	start = time.Now()
 	reconfigureAPIServer(ctx, t, c, kubernetesVersion, true)
 	timing(t, "upgrade-"+name+"-reconfigure", time.Since(start))
+	start = time.Now()
+	renewCertificates(ctx, t, c)
+	timing(t, "upgrade-"+name+"-renew-certificates", time.Since(start))
+}
+
+// renewCertificates: cp1's spec (as reconfigured) with a renewal window
+// longer than any kubeadm certificate's remaining validity makes
+// `machineadm upgrade` renew them all, then restart the API server, the
+// controller manager and the scheduler, one at a time, on the renewed
+// client certificates they read only when they start (their mirror pods
+// carry the certificates' digest), and not etcd, which reads its
+// certificates at each connection; the control plane is healthy after. A
+// rerun renews nothing and restarts nothing.
+func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
+	m := c.cp1
+	s, _ := c.reconfiguredSpec(t, kubernetesVersion, true)
+	s.Spec.ControlPlane.PKI.RenewBefore = "8759h"
+	if err := deliver(m, s, c.secrets); err != nil {
+		t.Fatal(err)
+	}
+	restarted := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+	before := map[string][]int{}
+	for _, comp := range append([]string{"etcd"}, restarted...) {
+		before[comp] = processPIDs(m, comp)
+	}
+	res, dur := runUpgrade(ctx, t, m, "renew-certificates")
+	timing(t, "renew-certificates-cp1", dur)
+	out := res.Stdout + res.Stderr
+	if res.ExitCode != 0 {
+		t.Fatalf("cp1: the renewing upgrade exited %d:\n%s", res.ExitCode, tail(out, 40))
+	}
+	for _, cert := range []string{"renewed apiserver-kubelet-client", "renewed controller-manager.conf", "renewed scheduler.conf"} {
+		if !strings.Contains(out, cert) {
+			t.Errorf("cp1: the renewing upgrade does not say %q:\n%s", cert, tail(out, 40))
+		}
+	}
+	for _, comp := range restarted {
+		var now []int
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+			now = processPIDs(m, comp)
+			return len(now) == 1 && !slices.Contains(before[comp], now[0]), nil
+		}); err != nil {
+			t.Errorf("cp1: %s not restarted on its renewed certificates (pids %v, then %v)", comp, before[comp], now)
+			continue
+		}
+		p, err := c.cs.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, comp+"-"+m.Name, metav1.GetOptions{})
+		if err != nil || !strings.HasPrefix(p.Annotations["machineadm.io/certificates-digest"], "sha256:") {
+			t.Errorf("cp1: %s's mirror pod carries no certificates digest: %v", comp, err)
+		}
+	}
+	if now := processPIDs(m, "etcd"); !slices.Equal(now, before["etcd"]) {
+		t.Errorf("cp1: etcd restarted (%v, then %v); it reads its certificates at each connection", before["etcd"], now)
+	}
+	if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
+		t.Errorf("after the certificate renewal: %v", err)
+	}
+	after := map[string][]int{}
+	for _, comp := range restarted {
+		after[comp] = processPIDs(m, comp)
+	}
+	res, _ = runUpgrade(ctx, t, m, "renew-certificates-again")
+	out = res.Stdout + res.Stderr
+	if res.ExitCode != 0 || strings.Contains(out, "renewed ") {
+		t.Errorf("cp1: the rerun exited %d or renewed again:\n%s", res.ExitCode, tail(out, 30))
+	}
+	for _, comp := range restarted {
+		if now := processPIDs(m, comp); !slices.Equal(now, after[comp]) {
+			t.Errorf("cp1: the rerun restarted %s (%v, then %v)", comp, after[comp], now)
+		}
+	}
 }
 
 // guardedLog passes lines to logf until close: a goroutine that outlives
@@ -639,11 +709,23 @@ func nodeClient(cp *Machine) (*kubernetes.Clientset, error) {
 // and the audit flags in extraArgs, the audit log on standard output.
 func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, version string, typed bool) {
 	m := c.cp1
+	s, wantFlags := c.reconfiguredSpec(t, version, typed)
+	if err := deliver(m, s, c.secrets); err != nil {
+		t.Fatal(err)
+	}
+	reconfigureCheck(ctx, t, c, m, version, typed, wantFlags)
+}
+
+// reconfiguredSpec is cp1's spec at version with the audit policy and
+// API server flags of reconfigureAPIServer (typed: spec.controlPlane's
+// typed audit settings; else a file and the flags), and the flags the new
+// API server must run with.
+func (c *upgradeCluster) reconfiguredSpec(t *testing.T, version string, typed bool) (*v1alpha1.MachineBootstrapConfig, []string) {
 	s, err := c.upgradeSpec(theEnv, cp1, version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFlags := []string{"--audit-policy-file="}
+	var wantFlags []string
 	if typed {
 		s.Spec.ControlPlane.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{
 			map[string]any{"level": "Metadata", "resources": []any{map[string]any{"group": "", "resources": []any{"secrets"}}}},
@@ -659,9 +741,12 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		// (LoadCredential=, checked below): the flag names its copy.
 		wantFlags = []string{"--audit-policy-file=/run/credentials/kube-apiserver.service/audit-policy-file", "--audit-log-path=-"}
 	}
-	if err := deliver(m, s, c.secrets); err != nil {
-		t.Fatal(err)
-	}
+	return s, wantFlags
+}
+
+// reconfigureCheck runs the reconfiguring upgrade of m (its spec
+// delivered) and checks reconfigureAPIServer's outcome.
+func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *Machine, version string, typed bool, wantFlags []string) {
 	before := processPIDs(m, "kube-apiserver")
 	w := watchPIDs(m, "kube-apiserver")
 	res, dur := runUpgrade(ctx, t, m, "reconfigure")
@@ -674,7 +759,7 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 		t.Logf("cp1 reconfiguration report: %s", r.summary())
 	}
 	var after []int
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
 		after = processPIDs(m, "kube-apiserver")
 		return len(after) == 1 && !slices.Contains(before, after[0]), nil
 	})

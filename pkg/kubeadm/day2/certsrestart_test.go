@@ -1,0 +1,165 @@
+package day2
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	staticpodutil "k8s.io/kubernetes/cmd/kubeadm/app/util/staticpod"
+)
+
+// writeKubeconfig writes a kubeconfig at path whose current context's
+// user has the client certificate cert and key key (embedded).
+func writeKubeconfig(t *testing.T, path, cert, key string) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443"}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte(cert), ClientKeyData: []byte(key)}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCertificatesDigest: the digest of a component changes with the
+// client certificates it reads at start, and with nothing else: not with
+// a key, not with the API server's serving certificate (reloaded), not
+// for etcd (which reads its certificates at each connection). A file that
+// does not exist is left out; a kubeconfig that does not load is an error.
+func TestCertificatesDigest(t *testing.T) {
+	pki, kdir := t.TempDir(), t.TempDir()
+	write := func(path, s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest := func(component string) string {
+		t.Helper()
+		d, err := CertificatesDigest(pki, kdir, component)
+		if err != nil {
+			t.Fatalf("%s: %v", component, err)
+		}
+		return d
+	}
+	if d := digest(kubeadmconstants.KubeAPIServer); d != "" {
+		t.Errorf("no certificates: digest %q, want none", d)
+	}
+	write(filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName), "kubelet-client-1")
+	write(filepath.Join(pki, kubeadmconstants.APIServerCertName), "serving-1")
+	cm := filepath.Join(kdir, kubeadmconstants.ControllerManagerKubeConfigFileName)
+	writeKubeconfig(t, cm, "cm-cert-1", "cm-key-1")
+	api1, cm1 := digest(kubeadmconstants.KubeAPIServer), digest(kubeadmconstants.KubeControllerManager)
+	if !strings.HasPrefix(api1, "sha256:") || !strings.HasPrefix(cm1, "sha256:") || api1 == cm1 {
+		t.Fatalf("digests %q and %q", api1, cm1)
+	}
+	if d := digest(kubeadmconstants.KubeScheduler); d != "" {
+		t.Errorf("scheduler without scheduler.conf: %q", d)
+	}
+	if d := digest(kubeadmconstants.Etcd); d != "" {
+		t.Errorf("etcd: %q, want none", d)
+	}
+
+	write(filepath.Join(pki, kubeadmconstants.APIServerCertName), "serving-2")
+	writeKubeconfig(t, cm, "cm-cert-1", "cm-key-2")
+	if d := digest(kubeadmconstants.KubeAPIServer); d != api1 {
+		t.Errorf("a new serving certificate changed the API server's digest")
+	}
+	if d := digest(kubeadmconstants.KubeControllerManager); d != cm1 {
+		t.Errorf("a new key alone changed the controller manager's digest")
+	}
+
+	write(filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName), "kubelet-client-2")
+	writeKubeconfig(t, cm, "cm-cert-2", "cm-key-2")
+	if d := digest(kubeadmconstants.KubeAPIServer); d == api1 {
+		t.Errorf("a renewed kubelet client certificate left the API server's digest")
+	}
+	if d := digest(kubeadmconstants.KubeControllerManager); d == cm1 {
+		t.Errorf("a renewed client certificate left the controller manager's digest")
+	}
+
+	// A client certificate in a file the kubeconfig names.
+	certFile := filepath.Join(pki, "scheduler-client.crt")
+	write(certFile, "sched-cert-1")
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	sched := filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)
+	if err := clientcmd.WriteToFile(*kc, sched); err != nil {
+		t.Fatal(err)
+	}
+	s1 := digest(kubeadmconstants.KubeScheduler)
+	write(certFile, "sched-cert-2")
+	if s1 == "" || digest(kubeadmconstants.KubeScheduler) == s1 {
+		t.Errorf("the scheduler's digest does not follow its certificate file")
+	}
+	os.Remove(certFile)
+	if _, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler); err == nil {
+		t.Errorf("a client certificate file that cannot be read: no error")
+	}
+
+	write(cm, "{not a kubeconfig")
+	if _, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeControllerManager); err == nil {
+		t.Errorf("a kubeconfig that does not load: no error")
+	}
+}
+
+// TestRestartForCertificatesLeavesWhatRuns: a component whose manifest
+// carries its certificates' digest already, etcd, or a component without
+// a manifest is left alone, without a call to the API server (the admin
+// credential here does not exist).
+func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki, kdir := t.TempDir(), t.TempDir()
+	manifests := filepath.Join(kdir, kubeadmconstants.ManifestsSubDirName)
+	p, err := Regenerate(manifests, "", cfg, kubeadmconstants.KubeScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName), "sched-cert-1", "k")
+	digest, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Annotate(p, map[string]string{AnnotationCertificatesDigest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(p)
+	o := StaticPodOptions{AdminKubeconfig: filepath.Join(kdir, "missing-admin.conf"), KubernetesDir: kdir, BackupDir: filepath.Join(kdir, "backup")}
+	for _, c := range []string{kubeadmconstants.KubeScheduler, kubeadmconstants.Etcd, kubeadmconstants.KubeControllerManager} {
+		o.Component = c
+		if c == kubeadmconstants.KubeControllerManager {
+			// Certificates, but no manifest.
+			writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.ControllerManagerKubeConfigFileName), "cm", "k")
+		}
+		changed, lines, err := RestartForCertificates(o, pki, "node-1")
+		if changed || err != nil || len(lines) != 0 {
+			t.Errorf("%s: changed %v, %v, %v; want left alone", c, changed, lines, err)
+		}
+	}
+	if after, _ := os.ReadFile(p); string(after) != string(before) {
+		t.Errorf("the scheduler's manifest changed")
+	}
+
+	// A renewed certificate: the restart is attempted (it needs the API
+	// server, which the missing credential refuses), the manifest is
+	// left as it was.
+	writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName), "sched-cert-2", "k")
+	o.Component = kubeadmconstants.KubeScheduler
+	if changed, _, err := RestartForCertificates(o, pki, "node-1"); changed || err == nil || !strings.Contains(err.Error(), "missing-admin.conf") {
+		t.Errorf("renewed, without an API server: changed %v, %v; want the credential's error", changed, err)
+	}
+	pod, err := staticpodutil.ReadStaticPodFromDisk(p)
+	if err != nil || pod.Annotations[AnnotationCertificatesDigest] != digest {
+		t.Errorf("after a failed restart the manifest's digest is %q (%v), want the old one", pod.Annotations[AnnotationCertificatesDigest], err)
+	}
+}

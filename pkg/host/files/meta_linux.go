@@ -33,12 +33,17 @@ func chownMeta(f *os.File, uid, gid int) error {
 
 // chmodMeta gives the file of f (openMeta) mode: fchmod(2) of an O_PATH
 // descriptor fails (EBADF), so through fchmodat2's AT_EMPTY_PATH (Linux
-// 6.6), or where the kernel has not that, /proc/self/fd (which chmod
-// follows to the file f was opened on, a regular file or directory here).
+// 6.6), or where that fails, /proc/self/fd (which chmod follows to the
+// file f was opened on, a regular file or directory here). fchmodat2
+// fails with EOPNOTSUPP (x/sys/unix's word for ENOSYS) on an older
+// kernel, and with EPERM under a seccomp filter older than it (Docker's
+// default profile before 25, systemd-nspawn's of a systemd that does not
+// know it): a denial that is real (not the owner, an immutable file) is
+// met again through /proc/self/fd, which costs one system call more.
 func chmodMeta(f *os.File, mode fs.FileMode) error {
 	return metaControl(f, "chmod", func(fd int) error {
 		err := fchmodat(fd, "", uint32(mode.Perm()), unix.AT_EMPTY_PATH)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) {
 			err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()), 0)
 		}
 		return err

@@ -59,6 +59,18 @@ func TestSetOwnerModeNotRootWithoutRead(t *testing.T) {
 		}
 		testSetOwnerModeNotRootWithoutRead(t)
 	})
+	// A seccomp filter older than fchmodat2 (Docker's default profile
+	// before 25, systemd-nspawn's) refuses it with EPERM.
+	t.Run("seccomp", func(t *testing.T) {
+		defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+		fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+			if flags != 0 {
+				return unix.EPERM
+			}
+			return unix.Fchmodat(dirfd, path, mode, flags)
+		}
+		testSetOwnerModeNotRootWithoutRead(t)
+	})
 }
 
 func testSetOwnerModeNotRootWithoutRead(t *testing.T) {

@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -121,6 +122,94 @@ func testSetOwnerModeNotRootWithoutRead(t *testing.T) {
 			}
 			if nfi.Mode().Perm() != c.to || !os.SameFile(fi, nfi) {
 				t.Errorf("%s: %04o, same file %v; want %04o in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi), c.to)
+			}
+		})
+	}
+}
+
+// withoutProc runs f where /proc is not procfs (an empty tmpfs), as in
+// a chroot or at early boot without /proc: on a thread of its own in a
+// mount namespace of its own (the thread is thrown away afterwards).
+// The test is skipped where that cannot be made (not root).
+func withoutProc(t *testing.T, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a mount namespace")
+	}
+	done := make(chan string)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- "skip: unshare: " + err.Error()
+			return
+		}
+		if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- "mount --make-rprivate /: " + err.Error()
+			return
+		}
+		if err := unix.Mount("tmpfs", "/proc", "tmpfs", 0, ""); err != nil {
+			done <- "mount tmpfs /proc: " + err.Error()
+			return
+		}
+		f()
+		done <- ""
+	}()
+	switch msg := <-done; {
+	case len(msg) > 5 && msg[:5] == "skip:":
+		t.Skip(msg)
+	case msg != "":
+		t.Fatal(msg)
+	}
+}
+
+// TestSetOwnerModeWithoutProc: on a kernel without fchmodat2 (before
+// 6.6) and without /proc (a chroot, early boot), a mode is still set in
+// place, on a file and on a directory; it was "chmod P: no such file or
+// directory", naming a file that exists.
+func TestSetOwnerModeWithoutProc(t *testing.T) {
+	defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+	fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+		if flags != 0 {
+			return unix.EOPNOTSUPP
+		}
+		return unix.Fchmodat(dirfd, path, mode, flags)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name      string
+		directory bool
+	}{{"file", false}, {"directory", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			var err error
+			if c.directory {
+				err = os.Mkdir(p, 0o700)
+			} else {
+				err = os.WriteFile(p, []byte("a\n"), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withoutProc(t, func() {
+				if _, serr := os.Stat("/proc/self/fd"); serr == nil {
+					err = errors.New("/proc/self/fd is still there")
+					return
+				}
+				err = SetOwnerMode(p, fi, 0o750, os.Geteuid(), os.Getegid())
+			})
+			if err != nil {
+				t.Fatalf("SetOwnerMode without /proc: %v", err)
+			}
+			nfi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nfi.Mode().Perm() != 0o750 || !os.SameFile(fi, nfi) {
+				t.Errorf("%s: %04o, same file %v; want 0750 in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi))
 			}
 		})
 	}

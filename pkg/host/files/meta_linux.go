@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -41,13 +40,17 @@ func chownMeta(f *os.File, uid, gid int) error {
 // default profile before 25, systemd-nspawn's of a systemd that does not
 // know it): a denial that is real (not the owner, an immutable file) is
 // met again through /proc/self/fd, which costs one system call more.
-// Without /proc either, the file is opened again (chmodReopened).
+// Without /proc either (or with a /proc that is not procfs: procSelfFD),
+// the file is opened again (chmodReopened).
 func chmodMeta(f *os.File, mode fs.FileMode) error {
 	return metaControl(f, "chmod", func(fd int) error {
 		err := fchmodat(fd, "", uint32(mode.Perm()), unix.AT_EMPTY_PATH)
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) {
-			err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()), 0)
-			if errors.Is(err, unix.ENOENT) {
+			var proc string
+			if proc, err = procSelfFD(fd); err == nil {
+				err = unix.Fchmodat(unix.AT_FDCWD, proc, uint32(mode.Perm()), 0)
+			}
+			if errors.Is(err, errNoProc) || errors.Is(err, unix.ENOENT) {
 				err = chmodReopened(f.Name(), fd, mode)
 			}
 		}

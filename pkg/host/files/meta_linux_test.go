@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -131,7 +132,12 @@ func testSetOwnerModeNotRootWithoutRead(t *testing.T) {
 // a chroot or at early boot without /proc: on a thread of its own in a
 // mount namespace of its own (the thread is thrown away afterwards).
 // The test is skipped where that cannot be made (not root).
-func withoutProc(t *testing.T, f func()) {
+func withoutProc(t *testing.T, f func()) { fakeProc(t, "", f) }
+
+// fakeProc is withoutProc with, when planted is not "", a /proc that
+// only looks like procfs: /proc/self/fd/N a symlink to planted for
+// every descriptor N below 1024 (a chroot's /proc a local user made).
+func fakeProc(t *testing.T, planted string, f func()) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a mount namespace")
@@ -150,6 +156,18 @@ func withoutProc(t *testing.T, f func()) {
 		if err := unix.Mount("tmpfs", "/proc", "tmpfs", 0, ""); err != nil {
 			done <- "mount tmpfs /proc: " + err.Error()
 			return
+		}
+		if planted != "" {
+			if err := os.MkdirAll("/proc/self/fd", 0o755); err != nil {
+				done <- err.Error()
+				return
+			}
+			for n := range 1024 {
+				if err := os.Symlink(planted, "/proc/self/fd/"+strconv.Itoa(n)); err != nil {
+					done <- err.Error()
+					return
+				}
+			}
 		}
 		f()
 		done <- ""
@@ -212,5 +230,65 @@ func TestSetOwnerModeWithoutProc(t *testing.T) {
 				t.Errorf("%s: %04o, same file %v; want 0750 in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi))
 			}
 		})
+	}
+}
+
+// TestMetaFakeProc: where /proc is a directory that only looks like
+// procfs (a chroot's, /proc/self/fd/N a symlink to /etc/shadow), a mode
+// set in place on a kernel without fchmodat2 goes to the file, not to
+// what /proc/self/fd/N names: that was made 0750, the file left as it
+// was, and no error said so. Nor is a staged file reopened or linked
+// through it (reopenReadOnly, linkUnnamed), which would have read, or
+// linked into place, the planted file.
+func TestMetaFakeProc(t *testing.T) {
+	defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+	fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+		if flags != 0 {
+			return unix.EOPNOTSUPP
+		}
+		return unix.Fchmodat(dirfd, path, mode, flags)
+	}
+	dir := t.TempDir()
+	shadow := filepath.Join(dir, "shadow")
+	if err := os.WriteFile(shadow, []byte("root:$6$secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "conf")
+	if err := os.WriteFile(p, []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rerr, lerr error
+	var reopened *os.File
+	fakeProc(t, shadow, func() {
+		err = SetOwnerMode(p, fi, 0o750, os.Geteuid(), os.Getegid())
+		u, uerr := openUnnamed(dir)
+		if uerr != nil {
+			rerr = uerr
+			return
+		}
+		defer u.Close()
+		reopened, rerr = reopenReadOnly(u)
+		lerr = linkUnnamed(u, filepath.Join(dir, "linked"))
+	})
+	if err != nil {
+		t.Errorf("SetOwnerMode: %v", err)
+	}
+	for path, want := range map[string]os.FileMode{p: 0o750, shadow: 0o600} {
+		if nfi, err := os.Lstat(path); err != nil || nfi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want %04o", path, nfi.Mode(), err, want)
+		}
+	}
+	if reopened != nil {
+		reopened.Close()
+	}
+	if rerr == nil || lerr == nil {
+		t.Errorf("reopenReadOnly: %v, linkUnnamed: %v; want both refused", rerr, lerr)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "linked")); err == nil {
+		t.Error("something was linked into place through the fake /proc")
 	}
 }

@@ -177,6 +177,19 @@ func BenchmarkAppendSearch(b *testing.B) {
 			}
 		}
 	})
+	// The worst case for the matcher: one byte repeated, the text all
+	// of it but its last byte (each byte of the source a partial match
+	// of every length).
+	b.Run("periodic", func(b *testing.B) {
+		source := bytes.Repeat([]byte("a"), 64<<20)
+		text := append(bytes.Repeat([]byte("a"), 1<<20-1), 'b')
+		b.SetBytes(int64(len(source)))
+		for b.Loop() {
+			if ok, err := readerContains(bytes.NewReader(source), text); ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 	b.Run("memory", func(b *testing.B) {
 		b.SetBytes(int64(len(source)))
 		cur := State{Exists: true, Content: source, Mode: 0o644}

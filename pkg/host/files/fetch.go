@@ -97,16 +97,23 @@ func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	f, err := os.Open(hp)
+	// Resolve followed every link: a last component swapped for one
+	// since is not followed (out of the root), and a FIFO put there does
+	// not block the run in open(2) waiting for a writer (examineFlags);
+	// only a regular file is read (a FIFO or device is refused).
+	f, err := os.OpenFile(hp, os.O_RDONLY|examineFlags, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = fi.Size()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return stage(f, hostPath, size)
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnavailable, p, fi.Mode().Type())
+	}
+	return stage(f, hostPath, fi.Size())
 }
 
 func fetchHTTP(ctx context.Context, client *http.Client, rawURL, hostPath string) (*Blob, []byte, error) {

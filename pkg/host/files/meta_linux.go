@@ -2,9 +2,9 @@ package files
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,16 +33,61 @@ func chownMeta(f *os.File, uid, gid int) error {
 
 // chmodMeta gives the file of f (openMeta) mode: fchmod(2) of an O_PATH
 // descriptor fails (EBADF), so through fchmodat2's AT_EMPTY_PATH (Linux
-// 6.6), or where the kernel has not that, /proc/self/fd (which chmod
-// follows to the file f was opened on, a regular file or directory here).
+// 6.6), or where that fails, /proc/self/fd (which chmod follows to the
+// file f was opened on, a regular file or directory here). fchmodat2
+// fails with EOPNOTSUPP (x/sys/unix's word for ENOSYS) on an older
+// kernel, and with EPERM under a seccomp filter older than it (Docker's
+// default profile before 25, systemd-nspawn's of a systemd that does not
+// know it): a denial that is real (not the owner, an immutable file) is
+// met again through /proc/self/fd, which costs one system call more.
+// Without /proc either (or with a /proc that is not procfs: procSelfFD),
+// the file is opened again (chmodReopened).
 func chmodMeta(f *os.File, mode fs.FileMode) error {
 	return metaControl(f, "chmod", func(fd int) error {
 		err := fchmodat(fd, "", uint32(mode.Perm()), unix.AT_EMPTY_PATH)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) {
-			err = unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), uint32(mode.Perm()), 0)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) {
+			var proc string
+			if proc, err = procSelfFD(fd); err == nil {
+				err = unix.Fchmodat(unix.AT_FDCWD, proc, uint32(mode.Perm()), 0)
+			}
+			if errors.Is(err, errNoProc) || errors.Is(err, unix.ENOENT) {
+				err = chmodReopened(f.Name(), fd, mode)
+			}
 		}
 		return err
 	})
+}
+
+// chmodReopened is chmodMeta where neither fchmodat2 nor /proc is there
+// (a kernel before 6.6 in a chroot or at early boot without /proc): the
+// regular file or directory of fd (openMeta of hostPath) is opened again
+// by its name, read-only, its last component not followed (examineFlags),
+// and changed through that descriptor if it is still the same file, as
+// before O_PATH; that takes read permission, which root has. Anything
+// else (a device, which opening may act on) is refused with an error
+// saying why.
+func chmodReopened(hostPath string, fd int, mode fs.FileMode) error {
+	const why = "the kernel has no fchmodat2 (Linux 6.6) and /proc is not mounted"
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		return errors.New(why)
+	}
+	rfd, err := unix.Open(hostPath, unix.O_RDONLY|unix.O_CLOEXEC|examineFlags, 0)
+	if err != nil {
+		return fmt.Errorf("%s, and opening the file failed: %w", why, err)
+	}
+	defer unix.Close(rfd)
+	var rst unix.Stat_t
+	if err := unix.Fstat(rfd, &rst); err != nil {
+		return err
+	}
+	if rst.Dev != st.Dev || rst.Ino != st.Ino {
+		return errors.New("changed while machineadm set its mode and owner: it is no longer the file examined")
+	}
+	return unix.Fchmod(rfd, uint32(mode.Perm()))
 }
 
 // fchmodat is unix.Fchmodat, which tests replace to take chmodMeta's

@@ -1,9 +1,11 @@
 package files
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -54,6 +56,18 @@ func TestSetOwnerModeNotRootWithoutRead(t *testing.T) {
 		fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
 			if flags != 0 {
 				return unix.EOPNOTSUPP
+			}
+			return unix.Fchmodat(dirfd, path, mode, flags)
+		}
+		testSetOwnerModeNotRootWithoutRead(t)
+	})
+	// A seccomp filter older than fchmodat2 (Docker's default profile
+	// before 25, systemd-nspawn's) refuses it with EPERM.
+	t.Run("seccomp", func(t *testing.T) {
+		defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+		fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+			if flags != 0 {
+				return unix.EPERM
 			}
 			return unix.Fchmodat(dirfd, path, mode, flags)
 		}
@@ -111,5 +125,170 @@ func testSetOwnerModeNotRootWithoutRead(t *testing.T) {
 				t.Errorf("%s: %04o, same file %v; want %04o in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi), c.to)
 			}
 		})
+	}
+}
+
+// withoutProc runs f where /proc is not procfs (an empty tmpfs), as in
+// a chroot or at early boot without /proc: on a thread of its own in a
+// mount namespace of its own (the thread is thrown away afterwards).
+// The test is skipped where that cannot be made (not root).
+func withoutProc(t *testing.T, f func()) { fakeProc(t, "", f) }
+
+// fakeProc is withoutProc with, when planted is not "", a /proc that
+// only looks like procfs: /proc/self/fd/N a symlink to planted for
+// every descriptor N below 1024 (a chroot's /proc a local user made).
+func fakeProc(t *testing.T, planted string, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a mount namespace")
+	}
+	done := make(chan string)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- "skip: unshare: " + err.Error()
+			return
+		}
+		if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- "mount --make-rprivate /: " + err.Error()
+			return
+		}
+		if err := unix.Mount("tmpfs", "/proc", "tmpfs", 0, ""); err != nil {
+			done <- "mount tmpfs /proc: " + err.Error()
+			return
+		}
+		if planted != "" {
+			if err := os.MkdirAll("/proc/self/fd", 0o755); err != nil {
+				done <- err.Error()
+				return
+			}
+			for n := range 1024 {
+				if err := os.Symlink(planted, "/proc/self/fd/"+strconv.Itoa(n)); err != nil {
+					done <- err.Error()
+					return
+				}
+			}
+		}
+		f()
+		done <- ""
+	}()
+	switch msg := <-done; {
+	case len(msg) > 5 && msg[:5] == "skip:":
+		t.Skip(msg)
+	case msg != "":
+		t.Fatal(msg)
+	}
+}
+
+// TestSetOwnerModeWithoutProc: on a kernel without fchmodat2 (before
+// 6.6) and without /proc (a chroot, early boot), a mode is still set in
+// place, on a file and on a directory; it was "chmod P: no such file or
+// directory", naming a file that exists.
+func TestSetOwnerModeWithoutProc(t *testing.T) {
+	defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+	fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+		if flags != 0 {
+			return unix.EOPNOTSUPP
+		}
+		return unix.Fchmodat(dirfd, path, mode, flags)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name      string
+		directory bool
+	}{{"file", false}, {"directory", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			var err error
+			if c.directory {
+				err = os.Mkdir(p, 0o700)
+			} else {
+				err = os.WriteFile(p, []byte("a\n"), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withoutProc(t, func() {
+				if _, serr := os.Stat("/proc/self/fd"); serr == nil {
+					err = errors.New("/proc/self/fd is still there")
+					return
+				}
+				err = SetOwnerMode(p, fi, 0o750, os.Geteuid(), os.Getegid())
+			})
+			if err != nil {
+				t.Fatalf("SetOwnerMode without /proc: %v", err)
+			}
+			nfi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nfi.Mode().Perm() != 0o750 || !os.SameFile(fi, nfi) {
+				t.Errorf("%s: %04o, same file %v; want 0750 in place", p, nfi.Mode().Perm(), os.SameFile(fi, nfi))
+			}
+		})
+	}
+}
+
+// TestMetaFakeProc: where /proc is a directory that only looks like
+// procfs (a chroot's, /proc/self/fd/N a symlink to /etc/shadow), a mode
+// set in place on a kernel without fchmodat2 goes to the file, not to
+// what /proc/self/fd/N names: that was made 0750, the file left as it
+// was, and no error said so. Nor is a staged file reopened or linked
+// through it (reopenReadOnly, linkUnnamed), which would have read, or
+// linked into place, the planted file.
+func TestMetaFakeProc(t *testing.T) {
+	defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+	fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+		if flags != 0 {
+			return unix.EOPNOTSUPP
+		}
+		return unix.Fchmodat(dirfd, path, mode, flags)
+	}
+	dir := t.TempDir()
+	shadow := filepath.Join(dir, "shadow")
+	if err := os.WriteFile(shadow, []byte("root:$6$secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "conf")
+	if err := os.WriteFile(p, []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rerr, lerr error
+	var reopened *os.File
+	fakeProc(t, shadow, func() {
+		err = SetOwnerMode(p, fi, 0o750, os.Geteuid(), os.Getegid())
+		u, uerr := openUnnamed(dir)
+		if uerr != nil {
+			rerr = uerr
+			return
+		}
+		defer u.Close()
+		reopened, rerr = reopenReadOnly(u)
+		lerr = linkUnnamed(u, filepath.Join(dir, "linked"))
+	})
+	if err != nil {
+		t.Errorf("SetOwnerMode: %v", err)
+	}
+	for path, want := range map[string]os.FileMode{p: 0o750, shadow: 0o600} {
+		if nfi, err := os.Lstat(path); err != nil || nfi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want %04o", path, nfi.Mode(), err, want)
+		}
+	}
+	if reopened != nil {
+		reopened.Close()
+	}
+	if rerr == nil || lerr == nil {
+		t.Errorf("reopenReadOnly: %v, linkUnnamed: %v; want both refused", rerr, lerr)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "linked")); err == nil {
+		t.Error("something was linked into place through the fake /proc")
 	}
 }

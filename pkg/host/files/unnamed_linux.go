@@ -1,6 +1,7 @@
 package files
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,7 +46,10 @@ func linkUnnamed(f *os.File, name string) error {
 	}
 	var lerr error
 	if err := rc.Control(func(fd uintptr) {
-		lerr = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(fd)), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+		var proc string
+		if proc, lerr = procSelfFD(int(fd)); lerr == nil {
+			lerr = unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+		}
 	}); err != nil {
 		return err
 	}
@@ -65,7 +69,10 @@ func reopenReadOnly(f *os.File) (*os.File, error) {
 	}
 	rfd, oerr := -1, error(nil)
 	if err := rc.Control(func(fd uintptr) {
-		rfd, oerr = unix.Open("/proc/self/fd/"+strconv.Itoa(int(fd)), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		var proc string
+		if proc, oerr = procSelfFD(int(fd)); oerr == nil {
+			rfd, oerr = unix.Open(proc, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		}
 	}); err != nil {
 		return nil, err
 	}
@@ -73,6 +80,25 @@ func reopenReadOnly(f *os.File) (*os.File, error) {
 		return nil, &os.PathError{Op: "reopen", Path: f.Name(), Err: oerr}
 	}
 	return os.NewFile(uintptr(rfd), f.Name()), nil
+}
+
+// errNoProc says that /proc is not procfs (not mounted: a chroot, early
+// boot; or a directory that only looks like it).
+var errNoProc = errors.New("/proc is not mounted (procfs)")
+
+// procSelfFD is the name of descriptor fd in /proc/self/fd, which open,
+// chmod and linkat follow to fd's file: only when /proc is procfs, not
+// a directory of a chroot that only looks like it, where
+// /proc/self/fd/N could be a symlink to any file (/etc/shadow), which
+// root would then open, change the mode of, or link into place
+// (errNoProc). /proc is a mount point then, which no one but root can
+// swap afterwards.
+func procSelfFD(fd int) (string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/proc", &st); err != nil || st.Type != unix.PROC_SUPER_MAGIC {
+		return "", errNoProc
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), nil
 }
 
 // startWriteback asks the kernel to start writing f's dirty pages to

@@ -55,14 +55,22 @@ const maxLine = 1024 * 1024
 func lines(r io.Reader, sink func(string)) {
 	br := bufio.NewReaderSize(r, 64*1024)
 	var line []byte
+	pending := false // a line's first chunks were read, not its end
 	for {
 		chunk, more, err := br.ReadLine()
 		if err != nil {
+			// A last line without a newline whose length is a multiple
+			// of the buffer's came whole in chunks with more set: it
+			// ends here.
+			if pending {
+				sink(string(line))
+			}
 			return
 		}
 		if n := min(len(chunk), maxLine-len(line)); n > 0 {
 			line = append(line, chunk[:n]...)
 		}
+		pending = more
 		if !more {
 			sink(string(line))
 			line = line[:0]

@@ -31,3 +31,17 @@ func TestCaptureKeepsLinesAfterAnOverlongLine(t *testing.T) {
 		t.Errorf("lines %v; want before, the long line cut to %d bytes, after, the last line", short, maxLine)
 	}
 }
+
+// TestLinesKeepsALastLineOfWholeBuffers: a last line without a newline
+// comes in chunks of the reader's buffer; one whose length is a multiple
+// of the buffer's (64 KiB, binary output) ended with the reader's EOF
+// after its last chunk, and was lost.
+func TestLinesKeepsALastLineOfWholeBuffers(t *testing.T) {
+	for _, n := range []int{100, 64 * 1024, 3 * 64 * 1024, maxLine, maxLine + 64*1024} {
+		var got []string
+		lines(strings.NewReader("first\n"+strings.Repeat("y", n)), func(l string) { got = append(got, l) })
+		if len(got) != 2 || got[0] != "first" || got[1] != strings.Repeat("y", min(n, maxLine)) {
+			t.Errorf("a last line of %d bytes without a newline: %d lines (the last %d bytes); want first and %d bytes", n, len(got), len(got[len(got)-1]), min(n, maxLine))
+		}
+	}
+}

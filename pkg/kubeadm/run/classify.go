@@ -276,17 +276,42 @@ func withoutServerErrorBody(msg string) string {
 // whoever may update Pods in kube-system wrote.
 const mirrorPodEndpoint = "using pod annotations"
 
+// apiServerErrorRE is the API server's words before a cause that may
+// quote what the cluster chose, in any case (the message is in lower
+// case when rules are matched, as written when a check is quoted):
+//   - apimachinery NewInternalError, "Internal error occurred: ERROR":
+//     ERROR is also a mutating admission webhook's JSON patch that did not
+//     apply, naming the patch's path, any text the webhook chose
+//     ("testing value PATH failed", "... doc is missing path: PATH");
+//   - NewInvalid, "KIND "NAME" is invalid: FIELD: Invalid value: VALUE:
+//     DETAIL": VALUE is the object's as the API server validated it,
+//     after the cluster's mutating webhooks and policies changed it, or
+//     as stored.
+var apiServerErrorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(internal error occurred|is invalid):`)
+})
+
+// withoutAPIServerErrorCause cuts a message after the API server's words
+// of apiServerErrorRE, keeping them.
+func withoutAPIServerErrorCause(msg string) string {
+	if loc := apiServerErrorRE().FindStringSubmatchIndex(msg); loc != nil {
+		msg = msg[:loc[3]]
+	}
+	return msg
+}
+
 // withoutClusterText is an upgrade phase's message without the text the
 // cluster's admission webhooks and policies (withoutAdmissionText),
 // authorizers (withoutAuthorizationReason), a server's answer that was
-// not a Status (withoutServerErrorBody) and the mirror Pod's endpoint
-// annotation (after mirrorPodEndpoint, whose rule needs nothing more)
-// chose.
+// not a Status (withoutServerErrorBody), the mirror Pod's endpoint
+// annotation (after mirrorPodEndpoint, whose rule needs nothing more) and
+// an internal error's or invalid object's cause
+// (withoutAPIServerErrorCause) chose.
 func withoutClusterText(msg string) string {
 	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
 		msg = msg[:i+len(mirrorPodEndpoint)]
 	}
-	return withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))
+	return withoutAPIServerErrorCause(withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg))))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -360,7 +385,9 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     upgrade phase's message is matched without the text the cluster
 //     chose (withoutClusterText): an admission webhook's or policy's
 //     after its denial, an authorizer's after its refusal, the body of an
-//     answer that was not a Status, the mirror Pod's endpoint annotation;
+//     answer that was not a Status, the mirror Pod's endpoint annotation,
+//     the cause of an internal error (a mutating webhook's patch) and of
+//     an invalid object (its values, which webhooks may have set);
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

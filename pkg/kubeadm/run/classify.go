@@ -300,18 +300,42 @@ func withoutAPIServerErrorCause(msg string) string {
 	return msg
 }
 
+// storedConfigRE is kubeadm's and apimachinery's words before what they
+// quote of the configuration stored in kube-system's ConfigMaps
+// (kubeadm-config, kubelet-config, kube-proxy), which whoever may update
+// them wrote, in any case: util/config getInitConfigurationFromCluster's
+// "failed to decode cluster configuration data: ERROR" (a decoding
+// error, nothing read over the network), componentconfigs'
+// "unsupported apiVersion %q", apimachinery's "no kind %q is registered
+// ...", util SplitConfigDocuments' "invalid configuration for
+// GroupVersionKind %+v" and "invalid configuration: kind %q is specified
+// twice".
+var storedConfigRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(failed to decode cluster configuration data|unsupported apiversion|no kind|invalid configuration for groupversionkind|invalid configuration: kind)[: ]`)
+})
+
+// withoutStoredConfig cuts a message after the words of storedConfigRE,
+// keeping them.
+func withoutStoredConfig(msg string) string {
+	if loc := storedConfigRE().FindStringSubmatchIndex(msg); loc != nil {
+		msg = msg[:loc[3]]
+	}
+	return msg
+}
+
 // withoutClusterText is an upgrade phase's message without the text the
 // cluster's admission webhooks and policies (withoutAdmissionText),
 // authorizers (withoutAuthorizationReason), a server's answer that was
 // not a Status (withoutServerErrorBody), the mirror Pod's endpoint
-// annotation (after mirrorPodEndpoint, whose rule needs nothing more) and
-// an internal error's or invalid object's cause
-// (withoutAPIServerErrorCause) chose.
+// annotation (after mirrorPodEndpoint, whose rule needs nothing more), an
+// internal error's or invalid object's cause (withoutAPIServerErrorCause)
+// and the configuration stored in kube-system (withoutStoredConfig)
+// chose.
 func withoutClusterText(msg string) string {
 	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
 		msg = msg[:i+len(mirrorPodEndpoint)]
 	}
-	return withoutAPIServerErrorCause(withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg))))
+	return withoutStoredConfig(withoutAPIServerErrorCause(withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -387,7 +411,9 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     after its denial, an authorizer's after its refusal, the body of an
 //     answer that was not a Status, the mirror Pod's endpoint annotation,
 //     the cause of an internal error (a mutating webhook's patch) and of
-//     an invalid object (its values, which webhooks may have set);
+//     an invalid object (its values, which webhooks may have set), what
+//     kubeadm quotes of the configuration stored in kube-system's
+//     ConfigMaps;
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

@@ -9,6 +9,9 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
 )
 
 // The messages below are built the way kubeadm v1.37.2 builds them (its
@@ -706,5 +709,35 @@ func TestClassifyUpgradeIgnoresInternalAndInvalidCauses(t *testing.T) {
 	// A bootstrap phase is as before.
 	if c, _ := Classify(Phase{Name: "control-plane-join/etcd", Class: errclass.ControlPlaneUnhealthy}, errors.New(`Internal error occurred: etcdserver: request timed out`), nil); c != errclass.EtcdUnhealthy {
 		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyUpgradeIgnoresStoredConfig: kubeadm's upgrade data decodes
+// the configuration stored in kube-system's ConfigMaps, and a decoding
+// error quotes what whoever may update them wrote (a kind, an
+// apiVersion): it must not pick the class (the etcd rules come before
+// the upgrade data's) or the hint. A network failure reading them is
+// still a Timeout.
+func TestClassifyUpgradeIgnoresStoredConfig(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	var cc kubeadmapi.ClusterConfiguration
+	decodeErr := runtime.DecodeInto(kubeadmscheme.Codecs.UniversalDecoder(), []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: etcd member is not healthy\n"), &cc)
+	if decodeErr == nil {
+		t.Fatal("kubeadm's decoder took an unknown kind")
+	}
+	for _, msg := range []string{
+		"[upgrade] FATAL: failed to get config map: failed to decode cluster configuration data: " + decodeErr.Error(),
+		"[upgrade] FATAL: failed to get component configs: " + decodeErr.Error(),
+		`[upgrade] FATAL: failed to get component configs: unsupported apiVersion "kubelet.config.k8s.io/context deadline exceeded", you may have to do manual conversion to "kubelet.config.k8s.io/v1beta1" and run kubeadm again`,
+		`[upgrade] FATAL: failed to get component configs: invalid configuration for GroupVersionKind /, Kind=etcd member: kind and apiVersion is mandatory information that must be specified`,
+	} {
+		err := errors.New("kubeadm upgrade apply phase preflight: " + msg)
+		if c, h := Classify(p, err, nil); c != errclass.PreflightFailed || !strings.Contains(h, "upgrade data") {
+			t.Errorf("%s: class %s, hint %q; want %s with the upgrade data's hint", err, c, h, errclass.PreflightFailed)
+		}
+	}
+	err := errors.New(`kubeadm upgrade apply phase preflight: [upgrade] FATAL: failed to get component configs: Get "https://10.0.0.1:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config": dial tcp 10.0.0.1:6443: i/o timeout`)
+	if c, _ := Classify(p, err, nil); c != errclass.Timeout {
+		t.Errorf("%s: class %s, want %s", err, c, errclass.Timeout)
 	}
 }

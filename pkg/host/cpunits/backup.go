@@ -60,8 +60,15 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	unit, err := os.ReadFile(unitHost)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Opened as saveFile opens it: a FIFO there would block the read.
+	var unit []byte
+	if f, _, err := openRegular(unitHost, c.UnitPath()); err == nil {
+		unit, err = io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	saved := []struct{ path, stored string }{{c.UnitPath(), "unit"}, {c.EnvPath(), "env"}}

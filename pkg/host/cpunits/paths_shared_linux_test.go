@@ -12,7 +12,7 @@ import (
 // TestApplyPathsRecursiveSharedDirRefused: a Recursive rule at a
 // directory the rest of the system shares (a careless --wal-dir=/etc,
 // --wal-dir=/var/lib/etcd/.., which is /var/lib), or above the path of
-// another rule with another owner (--wal-dir at the directory that holds
+// another rule with another owner, or a symlink to such a directory (--wal-dir at the directory that holds
 // the cluster's certificates), is refused naming it, in a dry run too,
 // and nothing below it changes owner: the walk gave etcd /etc/shadow,
 // the kubelet's files and the CA key.
@@ -26,6 +26,9 @@ func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {
 		if err := os.WriteFile(hp, []byte("secret\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Symlink("/var/lib", filepath.Join(root, "var/lib/etcd-wal")); err != nil {
+		t.Fatal(err)
 	}
 	etcd := func(p string) cpunits.PathRule {
 		return cpunits.PathRule{Path: p, Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}
@@ -42,6 +45,7 @@ func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {
 			{Path: "/srv/k8s/pki", Dir: true, Mode: 0o755, User: "0", Group: "0"},
 			etcd("/srv/k8s"),
 		}, "/srv/k8s/pki"},
+		{"symlink to /var/lib", []cpunits.PathRule{etcd("/var/lib/etcd-wal")}, "/var/lib"},
 	} {
 		for _, dry := range []bool{true, false} {
 			_, err := cpunits.ApplyPaths(root, c.rules, dry)

@@ -131,7 +131,7 @@ type PathRule struct {
 // phrased as planned ("would set …", "would create …"; a missing account
 // or path is then reported as "would set": earlier steps make them).
 func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
-	if err := checkRecursive(rules); err != nil {
+	if err := checkRecursive(root, rules); err != nil {
 		return nil, err
 	}
 	ids, err := files.LoadIDs(root)
@@ -223,23 +223,32 @@ var sharedDirs = []string{
 
 // checkRecursive refuses, before anything changes (a dry run too), a
 // Recursive rule whose directory is one of sharedDirs or above one
-// (after path.Clean: "/var/lib/etcd/.." is /var/lib), or is at or
-// above the path of another rule that gives another owner (etcd's data
-// directory or --wal-dir at /etc/kubernetes, above its certificates).
-func checkRecursive(rules []PathRule) error {
+// (after path.Clean: "/var/lib/etcd/.." is /var/lib; and as it resolves
+// under root: a symlink /var/lib/etcd-wal -> /var/lib is /var/lib too),
+// or is at or above the path of another rule that gives another owner
+// (etcd's data directory or --wal-dir at /etc/kubernetes, above its
+// certificates).
+func checkRecursive(root string, rules []PathRule) error {
 	for _, r := range rules {
 		if !r.Recursive || !r.Dir {
 			continue
 		}
-		p := path.Clean(r.Path)
-		for _, s := range sharedDirs {
-			if within(s, p) {
-				return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since it is or holds %s, which the rest of the system shares; give the component a directory of its own", r.Path, r.User, r.Group, s)
+		ps := []string{path.Clean(r.Path)}
+		if hp, err := files.Resolve(root, r.Path); err == nil {
+			if rel, err := filepath.Rel(filepath.Clean(root), hp); err == nil && !strings.HasPrefix(rel, "..") {
+				ps = append(ps, path.Clean("/"+filepath.ToSlash(rel)))
 			}
 		}
-		for _, o := range rules {
-			if (o.User != r.User || o.Group != r.Group) && within(o.Path, p) {
-				return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since %s in it is to be %s:%s; give the component a directory of its own", r.Path, r.User, r.Group, o.Path, o.User, o.Group)
+		for _, p := range ps {
+			for _, s := range sharedDirs {
+				if within(s, p) {
+					return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since it is or holds %s, which the rest of the system shares; give the component a directory of its own", r.Path, r.User, r.Group, s)
+				}
+			}
+			for _, o := range rules {
+				if (o.User != r.User || o.Group != r.Group) && within(o.Path, p) {
+					return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since %s in it is to be %s:%s; give the component a directory of its own", r.Path, r.User, r.Group, o.Path, o.User, o.Group)
+				}
 			}
 		}
 	}

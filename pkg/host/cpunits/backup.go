@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host/files"
@@ -169,13 +170,45 @@ func restoreBackup(root, dir string, rec *backupRecord) error {
 // random name beside hp, created exclusively (never an existing name, nor
 // through a symlink planted there: hp may lie in a directory another user
 // writes), synced and renamed over hp (atomicfile).
+// What an earlier rollback killed before its rename left beside hp is
+// removed first (removeLeftovers), so that reruns do not pile up copies
+// of a binary.
 func restoreFile(src, hp string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	removeLeftovers(hp)
 	return atomicfile.WriteFromOwned(hp, in, mode, -1, -1)
+}
+
+// removeLeftovers removes, beside hp, the temporary files atomicfile
+// makes for it (".NAME.tmp-DIGITS") that a run killed before its rename
+// left: regular files with one name owned by this process's user, never
+// anything else (the directory may be another user's to write). Errors
+// are ignored: a leftover costs space only.
+func removeLeftovers(hp string) {
+	dir, prefix := filepath.Dir(hp), "."+filepath.Base(hp)+".tmp-"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || files.Links(fi) != 1 {
+			continue
+		}
+		if u, _ := files.Owner(fi); u != os.Geteuid() {
+			continue
+		}
+		os.Remove(p)
+	}
 }
 
 // copyFile copies size bytes of in to dst, a name that must not exist

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
 	"github.com/machineadm/machineadm/pkg/host/files"
@@ -60,8 +61,15 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	unit, err := os.ReadFile(unitHost)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Opened as saveFile opens it: a FIFO there would block the read.
+	var unit []byte
+	if f, _, err := openRegular(unitHost, c.UnitPath()); err == nil {
+		unit, err = io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	saved := []struct{ path, stored string }{{c.UnitPath(), "unit"}, {c.EnvPath(), "env"}}
@@ -79,27 +87,30 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 }
 
 // saveFile stores the file at machine path p as dir/stored; anything but
-// a regular file there is an error.
+// a regular file there is an error. The file is opened once
+// (openRegular: a FIFO or device is never opened for reading) and what
+// is stored is that file: hard-linked when the link made is of it (not
+// of a symlink or another file swapped in at the name since: link(2)
+// does not follow a symlink, which would store the link and restore its
+// target's content with the mode examined), else copied from the open
+// file, the size examined and no more.
 func saveFile(root, dir, p, stored string) (backupFile, error) {
 	hp, err := files.Resolve(root, p)
 	if err != nil {
 		return backupFile{}, err
 	}
-	fi, err := os.Stat(hp)
+	in, fi, err := openRegular(hp, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return backupFile{Path: p, Absent: true}, nil
 	}
 	if err != nil {
 		return backupFile{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO would block the copy, a device never end it.
-		return backupFile{}, fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
-	}
+	defer in.Close()
 	dst := filepath.Join(dir, stored)
-	if err := os.Link(hp, dst); err != nil {
-		if err := copyFile(hp, dst, fi.Mode().Perm()); err != nil {
-			return backupFile{}, err
+	if !linkedSame(hp, dst, fi) {
+		if err := copyFile(in, fi.Size(), dst, fi.Mode().Perm()); err != nil {
+			return backupFile{}, fmt.Errorf("copying %s: %w", p, err)
 		}
 	}
 	sum, err := fileSum("/", dst)
@@ -107,6 +118,19 @@ func saveFile(root, dir, p, stored string) (backupFile, error) {
 		return backupFile{}, err
 	}
 	return backupFile{Path: p, Stored: stored, Mode: fi.Mode().Perm(), SHA256: sum}, nil
+}
+
+// linkedSame hard-links hp as dst and says whether dst is then the file
+// fi describes; a link of anything else is removed.
+func linkedSame(hp, dst string, fi fs.FileInfo) bool {
+	if os.Link(hp, dst) != nil {
+		return false
+	}
+	if li, err := os.Lstat(dst); err == nil && os.SameFile(li, fi) {
+		return true
+	}
+	os.Remove(dst)
+	return false
 }
 
 // restoreBackup puts rec's files back: each saved file (checked against
@@ -146,29 +170,62 @@ func restoreBackup(root, dir string, rec *backupRecord) error {
 // random name beside hp, created exclusively (never an existing name, nor
 // through a symlink planted there: hp may lie in a directory another user
 // writes), synced and renamed over hp (atomicfile).
+// What an earlier rollback killed before its rename left beside hp is
+// removed first (removeLeftovers), so that reruns do not pile up copies
+// of a binary.
 func restoreFile(src, hp string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	removeLeftovers(hp)
 	return atomicfile.WriteFromOwned(hp, in, mode, -1, -1)
 }
 
-// copyFile copies src to dst, a name that must not exist (created
-// exclusively, so a symlink there is not followed), with mode, synced.
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
+// removeLeftovers removes, beside hp, the temporary files atomicfile
+// makes for it (".NAME.tmp-DIGITS") that a run killed before its rename
+// left: regular files with one name owned by this process's user, never
+// anything else (the directory may be another user's to write). Errors
+// are ignored: a leftover costs space only.
+func removeLeftovers(hp string) {
+	dir, prefix := filepath.Dir(hp), "."+filepath.Base(hp)+".tmp-"
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return
 	}
-	defer in.Close()
+	for _, e := range ents {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || files.Links(fi) != 1 {
+			continue
+		}
+		if u, _ := files.Owner(fi); u != os.Geteuid() {
+			continue
+		}
+		os.Remove(p)
+	}
+}
+
+// copyFile copies size bytes of in to dst, a name that must not exist
+// (created exclusively, so a symlink there is not followed), with mode,
+// synced; fewer bytes (the file was cut since it was examined) are an
+// error.
+func copyFile(in io.Reader, size int64, dst string, mode fs.FileMode) error {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if n, err := io.Copy(out, io.LimitReader(in, size)); err != nil || n != size {
 		out.Close()
+		os.Remove(dst)
+		if err == nil {
+			err = fmt.Errorf("read %d bytes of %d: the file changed while it was copied", n, size)
+		}
 		return err
 	}
 	// Through the descriptor (the umask took bits from mode).

@@ -57,7 +57,7 @@ const maxCredentialDigest = 16 << 20
 // fileDigest is the SHA-256 of the content of the host file hp (at most
 // maxCredentialDigest bytes, then its size). A file that is not regular
 // (a device, a FIFO, which would block or never end) is digested by its
-// type alone and never opened.
+// type alone and never opened for reading.
 func fileDigest(hp string) ([]byte, error) {
 	fi, err := os.Stat(hp)
 	if err != nil {
@@ -68,7 +68,9 @@ func fileDigest(hp string) ([]byte, error) {
 		fmt.Fprintf(h, "not a regular file: %v", fi.Mode().Type())
 		return h.Sum(nil), nil
 	}
-	f, err := os.Open(hp)
+	// Examined again as it is opened (openRegular): one swapped for a
+	// FIFO since would block the read for ever.
+	f, fi, err := openRegular(hp, hp)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,10 @@ type PathRule struct {
 	// /etc/passwd and /etc/group.
 	User, Group string
 	// Recursive also gives every entry below a directory the owner (not
-	// the mode), as chown -R does; symbolic links are not followed.
+	// the mode), as chown -R does; symbolic links are not followed. A
+	// directory the system shares (/var/lib, /etc/kubernetes), one above
+	// it, or one above another rule's path of another owner is refused
+	// (checkRecursive).
 	Recursive bool
 	// Optional skips a missing file instead of failing (the cluster CA
 	// key with an external CA).
@@ -128,6 +131,9 @@ type PathRule struct {
 // phrased as planned ("would set …", "would create …"; a missing account
 // or path is then reported as "would set": earlier steps make them).
 func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
+	if err := checkRecursive(root, rules); err != nil {
+		return nil, err
+	}
 	ids, err := files.LoadIDs(root)
 	if err != nil {
 		return nil, err
@@ -198,6 +204,61 @@ func ApplyPaths(root string, rules []PathRule, dryRun bool) ([]string, error) {
 		}
 	}
 	return changes, nil
+}
+
+// sharedDirs are directories that hold more than one component's files:
+// a Recursive rule is refused at one of them or above one, which would
+// give every file of the system there one owner (a careless --wal-dir
+// or data directory: --wal-dir=/var/lib gives etcd /var/lib/kubelet,
+// /etc/kubernetes the cluster's keys and admin.conf).
+var sharedDirs = []string{
+	"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+	"/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp",
+	"/usr", "/usr/bin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local", "/usr/local/bin",
+	"/usr/local/lib", "/usr/local/sbin", "/usr/sbin", "/usr/share",
+	"/var", "/var/backups", "/var/cache", "/var/lib", "/var/local", "/var/log", "/var/mail",
+	"/var/opt", "/var/run", "/var/spool", "/var/tmp",
+	"/etc/kubernetes", "/etc/systemd", "/var/lib/kubelet", "/var/lib/containerd", path.Dir(DefaultBackupDir),
+}
+
+// checkRecursive refuses, before anything changes (a dry run too), a
+// Recursive rule whose directory is one of sharedDirs or above one
+// (after path.Clean: "/var/lib/etcd/.." is /var/lib; and as it resolves
+// under root: a symlink /var/lib/etcd-wal -> /var/lib is /var/lib too),
+// or is at or above the path of another rule that gives another owner
+// (etcd's data directory or --wal-dir at /etc/kubernetes, above its
+// certificates).
+func checkRecursive(root string, rules []PathRule) error {
+	for _, r := range rules {
+		if !r.Recursive || !r.Dir {
+			continue
+		}
+		ps := []string{path.Clean(r.Path)}
+		if hp, err := files.Resolve(root, r.Path); err == nil {
+			if rel, err := filepath.Rel(filepath.Clean(root), hp); err == nil && !strings.HasPrefix(rel, "..") {
+				ps = append(ps, path.Clean("/"+filepath.ToSlash(rel)))
+			}
+		}
+		for _, p := range ps {
+			for _, s := range sharedDirs {
+				if within(s, p) {
+					return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since it is or holds %s, which the rest of the system shares; give the component a directory of its own", r.Path, r.User, r.Group, s)
+				}
+			}
+			for _, o := range rules {
+				if (o.User != r.User || o.Group != r.Group) && within(o.Path, p) {
+					return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since %s in it is to be %s:%s; give the component a directory of its own", r.Path, r.User, r.Group, o.Path, o.User, o.Group)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// within says whether the machine path p is dir or below it.
+func within(p, dir string) bool {
+	p, dir = path.Clean(p), path.Clean(dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func kind(dir bool) string {

@@ -302,7 +302,7 @@ func binaryChanged(root string, c Component, rec *backupRecord) (bool, string, e
 // fileSum is the hex sha256 of the file at machine path p, "" when it
 // does not exist. Anything but a regular file (a FIFO, which would block
 // the read for ever, a device, a directory) is an error, found without
-// blocking (sumFlags).
+// opening it for reading (openRegular).
 func fileSum(root, p string) (string, error) {
 	if p == "" {
 		return "", nil
@@ -311,7 +311,7 @@ func fileSum(root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(hp, os.O_RDONLY|sumFlags, 0)
+	f, _, err := openRegular(hp, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -319,11 +319,6 @@ func fileSum(root, p string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return "", err
-	} else if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err

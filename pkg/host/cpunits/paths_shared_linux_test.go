@@ -1,0 +1,66 @@
+package cpunits_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
+)
+
+// TestApplyPathsRecursiveSharedDirRefused: a Recursive rule at a
+// directory the rest of the system shares (a careless --wal-dir=/etc,
+// --wal-dir=/var/lib/etcd/.., which is /var/lib), or above the path of
+// another rule with another owner, or a symlink to such a directory (--wal-dir at the directory that holds
+// the cluster's certificates), is refused naming it, in a dry run too,
+// and nothing below it changes owner: the walk gave etcd /etc/shadow,
+// the kubelet's files and the CA key.
+func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {
+	root, _, _ := protectedEtcdRule(t)
+	for _, p := range []string{"var/lib/kubelet/config.yaml", "srv/k8s/pki/ca.key"} {
+		hp := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, []byte("secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/var/lib", filepath.Join(root, "var/lib/etcd-wal")); err != nil {
+		t.Fatal(err)
+	}
+	etcd := func(p string) cpunits.PathRule {
+		return cpunits.PathRule{Path: p, Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}
+	}
+	for _, c := range []struct {
+		name  string
+		rules []cpunits.PathRule
+		want  string
+	}{
+		{"etc", []cpunits.PathRule{etcd("/etc")}, "/etc"},
+		{"dotdot", []cpunits.PathRule{etcd("/var/lib/etcd/..")}, "/var/lib"},
+		{"root", []cpunits.PathRule{etcd("/")}, "/"},
+		{"above another owner's", []cpunits.PathRule{
+			{Path: "/srv/k8s/pki", Dir: true, Mode: 0o755, User: "0", Group: "0"},
+			etcd("/srv/k8s"),
+		}, "/srv/k8s/pki"},
+		{"symlink to /var/lib", []cpunits.PathRule{etcd("/var/lib/etcd-wal")}, "/var/lib"},
+	} {
+		for _, dry := range []bool{true, false} {
+			_, err := cpunits.ApplyPaths(root, c.rules, dry)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "directory of its own") {
+				t.Errorf("%s (dry run %v): %v, want a refusal naming %s", c.name, dry, err, c.want)
+			}
+		}
+	}
+	for _, p := range []string{"etc/shadow", "etc", "var/lib/kubelet/config.yaml", "var/lib", "srv/k8s/pki/ca.key", "srv/k8s"} {
+		if u := ownerOf(t, filepath.Join(root, p)); u != 0 {
+			t.Errorf("%s owner %d, want 0 (nothing changed)", p, u)
+		}
+	}
+	// The data directory itself is walked as before.
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{etcd("/var/lib/etcd")}, false); err != nil {
+		t.Fatal(err)
+	}
+}

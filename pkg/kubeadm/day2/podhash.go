@@ -114,7 +114,10 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 		checks++
 		cctx, cancel := context.WithDeadline(ctx, deadline)
 		err := staticPodsCurrent(cctx, w)
-		cut := cctx.Err() != nil
+		// Cut short by the deadline: also a check that ended at it before
+		// the context's timer fired (client-go's rate limiter then says
+		// "would exceed context deadline" instead of the context's error).
+		cut := cctx.Err() != nil || !time.Now().Before(deadline)
 		cancel()
 		if err == nil {
 			return nil

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,81 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 	pod, err := staticpodutil.ReadStaticPodFromDisk(p)
 	if err != nil || pod.Annotations[AnnotationCertificatesDigest] != digest {
 		t.Errorf("after a failed restart the manifest's digest is %q (%v), want the old one", pod.Annotations[AnnotationCertificatesDigest], err)
+	}
+}
+
+// TestCertificatesDigestRelativeCertificateFile: a kubeconfig may name its
+// client certificate file relative to its own directory, as client-go
+// resolves it for the component; the digest reads that file, not one
+// relative to machineadm's working directory.
+func TestCertificatesDigestRelativeCertificateFile(t *testing.T) {
+	pki, kdir := t.TempDir(), t.TempDir()
+	certFile := filepath.Join(kdir, "pki-sched", "client.crt")
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, []byte("sched-cert-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: filepath.Join("pki-sched", "client.crt")}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	d1, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+	if err != nil || d1 == "" {
+		t.Fatalf("a client certificate relative to the kubeconfig: %q, %v", d1, err)
+	}
+	if err := os.WriteFile(certFile, []byte("sched-cert-2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d2, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler); err != nil || d2 == d1 {
+		t.Errorf("the digest does not follow the relative certificate file: %q, %v", d2, err)
+	}
+}
+
+// TestCertificatesDigestNeverAKey: a certificate file may carry its key
+// too (a combined PEM, as the kubelet's kubelet-client-current.pem): only
+// its CERTIFICATE blocks enter the digest, so another key with the same
+// certificate gives the same digest.
+func TestCertificatesDigestNeverAKey(t *testing.T) {
+	pki, kdir := t.TempDir(), t.TempDir()
+	block := func(typ, body string) string {
+		return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: []byte(body)}))
+	}
+	certFile := filepath.Join(kdir, "client.pem")
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: certFile}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	kubeletClient := filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName)
+	digests := func(cert, key string) (string, string) {
+		t.Helper()
+		for _, f := range []string{certFile, kubeletClient} {
+			if err := os.WriteFile(f, []byte(block("CERTIFICATE", cert)+block("RSA PRIVATE KEY", key)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeAPIServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, a
+	}
+	s1, a1 := digests("cert-1", "key-1")
+	if s, a := digests("cert-1", "key-2"); s != s1 || a != a1 {
+		t.Errorf("another key in the certificate file changed the digest (scheduler %v, API server %v)", s != s1, a != a1)
+	}
+	if s, a := digests("cert-2", "key-2"); s == s1 || a == a1 {
+		t.Errorf("a renewed certificate left the digest (scheduler %v, API server %v)", s == s1, a == a1)
 	}
 }

@@ -3,6 +3,7 @@ package day2
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -197,8 +198,9 @@ var certificatesReadAtStart = map[string]struct{ certs, kubeconfigs []string }{
 // the client certificates component reads only when it starts
 // (certificatesReadAtStart): certificate files under certificatesDir, and
 // for a kubeconfig file under kubernetesDir the client certificate of its
-// current context (embedded, or the file it names). Only certificates
-// enter it, never a key. It is "" for a component with none (etcd) or
+// current context (embedded, or the file it names, relative to the
+// kubeconfig's directory as client-go resolves it). Only certificates
+// enter it (the CERTIFICATE blocks of a PEM file), never a key. It is "" for a component with none (etcd) or
 // when none of its files exists; a kubeconfig that does not load, or
 // whose client certificate file cannot be read, is an error.
 func CertificatesDigest(certificatesDir, kubernetesDir, component string) (string, error) {
@@ -210,6 +212,7 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 	found := false
 	add := func(name string, data []byte) {
 		found = true
+		data = certificateBlocks(data)
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
 		h.Write(data)
 	}
@@ -232,6 +235,11 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 		if err != nil {
 			return "", fmt.Errorf("reading %s: %w", path, err)
 		}
+		// A file it names is relative to the kubeconfig's directory, as
+		// client-go resolves it for the component.
+		if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+			return "", fmt.Errorf("reading %s: %w", path, err)
+		}
 		var data []byte
 		if c := kc.Contexts[kc.CurrentContext]; c != nil {
 			if a := kc.AuthInfos[c.AuthInfo]; a != nil {
@@ -249,6 +257,29 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 		return "", nil
 	}
 	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
+}
+
+// certificateBlocks returns the CERTIFICATE blocks of PEM data, so that a
+// key beside a certificate in one file (a combined PEM) never enters a
+// digest; data without any PEM block is returned as it is.
+func certificateBlocks(data []byte) []byte {
+	var out []byte
+	pemFound := false
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		pemFound = true
+		if b.Type == "CERTIFICATE" {
+			out = append(out, pem.EncodeToMemory(b)...)
+		}
+	}
+	if !pemFound {
+		return data
+	}
+	return out
 }
 
 // RestartForCertificates restarts the static pod of o.Component when the

@@ -240,3 +240,52 @@ func TestCertificatesDigestNeverAKey(t *testing.T) {
 		t.Errorf("a renewed certificate left the digest (scheduler %v, API server %v)", s == s1, a == a1)
 	}
 }
+
+// TestSwapKeepsTheRunsFirstBackup: a component replaced twice in one run
+// (control-plane, then certs-renew's restart) keeps the manifest the run
+// started from in its backup directory; the second backup goes beside it,
+// and a retry of the same replacement reuses its backup.
+func TestSwapKeepsTheRunsFirstBackup(t *testing.T) {
+	manifests, backups := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	cur := filepath.Join(manifests, ManifestName(kubeadmconstants.KubeScheduler))
+	write := func(path, s string) string {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write(cur, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: v1\n")
+	s := Swap{ManifestDir: manifests, BackupDir: backups, Wait: func() error { return nil }}
+	for _, next := range []string{"v2", "v3"} {
+		p := write(filepath.Join(t.TempDir(), "new.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+next+"\n")
+		if changed, lines, err := s.Component(kubeadmconstants.KubeScheduler, p); err != nil || !changed {
+			t.Fatalf("%s: changed %v, %v, %v", next, changed, lines, err)
+		}
+	}
+	first := filepath.Join(backups, ManifestName(kubeadmconstants.KubeScheduler))
+	if b, _ := os.ReadFile(first); !strings.Contains(string(b), "name: v1") {
+		t.Errorf("the run's first backup %s is now %q, want the manifest the run started from", first, b)
+	}
+	if b, _ := os.ReadFile(first + ".2"); !strings.Contains(string(b), "name: v2") {
+		t.Errorf("the second backup %s is %q, want the manifest the second swap replaced", first+".2", b)
+	}
+
+	// Rolled back, then retried: the retry reuses the backup of the same
+	// manifest.
+	s.Wait = func() error { return os.ErrDeadlineExceeded }
+	p := write(filepath.Join(t.TempDir(), "new.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: v4\n")
+	if _, _, err := s.Component(kubeadmconstants.KubeScheduler, p); err == nil {
+		t.Fatal("unhealthy: no error")
+	}
+	s.Wait = func() error { return nil }
+	if _, _, err := s.Component(kubeadmconstants.KubeScheduler, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first + ".4"); err == nil {
+		t.Errorf("the retry wrote another backup of the same manifest")
+	}
+	if b, _ := os.ReadFile(first + ".3"); !strings.Contains(string(b), "name: v3") {
+		t.Errorf("backup .3 is %q, want v3", b)
+	}
+}

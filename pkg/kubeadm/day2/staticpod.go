@@ -178,12 +178,18 @@ func swapStaticPod(o StaticPodOptions, client clientset.Interface, node, newPath
 const AnnotationCertificatesDigest = "machineadm.io/certificates-digest"
 
 // certificatesReadAtStart are, per component, the client certificates
-// kubeadm gives it that it reads only when it starts: the API server's
-// clients of the kubelets, of etcd and of its aggregated API servers (in
-// the certificates directory), the controller manager's and the
-// scheduler's in their kubeconfig files (in kubernetesDir). etcd reads its
-// certificates again at each connection, and the API server its serving
-// certificate when the file changes, so neither is here.
+// kubeadm gives it whose renewal restarts it. The controller manager and
+// the scheduler read theirs, embedded in their kubeconfig files (in
+// kubernetesDir; --kubeconfig, --authentication-kubeconfig and
+// --authorization-kubeconfig all name the one file), only when they
+// start. The API server (v1.37) reloads its clients of the kubelets
+// (client-go's rotation of certificate files), of its aggregated API
+// servers (the aggregator's dynamic certificate content) and of etcd (at
+// each new connection; its gRPC connection lives on) itself; it is
+// restarted on them anyway, as kubeadm's certs renew asks, so that it
+// runs them at once rather than at its next reload or reconnection. etcd
+// reads its certificates again at each connection, and the API server its
+// serving certificate when the file changes, so neither is here.
 var certificatesReadAtStart = map[string]struct{ certs, kubeconfigs []string }{
 	kubeadmconstants.KubeAPIServer: {certs: []string{
 		kubeadmconstants.APIServerKubeletClientCertName,

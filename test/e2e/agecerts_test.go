@@ -17,7 +17,7 @@ import (
 )
 
 // ageCertificates re-issues, on m, the kubeadm certificates named (files
-// under /etc/kubernetes/pki) and the client certificates of the
+// under /etc/kubernetes/pki, signed by the cluster CA ca.crt) and the client certificates of the
 // kubeconfig files named (under /etc/kubernetes): same subject, usages and
 // key, signed by the cluster's CA, but valid for one day from now, so that
 // a renewal window of a few days takes them. The components keep running

@@ -377,7 +377,8 @@ func certsRenewPhase() Phase {
 				return Result{}, errNoUpgrade
 			}
 			if d.DryRun {
-				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String()}, nil
+				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String() +
+					", then restart the control-plane components that read them at start, one at a time (each backed up, waited on, rolled back if unhealthy)"}, nil
 			}
 			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
 			if err != nil {

@@ -207,3 +207,21 @@ func TestDryRunSaysSettingsWouldBeStored(t *testing.T) {
 		}
 	}
 }
+
+// A dry run of certs-renew says it would restart the components after a
+// renewal, as the real run does, and calls nothing.
+func TestCertsRenewDryRunSaysRestart(t *testing.T) {
+	for _, rt := range []machineadm.ControlPlaneRuntime{machineadm.RuntimeStaticPods, machineadm.RuntimeSystemd} {
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+			ControlPlane: &machineadm.ControlPlane{Runtime: rt}}}
+		fc := &fakeCluster{renewed: []string{"renewed apiserver"}}
+		d := &Data{Config: cfg, DryRun: true, Upgrade: &UpgradeRun{Cluster: fc}}
+		r, err := certsRenewPhase().Run(context.Background(), d)
+		if err != nil || len(fc.calls) != 0 {
+			t.Fatalf("%s: %v, calls %v", rt, err, fc.calls)
+		}
+		if !strings.Contains(r.Message, "would renew") || !strings.Contains(r.Message, "restart") {
+			t.Errorf("%s: dry run says %q, want the renewal and the restarts", rt, r.Message)
+		}
+	}
+}

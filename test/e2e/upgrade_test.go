@@ -158,9 +158,11 @@ func testUpgrade(t *testing.T, systemd bool) {
 	timing(t, "upgrade-"+name+"-renew-certificates", time.Since(start))
 }
 
-// renewCertificates: cp1's spec (as reconfigured) with a renewal window
-// longer than any kubeadm certificate's remaining validity makes
-// `machineadm upgrade` renew them all, then restart the API server, the
+// renewCertificates: cp1's certificates the API server, the controller
+// manager and the scheduler use as clients aged to a day's validity
+// (ageCertificates: the version upgrade just renewed them all for a
+// year), cp1's spec (as reconfigured) with a renewal window of a week
+// makes `machineadm upgrade` renew them, then restart the API server, the
 // controller manager and the scheduler, one at a time, on the renewed
 // client certificates they read only when they start (their mirror pods
 // carry the certificates' digest), and not etcd, which reads its
@@ -169,9 +171,14 @@ func testUpgrade(t *testing.T, systemd bool) {
 func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
 	m := c.cp1
 	s, _ := c.reconfiguredSpec(t, kubernetesVersion, true)
-	s.Spec.ControlPlane.PKI.RenewBefore = "8759h"
+	s.Spec.ControlPlane.PKI.RenewBefore = "168h"
 	if err := deliver(m, s, c.secrets); err != nil {
 		t.Fatal(err)
+	}
+	// The ones the cluster CA signs (front-proxy-client and
+	// apiserver-etcd-client have CAs of their own).
+	if err := ageCertificates(m, []string{"apiserver-kubelet-client.crt"}, []string{"controller-manager.conf", "scheduler.conf"}); err != nil {
+		t.Fatalf("cp1: ageing the client certificates: %v", err)
 	}
 	restarted := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 	before := map[string][]int{}

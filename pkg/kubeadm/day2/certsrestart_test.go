@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,130 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 	pod, err := staticpodutil.ReadStaticPodFromDisk(p)
 	if err != nil || pod.Annotations[AnnotationCertificatesDigest] != digest {
 		t.Errorf("after a failed restart the manifest's digest is %q (%v), want the old one", pod.Annotations[AnnotationCertificatesDigest], err)
+	}
+}
+
+// TestCertificatesDigestRelativeCertificateFile: a kubeconfig may name its
+// client certificate file relative to its own directory, as client-go
+// resolves it for the component; the digest reads that file, not one
+// relative to machineadm's working directory.
+func TestCertificatesDigestRelativeCertificateFile(t *testing.T) {
+	pki, kdir := t.TempDir(), t.TempDir()
+	certFile := filepath.Join(kdir, "pki-sched", "client.crt")
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, []byte("sched-cert-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: filepath.Join("pki-sched", "client.crt")}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	d1, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+	if err != nil || d1 == "" {
+		t.Fatalf("a client certificate relative to the kubeconfig: %q, %v", d1, err)
+	}
+	if err := os.WriteFile(certFile, []byte("sched-cert-2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if d2, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler); err != nil || d2 == d1 {
+		t.Errorf("the digest does not follow the relative certificate file: %q, %v", d2, err)
+	}
+}
+
+// TestCertificatesDigestNeverAKey: a certificate file may carry its key
+// too (a combined PEM, as the kubelet's kubelet-client-current.pem): only
+// its CERTIFICATE blocks enter the digest, so another key with the same
+// certificate gives the same digest.
+func TestCertificatesDigestNeverAKey(t *testing.T) {
+	pki, kdir := t.TempDir(), t.TempDir()
+	block := func(typ, body string) string {
+		return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: []byte(body)}))
+	}
+	certFile := filepath.Join(kdir, "client.pem")
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: certFile}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	kubeletClient := filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName)
+	digests := func(cert, key string) (string, string) {
+		t.Helper()
+		for _, f := range []string{certFile, kubeletClient} {
+			if err := os.WriteFile(f, []byte(block("CERTIFICATE", cert)+block("RSA PRIVATE KEY", key)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeAPIServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, a
+	}
+	s1, a1 := digests("cert-1", "key-1")
+	if s, a := digests("cert-1", "key-2"); s != s1 || a != a1 {
+		t.Errorf("another key in the certificate file changed the digest (scheduler %v, API server %v)", s != s1, a != a1)
+	}
+	if s, a := digests("cert-2", "key-2"); s == s1 || a == a1 {
+		t.Errorf("a renewed certificate left the digest (scheduler %v, API server %v)", s == s1, a == a1)
+	}
+}
+
+// TestSwapKeepsTheRunsFirstBackup: a component replaced twice in one run
+// (control-plane, then certs-renew's restart) keeps the manifest the run
+// started from in its backup directory; the second backup goes beside it,
+// and a retry of the same replacement reuses its backup.
+func TestSwapKeepsTheRunsFirstBackup(t *testing.T) {
+	manifests, backups := t.TempDir(), filepath.Join(t.TempDir(), "backup")
+	cur := filepath.Join(manifests, ManifestName(kubeadmconstants.KubeScheduler))
+	write := func(path, s string) string {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write(cur, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: v1\n")
+	s := Swap{ManifestDir: manifests, BackupDir: backups, Wait: func() error { return nil }}
+	for _, next := range []string{"v2", "v3"} {
+		p := write(filepath.Join(t.TempDir(), "new.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+next+"\n")
+		if changed, lines, err := s.Component(kubeadmconstants.KubeScheduler, p); err != nil || !changed {
+			t.Fatalf("%s: changed %v, %v, %v", next, changed, lines, err)
+		}
+	}
+	first := filepath.Join(backups, ManifestName(kubeadmconstants.KubeScheduler))
+	if b, _ := os.ReadFile(first); !strings.Contains(string(b), "name: v1") {
+		t.Errorf("the run's first backup %s is now %q, want the manifest the run started from", first, b)
+	}
+	if b, _ := os.ReadFile(first + ".2"); !strings.Contains(string(b), "name: v2") {
+		t.Errorf("the second backup %s is %q, want the manifest the second swap replaced", first+".2", b)
+	}
+
+	// Rolled back, then retried: the retry reuses the backup of the same
+	// manifest.
+	s.Wait = func() error { return os.ErrDeadlineExceeded }
+	p := write(filepath.Join(t.TempDir(), "new.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: v4\n")
+	if _, _, err := s.Component(kubeadmconstants.KubeScheduler, p); err == nil {
+		t.Fatal("unhealthy: no error")
+	}
+	s.Wait = func() error { return nil }
+	if _, _, err := s.Component(kubeadmconstants.KubeScheduler, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first + ".4"); err == nil {
+		t.Errorf("the retry wrote another backup of the same manifest")
+	}
+	if b, _ := os.ReadFile(first + ".3"); !strings.Contains(string(b), "name: v3") {
+		t.Errorf("backup .3 is %q, want v3", b)
 	}
 }

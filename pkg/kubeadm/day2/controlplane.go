@@ -1,7 +1,10 @@
 package day2
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -118,12 +121,17 @@ func (s Swap) Component(component, newPath string) (changed bool, lines []string
 	if err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", err)
 	}
-	backup := filepath.Join(s.BackupDir, ManifestName(component))
 	if err := os.MkdirAll(s.BackupDir, 0o700); err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", err)
 	}
-	if err := atomicfile.WriteFile(backup, old, 0o600); err != nil {
+	backup, fresh, err := backupPath(s.BackupDir, ManifestName(component), old)
+	if err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", err)
+	}
+	if fresh {
+		if err := atomicfile.WriteFile(backup, old, 0o600); err != nil {
+			return false, nil, errclass.New(errclass.HostPreparationFailed, "", err)
+		}
 	}
 	lines = append(lines, "backed up "+cur+" to "+backup)
 	data, err := os.ReadFile(newPath)
@@ -154,6 +162,31 @@ func (s Swap) Component(component, newPath string) (changed bool, lines []string
 	}
 	lines = append(lines, component+" restarted and healthy")
 	return true, lines, nil
+}
+
+// backupPath is where data, the manifest name is replacing, is backed up
+// in dir: name, or when a backup of another content is there already
+// (the run replaced the component before: control-plane, then
+// certs-renew) name.2, name.3, ..., so that the manifest the run started
+// from is never overwritten. A backup with data's content already is
+// reused (fresh false).
+func backupPath(dir, name string, data []byte) (path string, fresh bool, err error) {
+	for i := 1; ; i++ {
+		path = filepath.Join(dir, name)
+		if i > 1 {
+			path = fmt.Sprintf("%s.%d", path, i)
+		}
+		have, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return path, true, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		if bytes.Equal(have, data) {
+			return path, false, nil
+		}
+	}
 }
 
 // StaticPodWait is Swap.Wait for a static pod component, as kubeadm's

@@ -3,6 +3,7 @@ package day2
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -177,12 +178,18 @@ func swapStaticPod(o StaticPodOptions, client clientset.Interface, node, newPath
 const AnnotationCertificatesDigest = "machineadm.io/certificates-digest"
 
 // certificatesReadAtStart are, per component, the client certificates
-// kubeadm gives it that it reads only when it starts: the API server's
-// clients of the kubelets, of etcd and of its aggregated API servers (in
-// the certificates directory), the controller manager's and the
-// scheduler's in their kubeconfig files (in kubernetesDir). etcd reads its
-// certificates again at each connection, and the API server its serving
-// certificate when the file changes, so neither is here.
+// kubeadm gives it whose renewal restarts it. The controller manager and
+// the scheduler read theirs, embedded in their kubeconfig files (in
+// kubernetesDir; --kubeconfig, --authentication-kubeconfig and
+// --authorization-kubeconfig all name the one file), only when they
+// start. The API server (v1.37) reloads its clients of the kubelets
+// (client-go's rotation of certificate files), of its aggregated API
+// servers (the aggregator's dynamic certificate content) and of etcd (at
+// each new connection; its gRPC connection lives on) itself; it is
+// restarted on them anyway, as kubeadm's certs renew asks, so that it
+// runs them at once rather than at its next reload or reconnection. etcd
+// reads its certificates again at each connection, and the API server its
+// serving certificate when the file changes, so neither is here.
 var certificatesReadAtStart = map[string]struct{ certs, kubeconfigs []string }{
 	kubeadmconstants.KubeAPIServer: {certs: []string{
 		kubeadmconstants.APIServerKubeletClientCertName,
@@ -197,8 +204,9 @@ var certificatesReadAtStart = map[string]struct{ certs, kubeconfigs []string }{
 // the client certificates component reads only when it starts
 // (certificatesReadAtStart): certificate files under certificatesDir, and
 // for a kubeconfig file under kubernetesDir the client certificate of its
-// current context (embedded, or the file it names). Only certificates
-// enter it, never a key. It is "" for a component with none (etcd) or
+// current context (embedded, or the file it names, relative to the
+// kubeconfig's directory as client-go resolves it). Only certificates
+// enter it (the CERTIFICATE blocks of a PEM file), never a key. It is "" for a component with none (etcd) or
 // when none of its files exists; a kubeconfig that does not load, or
 // whose client certificate file cannot be read, is an error.
 func CertificatesDigest(certificatesDir, kubernetesDir, component string) (string, error) {
@@ -210,6 +218,7 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 	found := false
 	add := func(name string, data []byte) {
 		found = true
+		data = certificateBlocks(data)
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
 		h.Write(data)
 	}
@@ -232,6 +241,11 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 		if err != nil {
 			return "", fmt.Errorf("reading %s: %w", path, err)
 		}
+		// A file it names is relative to the kubeconfig's directory, as
+		// client-go resolves it for the component.
+		if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+			return "", fmt.Errorf("reading %s: %w", path, err)
+		}
 		var data []byte
 		if c := kc.Contexts[kc.CurrentContext]; c != nil {
 			if a := kc.AuthInfos[c.AuthInfo]; a != nil {
@@ -249,6 +263,29 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 		return "", nil
 	}
 	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
+}
+
+// certificateBlocks returns the CERTIFICATE blocks of PEM data, so that a
+// key beside a certificate in one file (a combined PEM) never enters a
+// digest; data without any PEM block is returned as it is.
+func certificateBlocks(data []byte) []byte {
+	var out []byte
+	pemFound := false
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		pemFound = true
+		if b.Type == "CERTIFICATE" {
+			out = append(out, pem.EncodeToMemory(b)...)
+		}
+	}
+	if !pemFound {
+		return data
+	}
+	return out
 }
 
 // RestartForCertificates restarts the static pod of o.Component when the

@@ -899,6 +899,10 @@ const (
 // starts with comm: the kernel truncates it to 15 bytes, so a versioned
 // binary (kube-apiserver-v1.36.3) shows as "kube-apiserver-".
 func processPIDs(m *Machine, comm string) []int {
+	// The kernel keeps 15 bytes of a command's name ("kube-controller").
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
 	var out []int
 	for _, p := range descendants(m.leader) {
 		if strings.HasPrefix(commOf(p), comm) {

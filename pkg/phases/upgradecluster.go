@@ -281,14 +281,6 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 }
 
 func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error) {
-	yaml, err := specInitYAML(d.Config)
-	if err != nil {
-		return Result{}, err
-	}
-	cfg, err := day2.SpecClusterConfiguration(yaml)
-	if err != nil {
-		return Result{}, errclass.New(errclass.Internal, "", err)
-	}
 	u := d.Upgrade
 	if u.backupDir == "" {
 		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
@@ -299,7 +291,7 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 		Component: component, AdminKubeconfig: adminConf(d),
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
 		Timeout: componentTimeout, Output: out,
-	}, hostPathOrRoot(d, cfg.CertificatesDir), nodeName(d))
+	}, nodeName(d))
 	if err == nil && changed {
 		if err = waitLocalControlPlane(ctx, d); err == nil {
 			lines = append(lines, "the control plane on this node is healthy")

@@ -27,66 +27,51 @@ func writeKubeconfig(t *testing.T, path, cert, key string) {
 	}
 }
 
-// TestCertificatesDigest: the digest of a component changes with the
-// client certificates it reads at start, and with nothing else: not with
-// a key, not with the API server's serving certificate (reloaded), not
-// for etcd (which reads its certificates at each connection). A file that
-// does not exist is left out; a kubeconfig that does not load is an error.
+// TestCertificatesDigest: the digest of the controller manager and the
+// scheduler changes with the client certificate of their kubeconfig, and
+// with nothing else: not with its key. The API server (which reloads its
+// client certificates) and etcd (which reads its certificates at each
+// connection) have none. A kubeconfig that does not exist is left out;
+// one that does not load is an error.
 func TestCertificatesDigest(t *testing.T) {
-	pki, kdir := t.TempDir(), t.TempDir()
-	write := func(path, s string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kdir := t.TempDir()
 	digest := func(component string) string {
 		t.Helper()
-		d, err := CertificatesDigest(pki, kdir, component)
+		d, err := CertificatesDigest(kdir, component)
 		if err != nil {
 			t.Fatalf("%s: %v", component, err)
 		}
 		return d
 	}
-	if d := digest(kubeadmconstants.KubeAPIServer); d != "" {
-		t.Errorf("no certificates: digest %q, want none", d)
+	if d := digest(kubeadmconstants.KubeControllerManager); d != "" {
+		t.Errorf("no kubeconfig: digest %q, want none", d)
 	}
-	write(filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName), "kubelet-client-1")
-	write(filepath.Join(pki, kubeadmconstants.APIServerCertName), "serving-1")
 	cm := filepath.Join(kdir, kubeadmconstants.ControllerManagerKubeConfigFileName)
 	writeKubeconfig(t, cm, "cm-cert-1", "cm-key-1")
-	api1, cm1 := digest(kubeadmconstants.KubeAPIServer), digest(kubeadmconstants.KubeControllerManager)
-	if !strings.HasPrefix(api1, "sha256:") || !strings.HasPrefix(cm1, "sha256:") || api1 == cm1 {
-		t.Fatalf("digests %q and %q", api1, cm1)
+	writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName), "cm-cert-1", "cm-key-1")
+	cm1, s1 := digest(kubeadmconstants.KubeControllerManager), digest(kubeadmconstants.KubeScheduler)
+	if !strings.HasPrefix(cm1, "sha256:") || !strings.HasPrefix(s1, "sha256:") || cm1 == s1 {
+		t.Fatalf("digests %q and %q: want one of each file's name and certificate", cm1, s1)
 	}
-	if d := digest(kubeadmconstants.KubeScheduler); d != "" {
-		t.Errorf("scheduler without scheduler.conf: %q", d)
+	for _, c := range []string{kubeadmconstants.KubeAPIServer, kubeadmconstants.Etcd} {
+		if d := digest(c); d != "" {
+			t.Errorf("%s: %q, want none", c, d)
+		}
 	}
-	if d := digest(kubeadmconstants.Etcd); d != "" {
-		t.Errorf("etcd: %q, want none", d)
-	}
-
-	write(filepath.Join(pki, kubeadmconstants.APIServerCertName), "serving-2")
 	writeKubeconfig(t, cm, "cm-cert-1", "cm-key-2")
-	if d := digest(kubeadmconstants.KubeAPIServer); d != api1 {
-		t.Errorf("a new serving certificate changed the API server's digest")
-	}
 	if d := digest(kubeadmconstants.KubeControllerManager); d != cm1 {
 		t.Errorf("a new key alone changed the controller manager's digest")
 	}
-
-	write(filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName), "kubelet-client-2")
 	writeKubeconfig(t, cm, "cm-cert-2", "cm-key-2")
-	if d := digest(kubeadmconstants.KubeAPIServer); d == api1 {
-		t.Errorf("a renewed kubelet client certificate left the API server's digest")
-	}
 	if d := digest(kubeadmconstants.KubeControllerManager); d == cm1 {
 		t.Errorf("a renewed client certificate left the controller manager's digest")
 	}
 
 	// A client certificate in a file the kubeconfig names.
-	certFile := filepath.Join(pki, "scheduler-client.crt")
-	write(certFile, "sched-cert-1")
+	certFile := filepath.Join(kdir, "scheduler-client.crt")
+	if err := os.WriteFile(certFile, []byte("sched-cert-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	kc := clientcmdapi.NewConfig()
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile}
 	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
@@ -95,18 +80,22 @@ func TestCertificatesDigest(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, sched); err != nil {
 		t.Fatal(err)
 	}
-	s1 := digest(kubeadmconstants.KubeScheduler)
-	write(certFile, "sched-cert-2")
-	if s1 == "" || digest(kubeadmconstants.KubeScheduler) == s1 {
+	f1 := digest(kubeadmconstants.KubeScheduler)
+	if err := os.WriteFile(certFile, []byte("sched-cert-2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f1 == "" || digest(kubeadmconstants.KubeScheduler) == f1 {
 		t.Errorf("the scheduler's digest does not follow its certificate file")
 	}
 	os.Remove(certFile)
-	if _, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler); err == nil {
+	if _, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler); err == nil {
 		t.Errorf("a client certificate file that cannot be read: no error")
 	}
 
-	write(cm, "{not a kubeconfig")
-	if _, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeControllerManager); err == nil {
+	if err := os.WriteFile(cm, []byte("{not a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CertificatesDigest(kdir, kubeadmconstants.KubeControllerManager); err == nil {
 		t.Errorf("a kubeconfig that does not load: no error")
 	}
 }
@@ -120,14 +109,14 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pki, kdir := t.TempDir(), t.TempDir()
+	kdir := t.TempDir()
 	manifests := filepath.Join(kdir, kubeadmconstants.ManifestsSubDirName)
 	p, err := Regenerate(manifests, "", cfg, kubeadmconstants.KubeScheduler)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName), "sched-cert-1", "k")
-	digest, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+	digest, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +131,7 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 			// Certificates, but no manifest.
 			writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.ControllerManagerKubeConfigFileName), "cm", "k")
 		}
-		changed, lines, err := RestartForCertificates(o, pki, "node-1")
+		changed, lines, err := RestartForCertificates(o, "node-1")
 		if changed || err != nil || len(lines) != 0 {
 			t.Errorf("%s: changed %v, %v, %v; want left alone", c, changed, lines, err)
 		}
@@ -156,7 +145,7 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 	// left as it was.
 	writeKubeconfig(t, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName), "sched-cert-2", "k")
 	o.Component = kubeadmconstants.KubeScheduler
-	if changed, _, err := RestartForCertificates(o, pki, "node-1"); changed || err == nil || !strings.Contains(err.Error(), "missing-admin.conf") {
+	if changed, _, err := RestartForCertificates(o, "node-1"); changed || err == nil || !strings.Contains(err.Error(), "missing-admin.conf") {
 		t.Errorf("renewed, without an API server: changed %v, %v; want the credential's error", changed, err)
 	}
 	pod, err := staticpodutil.ReadStaticPodFromDisk(p)
@@ -170,7 +159,7 @@ func TestRestartForCertificatesLeavesWhatRuns(t *testing.T) {
 // resolves it for the component; the digest reads that file, not one
 // relative to machineadm's working directory.
 func TestCertificatesDigestRelativeCertificateFile(t *testing.T) {
-	pki, kdir := t.TempDir(), t.TempDir()
+	kdir := t.TempDir()
 	certFile := filepath.Join(kdir, "pki-sched", "client.crt")
 	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
 		t.Fatal(err)
@@ -185,14 +174,14 @@ func TestCertificatesDigestRelativeCertificateFile(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
 		t.Fatal(err)
 	}
-	d1, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+	d1, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
 	if err != nil || d1 == "" {
 		t.Fatalf("a client certificate relative to the kubeconfig: %q, %v", d1, err)
 	}
 	if err := os.WriteFile(certFile, []byte("sched-cert-2"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if d2, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler); err != nil || d2 == d1 {
+	if d2, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler); err != nil || d2 == d1 {
 		t.Errorf("the digest does not follow the relative certificate file: %q, %v", d2, err)
 	}
 }
@@ -202,7 +191,7 @@ func TestCertificatesDigestRelativeCertificateFile(t *testing.T) {
 // its CERTIFICATE blocks enter the digest, so another key with the same
 // certificate gives the same digest.
 func TestCertificatesDigestNeverAKey(t *testing.T) {
-	pki, kdir := t.TempDir(), t.TempDir()
+	kdir := t.TempDir()
 	block := func(typ, body string) string {
 		return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: []byte(body)}))
 	}
@@ -214,30 +203,23 @@ func TestCertificatesDigestNeverAKey(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
 		t.Fatal(err)
 	}
-	kubeletClient := filepath.Join(pki, kubeadmconstants.APIServerKubeletClientCertName)
-	digests := func(cert, key string) (string, string) {
+	digest := func(cert, key string) string {
 		t.Helper()
-		for _, f := range []string{certFile, kubeletClient} {
-			if err := os.WriteFile(f, []byte(block("CERTIFICATE", cert)+block("RSA PRIVATE KEY", key)), 0o600); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.WriteFile(certFile, []byte(block("CERTIFICATE", cert)+block("RSA PRIVATE KEY", key)), 0o600); err != nil {
+			t.Fatal(err)
 		}
-		s, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeScheduler)
+		s, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := CertificatesDigest(pki, kdir, kubeadmconstants.KubeAPIServer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, a
+		return s
 	}
-	s1, a1 := digests("cert-1", "key-1")
-	if s, a := digests("cert-1", "key-2"); s != s1 || a != a1 {
-		t.Errorf("another key in the certificate file changed the digest (scheduler %v, API server %v)", s != s1, a != a1)
+	s1 := digest("cert-1", "key-1")
+	if s := digest("cert-1", "key-2"); s != s1 {
+		t.Errorf("another key in the certificate file changed the digest")
 	}
-	if s, a := digests("cert-2", "key-2"); s == s1 || a == a1 {
-		t.Errorf("a renewed certificate left the digest (scheduler %v, API server %v)", s == s1, a == a1)
+	if s := digest("cert-2", "key-2"); s == s1 {
+		t.Errorf("a renewed certificate left the digest")
 	}
 }
 

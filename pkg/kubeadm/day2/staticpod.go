@@ -182,35 +182,29 @@ const AnnotationCertificatesDigest = "machineadm.io/certificates-digest"
 // the scheduler read theirs, embedded in their kubeconfig files (in
 // kubernetesDir; --kubeconfig, --authentication-kubeconfig and
 // --authorization-kubeconfig all name the one file), only when they
-// start. The API server (v1.37) reloads its clients of the kubelets
-// (client-go's rotation of certificate files), of its aggregated API
-// servers (the aggregator's dynamic certificate content) and of etcd (at
-// each new connection; its gRPC connection lives on) itself; it is
-// restarted on them anyway, as kubeadm's certs renew asks, so that it
-// runs them at once rather than at its next reload or reconnection. etcd
-// reads its certificates again at each connection, and the API server its
-// serving certificate when the file changes, so neither is here.
-var certificatesReadAtStart = map[string]struct{ certs, kubeconfigs []string }{
-	kubeadmconstants.KubeAPIServer: {certs: []string{
-		kubeadmconstants.APIServerKubeletClientCertName,
-		kubeadmconstants.APIServerEtcdClientCertName,
-		kubeadmconstants.FrontProxyClientCertName,
-	}},
-	kubeadmconstants.KubeControllerManager: {kubeconfigs: []string{kubeadmconstants.ControllerManagerKubeConfigFileName}},
-	kubeadmconstants.KubeScheduler:         {kubeconfigs: []string{kubeadmconstants.SchedulerKubeConfigFileName}},
+// start. The API server (v1.37) is not restarted: it reloads its clients
+// of the kubelets (client-go's rotation of certificate files), of its
+// aggregated API servers (the aggregator's dynamic certificate content)
+// and of etcd (at each new connection; a connection made with the old
+// certificate lives on, TLS checking a certificate only at the
+// handshake) itself, and its serving certificate when the file changes;
+// a restart would take the API away for tens of seconds on a control
+// plane of one. etcd reads its certificates again at each connection.
+var certificatesReadAtStart = map[string][]string{
+	kubeadmconstants.KubeControllerManager: {kubeadmconstants.ControllerManagerKubeConfigFileName},
+	kubeadmconstants.KubeScheduler:         {kubeadmconstants.SchedulerKubeConfigFileName},
 }
 
 // CertificatesDigest returns "sha256:<hex>" over the names and contents of
 // the client certificates component reads only when it starts
-// (certificatesReadAtStart): certificate files under certificatesDir, and
-// for a kubeconfig file under kubernetesDir the client certificate of its
-// current context (embedded, or the file it names, relative to the
+// (certificatesReadAtStart): for each of its kubeconfig files under
+// kubernetesDir, the client certificate of its current context (embedded, or the file it names, relative to the
 // kubeconfig's directory as client-go resolves it). Only certificates
-// enter it (the CERTIFICATE blocks of a PEM file), never a key. It is "" for a component with none (etcd) or
+// enter it (the CERTIFICATE blocks of a PEM file), never a key. It is "" for a component with none (etcd, the API server) or
 // when none of its files exists; a kubeconfig that does not load, or
 // whose client certificate file cannot be read, is an error.
-func CertificatesDigest(certificatesDir, kubernetesDir, component string) (string, error) {
-	want, ok := certificatesReadAtStart[component]
+func CertificatesDigest(kubernetesDir, component string) (string, error) {
+	kubeconfigs, ok := certificatesReadAtStart[component]
 	if !ok {
 		return "", nil
 	}
@@ -222,17 +216,7 @@ func CertificatesDigest(certificatesDir, kubernetesDir, component string) (strin
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
 		h.Write(data)
 	}
-	for _, name := range want.certs {
-		data, err := os.ReadFile(filepath.Join(certificatesDir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		add(name, data)
-	}
-	for _, name := range want.kubeconfigs {
+	for _, name := range kubeconfigs {
 		path := filepath.Join(kubernetesDir, name)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -291,15 +275,15 @@ func certificateBlocks(data []byte) []byte {
 // RestartForCertificates restarts the static pod of o.Component when the
 // client certificates it read at its start were renewed since: its
 // running manifest, with AnnotationCertificatesDigest set to the
-// certificates' digest now (CertificatesDigest, certificatesDir and
-// o.KubernetesDir), replaces it (swapStaticPod: backed up, waited on,
+// certificates' digest now (CertificatesDigest of o.KubernetesDir),
+// replaces it (swapStaticPod: backed up, waited on,
 // rolled back) unless it carries that digest already. A manifest without
 // the annotation (as kubeadm writes it) is restarted once. node is the
 // Node's name. Nothing changes for a component without such certificates
-// (etcd) or a manifest that does not exist. Errors are classified as
+// (etcd, the API server) or a manifest that does not exist. Errors are classified as
 // UpgradeStaticPodComponent's.
-func RestartForCertificates(o StaticPodOptions, certificatesDir, node string) (bool, []string, error) {
-	digest, err := CertificatesDigest(certificatesDir, o.KubernetesDir, o.Component)
+func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, error) {
+	digest, err := CertificatesDigest(o.KubernetesDir, o.Component)
 	if err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", o.Component, err))
 	}

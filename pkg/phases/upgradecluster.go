@@ -292,7 +292,10 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
 		Timeout: componentTimeout, Output: out,
 	}, nodeName(d))
-	if err == nil && changed {
+	// A run killed after it swapped the manifest in resumes here and finds
+	// the digest in place: the health the killed run did not see is
+	// waited for then too.
+	if err == nil && (changed || d.resumedAt == upgrade.PhaseCerts) && component != upgrade.ComponentEtcd {
 		if err = waitLocalControlPlane(ctx, d); err == nil {
 			lines = append(lines, "the control plane on this node is healthy")
 		}

@@ -309,9 +309,21 @@ func withoutAPIServerErrorCause(msg string) string {
 // "unsupported apiVersion %q", apimachinery's "no kind %q is registered
 // ...", util SplitConfigDocuments' "invalid configuration for
 // GroupVersionKind %+v" and "invalid configuration: kind %q is specified
-// twice".
+// twice", and the YAML decoding errors of the kubelet-config and
+// kube-proxy data (componentconfigs, "failed to get component
+// configs"): apimachinery's "could not interpret GroupVersionKind;
+// unmarshal error: ERROR" and "couldn't get version/kind; json parse
+// error: ERROR", sigs.k8s.io/yaml's "error converting YAML to JSON:
+// ERROR", ERROR quoting the document's text ("yaml: invalid map key:
+// []interface {}{"KEY"}").
+//
+// It also holds kubeadm's words before a kubelet version it could not
+// parse (phases/upgrade EnforceVersionPolicies' "couldn't parse kubelet
+// version %s", the version skew policy of an upgrade apply's preflight):
+// the version is a Node's status.nodeInfo.kubeletVersion, which that
+// node's kubelet (or whoever may update Node status) wrote.
 var storedConfigRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(failed to decode cluster configuration data|unsupported apiversion|no kind|invalid configuration for groupversionkind|invalid configuration: kind)[: ]`)
+	return regexp.MustCompile(`(?i)(failed to decode cluster configuration data|unsupported apiversion|no kind|invalid configuration for groupversionkind|invalid configuration: kind|could not interpret groupversionkind; unmarshal error|couldn't get version/kind; json parse error|error converting yaml to json|couldn't parse kubelet version)[: ]`)
 })
 
 // withoutStoredConfig cuts a message after the words of storedConfigRE,
@@ -329,8 +341,8 @@ func withoutStoredConfig(msg string) string {
 // not a Status (withoutServerErrorBody), the mirror Pod's endpoint
 // annotation (after mirrorPodEndpoint, whose rule needs nothing more), an
 // internal error's or invalid object's cause (withoutAPIServerErrorCause)
-// and the configuration stored in kube-system (withoutStoredConfig)
-// chose.
+// and the configuration stored in kube-system and a Node's kubelet
+// version (withoutStoredConfig) chose.
 func withoutClusterText(msg string) string {
 	if i := strings.Index(msg, mirrorPodEndpoint); i >= 0 {
 		msg = msg[:i+len(mirrorPodEndpoint)]
@@ -413,7 +425,7 @@ var preflightErrorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 //     the cause of an internal error (a mutating webhook's patch) and of
 //     an invalid object (its values, which webhooks may have set), what
 //     kubeadm quotes of the configuration stored in kube-system's
-//     ConfigMaps;
+//     ConfigMaps and a Node's kubelet version it could not parse;
 //   - then the phase's own class decides. kubeadm's preflight error is only
 //     "preflight checks failed"; the failed checks are "[ERROR NAME]: ..."
 //     lines of its output: a failed CRI check makes the class

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	apiversion "k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	kubeadmupgrade "k8s.io/kubernetes/cmd/kubeadm/app/phases/upgrade"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
@@ -97,4 +104,57 @@ func kubeadmRollback(t *testing.T, etcdUpgrade bool) error {
 		t.Fatalf("kubeadm's control-plane upgrade: %v, want the rollback of %s", err, want)
 	}
 	return fmt.Errorf("kubeadm upgrade apply phase control-plane: %w", err)
+}
+
+// kubeadmVersion is kubeadm's version getter with kubeadm's own version
+// set (a test binary has none: its ldflags do not set it).
+type kubeadmVersion struct{ kubeadmupgrade.VersionGetter }
+
+func (kubeadmVersion) KubeadmVersion() (string, *version.Version, error) {
+	return "v1.37.2", version.MustParseSemantic("v1.37.2"), nil
+}
+
+// TestClassifyKubeadmsQuotesOfTheCluster: what kubeadm quotes of the
+// cluster without an API server's words before it picks neither the
+// class nor the hint of an upgrade phase: a Node's kubelet version that
+// kubeadm's version skew policy could not parse (a node's kubelet writes
+// it), and a kubelet-config ConfigMap that kubeadm could not decode,
+// whose YAML error quotes a map key. A timeout of kubeadm's read of
+// that ConfigMap is still a Timeout.
+func TestClassifyKubeadmsQuotesOfTheCluster(t *testing.T) {
+	const etcdWords = "etcdserver: leader changed"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeletVersion: etcdWords}}}
+	client := fake.NewClientset(node)
+	client.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &apiversion.Info{GitVersion: "v1.36.2"}
+	skew := kubeadmupgrade.EnforceVersionPolicies(kubeadmVersion{kubeadmupgrade.NewKubeVersionGetter(client)}, "v1.37.2", version.MustParseSemantic("v1.37.2"), false, false)
+	if skew == nil || len(skew.Skippable) == 0 || !strings.Contains(skew.Skippable[len(skew.Skippable)-1].Error(), etcdWords) {
+		t.Fatalf("kubeadm's version skew policy: %+v; want the kubelet version it could not parse", skew)
+	}
+	var list string
+	for _, e := range skew.Skippable {
+		list += fmt.Sprintf("\t- %s\n", e) // apply/preflight.go formatErrorMsg
+	}
+	err := fmt.Errorf("kubeadm upgrade apply phase preflight: error execution phase preflight: the version argument is invalid due to these errors:\n\n%v\nCan be bypassed if you pass the --force flag", list)
+	p := Phase{Name: "preflight", Class: errclass.PreflightFailed, Hint: "preflight's own hint", Upgrade: true}
+	if c, h := Classify(p, err, nil); c != errclass.PreflightFailed || h != p.Hint {
+		t.Errorf("%v: class %s, hint %q; want %s with the phase's hint", err, c, h, errclass.PreflightFailed)
+	}
+
+	kubeadmConfig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kubeadmconstants.KubeadmConfigConfigMap, Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{kubeadmconstants.ClusterConfigurationConfigMapKey: "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.36.2\n"}}
+	kubeletConfig := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: kubeadmconstants.KubeletBaseConfigurationConfigMap, Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{kubeadmconstants.KubeletBaseConfigurationConfigMapKey: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n? [\"" + etcdWords + "\"]\n: x\n"}}
+	_, err = configutil.FetchInitConfigurationFromCluster(fake.NewClientset(kubeadmConfig, kubeletConfig), nil, "upgrade", false, false, true, false)
+	if err == nil || !strings.Contains(err.Error(), etcdWords) {
+		t.Fatalf("kubeadm's read of the upgrade data: %v; want an error quoting the kubelet-config's key", err)
+	}
+	err = fmt.Errorf("kubeadm upgrade apply phase preflight: error execution phase preflight: [upgrade] FATAL: %w", err) // apply.go newApplyData
+	if c, h := Classify(p, err, nil); c != errclass.PreflightFailed || !strings.Contains(h, "could not build its upgrade data") {
+		t.Errorf("%v: class %s, hint %q; want %s with the upgrade data's hint", err, c, h, errclass.PreflightFailed)
+	}
+
+	err = errors.New(`kubeadm upgrade apply phase preflight: error execution phase preflight: [upgrade] FATAL: failed to get component configs: Get "https://10.0.0.10:6443/api/v1/namespaces/kube-system/configmaps/kubelet-config?timeout=10s": context deadline exceeded`)
+	if c, _ := Classify(p, err, nil); c != errclass.Timeout {
+		t.Errorf("%v: class %s; want %s", err, c, errclass.Timeout)
+	}
 }

@@ -328,8 +328,16 @@ func (r *Runner) execute(verb, envVar, phase string, key sessionKey, args func(r
 			}
 		}()
 	}
+	// The note on an absorbed panic is written once Capture has passed on
+	// every line (its reader goroutine calls output until then).
+	joinDone := false
+	defer func() {
+		if joinDone && output != nil {
+			output("[machineadm] phase done; kubeadm's closing join message skipped (it needs the cluster configuration of another phase)")
+		}
+	}()
 	return stdio.Capture(output, func(out, errOut io.Writer) (err error) {
-		defer recoverJoinDoneMessage(output, &err)
+		defer recoverJoinDoneMessage(&joinDone, &err)
 		sess := r.session()
 		c, a := sess.command(key, out, errOut, args)
 		failed := true
@@ -356,16 +364,15 @@ const joinRunE = "k8s.io/kubernetes/cmd/kubeadm/app/cmd.newCmdJoin.func1"
 // run data, such as kubelet-wait-bootstrap or wait-control-plane; see
 // phaseArgs), that message dereferences nil. The panic's own frame being the
 // join command's function (not a phase) proves the phases had returned
-// without error, so the phase succeeded; any other panic is re-raised.
-func recoverJoinDoneMessage(output func(string), errp *error) {
+// without error, so the phase succeeded (absorbed is set: the caller
+// says so once the output is passed on); any other panic is re-raised.
+func recoverJoinDoneMessage(absorbed *bool, errp *error) {
 	v := recover()
 	if v == nil {
 		return
 	}
 	if _, isRuntime := v.(runtime.Error); isRuntime && panicFrame() == joinRunE {
-		if output != nil {
-			output("[machineadm] phase done; kubeadm's closing join message skipped (it needs the cluster configuration of another phase)")
-		}
+		*absorbed = true
 		*errp = nil
 		return
 	}

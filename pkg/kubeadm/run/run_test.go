@@ -280,8 +280,9 @@ func TestRecoverJoinDoneMessageReraises(t *testing.T) {
 		}
 	}()
 	var err error
+	absorbed := false
 	func() {
-		defer recoverJoinDoneMessage(nil, &err)
+		defer recoverJoinDoneMessage(&absorbed, &err)
 		var p *translate.Inputs
 		_ = p.JoinToken // nil dereference outside kubeadm's join command
 	}()

@@ -98,21 +98,14 @@ func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	// Resolve followed every link: a last component swapped for one
-	// since is not followed (out of the root), and a FIFO put there does
-	// not block the run in open(2) waiting for a writer (examineFlags);
-	// only a regular file is read (a FIFO or device is refused).
-	f, err := os.OpenFile(hp, os.O_RDONLY|examineFlags, 0)
+	// since is not followed (out of the root); only a regular file is
+	// opened (openSource: a FIFO or device is refused without being
+	// opened, which would block for a FIFO's writer or act on a device).
+	f, fi, err := openSource(hp, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnavailable, p, fi.Mode().Type())
-	}
 	return stage(f, hostPath, fi.Size())
 }
 

@@ -171,13 +171,21 @@ var errRead = errors.New("reading the source")
 // stage copies r, at most MaxFetchBytes, into a new Blob (newBlob: in
 // the directory of hostPath, the host file it is for, when it can; size
 // is r's length if known, else -1) and returns it with the content's
-// SHA-256. A hostPath that is already a file of that size most likely
-// holds the content (a rerun), which will then not be written: the Blob
-// is staged in os.TempDir then, as Fetch stages, so that a run that
-// changes nothing writes nothing in that directory (room, disk,
-// inotify watchers); a file of the same size but other content is
-// copied into place from there.
+// SHA-256; a size known to exceed MaxFetchBytes is refused before
+// anything is read or staged. A hostPath that is already a file of that
+// size most likely holds the content (a rerun), which will then not be
+// written: the Blob is staged in os.TempDir then, as Fetch stages, so
+// that a run that changes nothing writes nothing in that directory
+// (room, disk, inotify watchers); a file of the same size but other
+// content is copied into place from there.
 func stage(r io.Reader, hostPath string, size int64) (*Blob, []byte, error) {
+	// Known beforehand to be too large (a file:// source, a
+	// Content-Length): refused before anything is staged, not after
+	// MaxFetchBytes of it were written to $TMPDIR (a tmpfs: memory),
+	// nor as a staging error when that has no room for them.
+	if size > MaxFetchBytes {
+		return nil, nil, fmt.Errorf("%w: %d bytes, larger than %d", ErrUnavailable, size, MaxFetchBytes)
+	}
 	dir := ""
 	if hostPath != "" {
 		dir = filepath.Dir(hostPath)

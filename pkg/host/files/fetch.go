@@ -26,7 +26,8 @@ const (
 )
 
 // ErrUnavailable marks content that could not be read (unreachable URL,
-// HTTP error status, missing file).
+// HTTP error status, a file:// path missing or not a regular file) or
+// that is larger than MaxFetchBytes.
 var ErrUnavailable = errors.New("content unavailable")
 
 // ErrDigestMismatch marks content whose SHA-256 differs from the expected

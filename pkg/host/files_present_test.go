@@ -124,3 +124,27 @@ func TestFilesRerunFetchesNothingWhenInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestFilesFileSourceUnavailableHint: a file:// source that cannot be
+// read (missing, not a regular file) fails with PayloadUnavailable and a
+// hint about the path on the machine: it was the download's (proxy,
+// DNS, firewall), which a local path has nothing to do with.
+func TestFilesFileSourceUnavailableHint(t *testing.T) {
+	h := newTestHost(t)
+	cfg := filesSpec(t, `      - path: /usr/bin/tool
+        source: {url: "file:///opt/missing", sha256: "`+strings.Repeat("0", 64)+`"}
+`)
+	var err error
+	for _, s := range Steps(cfg) {
+		if s.Name == StepFiles {
+			err = s.Check(t.Context(), h.env(nil))
+		}
+	}
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.PayloadUnavailable {
+		t.Fatalf("check of a missing file:// source: %v, want PayloadUnavailable", err)
+	}
+	if strings.Contains(ce.Hint, "DNS") || !strings.Contains(ce.Hint, "file://") {
+		t.Errorf("hint %q: want one about the file:// path on the machine", ce.Hint)
+	}
+}

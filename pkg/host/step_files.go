@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -190,7 +191,11 @@ func fetchSource(ctx context.Context, env *Env, e *fileEntry) error {
 	case errors.Is(err, files.ErrStaging):
 		return hostErr(hintStaging, "%s.source: %w", fp, err)
 	case err != nil:
-		return errclass.New(errclass.PayloadUnavailable, hintPayload, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(e.source.URL), err))
+		hint := hintPayload
+		if u, uerr := url.Parse(e.source.URL); uerr == nil && u.Scheme == "file" {
+			hint = hintPayloadFile
+		}
+		return errclass.New(errclass.PayloadUnavailable, hint, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(e.source.URL), err))
 	}
 	e.desired.Blob = blob
 	return nil

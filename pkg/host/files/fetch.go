@@ -26,7 +26,8 @@ const (
 )
 
 // ErrUnavailable marks content that could not be read (unreachable URL,
-// HTTP error status, missing file).
+// HTTP error status, a file:// path missing or not a regular file) or
+// that is larger than MaxFetchBytes.
 var ErrUnavailable = errors.New("content unavailable")
 
 // ErrDigestMismatch marks content whose SHA-256 differs from the expected
@@ -98,21 +99,14 @@ func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	// Resolve followed every link: a last component swapped for one
-	// since is not followed (out of the root), and a FIFO put there does
-	// not block the run in open(2) waiting for a writer (examineFlags);
-	// only a regular file is read (a FIFO or device is refused).
-	f, err := os.OpenFile(hp, os.O_RDONLY|examineFlags, 0)
+	// since is not followed (out of the root); only a regular file is
+	// opened (openSource: a FIFO or device is refused without being
+	// opened, which would block for a FIFO's writer or act on a device).
+	f, fi, err := openSource(hp, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnavailable, p, fi.Mode().Type())
-	}
 	return stage(f, hostPath, fi.Size())
 }
 
@@ -178,13 +172,21 @@ var errRead = errors.New("reading the source")
 // stage copies r, at most MaxFetchBytes, into a new Blob (newBlob: in
 // the directory of hostPath, the host file it is for, when it can; size
 // is r's length if known, else -1) and returns it with the content's
-// SHA-256. A hostPath that is already a file of that size most likely
-// holds the content (a rerun), which will then not be written: the Blob
-// is staged in os.TempDir then, as Fetch stages, so that a run that
-// changes nothing writes nothing in that directory (room, disk,
-// inotify watchers); a file of the same size but other content is
-// copied into place from there.
+// SHA-256; a size known to exceed MaxFetchBytes is refused before
+// anything is read or staged. A hostPath that is already a file of that
+// size most likely holds the content (a rerun), which will then not be
+// written: the Blob is staged in os.TempDir then, as Fetch stages, so
+// that a run that changes nothing writes nothing in that directory
+// (room, disk, inotify watchers); a file of the same size but other
+// content is copied into place from there.
 func stage(r io.Reader, hostPath string, size int64) (*Blob, []byte, error) {
+	// Known beforehand to be too large (a file:// source, a
+	// Content-Length): refused before anything is staged, not after
+	// MaxFetchBytes of it were written to $TMPDIR (a tmpfs: memory),
+	// nor as a staging error when that has no room for them.
+	if size > MaxFetchBytes {
+		return nil, nil, fmt.Errorf("%w: %d bytes, larger than %d", ErrUnavailable, size, MaxFetchBytes)
+	}
 	dir := ""
 	if hostPath != "" {
 		dir = filepath.Dir(hostPath)

@@ -109,3 +109,32 @@ func TestFetchFileURLUnderRoot(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestFetchTooLargeRefusedBeforeStaging: content known beforehand to be
+// larger than MaxFetchBytes (a file:// source, here a sparse file; an
+// answer's Content-Length) is refused as such before anything is
+// staged: MaxFetchBytes of it were written to $TMPDIR first (memory,
+// on a tmpfs), and where that had no room the error blamed $TMPDIR
+// (ErrStaging), not the size.
+func TestFetchTooLargeRefusedBeforeStaging(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "big"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(root, "big"), MaxFetchBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "268435457")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	for _, u := range []string{"file:///big", srv.URL + "/big"} {
+		b, err := Fetch(context.Background(), srv.Client(), root, u, strings.Repeat("0", 64))
+		b.Close()
+		if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrStaging) || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s: %v; want it refused as larger than %d, before staging", u, err, MaxFetchBytes)
+		}
+	}
+}

@@ -46,12 +46,13 @@ func chmodMeta(f *os.File, mode fs.FileMode) error {
 	return metaControl(f, "chmod", func(fd int) error {
 		err := fchmodat(fd, "", uint32(mode.Perm()), unix.AT_EMPTY_PATH)
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM) {
+			cause := err
 			var proc string
 			if proc, err = procSelfFD(fd); err == nil {
 				err = unix.Fchmodat(unix.AT_FDCWD, proc, uint32(mode.Perm()), 0)
 			}
 			if errors.Is(err, errNoProc) || errors.Is(err, unix.ENOENT) {
-				err = chmodReopened(f.Name(), fd, mode)
+				err = chmodReopened(f.Name(), fd, mode, cause)
 			}
 		}
 		return err
@@ -65,15 +66,20 @@ func chmodMeta(f *os.File, mode fs.FileMode) error {
 // and changed through that descriptor if it is still the same file, as
 // before O_PATH; that takes read permission, which root has. Anything
 // else (a device, which opening may act on) is refused with an error
-// saying why.
-func chmodReopened(hostPath string, fd int, mode fs.FileMode) error {
-	const why = "the kernel has no fchmodat2 (Linux 6.6) and /proc is not mounted"
+// saying why: cause, fchmodat2's error, says whether the kernel lacks
+// it (EOPNOTSUPP) or it was refused (EPERM: a seccomp filter older than
+// it, or no right to change the mode, which fchmod then meets again).
+func chmodReopened(hostPath string, fd int, mode fs.FileMode, cause error) error {
+	why := "the kernel has no fchmodat2 (Linux 6.6) and /proc is not mounted"
+	if errors.Is(cause, unix.EPERM) {
+		why = "fchmodat2 was refused (operation not permitted: by a seccomp filter that does not know it, or for want of the right to change the mode) and /proc is not mounted"
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
-		return errors.New(why)
+		return fmt.Errorf("%s, and only a regular file or directory is opened again to set its mode (this is %s)", why, fileTypeName(st.Mode))
 	}
 	rfd, err := unix.Open(hostPath, unix.O_RDONLY|unix.O_CLOEXEC|examineFlags, 0)
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
 )
 
 // unprivileged is the user asUser runs as (nobody).
@@ -290,5 +293,30 @@ func TestMetaFakeProc(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "linked")); err == nil {
 		t.Error("something was linked into place through the fake /proc")
+	}
+}
+
+// TestChmodWithoutProcSaysWhy: where fchmodat2 is refused with EPERM (a
+// seccomp filter older than it) and /proc is not mounted, a mode that
+// cannot be set in place (a FIFO, which is not opened for it) fails
+// with an error saying fchmodat2 was refused: it said the kernel had
+// no fchmodat2, which is not so, and misleads whoever upgrades it.
+func TestChmodWithoutProcSaysWhy(t *testing.T) {
+	defer func(f func(int, string, uint32, int) error) { fchmodat = f }(fchmodat)
+	fchmodat = func(dirfd int, path string, mode uint32, flags int) error {
+		if flags != 0 {
+			return unix.EPERM
+		}
+		return unix.Fchmodat(dirfd, path, mode, flags)
+	}
+	p := filepath.Join(t.TempDir(), "fifo")
+	testfifo.Make(t, p)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutProc(t, func() { err = SetOwnerMode(p, fi, 0o640, os.Geteuid(), os.Getegid()) })
+	if err == nil || !strings.Contains(err.Error(), "fchmodat2 was refused") || strings.Contains(err.Error(), "has no fchmodat2") || !strings.Contains(err.Error(), p) {
+		t.Errorf("SetOwnerMode of a FIFO, fchmodat2 refused, no /proc: %v; want an error naming it and saying fchmodat2 was refused", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -56,6 +57,11 @@ func validateHostPrep(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 		if f.Source != nil {
 			if u, err := url.Parse(f.Source.URL); err == nil && u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
 				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), f.Source.URL, "a file URL names a path on this machine: file:///path"))
+			} else if err == nil && u.Scheme == "file" && slices.Contains(strings.Split(u.Path, "/"), "..") {
+				// Otherwise refused only when the source is read (a
+				// path that escapes the root: PayloadUnavailable), a
+				// spec error found after host-check began.
+				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), redactedURL(f.Source.URL), "a file URL's path must not contain '..'"))
 			}
 		}
 	}

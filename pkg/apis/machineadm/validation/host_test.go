@@ -42,6 +42,16 @@ func TestValidateHostPrep(t *testing.T) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://server/x", SHA256: validCertKey}
 		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
+		// Accepted, it failed only in host-check, as PayloadUnavailable
+		// ("path escapes the root"), with a hint about proxies and DNS.
+		{name: "file URL with '..'", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///opt/bin/../%2e%2e/etc/shadow", SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
+		{name: "file URL ok", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///opt/bin/..x/tool", SHA256: validCertKey}
+		}},
 		{name: "sandbox image", base: worker, mutate: cd(func(c *machineadm.Containerd) { c.SandboxImage = "Registry.k8s.io/Pause:3.10" }), want: []fe{{p + "sandboxImage", inv}}},
 		{name: "cgroup driver differs from kubelet's", base: worker, mutate: func(c *spec) {
 			c.Spec.Node.Kubelet.Config["cgroupDriver"] = "cgroupfs"

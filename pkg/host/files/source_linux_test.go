@@ -1,0 +1,73 @@
+package files
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/machineadm/machineadm/internal/testfifo"
+)
+
+// TestFetchFileURLNotRegularNotOpened: a file:// source that is not a
+// regular file (a FIFO, reached directly or through a symlink Resolve
+// follows) is refused without being opened at all: its open released a
+// writer waiting on the FIFO, and on a device acts on it (a symlink to
+// /dev/watchdog armed the watchdog, a tty became the run's controlling
+// terminal) before the check refused it. The kernel reports every open
+// to inotify (IN_OPEN), an O_PATH descriptor's excepted.
+func TestFetchFileURLNotRegularNotOpened(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	testfifo.Make(t, fifo)
+	if err := os.Symlink("/fifo", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, fifo, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/fifo", "/link"} {
+		b, err := Fetch(context.Background(), nil, root, "file://"+p, strings.Repeat("0", 64))
+		b.Close()
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v; want it refused, not a regular file", p, err)
+		}
+		if n, _ := unix.Read(in, make([]byte, 4096)); n > 0 {
+			t.Errorf("%s: the FIFO was opened before it was refused", p)
+		}
+	}
+}
+
+// TestFetchFileURLWithoutProc: without /proc (a chroot, early boot) a
+// regular file:// source is still read, through its name opened again.
+func TestFetchFileURLWithoutProc(t *testing.T) {
+	root := t.TempDir()
+	content := []byte("payload\n")
+	if err := os.WriteFile(filepath.Join(root, "src"), content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	var b *Blob
+	var err error
+	withoutProc(t, func() {
+		b, err = Fetch(context.Background(), nil, root, "file:///src", hex.EncodeToString(sum[:]))
+	})
+	if err != nil {
+		t.Fatalf("Fetch without /proc: %v", err)
+	}
+	defer b.Close()
+	if b.Size() != int64(len(content)) {
+		t.Errorf("size %d, want %d", b.Size(), len(content))
+	}
+}

@@ -11,9 +11,10 @@ import (
 
 // TestApplyPathsRecursiveSharedDirRefused: a Recursive rule at a
 // directory the rest of the system shares (a careless --wal-dir=/etc,
-// --wal-dir=/var/lib/etcd/.., which is /var/lib), or above the path of
-// another rule with another owner, or a symlink to such a directory (--wal-dir at the directory that holds
-// the cluster's certificates), is refused naming it, in a dry run too,
+// --wal-dir=/var/lib/etcd/.., which is /var/lib, or a symlink to it),
+// or above the path of another rule with another owner (--wal-dir at
+// the directory that holds the cluster's certificates), is refused
+// naming it, in a dry run too,
 // and nothing below it changes owner: the walk gave etcd /etc/shadow,
 // the kubelet's files and the CA key.
 func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {

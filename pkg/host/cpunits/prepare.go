@@ -117,7 +117,8 @@ type PathRule struct {
 	// Recursive also gives every entry below a directory the owner (not
 	// the mode), as chown -R does; symbolic links are not followed. A
 	// directory the system shares (/var/lib, /etc/kubernetes), one above
-	// it, or one above another rule's path of another owner is refused
+	// it, or one at or above another rule's path of another owner, by
+	// name or as the same directory (a symlink, a bind mount), is refused
 	// (checkRecursive).
 	Recursive bool
 	// Optional skips a missing file instead of failing (the cluster CA

@@ -16,8 +16,9 @@ import (
 // which runs no driver's open (a watchdog device would arm, a tape
 // rewind, a FIFO release a waiting writer) and never blocks, and the
 // file then reopened through /proc/self/fd, which is the inode examined
-// whatever replaced the name since. Without /proc the name is opened
-// again (without blocking) and must be the file examined.
+// whatever replaced the name since. Without /proc, or with a /proc that
+// is not procfs (procfs), the name is opened again (without blocking)
+// and must be the file examined.
 func openRegular(hp, p string) (*os.File, fs.FileInfo, error) {
 	pfd, err := unix.Open(hp, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -31,7 +32,10 @@ func openRegular(hp, p string) (*os.File, fs.FileInfo, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", p, typeName(st.Mode))
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := -1, error(unix.ENOENT)
+	if procfs() {
+		fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		fd, err = unix.Open(hp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	}
@@ -54,6 +58,16 @@ func openRegular(hp, p string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	return f, fi, nil
+}
+
+// procfs says whether /proc is procfs: not a directory of a chroot that
+// only looks like it, where /proc/self/fd/N could be a symlink to any
+// file (a FIFO, whose waiting writer its open releases; /dev/watchdog,
+// which its open arms), as files.procSelfFD checks. /proc is a mount
+// point then, which no one but root can swap afterwards.
+func procfs() bool {
+	var st unix.Statfs_t
+	return unix.Statfs("/proc", &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
 }
 
 // typeName names the file type of a stat mode.

@@ -11,9 +11,10 @@ import (
 
 // TestApplyPathsRecursiveSharedDirRefused: a Recursive rule at a
 // directory the rest of the system shares (a careless --wal-dir=/etc,
-// --wal-dir=/var/lib/etcd/.., which is /var/lib), or above the path of
-// another rule with another owner, or a symlink to such a directory (--wal-dir at the directory that holds
-// the cluster's certificates), is refused naming it, in a dry run too,
+// --wal-dir=/var/lib/etcd/.., which is /var/lib, or a symlink to it),
+// or above the path of another rule with another owner (--wal-dir at
+// the directory that holds the cluster's certificates), is refused
+// naming it, in a dry run too,
 // and nothing below it changes owner: the walk gave etcd /etc/shadow,
 // the kubelet's files and the CA key.
 func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {
@@ -61,6 +62,56 @@ func TestApplyPathsRecursiveSharedDirRefused(t *testing.T) {
 	}
 	// The data directory itself is walked as before.
 	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{etcd("/var/lib/etcd")}, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApplyPathsRecursiveSharedDirByAnotherName: a directory the system
+// shares reached by another name than its own is refused as it is: a
+// --wal-dir at /data/varlib where /var/lib is a symlink to it, at /data
+// above it, or at a bind mount of /var/lib. Its name was all that was
+// checked, and the walk gave etcd the kubelet's files.
+func TestApplyPathsRecursiveSharedDirByAnotherName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file another owner")
+	}
+	root := t.TempDir()
+	for _, d := range []string{"data/varlib/kubelet", "var", "srv/bound"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(root, "data/varlib/kubelet/config.yaml")
+	if err := os.WriteFile(config, []byte("kubelet\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/data/varlib", filepath.Join(root, "var/lib")); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"/data/varlib", "/data"}
+	bound := filepath.Join(root, "srv/bound")
+	if err := bindMount(filepath.Join(root, "data/varlib"), bound); err != nil {
+		t.Log("no bind mount here:", err)
+	} else {
+		t.Cleanup(func() { unmount(bound) })
+		paths = append(paths, "/srv/bound")
+	}
+	for _, p := range paths {
+		for _, dry := range []bool{true, false} {
+			rules := []cpunits.PathRule{{Path: p, Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+			_, err := cpunits.ApplyPaths(root, rules, dry)
+			if err == nil || !strings.Contains(err.Error(), "/var/lib") || !strings.Contains(err.Error(), "directory of its own") {
+				t.Errorf("%s (dry run %v): %v, want a refusal naming /var/lib", p, dry, err)
+			}
+		}
+	}
+	for _, p := range []string{"data/varlib/kubelet/config.yaml", "data/varlib", "data"} {
+		if u := ownerOf(t, filepath.Join(root, p)); u != 0 {
+			t.Errorf("%s owner %d, want 0 (nothing changed)", p, u)
+		}
+	}
+	// A directory of its own beside them is walked.
+	if _, err := cpunits.ApplyPaths(root, []cpunits.PathRule{{Path: "/data/etcd", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -117,7 +117,8 @@ type PathRule struct {
 	// Recursive also gives every entry below a directory the owner (not
 	// the mode), as chown -R does; symbolic links are not followed. A
 	// directory the system shares (/var/lib, /etc/kubernetes), one above
-	// it, or one above another rule's path of another owner is refused
+	// it, or one at or above another rule's path of another owner, by
+	// name or as the same directory (a symlink, a bind mount), is refused
 	// (checkRecursive).
 	Recursive bool
 	// Optional skips a missing file instead of failing (the cluster CA
@@ -224,10 +225,11 @@ var sharedDirs = []string{
 // checkRecursive refuses, before anything changes (a dry run too), a
 // Recursive rule whose directory is one of sharedDirs or above one
 // (after path.Clean: "/var/lib/etcd/.." is /var/lib; and as it resolves
-// under root: a symlink /var/lib/etcd-wal -> /var/lib is /var/lib too),
-// or is at or above the path of another rule that gives another owner
-// (etcd's data directory or --wal-dir at /etc/kubernetes, above its
-// certificates).
+// under root: a symlink /var/lib/etcd-wal -> /var/lib is /var/lib too;
+// and as the same directory, checkHeld: /data/varlib where /var/lib is a
+// symlink to it, or a bind mount of /var/lib), or is at or above the
+// path of another rule that gives another owner (etcd's data directory
+// or --wal-dir at /etc/kubernetes, above its certificates).
 func checkRecursive(root string, rules []PathRule) error {
 	for _, r := range rules {
 		if !r.Recursive || !r.Dir {
@@ -251,8 +253,60 @@ func checkRecursive(root string, rules []PathRule) error {
 				}
 			}
 		}
+		if err := checkHeld(root, r, rules); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// checkHeld is checkRecursive by identity, for a rule r whose directory
+// exists under root: r is refused when it is the same directory as one
+// of sharedDirs, or of another owner's rule path, or of a directory
+// above one, as each resolves under root. A name alone misses a
+// directory the system shares reached by another name: /var/lib a
+// symlink to /data/varlib (a --wal-dir of /data/varlib, or /data, is
+// /var/lib, or holds it), /srv one to /var/srv (Fedora CoreOS), or
+// /var/lib bind-mounted at /mnt/varlib.
+func checkHeld(root string, r PathRule, rules []PathRule) error {
+	hp, err := files.Resolve(root, r.Path)
+	if err != nil {
+		return nil // refused by name, or by ApplyPaths
+	}
+	fi, err := os.Stat(hp)
+	if err != nil || !fi.IsDir() {
+		return nil // created empty, or refused by ApplyPaths
+	}
+	for _, s := range sharedDirs {
+		if held(root, s, fi) {
+			return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since it is or holds %s, which the rest of the system shares; give the component a directory of its own", r.Path, r.User, r.Group, s)
+		}
+	}
+	for _, o := range rules {
+		if (o.User != r.User || o.Group != r.Group) && held(root, o.Path, fi) {
+			return fmt.Errorf("%s: machineadm does not give every entry below it %s:%s, since %s in it is to be %s:%s; give the component a directory of its own", r.Path, r.User, r.Group, o.Path, o.User, o.Group)
+		}
+	}
+	return nil
+}
+
+// held says whether the directory dir describes is the machine path q,
+// as it resolves under root, or one of the directories above it up to
+// root.
+func held(root, q string, dir fs.FileInfo) bool {
+	hq, err := files.Resolve(root, q)
+	if err != nil {
+		return false
+	}
+	root = filepath.Clean(root)
+	for a := hq; ; a = filepath.Dir(a) {
+		if fi, err := os.Stat(a); err == nil && os.SameFile(fi, dir) {
+			return true
+		}
+		if a == root || a == filepath.Dir(a) {
+			return false
+		}
+	}
 }
 
 // within says whether the machine path p is dir or below it.

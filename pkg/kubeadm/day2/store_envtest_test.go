@@ -127,9 +127,10 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 		}
 	})
 
-	t.Run("refused at the Role, the read before refused", func(t *testing.T) {
+	t.Run("refused at the Role, the first request refused", func(t *testing.T) {
 		set(t, old)
-		// The first request is storeConfiguration's read before the store.
+		// The first request is kubeadm's create of the ConfigMap, which it
+		// retries.
 		var n atomic.Int32
 		client := refusingClient(t, rc, func(r *http.Request) bool {
 			first := n.Add(1) == 1
@@ -141,7 +142,7 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 			t.Fatalf("kubeadm-config after a store refused at the Role:\n%s\nwant\n%s", got, want)
 		}
 		if !stored {
-			t.Error("a store that updated kubeadm-config and was refused at the Role says it did not store (its read before was refused)")
+			t.Error("a store that updated kubeadm-config and was refused at the Role says it did not store (its first request was refused)")
 		}
 	})
 

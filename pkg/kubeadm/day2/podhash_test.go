@@ -276,13 +276,14 @@ func TestWaitStaticPodsCurrentRateLimitedAtTheEnd(t *testing.T) {
 	}
 	u := k.serve(t).CoreV1().RESTClient().Get().URL()
 	// One request every 2 s: the first check's second request waits about
-	// 2 s, within the 3 s timeout; the second check's first one would wait
-	// past it, and the limiter refuses at once.
+	// 2 s, 3 s within the 5 s timeout; the second check's second request
+	// (at about 6 s) and the later checks' first ones would wait past it,
+	// and the limiter refuses them at once.
 	c, err := kubernetes.NewForConfig(&rest.Config{Host: u.Scheme + "://" + u.Host, QPS: 0.5, Burst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 3 * time.Second, Interval: 20 * time.Millisecond})
+	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 5 * time.Second, Interval: 20 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "kube-apiserver-cp1 has hash a1") {
 		t.Errorf("err = %v, want what the first check saw (kube-apiserver-cp1 has hash a1)", err)
 	}

@@ -254,7 +254,7 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 			t.Fatalf("storeConfiguration changing kubeadm-config: stored %v, %v; want stored", stored, err)
 		}
 		if got := get(t); got != want {
-			t.Fatalf("kubeadm-config after the store:\n%s\nwant (uploadedClusterConfiguration)\n%s", got, want)
+			t.Fatalf("kubeadm-config after the store:\n%s\nwant (what kubeadm wrote)\n%s", got, want)
 		}
 		stored, err = storeConfiguration(cfg, admin, nil)
 		if err != nil || stored {

@@ -40,7 +40,7 @@ import (
 //     before and the store failed after;
 //   - a store whose update's answer was lost says stored;
 //   - a store that changes the ConfigMap says stored, one that finds it
-//     carrying the configuration not.
+//     carrying the configuration not, one that creates it stored.
 func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 	spec := exampleInit(t, nil)
 	shortAPICallTimeout(t)
@@ -259,6 +259,19 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 		stored, err = storeConfiguration(cfg, admin, nil)
 		if err != nil || stored {
 			t.Errorf("storeConfiguration into a kubeadm-config that carries the configuration: stored %v, %v; want not stored", stored, err)
+		}
+	})
+
+	t.Run("no ConfigMap", func(t *testing.T) {
+		if err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Delete(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := storeConfiguration(cfg, admin, nil)
+		if err != nil || !stored {
+			t.Errorf("storeConfiguration creating kubeadm-config: stored %v, %v; want stored", stored, err)
+		}
+		if got := get(t); got != want {
+			t.Fatalf("kubeadm-config after the store:\n%s\nwant (what kubeadm wrote)\n%s", got, want)
 		}
 	})
 }

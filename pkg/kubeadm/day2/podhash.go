@@ -115,9 +115,11 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 		cctx, cancel := context.WithDeadline(ctx, deadline)
 		err := staticPodsCurrent(cctx, w)
 		// Cut short by the deadline: also a check that ended at it before
-		// the context's timer fired (client-go's rate limiter then says
-		// "would exceed context deadline" instead of the context's error).
-		cut := cctx.Err() != nil || !time.Now().Before(deadline)
+		// the context's timer fired, or that client-go's rate limiter
+		// ended at once because its wait for a request would pass it (the
+		// limiter says "would exceed context deadline" then, not the
+		// context's error).
+		cut := cctx.Err() != nil || !time.Now().Before(deadline) || (err != nil && strings.Contains(err.Error(), rateLimiterDeadline))
 		cancel()
 		if err == nil {
 			return nil
@@ -153,6 +155,11 @@ func WaitStaticPodsCurrent(ctx context.Context, w StaticPodsCurrent) error {
 		fmt.Errorf("the static pods %s on Node %s were not running their current manifests within %s (%d checks): %w",
 			strings.Join(w.Components, ", "), w.Node, w.Timeout, checks, last))
 }
+
+// rateLimiterDeadline is in the error of a request that client-go's rate
+// limiter (golang.org/x/time/rate) refused because its wait would pass the
+// context's deadline.
+const rateLimiterDeadline = "would exceed context deadline"
 
 // staticPodsCurrent is one check of WaitStaticPodsCurrent: nil when every
 // component's mirror pod carries the kubelet's hash and is Ready, else

@@ -262,3 +262,29 @@ func TestWaitStaticPodsCurrentForbiddenWhileStarting(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNodeProxyForbidden", err)
 	}
 }
+
+// TestWaitStaticPodsCurrentRateLimitedAtTheEnd: a check that client-go's
+// rate limiter ends at once because its wait for a request would pass the
+// deadline (the limiter's "would exceed context deadline", while the
+// deadline has not passed yet) is cut short by the deadline too: the
+// wait's error says what the check before it saw, not the limiter's.
+func TestWaitStaticPodsCurrentRateLimitedAtTheEnd(t *testing.T) {
+	k := &kubeletView{
+		kubelet: map[string]string{"kube-apiserver": "a2"},
+		mirror:  map[string]string{"kube-apiserver": "a1"},
+		ready:   map[string]bool{"kube-apiserver": true},
+	}
+	u := k.serve(t).CoreV1().RESTClient().Get().URL()
+	// One request every 2 s: the first check's second request waits about
+	// 2 s, 3 s within the 5 s timeout; the second check's second request
+	// (at about 6 s) and the later checks' first ones would wait past it,
+	// and the limiter refuses them at once.
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: u.Scheme + "://" + u.Host, QPS: 0.5, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WaitStaticPodsCurrent(context.Background(), StaticPodsCurrent{Client: c, Node: "cp1", Components: []string{"kube-apiserver"}, Timeout: 5 * time.Second, Interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "kube-apiserver-cp1 has hash a1") {
+		t.Errorf("err = %v, want what the first check saw (kube-apiserver-cp1 has hash a1)", err)
+	}
+}

@@ -12,14 +12,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
-	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/apiclient"
@@ -117,7 +119,7 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	if err != nil || !o.Upload {
 		return changed, lines, err
 	}
-	stored, err := storeConfiguration(ctx, cfg, client, o.Output)
+	stored, err := storeConfiguration(cfg, client, o.Output)
 	if stored {
 		lines = append(lines, "kubeadm-config ConfigMap updated")
 	}
@@ -356,45 +358,35 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 	if reflect.DeepEqual(cfg.ClusterConfiguration, cluster.ClusterConfiguration) {
 		return false, nil
 	}
-	return storeConfiguration(context.Background(), cfg, client, nil)
+	return storeConfiguration(cfg, client, nil)
 }
 
 // storeConfiguration stores cfg in the kubeadm-config ConfigMap
-// (uploadConfiguration) and says whether it changed the ConfigMap's
-// ClusterConfiguration: whether the ConfigMap carries now the document
-// kubeadm's uploadconfig writes for cfg (uploadedClusterConfiguration)
-// and did not before. kubeadm's uploadconfig updates the ConfigMap before
-// it creates or updates the Role and RoleBinding that let nodes read it,
-// so a failure there has stored the configuration already: the ConfigMap
-// is read before the store and, after a failure, again, and a stored
-// configuration is reported beside the error and in it
-// (storedButFailed). A ConfigMap that carried the document already is
-// not reported as changed, a store refused while another writer changed
-// the ConfigMap not as stored. A read before that fails counts as a
-// ConfigMap without the document; a read after that fails, as a store
-// that did not happen (the error is the store's). The reads are not
-// cancelled with ctx (kubeadm's store is not: it calls the API server
-// with a background context) but take at most kubeadm's timeout of one
-// API call each. Errors are ControlPlaneUnhealthy with kubeadmConfigHint.
-func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
-	fail := func(err error) error {
-		return errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
-	}
-	want, err := uploadedClusterConfiguration(cfg)
+// (uploadConfiguration) and says whether that changed the ConfigMap's
+// ClusterConfiguration, from kubeadm's own requests (kubeadmConfigWrites):
+// a create of the ConfigMap that succeeded, or an update that succeeded
+// and carried another ClusterConfiguration than the one it was made from
+// (kubeadm gets the ConfigMap and updates what it got, so the API server
+// takes the update only when the ConfigMap still is what kubeadm read).
+// kubeadm's uploadconfig updates the ConfigMap before it creates or
+// updates the Role and RoleBinding that let nodes read it, so a failure
+// there has stored the configuration already: a stored configuration is
+// reported beside the error and in it (storedButFailed). A ConfigMap that
+// carried the configuration already is not reported as changed, nor one
+// that another writer changed while this store was refused. A write
+// whose answer was lost counts when a later read of kubeadm's finds what
+// it wrote. It makes no request of its own, and like kubeadm's store it
+// does not heed a context. Errors are ControlPlaneUnhealthy with
+// kubeadmConfigHint.
+func storeConfiguration(cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
+	w := &kubeadmConfigWrites{}
+	err := uploadConfiguration(cfg, watchedClient{Interface: client, w: w}, out)
+	changed := w.changed()
 	if err != nil {
-		return false, fail(err)
-	}
-	ctx = context.WithoutCancel(ctx)
-	before, beforeErr := storedClusterConfiguration(ctx, client)
-	changed := beforeErr != nil || before != want
-	if err := uploadConfiguration(cfg, client, out); err != nil {
 		if changed {
-			after, afterErr := storedClusterConfiguration(ctx, client)
-			if changed = afterErr == nil && after == want; changed {
-				err = fmt.Errorf("%s, but: %w", storedButFailed, err)
-			}
+			err = fmt.Errorf("%s, but: %w", storedButFailed, err)
 		}
-		return changed, fail(err)
+		return changed, errclass.New(errclass.ControlPlaneUnhealthy, kubeadmConfigHint, fmt.Errorf("storing the cluster configuration in kubeadm-config: %w", err))
 	}
 	return changed, nil
 }
@@ -404,36 +396,119 @@ func storeConfiguration(ctx context.Context, cfg *kubeadmapi.InitConfiguration, 
 // records the error, not the report lines beside it.
 const storedButFailed = "the kubeadm-config ConfigMap was updated"
 
-// uploadedClusterConfiguration is the ClusterConfiguration document
-// kubeadm's uploadconfig (UploadConfiguration) writes into the
-// kubeadm-config ConfigMap for cfg: without the component
-// configurations, the CI version as the version when there is one,
-// marshalled as kubeadm's current API version.
-func uploadedClusterConfiguration(cfg *kubeadmapi.InitConfiguration) (string, error) {
-	c := cfg.ClusterConfiguration.DeepCopy()
-	c.ComponentConfigs = kubeadmapi.ComponentConfigMap{}
-	if len(c.CIKubernetesVersion) > 0 {
-		c.KubernetesVersion = c.CIKubernetesVersion
-	}
-	data, err := configutil.MarshalKubeadmConfigObject(c, kubeadmapiv1.SchemeGroupVersion)
-	return string(data), err
+// kubeadmConfigWrites follows kubeadm's requests for the kubeadm-config
+// ConfigMap during one store (storeConfiguration) and says whether they
+// changed its ClusterConfiguration.
+type kubeadmConfigWrites struct {
+	mu sync.Mutex
+	// got is the ClusterConfiguration of the last read, which kubeadm's
+	// next update is made from.
+	got string
+	// lost is what a write that failed would have changed the
+	// ClusterConfiguration to (lostSet): it may have been applied and its
+	// answer lost; a later read that finds it says it was.
+	lost    string
+	lostSet bool
+	changes bool
 }
 
-// storedClusterConfiguration returns the ClusterConfiguration document of
-// the kubeadm-config ConfigMap as stored ("" when the ConfigMap does not
-// exist), within kubeadm's timeout of one API call (its
-// KubernetesAPICall, default 1 minute), as kubeadm's own reads.
-func storedClusterConfiguration(ctx context.Context, client clientset.Interface) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, kubeadmapi.GetActiveTimeouts().KubernetesAPICall.Duration)
-	defer cancel()
-	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, kubeadmconstants.KubeadmConfigConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", nil
+func (w *kubeadmConfigWrites) changed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.changes
+}
+
+func (w *kubeadmConfigWrites) read(cm *corev1.ConfigMap) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey]
+	if w.lostSet && w.got == w.lost {
+		w.changes = true
 	}
-	if err != nil {
-		return "", err
+	w.lostSet = false
+}
+
+// wrote records a create (from nothing) or an update (from what was read)
+// that sent cm and ended with err.
+func (w *kubeadmConfigWrites) wrote(cm *corev1.ConfigMap, create bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sent := cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey]
+	if !create && sent == w.got {
+		return
 	}
-	return cm.Data[kubeadmconstants.ClusterConfigurationConfigMapKey], nil
+	if err == nil {
+		w.changes = true
+		return
+	}
+	if refused(err) {
+		return
+	}
+	w.lost, w.lostSet = sent, true
+}
+
+// refused says whether err is the API server's answer that it did not
+// take a request (a 4xx status); any other error (no answer, a 5xx one
+// such as a timeout) leaves open whether it took it.
+func refused(err error) bool {
+	var s apierrors.APIStatus
+	if !errors.As(err, &s) {
+		return false
+	}
+	code := s.Status().Code
+	return code >= 400 && code < 500
+}
+
+// watchedClient is client with its kube-system ConfigMaps followed by w.
+type watchedClient struct {
+	clientset.Interface
+	w *kubeadmConfigWrites
+}
+
+func (c watchedClient) CoreV1() corev1client.CoreV1Interface {
+	return watchedCoreV1{CoreV1Interface: c.Interface.CoreV1(), w: c.w}
+}
+
+type watchedCoreV1 struct {
+	corev1client.CoreV1Interface
+	w *kubeadmConfigWrites
+}
+
+func (c watchedCoreV1) ConfigMaps(namespace string) corev1client.ConfigMapInterface {
+	cms := c.CoreV1Interface.ConfigMaps(namespace)
+	if namespace != metav1.NamespaceSystem {
+		return cms
+	}
+	return watchedConfigMaps{ConfigMapInterface: cms, w: c.w}
+}
+
+type watchedConfigMaps struct {
+	corev1client.ConfigMapInterface
+	w *kubeadmConfigWrites
+}
+
+func (c watchedConfigMaps) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	cm, err := c.ConfigMapInterface.Get(ctx, name, opts)
+	if err == nil && name == kubeadmconstants.KubeadmConfigConfigMap {
+		c.w.read(cm)
+	}
+	return cm, err
+}
+
+func (c watchedConfigMaps) Create(ctx context.Context, cm *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	res, err := c.ConfigMapInterface.Create(ctx, cm, opts)
+	if cm.Name == kubeadmconstants.KubeadmConfigConfigMap {
+		c.w.wrote(cm, true, err)
+	}
+	return res, err
+}
+
+func (c watchedConfigMaps) Update(ctx context.Context, cm *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	res, err := c.ConfigMapInterface.Update(ctx, cm, opts)
+	if cm.Name == kubeadmconstants.KubeadmConfigConfigMap {
+		c.w.wrote(cm, false, err)
+	}
+	return res, err
 }
 
 // kubeadmConfigHint is the hint of a failed read or store of the

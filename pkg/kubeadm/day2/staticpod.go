@@ -373,9 +373,11 @@ func UploadSettings(adminKubeconfig string, specInitYAML []byte) (bool, error) {
 // there has stored the configuration already: a stored configuration is
 // reported beside the error and in it (storedButFailed). A ConfigMap that
 // carried the configuration already is not reported as changed, nor one
-// that another writer changed while this store was refused. A write
+// that another writer changed while this store was refused. An update
 // whose answer was lost counts when a later read of kubeadm's finds what
-// it wrote. It makes no request of its own, and like kubeadm's store it
+// it wrote; a create whose answer was lost does not (kubeadm finds the
+// ConfigMap after it whether it made it or not, and the callers read the
+// ConfigMap before the store: it was there). It makes no request of its own, and like kubeadm's store it
 // does not heed a context. Errors are ControlPlaneUnhealthy with
 // kubeadmConfigHint.
 func storeConfiguration(cfg *kubeadmapi.InitConfiguration, client clientset.Interface, out io.Writer) (bool, error) {
@@ -404,7 +406,7 @@ type kubeadmConfigWrites struct {
 	// got is the ClusterConfiguration of the last read, which kubeadm's
 	// next update is made from.
 	got string
-	// lost is what a write that failed would have changed the
+	// lost is what an update that failed would have changed the
 	// ClusterConfiguration to (lostSet): it may have been applied and its
 	// answer lost; a later read that finds it says it was.
 	lost    string
@@ -429,7 +431,11 @@ func (w *kubeadmConfigWrites) read(cm *corev1.ConfigMap) {
 }
 
 // wrote records a create (from nothing) or an update (from what was read)
-// that sent cm and ended with err.
+// that sent cm and ended with err. A create that failed never counts, also
+// without a 4xx answer: kubeadm's next create and read find the ConfigMap
+// whether the lost create made it or it was there already, carrying what
+// the create sent (a store after another, or a rerun; storeConfiguration's
+// callers read the ConfigMap just before, fetchCluster, so it was there).
 func (w *kubeadmConfigWrites) wrote(cm *corev1.ConfigMap, create bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -441,7 +447,7 @@ func (w *kubeadmConfigWrites) wrote(cm *corev1.ConfigMap, create bool, err error
 		w.changes = true
 		return
 	}
-	if refused(err) {
+	if create || refused(err) {
 		return
 	}
 	w.lost, w.lostSet = sent, true

@@ -37,7 +37,8 @@ import (
 //     same configuration;
 //   - a store into a ConfigMap that carries the configuration already
 //     says not stored (nothing changed), also when a request failed
-//     before and the store failed after;
+//     before and the store failed after, and when kubeadm's create got no
+//     answer (kubeadm's next read finds what it sent, there already);
 //   - a store whose update's answer was lost says stored;
 //   - a store that changes the ConfigMap says stored, one that finds it
 //     carrying the configuration not, one that creates it stored.
@@ -187,6 +188,40 @@ func TestStoreConfigurationSaysWhatTheConfigMapCarries(t *testing.T) {
 		wantErr(t, err)
 		if stored {
 			t.Error("a store into a kubeadm-config that carried the configuration already says it stored")
+		}
+		if err != nil && strings.Contains(err.Error(), storedButFailed) {
+			t.Errorf("the error of a store that changed nothing says kubeadm-config was updated: %v", err)
+		}
+	})
+
+	t.Run("carried already, the create unanswered, refused at the Role", func(t *testing.T) {
+		// kubeadm's first create gets no answer from the API server (a
+		// load balancer's 503 while the API server restarts, the request
+		// not passed on): it created nothing, the ConfigMap carried the
+		// configuration already, and kubeadm's next read finds what the
+		// create sent. Nothing changed.
+		set(t, want)
+		var unanswered atomic.Bool
+		client := proxiedClient(t, rc, func(w http.ResponseWriter, r *http.Request, forward http.Handler) {
+			switch {
+			case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/namespaces/kube-system/configmaps") && !unanswered.Swap(true):
+				http.Error(w, "no server is available to handle this request", http.StatusServiceUnavailable)
+			case r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/roles"):
+				refuse(w)
+			default:
+				forward.ServeHTTP(w, r)
+			}
+		})
+		stored, err := storeConfiguration(cfg, client, nil)
+		wantErr(t, err)
+		if !unanswered.Load() {
+			t.Fatal("kubeadm's store did not create the ConfigMap")
+		}
+		if got := get(t); got != want {
+			t.Fatalf("kubeadm-config after the store:\n%s\nwant\n%s", got, want)
+		}
+		if stored {
+			t.Error("a store into a kubeadm-config that carried the configuration already says it stored (its create was not answered)")
 		}
 		if err != nil && strings.Contains(err.Error(), storedButFailed) {
 			t.Errorf("the error of a store that changed nothing says kubeadm-config was updated: %v", err)

@@ -75,7 +75,8 @@ type UpgradeCluster interface {
 	// RestartForCertificates restarts a static pod control-plane
 	// component that does not run the client certificates on disk
 	// (day2.RestartForCertificates), healthy before it returns; Changed
-	// false when it runs them or reads none at start (etcd).
+	// false when it runs them or reads none at start (etcd, the API
+	// server).
 	RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error)
 }
 

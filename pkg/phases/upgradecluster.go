@@ -294,8 +294,9 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 	}, nodeName(d))
 	// A run killed after it swapped the manifest in resumes here and finds
 	// the digest in place: the health the killed run did not see is
-	// waited for then too.
-	if err == nil && (changed || d.resumedAt == upgrade.PhaseCerts) && component != upgrade.ComponentEtcd {
+	// waited for then too, after a component certs-renew restarts (not
+	// etcd nor the API server, which it never restarts).
+	if err == nil && (changed || d.resumedAt == upgrade.PhaseCerts && day2.RestartsForCertificates(component)) {
 		if err = waitLocalControlPlane(ctx, d); err == nil {
 			lines = append(lines, "the control plane on this node is healthy")
 		}

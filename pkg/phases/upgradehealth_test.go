@@ -390,3 +390,36 @@ func TestKubeadmControlPlaneWaitWholeUnlessTheKubeletPhaseFollows(t *testing.T) 
 		})
 	}
 }
+
+// TestRestartForCertificatesResumedWaitsWhereARestartMayHaveRun: a run
+// that resumes at certs-renew waits for the control plane's health after
+// a component certs-renew restarts (the controller manager, the
+// scheduler: a killed run may have swapped its manifest in), but not
+// after etcd or the API server, which certs-renew never restarts: on a
+// control plane that is not healthy yet, those change nothing and fail
+// nothing, and the controller manager's wait fails ControlPlaneUnhealthy
+// within the bound.
+func TestRestartForCertificatesResumedWaitsWhereARestartMayHaveRun(t *testing.T) {
+	defer func(old time.Duration) { localHealthTimeout = old }(localHealthTimeout)
+	localHealthTimeout = 3 * time.Second
+	var live atomic.Bool
+	srv := fakeAPIServer(t, "cp1", "v1.37.2", &live, nil)
+	cm, sched := newLateListener(t), newLateListener(t)
+	d := restartKubeletData(t, srv, cm.port, sched.port)
+	d.resumedAt = upgrade.PhaseCerts
+	for _, c := range []string{upgrade.ComponentEtcd, upgrade.ComponentAPIServer} {
+		res, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, c)
+		if err != nil || res.Changed || len(res.Changes) != 0 {
+			t.Errorf("%s, resumed: %+v, %v; want nothing waited for", c, res, err)
+		}
+	}
+	start := time.Now()
+	_, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, upgrade.ComponentControllerManager)
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy {
+		t.Errorf("the controller manager, resumed, on an unhealthy control plane: %v; want the wait's ControlPlaneUnhealthy", err)
+	}
+	if took := time.Since(start); took > 2*time.Minute {
+		t.Errorf("the wait took %s, bounded by %s", took, localHealthTimeout)
+	}
+}

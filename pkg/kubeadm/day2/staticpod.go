@@ -197,6 +197,15 @@ var certificatesReadAtStart = map[string][]string{
 	kubeadmconstants.KubeScheduler:         {kubeadmconstants.SchedulerKubeConfigFileName},
 }
 
+// RestartsForCertificates says whether RestartForCertificates may restart
+// component: whether it reads client certificates only when it starts
+// (the controller manager and the scheduler; not etcd nor the API
+// server).
+func RestartsForCertificates(component string) bool {
+	_, ok := certificatesReadAtStart[component]
+	return ok
+}
+
 // CertificatesDigest returns "sha256:<hex>" over the names and contents of
 // the client certificates component reads only when it starts
 // (certificatesReadAtStart): for each of its kubeconfig files under

@@ -16,6 +16,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
 // TestFilesRerunFetchesNothingWhenInPlace: a source whose content is
@@ -146,5 +147,40 @@ func TestFilesFileSourceUnavailableHint(t *testing.T) {
 	}
 	if strings.Contains(ce.Hint, "DNS") || !strings.Contains(ce.Hint, "file://") {
 		t.Errorf("hint %q: want one about the file:// path on the machine", ce.Hint)
+	}
+}
+
+// TestFilesSourceTooLargeHint: a source larger than files.MaxFetchBytes
+// (a file:// path, here a sparse file) fails with PayloadUnavailable and
+// a hint about the size limit: it was the one for a file:// path that
+// cannot be read ("a regular file ... that machineadm may read"), which
+// it is, and sent whoever read it looking at permissions.
+func TestFilesSourceTooLargeHint(t *testing.T) {
+	h := newTestHost(t)
+	big := filepath.Join(h.root, "opt/big")
+	if err := os.MkdirAll(filepath.Dir(big), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, files.MaxFetchBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filesSpec(t, `      - path: /usr/bin/tool
+        source: {url: "file:///opt/big", sha256: "`+strings.Repeat("0", 64)+`"}
+`)
+	var err error
+	for _, s := range Steps(cfg) {
+		if s.Name == StepFiles {
+			err = s.Check(t.Context(), h.env(nil))
+		}
+	}
+	var ce *errclass.Error
+	if !errors.As(err, &ce) || ce.Class != errclass.PayloadUnavailable {
+		t.Fatalf("check of a source larger than the limit: %v, want PayloadUnavailable", err)
+	}
+	if !strings.Contains(ce.Hint, "256 MiB") {
+		t.Errorf("hint %q: want one about the size limit (256 MiB)", ce.Hint)
 	}
 }

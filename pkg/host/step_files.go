@@ -192,7 +192,9 @@ func fetchSource(ctx context.Context, env *Env, e *fileEntry) error {
 		return hostErr(hintStaging, "%s.source: %w", fp, err)
 	case err != nil:
 		hint := hintPayload
-		if u, uerr := url.Parse(e.source.URL); uerr == nil && u.Scheme == "file" {
+		if u, uerr := url.Parse(e.source.URL); errors.Is(err, files.ErrTooLarge) {
+			hint = hintTooLarge
+		} else if uerr == nil && u.Scheme == "file" {
 			hint = hintPayloadFile
 		}
 		return errclass.New(errclass.PayloadUnavailable, hint, fmt.Errorf("%s.source.url %s: %w", fp, files.RedactURL(e.source.URL), err))

@@ -218,6 +218,7 @@ const (
 	hintWrite       = "check that the root file system is writable and has space, and that the path is not a directory or read-only mount"
 	hintPayload     = "check that the URL is reachable from this machine (proxy, DNS, firewall) and serves the file"
 	hintPayloadFile = "check that the file:// path is a regular file on the machine (under --root DIR for an image) that machineadm may read"
+	hintTooLarge    = "machineadm fetches a spec.host.files source of 256 MiB at most: check that the URL names the file meant, or install a larger one another way"
 	hintStaging     = "a spec.host.files source is staged while its sha256 is checked, beside its destination where that file system has room, else in $TMPDIR (default /tmp): check that $TMPDIR exists, is writable and has room for the largest source, or point TMPDIR elsewhere"
 	hintVerify      = "the fetched content is not what the spec pinned: fix spec.host.files[].source.sha256 or the file served"
 	hintKernel      = "check the kernel parameter and module names for this kernel (ls /proc/sys, modinfo)"

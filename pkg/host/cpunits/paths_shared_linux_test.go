@@ -115,3 +115,32 @@ func TestApplyPathsRecursiveSharedDirByAnotherName(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyPathsRecursiveAboveTheRootRefused: under --root DIR, a
+// Recursive rule's directory that is a directory above DIR on the
+// machine (a bind mount of it into the image) holds the whole image,
+// its /var/lib and /etc too, and is refused: the directories compared
+// stopped at DIR, so none was the rule's, and the walk went through
+// the image and whatever else is beside it.
+func TestApplyPathsRecursiveAboveTheRootRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount")
+	}
+	base := t.TempDir()
+	root := filepath.Join(base, "img")
+	for _, d := range []string{"var/lib/kubelet", "data/wal"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wal := filepath.Join(root, "data/wal")
+	if err := bindMount(base, wal); err != nil {
+		t.Skip("no bind mount here:", err)
+	}
+	t.Cleanup(func() { unmount(wal) })
+	rules := []cpunits.PathRule{{Path: "/data/wal", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	_, err := cpunits.ApplyPaths(root, rules, true)
+	if err == nil || !strings.Contains(err.Error(), "/data/wal") || !strings.Contains(err.Error(), "directory of its own") {
+		t.Errorf("a --wal-dir that is a directory above the root: %v, want a refusal naming it", err)
+	}
+}

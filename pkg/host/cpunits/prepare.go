@@ -267,7 +267,9 @@ func checkRecursive(root string, rules []PathRule) error {
 // directory the system shares reached by another name: /var/lib a
 // symlink to /data/varlib (a --wal-dir of /data/varlib, or /data, is
 // /var/lib, or holds it), /srv one to /var/srv (Fedora CoreOS), or
-// /var/lib bind-mounted at /mnt/varlib.
+// /var/lib bind-mounted at /mnt/varlib. Under --root DIR, a directory
+// above DIR on the host (bind-mounted into the image) holds all of DIR
+// and is refused too (held).
 func checkHeld(root string, r PathRule, rules []PathRule) error {
 	hp, err := files.Resolve(root, r.Path)
 	if err != nil {
@@ -291,19 +293,20 @@ func checkHeld(root string, r PathRule, rules []PathRule) error {
 }
 
 // held says whether the directory dir describes is the machine path q,
-// as it resolves under root, or one of the directories above it up to
-// root.
+// as it resolves under root, or one of the directories above it: up to
+// root, and on above it to the host's /, which hold the whole of root
+// (under --root DIR, a bind mount into the image of a directory above
+// DIR).
 func held(root, q string, dir fs.FileInfo) bool {
 	hq, err := files.Resolve(root, q)
 	if err != nil {
 		return false
 	}
-	root = filepath.Clean(root)
 	for a := hq; ; a = filepath.Dir(a) {
 		if fi, err := os.Stat(a); err == nil && os.SameFile(fi, dir) {
 			return true
 		}
-		if a == root || a == filepath.Dir(a) {
+		if a == filepath.Dir(a) {
 			return false
 		}
 	}

@@ -30,6 +30,10 @@ const (
 // that is larger than MaxFetchBytes.
 var ErrUnavailable = errors.New("content unavailable")
 
+// ErrTooLarge marks content larger than MaxFetchBytes (known beforehand,
+// or found while reading it). Such errors wrap ErrUnavailable as well.
+var ErrTooLarge = errors.New("larger than the limit")
+
 // ErrDigestMismatch marks content whose SHA-256 differs from the expected
 // one.
 var ErrDigestMismatch = errors.New("sha256 mismatch")
@@ -185,7 +189,7 @@ func stage(r io.Reader, hostPath string, size int64) (*Blob, []byte, error) {
 	// MaxFetchBytes of it were written to $TMPDIR (a tmpfs: memory),
 	// nor as a staging error when that has no room for them.
 	if size > MaxFetchBytes {
-		return nil, nil, fmt.Errorf("%w: %d bytes, larger than %d", ErrUnavailable, size, MaxFetchBytes)
+		return nil, nil, fmt.Errorf("%w: %w: %d bytes, larger than %d", ErrUnavailable, ErrTooLarge, size, MaxFetchBytes)
 	}
 	dir := ""
 	if hostPath != "" {
@@ -207,7 +211,7 @@ func stage(r io.Reader, hostPath string, size int64) (*Blob, []byte, error) {
 	case err != nil:
 		err = fmt.Errorf("%w: %w in %s: %v", ErrUnavailable, ErrStaging, w.where, err)
 	case n > MaxFetchBytes:
-		err = fmt.Errorf("%w: larger than %d bytes", ErrUnavailable, MaxFetchBytes)
+		err = fmt.Errorf("%w: %w: larger than %d bytes", ErrUnavailable, ErrTooLarge, MaxFetchBytes)
 	}
 	if err != nil {
 		b.Close()

@@ -48,6 +48,16 @@ func TestValidateHostPrep(t *testing.T) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///opt/bin/../%2e%2e/etc/shadow", SHA256: validCertKey}
 		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
+		// Accepted, it failed only in host-check, as PayloadUnavailable
+		// ("\"\": path escapes the root (not absolute)").
+		{name: "file URL of localhost without a path", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://localhost", SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
+		{name: "file URL of localhost ok", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://localhost/opt/bin/tool", SHA256: validCertKey}
+		}},
 		{name: "file URL ok", base: worker, mutate: func(c *spec) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///opt/bin/..x/tool", SHA256: validCertKey}

@@ -63,7 +63,7 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 	}
 	// Opened as saveFile opens it: a FIFO there would block the read.
 	var unit []byte
-	if f, _, err := openRegular(unitHost, c.UnitPath()); err == nil {
+	if f, _, err := files.OpenRegular(unitHost, c.UnitPath(), true); err == nil {
 		unit, err = io.ReadAll(f)
 		f.Close()
 		if err != nil {
@@ -88,7 +88,7 @@ func takeBackup(root, dir string, c Component) (*backupRecord, error) {
 
 // saveFile stores the file at machine path p as dir/stored; anything but
 // a regular file there is an error. The file is opened once
-// (openRegular: a FIFO or device is never opened for reading) and what
+// (files.OpenRegular: a FIFO or device is never opened for reading) and what
 // is stored is that file: hard-linked when the link made is of it (not
 // of a symlink or another file swapped in at the name since: link(2)
 // does not follow a symlink, which would store the link and restore its
@@ -99,7 +99,7 @@ func saveFile(root, dir, p, stored string) (backupFile, error) {
 	if err != nil {
 		return backupFile{}, err
 	}
-	in, fi, err := openRegular(hp, p)
+	in, fi, err := files.OpenRegular(hp, p, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return backupFile{Path: p, Absent: true}, nil
 	}

@@ -68,9 +68,9 @@ func fileDigest(hp string) ([]byte, error) {
 		fmt.Fprintf(h, "not a regular file: %v", fi.Mode().Type())
 		return h.Sum(nil), nil
 	}
-	// Examined again as it is opened (openRegular): one swapped for a
+	// Examined again as it is opened (files.OpenRegular): one swapped for a
 	// FIFO since would block the read for ever.
-	f, fi, err := openRegular(hp, hp)
+	f, fi, err := files.OpenRegular(hp, hp, true)
 	if err != nil {
 		return nil, err
 	}

@@ -15,11 +15,11 @@ import (
 )
 
 // A /proc that is not procfs (a chroot's, which its maker filled) is
-// not trusted to reopen what openRegular examined: /proc/self/fd/N
+// not trusted to reopen what files.OpenRegular examined: /proc/self/fd/N
 // there may be a symlink to a FIFO (whose waiting writer its open
 // releases) or to /dev/watchdog (which its open arms). The name is
 // reopened instead, and a backup is taken; it opened the planted FIFO,
-// then failed ("changed while it was opened").
+// then failed ("changed while machineadm opened it").
 func TestBackupFakeProcNotFollowed(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a mount namespace")

@@ -302,7 +302,7 @@ func binaryChanged(root string, c Component, rec *backupRecord) (bool, string, e
 // fileSum is the hex sha256 of the file at machine path p, "" when it
 // does not exist. Anything but a regular file (a FIFO, which would block
 // the read for ever, a device, a directory) is an error, found without
-// opening it for reading (openRegular).
+// opening it for reading (files.OpenRegular).
 func fileSum(root, p string) (string, error) {
 	if p == "" {
 		return "", nil
@@ -311,7 +311,7 @@ func fileSum(root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, _, err := openRegular(hp, p)
+	f, _, err := files.OpenRegular(hp, p, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -104,9 +104,9 @@ func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 	}
 	// Resolve followed every link: a last component swapped for one
 	// since is not followed (out of the root); only a regular file is
-	// opened (openSource: a FIFO or device is refused without being
+	// opened (OpenRegular: a FIFO or device is refused without being
 	// opened, which would block for a FIFO's writer or act on a device).
-	f, fi, err := openSource(hp, p)
+	f, fi, err := OpenRegular(hp, p, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

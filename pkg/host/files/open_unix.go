@@ -9,3 +9,7 @@ import "syscall"
 // swapped for a FIFO does not block the run in open(2) waiting for a
 // writer (O_NONBLOCK has no effect on a regular file's reads).
 const examineFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// nofollowFlag is examineFlags' part that keeps a symlink from being
+// followed (OpenRegular with follow takes it out).
+const nofollowFlag = syscall.O_NOFOLLOW

@@ -4,3 +4,6 @@ package files
 // Windows, which has no FIFOs at a path and whose os.Open of a symlink
 // is refused by the SameFile check).
 const examineFlags = 0
+
+// nofollowFlag is none on Windows (examineFlags).
+const nofollowFlag = 0

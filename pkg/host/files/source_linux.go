@@ -8,19 +8,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openSource opens hp, the host path of the file:// source p (Resolve),
-// for reading when it is a regular file; anything else (a FIFO, a
-// device, a directory, a symlink swapped in since Resolve, which is not
-// followed) is refused with an error naming p, without being opened: it
-// is examined through an O_PATH descriptor first, which opens nothing
-// (a device's open acts on it: /dev/watchdog's arms the watchdog, a
-// tty's makes it the run's controlling terminal; a FIFO's releases a
-// writer waiting for a reader), and only then opened for reading,
-// through /proc/self/fd (procSelfFD) or, without /proc, by name again
-// (not following a symlink, not blocking) and checked to be the same
-// file.
-func openSource(hp, p string) (*os.File, fs.FileInfo, error) {
-	pfd, err := unix.Open(hp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// OpenRegular opens hp, a host path (p names it in errors), for reading
+// when it is a regular file, and returns it with its stat; anything else
+// (a FIFO, a device, a directory, and with follow false a symlink at the
+// last component) is refused with an error naming p, without being
+// opened: it is examined through an O_PATH descriptor first, which opens
+// nothing (a device's open acts on it: /dev/watchdog's arms the watchdog,
+// a tty's makes it the run's controlling terminal; a FIFO's releases a
+// writer waiting for a reader), and only then opened for reading, through
+// /proc/self/fd when /proc is procfs (procSelfFD) or else by name again
+// (not blocking, no controlling terminal, a symlink followed only with
+// follow) and checked to be the same file. follow says whether a symlink
+// at hp is followed: false for a path Resolve resolved (a symlink there
+// was swapped in since), true for one given as the machine sees it (a
+// unit's binary).
+func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
+	examine, reopen := unix.O_PATH|unix.O_CLOEXEC, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY
+	if !follow {
+		examine, reopen = examine|unix.O_NOFOLLOW, reopen|unix.O_NOFOLLOW
+	}
+	pfd, err := unix.Open(hp, examine, 0)
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: hp, Err: err}
 	}
@@ -37,7 +44,7 @@ func openSource(hp, p string) (*os.File, fs.FileInfo, error) {
 		fd, err = unix.Open(proc, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	}
 	if fd < 0 && (err == nil || err == unix.ENOENT) {
-		fd, err = unix.Open(hp, unix.O_RDONLY|unix.O_CLOEXEC|examineFlags, 0)
+		fd, err = unix.Open(hp, reopen, 0)
 	}
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: hp, Err: err}

@@ -368,7 +368,7 @@ func checkExistingAccounts(root string, accounts []Account) error {
 		if err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(hp)
+		data, err := files.ReadRegular(hp, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}

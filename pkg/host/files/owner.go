@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func readIDFile(root, p string, idField int) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(hp)
+	data, err := ReadRegular(hp, p)
 	if os.IsNotExist(err) {
 		return map[string]int{}, nil
 	}
@@ -70,6 +71,21 @@ func readIDFile(root, p string, idField int) (map[string]int, error) {
 		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
 	return ParseIDDatabase(data, idField), nil
+}
+
+// ReadRegular reads the regular file at hp, a path Resolve returned (p
+// names it in errors), whole; anything else (a FIFO in an image under
+// --root DIR, whose open blocks until a writer comes, or a device, whose
+// open acts on it) is refused without being opened (OpenRegular; a
+// symlink swapped in since Resolve is not followed). A missing file is
+// an error for which os.IsNotExist holds.
+func ReadRegular(hp, p string) ([]byte, error) {
+	f, _, err := OpenRegular(hp, p, false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // UID returns the uid of a user name or numeric uid string.

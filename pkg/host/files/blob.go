@@ -173,20 +173,17 @@ func fileSource(hostPath string, fi os.FileInfo) *source {
 // (os.Lstat, a regular file) described: a path replaced since, by a
 // symlink to a key for instance, is refused rather than read (its content
 // would be compared, or an append would copy it into the file). The
-// last component is not followed, and a FIFO put there does not block
-// (examineFlags).
+// last component is not followed, and anything but a regular file put
+// there (a FIFO, a device) is refused without being opened
+// (OpenRegular).
 func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
-	f, err := os.OpenFile(hostPath, os.O_RDONLY|examineFlags, 0)
+	f, ofi, err := OpenRegular(hostPath, hostPath, false)
 	if err != nil {
 		return nil, err
 	}
-	ofi, err := f.Stat()
-	if err == nil && !os.SameFile(fi, ofi) {
-		err = fmt.Errorf("%s changed while machineadm read it: it is no longer the file examined", hostPath)
-	}
-	if err != nil {
+	if !os.SameFile(fi, ofi) {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s changed while machineadm read it: it is no longer the file examined", hostPath)
 	}
 	return f, nil
 }

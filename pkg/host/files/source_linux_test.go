@@ -71,3 +71,42 @@ func TestFetchFileURLWithoutProc(t *testing.T) {
 		t.Errorf("size %d, want %d", b.Size(), len(content))
 	}
 }
+
+// TestOpenExaminedSwappedNotOpened: a destination examined as a regular
+// file (Lstat) and swapped before it is read (for its diff, its digest,
+// a copy with a new owner) for a FIFO is refused without the FIFO being
+// opened: it was opened (without blocking) and only then found not to be
+// the file examined, which released a writer waiting on it, and a device
+// swapped in (an image's, under --root DIR) was acted on by its open
+// (/dev/watchdog armed, a tty made the run's controlling terminal).
+func TestOpenExaminedSwappedNotOpened(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(p, []byte("content\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	testfifo.Make(t, fifo)
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, fifo, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(fifo, p); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := openExamined(p, fi); err == nil {
+		f.Close()
+		t.Fatalf("%s swapped for a FIFO: opened, want refused", p)
+	}
+	if n, _ := unix.Read(in, make([]byte, 4096)); n > 0 {
+		t.Errorf("%s swapped for a FIFO: the FIFO was opened before it was refused", p)
+	}
+}

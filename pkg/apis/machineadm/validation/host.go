@@ -56,7 +56,7 @@ func validateHostPrep(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 		}
 		if f.Source != nil {
 			if u, err := url.Parse(f.Source.URL); err == nil && u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
-				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), f.Source.URL, "a file URL names a path on this machine: file:///path"))
+				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), redactedURL(f.Source.URL), "a file URL names a path on this machine: file:///path"))
 			} else if err == nil && u.Scheme == "file" && u.Opaque == "" && !strings.HasPrefix(u.Path, "/") {
 				// file://localhost, without a path (validateURL takes
 				// the host for one): it too failed only in host-check.

@@ -97,6 +97,12 @@ func TestValidateURLCredentialsWarn(t *testing.T) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "https://fetch:" + pw + "@files.example/x", SHA256: validCertKey}
 		}, warn: []string{"spec.host.files[0].source.url"}, secret: pw},
+		// The error for a file URL of another host showed the URL as
+		// written, its password too.
+		{name: "file URL of another host with password", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://fetch:" + pw + "@files.example/x", SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}, secret: pw},
 		{name: "registry server and mirror passwords", base: worker, mutate: func(c *spec) {
 			r := &c.Spec.Host.Containerd.Registries[0]
 			r.Server = "https://robot:" + pw + "@registry.example"

@@ -55,7 +55,7 @@ func validateHostPrep(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 			r.Errors = append(r.Errors, field.Forbidden(fp.Child("encoding"), "encoding applies to content; a source is used as fetched"))
 		}
 		if f.Source != nil {
-			if u, err := url.Parse(f.Source.URL); err == nil && u.Scheme == "file" && u.Host != "" && u.Host != "localhost" {
+			if u, err := url.Parse(f.Source.URL); err == nil && u.Scheme == "file" && u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
 				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), redactedURL(f.Source.URL), "a file URL names a path on this machine: file:///path"))
 			} else if err == nil && u.Scheme == "file" && u.Opaque == "" && !strings.HasPrefix(u.Path, "/") {
 				// file://localhost, without a path (validateURL takes

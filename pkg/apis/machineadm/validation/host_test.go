@@ -58,6 +58,12 @@ func TestValidateHostPrep(t *testing.T) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://localhost/opt/bin/tool", SHA256: validCertKey}
 		}},
+		// RFC 8089's "localhost" is case-insensitive, as every host
+		// name is: it was refused as another host.
+		{name: "file URL of LOCALHOST ok", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://LocalHost/opt/bin/tool", SHA256: validCertKey}
+		}},
 		{name: "file URL ok", base: worker, mutate: func(c *spec) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///opt/bin/..x/tool", SHA256: validCertKey}

@@ -144,3 +144,37 @@ func TestApplyPathsRecursiveAboveTheRootRefused(t *testing.T) {
 		t.Errorf("a --wal-dir that is a directory above the root: %v, want a refusal naming it", err)
 	}
 }
+
+// TestApplyPathsRecursiveAboveTheRootThroughSymlinkRefused: under
+// --root DIR where DIR is a symlink (--root /mnt/img, /mnt/img ->
+// /srv/images/img), a Recursive rule's directory that is a directory
+// above the one DIR points to (a bind mount of /srv/images into the
+// image) holds the whole image and is refused: the directories compared
+// above DIR were those of its name (/mnt, /), not of the directory it
+// is, so the walk went through the image.
+func TestApplyPathsRecursiveAboveTheRootThroughSymlinkRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount")
+	}
+	base := t.TempDir()
+	images := filepath.Join(base, "srv/images")
+	for _, d := range []string{"img/var/lib/kubelet", "img/data/wal"} {
+		if err := os.MkdirAll(filepath.Join(images, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(base, "img")
+	if err := os.Symlink(filepath.Join(images, "img"), root); err != nil {
+		t.Fatal(err)
+	}
+	wal := filepath.Join(images, "img/data/wal")
+	if err := bindMount(images, wal); err != nil {
+		t.Skip("no bind mount here:", err)
+	}
+	t.Cleanup(func() { unmount(wal) })
+	rules := []cpunits.PathRule{{Path: "/data/wal", Dir: true, Mode: 0o700, User: "4242", Group: "4242", Recursive: true}}
+	_, err := cpunits.ApplyPaths(root, rules, true)
+	if err == nil || !strings.Contains(err.Error(), "/data/wal") || !strings.Contains(err.Error(), "directory of its own") {
+		t.Errorf("a --wal-dir that is a directory above the one the root's symlink points to: %v, want a refusal naming it", err)
+	}
+}

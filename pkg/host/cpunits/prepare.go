@@ -296,13 +296,25 @@ func checkHeld(root string, r PathRule, rules []PathRule) error {
 // as it resolves under root, or one of the directories above it: up to
 // root, and on above it to the host's /, which hold the whole of root
 // (under --root DIR, a bind mount into the image of a directory above
-// DIR).
+// DIR); when DIR is or goes through a symlink, the directories above the
+// one it points to as well (--root /mnt/img, /mnt/img -> /srv/images/img:
+// /srv/images and /srv, not only /mnt).
 func held(root, q string, dir fs.FileInfo) bool {
 	hq, err := files.Resolve(root, q)
 	if err != nil {
 		return false
 	}
-	for a := hq; ; a = filepath.Dir(a) {
+	if heldOnTheWay(hq, dir) {
+		return true
+	}
+	target, err := filepath.EvalSymlinks(root)
+	return err == nil && heldOnTheWay(target, dir)
+}
+
+// heldOnTheWay says whether dir describes the host path a or one of the
+// directories above it, up to /.
+func heldOnTheWay(a string, dir fs.FileInfo) bool {
+	for ; ; a = filepath.Dir(a) {
 		if fi, err := os.Stat(a); err == nil && os.SameFile(fi, dir) {
 			return true
 		}

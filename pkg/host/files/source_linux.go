@@ -17,11 +17,12 @@ import (
 // a tty's makes it the run's controlling terminal; a FIFO's releases a
 // writer waiting for a reader), and only then opened for reading, through
 // /proc/self/fd when /proc is procfs (procSelfFD) or else by name again
-// (not blocking, no controlling terminal, a symlink followed only with
-// follow) and checked to be the same file. follow says whether a symlink
-// at hp is followed: false for a path Resolve resolved (a symlink there
-// was swapped in since), true for one given as the machine sees it (a
-// unit's binary).
+// (a symlink followed only with follow) and checked to be the same file;
+// either way not blocking (a regular file whose read waits for data,
+// /proc/kmsg, fails with EAGAIN) and taking no controlling terminal.
+// follow says whether a symlink at hp is followed: false for a path
+// Resolve resolved (a symlink there was swapped in since), true for one
+// given as the machine sees it (a unit's binary).
 func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	examine, reopen := unix.O_PATH|unix.O_CLOEXEC, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY
 	if !follow {
@@ -41,7 +42,8 @@ func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	}
 	fd := -1
 	if proc, perr := procSelfFD(pfd); perr == nil {
-		fd, err = unix.Open(proc, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		// As by name (reopen), but following the magic link.
+		fd, err = unix.Open(proc, reopen&^unix.O_NOFOLLOW, 0)
 	}
 	if fd < 0 && (err == nil || err == unix.ENOENT) {
 		fd, err = unix.Open(hp, reopen, 0)

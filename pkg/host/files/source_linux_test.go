@@ -110,3 +110,42 @@ func TestOpenExaminedSwappedNotOpened(t *testing.T) {
 		t.Errorf("%s swapped for a FIFO: the FIFO was opened before it was refused", p)
 	}
 }
+
+// TestOpenRegularNonBlocking: the descriptor OpenRegular returns does not
+// block, reopened through /proc/self/fd as by its name: a regular file
+// whose read waits for data (/proc/kmsg, a tracefs trace_pipe: a
+// file:// source, a unit's binary or credential named there) fails with
+// EAGAIN instead of holding the run for ever. Its reopen through /proc
+// lost O_NONBLOCK, which cpunits' copy of it had.
+func TestOpenRegularNonBlocking(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string) {
+		for _, follow := range []bool{false, true} {
+			f, _, err := OpenRegular(p, p, follow)
+			if err != nil {
+				t.Fatalf("%s: %v", how, err)
+			}
+			rc, err := f.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fl int
+			if cerr := rc.Control(func(fd uintptr) { fl, err = unix.FcntlInt(fd, unix.F_GETFL, 0) }); cerr != nil {
+				t.Fatal(cerr)
+			}
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fl&unix.O_NONBLOCK == 0 {
+				t.Errorf("%s (follow %v): the descriptor blocks (flags %#o), want O_NONBLOCK", how, follow, fl)
+			}
+		}
+	}
+	check("through /proc/self/fd")
+	withoutProc(t, func() { check("by its name") })
+}

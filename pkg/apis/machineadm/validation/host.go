@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"unicode"
@@ -61,6 +62,10 @@ func validateHostPrep(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pa
 				// file://localhost, without a path (validateURL takes
 				// the host for one): it too failed only in host-check.
 				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), redactedURL(f.Source.URL), "a file URL names a path on this machine: file:///path"))
+			} else if err == nil && u.Scheme == "file" && path.Clean(u.Path) == "/" {
+				// file:///: the root directory, which no source is;
+				// it too failed only in host-check.
+				r.Errors = append(r.Errors, field.Invalid(fp.Child("source", "url"), redactedURL(f.Source.URL), "a file URL must name a file, not the root directory"))
 			} else if err == nil && u.Scheme == "file" && slices.Contains(strings.Split(u.Path, "/"), "..") {
 				// Otherwise refused only when the source is read (a
 				// path that escapes the root: PayloadUnavailable), a

@@ -58,6 +58,16 @@ func TestValidateHostPrep(t *testing.T) {
 			f := &c.Spec.Host.Files[0]
 			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://localhost/opt/bin/tool", SHA256: validCertKey}
 		}},
+		// The root directory is no file: accepted, it failed only in
+		// host-check, as PayloadUnavailable ("/ is not a regular file").
+		{name: "file URL of the root directory", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file:///", SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
+		{name: "file URL of localhost's root directory", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "file://localhost/./", SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}},
 		// RFC 8089's "localhost" is case-insensitive, as every host
 		// name is: it was refused as another host.
 		{name: "file URL of LOCALHOST ok", base: worker, mutate: func(c *spec) {

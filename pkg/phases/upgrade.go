@@ -416,12 +416,33 @@ func certsRenewPhase() Phase {
 				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)
 				if err != nil {
-					return res, err
+					return res, certsRestartError(d, c, err)
 				}
 			}
 			return res, nil
 		},
 	}
+}
+
+// certsRestartError is the error of certs-renew's restart of component
+// when it was rolled back: the class stays RolledBack, the hint is not the
+// class's (or the unit upgrader's), which tell to fix the component's
+// settings in the spec. Here no setting changed: the component was
+// restarted on its renewed certificates only, and the renewal is not
+// undone by the rollback (the previous manifest or unit reads the renewed
+// files when it starts). Any other error is returned as it is.
+func certsRestartError(d *Data, component string, err error) error {
+	if class, _ := errclass.Of(err); class != errclass.RolledBack {
+		return err
+	}
+	log := "`crictl ps -a`, `crictl logs`"
+	if systemd.SystemdRuntime(d.Config) {
+		log = "`journalctl -u " + component + "`"
+	}
+	return errclass.New(errclass.RolledBack, component+" did not become healthy when restarted on its renewed certificates, and its previous "+
+		"manifest or unit was put back; no setting changed, and the certificates stay renewed (it reads them at its next start too): read its log ("+log+
+		"), check the renewed certificates and the kubeconfig files under /etc/kubernetes against the cluster's CA (`machineadm certs check-expiration`), "+
+		"then run `machineadm upgrade` again with the same spec: it resumes at certs-renew and restarts the component again.", err)
 }
 
 // recordSpecPhase records the new spec as the node's applied spec.

@@ -225,3 +225,30 @@ func TestCertsRenewDryRunSaysRestart(t *testing.T) {
 		}
 	}
 }
+
+// A restart of certs-renew that is rolled back stays RolledBack, but its
+// hint is about the renewed certificates, for either runtime: not the
+// class's or the unit upgrader's, which tell to fix the component's
+// settings in the spec (certs-renew changed none), and it says a rerun
+// with the same spec resumes there.
+func TestCertsRenewRolledBackHint(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
+	rec := &recordingUpgrader{fail: upgrade.ComponentScheduler}
+	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	for _, rt := range []machineadm.ControlPlaneRuntime{machineadm.RuntimeStaticPods, machineadm.RuntimeSystemd} {
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+			ControlPlane: &machineadm.ControlPlane{Runtime: rt}}}
+		fc := &fakeCluster{renewed: []string{"renewed scheduler.conf"}, restartFail: upgrade.ComponentScheduler}
+		d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+		_, err := certsRenewPhase().Run(context.Background(), d)
+		class, hint := errclass.Of(err)
+		if class != errclass.RolledBack || !strings.Contains(err.Error(), "did not become healthy") && !strings.Contains(err.Error(), "rolled back") {
+			t.Errorf("%s: %v (%s), want the rollback, class RolledBack", rt, err, class)
+		}
+		if !strings.Contains(hint, "renewed certificates") || !strings.Contains(hint, "same spec") || !strings.Contains(hint, upgrade.ComponentScheduler) ||
+			strings.Contains(hint, "settings in the spec") {
+			t.Errorf("%s: hint %q, want one about the scheduler's renewed certificates and a rerun of the same spec", rt, hint)
+		}
+	}
+}

@@ -76,8 +76,10 @@ type UpgradeCluster interface {
 	// component that does not run the client certificates on disk
 	// (day2.RestartForCertificates), healthy before it returns; Changed
 	// false when it runs them or reads none at start (etcd, the API
-	// server).
-	RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error)
+	// server). With onlyStale, a manifest without the certificates'
+	// digest (as kubeadm writes it) is left alone
+	// (day2.StaticPodOptions.OnlyStale).
+	RestartForCertificates(ctx context.Context, d *Data, component string, onlyStale bool) (Result, error)
 }
 
 // ControlPlaneUpgrader replaces one control-plane component of a runtime
@@ -390,8 +392,13 @@ func certsRenewPhase() Phase {
 			// A run that resumes here may have renewed certificates before
 			// it stopped (killed, or failed after a renewal) and not
 			// restarted the components that read them: they are restarted
-			// where they do not run the certificates on disk yet.
-			if len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts {
+			// where they do not run the certificates on disk yet. Any
+			// other run that renewed nothing restarts only a static pod
+			// whose manifest carries a digest of other certificates than
+			// those on disk (renewed since it started: by a run of another
+			// spec that was killed before the restart, or by hand).
+			onlyStale := len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts
+			if onlyStale && systemd.SystemdRuntime(d.Config) {
 				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, nil
 			}
 			res := Result{Changed: len(renewed) > 0, Changes: renewed}
@@ -411,7 +418,7 @@ func certsRenewPhase() Phase {
 					// A static pod reads its client certificates when it
 					// starts: it is restarted with their digest annotated,
 					// one at a time, each healthy before the next.
-					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c)
+					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c, onlyStale)
 				}
 				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)

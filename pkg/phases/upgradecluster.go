@@ -280,7 +280,7 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 	return lines, nil
 }
 
-func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error) {
+func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string, onlyStale bool) (Result, error) {
 	u := d.Upgrade
 	if u.backupDir == "" {
 		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
@@ -290,7 +290,7 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 	changed, lines, err := day2.RestartForCertificates(day2.StaticPodOptions{
 		Component: component, AdminKubeconfig: adminConf(d),
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
-		Timeout: componentTimeout, Output: out,
+		Timeout: componentTimeout, Output: out, OnlyStale: onlyStale,
 	}, nodeName(d))
 	// A run killed after it swapped the manifest in resumes here and finds
 	// the digest in place: the health the killed run did not see is

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -254,5 +256,20 @@ func TestCertsRenewRolledBackHint(t *testing.T) {
 			strings.Contains(hint, "settings in the spec") {
 			t.Errorf("%s: hint %q, want one about the scheduler's renewed certificates and a rerun of the same spec", rt, hint)
 		}
+	}
+}
+
+// A renewed certificate's line says it expired only when its former
+// expiry was past: one renewed within the window, before it expires, was
+// to expire then.
+func TestRenewedLineSaysExpiredOnlyWhenPast(t *testing.T) {
+	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	after := now.AddDate(1, 0, 0)
+	if got := renewedLine(day2.Renewed{Name: "apiserver", Before: now.AddDate(0, 0, 3), After: after}, now); strings.Contains(got, "expired") ||
+		!strings.Contains(got, "was to expire 2026-12-10T00:00:00Z") || !strings.Contains(got, "now expires 2027-12-07T00:00:00Z") {
+		t.Errorf("renewed 3 days before its expiry: %q", got)
+	}
+	if got := renewedLine(day2.Renewed{Name: "apiserver", Before: now.AddDate(0, 0, -1), After: after}, now); !strings.Contains(got, "expired 2026-12-06T00:00:00Z") {
+		t.Errorf("renewed a day after its expiry: %q", got)
 	}
 }

@@ -269,10 +269,11 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return nil, errclass.New(errclass.Internal, "", err)
 	}
 	cfg.CertificatesDir = hostPathOrRoot(d, cfg.CertificatesDir)
-	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), time.Now())
+	now := time.Now()
+	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), now)
 	var lines []string
 	for _, r := range renewed {
-		lines = append(lines, fmt.Sprintf("renewed %s (expired %s, now %s)", r.Name, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339)))
+		lines = append(lines, renewedLine(r, now))
 	}
 	if err != nil {
 		return lines, errclass.New(errclass.HostPreparationFailed, "", err)
@@ -302,6 +303,17 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 		}
 	}
 	return Result{Changed: changed, Changes: lines}, err
+}
+
+// renewedLine is the report's line of a certificate renewed at now: it
+// "expired" at its former expiry only when that was past, which within
+// the renewal window it mostly is not.
+func renewedLine(r day2.Renewed, now time.Time) string {
+	verb := "was to expire"
+	if !r.Before.After(now) {
+		verb = "expired"
+	}
+	return fmt.Sprintf("renewed %s (%s %s, now expires %s)", r.Name, verb, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339))
 }
 
 // RenewBefore is the certificate renewal window of cfg:

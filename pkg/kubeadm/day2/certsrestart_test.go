@@ -315,3 +315,35 @@ func TestRestartForCertificatesOnlyStale(t *testing.T) {
 		t.Errorf("a stale digest, only stale: changed %v, %v; want the restart attempted (the credential's error)", changed, err)
 	}
 }
+
+// TestCertificatesDigestNeverADamagedKey: a certificate file whose PEM
+// blocks do not decode (a key whose base64 is damaged, beside a
+// certificate that is damaged too) gives nothing of its text to the
+// digest: another damaged key gives the same digest.
+func TestCertificatesDigestNeverADamagedKey(t *testing.T) {
+	kdir := t.TempDir()
+	certFile := filepath.Join(kdir, "client.pem")
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: certFile}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	digest := func(key string) string {
+		t.Helper()
+		damaged := "-----BEGIN CERTIFICATE-----\n!!not base64!!\n-----END CERTIFICATE-----\n" +
+			"-----BEGIN RSA PRIVATE KEY-----\n" + key + "\n-----END RSA PRIVATE KEY-----\n"
+		if err := os.WriteFile(certFile, []byte(damaged), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if digest("MIIEpAIBAAKCAQEA7 secret-1 *") != digest("MIIEpAIBAAKCAQEA7 secret-2 *") {
+		t.Errorf("the text of a damaged key entered the digest")
+	}
+}

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/pem"
@@ -267,7 +268,9 @@ func CertificatesDigest(kubernetesDir, component string) (string, error) {
 
 // certificateBlocks returns the CERTIFICATE blocks of PEM data, so that a
 // key beside a certificate in one file (a combined PEM) never enters a
-// digest; data without any PEM block is returned as it is.
+// digest; data without any PEM block is returned as it is, unless it
+// has a PEM boundary line: then its blocks do not decode (a damaged
+// key's among them, pem.Decode skipping it) and nothing is returned.
 func certificateBlocks(data []byte) []byte {
 	var out []byte
 	pemFound := false
@@ -282,7 +285,7 @@ func certificateBlocks(data []byte) []byte {
 			out = append(out, pem.EncodeToMemory(b)...)
 		}
 	}
-	if !pemFound {
+	if !pemFound && !bytes.Contains(data, []byte("-----BEGIN")) {
 		return data
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
+	"github.com/machineadm/machineadm/pkg/version"
 )
 
 // The Systemd runtime's control plane has its upgrader in every build.
@@ -271,5 +272,29 @@ func TestRenewedLineSaysExpiredOnlyWhenPast(t *testing.T) {
 	}
 	if got := renewedLine(day2.Renewed{Name: "apiserver", Before: now.AddDate(0, 0, -1), After: after}, now); !strings.Contains(got, "expired 2026-12-06T00:00:00Z") {
 		t.Errorf("renewed a day after its expiry: %q", got)
+	}
+}
+
+// An upgrade's units on a Systemd control plane are derived without the
+// secrets only a bootstrap consumes (the certificate key, the bootstrap
+// tokens, a join's token): their files may be gone by now, as upgrade's
+// inputs-check does not read them either. Here none was delivered; the
+// dry run of the scheduler's replacement (certs-renew's and
+// control-plane's) plans the unit instead of failing PayloadUnavailable
+// on the certificate key's file.
+func TestSystemdUpgradeNeedsNoBootstrapSecrets(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	l := loadExample(t, "control-plane-systemd.yaml")
+	d := testData(t)
+	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
+	d.Upgrade = &UpgradeRun{Cluster: &fakeCluster{}, Plan: &upgrade.Plan{From: "v1.37.2", To: "v1.37.2"}}
+	r, err := systemdUpgrader{}.UpgradeComponent(context.Background(), d, upgrade.ComponentScheduler)
+	if err != nil {
+		t.Fatalf("the scheduler's unit without the bootstrap's secret files: %v", err)
+	}
+	if !strings.Contains(strings.Join(r.Changes, "\n"), "kube-scheduler.service") {
+		t.Errorf("the dry run's plan does not name the scheduler's unit: %q", r.Changes)
 	}
 }

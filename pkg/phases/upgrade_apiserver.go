@@ -65,8 +65,23 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 
 // componentAnnotations are the annotations the static pod upgrader sets
 // on component's regenerated manifest: the API server's configuration
-// digest (AnnotationAPIServerConfigDigest); none for the others.
+// digest (AnnotationAPIServerConfigDigest); for the controller manager
+// and the scheduler the digest of the client certificates they will
+// read at their start (day2.AnnotationCertificatesDigest), so that
+// certs-renew does not restart them again for certificates they run
+// already, and a regenerated manifest equal to the running one but for
+// a missing annotation does not restart them; none for etcd.
 func componentAnnotations(d *Data, component string) (map[string]string, error) {
+	if day2.RestartsForCertificates(component) {
+		digest, err := day2.CertificatesDigest(hostPathOrRoot(d, kubernetesDir), component)
+		if err != nil {
+			return nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", component, err))
+		}
+		if digest == "" {
+			return nil, nil
+		}
+		return map[string]string{day2.AnnotationCertificatesDigest: digest}, nil
+	}
 	if component != upgrade.ComponentAPIServer {
 		return nil, nil
 	}

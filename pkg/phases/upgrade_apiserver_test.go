@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -285,5 +289,44 @@ func TestAPIServerConfigDigestIsKeyed(t *testing.T) {
 	k1, k2 := strings.Repeat("11", 32), strings.Repeat("22", 32)
 	if a, b, again := digest(k1), digest(k2), digest(k1); a == b || a != again || a == "" {
 		t.Errorf("digests under two keys %q, %q; again %q", a, b, again)
+	}
+}
+
+// TestComponentAnnotationsCarryTheCertificatesDigest: the control-plane
+// phase's regenerated manifests of the controller manager and the
+// scheduler carry the digest of the client certificates they will read at
+// start, as certs-renew's restart annotates them: a later certs-renew
+// finds them running those certificates, and a manifest certs-renew
+// annotated is not regenerated unequal for that annotation alone. Without
+// a kubeconfig, none; etcd and the API server never.
+func TestComponentAnnotationsCarryTheCertificatesDigest(t *testing.T) {
+	root := t.TempDir()
+	cfg := auditSpec()
+	cfg.Spec.ControlPlane.APIServer.Audit = nil
+	d := &Data{Config: cfg, Root: root}
+	kdir := filepath.Join(root, "etc", "kubernetes")
+	if err := os.MkdirAll(kdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte("sched-cert"), ClientKeyData: []byte("sched-key")}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, "scheduler.conf")); err != nil {
+		t.Fatal(err)
+	}
+	want, err := day2.CertificatesDigest(kdir, upgrade.ComponentScheduler)
+	if err != nil || want == "" {
+		t.Fatalf("digest %q, %v", want, err)
+	}
+	for _, c := range upgrade.ControlPlaneComponents {
+		a, err := componentAnnotations(d, c)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		got := a[day2.AnnotationCertificatesDigest]
+		if c == upgrade.ComponentScheduler && got != want || c != upgrade.ComponentScheduler && got != "" {
+			t.Errorf("%s: certificates digest %q (want %q for the scheduler only: no controller-manager.conf here)", c, got, want)
+		}
 	}
 }

@@ -70,7 +70,9 @@ type UpgradeCluster interface {
 	// Node reports version.
 	RestartKubelet(ctx context.Context, d *Data, node, version string) ([]string, error)
 	// RenewCertificates renews kubeadm's certificates that expire within
-	// the window; it returns the renewed ones.
+	// the window; it returns the renewed ones, and those it could not
+	// renew (an external CA's) as lines that start with
+	// day2.WarningPrefix.
 	RenewCertificates(ctx context.Context, d *Data) ([]string, error)
 	// RestartForCertificates restarts a static pod control-plane
 	// component that does not run the client certificates on disk
@@ -383,11 +385,25 @@ func certsRenewPhase() Phase {
 				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String() +
 					", then restart the control-plane components that read them at start, one at a time (each backed up, waited on, rolled back if unhealthy)"}, nil
 			}
-			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
+			lines, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
+			// A certificate that expires and could not be renewed (an
+			// external CA's) is a warning, not a renewal.
+			var renewed, expiring []string
+			for _, l := range lines {
+				if w, ok := strings.CutPrefix(l, day2.WarningPrefix); ok {
+					expiring = append(expiring, w)
+				} else {
+					renewed = append(renewed, l)
+				}
+			}
 			if err != nil {
 				// The certificates renewed before the failure stay renewed;
 				// the rerun resumes here and restarts the components.
-				return Result{Changed: len(renewed) > 0, Changes: renewed}, err
+				return Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}, err
+			}
+			none := "no certificate expires within " + RenewBefore(d.Config).String()
+			if len(expiring) > 0 {
+				none = fmt.Sprintf("%d certificate(s) expire within %s and were not renewed (an external CA's)", len(expiring), RenewBefore(d.Config))
 			}
 			// A run that resumes here may have renewed certificates before
 			// it stopped (killed, or failed after a renewal) and not
@@ -399,11 +415,11 @@ func certsRenewPhase() Phase {
 			// spec that was killed before the restart, or by hand).
 			onlyStale := len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts
 			if onlyStale && systemd.SystemdRuntime(d.Config) {
-				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, nil
+				return Result{Message: none, Warnings: expiring}, nil
 			}
-			res := Result{Changed: len(renewed) > 0, Changes: renewed}
+			res := Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}
 			if len(renewed) == 0 {
-				res.Message = "no certificate expires within " + RenewBefore(d.Config).String()
+				res.Message = none
 			}
 			for _, c := range upgrade.ControlPlaneComponents {
 				var r Result

@@ -298,3 +298,29 @@ func TestSystemdUpgradeNeedsNoBootstrapSecrets(t *testing.T) {
 		t.Errorf("the dry run's plan does not name the scheduler's unit: %q", r.Changes)
 	}
 }
+
+// A certificate that expires within the window and could not be renewed
+// (its CA has no key on the node: an external CA) is a warning of
+// certs-renew, which then does not say that no certificate expires, nor
+// counts it as renewed (no restart for it).
+func TestCertsRenewSaysWhatItCouldNotRenew(t *testing.T) {
+	now := time.Now()
+	ext := renewedLine(day2.Renewed{Name: "apiserver", Before: now.Add(72 * time.Hour), External: true}, now)
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeStaticPods}}}
+	fc := &fakeCluster{renewed: []string{ext}}
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed || strings.Contains(r.Summary(), "no certificate expires") || len(r.Warnings) != 1 ||
+		!strings.Contains(r.Warnings[0], "apiserver expires") || !strings.Contains(r.Warnings[0], "external CA") {
+		t.Errorf("an expiring certificate of an external CA: %+v (%q); want a warning naming it, unchanged", r, r.Summary())
+	}
+	for _, c := range fc.calls {
+		if strings.HasPrefix(c, "restart ") && !strings.HasPrefix(c, "restart stale ") {
+			t.Errorf("restarted for a certificate not renewed: %v", fc.calls)
+		}
+	}
+}

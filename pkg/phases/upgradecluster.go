@@ -307,11 +307,20 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 
 // renewedLine is the report's line of a certificate renewed at now: it
 // "expired" at its former expiry only when that was past, which within
-// the renewal window it mostly is not.
+// the renewal window it mostly is not. One that could not be renewed
+// (an external CA's) is a warning (day2.WarningPrefix), which
+// certsRenewPhase reports apart.
 func renewedLine(r day2.Renewed, now time.Time) string {
 	verb := "was to expire"
 	if !r.Before.After(now) {
 		verb = "expired"
+	}
+	if r.External {
+		if verb == "was to expire" {
+			verb = "expires"
+		}
+		return fmt.Sprintf("%s%s %s %s and was not renewed: its certificate authority has no key on this node (an external CA); renew it with that CA, then restart the components that read it (machineadm does not restart them for a certificate it did not renew)",
+			day2.WarningPrefix, r.Name, verb, r.Before.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("renewed %s (%s %s, now expires %s)", r.Name, verb, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339))
 }

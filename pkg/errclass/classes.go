@@ -154,7 +154,7 @@ var registry = []Info{
 	{
 		Class: RolledBack,
 		Hint:  "The new settings made the component unhealthy and it was put back as it was: read the component's log (`crictl logs`) in the log tail, fix its settings in the spec and run `machineadm upgrade` again.",
-		Means: "An upgraded control-plane component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) did not become healthy with its new manifest or unit; machineadm put the backup back and the component runs as before. The failed phase names the component.",
+		Means: "An upgraded control-plane component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) did not become healthy with its new manifest or unit; machineadm put the backup back and the component runs as before, except that after `certs-renew`'s restart it reads the renewed certificates, which stay. The failed phase names the component.",
 		Check: "The component's log (`crictl ps -a`, `crictl logs`), the flags the spec adds (`spec.controlPlane.*.extraArgs`); the backup in `/etc/kubernetes/tmp/machineadm-backup-*`.",
 	},
 	{

@@ -70,14 +70,18 @@ type UpgradeCluster interface {
 	// Node reports version.
 	RestartKubelet(ctx context.Context, d *Data, node, version string) ([]string, error)
 	// RenewCertificates renews kubeadm's certificates that expire within
-	// the window; it returns the renewed ones.
+	// the window; it returns the renewed ones, and those it could not
+	// renew (an external CA's) as lines that start with
+	// day2.WarningPrefix.
 	RenewCertificates(ctx context.Context, d *Data) ([]string, error)
 	// RestartForCertificates restarts a static pod control-plane
 	// component that does not run the client certificates on disk
 	// (day2.RestartForCertificates), healthy before it returns; Changed
 	// false when it runs them or reads none at start (etcd, the API
-	// server).
-	RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error)
+	// server). With onlyStale, a manifest without the certificates'
+	// digest (as kubeadm writes it) is left alone
+	// (day2.StaticPodOptions.OnlyStale).
+	RestartForCertificates(ctx context.Context, d *Data, component string, onlyStale bool) (Result, error)
 }
 
 // ControlPlaneUpgrader replaces one control-plane component of a runtime
@@ -381,22 +385,41 @@ func certsRenewPhase() Phase {
 				return Result{Message: "would renew the certificates that expire within " + RenewBefore(d.Config).String() +
 					", then restart the control-plane components that read them at start, one at a time (each backed up, waited on, rolled back if unhealthy)"}, nil
 			}
-			renewed, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
+			lines, err := d.Upgrade.cluster().RenewCertificates(ctx, d)
+			// A certificate that expires and could not be renewed (an
+			// external CA's) is a warning, not a renewal.
+			var renewed, expiring []string
+			for _, l := range lines {
+				if w, ok := strings.CutPrefix(l, day2.WarningPrefix); ok {
+					expiring = append(expiring, w)
+				} else {
+					renewed = append(renewed, l)
+				}
+			}
 			if err != nil {
 				// The certificates renewed before the failure stay renewed;
 				// the rerun resumes here and restarts the components.
-				return Result{Changed: len(renewed) > 0, Changes: renewed}, err
+				return Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}, err
+			}
+			none := "no certificate expires within " + RenewBefore(d.Config).String()
+			if len(expiring) > 0 {
+				none = fmt.Sprintf("%d certificate(s) expire within %s and were not renewed (an external CA's)", len(expiring), RenewBefore(d.Config))
 			}
 			// A run that resumes here may have renewed certificates before
 			// it stopped (killed, or failed after a renewal) and not
 			// restarted the components that read them: they are restarted
-			// where they do not run the certificates on disk yet.
-			if len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts {
-				return Result{Message: "no certificate expires within " + RenewBefore(d.Config).String()}, nil
+			// where they do not run the certificates on disk yet. Any
+			// other run that renewed nothing restarts only a static pod
+			// whose manifest carries a digest of other certificates than
+			// those on disk (renewed since it started: by a run of another
+			// spec that was killed before the restart, or by hand).
+			onlyStale := len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts
+			if onlyStale && systemd.SystemdRuntime(d.Config) {
+				return Result{Message: none, Warnings: expiring}, nil
 			}
-			res := Result{Changed: len(renewed) > 0, Changes: renewed}
+			res := Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}
 			if len(renewed) == 0 {
-				res.Message = "no certificate expires within " + RenewBefore(d.Config).String()
+				res.Message = none
 			}
 			for _, c := range upgrade.ControlPlaneComponents {
 				var r Result
@@ -411,17 +434,38 @@ func certsRenewPhase() Phase {
 					// A static pod reads its client certificates when it
 					// starts: it is restarted with their digest annotated,
 					// one at a time, each healthy before the next.
-					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c)
+					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c, onlyStale)
 				}
 				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)
 				if err != nil {
-					return res, err
+					return res, certsRestartError(d, c, err)
 				}
 			}
 			return res, nil
 		},
 	}
+}
+
+// certsRestartError is the error of certs-renew's restart of component
+// when it was rolled back: the class stays RolledBack, the hint is not the
+// class's (or the unit upgrader's), which tell to fix the component's
+// settings in the spec. Here no setting changed: the component was
+// restarted on its renewed certificates only, and the renewal is not
+// undone by the rollback (the previous manifest or unit reads the renewed
+// files when it starts). Any other error is returned as it is.
+func certsRestartError(d *Data, component string, err error) error {
+	if class, _ := errclass.Of(err); class != errclass.RolledBack {
+		return err
+	}
+	log := "`crictl ps -a`, `crictl logs`"
+	if systemd.SystemdRuntime(d.Config) {
+		log = "`journalctl -u " + component + "`"
+	}
+	return errclass.New(errclass.RolledBack, component+" did not become healthy when restarted on its renewed certificates, and its previous "+
+		"manifest or unit was put back; no setting changed, and the certificates stay renewed (it reads them at its next start too): read its log ("+log+
+		"), check the renewed certificates and the kubeconfig files under /etc/kubernetes against the cluster's CA (`machineadm certs check-expiration`), "+
+		"then run `machineadm upgrade` again with the same spec: it resumes at certs-renew and restarts the component again.", err)
 }
 
 // recordSpecPhase records the new spec as the node's applied spec.

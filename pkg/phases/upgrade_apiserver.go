@@ -65,8 +65,37 @@ func apiServerConfigDigest(hostPath func(string) string, cfg *machineadm.Machine
 
 // componentAnnotations are the annotations the static pod upgrader sets
 // on component's regenerated manifest: the API server's configuration
-// digest (AnnotationAPIServerConfigDigest); none for the others.
+// digest (AnnotationAPIServerConfigDigest); for the controller manager
+// and the scheduler, where their running manifest carries one
+// (certs-renew annotated it), the digest of the client certificates they
+// will read at their start (day2.AnnotationCertificatesDigest): a
+// manifest regenerated with the same settings is then equal to the
+// running one, not unequal for the annotation alone, and certs-renew
+// finds the certificates it starts on. A manifest without it (kubeadm's,
+// as its upgrade just wrote it) is regenerated without it too, so that
+// the control-plane phase after kubeadm's does not restart the
+// component again. None for etcd.
 func componentAnnotations(d *Data, component string) (map[string]string, error) {
+	if day2.RestartsForCertificates(component) {
+		pod, err := day2.ReadManifest(filepath.Join(hostPathOrRoot(d, kubernetesDir), "manifests", day2.ManifestName(component)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading the %s manifest: %w", component, err))
+		}
+		if _, ok := pod.Annotations[day2.AnnotationCertificatesDigest]; !ok {
+			return nil, nil
+		}
+		digest, err := day2.CertificatesDigest(hostPathOrRoot(d, kubernetesDir), component)
+		if err != nil {
+			return nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", component, err))
+		}
+		if digest == "" {
+			return nil, nil
+		}
+		return map[string]string{day2.AnnotationCertificatesDigest: digest}, nil
+	}
 	if component != upgrade.ComponentAPIServer {
 		return nil, nil
 	}

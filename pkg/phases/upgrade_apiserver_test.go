@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 )
 
@@ -285,5 +289,58 @@ func TestAPIServerConfigDigestIsKeyed(t *testing.T) {
 	k1, k2 := strings.Repeat("11", 32), strings.Repeat("22", 32)
 	if a, b, again := digest(k1), digest(k2), digest(k1); a == b || a != again || a == "" {
 		t.Errorf("digests under two keys %q, %q; again %q", a, b, again)
+	}
+}
+
+// TestComponentAnnotationsCarryTheCertificatesDigest: the control-plane
+// phase's regenerated manifest of the controller manager or the scheduler
+// carries the digest of the client certificates they will read at start
+// where the running manifest carries one (certs-renew annotated it): a
+// manifest regenerated with the same settings is not unequal for that
+// annotation alone. A manifest without it (kubeadm's) gets none, so the
+// phase after kubeadm's upgrade finds it equal; nor without a manifest,
+// and etcd and the API server never.
+func TestComponentAnnotationsCarryTheCertificatesDigest(t *testing.T) {
+	root := t.TempDir()
+	cfg := auditSpec()
+	cfg.Spec.ControlPlane.APIServer.Audit = nil
+	d := &Data{Config: cfg, Root: root}
+	kdir := filepath.Join(root, "etc", "kubernetes")
+	if err := os.MkdirAll(filepath.Join(kdir, "manifests"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"scheduler.conf", "controller-manager.conf"} {
+		kc := clientcmdapi.NewConfig()
+		kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: []byte(name + "-cert"), ClientKeyData: []byte("key")}
+		kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+		kc.CurrentContext = "x"
+		if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := day2.CertificatesDigest(kdir, upgrade.ComponentScheduler)
+	if err != nil || want == "" {
+		t.Fatalf("digest %q, %v", want, err)
+	}
+	manifest := func(component, annotations string) {
+		t.Helper()
+		pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + component + "\n  namespace: kube-system\n" + annotations
+		if err := os.WriteFile(filepath.Join(kdir, "manifests", component+".yaml"), []byte(pod), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The scheduler's manifest was annotated by certs-renew (since then
+	// renewed: another digest); the controller manager's is kubeadm's.
+	manifest(upgrade.ComponentScheduler, "  annotations:\n    "+day2.AnnotationCertificatesDigest+": sha256:old\n")
+	manifest(upgrade.ComponentControllerManager, "")
+	for _, c := range upgrade.ControlPlaneComponents {
+		a, err := componentAnnotations(d, c)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		got := a[day2.AnnotationCertificatesDigest]
+		if c == upgrade.ComponentScheduler && got != want || c != upgrade.ComponentScheduler && got != "" {
+			t.Errorf("%s: certificates digest %q (want %q for the scheduler only)", c, got, want)
+		}
 	}
 }

@@ -3,12 +3,14 @@ package phases
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
+	"github.com/machineadm/machineadm/pkg/kubeadm/translate"
 )
 
 func init() {
@@ -29,16 +31,13 @@ type systemdUpgrader struct{}
 // changed, so that a rerun after a crash between the unit and the
 // ConfigMap stores them.
 func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component string) (Result, error) {
-	st := d.kubeadm
-	if st == nil {
-		var err error
-		if st, _, err = prepareKubeadm(d); err != nil {
-			return Result{}, err
-		}
+	docs, err := upgradeDocs(d)
+	if err != nil {
+		return Result{}, err
 	}
 	out := &lineWriter{emit: d.KubeadmOutput}
 	defer out.Flush()
-	env := &systemd.SystemdEnv{Config: d.Config, Docs: st.docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
+	env := &systemd.SystemdEnv{Config: d.Config, Docs: docs, Root: d.Root, DryRun: d.DryRun, Out: out, Log: d.log(), Services: d.unitManager()}
 	if d.KubeadmOutput == nil {
 		env.Out = d.out()
 	}
@@ -73,6 +72,48 @@ func (systemdUpgrader) UpgradeComponent(ctx context.Context, d *Data, component 
 		err = errclass.New(errclass.ControlPlaneUnhealthy, "journalctl -u "+component, err)
 	}
 	return res, err
+}
+
+// upgradeDocs are the kubeadm documents the units are derived from in an
+// upgrade: the run's own when a phase of it prepared them (d.kubeadm),
+// else the spec translated with placeholders for the secrets that only a
+// bootstrap consumes (the join token, the certificate key, the bootstrap
+// tokens: no unit carries them, and their files may be gone by now, as
+// upgrade's inputs-check says) and without importing the CA set of
+// spec.controlPlane.pki.dir (bootstrap only), as specInitYAML translates
+// it; kubeadm's patches directory is the run's work directory's, with
+// the kubelet's patch, as a bootstrap's. Outside an upgrade,
+// prepareKubeadm's.
+func upgradeDocs(d *Data) (*translate.Documents, error) {
+	if d.kubeadm != nil {
+		return d.kubeadm.docs, nil
+	}
+	if d.Upgrade == nil {
+		st, _, err := prepareKubeadm(d)
+		if err != nil {
+			return nil, err
+		}
+		return st.docs, nil
+	}
+	in := translate.PlaceholderInputs(d.Config)
+	if translate.KubeletConfig(d.Config) != nil {
+		// kubeadm reads the directory it names for each component's
+		// patches: the kubelet's patch is written there, as a bootstrap
+		// and kubeadm's upgrade configuration (upgradeConfig) write it.
+		in.PatchesDir = filepath.Join(d.WorkDir, "patches")
+		name, content, _, err := translate.KubeletPatch(d.Config)
+		if err != nil {
+			return nil, errclass.New(errclass.Internal, "", err)
+		}
+		if _, err := d.work().WriteFile("/patches/"+name, content, 0o600); err != nil {
+			return nil, errclass.New(errclass.HostPreparationFailed, "check that "+d.WorkDir+" is writable", err)
+		}
+	}
+	docs, err := translate.Translate(d.Config, in)
+	if err != nil {
+		return nil, errclass.New(errclass.Internal, "kubeadm's validation refused the configuration machineadm derived at run time; run `machineadm config kubeadm -f SPEC` and report this", err)
+	}
+	return docs, nil
 }
 
 // systemdUnitHealthy, when set, replaces the units' health checks

@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
+	"github.com/machineadm/machineadm/pkg/version"
 )
 
 // The Systemd runtime's control plane has its upgrader in every build.
@@ -88,15 +91,19 @@ func TestKubeadmControlPlaneOnSystemdReplacesTheUnits(t *testing.T) {
 // files); a static pod reads its client certificates when it starts
 // (RestartForCertificates). Not when nothing was renewed, unless the run
 // resumes at certs-renew: the run it resumes may have renewed them and
-// stopped before the restarts. A failed restart stops the phase there.
+// stopped before the restarts; but then a static pod whose manifest
+// carries the digest of other certificates is still restarted (onlyStale:
+// renewed by a killed run of another spec, or by hand). A failed restart
+// stops the phase there.
 func TestCertsRenewRestartsComponents(t *testing.T) {
 	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
 	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
 	rec := &recordingUpgrader{}
 	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
-	var restarts []string
+	var restarts, stale []string
 	for _, c := range upgrade.ControlPlaneComponents {
 		restarts = append(restarts, "restart "+c)
+		stale = append(stale, "restart stale "+c)
 	}
 	for _, tc := range []struct {
 		name         string
@@ -112,7 +119,7 @@ func TestCertsRenewRestartsComponents(t *testing.T) {
 		{name: "systemd nothing renewed", rt: machineadm.RuntimeSystemd},
 		{name: "systemd resumed", rt: machineadm.RuntimeSystemd, resumed: true, wantUnits: upgrade.ControlPlaneComponents},
 		{name: "static pods renewed", rt: machineadm.RuntimeStaticPods, renewed: []string{"renewed apiserver"}, wantRestarts: restarts},
-		{name: "static pods nothing renewed", rt: machineadm.RuntimeStaticPods},
+		{name: "static pods nothing renewed", rt: machineadm.RuntimeStaticPods, wantRestarts: stale},
 		{name: "static pods resumed", rt: machineadm.RuntimeStaticPods, resumed: true, wantRestarts: restarts},
 		{name: "static pods restart fails", rt: machineadm.RuntimeStaticPods, renewed: []string{"renewed apiserver"}, restartFail: upgrade.ComponentAPIServer, wantRestarts: restarts[:2], wantErr: true},
 	} {
@@ -136,7 +143,7 @@ func TestCertsRenewRestartsComponents(t *testing.T) {
 			if len(restarted) != len(tc.wantRestarts) || (len(restarted) > 0 && !reflect.DeepEqual(restarted, tc.wantRestarts)) {
 				t.Errorf("static pods %v, want %v (%+v)", restarted, tc.wantRestarts, r)
 			}
-			if tc.wantRestarts != nil && !tc.wantErr && (!r.Changed || !slices.Contains(r.Changes, "kube-scheduler restarted")) {
+			if tc.wantRestarts != nil && (tc.renewed != nil || tc.resumed) && !tc.wantErr && (!r.Changed || !slices.Contains(r.Changes, "kube-scheduler restarted")) {
 				t.Errorf("result %+v: want the restarts among its changes", r)
 			}
 			if tc.renewed == nil && !tc.resumed && r.Changed {
@@ -222,6 +229,98 @@ func TestCertsRenewDryRunSaysRestart(t *testing.T) {
 		}
 		if !strings.Contains(r.Message, "would renew") || !strings.Contains(r.Message, "restart") {
 			t.Errorf("%s: dry run says %q, want the renewal and the restarts", rt, r.Message)
+		}
+	}
+}
+
+// A restart of certs-renew that is rolled back stays RolledBack, but its
+// hint is about the renewed certificates, for either runtime: not the
+// class's or the unit upgrader's, which tell to fix the component's
+// settings in the spec (certs-renew changed none), and it says a rerun
+// with the same spec resumes there.
+func TestCertsRenewRolledBackHint(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
+	rec := &recordingUpgrader{fail: upgrade.ComponentScheduler}
+	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	for _, rt := range []machineadm.ControlPlaneRuntime{machineadm.RuntimeStaticPods, machineadm.RuntimeSystemd} {
+		cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+			ControlPlane: &machineadm.ControlPlane{Runtime: rt}}}
+		fc := &fakeCluster{renewed: []string{"renewed scheduler.conf"}, restartFail: upgrade.ComponentScheduler}
+		d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+		_, err := certsRenewPhase().Run(context.Background(), d)
+		class, hint := errclass.Of(err)
+		if class != errclass.RolledBack || !strings.Contains(err.Error(), "did not become healthy") && !strings.Contains(err.Error(), "rolled back") {
+			t.Errorf("%s: %v (%s), want the rollback, class RolledBack", rt, err, class)
+		}
+		if !strings.Contains(hint, "renewed certificates") || !strings.Contains(hint, "same spec") || !strings.Contains(hint, upgrade.ComponentScheduler) ||
+			strings.Contains(hint, "settings in the spec") {
+			t.Errorf("%s: hint %q, want one about the scheduler's renewed certificates and a rerun of the same spec", rt, hint)
+		}
+	}
+}
+
+// A renewed certificate's line says it expired only when its former
+// expiry was past: one renewed within the window, before it expires, was
+// to expire then.
+func TestRenewedLineSaysExpiredOnlyWhenPast(t *testing.T) {
+	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	after := now.AddDate(1, 0, 0)
+	if got := renewedLine(day2.Renewed{Name: "apiserver", Before: now.AddDate(0, 0, 3), After: after}, now); strings.Contains(got, "expired") ||
+		!strings.Contains(got, "was to expire 2026-12-10T00:00:00Z") || !strings.Contains(got, "now expires 2027-12-07T00:00:00Z") {
+		t.Errorf("renewed 3 days before its expiry: %q", got)
+	}
+	if got := renewedLine(day2.Renewed{Name: "apiserver", Before: now.AddDate(0, 0, -1), After: after}, now); !strings.Contains(got, "expired 2026-12-06T00:00:00Z") {
+		t.Errorf("renewed a day after its expiry: %q", got)
+	}
+}
+
+// An upgrade's units on a Systemd control plane are derived without the
+// secrets only a bootstrap consumes (the certificate key, the bootstrap
+// tokens, a join's token): their files may be gone by now, as upgrade's
+// inputs-check does not read them either. Here none was delivered; the
+// dry run of the scheduler's replacement (certs-renew's and
+// control-plane's) plans the unit instead of failing PayloadUnavailable
+// on the certificate key's file.
+func TestSystemdUpgradeNeedsNoBootstrapSecrets(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	l := loadExample(t, "control-plane-systemd.yaml")
+	d := testData(t)
+	d.Config, d.Root, d.DryRun = l.Config, t.TempDir(), true
+	d.Upgrade = &UpgradeRun{Cluster: &fakeCluster{}, Plan: &upgrade.Plan{From: "v1.37.2", To: "v1.37.2"}}
+	r, err := systemdUpgrader{}.UpgradeComponent(context.Background(), d, upgrade.ComponentScheduler)
+	if err != nil {
+		t.Fatalf("the scheduler's unit without the bootstrap's secret files: %v", err)
+	}
+	if !strings.Contains(strings.Join(r.Changes, "\n"), "kube-scheduler.service") {
+		t.Errorf("the dry run's plan does not name the scheduler's unit: %q", r.Changes)
+	}
+}
+
+// A certificate that expires within the window and could not be renewed
+// (its CA has no key on the node: an external CA) is a warning of
+// certs-renew, which then does not say that no certificate expires, nor
+// counts it as renewed (no restart for it).
+func TestCertsRenewSaysWhatItCouldNotRenew(t *testing.T) {
+	now := time.Now()
+	ext := renewedLine(day2.Renewed{Name: "apiserver", Before: now.Add(72 * time.Hour), External: true}, now)
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeStaticPods}}}
+	fc := &fakeCluster{renewed: []string{ext}}
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Changed || strings.Contains(r.Summary(), "no certificate expires") || len(r.Warnings) != 1 ||
+		!strings.Contains(r.Warnings[0], "apiserver expires") || !strings.Contains(r.Warnings[0], "external CA") {
+		t.Errorf("an expiring certificate of an external CA: %+v (%q); want a warning naming it, unchanged", r, r.Summary())
+	}
+	for _, c := range fc.calls {
+		if strings.HasPrefix(c, "restart ") && !strings.HasPrefix(c, "restart stale ") {
+			t.Errorf("restarted for a certificate not renewed: %v", fc.calls)
 		}
 	}
 }

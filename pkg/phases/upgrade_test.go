@@ -56,7 +56,11 @@ type fakeCluster struct {
 	restartFail string
 }
 
-func (f *fakeCluster) RestartForCertificates(_ context.Context, _ *Data, component string) (Result, error) {
+func (f *fakeCluster) RestartForCertificates(_ context.Context, _ *Data, component string, onlyStale bool) (Result, error) {
+	if onlyStale {
+		f.calls = append(f.calls, "restart stale "+component)
+		return Result{}, nil
+	}
 	f.calls = append(f.calls, "restart "+component)
 	if component == f.restartFail {
 		return Result{}, errclass.New(errclass.RolledBack, "", errors.New(component+" did not become healthy"))

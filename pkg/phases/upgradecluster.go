@@ -269,10 +269,11 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 		return nil, errclass.New(errclass.Internal, "", err)
 	}
 	cfg.CertificatesDir = hostPathOrRoot(d, cfg.CertificatesDir)
-	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), time.Now())
+	now := time.Now()
+	renewed, err := day2.RenewExpiring(&cfg.ClusterConfiguration, hostPathOrRoot(d, kubernetesDir), RenewBefore(d.Config), now)
 	var lines []string
 	for _, r := range renewed {
-		lines = append(lines, fmt.Sprintf("renewed %s (expired %s, now %s)", r.Name, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339)))
+		lines = append(lines, renewedLine(r, now))
 	}
 	if err != nil {
 		return lines, errclass.New(errclass.HostPreparationFailed, "", err)
@@ -280,7 +281,7 @@ func (kubeadmCluster) RenewCertificates(ctx context.Context, d *Data) ([]string,
 	return lines, nil
 }
 
-func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string) (Result, error) {
+func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, component string, onlyStale bool) (Result, error) {
 	u := d.Upgrade
 	if u.backupDir == "" {
 		u.backupDir = day2.BackupDir(hostPathOrRoot(d, kubernetesDir), time.Now())
@@ -290,7 +291,7 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 	changed, lines, err := day2.RestartForCertificates(day2.StaticPodOptions{
 		Component: component, AdminKubeconfig: adminConf(d),
 		KubernetesDir: hostPathOrRoot(d, kubernetesDir), BackupDir: u.backupDir,
-		Timeout: componentTimeout, Output: out,
+		Timeout: componentTimeout, Output: out, OnlyStale: onlyStale,
 	}, nodeName(d))
 	// A run killed after it swapped the manifest in resumes here and finds
 	// the digest in place: the health the killed run did not see is
@@ -302,6 +303,26 @@ func (kubeadmCluster) RestartForCertificates(ctx context.Context, d *Data, compo
 		}
 	}
 	return Result{Changed: changed, Changes: lines}, err
+}
+
+// renewedLine is the report's line of a certificate renewed at now: it
+// "expired" at its former expiry only when that was past, which within
+// the renewal window it mostly is not. One that could not be renewed
+// (an external CA's) is a warning (day2.WarningPrefix), which
+// certsRenewPhase reports apart.
+func renewedLine(r day2.Renewed, now time.Time) string {
+	verb := "was to expire"
+	if !r.Before.After(now) {
+		verb = "expired"
+	}
+	if r.External {
+		if verb == "was to expire" {
+			verb = "expires"
+		}
+		return fmt.Sprintf("%s%s %s %s and was not renewed: its certificate authority has no key on this node (an external CA); renew it with that CA, then restart the components that read it (machineadm does not restart them for a certificate it did not renew)",
+			day2.WarningPrefix, r.Name, verb, r.Before.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("renewed %s (%s %s, now expires %s)", r.Name, verb, r.Before.UTC().Format(time.RFC3339), r.After.UTC().Format(time.RFC3339))
 }
 
 // RenewBefore is the certificate renewal window of cfg:

@@ -408,13 +408,13 @@ func TestRestartForCertificatesResumedWaitsWhereARestartMayHaveRun(t *testing.T)
 	d := restartKubeletData(t, srv, cm.port, sched.port)
 	d.resumedAt = upgrade.PhaseCerts
 	for _, c := range []string{upgrade.ComponentEtcd, upgrade.ComponentAPIServer} {
-		res, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, c)
+		res, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, c, false)
 		if err != nil || res.Changed || len(res.Changes) != 0 {
 			t.Errorf("%s, resumed: %+v, %v; want nothing waited for", c, res, err)
 		}
 	}
 	start := time.Now()
-	_, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, upgrade.ComponentControllerManager)
+	_, err := kubeadmCluster{}.RestartForCertificates(context.Background(), d, upgrade.ComponentControllerManager, false)
 	var ce *errclass.Error
 	if !errors.As(err, &ce) || ce.Class != errclass.ControlPlaneUnhealthy {
 		t.Errorf("the controller manager, resumed, on an unhealthy control plane: %v; want the wait's ControlPlaneUnhealthy", err)

@@ -20,19 +20,25 @@ import (
 // kubeadm-upgrade phase keeps.
 const DefaultRenewBefore = 30 * 24 * time.Hour
 
-// Renewed is one certificate RenewExpiring renewed.
+// Renewed is one certificate RenewExpiring renewed, or found expiring
+// and could not renew (External).
 type Renewed struct {
 	// Name is kubeadm's name of the certificate ("apiserver",
 	// "admin.conf").
 	Name string
-	// Before and After are its expiry dates.
+	// Before and After are its expiry dates (After zero when External).
 	Before, After time.Time
+	// External says it expires within the window but was not renewed:
+	// its CA has no key here (an external CA, kubeadm's renewal manager
+	// renews nothing it signed).
+	External bool
 }
 
 // RenewExpiring renews, with kubeadm's renewal manager and the local CA,
 // every certificate of cfg's cluster (its certificates directory, and the
 // kubeconfig files in kubernetesDir) that expires within window of now.
-// A certificate whose CA has no key here (an external CA) is left alone.
+// A certificate whose CA has no key here (an external CA) is left alone
+// and returned with External set.
 func RenewExpiring(cfg *kubeadmapi.ClusterConfiguration, kubernetesDir string, window time.Duration, now time.Time) ([]Renewed, error) {
 	rm, err := renewal.NewManager(cfg, kubernetesDir)
 	if err != nil {
@@ -59,6 +65,7 @@ func RenewExpiring(cfg *kubeadmapi.ClusterConfiguration, kubernetesDir string, w
 			return out, fmt.Errorf("renewing %s: %w", h.Name, err)
 		}
 		if !done {
+			out = append(out, Renewed{Name: h.Name, Before: info.ExpirationDate, External: true})
 			continue
 		}
 		after, err := rm.GetCertificateExpirationInfo(h.Name)

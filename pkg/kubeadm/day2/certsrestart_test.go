@@ -271,3 +271,79 @@ func TestSwapKeepsTheRunsFirstBackup(t *testing.T) {
 		t.Errorf("backup .3 is %q, want v3", b)
 	}
 }
+
+// TestRestartForCertificatesOnlyStale: with OnlyStale (a run that renewed
+// nothing), a manifest without the digest (as kubeadm writes it) is left
+// alone before its certificates are read (the kubeconfig here does not
+// load), but one whose digest is of other certificates than those on disk
+// (renewed since the component started, by hand or by a killed run) is
+// restarted: the attempt needs the API server, which the missing
+// credential refuses.
+func TestRestartForCertificatesOnlyStale(t *testing.T) {
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kdir := t.TempDir()
+	manifests := filepath.Join(kdir, kubeadmconstants.ManifestsSubDirName)
+	p, err := Regenerate(manifests, "", cfg, kubeadmconstants.KubeScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)
+	if err := os.WriteFile(kc, []byte("{not a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := StaticPodOptions{Component: kubeadmconstants.KubeScheduler, AdminKubeconfig: filepath.Join(kdir, "missing-admin.conf"),
+		KubernetesDir: kdir, BackupDir: filepath.Join(kdir, "backup"), OnlyStale: true}
+	if changed, lines, err := RestartForCertificates(o, "node-1"); changed || err != nil || len(lines) != 0 {
+		t.Errorf("no digest, only stale: changed %v, %v, %v; want left alone", changed, lines, err)
+	}
+	writeKubeconfig(t, kc, "sched-cert-1", "k")
+	old, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Annotate(p, map[string]string{AnnotationCertificatesDigest: old}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, lines, err := RestartForCertificates(o, "node-1"); changed || err != nil || len(lines) != 0 {
+		t.Errorf("the digest of the certificates on disk, only stale: changed %v, %v, %v; want left alone", changed, lines, err)
+	}
+	writeKubeconfig(t, kc, "sched-cert-2", "k")
+	if changed, _, err := RestartForCertificates(o, "node-1"); changed || err == nil || !strings.Contains(err.Error(), "missing-admin.conf") {
+		t.Errorf("a stale digest, only stale: changed %v, %v; want the restart attempted (the credential's error)", changed, err)
+	}
+}
+
+// TestCertificatesDigestNeverADamagedKey: a certificate file whose PEM
+// blocks do not decode (a key whose base64 is damaged, beside a
+// certificate that is damaged too) gives nothing of its text to the
+// digest: another damaged key gives the same digest.
+func TestCertificatesDigestNeverADamagedKey(t *testing.T) {
+	kdir := t.TempDir()
+	certFile := filepath.Join(kdir, "client.pem")
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: certFile}
+	kc.Contexts["x"] = &clientcmdapi.Context{AuthInfo: "u"}
+	kc.CurrentContext = "x"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)); err != nil {
+		t.Fatal(err)
+	}
+	digest := func(key string) string {
+		t.Helper()
+		damaged := "-----BEGIN CERTIFICATE-----\n!!not base64!!\n-----END CERTIFICATE-----\n" +
+			"-----BEGIN RSA PRIVATE KEY-----\n" + key + "\n-----END RSA PRIVATE KEY-----\n"
+		if err := os.WriteFile(certFile, []byte(damaged), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := CertificatesDigest(kdir, kubeadmconstants.KubeScheduler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if digest("MIIEpAIBAAKCAQEA7 secret-1 *") != digest("MIIEpAIBAAKCAQEA7 secret-2 *") {
+		t.Errorf("the text of a damaged key entered the digest")
+	}
+}

@@ -245,3 +245,39 @@ func TestMaxRenewBeforeIsKubeadmsLifetime(t *testing.T) {
 		t.Errorf("validation.MaxRenewBefore %s, kubeadm's certificate lifetime %s", validation.MaxRenewBefore, kubeadmconstants.CertificateValidityPeriod)
 	}
 }
+
+// TestRenewExpiringSaysWhatAnExternalCASigned: a certificate that expires
+// within the window and whose CA has no key here (an external CA) is not
+// renewed, and RenewExpiring says so (External) instead of leaving it
+// out as if it did not expire.
+func TestRenewExpiringSaysWhatAnExternalCASigned(t *testing.T) {
+	dir, _ := kubeadmtest.PKISetup(t)
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CertificatesDir = dir
+	if err := certsphase.CreatePKIAssets(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "apiserver.crt"))
+	renewed, err := RenewExpiring(&cfg.ClusterConfiguration, t.TempDir(), 2*365*24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range renewed {
+		if r.Name == "apiserver" {
+			found = r.External && r.After.IsZero() && !r.Before.IsZero()
+		}
+	}
+	if !found {
+		t.Errorf("apiserver, signed by a CA without its key here: %+v, want it External", renewed)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "apiserver.crt")); !bytes.Equal(before, after) {
+		t.Errorf("apiserver.crt renewed without the CA's key")
+	}
+}

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/pem"
@@ -63,6 +64,11 @@ type StaticPodOptions struct {
 	// Rollback, when set, runs when the component does not become
 	// healthy, before its previous manifest is put back (Swap.Rollback).
 	Rollback func() error
+	// OnlyStale makes RestartForCertificates leave alone a manifest
+	// without AnnotationCertificatesDigest (as kubeadm writes it), which
+	// it otherwise restarts once: it restarts only one whose digest is
+	// not that of the certificates on disk (renewed since it started).
+	OnlyStale bool
 	// Timeout bounds the wait for the component (default 5 minutes, as
 	// kubeadm's upgrade timeout).
 	Timeout time.Duration
@@ -262,7 +268,9 @@ func CertificatesDigest(kubernetesDir, component string) (string, error) {
 
 // certificateBlocks returns the CERTIFICATE blocks of PEM data, so that a
 // key beside a certificate in one file (a combined PEM) never enters a
-// digest; data without any PEM block is returned as it is.
+// digest; data without any PEM block is returned as it is, unless it
+// has a PEM boundary line: then its blocks do not decode (a damaged
+// key's among them, pem.Decode skipping it) and nothing is returned.
 func certificateBlocks(data []byte) []byte {
 	var out []byte
 	pemFound := false
@@ -277,7 +285,7 @@ func certificateBlocks(data []byte) []byte {
 			out = append(out, pem.EncodeToMemory(b)...)
 		}
 	}
-	if !pemFound {
+	if !pemFound && !bytes.Contains(data, []byte("-----BEGIN")) {
 		return data
 	}
 	return out
@@ -289,19 +297,16 @@ func certificateBlocks(data []byte) []byte {
 // certificates' digest now (CertificatesDigest of o.KubernetesDir),
 // replaces it (swapStaticPod: backed up, waited on,
 // rolled back) unless it carries that digest already. A manifest without
-// the annotation (as kubeadm writes it) is restarted once. node is the
-// Node's name. Nothing changes for a component without such certificates
+// the annotation (as kubeadm writes it) is restarted once, unless
+// o.OnlyStale (then it is left alone, before the certificates are read).
+// node is the Node's name. Nothing changes for a component without such certificates
 // (etcd, the API server) or a manifest that does not exist. Errors are classified as
 // UpgradeStaticPodComponent's.
 func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, error) {
-	digest, err := CertificatesDigest(o.KubernetesDir, o.Component)
-	if err != nil {
-		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", o.Component, err))
-	}
-	cur := filepath.Join(o.KubernetesDir, kubeadmconstants.ManifestsSubDirName, ManifestName(o.Component))
-	if digest == "" {
+	if !RestartsForCertificates(o.Component) {
 		return false, nil, nil
 	}
+	cur := filepath.Join(o.KubernetesDir, kubeadmconstants.ManifestsSubDirName, ManifestName(o.Component))
 	pod, err := staticpodutil.ReadStaticPodFromDisk(cur)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil, nil
@@ -309,7 +314,14 @@ func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, er
 	if err != nil {
 		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading %s: %w", cur, err))
 	}
-	if pod.Annotations[AnnotationCertificatesDigest] == digest {
+	if _, ok := pod.Annotations[AnnotationCertificatesDigest]; !ok && o.OnlyStale {
+		return false, nil, nil
+	}
+	digest, err := CertificatesDigest(o.KubernetesDir, o.Component)
+	if err != nil {
+		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", o.Component, err))
+	}
+	if digest == "" || pod.Annotations[AnnotationCertificatesDigest] == digest {
 		return false, nil, nil
 	}
 	client, err := Client(o.AdminKubeconfig)

@@ -32,12 +32,21 @@ var placeholders = map[string]string{
 // (SecretInputs over machineadm.SecretFields) with a placeholder, and the
 // patches directory with machineadm's default.
 func redactedInputs(cfg *machineadm.MachineBootstrapConfig) Inputs {
-	in, _ := SecretInputs(cfg, func(f machineadm.SecretField) (string, error) {
-		return placeholders[f.Format], nil
-	})
+	in := PlaceholderInputs(cfg)
 	if KubeletConfig(cfg) != nil {
 		in.PatchesDir = DefaultWorkDir + "/patches"
 	}
+	return in
+}
+
+// PlaceholderInputs are the Inputs of cfg with a placeholder for every
+// secret kubeadm takes (no secret file is read) and every other field
+// zero: for what needs the kubeadm documents but none of those secrets
+// (an upgrade's units).
+func PlaceholderInputs(cfg *machineadm.MachineBootstrapConfig) Inputs {
+	in, _ := SecretInputs(cfg, func(f machineadm.SecretField) (string, error) {
+		return placeholders[f.Format], nil
+	})
 	return in
 }
 

@@ -141,7 +141,8 @@ var ErrNoRecord = errors.New("no applied-spec record")
 
 // ReadRecord reads the record in workDir (a host path). A missing record
 // is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
-// not a record of a known version (a 32-byte hex key, a spec that is a
+// one that group or others may write or another user than root (or the
+// effective user) owns (not on Windows), not a record of a known version (a 32-byte hex key, a spec that is a
 // JSON object with a spec member), or one whose spec holds an inline
 // secret that is not withheld (the error names its path, never its
 // value), is an error.
@@ -156,6 +157,9 @@ func ReadRecord(workDir string) (*Record, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if err := checkRecordAccess(fi); err != nil {
+		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
 	}
 	data, err := readlimit.File(p, maxRecordSize)
 	if err != nil {

@@ -324,3 +324,51 @@ func TestUpgradeRecordSpecCannotBeSkipped(t *testing.T) {
 		t.Errorf("the upgrade did not record its spec: the record is %s's, %s", r.Command, r.SpecDigest)
 	}
 }
+
+// TestUpgradeRefusalHintIsAboutTheChange: an upgrade refused for a change
+// that cannot be made in place has a spec that is valid on its own, so
+// its hint says what to do about the change. It said to run `config
+// validate`, which finds nothing wrong with the spec.
+func TestUpgradeRefusalHintIsAboutTheChange(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.37.2", "cp1", "30"))
+	for _, extra := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp2", "30"), extra...)
+		all := out + errOut
+		if code != 2 || !strings.Contains(errOut, "spec.node.name") {
+			t.Fatalf("%v: exit %d, want 2 naming spec.node.name\n%s\n%s", extra, code, out, errOut)
+		}
+		if strings.Contains(all, "config validate") || !strings.Contains(all, "hint:  keep the refused fields as the node has them") {
+			t.Errorf("%v: the hint is not about the refused change:\n%s\n%s", extra, out, errOut)
+		}
+	}
+}
+
+// TestUpgradeUnusableRecordHint: a record that cannot be used (damaged,
+// or one others may have written) refuses the upgrade, exit code 2, with
+// a hint that says how to record the spec again, not to read --help: the
+// command line was right.
+func TestUpgradeUnusableRecordHint(t *testing.T) {
+	for name, spoil := range map[string]func(p string) error{
+		"truncated": func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) },
+		"world-writable": func(p string) error {
+			if err := os.Chmod(p, 0o666); err != nil {
+				return err
+			}
+			return os.Chmod(filepath.Dir(p), 0o700)
+		},
+	} {
+		s := workerSpec("/var/lib/machineadm/report.json")
+		work := recordSpec(t, s)
+		if err := spoil(filepath.Join(work, upgrade.RecordFile)); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := upgradeCLI(t, work, s, "--dry-run")
+		all := out + errOut
+		if code != 2 || !strings.Contains(errOut, "applied-spec record cannot be used") {
+			t.Fatalf("%s: exit %d, want 2\n%s\n%s", name, code, out, errOut)
+		}
+		if strings.Contains(all, "--help") || strings.Contains(all, "fix the command line") || !strings.Contains(all, "hint:  check who changed the record, remove it, then run `machineadm bootstrap -f SPEC`") {
+			t.Errorf("%s: misleading hint:\n%s\n%s", name, out, errOut)
+		}
+	}
+}

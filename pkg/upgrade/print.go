@@ -8,20 +8,14 @@ import (
 	"strings"
 )
 
-// showKeys shows the keys of a whose values differ from b's, sorted, as
-// "key=value" (show's values; a key b has and a lacks is "key=").
+// showKeys shows the keys a has whose values differ from b's, sorted, as
+// "key=value" (show's values). A key only b has is not shown: "key=" would
+// read as a key of a with an empty value.
 func showKeys(a, b map[string]any) string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
 	var out []string
-	for k := range keys {
-		if !equal(a[k], b[k]) {
-			out = append(out, k+"="+show(a[k]))
+	for k, v := range a {
+		if !equal(v, b[k]) {
+			out = append(out, k+"="+show(v))
 		}
 	}
 	sort.Strings(out)

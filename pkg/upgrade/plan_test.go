@@ -421,4 +421,16 @@ func TestChangedKeysShowOnlyWhatEachSideHas(t *testing.T) {
 	if c := p.Changes[i]; c.Old != "pool=general" || c.New != "a=b" {
 		t.Errorf("spec.node.labels: %q -> %q, want \"pool=general\" -> \"a=b\"", c.Old, c.New)
 	}
+	// A label with an empty value added: shown on the new side only (it
+	// was shown on neither, "" -> "").
+	b.Spec.Node.Labels = map[string]string{"pool": "general", "zone": "z1", "a": ""}
+	a.Spec.Node.Labels = map[string]string{"pool": "general", "zone": "z1"}
+	p = plan(t, a, b)
+	i = slices.IndexFunc(p.Changes, func(c Change) bool { return c.Path == "spec.node.labels" })
+	if i < 0 || !p.Changes[i].Refused {
+		t.Fatalf("no refused change of spec.node.labels: %+v", p.Changes)
+	}
+	if c := p.Changes[i]; c.Old != "" || c.New != "a=" {
+		t.Errorf("spec.node.labels: %q -> %q, want \"\" -> \"a=\"", c.Old, c.New)
+	}
 }

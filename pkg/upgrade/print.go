@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,13 +9,17 @@ import (
 	"strings"
 )
 
-// showKeys shows the keys a has whose values differ from b's, sorted, as
-// "key=value" (show's values). A key only b has is not shown: "key=" would
-// read as a key of a with an empty value.
+// showKeys shows the keys a has that b lacks or gives another value,
+// sorted, as "key=value" (show's values). A key only b has is not shown:
+// "key=" would read as a key of a with an empty value, which a label may
+// have (a key with an empty value is shown, on the side that has it).
 func showKeys(a, b map[string]any) string {
 	var out []string
 	for k, v := range a {
-		if !equal(v, b[k]) {
+		w, ok := b[k]
+		x, _ := json.Marshal(v)
+		y, _ := json.Marshal(w)
+		if !ok || !bytes.Equal(x, y) {
 			out = append(out, k+"="+show(v))
 		}
 	}

@@ -49,13 +49,16 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 }
 
 // badRecord is the error of a record that cannot be used: a *UsageError
-// (exit code 2, nothing changed) whose hint says how to record the spec
-// again. Not a command-line mistake: --help would not help.
+// (exit code 2, nothing changed) that says how to record the spec again,
+// in its hint and in its message too: a usage error does not replace the
+// last run's report, whose summary would print the hint. Not a
+// command-line mistake: --help would not help.
 func badRecord(format string, args ...any) error {
-	return &UsageError{Err: errclass.Errorf(errclass.InvalidSpec,
-		"check who changed the record, remove it, then run `machineadm bootstrap -f SPEC` once with the spec the node runs: it records the spec again",
-		format, args...)}
+	return &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, recordHint, format+"; "+recordHint, args...)}
 }
+
+// recordHint says what to do about a record that cannot be used.
+const recordHint = "check who changed the record, remove it, then run `machineadm bootstrap -f SPEC` once with the spec the node runs: it records the spec again"
 
 // refusedHint is the hint of an upgrade refused for a change that cannot
 // be made in place.

@@ -262,6 +262,22 @@ func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
 	}
 }
 
+// TestBootstrapOfAnotherSpecIsRefusedByARecordOthersMayWrite: a record
+// that group or others may write, which upgrade refuses to plan from,
+// still refuses a bootstrap of another spec (it can only refuse): read
+// with the owner and mode check, it let that bootstrap run its phases.
+func TestBootstrapOfAnotherSpecIsRefusedByARecordOthersMayWrite(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	if err := os.Chmod(filepath.Join(work, upgrade.RecordFile), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, workerSpec("/var/lib/machineadm/other.json")), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr"))
+	if code != 2 || !strings.Contains(errOut, "this node runs another spec") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
 // TestUpgradeRefusesARecordWithASecretInTheClear: a record holding an
 // inline secret that is not withheld (hand-edited, or not written by
 // machineadm) is refused, exit code 2 naming the field and never the

@@ -79,9 +79,10 @@ func changedPaths(p *upgrade.Plan) []string {
 // (a bootstrap of it finished or under way). Such a bootstrap would start
 // over on a bootstrapped node until kubeadm's preflight refused it. The
 // error is a *UsageError (exit code 2, nothing changed) pointing at
-// `machineadm upgrade`.
+// `machineadm upgrade`. A record others may have written counts here
+// (upgrade.ReadRecordAnyOwner): it can only refuse the bootstrap.
 func checkRebootstrap(d *phases.Data, workDir string) error {
-	r, err := upgrade.ReadRecord(workDir)
+	r, err := upgrade.ReadRecordAnyOwner(workDir)
 	if err != nil || r.SpecDigest == d.SpecDigest {
 		return nil
 	}

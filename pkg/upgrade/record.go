@@ -146,7 +146,15 @@ var ErrNoRecord = errors.New("no applied-spec record")
 // JSON object with a spec member), or one whose spec holds an inline
 // secret that is not withheld (the error names its path, never its
 // value), is an error.
-func ReadRecord(workDir string) (*Record, error) {
+func ReadRecord(workDir string) (*Record, error) { return readRecord(workDir, true) }
+
+// ReadRecordAnyOwner is ReadRecord without the owner and mode check, for
+// a decision that only refuses a run (a bootstrap of another spec than
+// the record's): a record someone else may have changed can still
+// refuse, never allow.
+func ReadRecordAnyOwner(workDir string) (*Record, error) { return readRecord(workDir, false) }
+
+func readRecord(workDir string, access bool) (*Record, error) {
 	p := filepath.Join(workDir, RecordFile)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -158,7 +166,7 @@ func ReadRecord(workDir string) (*Record, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
 	}
-	if err := checkRecordAccess(fi); err != nil {
+	if err := checkRecordAccess(fi); access && err != nil {
 		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
 	}
 	data, err := readlimit.File(p, maxRecordSize)

@@ -262,6 +262,22 @@ func TestBootstrapOfAnotherSpecIsRefused(t *testing.T) {
 	}
 }
 
+// TestBootstrapOfAnotherSpecIsRefusedByARecordOthersMayWrite: a record
+// that group or others may write, which upgrade refuses to plan from,
+// still refuses a bootstrap of another spec (it can only refuse): read
+// with the owner and mode check, it let that bootstrap run its phases.
+func TestBootstrapOfAnotherSpecIsRefusedByARecordOthersMayWrite(t *testing.T) {
+	work := recordSpec(t, workerSpec("/var/lib/machineadm/report.json"))
+	if err := os.Chmod(filepath.Join(work, upgrade.RecordFile), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	code, out, errOut := run(t, "", "bootstrap", "-f", writeSpec(t, workerSpec("/var/lib/machineadm/other.json")), "--work-dir", work, "--report-root", filepath.Join(tmp, "rr"), "--dry-run", "--dry-run-dir", filepath.Join(tmp, "dr"))
+	if code != 2 || !strings.Contains(errOut, "this node runs another spec") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
 // TestUpgradeRefusesARecordWithASecretInTheClear: a record holding an
 // inline secret that is not withheld (hand-edited, or not written by
 // machineadm) is refused, exit code 2 naming the field and never the
@@ -322,5 +338,57 @@ func TestUpgradeRecordSpecCannotBeSkipped(t *testing.T) {
 	}
 	if r.Command != "upgrade" || r.SpecDigest != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Errorf("the upgrade did not record its spec: the record is %s's, %s", r.Command, r.SpecDigest)
+	}
+}
+
+// TestUpgradeRefusalHintIsAboutTheChange: an upgrade refused for a change
+// that cannot be made in place has a spec that is valid on its own, so
+// its hint says what to do about the change. It said to run `config
+// validate`, which finds nothing wrong with the spec.
+func TestUpgradeRefusalHintIsAboutTheChange(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.37.2", "cp1", "30"))
+	for _, extra := range [][]string{{"--dry-run"}, nil} {
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp2", "30"), extra...)
+		all := out + errOut
+		if code != 2 || !strings.Contains(errOut, "spec.node.name") {
+			t.Fatalf("%v: exit %d, want 2 naming spec.node.name\n%s\n%s", extra, code, out, errOut)
+		}
+		if strings.Contains(all, "config validate") || !strings.Contains(all, "hint:  keep the refused fields as the node has them") {
+			t.Errorf("%v: the hint is not about the refused change:\n%s\n%s", extra, out, errOut)
+		}
+	}
+}
+
+// TestUpgradeUnusableRecordHint: a record that cannot be used (damaged,
+// or one others may have written) refuses the upgrade, exit code 2,
+// saying how to record the spec again, not to read --help: the command
+// line was right. It says so in the error too, which is all a run prints
+// when it leaves the last run's report in place (the second run below).
+func TestUpgradeUnusableRecordHint(t *testing.T) {
+	for name, spoil := range map[string]func(p string) error{
+		"truncated": func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) },
+		"world-writable": func(p string) error {
+			if err := os.Chmod(p, 0o666); err != nil {
+				return err
+			}
+			return os.Chmod(filepath.Dir(p), 0o700)
+		},
+	} {
+		s := workerSpec("/var/lib/machineadm/report.json")
+		work := recordSpec(t, s)
+		if err := spoil(filepath.Join(work, upgrade.RecordFile)); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"upgrade", "-f", writeSpec(t, s), "--work-dir", work, "--report-root", filepath.Join(t.TempDir(), "rr")}
+		for i := 0; i < 2; i++ {
+			code, out, errOut := run(t, "", args...)
+			all := out + errOut
+			if code != 2 || !strings.Contains(errOut, "applied-spec record cannot be used") {
+				t.Fatalf("%s, run %d: exit %d, want 2\n%s\n%s", name, i+1, code, out, errOut)
+			}
+			if strings.Contains(all, "--help") || strings.Contains(all, "fix the command line") || !strings.Contains(errOut, "remove it, then run `machineadm bootstrap -f SPEC` once") {
+				t.Errorf("%s, run %d: misleading hint:\n%s\n%s", name, i+1, out, errOut)
+			}
+		}
 	}
 }

@@ -41,12 +41,14 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 
 // upgradedSince says whether `machineadm upgrade` recorded another spec
 // on this node after its bootstrap (the applied-spec record is an
-// upgrade's). Not in a dry run.
+// upgrade's). Not in a dry run. A record others may have written counts
+// here and in upgradedTo (ReadRecordAnyOwner): it can only keep the host
+// as it is, never change it.
 func upgradedSince(d *Data) bool {
 	if d.DryRun {
 		return false
 	}
-	r, err := upgrade.ReadRecord(d.WorkDir)
+	r, err := upgrade.ReadRecordAnyOwner(d.WorkDir)
 	return err == nil && r.Command == "upgrade"
 }
 
@@ -58,7 +60,7 @@ func upgradedTo(d *Data) string {
 	if d.DryRun {
 		return ""
 	}
-	r, err := upgrade.ReadRecord(d.WorkDir)
+	r, err := upgrade.ReadRecordAnyOwner(d.WorkDir)
 	if err != nil || r.Command != "upgrade" || r.SpecDigest != d.SpecDigest {
 		return ""
 	}

@@ -18,7 +18,9 @@ import (
 // upgrade's spec, not the bootstrap's.
 func RecordBootstrap(d *Data) (bool, error) {
 	if d.finishedEarlier {
-		if r, err := upgrade.ReadRecord(d.WorkDir); err == nil && r.Command != "bootstrap" {
+		// A record others may have written is kept too (it is not trusted
+		// for a plan, but the bootstrap's spec is surely not the node's).
+		if r, err := upgrade.ReadRecordAnyOwner(d.WorkDir); err == nil && r.Command != "bootstrap" {
 			d.log().Debug("applied-spec record kept: an upgrade wrote it after this bootstrap", "record", r.SpecDigest)
 			return false, nil
 		}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,10 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
 // report (PreviousPath: report.json → report.previous.json; atomically, not
 // fsynced: after a power loss it may be older), unless it is
-// not a regular file of at most MaxReportSize bytes (a FIFO or device at
-// the path is replaced, never read). Missing directories are created
-// with mode 0700.
+// not a regular file (a FIFO or device at the path is replaced, never
+// read). A regular file there that is no report (larger than
+// MaxReportSize, or not a JSON object: mayBeReport) is left as it is and
+// the write fails. Missing directories are created with mode 0700.
 //
 // As a ProgressWriter it keeps a provisional report at the path while the
 // run goes on: the first one (durable, fsynced) keeps the report it
@@ -94,7 +96,11 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	old, err := readlimit.File(full, MaxReportSize)
 	var notRegular *readlimit.NotRegularError
 	switch {
-	case errors.As(err, &notRegular) || readlimit.IsTooLarge(err):
+	case errors.As(err, &notRegular):
+	case readlimit.IsTooLarge(err):
+		return fmt.Errorf("%s is larger than a report (%d bytes at most): not replaced; give spec.report.path a file of its own", path, MaxReportSize)
+	case err == nil && !mayBeReport(old):
+		return fmt.Errorf("%s holds something other than an outcome report (no JSON object): not replaced; give spec.report.path a file of its own", path)
 	case err == nil:
 		// History, not a claim: without an fsync (the new report's own,
 		// below, follows in the same directory), which saves one of the
@@ -109,6 +115,16 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 		return err
 	}
 	return atomicfile.WriteFile(full, data, 0o600)
+}
+
+// mayBeReport says whether data, a regular file at the report path, may
+// be a report, which the writer replaces: empty, a JSON object, or what a
+// report written without fsync may hold after a power loss (the start of
+// one, NULs). Anything else is some other file the path names by mistake
+// (/etc/passwd), which is left alone.
+func mayBeReport(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) == 0 || data[0] == '{' || data[0] == 0
 }
 
 // PreviousPath is where the report at path is kept when a new one is

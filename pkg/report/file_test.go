@@ -142,3 +142,55 @@ func TestFileWriterOverFIFO(t *testing.T) {
 		t.Error("the FIFO was kept as the previous report")
 	}
 }
+
+// TestFileWriterLeavesAFileThatIsNoReport: a spec.report.path naming a
+// file that is not a report (/etc/passwd, a binary) leaves it as it is:
+// the writer fails, naming the path. It was replaced (an oversized one
+// without being kept), by a refused upgrade too, whose report is the one
+// change its run makes. An empty file, a report, and what a torn report
+// may hold (a JSON object's start, NULs) are replaced as before.
+func TestFileWriterLeavesAFileThatIsNoReport(t *testing.T) {
+	for name, content := range map[string][]byte{
+		"passwd": []byte("root:x:0:0:root:/root:/bin/sh\n"),
+		"yaml":   []byte("apiVersion: v1\nkind: Config\n"),
+		"array":  []byte("[1, 2]"),
+		"big":    append([]byte("{"), make([]byte, MaxReportSize)...),
+	} {
+		root := t.TempDir()
+		full := filepath.Join(root, "etc/f")
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := (&FileWriter{Root: root, Path: "/etc/f"}).Write(t.Context(), fixtureFailed())
+		if err == nil || !strings.Contains(err.Error(), "/etc/f") || !strings.Contains(err.Error(), "not replaced") {
+			t.Errorf("%s: %v, want an error naming the path", name, err)
+		}
+		if got, _ := os.ReadFile(full); string(got) != string(content) {
+			t.Errorf("%s: the file was changed", name)
+		}
+		if _, err := os.Lstat(filepath.Join(root, "etc/f.previous")); err == nil {
+			t.Errorf("%s: a previous copy was written", name)
+		}
+	}
+	for name, content := range map[string][]byte{
+		"empty":  nil,
+		"object": []byte("{}"),
+		"torn":   []byte("\n{\"apiVersion\": \"machineadm.io/v1al"),
+		"nuls":   make([]byte, 512),
+	} {
+		root := t.TempDir()
+		full := filepath.Join(root, "r.json")
+		if err := os.WriteFile(full, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&FileWriter{Root: root, Path: "/r.json"}).Write(t.Context(), fixtureFailed()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := ReadFile(full); err != nil {
+			t.Errorf("%s: the new report: %v", name, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/machineadm/machineadm/pkg/atomicfile"
+	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // DefaultSentinel is the Cluster API bootstrap sentinel file
@@ -23,7 +25,9 @@ const SentinelDisabled = "-"
 // the content "success\n" that Cluster API's kubeadm bootstrap provider
 // writes (mode 0644: it holds no secret and tools check for it). On
 // failure it removes a sentinel left by an earlier run, so the file never
-// claims a success the last run did not have. As a ProgressWriter it
+// claims a success the last run did not have. A file at the path that is
+// no sentinel (check) is left as it is, and the write fails. As a
+// ProgressWriter it
 // removes that sentinel as soon as the run begins: a run killed half-way
 // (SIGKILL, power loss) never leaves an earlier run's sentinel claiming a
 // node that this run has since changed.
@@ -44,6 +48,9 @@ func (w *SentinelWriter) Write(ctx context.Context, r *BootstrapReport) error {
 	if full == "" {
 		return nil
 	}
+	if err := w.check(full); err != nil {
+		return err
+	}
 	if r.Result != ResultSucceeded {
 		return removeSentinel(full)
 	}
@@ -57,9 +64,35 @@ func (w *SentinelWriter) Write(ctx context.Context, r *BootstrapReport) error {
 // progress changes nothing.
 func (w *SentinelWriter) WriteProgress(_ *BootstrapReport, first bool) error {
 	if full := w.path(); first && full != "" {
+		if err := w.check(full); err != nil {
+			return err
+		}
 		return removeSentinel(full)
 	}
 	return nil
+}
+
+// check refuses a regular file at full, the sentinel's host path, that is
+// no sentinel: not empty and not "success" (what this writer and Cluster
+// API's kubeadm bootstrap provider write). Such a file is one the path
+// names by mistake (/etc/passwd), which the writer neither removes nor
+// replaces. What is not a regular file is replaced or removed as before.
+func (w *SentinelWriter) check(full string) error {
+	data, err := readlimit.File(full, 64)
+	var notRegular *readlimit.NotRegularError
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.As(err, &notRegular):
+		return nil
+	case err == nil && (len(bytes.TrimSpace(data)) == 0 || string(bytes.TrimSpace(data)) == "success"):
+		return nil
+	case err == nil, readlimit.IsTooLarge(err):
+		p := w.Path
+		if p == "" {
+			p = DefaultSentinel
+		}
+		return fmt.Errorf("%s holds something other than a success sentinel: left as it is; give spec.report.sentinel a path of its own", p)
+	}
+	return fmt.Errorf("reading the sentinel: %w", err)
 }
 
 // path is the sentinel's host path, "" when disabled.

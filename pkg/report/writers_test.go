@@ -282,3 +282,59 @@ func TestWritersForNamesTheReportUnderRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestSentinelWriterLeavesAFileThatIsNoSentinel: a spec.report.sentinel
+// naming a file that is no sentinel (/etc/passwd by mistake) is neither
+// removed by a failed run (an invalid spec's, exit code 2, too) nor
+// replaced by a successful one: the writer fails, naming the path. A
+// failed bootstrap removed it. An empty file or a sentinel ("success",
+// as Cluster API writes it) is removed and replaced as before.
+func TestSentinelWriterLeavesAFileThatIsNoSentinel(t *testing.T) {
+	for _, r := range []*BootstrapReport{fixtureFailed(), fixtureSucceeded()} {
+		root := t.TempDir()
+		full := filepath.Join(root, "etc/passwd")
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		const passwd = "root:x:0:0:root:/root:/bin/sh\n"
+		if err := os.WriteFile(full, []byte(passwd), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w := &SentinelWriter{Root: root, Path: "/etc/passwd"}
+		if err := w.WriteProgress(r, true); err == nil || !strings.Contains(err.Error(), "/etc/passwd") {
+			t.Errorf("%s, progress: %v, want an error naming the path", r.Result, err)
+		}
+		if err := w.Write(t.Context(), r); err == nil || !strings.Contains(err.Error(), "/etc/passwd") || !strings.Contains(err.Error(), "left as it is") {
+			t.Errorf("%s: %v, want an error naming the path", r.Result, err)
+		}
+		if got, err := os.ReadFile(full); err != nil || string(got) != passwd {
+			t.Errorf("%s: the file became %q, %v", r.Result, got, err)
+		}
+	}
+	for _, content := range []string{"", "success", "success\n"} {
+		root := t.TempDir()
+		w := &SentinelWriter{Root: root}
+		full := filepath.Join(root, DefaultSentinel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(t.Context(), fixtureFailed()); err != nil {
+			t.Errorf("%q: %v", content, err)
+		}
+		if _, err := os.Lstat(full); !os.IsNotExist(err) {
+			t.Errorf("%q: a failure left the sentinel", content)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(t.Context(), fixtureSucceeded()); err != nil {
+			t.Errorf("%q: %v", content, err)
+		}
+		if got, _ := os.ReadFile(full); string(got) != "success\n" {
+			t.Errorf("%q: the sentinel holds %q", content, got)
+		}
+	}
+}

@@ -14,8 +14,10 @@ import (
 
 // planUpgrade reads the node's applied spec from workDir and plans the
 // upgrade to d.Config (opened, when sealed). A node without a record is
-// a *UsageError; a plan with a refused change an *spec.InvalidSpecError
-// naming each refused field and why. Both: exit code 2, nothing changed.
+// a *UsageError, and so is a record that cannot be used; a plan with a
+// refused change an *spec.InvalidSpecError naming each refused field and
+// why, with a hint about the change (errclass). All: exit code 2, nothing
+// changed.
 func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun, error) {
 	r, err := upgrade.ReadRecord(workDir)
 	if errors.Is(err, upgrade.ErrNoRecord) {
@@ -25,7 +27,7 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 			"this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)}
 	}
 	if err != nil {
-		return nil, Usagef("the node's applied-spec record cannot be used: %v", err)
+		return nil, badRecord("the node's applied-spec record cannot be used: %v", err)
 	}
 	snap, err := upgrade.Snapshot(d.Config, r.Key)
 	if err != nil {
@@ -33,16 +35,34 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 	}
 	p, err := upgrade.Compute(r.Spec, snap, upgrade.Options{KubeadmVersion: version.Get().Kubernetes})
 	if err != nil {
-		return nil, Usagef("the node's applied-spec record cannot be compared: %v", err)
+		return nil, badRecord("the node's applied-spec record cannot be compared: %v", err)
 	}
 	if errs := p.Errors(); len(errs) > 0 {
-		return nil, &spec.InvalidSpecError{Source: o.SpecFile, Errors: errs}
+		// The spec is valid on its own (config validate says so): the
+		// hint is about the change, not about the spec.
+		return nil, errclass.New(errclass.InvalidSpec, refusedHint, &spec.InvalidSpecError{Source: o.SpecFile, Errors: errs})
 	}
 	return &phases.UpgradeRun{
 		Plan: p, Record: r, SpecDigest: d.SpecDigest,
 		SkipDrain: o.SkipDrain, DrainTimeout: o.DrainTimeout, Kubeconfig: o.Kubeconfig,
 	}, nil
 }
+
+// badRecord is the error of a record that cannot be used: a *UsageError
+// (exit code 2, nothing changed) that says how to record the spec again,
+// in its hint and in its message too: a usage error does not replace the
+// last run's report, whose summary would print the hint. Not a
+// command-line mistake: --help would not help.
+func badRecord(format string, args ...any) error {
+	return &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, recordHint, format+"; "+recordHint, args...)}
+}
+
+// recordHint says what to do about a record that cannot be used.
+const recordHint = "check who changed the record, remove it, then run `machineadm bootstrap -f SPEC` once with the spec the node runs: it records the spec again"
+
+// refusedHint is the hint of an upgrade refused for a change that cannot
+// be made in place.
+const refusedHint = "keep the refused fields as the node has them (docs/upgrade.md lists what changes in place); to change one, replace the machine or bootstrap it afresh"
 
 // changedPaths are the plan's changed fields, for the report.
 func changedPaths(p *upgrade.Plan) []string {
@@ -59,9 +79,10 @@ func changedPaths(p *upgrade.Plan) []string {
 // (a bootstrap of it finished or under way). Such a bootstrap would start
 // over on a bootstrapped node until kubeadm's preflight refused it. The
 // error is a *UsageError (exit code 2, nothing changed) pointing at
-// `machineadm upgrade`.
+// `machineadm upgrade`. A record others may have written counts here
+// (upgrade.ReadRecordAnyOwner): it can only refuse the bootstrap.
 func checkRebootstrap(d *phases.Data, workDir string) error {
-	r, err := upgrade.ReadRecord(workDir)
+	r, err := upgrade.ReadRecordAnyOwner(workDir)
 	if err != nil || r.SpecDigest == d.SpecDigest {
 		return nil
 	}

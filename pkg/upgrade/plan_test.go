@@ -403,3 +403,34 @@ func TestTypedSecuritySettingsOfZeroValuesAreChanges(t *testing.T) {
 		t.Errorf("the same setting again planned %+v", p.Changes)
 	}
 }
+
+// TestChangedKeysShowOnlyWhatEachSideHas: a map compared whole (labels)
+// shows on each side only the keys that side has and that differ. A key
+// only the other side had was shown as "key=", which reads as a label
+// with an empty value: {pool: general} -> {a: b} printed
+// "a=, pool=general" -> "a=b, pool=".
+func TestChangedKeysShowOnlyWhatEachSideHas(t *testing.T) {
+	a, b := cp("v1.37.2"), cp("v1.37.2")
+	a.Spec.Node.Labels = map[string]string{"pool": "general", "zone": "z1"}
+	b.Spec.Node.Labels = map[string]string{"a": "b", "zone": "z1"}
+	p := plan(t, a, b)
+	i := slices.IndexFunc(p.Changes, func(c Change) bool { return c.Path == "spec.node.labels" })
+	if i < 0 {
+		t.Fatalf("no change of spec.node.labels: %+v", p.Changes)
+	}
+	if c := p.Changes[i]; c.Old != "pool=general" || c.New != "a=b" {
+		t.Errorf("spec.node.labels: %q -> %q, want \"pool=general\" -> \"a=b\"", c.Old, c.New)
+	}
+	// A label with an empty value added: shown on the new side only (it
+	// was shown on neither, "" -> "").
+	b.Spec.Node.Labels = map[string]string{"pool": "general", "zone": "z1", "a": ""}
+	a.Spec.Node.Labels = map[string]string{"pool": "general", "zone": "z1"}
+	p = plan(t, a, b)
+	i = slices.IndexFunc(p.Changes, func(c Change) bool { return c.Path == "spec.node.labels" })
+	if i < 0 || !p.Changes[i].Refused {
+		t.Fatalf("no refused change of spec.node.labels: %+v", p.Changes)
+	}
+	if c := p.Changes[i]; c.Old != "" || c.New != "a=" {
+		t.Errorf("spec.node.labels: %q -> %q, want \"\" -> \"a=\"", c.Old, c.New)
+	}
+}

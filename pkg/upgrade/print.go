@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,20 +9,18 @@ import (
 	"strings"
 )
 
-// showKeys shows the keys of a whose values differ from b's, sorted, as
-// "key=value" (show's values; a key b has and a lacks is "key=").
+// showKeys shows the keys a has that b lacks or gives another value,
+// sorted, as "key=value" (show's values). A key only b has is not shown:
+// "key=" would read as a key of a with an empty value, which a label may
+// have (a key with an empty value is shown, on the side that has it).
 func showKeys(a, b map[string]any) string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
 	var out []string
-	for k := range keys {
-		if !equal(a[k], b[k]) {
-			out = append(out, k+"="+show(a[k]))
+	for k, v := range a {
+		w, ok := b[k]
+		x, _ := json.Marshal(v)
+		y, _ := json.Marshal(w)
+		if !ok || !bytes.Equal(x, y) {
+			out = append(out, k+"="+show(v))
 		}
 	}
 	sort.Strings(out)

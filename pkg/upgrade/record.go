@@ -141,11 +141,20 @@ var ErrNoRecord = errors.New("no applied-spec record")
 
 // ReadRecord reads the record in workDir (a host path). A missing record
 // is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
-// not a record of a known version (a 32-byte hex key, a spec that is a
+// one that group or others may write or another user than root (or the
+// effective user) owns (not on Windows), not a record of a known version (a 32-byte hex key, a spec that is a
 // JSON object with a spec member), or one whose spec holds an inline
 // secret that is not withheld (the error names its path, never its
 // value), is an error.
-func ReadRecord(workDir string) (*Record, error) {
+func ReadRecord(workDir string) (*Record, error) { return readRecord(workDir, true) }
+
+// ReadRecordAnyOwner is ReadRecord without the owner and mode check, for
+// a decision that only refuses a run (a bootstrap of another spec than
+// the record's): a record someone else may have changed can still
+// refuse, never allow.
+func ReadRecordAnyOwner(workDir string) (*Record, error) { return readRecord(workDir, false) }
+
+func readRecord(workDir string, access bool) (*Record, error) {
 	p := filepath.Join(workDir, RecordFile)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -156,6 +165,9 @@ func ReadRecord(workDir string) (*Record, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	if err := checkRecordAccess(fi); access && err != nil {
+		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
 	}
 	data, err := readlimit.File(p, maxRecordSize)
 	if err != nil {

@@ -83,6 +83,11 @@ type Documents struct {
 func Translate(cfg *machineadm.MachineBootstrapConfig, in Inputs) (*Documents, error) {
 	r, err := rangeFor(cfg.Spec.Kubernetes.Version)
 	if err != nil {
+		// Outside every configuration API's range: the role's own range
+		// says which versions it may have (the API ranges are wider).
+		if serr := CheckVersionSkew(cfg); serr != nil {
+			return nil, serr
+		}
 		return nil, err
 	}
 	docs, err := r.translate(cfg, in)

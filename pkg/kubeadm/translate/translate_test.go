@@ -243,3 +243,23 @@ func TestTranslateDryRunDiscovery(t *testing.T) {
 		t.Errorf("the spec was changed: %+v", cfg.Spec.Join)
 	}
 }
+
+// TestTranslateOutOfRangeVersionNamesTheRoleRange: a version outside every
+// kubeadm configuration API range is refused with the range of the
+// spec's role, as one inside it is. It said "machineadm configures v1.31
+// to v1.37", and a worker moved to v1.31 was then refused as too old.
+func TestTranslateOutOfRangeVersionNamesTheRoleRange(t *testing.T) {
+	kubeadmtest.RequireStamped(t)
+	for _, c := range []struct{ example, version, want string }{
+		{"worker.yaml", "v1.30.0", "at least v1.34.0"},
+		{"worker.yaml", "v1.38.0", "newer than the embedded kubeadm"},
+		{"control-plane-init.yaml", "v1.29.3", "at least v1.36.0"},
+	} {
+		cfg := kubeadmtest.LoadExample(t, c.example)
+		cfg.Spec.Kubernetes.Version = c.version
+		_, err := translate.Translate(cfg, kubeadmtest.Inputs(cfg))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "machineadm configures") {
+			t.Errorf("%s at %s: %v, want an error saying %q", c.example, c.version, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+//go:build !windows
+
+package upgrade
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+)
+
+// TestReadRecordRefusesARecordOthersMayHaveChanged: a record that group
+// or others may write, or that another user owns, is refused when read
+// (the upgrade's exit code 2, "cannot be used"), naming the file and its
+// mode or owner. Such a record was trusted: whoever could write it chose
+// what the plan took the node to run.
+func TestReadRecordRefusesARecordOthersMayHaveChanged(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleWorker, Kubernetes: machineadm.Kubernetes{Version: "v1.37.2"}}}
+	key, _ := NewKey()
+	r, err := NewRecord(cfg, "sha256:x", "bootstrap", "test", key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := r.Write(work); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(work, RecordFile)
+	for _, mode := range []os.FileMode{0o600, 0o400, 0o640, 0o644} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadRecord(work); err != nil {
+			t.Errorf("mode %04o: %v", mode, err)
+		}
+	}
+	for _, mode := range []os.FileMode{0o666, 0o620, 0o602, 0o777} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadRecord(work)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "group or others may write it") {
+			t.Errorf("mode %04o: %v, want a refusal naming the file and its mode", mode, err)
+		}
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the owner check needs root to give the record away")
+	}
+	if err := os.Chown(p, 65534, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRecord(work); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("a record owned by uid 65534: %v, want a refusal naming the owner", err)
+	}
+}

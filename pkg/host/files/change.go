@@ -232,7 +232,7 @@ func Apply(c Change) error {
 	case !c.Changed():
 		return nil
 	case !c.New.Exists:
-		if err := os.Remove(c.HostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeHost(c.HostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil

@@ -22,17 +22,17 @@ var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone
 // openDir opens the host directory dir (absolute) by descriptor, one
 // component after the other from "/", never following a symbolic link
 // that someone other than root could have put there: a link is followed
-// only when the directory holding it is owned by root and writable by no
-// one else (no group or other write bit, which an ACL granting write to
-// anyone would show), as in a --root DIR that is or goes through a
-// symlink; any other one is refused (ErrLinkNotFollowed), and a component
-// that is not a directory is refused with ENOTDIR. Whatever is renamed
-// on the way after it was walked through changes nothing: the next step
-// starts from the directory reached, not from a name. With create,
-// missing directories are made with mode perm (less the umask), as
-// os.MkdirAll makes them. The directory returned is open for reading (to
-// fsync it) and is the one the walk reached, whatever its name is by
-// then; its Name is dir.
+// only when the directory holding it is owned by root (or the running
+// user, when that is not root) and writable by no one else (no group or
+// other write bit, which an ACL granting write to anyone would show), as
+// in a --root DIR that is or goes through a symlink; any other one is
+// refused (ErrLinkNotFollowed), and a component that is not a directory
+// is refused with ENOTDIR. Whatever is renamed on the way after it was
+// walked through changes nothing: the next step starts from the
+// directory reached, not from a name. With create, missing directories
+// are made with mode perm (less the umask), as os.MkdirAll makes them.
+// The directory returned is open for reading (to fsync it) and is the one
+// the walk reached, whatever its name is by then; its Name is dir.
 func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not an absolute path")}
@@ -89,7 +89,7 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		if err := unix.Fstat(fd, &held); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
 		}
-		if held.Uid != 0 || held.Mode&0o022 != 0 {
+		if (held.Uid != 0 && int(held.Uid) != os.Geteuid()) || held.Mode&0o022 != 0 {
 			return nil, fmt.Errorf("%s is a symbolic link (to %s) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
 		}
 		if links++; links > maxLinks {

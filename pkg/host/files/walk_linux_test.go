@@ -184,3 +184,29 @@ func TestWriteAtomicDirectoryIsAFIFO(t *testing.T) {
 		t.Errorf("left in %s: %v", dir, names)
 	}
 }
+
+// TestDirDirectorySwappedAfterResolve: Dir's writes and reads do not
+// follow a directory swapped for a symlink after Resolve either.
+func TestDirDirectorySwappedAfterResolve(t *testing.T) {
+	root, conf, outside := aliceImage(t)
+	must(t, os.WriteFile(filepath.Join(outside, "admin.conf"), []byte("outside\n"), 0o600))
+	hp, err := Resolve(root, "/home/alice/conf/admin.conf")
+	must(t, err)
+	swapForLink(t, conf, outside)
+	err = writeDirFile(hp, []byte("kubeconfig\n"), 0o600)
+	if got, _ := os.ReadFile(filepath.Join(outside, "admin.conf")); string(got) != "outside\n" {
+		t.Errorf("the file outside the root now holds %q", got)
+	}
+	if !errors.Is(err, ErrLinkNotFollowed) || !strings.Contains(err.Error(), conf) {
+		t.Errorf("write: got %v, want an error naming %s wrapping ErrLinkNotFollowed", err, conf)
+	}
+	if got, err := readDirFile(hp, MaxDirFileSize); !errors.Is(err, ErrLinkNotFollowed) {
+		t.Errorf("read: got %q, %v, want ErrLinkNotFollowed", got, err)
+	}
+	if err := mkdirAllHost(filepath.Join(hp+".d", "x"), 0o700); !errors.Is(err, ErrLinkNotFollowed) {
+		t.Errorf("mkdir: got %v, want ErrLinkNotFollowed", err)
+	}
+	if names := dirNames(t, outside); len(names) != 1 {
+		t.Errorf("made in %s: %v", outside, names)
+	}
+}

@@ -139,3 +139,24 @@ func dirFD(d *os.File) int {
 	}
 	return fd
 }
+
+// lstatHost is os.Lstat of hostPath, a path Resolve returned, in its
+// directory reached by descriptor (openDir): the file examined is the one
+// in that directory, not one a directory swapped for a symlink since
+// leads to (whose content a diff would show, or whose mode a change in
+// place would set, every later open of the path being checked to be the
+// file examined).
+func lstatHost(hostPath string) (fs.FileInfo, error) {
+	d, err := openDir(filepath.Dir(hostPath), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := unix.Openat(dirFD(d), filepath.Base(hostPath), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: hostPath, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), hostPath)
+	defer f.Close()
+	return f.Stat()
+}

@@ -210,3 +210,31 @@ func TestDirDirectorySwappedAfterResolve(t *testing.T) {
 		t.Errorf("made in %s: %v", outside, names)
 	}
 }
+
+// TestReadStateDirectorySwappedAfterResolve: the file a change is
+// planned against is the one in the resolved directory, not one a
+// directory swapped for a symlink after Resolve leads to: its content
+// would be shown in a diff, and a change of only its mode or owner made
+// to it in place (a file put at the name since is refused there, the file
+// examined being that one).
+func TestReadStateDirectorySwappedAfterResolve(t *testing.T) {
+	root, conf, outside := aliceImage(t)
+	secret := []byte("root:secret\n")
+	must(t, os.WriteFile(filepath.Join(outside, "shadow"), secret, 0o600))
+	hp, err := Resolve(root, "/home/alice/conf/shadow")
+	must(t, err)
+	swapForLink(t, conf, outside)
+	st, err := ReadState(hp)
+	if st.Exists || !errors.Is(err, ErrLinkNotFollowed) || !strings.Contains(err.Error(), conf) {
+		t.Errorf("got %v (content %q), %v, want an error naming %s wrapping ErrLinkNotFollowed", st.Exists, st.Content, err, conf)
+	}
+	// Planned against the file outside (as ReadState used to see it), a
+	// change of its mode only: made nowhere.
+	fi, err := os.Lstat(filepath.Join(outside, "shadow"))
+	must(t, err)
+	cur := State{Exists: true, Content: secret, Mode: 0o600, links: 1, examined: fi}
+	err = Apply(Plan(Desired{Path: "/home/alice/conf/shadow", Content: secret, Mode: 0o644}, hp, cur))
+	if fi, _ := os.Lstat(filepath.Join(outside, "shadow")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the file outside the root now has mode %04o (%v)", fi.Mode().Perm(), err)
+	}
+}

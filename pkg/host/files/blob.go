@@ -174,11 +174,11 @@ func fileSource(hostPath string, fi os.FileInfo) *source {
 // symlink to a key for instance, is refused rather than read (its content
 // would be compared, or an append would copy it into the file). The
 // last component is not followed (nor, on Linux, a directory on the way
-// swapped for a symlink: OpenResolved), and anything but a regular file
+// swapped for a symlink: openResolved), and anything but a regular file
 // put there (a FIFO, a device) is refused without being opened
 // (OpenRegular).
 func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
-	f, ofi, err := OpenResolved(hostPath, hostPath)
+	f, ofi, err := openResolved(hostPath, hostPath)
 	if err != nil {
 		return nil, err
 	}

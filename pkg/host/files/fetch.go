@@ -111,10 +111,10 @@ func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 	}
 	// Resolve followed every link: one swapped in since, at the last
 	// component or for a directory on the way, is not followed (out of
-	// the root; OpenResolved); only a regular file is opened
+	// the root; openResolved); only a regular file is opened
 	// (OpenRegular: a FIFO or device is refused without being opened,
 	// which would block for a FIFO's writer or act on a device).
-	f, fi, err := OpenResolved(hp, p)
+	f, fi, err := openResolved(hp, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -28,12 +28,12 @@ func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	return openRegularAt(unix.AT_FDCWD, hp, hp, p, follow)
 }
 
-// OpenResolved is OpenRegular of hp, a path Resolve returned (p names it
+// openResolved is OpenRegular of hp, a path Resolve returned (p names it
 // in errors), without following a symlink anywhere on it that someone
 // other than root could have swapped in since (a directory on the way
 // too, not only the last component): its directory is reached by
 // descriptor (openDir) and the file opened in it.
-func OpenResolved(hp, p string) (*os.File, fs.FileInfo, error) {
+func openResolved(hp, p string) (*os.File, fs.FileInfo, error) {
 	d, err := openDir(filepath.Dir(hp), 0, false)
 	if err != nil {
 		return nil, nil, err

@@ -42,9 +42,9 @@ func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-// OpenResolved is OpenRegular of hp, a path Resolve returned, without
+// openResolved is OpenRegular of hp, a path Resolve returned, without
 // following a symlink at its last component. (On Linux no symlink swapped
 // in anywhere on hp since is followed.)
-func OpenResolved(hp, p string) (*os.File, fs.FileInfo, error) {
+func openResolved(hp, p string) (*os.File, fs.FileInfo, error) {
 	return OpenRegular(hp, p, false)
 }

@@ -56,14 +56,17 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 			continue
 		}
 		next := filepath.Join(cur, part)
+		op := "open"
 		nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == unix.ENOENT && create && part != ".." {
+			op = "mkdir"
 			if err = unix.Mkdirat(fd, part, uint32(perm.Perm())); err == nil || err == unix.EEXIST {
+				op = "open"
 				nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			}
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: next, Err: err}
+			return nil, &fs.PathError{Op: op, Path: next, Err: err}
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(nfd, &st); err != nil {

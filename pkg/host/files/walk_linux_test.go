@@ -238,3 +238,35 @@ func TestReadStateDirectorySwappedAfterResolve(t *testing.T) {
 		t.Errorf("the file outside the root now has mode %04o (%v)", fi.Mode().Perm(), err)
 	}
 }
+
+// TestOpenDirFollowsTheRunningUsersLinks: a run that is not root
+// (prepare --root DIR as a user) follows a symbolic link in a directory
+// of its own user, such as a --root in its home that is a link, but not
+// one in another user's directory.
+func TestOpenDirFollowsTheRunningUsersLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (chown)")
+	}
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, 0o755))
+	mine, theirs := filepath.Join(base, "mine"), filepath.Join(base, "theirs")
+	for dir, uid := range map[string]int{mine: unprivileged, theirs: 1000} {
+		must(t, os.MkdirAll(filepath.Join(dir, "img", "etc"), 0o755))
+		must(t, os.Symlink("img", filepath.Join(dir, "root")))
+		for _, p := range []string{dir, filepath.Join(dir, "img"), filepath.Join(dir, "img", "etc")} {
+			must(t, os.Chown(p, uid, uid))
+		}
+	}
+	var errMine, errTheirs error
+	asUser(t, unprivileged, unprivileged, func() {
+		errMine = WriteAtomic(filepath.Join(mine, "root", "etc", "x"), []byte("x\n"), 0o644, -1, -1)
+		errTheirs = WriteAtomic(filepath.Join(theirs, "root", "etc", "x"), []byte("x\n"), 0o644, -1, -1)
+	})
+	if got, _ := os.ReadFile(filepath.Join(mine, "img", "etc", "x")); errMine != nil || string(got) != "x\n" {
+		t.Errorf("through a link in the running user's directory: %q, %v", got, errMine)
+	}
+	if !errors.Is(errTheirs, ErrLinkNotFollowed) {
+		t.Errorf("through a link in another user's directory: %v, want ErrLinkNotFollowed", errTheirs)
+	}
+}

@@ -73,10 +73,7 @@ func Create(path string, data []byte, perm os.FileMode) (err error) {
 	if err = os.Link(tmp.Name(), path); err != nil {
 		return noHardLinks(dir, err)
 	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	SyncDir(dir)
 	return nil
 }
 
@@ -154,9 +151,6 @@ func writeFrom(path string, r io.Reader, perm os.FileMode, owner *[2]int, sync b
 	}
 	// Make the rename durable; some file systems (and Windows) cannot sync
 	// a directory, and the rename is done by then.
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	SyncDir(dir)
 	return nil
 }

@@ -374,10 +374,6 @@ func writeState(path string, s *state, durable bool) error {
 	return atomicfile.WriteFileUnsynced(path, b.Bytes(), 0o600)
 }
 
-// syncDir fsyncs a directory, best effort (some file systems cannot).
-func syncDir(dir string) {
-	if f, err := os.Open(dir); err == nil {
-		_ = f.Sync()
-		f.Close()
-	}
-}
+// syncDir fsyncs a directory, best effort (some file systems cannot),
+// not waiting on a FIFO put at its name (atomicfile.SyncDir).
+func syncDir(dir string) { atomicfile.SyncDir(dir) }

@@ -173,11 +173,12 @@ func fileSource(hostPath string, fi os.FileInfo) *source {
 // (os.Lstat, a regular file) described: a path replaced since, by a
 // symlink to a key for instance, is refused rather than read (its content
 // would be compared, or an append would copy it into the file). The
-// last component is not followed, and anything but a regular file put
-// there (a FIFO, a device) is refused without being opened
+// last component is not followed (nor, on Linux, a directory on the way
+// swapped for a symlink: openResolved), and anything but a regular file
+// put there (a FIFO, a device) is refused without being opened
 // (OpenRegular).
 func openExamined(hostPath string, fi os.FileInfo) (*os.File, error) {
-	f, ofi, err := OpenRegular(hostPath, hostPath, false)
+	f, ofi, err := openResolved(hostPath, hostPath)
 	if err != nil {
 		return nil, err
 	}

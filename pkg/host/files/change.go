@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 )
 
@@ -69,7 +68,7 @@ type State struct {
 // file larger than InlineMax is not read now (State.Content nil): it is
 // read in pieces when compared or copied, or whole by State.Load.
 func ReadState(hostPath string) (State, error) {
-	fi, err := os.Lstat(hostPath)
+	fi, err := lstatHost(hostPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return State{}, nil
 	}
@@ -232,7 +231,7 @@ func Apply(c Change) error {
 	case !c.Changed():
 		return nil
 	case !c.New.Exists:
-		if err := os.Remove(c.HostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeHost(c.HostPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil

@@ -3,16 +3,14 @@ package files
 import (
 	"bytes"
 	"io/fs"
-	"os"
-	"path/filepath"
-
-	"github.com/machineadm/machineadm/pkg/atomicfile"
-	"github.com/machineadm/machineadm/pkg/readlimit"
 )
 
 // Dir reads and writes machine paths confined to one root directory: every
 // path is resolved under Root by Resolve (symbolic links followed without
-// leaving it), and writes are atomic. Phases write through a Dir instead
+// leaving it), and writes are atomic. On Linux the resolved path's
+// directory is then reached by descriptor, as WriteAtomic reaches it
+// (openDir): a symlink swapped in since, for a directory on the way or
+// the file, is not followed. Phases write through a Dir instead
 // of calling os.WriteFile, so a test or a dry run points them at a
 // directory of its own.
 type Dir struct {
@@ -45,7 +43,7 @@ func (d Dir) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readlimit.File(hp, MaxDirFileSize)
+	return readDirFile(hp, MaxDirFileSize)
 }
 
 // WriteFile makes the machine path p under the root hold data with mode
@@ -57,13 +55,10 @@ func (d Dir) WriteFile(p string, data []byte, mode fs.FileMode) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if old, err := readlimit.File(hp, MaxDirFileSize); err == nil && bytes.Equal(old, data) {
+	if old, err := readDirFile(hp, MaxDirFileSize); err == nil && bytes.Equal(old, data) {
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(hp), 0o700); err != nil {
-		return false, err
-	}
-	return true, atomicfile.WriteFile(hp, data, mode)
+	return true, writeDirFile(hp, data, mode)
 }
 
 // MkdirAll creates the machine directory p under the root with mode (and
@@ -73,5 +68,5 @@ func (d Dir) MkdirAll(p string, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(hp, mode)
+	return mkdirAllHost(hp, mode)
 }

@@ -97,16 +97,24 @@ func FetchFor(ctx context.Context, client *http.Client, root, rawURL, wantSHA256
 	return b, nil
 }
 
+// readLocalResolved, when set (tests), is called by readLocal with the
+// path Resolve returned, before it is opened.
+var readLocalResolved func(hp string)
+
 func readLocal(root, p, hostPath string) (*Blob, []byte, error) {
 	hp, err := Resolve(root, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	// Resolve followed every link: a last component swapped for one
-	// since is not followed (out of the root); only a regular file is
-	// opened (OpenRegular: a FIFO or device is refused without being
-	// opened, which would block for a FIFO's writer or act on a device).
-	f, fi, err := OpenRegular(hp, p, false)
+	if readLocalResolved != nil {
+		readLocalResolved(hp)
+	}
+	// Resolve followed every link: one swapped in since, at the last
+	// component or for a directory on the way, is not followed (out of
+	// the root; openResolved); only a regular file is opened
+	// (OpenRegular: a FIFO or device is refused without being opened,
+	// which would block for a FIFO's writer or act on a device).
+	f, fi, err := openResolved(hp, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

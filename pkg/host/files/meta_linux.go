@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,8 +17,15 @@ import (
 // run that is not root (prepare --root DIR as a user) changes the owner
 // and mode of its own file without read permission (mode 0200, say),
 // as chmod(2) would; a FIFO does not block it.
+// Its directory is reached by descriptor (openDir), a directory swapped
+// for a symlink since not followed.
 func openMeta(hostPath string) (*os.File, error) {
-	fd, err := unix.Open(hostPath, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	d, err := openDir(filepath.Dir(hostPath), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := unix.Openat(dirFD(d), filepath.Base(hostPath), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: hostPath, Err: err}
 	}

@@ -34,7 +34,7 @@ import (
 // check. An http(s) source's size is not known before it is fetched: a
 // destination with other content is read before the fetch.
 func Present(root, rawURL, hostPath, wantSHA256 string, appends ...[]byte) *Blob {
-	fi, err := os.Lstat(hostPath)
+	fi, err := lstatHost(hostPath)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}

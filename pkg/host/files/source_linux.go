@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,11 +25,31 @@ import (
 // Resolve resolved (a symlink there was swapped in since), true for one
 // given as the machine sees it (a unit's binary).
 func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
+	return openRegularAt(unix.AT_FDCWD, hp, hp, p, follow)
+}
+
+// openResolved is OpenRegular of hp, a path Resolve returned (p names it
+// in errors), without following a symlink anywhere on it that someone
+// other than root could have swapped in since (a directory on the way
+// too, not only the last component): its directory is reached by
+// descriptor (openDir) and the file opened in it.
+func openResolved(hp, p string) (*os.File, fs.FileInfo, error) {
+	d, err := openDir(filepath.Dir(hp), 0, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Close()
+	return openRegularAt(dirFD(d), filepath.Base(hp), hp, p, false)
+}
+
+// openRegularAt is OpenRegular of name in the directory dirfd (or
+// AT_FDCWD), whose host path is hp.
+func openRegularAt(dirfd int, name, hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	examine, reopen := unix.O_PATH|unix.O_CLOEXEC, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY
 	if !follow {
 		examine, reopen = examine|unix.O_NOFOLLOW, reopen|unix.O_NOFOLLOW
 	}
-	pfd, err := unix.Open(hp, examine, 0)
+	pfd, err := unix.Openat(dirfd, name, examine, 0)
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: hp, Err: err}
 	}
@@ -46,7 +67,7 @@ func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 		fd, err = unix.Open(proc, reopen&^unix.O_NOFOLLOW, 0)
 	}
 	if fd < 0 && (err == nil || err == unix.ENOENT) {
-		fd, err = unix.Open(hp, reopen, 0)
+		fd, err = unix.Openat(dirfd, name, reopen, 0)
 	}
 	if err != nil {
 		return nil, nil, &fs.PathError{Op: "open", Path: hp, Err: err}

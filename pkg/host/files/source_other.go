@@ -41,3 +41,10 @@ func OpenRegular(hp, p string, follow bool) (*os.File, fs.FileInfo, error) {
 	}
 	return f, fi, nil
 }
+
+// openResolved is OpenRegular of hp, a path Resolve returned, without
+// following a symlink at its last component. (On Linux no symlink swapped
+// in anywhere on hp since is followed.)
+func openResolved(hp, p string) (*os.File, fs.FileInfo, error) {
+	return OpenRegular(hp, p, false)
+}

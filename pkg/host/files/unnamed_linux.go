@@ -15,8 +15,14 @@ import (
 // a name. It fails where the file system has no O_TMPFILE (some network
 // and FUSE file systems, Linux before 3.11) or dir is missing or not
 // writable.
+// dir is reached by descriptor (openDir), as a write to it is.
 func openUnnamed(dir string) (*os.File, error) {
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	d, err := openDir(dir, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := unix.Openat(dirFD(d), ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, &os.PathError{Op: "open unnamed file in", Path: dir, Err: err}
 	}
@@ -36,10 +42,11 @@ func roomFor(dir string, size int64) bool {
 	return uint64(size) <= st.Bavail*uint64(st.Bsize)
 }
 
-// linkUnnamed gives f, opened by openUnnamed, the name name, which must
-// not exist (the link fails with fs.ErrExist then), through /proc/self/fd:
-// linkat's AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
-func linkUnnamed(f *os.File, name string) error {
+// linkUnnamedAt gives f, opened by openUnnamed, the name name in the
+// directory dirfd, which must not exist (the link fails with fs.ErrExist
+// then), through /proc/self/fd: linkat's AT_EMPTY_PATH would need
+// CAP_DAC_READ_SEARCH.
+func linkUnnamedAt(f *os.File, dirfd int, name string) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
@@ -48,7 +55,7 @@ func linkUnnamed(f *os.File, name string) error {
 	if err := rc.Control(func(fd uintptr) {
 		var proc string
 		if proc, lerr = procSelfFD(int(fd)); lerr == nil {
-			lerr = unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+			lerr = unix.Linkat(unix.AT_FDCWD, proc, dirfd, name, unix.AT_SYMLINK_FOLLOW)
 		}
 	}); err != nil {
 		return err
@@ -110,3 +117,6 @@ func startWriteback(f *os.File) {
 		_ = rc.Control(func(fd uintptr) { _ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
 	}
 }
+
+// linkUnnamed is linkUnnamedAt with name a path.
+func linkUnnamed(f *os.File, name string) error { return linkUnnamedAt(f, unix.AT_FDCWD, name) }

@@ -210,7 +210,10 @@ func TestInstallFailureLeavesNoName(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(dst, "x"), 0o755))
 	content := big(InlineMax+1, 3)
 	b := fetchFor(t, content, dst)
-	done, err := b.install(dst, 0o755, -1, -1)
+	d, err := openDir(dir, 0, false)
+	must(t, err)
+	defer d.Close()
+	done, err := b.install(d, dst, 0o755, -1, -1)
 	if !done || err == nil || !strings.Contains(err.Error(), dst) {
 		t.Fatalf("install over a directory: done %v, %v", done, err)
 	}

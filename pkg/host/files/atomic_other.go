@@ -1,3 +1,5 @@
+//go:build !linux
+
 package files
 
 import (
@@ -98,9 +100,9 @@ func (b *Blob) install(hostPath string, mode fs.FileMode, uid, gid int) (done bo
 		b.installed = ""
 		return true, fmt.Errorf("writing %s: %w", hostPath, err)
 	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	atomicfile.SyncDir(dir)
 	return true, nil
 }
+
+// removeHost removes the host file hostPath.
+func removeHost(hostPath string) error { return os.Remove(hostPath) }

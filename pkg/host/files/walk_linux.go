@@ -1,0 +1,165 @@
+package files
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrLinkNotFollowed marks a symbolic link met on the way to a host
+// directory (openDir) in a directory that someone other than root can
+// change: a path Resolve returned has no link below its root, so such a
+// link was swapped in since (by the owner of /home/alice in an image, say,
+// for a directory), and following it would write or read anywhere,
+// outside the root too.
+var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone other than root can change is not followed")
+
+// openDir opens the host directory dir (absolute) by descriptor, one
+// component after the other from "/", never following a symbolic link
+// that someone other than root could have put there: a link is followed
+// only when the directory holding it is owned by root (or the running
+// user, when that is not root) and writable by no one else (no group or
+// other write bit, which an ACL granting write to anyone would show), as
+// in a --root DIR that is or goes through a symlink; any other one is
+// refused (ErrLinkNotFollowed), and a component that is not a directory
+// is refused with ENOTDIR. Whatever is renamed on the way after it was
+// walked through changes nothing: the next step starts from the
+// directory reached, not from a name. With create, missing directories
+// are made with mode perm (less the umask), as os.MkdirAll makes them.
+// The directory returned is open for reading (to fsync it) and is the one
+// the walk reached, whatever its name is by then; its Name is dir.
+func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not an absolute path")}
+	}
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: "/", Err: err}
+	}
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
+	cur := "/" // the host path walked, for errors
+	rest := strings.Split(dir, "/")
+	links := 0
+	for len(rest) > 0 {
+		part := rest[0]
+		rest = rest[1:]
+		if part == "" || part == "." {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		op := "open"
+		nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && create && part != ".." {
+			op = "mkdir"
+			if err = unix.Mkdirat(fd, part, uint32(perm.Perm())); err == nil || err == unix.EEXIST {
+				op = "open"
+				nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: op, Path: next, Err: err}
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(nfd, &st); err != nil {
+			unix.Close(nfd)
+			return nil, &fs.PathError{Op: "stat", Path: next, Err: err}
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			unix.Close(fd)
+			fd, cur = nfd, next
+			continue
+		case unix.S_IFLNK:
+		default:
+			unix.Close(nfd)
+			return nil, &fs.PathError{Op: "open", Path: next, Err: unix.ENOTDIR}
+		}
+		target, err := readLinkFD(nfd)
+		unix.Close(nfd)
+		if err != nil {
+			return nil, &fs.PathError{Op: "readlink", Path: next, Err: err}
+		}
+		var held unix.Stat_t
+		if err := unix.Fstat(fd, &held); err != nil {
+			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
+		}
+		if (held.Uid != 0 && int(held.Uid) != os.Geteuid()) || held.Mode&0o022 != 0 {
+			return nil, fmt.Errorf("%s is a symbolic link (to %s) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
+		}
+		if links++; links > maxLinks {
+			return nil, &fs.PathError{Op: "open", Path: dir, Err: unix.ELOOP}
+		}
+		if strings.HasPrefix(target, "/") {
+			rfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil, &fs.PathError{Op: "open", Path: "/", Err: err}
+			}
+			unix.Close(fd)
+			fd, cur = rfd, "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	// The walk's descriptors open nothing (O_PATH); the directory
+	// reached is opened for reading through its own, to fsync it.
+	rfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(rfd), dir), nil
+}
+
+// readLinkFD is the target of the symbolic link fd (O_PATH|O_NOFOLLOW)
+// is open on.
+func readLinkFD(fd int) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, "", buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// dirFD is d's descriptor, for the *at calls, without os.File.Fd's
+// switch to blocking mode (nothing to switch for a directory, but Fd
+// documents it). d must stay open while it is used.
+func dirFD(d *os.File) int {
+	fd := -1
+	if rc, err := d.SyscallConn(); err == nil {
+		_ = rc.Control(func(f uintptr) { fd = int(f) })
+	}
+	return fd
+}
+
+// lstatHost is os.Lstat of hostPath, a path Resolve returned, in its
+// directory reached by descriptor (openDir): the file examined is the one
+// in that directory, not one a directory swapped for a symlink since
+// leads to (whose content a diff would show, or whose mode a change in
+// place would set, every later open of the path being checked to be the
+// file examined).
+func lstatHost(hostPath string) (fs.FileInfo, error) {
+	d, err := openDir(filepath.Dir(hostPath), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := unix.Openat(dirFD(d), filepath.Base(hostPath), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: hostPath, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), hostPath)
+	defer f.Close()
+	return f.Stat()
+}

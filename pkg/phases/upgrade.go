@@ -10,6 +10,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 	"github.com/machineadm/machineadm/pkg/upgrade"
@@ -412,11 +413,10 @@ func certsRenewPhase() Phase {
 			// other run that renewed nothing restarts only a static pod
 			// whose manifest carries a digest of other certificates than
 			// those on disk (renewed since it started: by a run of another
-			// spec that was killed before the restart, or by hand).
+			// spec that was killed before the restart, or by hand), or,
+			// on a Systemd control plane, a unit whose credential stamp
+			// is not that of its files now (cpunits.CredentialsStale).
 			onlyStale := len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts
-			if onlyStale && systemd.SystemdRuntime(d.Config) {
-				return Result{Message: none, Warnings: expiring}, nil
-			}
 			res := Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}
 			if len(renewed) == 0 {
 				res.Message = none
@@ -424,6 +424,15 @@ func certsRenewPhase() Phase {
 			for _, c := range upgrade.ControlPlaneComponents {
 				var r Result
 				var err error
+				if systemd.SystemdRuntime(d.Config) && onlyStale {
+					stale, err := cpunits.CredentialsStale(d.Root, c)
+					if err != nil {
+						return res, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the credentials of %s: %w", c, err))
+					}
+					if !stale {
+						continue
+					}
+				}
 				if systemd.SystemdRuntime(d.Config) {
 					// The units read their certificates and kubeconfigs as
 					// systemd credentials, copied when a unit starts: each is

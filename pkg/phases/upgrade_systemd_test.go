@@ -375,4 +375,18 @@ func TestCertsRenewReplacesSystemdUnitsOnStaleCredentials(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(rec.got, []string{upgrade.ComponentScheduler}) || !r.Changed {
 		t.Errorf("the scheduler's kubeconfig rewritten: %+v, %v, replaced %v; want the scheduler's unit", r, err, rec.got)
 	}
+	// A unit that cannot be read (not a regular file) is a warning: the
+	// run changes nothing for it and does not fail.
+	rec.got = nil
+	hp := filepath.Join(root, "etc/systemd/system", upgrade.ComponentScheduler+".service")
+	if err := os.Remove(hp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(hp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err = certsRenewPhase().Run(context.Background(), d)
+	if err != nil || len(rec.got) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], upgrade.ComponentScheduler) {
+		t.Errorf("an unreadable unit: %+v, %v, replaced %v; want a warning naming it", r, err, rec.got)
+	}
 }

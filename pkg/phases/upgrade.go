@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -447,6 +448,13 @@ func certsRenewPhase() Phase {
 					// starts: it is restarted with their digest annotated,
 					// one at a time, each healthy before the next.
 					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c, onlyStale)
+					if err != nil && onlyStale && errors.Is(err, day2.ErrStalenessUnknown) {
+						// As for a Systemd unit: a run that renews nothing
+						// does not fail (leaving the node cordoned) for a
+						// component it leaves as it is.
+						res.Warnings = append(res.Warnings, fmt.Sprintf("%s (left as it is): %v", c, err))
+						continue
+					}
 				}
 				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -388,5 +389,26 @@ func TestCertsRenewReplacesSystemdUnitsOnStaleCredentials(t *testing.T) {
 	r, err = certsRenewPhase().Run(context.Background(), d)
 	if err != nil || len(rec.got) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], upgrade.ComponentScheduler) {
 		t.Errorf("an unreadable unit: %+v, %v, replaced %v; want a warning naming it", r, err, rec.got)
+	}
+}
+
+// A run that renews nothing does not fail (which would leave the node
+// cordoned) because it could not tell whether a static pod runs the
+// certificates on disk (day2.ErrStalenessUnknown: a manifest or a
+// kubeconfig that does not read): a warning per component, nothing
+// changed. A run that resumes at certs-renew still fails on it.
+func TestCertsRenewStalenessUnknownIsAWarning(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeStaticPods}}}
+	unknown := errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("%w: reading /etc/kubernetes/scheduler.conf: bad", day2.ErrStalenessUnknown))
+	fc := &fakeCluster{staleErr: unknown}
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if err != nil || r.Changed || len(r.Warnings) != len(upgrade.ControlPlaneComponents) || !strings.Contains(r.Warnings[0], "scheduler.conf") {
+		t.Errorf("nothing renewed, staleness unknown: %+v, %v; want a warning per component and no failure", r, err)
+	}
+	fc.staleErr = errclass.New(errclass.RolledBack, "", errors.New("kube-scheduler did not become healthy"))
+	if _, err := certsRenewPhase().Run(context.Background(), d); err == nil {
+		t.Error("nothing renewed, a stale restart rolled back: no error")
 	}
 }

@@ -155,3 +155,39 @@ func TestUpgradeUnitsEqualBootstrapUnits(t *testing.T) {
 		}
 	}
 }
+
+// On a joined control plane (HA) the units take from the documents the
+// JoinConfiguration's node registration, local endpoint, patches and
+// timeouts (the rest is the cluster's kubeadm-config): the upgrade's
+// documents, with placeholders for the join token and the certificate
+// key, differ from a bootstrap's in those secrets alone.
+func TestUpgradeJoinDocumentsEqualBootstrapDocuments(t *testing.T) {
+	if err := version.CheckStamped(); err != nil {
+		t.Skipf("%v (run `make test`)", err)
+	}
+	l := loadExample(t, "control-plane-join.yaml")
+	real := translate.Inputs{JoinToken: "abcdef.0123456789abcdef", CertificateKey: strings.Repeat("ab", 32)}
+	boot := testData(t)
+	boot.Config, boot.Root = l.Config, t.TempDir()
+	boot.secrets = &real
+	st, _, err := prepareKubeadm(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := testData(t)
+	up.Config, up.Root = l.Config, t.TempDir()
+	up.Upgrade = &UpgradeRun{Cluster: &fakeCluster{}, Plan: &upgrade.Plan{From: "v1.37.2", To: "v1.37.2"}}
+	docs, err := upgradeDocs(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := strings.ReplaceAll(strings.ReplaceAll(string(st.docs.YAML), boot.WorkDir, "WORK"), `"`, "")
+	b = strings.ReplaceAll(strings.ReplaceAll(b, real.JoinToken, "xxxxxx.xxxxxxxxxxxxxxxx"), real.CertificateKey, strings.Repeat("0", 64))
+	u := strings.ReplaceAll(strings.ReplaceAll(string(docs.YAML), up.WorkDir, "WORK"), `"`, "")
+	if strings.Contains(u, real.JoinToken) || strings.Contains(u, real.CertificateKey) {
+		t.Errorf("the upgrade's documents carry a secret:\n%s", u)
+	}
+	if b != u || !strings.Contains(u, "patches:") {
+		t.Errorf("the documents differ beyond the secrets:\nbootstrap:\n%s\nupgrade:\n%s", b, u)
+	}
+}

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/host"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/kubeadm/systemd"
 	"github.com/machineadm/machineadm/pkg/upgrade"
@@ -412,11 +414,10 @@ func certsRenewPhase() Phase {
 			// other run that renewed nothing restarts only a static pod
 			// whose manifest carries a digest of other certificates than
 			// those on disk (renewed since it started: by a run of another
-			// spec that was killed before the restart, or by hand).
+			// spec that was killed before the restart, or by hand), or,
+			// on a Systemd control plane, a unit whose credential stamp
+			// is not that of its files now (cpunits.CredentialsStale).
 			onlyStale := len(renewed) == 0 && d.resumedAt != upgrade.PhaseCerts
-			if onlyStale && systemd.SystemdRuntime(d.Config) {
-				return Result{Message: none, Warnings: expiring}, nil
-			}
 			res := Result{Changed: len(renewed) > 0, Changes: renewed, Warnings: expiring}
 			if len(renewed) == 0 {
 				res.Message = none
@@ -424,6 +425,18 @@ func certsRenewPhase() Phase {
 			for _, c := range upgrade.ControlPlaneComponents {
 				var r Result
 				var err error
+				if systemd.SystemdRuntime(d.Config) && onlyStale {
+					// A unit it cannot read is left as a run that renews
+					// nothing left every unit before: a warning, not a
+					// failure of an upgrade for what it did not change.
+					stale, err := cpunits.CredentialsStale(d.Root, c)
+					if err != nil {
+						res.Warnings = append(res.Warnings, fmt.Sprintf("could not tell whether the credential files of %s changed since its unit was written (left as it is): %v", c, err))
+					}
+					if !stale {
+						continue
+					}
+				}
 				if systemd.SystemdRuntime(d.Config) {
 					// The units read their certificates and kubeconfigs as
 					// systemd credentials, copied when a unit starts: each is
@@ -435,6 +448,13 @@ func certsRenewPhase() Phase {
 					// starts: it is restarted with their digest annotated,
 					// one at a time, each healthy before the next.
 					r, err = d.Upgrade.cluster().RestartForCertificates(ctx, d, c, onlyStale)
+					if err != nil && onlyStale && errors.Is(err, day2.ErrStalenessUnknown) {
+						// As for a Systemd unit: a run that renews nothing
+						// does not fail (leaving the node cordoned) for a
+						// component it leaves as it is.
+						res.Warnings = append(res.Warnings, fmt.Sprintf("%s (left as it is): %v", c, err))
+						continue
+					}
 				}
 				res.Changed = res.Changed || r.Changed
 				res.Changes = append(res.Changes, r.Changes...)

@@ -3,6 +3,9 @@ package phases
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/host/cpunits"
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/upgrade"
 	"github.com/machineadm/machineadm/pkg/version"
@@ -322,5 +326,89 @@ func TestCertsRenewSaysWhatItCouldNotRenew(t *testing.T) {
 		if strings.HasPrefix(c, "restart ") && !strings.HasPrefix(c, "restart stale ") {
 			t.Errorf("restarted for a certificate not renewed: %v", fc.calls)
 		}
+	}
+}
+
+// A run that renews nothing and does not resume at certs-renew still
+// replaces, on a Systemd control plane, a unit whose credential files were
+// rewritten after it (renewed by hand, or by a killed run of another
+// spec, which a new spec does not resume): systemd handed the process a
+// copy at its start, about to expire. The units whose stamp is that of
+// their files now, and components without a unit, are left alone.
+func TestCertsRenewReplacesSystemdUnitsOnStaleCredentials(t *testing.T) {
+	old := controlPlaneUpgrader(machineadm.RuntimeSystemd)
+	defer RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, old)
+	rec := &recordingUpgrader{}
+	RegisterControlPlaneUpgrader(machineadm.RuntimeSystemd, rec)
+	root := t.TempDir()
+	write := func(p, content string) {
+		t.Helper()
+		hp := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(hp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{upgrade.ComponentAPIServer, upgrade.ComponentScheduler} {
+		kc := "/etc/kubernetes/" + c + ".conf"
+		write(kc, "client certificate 1")
+		u, err := cpunits.StampCredentials(root, cpunits.Component{Name: c, Description: c, Command: []string{"/usr/local/bin/" + c, "--kubeconfig=" + kc},
+			User: "u", Group: "u", Credentials: []cpunits.Credential{{ID: "kubeconfig", Path: kc}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := cpunits.Render(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(files[0].Path, string(files[0].Content))
+	}
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeSystemd}}}
+	d := &Data{Config: cfg, Root: root, Upgrade: &UpgradeRun{Cluster: &fakeCluster{}}}
+	if r, err := certsRenewPhase().Run(context.Background(), d); err != nil || len(rec.got) != 0 || r.Changed {
+		t.Fatalf("credentials as the units were stamped: %+v, %v, replaced %v; want nothing", r, err, rec.got)
+	}
+	write("/etc/kubernetes/"+upgrade.ComponentScheduler+".conf", "client certificate 2")
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if err != nil || !reflect.DeepEqual(rec.got, []string{upgrade.ComponentScheduler}) || !r.Changed {
+		t.Errorf("the scheduler's kubeconfig rewritten: %+v, %v, replaced %v; want the scheduler's unit", r, err, rec.got)
+	}
+	// A unit that cannot be read (not a regular file) is a warning: the
+	// run changes nothing for it and does not fail.
+	rec.got = nil
+	hp := filepath.Join(root, "etc/systemd/system", upgrade.ComponentScheduler+".service")
+	if err := os.Remove(hp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(hp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err = certsRenewPhase().Run(context.Background(), d)
+	if err != nil || len(rec.got) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], upgrade.ComponentScheduler) {
+		t.Errorf("an unreadable unit: %+v, %v, replaced %v; want a warning naming it", r, err, rec.got)
+	}
+}
+
+// A run that renews nothing does not fail (which would leave the node
+// cordoned) because it could not tell whether a static pod runs the
+// certificates on disk (day2.ErrStalenessUnknown: a manifest or a
+// kubeconfig that does not read): a warning per component, nothing
+// changed. A run that resumes at certs-renew still fails on it.
+func TestCertsRenewStalenessUnknownIsAWarning(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleControlPlane, Action: machineadm.ActionInit,
+		ControlPlane: &machineadm.ControlPlane{Runtime: machineadm.RuntimeStaticPods}}}
+	unknown := errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("%w: reading /etc/kubernetes/scheduler.conf: bad", day2.ErrStalenessUnknown))
+	fc := &fakeCluster{staleErr: unknown}
+	d := &Data{Config: cfg, Upgrade: &UpgradeRun{Cluster: fc}}
+	r, err := certsRenewPhase().Run(context.Background(), d)
+	if err != nil || r.Changed || len(r.Warnings) != len(upgrade.ControlPlaneComponents) || !strings.Contains(r.Warnings[0], "scheduler.conf") {
+		t.Errorf("nothing renewed, staleness unknown: %+v, %v; want a warning per component and no failure", r, err)
+	}
+	fc.staleErr = errclass.New(errclass.RolledBack, "", errors.New("kube-scheduler did not become healthy"))
+	if _, err := certsRenewPhase().Run(context.Background(), d); err == nil {
+		t.Error("nothing renewed, a stale restart rolled back: no error")
 	}
 }

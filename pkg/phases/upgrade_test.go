@@ -54,12 +54,14 @@ type fakeCluster struct {
 	renewErr error
 	// restartFail is the component whose RestartForCertificates fails.
 	restartFail string
+	// staleErr is the error of RestartForCertificates with onlyStale.
+	staleErr error
 }
 
 func (f *fakeCluster) RestartForCertificates(_ context.Context, _ *Data, component string, onlyStale bool) (Result, error) {
 	if onlyStale {
 		f.calls = append(f.calls, "restart stale "+component)
-		return Result{}, nil
+		return Result{}, f.staleErr
 	}
 	f.calls = append(f.calls, "restart "+component)
 	if component == f.restartFail {

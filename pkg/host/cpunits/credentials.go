@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"strings"
 
 	"github.com/machineadm/machineadm/pkg/host/files"
 )
@@ -83,4 +85,54 @@ func fileDigest(hp string) ([]byte, error) {
 		fmt.Fprintf(h, "\x00size %d", fi.Size())
 	}
 	return h.Sum(nil), nil
+}
+
+// credentialStampPrefix and loadCredentialPrefix are the lines of a
+// rendered unit (Render) that carry its credentials' stamp and files.
+const (
+	credentialStampPrefix = "# Credential files stamp: "
+	loadCredentialPrefix  = "LoadCredential="
+)
+
+// CredentialsStale says whether the installed unit of component (name
+// without ".service") under root carries a credential stamp that is not
+// the stamp of its credential files now (StampCredentials over the
+// LoadCredential= files it names, in its order): a file was rewritten
+// since the unit was (a certificate renewed by hand, or by a run that
+// stopped before it replaced the unit), and the running process, which
+// systemd handed a copy at its start, does not read it yet. It reads the
+// installed unit only: false for a unit that is not installed, names no
+// credential or carries no stamp.
+func CredentialsStale(root, component string) (bool, error) {
+	unit := path.Join(UnitDir, component+".service")
+	hp, err := files.Resolve(root, unit)
+	if err != nil {
+		return false, err
+	}
+	st, err := files.ReadState(hp)
+	if err != nil || !st.Exists {
+		return false, err
+	}
+	var stamp string
+	var c Component
+	for _, l := range strings.Split(string(st.Content), "\n") {
+		if s, ok := strings.CutPrefix(l, credentialStampPrefix); ok {
+			stamp = strings.TrimSpace(s)
+		}
+		if s, ok := strings.CutPrefix(l, loadCredentialPrefix); ok {
+			id, p, ok := strings.Cut(s, ":")
+			if !ok {
+				return false, fmt.Errorf("%s: %q is not LoadCredential=ID:PATH", unit, l)
+			}
+			c.Credentials = append(c.Credentials, Credential{ID: id, Path: strings.ReplaceAll(p, "%%", "%")})
+		}
+	}
+	if stamp == "" || len(c.Credentials) == 0 {
+		return false, nil
+	}
+	now, err := StampCredentials(root, c)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", unit, err)
+	}
+	return now.CredentialStamp != stamp, nil
 }

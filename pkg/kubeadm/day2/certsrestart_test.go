@@ -2,6 +2,7 @@ package day2
 
 import (
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -345,5 +346,48 @@ func TestCertificatesDigestNeverADamagedKey(t *testing.T) {
 	}
 	if digest("MIIEpAIBAAKCAQEA7 secret-1 *") != digest("MIIEpAIBAAKCAQEA7 secret-2 *") {
 		t.Errorf("the text of a damaged key entered the digest")
+	}
+}
+
+// TestRestartForCertificatesStalenessUnknown: an annotated manifest whose
+// kubeconfig does not load, or a manifest that does not read, is an error
+// carrying ErrStalenessUnknown (certs-renew makes it a warning in a run
+// that renews nothing), and the manifest is left as it is.
+func TestRestartForCertificatesStalenessUnknown(t *testing.T) {
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kdir := t.TempDir()
+	manifests := filepath.Join(kdir, kubeadmconstants.ManifestsSubDirName)
+	p, err := Regenerate(manifests, "", cfg, kubeadmconstants.KubeScheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Annotate(p, map[string]string{AnnotationCertificatesDigest: "sha256:00"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(p)
+	kc := filepath.Join(kdir, kubeadmconstants.SchedulerKubeConfigFileName)
+	if err := os.WriteFile(kc, []byte("{not a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := StaticPodOptions{Component: kubeadmconstants.KubeScheduler, AdminKubeconfig: filepath.Join(kdir, "missing-admin.conf"),
+		KubernetesDir: kdir, BackupDir: filepath.Join(kdir, "backup"), OnlyStale: true}
+	if changed, _, err := RestartForCertificates(o, "node-1"); changed || !errors.Is(err, ErrStalenessUnknown) {
+		t.Errorf("a kubeconfig that does not load: changed %v, %v; want ErrStalenessUnknown", changed, err)
+	}
+	if err := os.WriteFile(p, []byte("kind: [not a pod"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _, err := RestartForCertificates(o, "node-1"); changed || !errors.Is(err, ErrStalenessUnknown) {
+		t.Errorf("a manifest that does not read: changed %v, %v; want ErrStalenessUnknown", changed, err)
+	}
+	if err := os.WriteFile(p, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeKubeconfig(t, kc, "sched-cert-2", "k")
+	if _, _, err := RestartForCertificates(o, "node-1"); err == nil || errors.Is(err, ErrStalenessUnknown) {
+		t.Errorf("a restart that fails (no admin credential): %v; want an error without ErrStalenessUnknown", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
 
@@ -279,5 +280,44 @@ func TestRenewExpiringSaysWhatAnExternalCASigned(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, "apiserver.crt")); !bytes.Equal(before, after) {
 		t.Errorf("apiserver.crt renewed without the CA's key")
+	}
+}
+
+// TestRenewExpiringExternalEtcdSaysNothingOfEtcd: with an external etcd
+// (the spec's etcd.external) the etcd certificates, and the API server's
+// etcd client certificate, are not kubeadm's to renew: even where such
+// files lie in the certificates directory with no etcd CA key, no
+// warning names them on every run; a CA without its key still does for
+// what it signed.
+func TestRenewExpiringExternalEtcdSaysNothingOfEtcd(t *testing.T) {
+	dir, _ := kubeadmtest.PKISetup(t)
+	cfg, err := SpecClusterConfiguration(exampleInit(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CertificatesDir = dir
+	if err := certsphase.CreatePKIAssets(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"etcd/ca.key", "ca.key"} {
+		if err := os.Remove(filepath.Join(dir, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Etcd.Local = nil
+	cfg.Etcd.External = &kubeadmapi.ExternalEtcd{Endpoints: []string{"https://127.0.0.1:2379"}}
+	renewed, err := RenewExpiring(&cfg.ClusterConfiguration, t.TempDir(), 2*365*24*time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver := false
+	for _, r := range renewed {
+		if strings.Contains(r.Name, "etcd") {
+			t.Errorf("external etcd: %+v named", r)
+		}
+		apiserver = apiserver || r.Name == "apiserver" && r.External
+	}
+	if !apiserver {
+		t.Errorf("%+v: want the API server's certificate External (ca.key removed)", renewed)
 	}
 }

@@ -291,6 +291,11 @@ func certificateBlocks(data []byte) []byte {
 	return out
 }
 
+// ErrStalenessUnknown is in the error of RestartForCertificates when it
+// could not tell whether the component runs the certificates on disk (its
+// manifest or its kubeconfig does not read): it changed nothing then.
+var ErrStalenessUnknown = errors.New("could not tell whether the component runs the client certificates on disk")
+
 // RestartForCertificates restarts the static pod of o.Component when the
 // client certificates it read at its start were renewed since: its
 // running manifest, with AnnotationCertificatesDigest set to the
@@ -301,7 +306,8 @@ func certificateBlocks(data []byte) []byte {
 // o.OnlyStale (then it is left alone, before the certificates are read).
 // node is the Node's name. Nothing changes for a component without such certificates
 // (etcd, the API server) or a manifest that does not exist. Errors are classified as
-// UpgradeStaticPodComponent's.
+// UpgradeStaticPodComponent's; one before anything changed because the
+// manifest or the certificates do not read carries ErrStalenessUnknown.
 func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, error) {
 	if !RestartsForCertificates(o.Component) {
 		return false, nil, nil
@@ -312,14 +318,14 @@ func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, er
 		return false, nil, nil
 	}
 	if err != nil {
-		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("reading %s: %w", cur, err))
+		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("%w: reading %s: %w", ErrStalenessUnknown, cur, err))
 	}
 	if _, ok := pod.Annotations[AnnotationCertificatesDigest]; !ok && o.OnlyStale {
 		return false, nil, nil
 	}
 	digest, err := CertificatesDigest(o.KubernetesDir, o.Component)
 	if err != nil {
-		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("the certificates of %s: %w", o.Component, err))
+		return false, nil, errclass.New(errclass.HostPreparationFailed, "", fmt.Errorf("%w: the certificates of %s: %w", ErrStalenessUnknown, o.Component, err))
 	}
 	if digest == "" || pod.Annotations[AnnotationCertificatesDigest] == digest {
 		return false, nil, nil

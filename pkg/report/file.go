@@ -22,11 +22,12 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // (package atomicfile: a temporary file in the same directory, fsync,
 // rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
 // report (PreviousPath: report.json → report.previous.json; atomically, not
-// fsynced: after a power loss it may be older), unless it is
-// not a regular file (a FIFO or device at the path is replaced, never
-// read). A regular file there that is no report (larger than
-// MaxReportSize, or not a JSON object: mayBeReport) is left as it is and
-// the write fails. Missing directories are created with mode 0700.
+// fsynced: after a power loss it may be older). What is at the path and
+// is no report is left as it is and the write fails: a FIFO, a device
+// (/dev/null, /dev/console; never read, not even opened blocking), a
+// directory or a symbolic link to one (/bin), and a regular file larger
+// than MaxReportSize or not a JSON object (mayBeReport). Missing
+// directories are created with mode 0700.
 //
 // As a ProgressWriter it keeps a provisional report at the path while the
 // run goes on: the first one (durable, fsynced) keeps the report it
@@ -90,13 +91,14 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 		}
 		return atomicfile.WriteFile(full, data, 0o600)
 	}
-	// Bounded, and never blocking on a FIFO put at the path: what is not
-	// a regular report-sized file is not a report worth keeping, and is
-	// replaced.
+	// Bounded, and never blocking on a FIFO put at the path. The rename
+	// below replaces whatever is there: a device, a FIFO or a link to a
+	// directory is some other file the path names by mistake.
 	old, err := readlimit.File(full, MaxReportSize)
 	var notRegular *readlimit.NotRegularError
 	switch {
 	case errors.As(err, &notRegular):
+		return fmt.Errorf("%s is %s, not a report: not replaced; give spec.report.path a file of its own", path, readlimit.Describe(notRegular.Mode))
 	case readlimit.IsTooLarge(err):
 		return fmt.Errorf("%s is larger than a report (%d bytes at most): not replaced; give spec.report.path a file of its own", path, MaxReportSize)
 	case err == nil && !mayBeReport(old):

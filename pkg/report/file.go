@@ -122,13 +122,14 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 // be a report, which the writer replaces: empty, a JSON object of kind
 // BootstrapReport (Kind, the same in every machineadm version), or what a
 // report written without fsync may hold after a power loss (the start of
-// one: a JSON object cut short; NULs). Anything else is some other file
-// the path names by mistake (/etc/passwd, Docker's daemon.json, the
-// applied-spec record), which is left alone.
+// one: a JSON object cut short; NULs alone). Anything else is some other
+// file the path names by mistake (/etc/passwd, Docker's daemon.json, the
+// applied-spec record, a sparse binary such as /var/log/lastlog), which
+// is left alone.
 func mayBeReport(data []byte) bool {
 	data = bytes.TrimLeft(data, " \t\r\n")
 	switch {
-	case len(data) == 0 || data[0] == 0:
+	case len(bytes.Trim(data, "\x00")) == 0:
 		return true
 	case data[0] != '{':
 		return false

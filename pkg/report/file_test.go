@@ -161,6 +161,8 @@ func TestFileWriterLeavesAFileThatIsNoReport(t *testing.T) {
 		"daemon.json": []byte(`{"log-driver": "json-file", "exec-opts": ["native.cgroupdriver=systemd"]}` + "\n"),
 		"record":      []byte(`{"kind":"AppliedSpec","version":1,"specDigest":"sha256:00","spec":{"kind":"MachineSpec"}}`),
 		"null":        []byte("null\n"),
+		// A sparse binary: NULs, then data (/var/log/lastlog).
+		"lastlog": append(make([]byte, 292), "\x01\x02pts/0"...),
 	} {
 		root := t.TempDir()
 		full := filepath.Join(root, "etc/f")

@@ -58,7 +58,7 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 	rr := filepath.Join(tmp, "reports")
 	reports := filepath.Join(rr, "var/lib/machineadm")
 	for dir, files := range map[string]map[string]string{
-		reports: {"report.json": `{"last":"run"}`, "report.previous.json": `{"run":"before"}`},
+		reports: {"report.json": `{"kind":"BootstrapReport","last":"run"}`, "report.previous.json": `{"kind":"BootstrapReport","run":"before"}`},
 		work:    {"state.jsonl": `{"specDigest":"sha256:` + strings.Repeat("ef", 32) + `"}` + "\n"},
 	} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -126,7 +126,7 @@ func TestBusyExit3ChangesNothing(t *testing.T) {
 	if code != session.ExitFailed || !strings.Contains(errOut, "PayloadUnavailable") {
 		t.Fatalf("after the lock was released: exit %d:\n%s", code, errOut)
 	}
-	if b, _ := os.ReadFile(filepath.Join(reports, "report.previous.json")); string(b) != `{"last":"run"}` {
+	if b, _ := os.ReadFile(filepath.Join(reports, "report.previous.json")); string(b) != `{"kind":"BootstrapReport","last":"run"}` {
 		t.Errorf("report.previous.json %q, want the last run's report", b)
 	}
 	data, err := os.ReadFile(filepath.Join(reports, "report.json"))

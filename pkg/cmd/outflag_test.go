@@ -44,3 +44,45 @@ func TestOutputFileFlagsRefuseWhatCannotBeWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputFileFlagsRefuseASymbolicLink: render -o and seal -o naming a
+// symbolic link, even to a regular file (/dev/stdout with standard output
+// redirected to a file), are usage errors naming the flag, and the link
+// stays. The atomic write's rename replaced the link itself: `-o
+// /dev/stdout > out` run as root made /dev/stdout a regular file for every
+// process of the machine, and the output never reached out.
+func TestOutputFileFlagsRefuseASymbolicLink(t *testing.T) {
+	dir, _, rcpt := sealRoot(t, "abcdef.0123456789abcdef")
+	specFile := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(specFile, []byte(testspec.MinimalWorker+"  node: {name: w1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sealed := sealedWorker(t, dir, rcpt)
+	outDir := t.TempDir()
+	target := filepath.Join(outDir, "redirected")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(outDir, "stdout")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("no symbolic links: %v", err)
+	}
+	agent := []string{"--agent-url", renderAgentURL, "--agent-sha256", renderAgentSum}
+	for _, c := range []struct {
+		name, flag string
+		args       []string
+	}{
+		{"render", "--output", append([]string{"render", "-f", sealed, "--format", "cloud-config", "-o", link}, agent...)},
+		{"seal", "--out", []string{"seal", "-f", specFile, "--recipient", rcpt, "--root", dir, "-o", link}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := run(t, "", c.args...)
+			if code != 2 || !strings.Contains(errOut, c.flag) || !strings.Contains(errOut, "symbolic link") {
+				t.Errorf("exit %d, want 2 naming %s and the link\n%s\n%s", code, c.flag, out, errOut)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
+				t.Fatalf("the link was replaced: %v", err)
+			}
+		})
+	}
+}

@@ -39,10 +39,16 @@ func checkFileFlag(flag, path string) error {
 // error is a usage error (exit code 2) naming the flag; "" and "-"
 // (standard output) pass. Without it the command did all its work (render
 // even said "rendered bootstrap data"), then failed with exit code 1 on
-// the final rename.
+// the final rename. A symbolic link is refused too: the rename would
+// replace the link, not write through it (/dev/stdout, with standard
+// output redirected to a file, became a regular file for the whole
+// machine).
 func checkOutFlag(flag, path string) error {
 	if path == "" || path == "-" {
 		return nil
+	}
+	if li, err := os.Lstat(path); err == nil && li.Mode().Type() == fs.ModeSymlink {
+		return session.Usagef("--%s %s: is a symbolic link, which writing the file would replace, not write through: give the file it names, or - for standard output", flag, path)
 	}
 	fi, err := os.Stat(path)
 	switch {

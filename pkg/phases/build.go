@@ -41,14 +41,17 @@ func Bootstrap(cfg *machineadm.MachineBootstrapConfig) *Workflow {
 
 // upgradedSince says whether `machineadm upgrade` recorded another spec
 // on this node after its bootstrap (the applied-spec record is an
-// upgrade's). Not in a dry run. A record others may have written counts
-// here and in upgradedTo (ReadRecordAnyOwner): it can only keep the host
-// as it is, never change it.
+// upgrade's). Not in a dry run. Here and in upgradedTo only a record
+// that passes the owner and mode check (ReadRecord) counts: either skips
+// the look at the host a finished journal gets (confirmBootstrap), so a
+// record others may have written (forged) made a blank host's bootstrap
+// report Succeeded and write the sentinel. A bootstrap with such a record
+// of an upgrade is refused before its phases (session's checkRebootstrap).
 func upgradedSince(d *Data) bool {
 	if d.DryRun {
 		return false
 	}
-	r, err := upgrade.ReadRecordAnyOwner(d.WorkDir)
+	r, err := upgrade.ReadRecord(d.WorkDir)
 	return err == nil && r.Command == "upgrade"
 }
 
@@ -60,7 +63,7 @@ func upgradedTo(d *Data) string {
 	if d.DryRun {
 		return ""
 	}
-	r, err := upgrade.ReadRecordAnyOwner(d.WorkDir)
+	r, err := upgrade.ReadRecord(d.WorkDir)
 	if err != nil || r.Command != "upgrade" || r.SpecDigest != d.SpecDigest {
 		return ""
 	}

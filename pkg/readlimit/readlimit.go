@@ -78,22 +78,34 @@ func IsTooLarge(err error) bool {
 // it is read. Other errors are those of os.Open and Read (fs.ErrNotExist,
 // fs.ErrPermission).
 func File(path string, limit int64) ([]byte, error) {
+	data, _, err := FileStat(path, limit)
+	return data, err
+}
+
+// FileStat is File that also returns what the open descriptor's stat
+// said of the file read, for a caller that checks its owner or mode: a
+// look at the path before or after the read may see another file.
+func FileStat(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{Mode: fi.Mode()}
+		return nil, nil, &NotRegularError{Mode: fi.Mode()}
 	}
 	if fi.Size() > limit {
-		return nil, &TooLargeError{Limit: limit, Size: fi.Size()}
+		return nil, nil, &TooLargeError{Limit: limit, Size: fi.Size()}
 	}
-	return Reader(f, limit)
+	data, err := Reader(f, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, fi, nil
 }
 
 // Reader reads r to its end, at most limit bytes (limit > 0): a stream

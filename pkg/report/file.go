@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,11 +23,13 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // (package atomicfile: a temporary file in the same directory, fsync,
 // rename, fsync of the directory), mode 0600. The report it replaces is kept as the previous
 // report (PreviousPath: report.json → report.previous.json; atomically, not
-// fsynced: after a power loss it may be older), unless it is
-// not a regular file (a FIFO or device at the path is replaced, never
-// read). A regular file there that is no report (larger than
-// MaxReportSize, or not a JSON object: mayBeReport) is left as it is and
-// the write fails. Missing directories are created with mode 0700.
+// fsynced: after a power loss it may be older). What is at the path and
+// is no report is left as it is and the write fails: a FIFO, a device
+// (/dev/null, /dev/console; never read, not even opened blocking), a
+// directory or a symbolic link to one (/bin), and a regular file larger
+// than MaxReportSize or no report (mayBeReport: /etc/passwd, another
+// JSON document), found at the first write or at any later one. Missing
+// directories are created with mode 0700.
 //
 // As a ProgressWriter it keeps a provisional report at the path while the
 // run goes on: the first one (durable, fsynced) keeps the report it
@@ -81,50 +84,62 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		return fmt.Errorf("creating report directory: %w", err)
 	}
-	if !keep {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !sync {
-			return atomicfile.WriteFileUnsynced(full, data, 0o600)
-		}
-		return atomicfile.WriteFile(full, data, 0o600)
-	}
-	// Bounded, and never blocking on a FIFO put at the path: what is not
-	// a regular report-sized file is not a report worth keeping, and is
-	// replaced.
+	// Read at every write, the provisional report's updates and the final
+	// report too: what the run itself put at the path meanwhile (the
+	// applied-spec record, where the path names it) is no report either.
+	// Bounded, and never blocking on a FIFO put at the path. The rename
+	// below replaces whatever is there: a device, a FIFO or a link to a
+	// directory is some other file the path names by mistake.
 	old, err := readlimit.File(full, MaxReportSize)
 	var notRegular *readlimit.NotRegularError
 	switch {
 	case errors.As(err, &notRegular):
+		return fmt.Errorf("%s is %s, not a report: not replaced; give spec.report.path a file of its own", path, readlimit.Describe(notRegular.Mode))
 	case readlimit.IsTooLarge(err):
 		return fmt.Errorf("%s is larger than a report (%d bytes at most): not replaced; give spec.report.path a file of its own", path, MaxReportSize)
 	case err == nil && !mayBeReport(old):
-		return fmt.Errorf("%s holds something other than an outcome report (no JSON object): not replaced; give spec.report.path a file of its own", path)
-	case err == nil:
+		return fmt.Errorf("%s holds something other than an outcome report (no JSON object of kind BootstrapReport): not replaced; give spec.report.path a file of its own", path)
+	case err == nil && keep:
 		// History, not a claim: without an fsync (the new report's own,
 		// below, follows in the same directory), which saves one of the
 		// run's few durable writes.
 		if err := atomicfile.WriteFileUnsynced(HostPath(w.Root, PreviousPath(path)), old, 0o600); err != nil {
 			return fmt.Errorf("keeping the previous report: %w", err)
 		}
-	case !errors.Is(err, fs.ErrNotExist):
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("reading the previous report: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if !sync {
+		return atomicfile.WriteFileUnsynced(full, data, 0o600)
+	}
 	return atomicfile.WriteFile(full, data, 0o600)
 }
 
 // mayBeReport says whether data, a regular file at the report path, may
-// be a report, which the writer replaces: empty, a JSON object, or what a
+// be a report, which the writer replaces: empty, a JSON object of kind
+// BootstrapReport (Kind, the same in every machineadm version), or what a
 // report written without fsync may hold after a power loss (the start of
-// one, NULs). Anything else is some other file the path names by mistake
-// (/etc/passwd), which is left alone.
+// one: a JSON object cut short; NULs alone). Anything else is some other
+// file the path names by mistake (/etc/passwd, Docker's daemon.json, the
+// applied-spec record, a sparse binary such as /var/log/lastlog), which
+// is left alone.
 func mayBeReport(data []byte) bool {
 	data = bytes.TrimLeft(data, " \t\r\n")
-	return len(data) == 0 || data[0] == '{' || data[0] == 0
+	switch {
+	case len(bytes.Trim(data, "\x00")) == 0:
+		return true
+	case data[0] != '{':
+		return false
+	case !json.Valid(data):
+		return true
+	}
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(data, &head) == nil && head.Kind == Kind
 }
 
 // PreviousPath is where the report at path is kept when a new one is

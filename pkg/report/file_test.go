@@ -59,7 +59,7 @@ func TestFileWriterKeepsModeOfReplacedWorldReadable(t *testing.T) {
 	// A report left world-readable by some earlier tool becomes 0600.
 	root := t.TempDir()
 	path := filepath.Join(root, "r.json")
-	os.WriteFile(path, []byte("{}"), 0o644)
+	os.WriteFile(path, mustMarshal(t, fixtureSucceeded()), 0o644)
 	if err := (&FileWriter{Root: root, Path: "/r.json"}).Write(t.Context(), fixtureFailed()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,8 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 // TestFileWriterOverFIFO: a FIFO at the report path (no writer, no
-// reader) neither blocks the writer nor becomes the previous report.
+// reader) neither blocks the writer nor is replaced or kept as the
+// previous report: the write fails, naming it.
 func TestFileWriterOverFIFO(t *testing.T) {
 	root := t.TempDir()
 	full := filepath.Join(root, DefaultPath)
@@ -132,11 +133,11 @@ func TestFileWriterOverFIFO(t *testing.T) {
 	}
 	testfifo.Make(t, full)
 	r := &BootstrapReport{APIVersion: APIVersion, Kind: Kind, Result: ResultSucceeded, StartTime: time.Unix(1, 0).UTC()}
-	if err := (&FileWriter{Root: root}).Write(t.Context(), r); err != nil {
-		t.Fatal(err)
+	if err := (&FileWriter{Root: root}).Write(t.Context(), r); err == nil || !strings.Contains(err.Error(), "a FIFO") {
+		t.Errorf("%v, want an error naming the FIFO", err)
 	}
-	if _, err := ReadFile(full); err != nil {
-		t.Errorf("the report replacing the FIFO: %v", err)
+	if fi, err := os.Lstat(full); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the FIFO was replaced: %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(root, PreviousPath(DefaultPath))); err == nil {
 		t.Error("the FIFO was kept as the previous report")
@@ -155,6 +156,13 @@ func TestFileWriterLeavesAFileThatIsNoReport(t *testing.T) {
 		"yaml":   []byte("apiVersion: v1\nkind: Config\n"),
 		"array":  []byte("[1, 2]"),
 		"big":    append([]byte("{"), make([]byte, MaxReportSize)...),
+		// JSON objects that are no report: Docker's daemon.json, the
+		// applied-spec record beside the report (upgrade.RecordFile).
+		"daemon.json": []byte(`{"log-driver": "json-file", "exec-opts": ["native.cgroupdriver=systemd"]}` + "\n"),
+		"record":      []byte(`{"kind":"AppliedSpec","version":1,"specDigest":"sha256:00","spec":{"kind":"MachineSpec"}}`),
+		"null":        []byte("null\n"),
+		// A sparse binary: NULs, then data (/var/log/lastlog).
+		"lastlog": append(make([]byte, 292), "\x01\x02pts/0"...),
 	} {
 		root := t.TempDir()
 		full := filepath.Join(root, "etc/f")
@@ -177,7 +185,7 @@ func TestFileWriterLeavesAFileThatIsNoReport(t *testing.T) {
 	}
 	for name, content := range map[string][]byte{
 		"empty":  nil,
-		"object": []byte("{}"),
+		"report": mustMarshal(t, fixtureSucceeded()),
 		"torn":   []byte("\n{\"apiVersion\": \"machineadm.io/v1al"),
 		"nuls":   make([]byte, 512),
 	} {
@@ -192,5 +200,45 @@ func TestFileWriterLeavesAFileThatIsNoReport(t *testing.T) {
 		if _, err := ReadFile(full); err != nil {
 			t.Errorf("%s: the new report: %v", name, err)
 		}
+	}
+}
+
+func mustMarshal(t *testing.T, r *BootstrapReport) []byte {
+	t.Helper()
+	data, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestFileWriterFinalLeavesAFileThatIsNoReport: what replaced the
+// provisional report during the run and is no report (the applied-spec
+// record a bootstrap's last phase writes, where spec.report.path names
+// it) is not replaced by the final report or a provisional update: the
+// check was made only where the report was kept as the previous one, so
+// the final report replaced the record the run had just written.
+func TestFileWriterFinalLeavesAFileThatIsNoReport(t *testing.T) {
+	root := t.TempDir()
+	w := &FileWriter{Root: root, Path: "/var/lib/machineadm/applied-spec.json"}
+	if err := w.WriteProgress(fixtureFailed(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteProgress(fixtureFailed(), false); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(root, "var/lib/machineadm/applied-spec.json")
+	record := []byte(`{"kind":"AppliedSpec","version":1,"spec":{}}` + "\n")
+	if err := os.WriteFile(full, record, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteProgress(fixtureFailed(), false); err == nil || !strings.Contains(err.Error(), "not replaced") {
+		t.Errorf("update: %v, want an error naming the path", err)
+	}
+	if err := w.Write(t.Context(), fixtureSucceeded()); err == nil || !strings.Contains(err.Error(), "not replaced") {
+		t.Errorf("final: %v, want an error naming the path", err)
+	}
+	if got, _ := os.ReadFile(full); string(got) != string(record) {
+		t.Errorf("the record became %q", got)
 	}
 }

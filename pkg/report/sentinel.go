@@ -72,24 +72,27 @@ func (w *SentinelWriter) WriteProgress(_ *BootstrapReport, first bool) error {
 	return nil
 }
 
-// check refuses a regular file at full, the sentinel's host path, that is
-// no sentinel: not empty and not "success" (what this writer and Cluster
-// API's kubeadm bootstrap provider write). Such a file is one the path
-// names by mistake (/etc/passwd), which the writer neither removes nor
-// replaces. What is not a regular file is replaced or removed as before.
+// check refuses what is at full, the sentinel's host path, when it is no
+// sentinel: a regular file neither empty nor "success" (what this writer
+// and Cluster API's kubeadm bootstrap provider write), or anything but a
+// regular file: a device (/dev/null, "no sentinel"), a FIFO, a directory
+// or a symbolic link to one (/bin). Such a file is one the path names by
+// mistake, which the writer neither removes nor replaces.
 func (w *SentinelWriter) check(full string) error {
 	data, err := readlimit.File(full, 64)
 	var notRegular *readlimit.NotRegularError
+	p := w.Path
+	if p == "" {
+		p = DefaultSentinel
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.As(err, &notRegular):
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
+	case errors.As(err, &notRegular):
+		return fmt.Errorf("%s is %s, not a success sentinel: left as it is; give spec.report.sentinel a path of its own", p, readlimit.Describe(notRegular.Mode))
 	case err == nil && (len(bytes.TrimSpace(data)) == 0 || string(bytes.TrimSpace(data)) == "success"):
 		return nil
 	case err == nil, readlimit.IsTooLarge(err):
-		p := w.Path
-		if p == "" {
-			p = DefaultSentinel
-		}
 		return fmt.Errorf("%s holds something other than a success sentinel: left as it is; give spec.report.sentinel a path of its own", p)
 	}
 	return fmt.Errorf("reading the sentinel: %w", err)

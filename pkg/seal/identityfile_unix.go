@@ -11,8 +11,10 @@ import (
 
 // openFlags open an identity file without following a symbolic link and
 // without blocking: opening a FIFO would wait for a writer forever; with
-// O_NONBLOCK the open returns and the regular-file check refuses it.
-const openFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+// O_NONBLOCK the open returns and the regular-file check refuses it. With
+// O_NOCTTY a terminal there does not become the controlling terminal of a
+// run that leads its session without one (a systemd service).
+const openFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_NOCTTY
 
 // checkAccess accepts mode 0600 files owned by root or by the effective
 // user.

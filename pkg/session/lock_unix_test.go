@@ -193,8 +193,8 @@ func seedEvidence(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	for name, content := range map[string]string{
-		"report.json":          `{"the":"last run's report"}`,
-		"report.previous.json": `{"the":"run before"}`,
+		"report.json":          `{"kind":"BootstrapReport","the":"last run's report"}`,
+		"report.previous.json": `{"kind":"BootstrapReport","the":"run before"}`,
 		"state.jsonl":          `{"specDigest":"sha256:` + strings.Repeat("cd", 32) + `"}` + "\n" + `{"completed":"preflight"}` + "\n",
 	} {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o600); err != nil {
@@ -277,7 +277,7 @@ func TestHeldLockChangesNothingUntilItsHolderDies(t *testing.T) {
 		t.Errorf("prepare after the kill: /etc/motd %q, %v", b, err)
 	}
 	// The report rotated as for any run: the last one is now the previous.
-	if b, _ := os.ReadFile(filepath.Join(work, "report.previous.json")); string(b) != `{"the":"last run's report"}` {
+	if b, _ := os.ReadFile(filepath.Join(work, "report.previous.json")); string(b) != `{"kind":"BootstrapReport","the":"last run's report"}` {
 		t.Errorf("report.previous.json after the next run: %q", b)
 	}
 	if data, err := os.ReadFile(filepath.Join(work, "report.json")); err != nil {

@@ -80,10 +80,21 @@ func changedPaths(p *upgrade.Plan) []string {
 // over on a bootstrapped node until kubeadm's preflight refused it. The
 // error is a *UsageError (exit code 2, nothing changed) pointing at
 // `machineadm upgrade`. A record others may have written counts here
-// (upgrade.ReadRecordAnyOwner): it can only refuse the bootstrap.
+// (upgrade.ReadRecordAnyOwner): it can only refuse the bootstrap. One of
+// an upgrade refuses every bootstrap: trusted, it would make a bootstrap
+// of its spec report Succeeded without a look at the host (phases'
+// upgradedTo) and a rerun of the spec before skip the host's look
+// (upgradedSince), which whoever may write it could forge; ignored, that
+// rerun would undo the upgrade it may tell of.
 func checkRebootstrap(d *phases.Data, workDir string) error {
 	r, err := upgrade.ReadRecordAnyOwner(workDir)
-	if err != nil || r.SpecDigest == d.SpecDigest {
+	if err != nil {
+		return nil
+	}
+	if _, err := upgrade.ReadRecord(workDir); err != nil && r.Command == "upgrade" {
+		return Usagef("the node's applied-spec record says machineadm upgrade applied a spec, but it cannot be trusted: %v; if machineadm wrote it, make it root-owned with mode 0600 and run again, otherwise reset this machine and remove it", err)
+	}
+	if r.SpecDigest == d.SpecDigest {
 		return nil
 	}
 	probe := *d

@@ -142,8 +142,9 @@ var ErrNoRecord = errors.New("no applied-spec record")
 // ReadRecord reads the record in workDir (a host path). A missing record
 // is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
 // one that group or others may write or another user than root (or the
-// effective user) owns (not on Windows), not a record of a known version (a 32-byte hex key, a spec that is a
-// JSON object with a spec member), or one whose spec holds an inline
+// effective user) owns (not on Windows; checked on the file read, through
+// its descriptor), not a record of a known version (a 32-byte hex key, a
+// spec that is a JSON object with a spec member), or one whose spec holds an inline
 // secret that is not withheld (the error names its path, never its
 // value), is an error.
 func ReadRecord(workDir string) (*Record, error) { return readRecord(workDir, true) }
@@ -153,6 +154,10 @@ func ReadRecord(workDir string) (*Record, error) { return readRecord(workDir, tr
 // the record's): a record someone else may have changed can still
 // refuse, never allow.
 func ReadRecordAnyOwner(workDir string) (*Record, error) { return readRecord(workDir, false) }
+
+// afterRecordStat, when set (tests), runs between readRecord's look at
+// the record's path and its opening.
+var afterRecordStat func()
 
 func readRecord(workDir string, access bool) (*Record, error) {
 	p := filepath.Join(workDir, RecordFile)
@@ -166,12 +171,20 @@ func readRecord(workDir string, access bool) (*Record, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", p)
 	}
-	if err := checkRecordAccess(fi); access && err != nil {
-		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
+	if afterRecordStat != nil {
+		afterRecordStat()
 	}
-	data, err := readlimit.File(p, maxRecordSize)
+	// The owner and mode of the file read, through its descriptor; the
+	// same file the look at the path saw (no link put there since).
+	data, opened, err := readlimit.FileStat(p, maxRecordSize)
 	if err != nil {
 		return nil, err
+	}
+	if !os.SameFile(fi, opened) {
+		return nil, fmt.Errorf("%s: replaced while it was read", p)
+	}
+	if err := checkRecordAccess(opened); access && err != nil {
+		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {

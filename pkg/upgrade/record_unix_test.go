@@ -59,3 +59,42 @@ func TestReadRecordRefusesARecordOthersMayHaveChanged(t *testing.T) {
 		t.Errorf("a record owned by uid 65534: %v, want a refusal naming the owner", err)
 	}
 }
+
+// TestReadRecordChecksTheFileItReads: the owner and mode check is made on
+// the file read, through its descriptor: a record put in the place of a
+// checked one (a rename between the check and the read, by whoever may
+// write the work directory) is refused, not read. The check was made on
+// the path before the file was opened.
+func TestReadRecordChecksTheFileItReads(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleWorker, Kubernetes: machineadm.Kubernetes{Version: "v1.37.2"}}}
+	key, _ := NewKey()
+	r, err := NewRecord(cfg, "sha256:x", "upgrade", "test", key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, other := t.TempDir(), t.TempDir()
+	if err := r.Write(work); err != nil {
+		t.Fatal(err)
+	}
+	r.SpecDigest = "sha256:forged"
+	if err := r.Write(other); err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(other, RecordFile)
+	if err := os.Chmod(forged, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	afterRecordStat = func() {
+		if err := os.Rename(forged, filepath.Join(work, RecordFile)); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterRecordStat = nil }()
+	got, err := ReadRecord(work)
+	if err == nil {
+		t.Fatalf("read the record put in place after the check: %s", got.SpecDigest)
+	}
+	if !strings.Contains(err.Error(), filepath.Join(work, RecordFile)) {
+		t.Errorf("%v, want an error naming the record", err)
+	}
+}

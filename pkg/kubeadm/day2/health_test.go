@@ -206,7 +206,10 @@ func TestWaitLocalControlPlaneSilentComponent(t *testing.T) {
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	h := unitControlPlaneScheduler(t, func(time.Duration) bool { return true }, port)
-	h.Timeout = 3 * time.Second
+	// The healthy components must be seen healthy before the wait runs
+	// out, for the error to name the silent one: 3 s was too little on a
+	// loaded 2-core machine (the error named a healthy component).
+	h.Timeout = 10 * time.Second
 	done := make(chan error, 1)
 	go func() { done <- WaitLocalControlPlane(context.Background(), h) }()
 	select {

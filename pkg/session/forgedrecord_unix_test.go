@@ -5,6 +5,9 @@ package session
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/machineadm/machineadm/internal/testspec"
+	"github.com/machineadm/machineadm/pkg/errclass"
+	"github.com/machineadm/machineadm/pkg/phases"
 	"github.com/machineadm/machineadm/pkg/report"
 	"github.com/machineadm/machineadm/pkg/spec"
 	"github.com/machineadm/machineadm/pkg/upgrade"
@@ -81,4 +86,54 @@ func TestForgedRecordDoesNotMakeABlankHostSucceed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpgradeOfARecordOthersMayWriteSaysToGiveItBack: an upgrade refused
+// for the record's owner or mode alone (exit code 2) says to give it back
+// to root with mode 0600 once its spec is checked, not only to remove it
+// and bootstrap again: removing it loses the spec the node runs, and a
+// bootstrap of the spec an upgrade has since changed starts afresh. A
+// record refused for its content keeps the remove-and-record hint.
+func TestUpgradeOfARecordOthersMayWriteSaysToGiveItBack(t *testing.T) {
+	l, err := spec.Load([]byte(testspec.MinimalWorker), "w.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := upgrade.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := upgrade.NewRecord(l.Config, "sha256:"+strings.Repeat("ab", 32), "bootstrap", "test", key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := r.Write(work); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(work, upgrade.RecordFile)
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	d := &phases.Data{Config: l.Config, WorkDir: work, Log: slog.New(slog.DiscardHandler), Out: io.Discard}
+	_, err = planUpgrade(Options{}, d, work)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "chmod 0600") || !strings.Contains(hintOf(err), "chown root:root") {
+		t.Errorf("a record of mode 0666: %v (hint %q); want a usage error whose message and hint say to give it back to root, mode 0600", err, hintOf(err))
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(`{"kind":"nothing"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = planUpgrade(Options{}, d, work)
+	if !errors.As(err, &ue) || strings.Contains(err.Error(), "chmod 0600") || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("a record that is not one: %v; want the remove-and-record hint", err)
+	}
+}
+
+func hintOf(err error) string {
+	_, hint := errclass.Of(err)
+	return hint
 }

@@ -26,6 +26,9 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 			"run `machineadm bootstrap -f SPEC` once with the spec this node was bootstrapped with (it changes nothing on a bootstrapped node and records the spec), then the upgrade",
 			"this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)}
 	}
+	if errors.Is(err, upgrade.ErrRecordAccess) {
+		return nil, &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, recordAccessHint, "the node's applied-spec record cannot be used: %v; %s", err, recordAccessHint)}
+	}
 	if err != nil {
 		return nil, badRecord("the node's applied-spec record cannot be used: %v", err)
 	}
@@ -59,6 +62,11 @@ func badRecord(format string, args ...any) error {
 
 // recordHint says what to do about a record that cannot be used.
 const recordHint = "check who changed the record, remove it, then run `machineadm bootstrap -f SPEC` once with the spec the node runs: it records the spec again"
+
+// recordAccessHint says what to do about a record whose owner or mode
+// let someone else change it: its content may still be machineadm's, and
+// removing it would lose the spec the node runs.
+const recordAccessHint = "check who changed the record's owner or mode and whether its spec is the one the node runs; if it is, give it back to root with mode 0600 (chown root:root FILE && chmod 0600 FILE) and run the upgrade again; if not, remove it and run `machineadm bootstrap -f SPEC` once with the spec the node runs"
 
 // refusedHint is the hint of an upgrade refused for a change that cannot
 // be made in place.

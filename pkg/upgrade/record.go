@@ -139,6 +139,11 @@ func NewRecord(cfg *machineadm.MachineBootstrapConfig, specDigest, command, mach
 // record: the node was not bootstrapped by a machineadm that keeps one.
 var ErrNoRecord = errors.New("no applied-spec record")
 
+// ErrRecordAccess marks a record that group or others may write, or that
+// another user than root (or the effective user) owns: ReadRecord
+// refuses it, since someone other than machineadm may have written it.
+var ErrRecordAccess = errors.New("the record's owner or mode is not machineadm's")
+
 // ReadRecord reads the record in workDir (a host path). A missing record
 // is ErrNoRecord; a record that is not a regular file of at most 8 MiB,
 // one that group or others may write or another user than root (or the
@@ -184,7 +189,7 @@ func readRecord(workDir string, access bool) (*Record, error) {
 		return nil, fmt.Errorf("%s: replaced while it was read", p)
 	}
 	if err := checkRecordAccess(opened); access && err != nil {
-		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it", p, err)
+		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it: %w", p, err, ErrRecordAccess)
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {

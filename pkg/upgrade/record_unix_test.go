@@ -3,6 +3,7 @@
 package upgrade
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,8 +43,8 @@ func TestReadRecordRefusesARecordOthersMayHaveChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := ReadRecord(work)
-		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "group or others may write it") {
-			t.Errorf("mode %04o: %v, want a refusal naming the file and its mode", mode, err)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "group or others may write it") || !errors.Is(err, ErrRecordAccess) {
+			t.Errorf("mode %04o: %v, want a refusal naming the file and its mode (ErrRecordAccess)", mode, err)
 		}
 	}
 	if err := os.Chmod(p, 0o600); err != nil {
@@ -55,7 +56,7 @@ func TestReadRecordRefusesARecordOthersMayHaveChanged(t *testing.T) {
 	if err := os.Chown(p, 65534, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadRecord(work); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+	if _, err := ReadRecord(work); err == nil || !strings.Contains(err.Error(), "owned by uid 65534") || !errors.Is(err, ErrRecordAccess) {
 		t.Errorf("a record owned by uid 65534: %v, want a refusal naming the owner", err)
 	}
 }

@@ -31,8 +31,9 @@ var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone
 // walked through changes nothing: the next step starts from the
 // directory reached, not from a name. With create, missing directories
 // are made with mode perm (less the umask), as os.MkdirAll makes them.
-// The directory returned is open for reading (to fsync it) and is the one
-// the walk reached, whatever its name is by then; its Name is dir.
+// The directory returned is open for reading (to fsync it; only O_PATH
+// when the running user may not read it) and is the one the walk
+// reached, whatever its name is by then; its Name is dir.
 func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not an absolute path")}
@@ -109,8 +110,15 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		rest = append(strings.Split(target, "/"), rest...)
 	}
 	// The walk's descriptors open nothing (O_PATH); the directory
-	// reached is opened for reading through its own, to fsync it.
+	// reached is opened for reading through its own, to fsync it. A
+	// directory the running user may search and write but not list
+	// (mode 0300, a run that is not root) is used as the walk reached it,
+	// as its path was: every *at call takes that descriptor, and only
+	// the best-effort fsync after a rename fails on it.
 	rfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.EACCES {
+		rfd, fd, err = fd, -1, nil
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}

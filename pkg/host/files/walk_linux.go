@@ -24,7 +24,8 @@ var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone
 // that someone other than root could have put there: a link is followed
 // only when the directory holding it is owned by root (or the running
 // user, when that is not root) and writable by no one else (no group or
-// other write bit, which an ACL granting write to anyone would show), as
+// other write bit, which an ACL granting write to anyone would show), or
+// sticky with the link root's or the running user's (linkTrusted), as
 // in a --root DIR that is or goes through a symlink; any other one is
 // refused (ErrLinkNotFollowed), and a component that is not a directory
 // is refused with ENOTDIR. Whatever is renamed on the way after it was
@@ -93,7 +94,7 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		if err := unix.Fstat(fd, &held); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
 		}
-		if (held.Uid != 0 && int(held.Uid) != os.Geteuid()) || held.Mode&0o022 != 0 {
+		if !linkTrusted(&held, &st) {
 			return nil, fmt.Errorf("%s is a symbolic link (to %s) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
 		}
 		if links++; links > maxLinks {
@@ -123,6 +124,24 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	return os.NewFile(uintptr(rfd), dir), nil
+}
+
+// linkTrusted says whether a symbolic link (link, its lstat) in the
+// directory held (its stat) may be followed: held is owned by root or the
+// running user, and either no one else may write in it, or it is sticky
+// (/tmp, 1777) and the link is root's or the running user's, whom alone
+// the sticky bit lets remove or rename it there (what the kernel's
+// fs.protected_symlinks checks too: a --root that is a link in /tmp).
+// Write granted by a POSIX ACL shows in the group bits (the ACL mask).
+func linkTrusted(held, link *unix.Stat_t) bool {
+	euid := uint32(os.Geteuid())
+	if held.Uid != 0 && held.Uid != euid {
+		return false
+	}
+	if held.Mode&0o022 == 0 {
+		return true
+	}
+	return held.Mode&unix.S_ISVTX != 0 && (link.Uid == 0 || link.Uid == euid)
 }
 
 // readLinkFD is the target of the symbolic link fd (O_PATH|O_NOFOLLOW)

@@ -59,12 +59,12 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		}
 		next := filepath.Join(cur, part)
 		op := "open"
-		nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		nfd, err := openStep(fd, part)
 		if err == unix.ENOENT && create && part != ".." {
 			op = "mkdir"
 			if err = unix.Mkdirat(fd, part, uint32(perm.Perm())); err == nil || err == unix.EEXIST {
 				op = "open"
-				nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				nfd, err = openStep(fd, part)
 			}
 		}
 		if err != nil {
@@ -124,6 +124,21 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	return os.NewFile(uintptr(rfd), dir), nil
+}
+
+// openStep opens the entry part of the directory fd (O_PATH) without
+// following a symbolic link there: as a directory first (O_DIRECTORY),
+// which mounts an automount point not mounted yet (autofs: a /boot/efi
+// with x-systemd.automount) as a lookup of the path through it did,
+// where O_PATH alone gives the automount point itself, an empty
+// directory in which nothing can be made; anything else (a link, a file)
+// is then opened as it is.
+func openStep(fd int, part string) (int, error) {
+	nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR {
+		nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return nfd, err
 }
 
 // linkTrusted says whether a symbolic link (link, its lstat) in the

@@ -95,7 +95,7 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
 		}
 		if !linkTrusted(&held, &st) {
-			return nil, fmt.Errorf("%s is a symbolic link (to %s) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
+			return nil, fmt.Errorf("%s is a symbolic link (to %s, owner %d) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, st.Uid, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
 		}
 		if links++; links > maxLinks {
 			return nil, &fs.PathError{Op: "open", Path: dir, Err: unix.ELOOP}

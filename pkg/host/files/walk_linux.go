@@ -24,15 +24,17 @@ var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone
 // that someone other than root could have put there: a link is followed
 // only when the directory holding it is owned by root (or the running
 // user, when that is not root) and writable by no one else (no group or
-// other write bit, which an ACL granting write to anyone would show), as
+// other write bit, which an ACL granting write to anyone would show), or
+// sticky with the link root's or the running user's (linkTrusted), as
 // in a --root DIR that is or goes through a symlink; any other one is
 // refused (ErrLinkNotFollowed), and a component that is not a directory
 // is refused with ENOTDIR. Whatever is renamed on the way after it was
 // walked through changes nothing: the next step starts from the
 // directory reached, not from a name. With create, missing directories
 // are made with mode perm (less the umask), as os.MkdirAll makes them.
-// The directory returned is open for reading (to fsync it) and is the one
-// the walk reached, whatever its name is by then; its Name is dir.
+// The directory returned is open for reading (to fsync it; only O_PATH
+// when the running user may not read it) and is the one the walk
+// reached, whatever its name is by then; its Name is dir.
 func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not an absolute path")}
@@ -57,12 +59,12 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		}
 		next := filepath.Join(cur, part)
 		op := "open"
-		nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		nfd, err := openStep(fd, part)
 		if err == unix.ENOENT && create && part != ".." {
 			op = "mkdir"
 			if err = unix.Mkdirat(fd, part, uint32(perm.Perm())); err == nil || err == unix.EEXIST {
 				op = "open"
-				nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				nfd, err = openStep(fd, part)
 			}
 		}
 		if err != nil {
@@ -92,8 +94,8 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		if err := unix.Fstat(fd, &held); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
 		}
-		if (held.Uid != 0 && int(held.Uid) != os.Geteuid()) || held.Mode&0o022 != 0 {
-			return nil, fmt.Errorf("%s is a symbolic link (to %s) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
+		if !linkTrusted(&held, &st) {
+			return nil, fmt.Errorf("%s is a symbolic link (to %s, owner %d) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, st.Uid, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
 		}
 		if links++; links > maxLinks {
 			return nil, &fs.PathError{Op: "open", Path: dir, Err: unix.ELOOP}
@@ -109,12 +111,52 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		rest = append(strings.Split(target, "/"), rest...)
 	}
 	// The walk's descriptors open nothing (O_PATH); the directory
-	// reached is opened for reading through its own, to fsync it.
+	// reached is opened for reading through its own, to fsync it. A
+	// directory the running user may search and write but not list
+	// (mode 0300, a run that is not root) is used as the walk reached it,
+	// as its path was: every *at call takes that descriptor, and only
+	// the best-effort fsync after a rename fails on it.
 	rfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.EACCES {
+		rfd, fd, err = fd, -1, nil
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	return os.NewFile(uintptr(rfd), dir), nil
+}
+
+// openStep opens the entry part of the directory fd (O_PATH) without
+// following a symbolic link there: as a directory first (O_DIRECTORY),
+// which mounts an automount point not mounted yet (autofs: a /boot/efi
+// with x-systemd.automount) as a lookup of the path through it did,
+// where O_PATH alone gives the automount point itself, an empty
+// directory in which nothing can be made; anything else (a link, a file)
+// is then opened as it is.
+func openStep(fd int, part string) (int, error) {
+	nfd, err := unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == unix.ENOTDIR {
+		nfd, err = unix.Openat(fd, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	return nfd, err
+}
+
+// linkTrusted says whether a symbolic link (link, its lstat) in the
+// directory held (its stat) may be followed: held is owned by root or the
+// running user, and either no one else may write in it, or it is sticky
+// (/tmp, 1777) and the link is root's or the running user's, whom alone
+// the sticky bit lets remove or rename it there (what the kernel's
+// fs.protected_symlinks checks too: a --root that is a link in /tmp).
+// Write granted by a POSIX ACL shows in the group bits (the ACL mask).
+func linkTrusted(held, link *unix.Stat_t) bool {
+	euid := uint32(os.Geteuid())
+	if held.Uid != 0 && held.Uid != euid {
+		return false
+	}
+	if held.Mode&0o022 == 0 {
+		return true
+	}
+	return held.Mode&unix.S_ISVTX != 0 && (link.Uid == 0 || link.Uid == euid)
 }
 
 // readLinkFD is the target of the symbolic link fd (O_PATH|O_NOFOLLOW)

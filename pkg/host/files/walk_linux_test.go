@@ -270,3 +270,52 @@ func TestOpenDirFollowsTheRunningUsersLinks(t *testing.T) {
 		t.Errorf("through a link in another user's directory: %v, want ErrLinkNotFollowed", errTheirs)
 	}
 }
+
+// TestOpenDirFollowsOwnLinkInStickyDirectory: a --root that is a link in
+// /tmp (sticky, writable by all) is followed when the link is the running
+// user's (no one else may remove or rename it there), not when another
+// user's, nor in a directory writable by all that is not sticky.
+func TestOpenDirFollowsOwnLinkInStickyDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (chown)")
+	}
+	base := t.TempDir()
+	must(t, os.Chmod(filepath.Dir(base), 0o755))
+	must(t, os.Chmod(base, 0o755))
+	img := filepath.Join(base, "img")
+	must(t, os.MkdirAll(filepath.Join(img, "etc"), 0o755))
+	for _, p := range []string{img, filepath.Join(img, "etc")} {
+		must(t, os.Chown(p, unprivileged, unprivileged))
+	}
+	sticky, open := filepath.Join(base, "tmp"), filepath.Join(base, "open")
+	must(t, os.Mkdir(sticky, 0o755))
+	must(t, os.Mkdir(open, 0o755))
+	must(t, os.Chmod(sticky, os.ModeSticky|0o777))
+	must(t, os.Chmod(open, 0o777))
+	links := map[string]int{
+		filepath.Join(sticky, "mine"):   unprivileged,
+		filepath.Join(sticky, "theirs"): 1000,
+		filepath.Join(open, "mine"):     unprivileged,
+	}
+	for l, uid := range links {
+		must(t, os.Symlink(img, l))
+		must(t, os.Lchown(l, uid, uid))
+	}
+	errs := map[string]error{}
+	asUser(t, unprivileged, unprivileged, func() {
+		for l := range links {
+			errs[l] = WriteAtomic(filepath.Join(l, "etc", "x"), []byte("x\n"), 0o644, -1, -1)
+		}
+	})
+	if err := errs[filepath.Join(sticky, "mine")]; err != nil {
+		t.Errorf("through the running user's link in a sticky directory: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(img, "etc", "x")); string(got) != "x\n" {
+		t.Errorf("through the running user's link in a sticky directory: %q written", got)
+	}
+	for _, l := range []string{filepath.Join(sticky, "theirs"), filepath.Join(open, "mine")} {
+		if !errors.Is(errs[l], ErrLinkNotFollowed) {
+			t.Errorf("through %s: %v, want ErrLinkNotFollowed", l, errs[l])
+		}
+	}
+}

@@ -105,17 +105,13 @@ const (
 // credential or carries no stamp.
 func CredentialsStale(root, component string) (bool, error) {
 	unit := path.Join(UnitDir, component+".service")
-	hp, err := files.Resolve(root, unit)
-	if err != nil {
-		return false, err
-	}
-	st, err := files.ReadState(hp)
-	if err != nil || !st.Exists {
+	content, err := InstalledUnit(root, component+".service")
+	if err != nil || content == nil {
 		return false, err
 	}
 	var stamp string
 	var c Component
-	for _, l := range strings.Split(string(st.Content), "\n") {
+	for _, l := range strings.Split(string(content), "\n") {
 		if s, ok := strings.CutPrefix(l, credentialStampPrefix); ok {
 			stamp = strings.TrimSpace(s)
 		}

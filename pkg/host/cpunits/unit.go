@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/machineadm/machineadm/pkg/host/files"
 )
 
 // Directories and file modes of the rendered files.
@@ -137,6 +139,23 @@ func (c *Component) Unit() string { return c.Name + ".service" }
 
 // UnitPath returns the unit file path.
 func (c *Component) UnitPath() string { return path.Join(UnitDir, c.Unit()) }
+
+// InstalledUnit returns the content of the unit file name
+// ("kube-apiserver.service") installed in UnitDir under root (a host
+// path prefix, "/" for the live system), read as host files are
+// (files.Resolve, files.ReadState: a symlink swapped in is not followed);
+// nil and no error when none is installed.
+func InstalledUnit(root, name string) ([]byte, error) {
+	hp, err := files.Resolve(root, path.Join(UnitDir, name))
+	if err != nil {
+		return nil, err
+	}
+	st, err := files.ReadState(hp)
+	if err != nil || !st.Exists {
+		return nil, err
+	}
+	return st.Content, nil
+}
 
 // EnvPath returns the environment file path (used only when Env is set).
 func (c *Component) EnvPath() string { return path.Join(EnvDir, c.Name+".env") }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -103,16 +103,11 @@ func (u *SystemdUpgrade) components() (*SystemdControlPlane, []cpunits.Component
 // joined); nil otherwise (the first member, whose unit kubeadm derives
 // without a member list).
 func installedEtcdMembers(root string) ([]EtcdMember, error) {
-	unit := filepath.Join(cpunits.UnitDir, kubeadmconstants.Etcd+".service")
-	hp, err := files.Resolve(root, unit)
-	if err != nil {
+	content, err := cpunits.InstalledUnit(root, kubeadmconstants.Etcd+".service")
+	if err != nil || content == nil {
 		return nil, err
 	}
-	st, err := files.ReadState(hp)
-	if err != nil || !st.Exists {
-		return nil, err
-	}
-	args := unitArgs(string(st.Content))
+	args := unitArgs(string(content))
 	if args["initial-cluster-state"] != "existing" {
 		return nil, nil
 	}
@@ -120,7 +115,7 @@ func installedEtcdMembers(root string) ([]EtcdMember, error) {
 	for _, m := range strings.Split(args["initial-cluster"], ",") {
 		name, url, ok := strings.Cut(m, "=")
 		if !ok {
-			return nil, fmt.Errorf("%s: --initial-cluster entry %q is not NAME=URL", unit, m)
+			return nil, fmt.Errorf("%s: --initial-cluster entry %q is not NAME=URL", path.Join(cpunits.UnitDir, kubeadmconstants.Etcd+".service"), m)
 		}
 		members = append(members, EtcdMember{Name: name, PeerURL: url})
 	}
@@ -361,18 +356,11 @@ func openedDirectly(root, except string) (map[string]bool, error) {
 		if name == except {
 			continue
 		}
-		hp, err := files.Resolve(root, filepath.Join(cpunits.UnitDir, name+".service"))
+		content, err := cpunits.InstalledUnit(root, name+".service")
 		if err != nil {
 			return nil, err
 		}
-		st, err := files.ReadState(hp)
-		if err != nil {
-			return nil, err
-		}
-		if !st.Exists {
-			continue
-		}
-		for _, l := range strings.Split(string(st.Content), "\n") {
+		for _, l := range strings.Split(string(content), "\n") {
 			l = strings.TrimSuffix(strings.TrimSpace(l), `\`)
 			l = strings.TrimSpace(strings.TrimPrefix(l, "ExecStart="))
 			if _, val, ok := strings.Cut(l, "="); ok && strings.HasPrefix(l, "--") {
@@ -385,15 +373,11 @@ func openedDirectly(root, except string) (map[string]bool, error) {
 
 // installedUser is the User= of c's installed unit, "" when it has none.
 func installedUser(root string, c cpunits.Component) (string, error) {
-	hp, err := files.Resolve(root, c.UnitPath())
+	content, err := cpunits.InstalledUnit(root, c.Unit())
 	if err != nil {
 		return "", err
 	}
-	st, err := files.ReadState(hp)
-	if err != nil || !st.Exists {
-		return "", err
-	}
-	for _, l := range strings.Split(string(st.Content), "\n") {
+	for _, l := range strings.Split(string(content), "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "User="); ok {
 			return v, nil
 		}

@@ -133,17 +133,8 @@ func (b *Blob) install(d *os.File, hostPath string, mode fs.FileMode, uid, gid i
 	if b.dir == "" || b.installed != "" || filepath.Dir(hostPath) != b.dir {
 		return false, nil
 	}
-	// Owner before mode, since chown clears setuid bits.
-	if uid >= 0 && gid >= 0 {
-		if err := b.f.Chown(uid, gid); err != nil {
-			return true, fmt.Errorf("writing %s: %w", hostPath, err)
-		}
-	}
-	if err := b.f.Chmod(mode); err != nil {
-		return true, fmt.Errorf("writing %s: %w", hostPath, err)
-	}
-	if err := b.f.Sync(); err != nil {
-		return true, fmt.Errorf("writing %s: %w", hostPath, err)
+	if err := b.ready(hostPath, mode, uid, gid); err != nil {
+		return true, err
 	}
 	dfd, base := dirFD(d), filepath.Base(hostPath)
 	var tmp string

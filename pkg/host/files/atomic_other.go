@@ -70,17 +70,8 @@ func (b *Blob) install(hostPath string, mode fs.FileMode, uid, gid int) (done bo
 	if b.dir == "" || b.installed != "" || dir != b.dir {
 		return false, nil
 	}
-	// Owner before mode, since chown clears setuid bits.
-	if uid >= 0 && gid >= 0 {
-		if err := b.f.Chown(uid, gid); err != nil {
-			return true, fmt.Errorf("writing %s: %w", hostPath, err)
-		}
-	}
-	if err := b.f.Chmod(mode); err != nil {
-		return true, fmt.Errorf("writing %s: %w", hostPath, err)
-	}
-	if err := b.f.Sync(); err != nil {
-		return true, fmt.Errorf("writing %s: %w", hostPath, err)
+	if err := b.ready(hostPath, mode, uid, gid); err != nil {
+		return true, err
 	}
 	var tmp string
 	for range installAttempts {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -129,6 +130,24 @@ func (v *verifiedReader) Read(p []byte) (int, error) {
 		err = fmt.Errorf("%w: %s changed while machineadm read it: something else wrote to it; run again", ErrDigestMismatch, v.b.installed)
 	}
 	return n, err
+}
+
+// ready gives b's file, about to be linked in at hostPath (install),
+// owner uid:gid (both below 0: the process's, kept) and then mode, chown
+// clearing setuid bits, and syncs it.
+func (b *Blob) ready(hostPath string, mode fs.FileMode, uid, gid int) error {
+	if uid >= 0 && gid >= 0 {
+		if err := b.f.Chown(uid, gid); err != nil {
+			return fmt.Errorf("writing %s: %w", hostPath, err)
+		}
+	}
+	if err := b.f.Chmod(mode); err != nil {
+		return fmt.Errorf("writing %s: %w", hostPath, err)
+	}
+	if err := b.f.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", hostPath, err)
+	}
+	return nil
 }
 
 // Close frees the staged content. A nil Blob is a no-op.

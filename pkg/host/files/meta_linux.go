@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,18 +18,7 @@ import (
 // as chmod(2) would; a FIFO does not block it.
 // Its directory is reached by descriptor (openDir), a directory swapped
 // for a symlink since not followed.
-func openMeta(hostPath string) (*os.File, error) {
-	d, err := openDir(filepath.Dir(hostPath), 0, false)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	fd, err := unix.Openat(dirFD(d), filepath.Base(hostPath), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: hostPath, Err: err}
-	}
-	return os.NewFile(uintptr(fd), hostPath), nil
-}
+func openMeta(hostPath string) (*os.File, error) { return openPathHost(hostPath, "open") }
 
 // chownMeta gives the file of f (openMeta) owner uid:gid.
 func chownMeta(f *os.File, uid, gid int) error {

@@ -192,6 +192,18 @@ func dirFD(d *os.File) int {
 // place would set, every later open of the path being checked to be the
 // file examined).
 func lstatHost(hostPath string) (fs.FileInfo, error) {
+	f, err := openPathHost(hostPath, "lstat")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Stat()
+}
+
+// openPathHost opens hostPath, a path Resolve returned, as itself (a
+// symlink not followed) with O_PATH, in its directory reached by
+// descriptor (openDir); a failure of the open is a *fs.PathError of op.
+func openPathHost(hostPath, op string) (*os.File, error) {
 	d, err := openDir(filepath.Dir(hostPath), 0, false)
 	if err != nil {
 		return nil, err
@@ -199,9 +211,7 @@ func lstatHost(hostPath string) (fs.FileInfo, error) {
 	defer d.Close()
 	fd, err := unix.Openat(dirFD(d), filepath.Base(hostPath), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "lstat", Path: hostPath, Err: err}
+		return nil, &fs.PathError{Op: op, Path: hostPath, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), hostPath)
-	defer f.Close()
-	return f.Stat()
+	return os.NewFile(uintptr(fd), hostPath), nil
 }

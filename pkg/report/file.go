@@ -26,7 +26,8 @@ const DefaultPath = "/var/lib/machineadm/report.json"
 // fsynced: after a power loss it may be older). What is at the path and
 // is no report is left as it is and the write fails: a FIFO, a device
 // (/dev/null, /dev/console; never read, not even opened blocking), a
-// directory or a symbolic link to one (/bin), and a regular file larger
+// directory, a symbolic link (to a directory such as /bin, or to a file:
+// /dev/stdout, which the rename would replace), and a regular file larger
 // than MaxReportSize or no report (mayBeReport: /etc/passwd, another
 // JSON document), found at the first write or at any later one. Missing
 // directories are created with mode 0700.
@@ -89,7 +90,11 @@ func (w *FileWriter) write(ctx context.Context, r *BootstrapReport, keep, sync b
 	// applied-spec record, where the path names it) is no report either.
 	// Bounded, and never blocking on a FIFO put at the path. The rename
 	// below replaces whatever is there: a device, a FIFO or a link to a
-	// directory is some other file the path names by mistake.
+	// directory is some other file the path names by mistake, and a link
+	// to a file (/dev/stdout) would be replaced, not written through.
+	if isLink(full) {
+		return fmt.Errorf("%s is a symbolic link, which the write would replace, not write through: not replaced; give spec.report.path a file of its own", path)
+	}
 	old, err := readlimit.File(full, MaxReportSize)
 	var notRegular *readlimit.NotRegularError
 	switch {
@@ -140,6 +145,16 @@ func mayBeReport(data []byte) bool {
 		Kind string `json:"kind"`
 	}
 	return json.Unmarshal(data, &head) == nil && head.Kind == Kind
+}
+
+// isLink says whether the host path full is a symbolic link: what the
+// writers would replace or remove, not the file it names. /dev/stdout is
+// one (to /proc/self/fd/1): with the run's standard output going to a
+// file, it named a regular file, and the report's rename made
+// /dev/stdout a regular file for the whole machine.
+func isLink(full string) bool {
+	fi, err := os.Lstat(full)
+	return err == nil && fi.Mode().Type() == fs.ModeSymlink
 }
 
 // PreviousPath is where the report at path is kept when a new one is

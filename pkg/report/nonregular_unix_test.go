@@ -112,3 +112,77 @@ func TestSentinelWriterLeavesWhatIsNoRegularFile(t *testing.T) {
 	}
 	checkLeft(t, root, made, "sentinel")
 }
+
+// linkToFile makes, under a new root, /x/stdout: a symbolic link to the
+// empty regular file /x/out.log, as /dev/stdout is (through
+// /proc/self/fd/1) for a run whose standard output goes to a file that
+// holds nothing yet. It returns the root.
+func linkToFile(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "out.log"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("out.log", filepath.Join(dir, "stdout")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// checkLinkLeft fails t unless /x/stdout under root is still the link to
+// /x/out.log, which is still empty, and nothing else was put in /x.
+func checkLinkLeft(t *testing.T, root, what string) {
+	t.Helper()
+	dir := filepath.Join(root, "x")
+	if fi, err := os.Lstat(filepath.Join(dir, "stdout")); err != nil || fi.Mode().Type() != fs.ModeSymlink {
+		t.Errorf("%s: /x/stdout is no longer the link: %v, %v", what, fi, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out.log")); err != nil || len(b) != 0 {
+		t.Errorf("%s: /x/out.log %q, %v; want it empty", what, b, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%s: files left behind: %v", what, entries)
+	}
+}
+
+// TestFileWriterLeavesALinkToAFile: a spec.report.path that is a
+// symbolic link to a regular file (/dev/stdout, when the run's standard
+// output goes to a file) is left as it is and the writer fails naming it.
+// The atomic write's rename replaced the link, not its file: as root,
+// /dev/stdout became a regular file for the whole machine (and
+// /dev/stdout.previous was made), as `render -o /dev/stdout` did.
+func TestFileWriterLeavesALinkToAFile(t *testing.T) {
+	root := linkToFile(t)
+	w := &FileWriter{Root: root, Path: "/x/stdout"}
+	if err := w.WriteProgress(fixtureFailed(), true); err == nil || !strings.Contains(err.Error(), "/x/stdout") || !strings.Contains(err.Error(), "not replaced") {
+		t.Errorf("provisional report: %v, want an error naming the path", err)
+	}
+	if err := w.Write(t.Context(), fixtureSucceeded()); err == nil || !strings.Contains(err.Error(), "/x/stdout") {
+		t.Errorf("final report: %v, want an error naming the path", err)
+	}
+	checkLinkLeft(t, root, "report")
+}
+
+// TestSentinelWriterLeavesALinkToAFile: a spec.report.sentinel that is a
+// symbolic link to an empty regular file (/dev/stdout, when the run's
+// standard output goes to a file) is neither removed at the run's start
+// nor replaced on a success; the writer fails naming it. The writer
+// removed the link (/dev/stdout for the whole machine) as a stale
+// sentinel.
+func TestSentinelWriterLeavesALinkToAFile(t *testing.T) {
+	root := linkToFile(t)
+	w := &SentinelWriter{Root: root, Path: "/x/stdout"}
+	if err := w.WriteProgress(fixtureFailed(), true); err == nil || !strings.Contains(err.Error(), "/x/stdout") {
+		t.Errorf("progress: %v, want an error naming the path", err)
+	}
+	for _, r := range []*BootstrapReport{fixtureFailed(), fixtureSucceeded()} {
+		if err := w.Write(t.Context(), r); err == nil || !strings.Contains(err.Error(), "/x/stdout") {
+			t.Errorf("%s: %v, want an error naming the path", r.Result, err)
+		}
+	}
+	checkLinkLeft(t, root, "sentinel")
+}

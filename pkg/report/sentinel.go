@@ -76,15 +76,20 @@ func (w *SentinelWriter) WriteProgress(_ *BootstrapReport, first bool) error {
 // sentinel: a regular file neither empty nor "success" (what this writer
 // and Cluster API's kubeadm bootstrap provider write), or anything but a
 // regular file: a device (/dev/null, "no sentinel"), a FIFO, a directory
-// or a symbolic link to one (/bin). Such a file is one the path names by
-// mistake, which the writer neither removes nor replaces.
+// or a symbolic link (to a directory such as /bin, or to a file:
+// /dev/stdout, which removing or replacing it would remove or replace).
+// Such a file is one the path names by mistake, which the writer neither
+// removes nor replaces.
 func (w *SentinelWriter) check(full string) error {
-	data, err := readlimit.File(full, 64)
-	var notRegular *readlimit.NotRegularError
 	p := w.Path
 	if p == "" {
 		p = DefaultSentinel
 	}
+	if isLink(full) {
+		return fmt.Errorf("%s is a symbolic link, which the writer would remove or replace, not the file it names: left as it is; give spec.report.sentinel a path of its own", p)
+	}
+	data, err := readlimit.File(full, 64)
+	var notRegular *readlimit.NotRegularError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil

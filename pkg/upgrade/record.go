@@ -164,29 +164,42 @@ func ReadRecordAnyOwner(workDir string) (*Record, error) { return readRecord(wor
 // the record's path and its opening.
 var afterRecordStat func()
 
+// recordReadAttempts bounds how often readRecord looks at the record and
+// reads it again when the file read is not the one the look saw: a
+// record machineadm rewrites (a rename into its place) while a dry run,
+// which holds no lock, reads it is read as it is then.
+const recordReadAttempts = 3
+
 func readRecord(workDir string, access bool) (*Record, error) {
 	p := filepath.Join(workDir, RecordFile)
-	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", p, ErrNoRecord)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	if afterRecordStat != nil {
-		afterRecordStat()
-	}
-	// The owner and mode of the file read, through its descriptor; the
-	// same file the look at the path saw (no link put there since).
-	data, opened, err := readlimit.FileStat(p, maxRecordSize)
-	if err != nil {
-		return nil, err
-	}
-	if !os.SameFile(fi, opened) {
-		return nil, fmt.Errorf("%s: replaced while it was read", p)
+	var data []byte
+	var opened fs.FileInfo
+	for attempt := 1; ; attempt++ {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", p, ErrNoRecord)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: not a regular file", p)
+		}
+		if afterRecordStat != nil {
+			afterRecordStat()
+		}
+		// The owner and mode of the file read, through its descriptor; the
+		// same file the look at the path saw (no link put there since).
+		data, opened, err = readlimit.FileStat(p, maxRecordSize)
+		if err != nil {
+			return nil, err
+		}
+		if os.SameFile(fi, opened) {
+			break
+		}
+		if attempt == recordReadAttempts {
+			return nil, fmt.Errorf("%s: replaced while it was read, %d times", p, attempt)
+		}
 	}
 	if err := checkRecordAccess(opened); access && err != nil {
 		return nil, fmt.Errorf("%s: %v (machineadm writes it root-owned, mode 0600): someone else may have changed it: %w", p, err, ErrRecordAccess)

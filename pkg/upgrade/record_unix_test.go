@@ -85,7 +85,12 @@ func TestReadRecordChecksTheFileItReads(t *testing.T) {
 	if err := os.Chmod(forged, 0o666); err != nil {
 		t.Fatal(err)
 	}
+	renamed := false
 	afterRecordStat = func() {
+		if renamed {
+			return
+		}
+		renamed = true
 		if err := os.Rename(forged, filepath.Join(work, RecordFile)); err != nil {
 			t.Error(err)
 		}
@@ -97,5 +102,44 @@ func TestReadRecordChecksTheFileItReads(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), filepath.Join(work, RecordFile)) {
 		t.Errorf("%v, want an error naming the record", err)
+	}
+}
+
+// TestReadRecordReadsARecordRewrittenAsItIsRead: a record machineadm
+// rewrites (atomically: a rename into its place) between the look at its
+// path and its opening, by a run that holds the lock while a dry run,
+// which takes none, reads it, is read as it is now. It was an error,
+// "replaced while it was read", which the upgrade's plan turned into
+// "remove it, then run machineadm bootstrap", losing the spec the node
+// runs.
+func TestReadRecordReadsARecordRewrittenAsItIsRead(t *testing.T) {
+	cfg := &machineadm.MachineBootstrapConfig{Spec: machineadm.MachineBootstrapSpec{Role: machineadm.RoleWorker, Kubernetes: machineadm.Kubernetes{Version: "v1.37.2"}}}
+	key, _ := NewKey()
+	r, err := NewRecord(cfg, "sha256:before", "bootstrap", "test", key, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := r.Write(work); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	afterRecordStat = func() {
+		calls++
+		if calls > 1 {
+			return
+		}
+		r.SpecDigest, r.Command = "sha256:after", "upgrade"
+		if err := r.Write(work); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { afterRecordStat = nil }()
+	got, err := ReadRecord(work)
+	if err != nil {
+		t.Fatalf("a record rewritten by machineadm as it was read: %v", err)
+	}
+	if got.SpecDigest != "sha256:after" {
+		t.Errorf("read %s, want the record as it is now (sha256:after)", got.SpecDigest)
 	}
 }

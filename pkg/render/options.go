@@ -144,6 +144,9 @@ type resolved struct {
 	// Agent.SignatureURL are then the blobs' http(s) URLs, and the stubs
 	// answer the registry's anonymous Bearer challenge.
 	registry bool
+	// reportPath is the spec's spec.report.path, "" for the default: the
+	// report the Windows stub reads (stub.ReportPath).
+	reportPath string
 }
 
 // resolve validates o and normalises digests and keys.

@@ -27,6 +27,11 @@ func Render(spec []byte, cfg *machineadm.MachineBootstrapConfig, o Options) ([]b
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Spec.OS == machineadm.OSWindows {
+		// Where the agent writes it (a Linux spec's path means nothing to
+		// the Windows stub, and its agent refuses the spec there).
+		r.reportPath = cfg.Spec.Report.Path
+	}
 	if r.Payload == nil && !o.AllowInlineSecrets {
 		if fields := InlineSecrets(cfg); len(fields) > 0 {
 			return nil, &InlineSecretsError{Fields: fields}

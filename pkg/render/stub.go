@@ -70,6 +70,9 @@ var templates = sync.OnceValue(func() *template.Template {
 
 // stub holds what a stub script needs, shared by every format.
 type stub struct {
+	// reportPath is the spec's spec.report.path ("" for the default):
+	// ReportPath.
+	reportPath string
 	// AgentURL is the download URL; empty for an agent in the image.
 	AgentURL string
 	// AgentSHA256 is the pinned digest (may be empty only when InImage).
@@ -112,8 +115,15 @@ func (s *stub) Delay() int    { return FetchDelaySeconds }
 func (s *stub) Timeout() int  { return FetchTimeoutSeconds }
 func (s *stub) MaxDelay() int { return FetchMaxDelaySeconds }
 
-// ReportPath is the report the Windows stub reads after bootstrap.
-func (s *stub) ReportPath() string { return WindowsReportPath }
+// ReportPath is the report the Windows stub reads after bootstrap: the
+// spec's spec.report.path, where the agent writes it, else
+// WindowsReportPath.
+func (s *stub) ReportPath() string {
+	if s.reportPath != "" {
+		return s.reportPath
+	}
+	return WindowsReportPath
+}
 
 // Fetches reports whether the stub downloads anything.
 func (s *stub) Fetches() bool { return !s.InImage || s.PayloadURL != "" }
@@ -130,6 +140,7 @@ func newStub(r *resolved, spec []byte, agentPath, specPath string, specInline bo
 		SpecPath:     specPath,
 		Registry:     r.registry,
 		AgentCA:      r.caPEM,
+		reportPath:   r.reportPath,
 	}
 	if r.agentPath != "" {
 		s.AgentURL, s.AgentPath, s.InImage = "", r.agentPath, true

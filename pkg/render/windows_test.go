@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm"
 	"github.com/machineadm/machineadm/pkg/render/quote"
 	"os"
 	"path/filepath"
@@ -228,6 +229,29 @@ func TestResumeQuotesEveryPowerShellQuote(t *testing.T) {
 	for _, r := range quote.PowerShellQuotes {
 		if !strings.ContainsRune(class, r) && !strings.Contains(class, fmt.Sprintf(`\u%04x`, r)) {
 			t.Errorf("the stub's run-time quoting class %s misses %U", class, r)
+		}
+	}
+}
+
+// TestPowerShellReadsTheSpecsReportPath: the stub looks for the domain
+// join's RebootRequired in the report where the agent writes it, the
+// spec's spec.report.path (quoted as every parameter), and at the
+// Windows default only when the spec names none. It read the default
+// always, so with a report path of the spec's own it never saw
+// RebootRequired and the machine did not reboot to finish the join.
+func TestPowerShellReadsTheSpecsReportPath(t *testing.T) {
+	// cloudbase-init's format writes this same stub (newStub), compressed.
+	for _, format := range []Format{FormatPowerShell} {
+		data, cfg := loadExample(t, "worker")
+		opts := Options{Format: format, Agent: AgentSource{URL: testAgentURL, SHA256: testAgentSHA256}}
+		cfg.Spec.OS, cfg.Spec.Report.Path = machineadm.OSWindows, ""
+		if script := string(mustRender(t, data, cfg, opts)); !strings.Contains(script, "[string]$ReportPath = "+quote.PowerShell(WindowsReportPath)) {
+			t.Errorf("%s: no spec.report.path: the stub does not read %s", format, WindowsReportPath)
+		}
+		cfg.Spec.OS, cfg.Spec.Report.Path = machineadm.OSWindows, `D:/reports/it's.json`
+		script := string(mustRender(t, data, cfg, opts))
+		if !strings.Contains(script, `[string]$ReportPath = 'D:/reports/it''s.json'`) {
+			t.Errorf("%s: spec.report.path %q: the stub does not read it", format, cfg.Spec.Report.Path)
 		}
 	}
 }

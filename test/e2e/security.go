@@ -293,6 +293,10 @@ func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[st
 	return out, nil
 }
 
+// decryptLogWait bounds checkDecryptsThrough's wait for the plugin's
+// Decrypt line in the journal.
+const decryptLogWait = 30 * time.Second
+
 // checkDecryptsThrough reads the probe Secret that checkAPIServerSecurity
 // wrote through cp1 back through the API server of the joined control
 // plane m (at ip): its own KMS plugin must decrypt the data key cp1's
@@ -315,10 +319,22 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 		t.Errorf("%s: the probe Secret through %s's API server: %v", m.Name, m.Name, err)
 		return
 	}
-	res, err := m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
-	if err != nil {
-		t.Errorf("%s: fake-kms-plugin journal: %v", m.Name, err)
-		return
+	// The plugin logs each call before it answers, but journald may store
+	// the line after the API server's answer reached us (seconds later on
+	// a loaded machine): the journal is read until it shows a Decrypt,
+	// for at most decryptLogWait.
+	var res ExecResult
+	deadline := time.Now().Add(decryptLogWait)
+	for {
+		res, err = m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
+		if err != nil {
+			t.Errorf("%s: fake-kms-plugin journal: %v", m.Name, err)
+			return
+		}
+		if strings.Contains(res.Stdout, "fake-kms-plugin: decrypt #") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
 	}
 	if n := strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"); n == 0 {
 		t.Errorf("%s: its API server read the Secret without calling its KMS plugin's Decrypt:\n%s", m.Name, tail(res.Stdout, 10))

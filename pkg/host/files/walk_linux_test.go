@@ -319,3 +319,35 @@ func TestOpenDirFollowsOwnLinkInStickyDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAtomicRootsLinkBelowADirectorySwapped: alice cannot make a
+// link of root's, but she can rename the directories of root's in her
+// own directory: after Resolve she puts root's var (holding root's link
+// run -> /run, as in an image) where conf was. That link, in a directory
+// only root may change, is not followed either: the directory holding it
+// is below one alice can change, so it may not be the one resolved, and
+// the content does not land where root's link names (outside the root).
+func TestWriteAtomicRootsLinkBelowADirectorySwapped(t *testing.T) {
+	root, conf, outside := aliceImage(t)
+	must(t, os.Mkdir(filepath.Join(conf, "run"), 0o755))
+	rootsVar := filepath.Join(filepath.Dir(conf), "var")
+	must(t, os.Mkdir(rootsVar, 0o755))
+	must(t, os.Symlink(outside, filepath.Join(rootsVar, "run")))
+	hp, err := Resolve(root, "/home/alice/conf/run/app.toml")
+	must(t, err)
+	must(t, os.Chmod(filepath.Dir(root), 0o755))
+	must(t, os.Chmod(root, 0o755))
+	var aerr error
+	asUser(t, 1000, 1000, func() {
+		if aerr = os.Rename(conf, conf+".aside"); aerr == nil {
+			aerr = os.Rename(rootsVar, conf)
+		}
+	})
+	must(t, aerr)
+	err = WriteAtomic(hp, []byte("spec content\n"), 0o644, 0, 0)
+	refusedNaming(t, err, filepath.Join(conf, "run"), outside)
+	_, err = lstatHost(hp)
+	if !errors.Is(err, ErrLinkNotFollowed) {
+		t.Errorf("lstat through root's link below alice's directory: %v, want ErrLinkNotFollowed", err)
+	}
+}

@@ -172,11 +172,14 @@ func openStep(fd int, part string) (int, error) {
 // directory held (its stat) may be followed, or whether a directory
 // (link) in held is there as root or the running user left it: held is
 // owned by root or the running user, and either no one else may write in
-// it, or it is sticky
-// (/tmp, 1777) and the link is root's or the running user's, whom alone
-// the sticky bit lets remove or rename it there (what the kernel's
-// fs.protected_symlinks checks too: a --root that is a link in /tmp).
-// Write granted by a POSIX ACL shows in the group bits (the ACL mask).
+// it, or it is sticky (/tmp, 1777) and the link is root's or the running
+// user's, whom alone the sticky bit lets remove or rename it there (what
+// the kernel's fs.protected_symlinks checks too: a --root that is a link
+// in /tmp), and a symbolic link there has no other name: with
+// fs.protected_hardlinks off, anyone may give root's link elsewhere
+// (var/run -> /run) a name of theirs in /tmp, which would be root's link
+// there. Write granted by a POSIX ACL shows in the group bits (the ACL
+// mask).
 func linkTrusted(held, link *unix.Stat_t) bool {
 	euid := uint32(os.Geteuid())
 	if held.Uid != 0 && held.Uid != euid {
@@ -184,6 +187,9 @@ func linkTrusted(held, link *unix.Stat_t) bool {
 	}
 	if held.Mode&0o022 == 0 {
 		return true
+	}
+	if link.Mode&unix.S_IFMT == unix.S_IFLNK && link.Nlink != 1 {
+		return false
 	}
 	return held.Mode&unix.S_ISVTX != 0 && (link.Uid == 0 || link.Uid == euid)
 }

@@ -351,3 +351,27 @@ func TestWriteAtomicRootsLinkBelowADirectorySwapped(t *testing.T) {
 		t.Errorf("lstat through root's link below alice's directory: %v, want ErrLinkNotFollowed", err)
 	}
 }
+
+// TestOpenDirRootsLinkHardLinkedIntoStickyDirectory: where
+// fs.protected_hardlinks is off, anyone may give root's link elsewhere a
+// second name in /tmp (made here by the test, as root): that name is
+// root's link in a sticky directory, but not one root put there, and is
+// not followed.
+func TestOpenDirRootsLinkHardLinkedIntoStickyDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	base := t.TempDir()
+	must(t, os.Chmod(base, 0o755))
+	outside := t.TempDir()
+	rootsDir := filepath.Join(base, "var")
+	must(t, os.Mkdir(rootsDir, 0o755))
+	must(t, os.Symlink(outside, filepath.Join(rootsDir, "run")))
+	sticky := filepath.Join(base, "tmp")
+	must(t, os.Mkdir(sticky, 0o755))
+	must(t, os.Chmod(sticky, os.ModeSticky|0o777))
+	link := filepath.Join(sticky, "alices")
+	must(t, os.Link(filepath.Join(rootsDir, "run"), link))
+	err := WriteAtomic(filepath.Join(link, "x"), []byte("x\n"), 0o644, 0, 0)
+	refusedNaming(t, err, link, outside)
+}

@@ -27,7 +27,11 @@ var ErrLinkNotFollowed = errors.New("a symbolic link in a directory that someone
 // other write bit, which an ACL granting write to anyone would show), or
 // sticky with the link root's or the running user's (linkTrusted), as
 // in a --root DIR that is or goes through a symlink; any other one is
-// refused (ErrLinkNotFollowed), and a component that is not a directory
+// refused (ErrLinkNotFollowed), as is every link below a directory on the
+// way whose entry someone else could rename or replace (linkTrusted of a
+// directory: alice's /home/alice/img, where she may put one of root's
+// directories holding a link of root's in place of another), and a
+// component that is not a directory
 // is refused with ENOTDIR. Whatever is renamed on the way after it was
 // walked through changes nothing: the next step starts from the
 // directory reached, not from a name. With create, missing directories
@@ -51,6 +55,20 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 	cur := "/" // the host path walked, for errors
 	rest := strings.Split(dir, "/")
 	links := 0
+	// held is the stat of the directory fd is on. swappable names the
+	// first directory on the way that someone other than root could have
+	// renamed or replaced (its entry is not linkTrusted: alice's
+	// /home/alice/img, or a directory in one), with why: no link is
+	// followed below it, whoever owns the link and its directory, since
+	// the owner of a directory above could have put any directory of
+	// hers, or any of root's from beside it, in its place, with a link
+	// root made for another purpose (var/run -> /run in an image) where
+	// the walk goes next.
+	var held unix.Stat_t
+	if err := unix.Fstat(fd, &held); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: "/", Err: err}
+	}
+	swappable := ""
 	for len(rest) > 0 {
 		part := rest[0]
 		rest = rest[1:]
@@ -77,8 +95,11 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
+			if swappable == "" && part != ".." && !linkTrusted(&held, &st) {
+				swappable = fmt.Sprintf("%s (owner %d, in %s: owner %d, mode %04o)", next, st.Uid, cur, held.Uid, held.Mode&0o7777)
+			}
 			unix.Close(fd)
-			fd, cur = nfd, next
+			fd, cur, held = nfd, next, st
 			continue
 		case unix.S_IFLNK:
 		default:
@@ -90,9 +111,11 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 		if err != nil {
 			return nil, &fs.PathError{Op: "readlink", Path: next, Err: err}
 		}
-		var held unix.Stat_t
 		if err := unix.Fstat(fd, &held); err != nil {
 			return nil, &fs.PathError{Op: "stat", Path: cur, Err: err}
+		}
+		if swappable != "" {
+			return nil, fmt.Errorf("%s is a symbolic link (to %s, owner %d) below %s, which someone other than root can rename or replace: %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, st.Uid, swappable, ErrLinkNotFollowed)
 		}
 		if !linkTrusted(&held, &st) {
 			return nil, fmt.Errorf("%s is a symbolic link (to %s, owner %d) in %s, which someone other than root can change (owner %d, mode %04o): %w; it was put there after the path was resolved, or the path goes through a directory others can change", next, target, st.Uid, cur, held.Uid, held.Mode&0o7777, ErrLinkNotFollowed)
@@ -104,6 +127,10 @@ func openDir(dir string, perm fs.FileMode, create bool) (*os.File, error) {
 			rfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return nil, &fs.PathError{Op: "open", Path: "/", Err: err}
+			}
+			if err := unix.Fstat(rfd, &held); err != nil {
+				unix.Close(rfd)
+				return nil, &fs.PathError{Op: "stat", Path: "/", Err: err}
 			}
 			unix.Close(fd)
 			fd, cur = rfd, "/"
@@ -142,12 +169,17 @@ func openStep(fd int, part string) (int, error) {
 }
 
 // linkTrusted says whether a symbolic link (link, its lstat) in the
-// directory held (its stat) may be followed: held is owned by root or the
-// running user, and either no one else may write in it, or it is sticky
-// (/tmp, 1777) and the link is root's or the running user's, whom alone
-// the sticky bit lets remove or rename it there (what the kernel's
-// fs.protected_symlinks checks too: a --root that is a link in /tmp).
-// Write granted by a POSIX ACL shows in the group bits (the ACL mask).
+// directory held (its stat) may be followed, or whether a directory
+// (link) in held is there as root or the running user left it: held is
+// owned by root or the running user, and either no one else may write in
+// it, or it is sticky (/tmp, 1777) and the link is root's or the running
+// user's, whom alone the sticky bit lets remove or rename it there (what
+// the kernel's fs.protected_symlinks checks too: a --root that is a link
+// in /tmp), and a symbolic link there has no other name: with
+// fs.protected_hardlinks off, anyone may give root's link elsewhere
+// (var/run -> /run) a name of theirs in /tmp, which would be root's link
+// there. Write granted by a POSIX ACL shows in the group bits (the ACL
+// mask).
 func linkTrusted(held, link *unix.Stat_t) bool {
 	euid := uint32(os.Geteuid())
 	if held.Uid != 0 && held.Uid != euid {
@@ -155,6 +187,9 @@ func linkTrusted(held, link *unix.Stat_t) bool {
 	}
 	if held.Mode&0o022 == 0 {
 		return true
+	}
+	if link.Mode&unix.S_IFMT == unix.S_IFLNK && link.Nlink != 1 {
+		return false
 	}
 	return held.Mode&unix.S_ISVTX != 0 && (link.Uid == 0 || link.Uid == euid)
 }

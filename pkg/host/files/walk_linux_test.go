@@ -319,3 +319,59 @@ func TestOpenDirFollowsOwnLinkInStickyDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAtomicRootsLinkBelowADirectorySwapped: alice cannot make a
+// link of root's, but she can rename the directories of root's in her
+// own directory: after Resolve she puts root's var (holding root's link
+// run -> /run, as in an image) where conf was. That link, in a directory
+// only root may change, is not followed either: the directory holding it
+// is below one alice can change, so it may not be the one resolved, and
+// the content does not land where root's link names (outside the root).
+func TestWriteAtomicRootsLinkBelowADirectorySwapped(t *testing.T) {
+	root, conf, outside := aliceImage(t)
+	must(t, os.Mkdir(filepath.Join(conf, "run"), 0o755))
+	rootsVar := filepath.Join(filepath.Dir(conf), "var")
+	must(t, os.Mkdir(rootsVar, 0o755))
+	must(t, os.Symlink(outside, filepath.Join(rootsVar, "run")))
+	hp, err := Resolve(root, "/home/alice/conf/run/app.toml")
+	must(t, err)
+	must(t, os.Chmod(filepath.Dir(root), 0o755))
+	must(t, os.Chmod(root, 0o755))
+	var aerr error
+	asUser(t, 1000, 1000, func() {
+		if aerr = os.Rename(conf, conf+".aside"); aerr == nil {
+			aerr = os.Rename(rootsVar, conf)
+		}
+	})
+	must(t, aerr)
+	err = WriteAtomic(hp, []byte("spec content\n"), 0o644, 0, 0)
+	refusedNaming(t, err, filepath.Join(conf, "run"), outside)
+	_, err = lstatHost(hp)
+	if !errors.Is(err, ErrLinkNotFollowed) {
+		t.Errorf("lstat through root's link below alice's directory: %v, want ErrLinkNotFollowed", err)
+	}
+}
+
+// TestOpenDirRootsLinkHardLinkedIntoStickyDirectory: where
+// fs.protected_hardlinks is off, anyone may give root's link elsewhere a
+// second name in /tmp (made here by the test, as root): that name is
+// root's link in a sticky directory, but not one root put there, and is
+// not followed.
+func TestOpenDirRootsLinkHardLinkedIntoStickyDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	base := t.TempDir()
+	must(t, os.Chmod(base, 0o755))
+	outside := t.TempDir()
+	rootsDir := filepath.Join(base, "var")
+	must(t, os.Mkdir(rootsDir, 0o755))
+	must(t, os.Symlink(outside, filepath.Join(rootsDir, "run")))
+	sticky := filepath.Join(base, "tmp")
+	must(t, os.Mkdir(sticky, 0o755))
+	must(t, os.Chmod(sticky, os.ModeSticky|0o777))
+	link := filepath.Join(sticky, "alices")
+	must(t, os.Link(filepath.Join(rootsDir, "run"), link))
+	err := WriteAtomic(filepath.Join(link, "x"), []byte("x\n"), 0o644, 0, 0)
+	refusedNaming(t, err, link, outside)
+}

@@ -154,10 +154,10 @@ func validateURL(r *Result, v string, schemes []string, p *field.Path) bool {
 		ok = u.Path != "" || u.Host != ""
 	}
 	if !ok {
-		var shown any = v
+		shown := redactedURL(v)
 		detail := "must be a URL with scheme " + strings.Join(schemes, ", ")
 		if machineadm.URLHasCredentials(v) {
-			shown, detail = "<redacted>", detail+" (the value is not shown: it carries credentials)"
+			detail += " (the value is not shown: it carries credentials)"
 		}
 		r.Errors = append(r.Errors, field.Invalid(p, shown, detail))
 	}

@@ -111,6 +111,15 @@ func TestValidateURLCredentialsWarn(t *testing.T) {
 		{name: "mirror URL invalid with password", base: worker, mutate: func(c *spec) {
 			c.Spec.Host.Containerd.Registries[0].Mirrors[0].URL = "ftp://robot:" + pw + "@mirror.demo.example"
 		}, want: []fe{{cd + "registries[0].mirrors[0].url", inv}}, secret: pw},
+		// A presigned URL's signature is in its query: an invalid one
+		// (a scheme not allowed, a bad port) showed it whole.
+		{name: "file source of another scheme with a token in its query", base: worker, mutate: func(c *spec) {
+			f := &c.Spec.Host.Files[0]
+			f.Content, f.Source = "", &machineadm.RemoteSource{URL: "ftp://files.example/x?X-Amz-Signature=" + pw, SHA256: validCertKey}
+		}, want: []fe{{"spec.host.files[0].source.url", inv}}, secret: pw},
+		{name: "report URL with a bad port and a token in its fragment", base: worker, mutate: func(c *spec) {
+			c.Spec.Report.URL = "https://reports.example:70000/r#token=" + pw
+		}, want: []fe{{"spec.report.url", inv}}, secret: pw},
 	})
 	c := base(t, worker)
 	c.Spec.Host.Containerd.Proxy = &machineadm.Proxy{HTTPProxy: "http://user:" + pw + "@proxy.example:3128"}

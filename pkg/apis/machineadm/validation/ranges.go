@@ -138,11 +138,16 @@ func portProblem(port string) string {
 	return ""
 }
 
-// redactedURL is v for an error, or "<redacted>" when it carries
-// credentials.
+// redactedURL is v for an error: "<redacted>" when it carries
+// credentials, and without its query and fragment (a presigned URL's
+// signature or token), which show as "?<redacted>", as the fetcher's
+// logs leave them out.
 func redactedURL(v string) any {
 	if machineadm.URLHasCredentials(v) {
 		return "<redacted>"
+	}
+	if i := strings.IndexAny(v, "?#"); i >= 0 {
+		return v[:i] + "?<redacted>"
 	}
 	return v
 }

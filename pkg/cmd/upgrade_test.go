@@ -365,18 +365,25 @@ func TestUpgradeRefusalHintIsAboutTheChange(t *testing.T) {
 // line was right. It says so in the error too, which is all a run prints
 // when it leaves the last run's report in place (the second run below).
 func TestUpgradeUnusableRecordHint(t *testing.T) {
-	for name, spoil := range map[string]func(p string) error{
-		"truncated": func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) },
-		"world-writable": func(p string) error {
+	// What to do: record the spec again for a damaged record; for one
+	// refused for its owner or mode alone, give it back to root with mode
+	// 0600 once its spec is checked (removing it loses the spec the node
+	// runs).
+	for name, tc := range map[string]struct {
+		spoil func(p string) error
+		want  string
+	}{
+		"truncated": {spoil: func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) }, want: "remove it, then run `machineadm bootstrap -f SPEC` once"},
+		"world-writable": {spoil: func(p string) error {
 			if err := os.Chmod(p, 0o666); err != nil {
 				return err
 			}
 			return os.Chmod(filepath.Dir(p), 0o700)
-		},
+		}, want: "give it back to root with mode 0600 (chown root:root FILE && chmod 0600 FILE)"},
 	} {
 		s := workerSpec("/var/lib/machineadm/report.json")
 		work := recordSpec(t, s)
-		if err := spoil(filepath.Join(work, upgrade.RecordFile)); err != nil {
+		if err := tc.spoil(filepath.Join(work, upgrade.RecordFile)); err != nil {
 			t.Fatal(err)
 		}
 		args := []string{"upgrade", "-f", writeSpec(t, s), "--work-dir", work, "--report-root", filepath.Join(t.TempDir(), "rr")}
@@ -386,7 +393,7 @@ func TestUpgradeUnusableRecordHint(t *testing.T) {
 			if code != 2 || !strings.Contains(errOut, "applied-spec record cannot be used") {
 				t.Fatalf("%s, run %d: exit %d, want 2\n%s\n%s", name, i+1, code, out, errOut)
 			}
-			if strings.Contains(all, "--help") || strings.Contains(all, "fix the command line") || !strings.Contains(errOut, "remove it, then run `machineadm bootstrap -f SPEC` once") {
+			if strings.Contains(all, "--help") || strings.Contains(all, "fix the command line") || !strings.Contains(strings.Join(strings.Fields(errOut), " "), tc.want) {
 				t.Errorf("%s, run %d: misleading hint:\n%s\n%s", name, i+1, out, errOut)
 			}
 		}

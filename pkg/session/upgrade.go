@@ -26,11 +26,12 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 			"run `machineadm bootstrap -f SPEC` once with the spec this node was bootstrapped with (it changes nothing on a bootstrapped node and records the spec), then the upgrade",
 			"this node has no applied-spec record (%v): `machineadm upgrade` works on a node bootstrapped by a machineadm that records its spec; run `machineadm bootstrap -f SPEC` once with the spec the node was bootstrapped with, which changes nothing on a bootstrapped node and records it", err)}
 	}
-	if errors.Is(err, upgrade.ErrRecordAccess) {
-		return nil, &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, recordAccessHint, "the node's applied-spec record cannot be used: %v; %s", err, recordAccessHint)}
-	}
 	if err != nil {
-		return nil, badRecord("the node's applied-spec record cannot be used: %v", err)
+		hint := recordHint
+		if errors.Is(err, upgrade.ErrRecordAccess) {
+			hint = recordAccessHint
+		}
+		return nil, badRecord(hint, "the node's applied-spec record cannot be used: %v", err)
 	}
 	snap, err := upgrade.Snapshot(d.Config, r.Key)
 	if err != nil {
@@ -38,7 +39,7 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 	}
 	p, err := upgrade.Compute(r.Spec, snap, upgrade.Options{KubeadmVersion: version.Get().Kubernetes})
 	if err != nil {
-		return nil, badRecord("the node's applied-spec record cannot be compared: %v", err)
+		return nil, badRecord(recordHint, "the node's applied-spec record cannot be compared: %v", err)
 	}
 	if errs := p.Errors(); len(errs) > 0 {
 		// The spec is valid on its own (config validate says so): the
@@ -52,12 +53,13 @@ func planUpgrade(o Options, d *phases.Data, workDir string) (*phases.UpgradeRun,
 }
 
 // badRecord is the error of a record that cannot be used: a *UsageError
-// (exit code 2, nothing changed) that says how to record the spec again,
-// in its hint and in its message too: a usage error does not replace the
-// last run's report, whose summary would print the hint. Not a
-// command-line mistake: --help would not help.
-func badRecord(format string, args ...any) error {
-	return &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, recordHint, format+"; "+recordHint, args...)}
+// (exit code 2, nothing changed) that says what to do about it (hint:
+// recordHint, or recordAccessHint for one refused for its owner or mode
+// alone), in its hint and in its message too: a usage error does not
+// replace the last run's report, whose summary would print the hint. Not
+// a command-line mistake: --help would not help.
+func badRecord(hint, format string, args ...any) error {
+	return &UsageError{Err: errclass.Errorf(errclass.InvalidSpec, hint, format+"; "+hint, args...)}
 }
 
 // recordHint says what to do about a record that cannot be used.

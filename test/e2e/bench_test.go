@@ -130,17 +130,17 @@ func TestBench(t *testing.T) {
 	if v := os.Getenv("MACHINEADM_BENCH_N"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 50 {
-			t.Fatalf("MACHINEADM_BENCH_N=%q: want a count from 1 to 50", v)
+			fatalf(t, "MACHINEADM_BENCH_N=%q: want a count from 1 to 50", v)
 		}
 	}
 	if _, err := os.Stat(e.binPath("kubeadm")); err != nil {
-		t.Fatalf("%v: hack/bench/kubeadm.sh builds it (make bench-e2e runs it)", err)
+		fatalf(t, "%v: hack/bench/kubeadm.sh builds it (make bench-e2e runs it)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 	defer cancel()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "bench-pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	b := &bench{t: t, e: e, secrets: secrets}
 
@@ -154,18 +154,18 @@ func TestBench(t *testing.T) {
 			if i == n-1 && k == 1 {
 				cluster = m // the last cluster made serves the joins
 			} else if err := e.stopMachine(m); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 		}
 	}
 	cs, err := adminClient(cluster)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The steady-state joins: both tools join a cluster whose cluster-info
 	// is signed already (the first joins above waited for the signer).
 	if err := waitClusterInfoSigned(ctx, cs, secrets.token, time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	joins := map[string][]benchSample{}
 	for i := range n {
@@ -178,7 +178,7 @@ func TestBench(t *testing.T) {
 	fmt.Print("\n" + report)
 	if out := os.Getenv("MACHINEADM_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 	}
 }
@@ -232,13 +232,13 @@ func (b *bench) initSample(ctx context.Context, tool string, i int) (benchSample
 	t.Logf("BENCH sample first-join %s #%d: wall %s exec %s rss %d KiB outside %s own %v", tool, i, first.wall, first.exec, first.rssKiB, first.outside, first.own)
 	cs, err := client()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := b.e.stopMachine(w); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deleteNode(ctx, cs, w1.Name, time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return s, first, m
 }
@@ -264,10 +264,10 @@ func (b *bench) joinSample(ctx context.Context, cs kubernetes.Interface, tool st
 	s := b.join(ctx, m, spec, tool, func() (kubernetes.Interface, error) { return cs, nil })
 	t.Logf("BENCH sample join %s #%d: wall %s exec %s rss %d KiB outside %s", tool, i, s.wall, s.exec, s.rssKiB, s.outside)
 	if err := b.e.stopMachine(m); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deleteNode(ctx, cs, w1.Name, time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return s
 }
@@ -288,7 +288,7 @@ func (b *bench) boot(ctx context.Context, subdir string, hs ...hostsEntry) []*Ma
 func (b *bench) prepare(ctx context.Context, m *Machine, spec *machineadm.MachineBootstrapConfig, tool string) {
 	t := b.t
 	if err := deliver(m, spec, b.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	steps := [][]string{{"machineadm", "prepare", "-f", machineSpecFile}}
 	if tool == toolKubeadm {
@@ -296,7 +296,7 @@ func (b *bench) prepare(ctx context.Context, m *Machine, spec *machineadm.Machin
 	}
 	for _, args := range steps {
 		if res, err := m.Exec(ctx, nil, args...); err != nil {
-			t.Fatalf("%s: %v\n%s", m.Name, err, b.redact(tail(res.Stdout+res.Stderr, 30)))
+			fatalf(t, "%s: %v\n%s", m.Name, err, b.redact(tail(res.Stdout+res.Stderr, 30)))
 		}
 	}
 	time.Sleep(benchSettle)
@@ -319,23 +319,23 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 	_ = os.WriteFile(filepath.Join(m.Dir, "bench.log"), []byte(b.redact(res.Stdout+res.Stderr)), 0o600)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatalf("%s %s: %v\n%s", m.Name, tool, err, b.redact(tail(res.Stdout+res.Stderr, 40)))
+		fatalf(t, "%s %s: %v\n%s", m.Name, tool, err, b.redact(tail(res.Stdout+res.Stderr, 40)))
 	}
 	select {
 	case at := <-ready:
 		s.wall, s.readyAt = at.Sub(start), at
 	case <-pctx.Done():
 		dumpDiagnostics(ctx, t, m)
-		t.Fatalf("%s %s: node not Ready within %s", m.Name, tool, bootstrapTimeout+readyTimeout)
+		fatalf(t, "%s %s: node not Ready within %s", m.Name, tool, bootstrapTimeout+readyTimeout)
 	}
 	if tool == toolMachineadm {
 		r, raw, err := readReport(m)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		want := tablePhases(spec.Spec.Role, spec.Spec.Action)
 		if err := r.checkSucceeded(want); err != nil {
-			t.Fatalf("%s: %v\n%s", m.Name, err, raw)
+			fatalf(t, "%s: %v\n%s", m.Name, err, raw)
 		}
 		s.outside, s.own = outsideKubeadm(spec, r, s.exec)
 		s.span = r.EndTime.Sub(r.StartTime)
@@ -343,10 +343,10 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		// against the command's start here.
 		s.beforeSpan = r.StartTime.Sub(start)
 		if s.unsigned, err = unsignedWait(r); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
+			fatalf(t, "%s: %v", m.Name, err)
 		}
 		if s.nodeWait, s.writers, err = finalWriters(m); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
+			fatalf(t, "%s: %v", m.Name, err)
 		}
 		for _, x := range []struct {
 			d    *time.Duration
@@ -358,7 +358,7 @@ func (b *bench) run(ctx context.Context, m *Machine, spec *machineadm.MachineBoo
 		} {
 			xstart := time.Now()
 			if res, err := m.Exec(ctx, nil, x.args...); err != nil {
-				t.Fatalf("%s: %s: %v\n%s", m.Name, strings.Join(x.args, " "), err, res.Stderr)
+				fatalf(t, "%s: %s: %v\n%s", m.Name, strings.Join(x.args, " "), err, res.Stderr)
 			}
 			*x.d = time.Since(xstart)
 		}

@@ -105,17 +105,17 @@ func TestBenchUpgrade(t *testing.T) {
 	if v := os.Getenv("MACHINEADM_BENCH_N"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 20 {
-			t.Fatalf("MACHINEADM_BENCH_N=%q: want a count from 1 to 20", v)
+			fatalf(t, "MACHINEADM_BENCH_N=%q: want a count from 1 to 20", v)
 		}
 	}
 	if _, err := os.Stat(e.binPath("kubeadm")); err != nil {
-		t.Fatalf("%v: hack/bench/kubeadm.sh builds it (make bench-upgrade-e2e runs it)", err)
+		fatalf(t, "%v: hack/bench/kubeadm.sh builds it (make bench-upgrade-e2e runs it)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 	defer cancel()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "bench-upgrade-pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	samples := map[string]map[string][]benchUpgradeSample{} // node -> tool -> samples
 	for i := range n {
@@ -133,7 +133,7 @@ func TestBenchUpgrade(t *testing.T) {
 	fmt.Print("\n" + report)
 	if out := os.Getenv("MACHINEADM_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 	}
 }
@@ -173,7 +173,7 @@ func specKubeletSHA256(t *testing.T, s *v1alpha1.MachineBootstrapConfig) string 
 			return f.Source.SHA256
 		}
 	}
-	t.Fatal("the upgrade's spec has no /usr/bin/kubelet with a sha256 in spec.host.files")
+	fatalln(t, "the upgrade's spec has no /usr/bin/kubelet with a sha256 in spec.host.files")
 	return ""
 }
 
@@ -192,7 +192,7 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 	defer func() {
 		for _, m := range ms {
 			if err := e.stopMachine(m); err != nil {
-				t.Error(err)
+				errorln(t, err)
 			}
 		}
 	}()
@@ -204,38 +204,38 @@ func benchUpgradeSampleRun(ctx context.Context, t *testing.T, e *env, secrets cl
 	}{{cp1, initPhases}, {w1, workerJoinPhases}, {w2, workerJoinPhases}} {
 		s, err := upgradeNodeSpec(e, secrets.caHash, d.node, prevKubernetesVersion, false)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := deliver(ms[k], s, secrets); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		mustBootstrap(ctx, t, ms[k], d.phases, true)
 		if k == 0 {
 			cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(ms[0].Root, "etc/kubernetes/admin.conf"))
 			if err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 			cfg.Timeout, cfg.QPS, cfg.Burst = 2*time.Second, 50, 100
 			if cs, err = kubernetes.NewForConfig(cfg); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 			if err := keepConntrackMax(ctx, cs); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 		}
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name, w2.Name); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	out := map[string]benchUpgradeSample{}
 	for k, node := range []hostsEntry{cp1, w1, w2} {
 		m := ms[k]
 		s, err := upgradeNodeSpec(e, secrets.caHash, node, kubernetesVersion, false)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := deliver(m, s, secrets); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		cmd := []string{"machineadm", "upgrade", "-f", machineSpecFile, "--skip-drain"}
 		if os.Getenv("MACHINEADM_BENCH_HEAP_PROFILE") == "1" {
@@ -302,13 +302,13 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 	if err != nil {
 		probe.stop()
 		dumpDiagnostics(ctx, t, m)
-		t.Fatalf("%s %s: %v\n%s", m.Name, tool, err, tail(res.Stdout+res.Stderr, 40))
+		fatalf(t, "%s %s: %v\n%s", m.Name, tool, err, tail(res.Stdout+res.Stderr, 40))
 	}
 	// Not seen yet: the poll goes on for readyTimeout after the command.
 	seen := newVersion.wait(time.Now().Add(readyTimeout))
 	if seen.IsZero() {
 		probe.stop()
-		t.Fatalf("%s %s: the Node did not report %s and Ready within %s", m.Name, tool, kubernetesVersion, readyTimeout)
+		fatalf(t, "%s %s: the Node did not report %s and Ready within %s", m.Name, tool, kubernetesVersion, readyTimeout)
 	}
 	s.wall = seen.Sub(start)
 	// The figures of both tools are taken over the same end state (under
@@ -326,7 +326,7 @@ func benchUpgradeRun(ctx context.Context, t *testing.T, m *Machine, cs kubernete
 		s.current = at.Sub(start)
 	}
 	if err != nil {
-		t.Errorf("BENCH %s %s: %v", m.Name, tool, err)
+		errorf(t, "BENCH %s %s: %v", m.Name, tool, err)
 	}
 	s.apiDown, s.longest = probe.stop()
 	// Where the time and the unavailability went: the API server's

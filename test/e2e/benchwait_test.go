@@ -52,10 +52,10 @@ func TestEndStateWaitStaticPodsNeverCurrent(t *testing.T) {
 	w := newEndStateWait(c, func() error { return errors.New("mirror pod hash a, the kubelet's b") }, func() bool { return true })
 	at, err := w.run(settled, true)
 	if err == nil || !strings.Contains(err.Error(), "mirror pod hash a") {
-		t.Errorf("got %v at %v: want an error that says why the static pods were not current", err, at)
+		errorf(t, "got %v at %v: want an error that says why the static pods were not current", err, at)
 	}
 	if c.now().Sub(settled) < w.budget {
-		t.Errorf("gave up after %s, before the budget %s", c.now().Sub(settled), w.budget)
+		errorf(t, "gave up after %s, before the budget %s", c.now().Sub(settled), w.budget)
 	}
 }
 
@@ -77,13 +77,13 @@ func TestEndStateWaitBudgetsApart(t *testing.T) {
 	}, func() bool { return stable != nil && stable() })
 	at, err := w.run(settled, true)
 	if err != nil {
-		t.Fatalf("%v (after %s)", err, c.now().Sub(settled))
+		fatalf(t, "%v (after %s)", err, c.now().Sub(settled))
 	}
 	if d := at.Sub(settled); d < 170*time.Second || d > 171*time.Second {
-		t.Errorf("static pods current %s after the Node's version, want 170 s", d)
+		errorf(t, "static pods current %s after the Node's version, want 170 s", d)
 	}
 	if !stable() {
-		t.Error("returned before the API server was stable")
+		errorln(t, "returned before the API server was stable")
 	}
 }
 
@@ -91,14 +91,14 @@ func TestEndStateWaitBudgetsApart(t *testing.T) {
 // for, and a never-stable API server is an error.
 func TestEndStateWaitWorker(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1000, 0)}
-	w := newEndStateWait(c, func() error { t.Fatal("static pods checked on a worker"); return nil }, func() bool { return false })
+	w := newEndStateWait(c, func() error { fatalln(t, "static pods checked on a worker"); return nil }, func() bool { return false })
 	if at, err := w.run(c.now(), false); err == nil || !at.IsZero() {
-		t.Errorf("got %v, %v: want an error and no static-pod time", at, err)
+		errorf(t, "got %v, %v: want an error and no static-pod time", at, err)
 	}
 	c2 := &fakeClock{t: time.Unix(1000, 0)}
 	w = newEndStateWait(c2, nil, c2.after(5*time.Second))
 	if _, err := w.run(c2.now(), false); err != nil {
-		t.Errorf("stable after 5 s: %v", err)
+		errorf(t, "stable after 5 s: %v", err)
 	}
 }
 
@@ -118,7 +118,7 @@ func waitFor(t *testing.T, f *firstSeen, until time.Time) time.Time {
 	case at := <-ch:
 		return at
 	case <-time.After(firstSeenWait):
-		t.Fatal("wait did not return")
+		fatalln(t, "wait did not return")
 		return time.Time{}
 	}
 }
@@ -138,7 +138,7 @@ func pollEnded(t *testing.T, f *firstSeen) {
 	select {
 	case <-f.done:
 	case <-time.After(firstSeenWait):
-		t.Fatal("the poll did not end while the command ran")
+		fatalln(t, "the poll did not end while the command ran")
 	}
 }
 
@@ -158,7 +158,7 @@ func TestFirstSeenWhileCommandRuns(t *testing.T) {
 	c.set(start.Add(90 * time.Second))
 	at := waitFor(t, f, c.now().Add(4*time.Minute))
 	if d := at.Sub(start); d != 30*time.Second {
-		t.Errorf("the Node's new version seen %s after the start, want 30 s (the command returned at 90 s)", d)
+		errorf(t, "the Node's new version seen %s after the start, want 30 s (the command returned at 90 s)", d)
 	}
 }
 
@@ -176,7 +176,7 @@ func TestFirstSeenCommandPastReadyTimeout(t *testing.T) {
 	c.set(start.Add(5 * time.Minute)) // the command returns
 	at := waitFor(t, f, c.now().Add(4*time.Minute))
 	if d := at.Sub(start); d != 4*time.Minute+30*time.Second {
-		t.Errorf("the Node's new version seen %s after the start, want 4m30s (the command returned at 5m0s)", d)
+		errorf(t, "the Node's new version seen %s after the start, want 4m30s (the command returned at 5m0s)", d)
 	}
 }
 
@@ -202,7 +202,7 @@ func TestFirstSeenAfterCommand(t *testing.T) {
 	go func() { ch <- f.wait(start.Add(5 * time.Second).Add(4 * time.Minute)) }()
 	for end := time.Now().Add(firstSeenWait); !f.waitCalled(); time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("wait was not called")
+			fatalln(t, "wait was not called")
 		}
 	}
 	waited.Store(true)
@@ -210,10 +210,10 @@ func TestFirstSeenAfterCommand(t *testing.T) {
 	select {
 	case at = <-ch:
 	case <-time.After(firstSeenWait):
-		t.Fatal("wait did not return")
+		fatalln(t, "wait did not return")
 	}
 	if d := at.Sub(start); d != 20*time.Second {
-		t.Errorf("the Node's new version seen %s after the start, want 20 s", d)
+		errorf(t, "the Node's new version seen %s after the start, want 20 s", d)
 	}
 }
 
@@ -226,15 +226,15 @@ func TestFirstSeenNeverHolds(t *testing.T) {
 	defer f.stop()
 	until := c.now().Add(9 * time.Minute)
 	if at := waitFor(t, f, until); !at.IsZero() {
-		t.Errorf("never held, but wait returned %v", at)
+		errorf(t, "never held, but wait returned %v", at)
 	}
 	if c.now().Before(until) {
-		t.Errorf("wait gave up at %v, before its bound %v", c.now(), until)
+		errorf(t, "wait gave up at %v, before its bound %v", c.now(), until)
 	}
 	n := calls.Load()
 	f.stop()
 	if m := calls.Load(); m != n {
-		t.Errorf("the condition was called %d times after wait returned", m-n)
+		errorf(t, "the condition was called %d times after wait returned", m-n)
 	}
 }
 
@@ -259,7 +259,7 @@ func TestFirstSeenStop(t *testing.T) {
 	select {
 	case <-entered:
 	case <-time.After(firstSeenWait):
-		t.Fatal("the condition was not polled")
+		fatalln(t, "the condition was not polled")
 	}
 	stopped := make(chan bool, 1)
 	go func() { f.stop(); stopped <- condReturned.Load() }()
@@ -270,21 +270,21 @@ func TestFirstSeenStop(t *testing.T) {
 	select {
 	case returned := <-stopped:
 		if !returned {
-			t.Error("stop returned while a call of the condition was under way")
+			errorln(t, "stop returned while a call of the condition was under way")
 		}
 	case <-time.After(firstSeenWait):
-		t.Fatal("stop did not end the poll")
+		fatalln(t, "stop did not end the poll")
 	}
 	n := calls.Load()
 	time.Sleep(50 * time.Millisecond)
 	if m := calls.Load(); m != n {
-		t.Errorf("the condition was called %d times after stop returned", m-n)
+		errorf(t, "the condition was called %d times after stop returned", m-n)
 	}
 	f.stop() // again: nothing
 	if !waitFor(t, f, time.Now().Add(time.Hour)).IsZero() {
-		t.Error("a stopped poll whose condition never held returned a time")
+		errorln(t, "a stopped poll whose condition never held returned a time")
 	}
 	if m := calls.Load(); m != n {
-		t.Errorf("wait after stop called the condition %d times", m-n)
+		errorf(t, "wait after stop called the condition %d times", m-n)
 	}
 }

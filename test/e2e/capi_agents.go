@@ -113,12 +113,12 @@ func (p *nspawnProvider) checkAgentDownloads(t *testing.T) int {
 		}
 		b, err := os.ReadFile(filepath.Join(m.Root, "var/log/cloud-init-output.log"))
 		if err != nil {
-			t.Errorf("%s: %v", m.Name, err)
+			errorf(t, "%s: %v", m.Name, err)
 			continue
 		}
 		want := capiAgentURL + "/agents/machineadm-linux-amd64: attempt 1 of"
 		if !strings.Contains(string(b), want) {
-			t.Errorf("%s: the stub did not download the agent from the management cluster (%q not in its log):\n%s", m.Name, want, tail(string(b), 15))
+			errorf(t, "%s: the stub did not download the agent from the management cluster (%q not in its log):\n%s", m.Name, want, tail(string(b), 15))
 			continue
 		}
 		n++
@@ -135,7 +135,7 @@ func servedAgentDigests(t *testing.T, e *env) []string {
 	dir := getenv("MACHINEADM_E2E_AGENTS", filepath.Join(e.repo, "bin/agents-root/agents"))
 	b, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
-		t.Fatalf("the agent builds the controller image carries: %v (make image-controller)", err)
+		fatalf(t, "the agent builds the controller image carries: %v (make image-controller)", err)
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {

@@ -116,7 +116,7 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 	t.Helper()
 	scheme, err := managementScheme()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	logFile := mc.log
 	logger := ctrl.Log.WithName("nspawn-provider")
@@ -127,7 +127,7 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 		Logger:                 logger,
 	})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	p := &nspawnProvider{
 		e: e, c: mgr.GetClient(), identity: identity,
@@ -139,14 +139,14 @@ func startNspawnProvider(ctx context.Context, t *testing.T, e *env, mc *manageme
 	if opts.loadBalancer {
 		if p.lb, err = startControlPlaneLB(mctx, p.controlPlaneAddresses, p.logf); err != nil {
 			cancel()
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	for kind, r := range map[string]reconcile.Func{"NspawnCluster": p.reconcileCluster, "NspawnMachine": p.reconcileMachine} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(infraGVK(kind))
 		if err := ctrl.NewControllerManagedBy(mgr).Named(strings.ToLower(kind)).For(u).Complete(r); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	done := make(chan struct{})

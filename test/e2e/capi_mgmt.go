@@ -158,26 +158,26 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	bootstrapComponents := filepath.Join(e.repo, "contrib/cluster-api/bootstrap-components.yaml")
 	for _, p := range []string{coreComponents, e.imagePath(capiImageName), e.controllerImage(), bootstrapComponents} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("missing %s: run `make image-controller` and `make e2e-prepare` first", p)
+			fatalf(t, "missing %s: run `make image-controller` and `make e2e-prepare` first", p)
 		}
 	}
 	capiRef, err := imageRef(e.imagePath(capiImageName))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	controllerRef, err := imageRef(e.controllerImage())
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	mc := &managementCluster{dir: filepath.Join(e.runDir, "capi-management")}
 	if err := os.MkdirAll(mc.dir, 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// controller-runtime's log (the test's clients and the nspawn
 	// provider's manager) and the provider's own lines.
 	logFile, err := os.OpenFile(filepath.Join(mc.dir, "nspawn-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	mc.log = logFile
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)))
@@ -194,7 +194,7 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	// TestClusterctl's) left its CA set: each gets a new one.
 	secrets, err := e.makeSecrets(ctx, unusedPath(filepath.Join(e.runDir, "capi-management-pki")))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	images := append(slices.Clone(controlPlaneImages), nodeImages...)
 	images = append(images, capiImageName, localImagesDir+"/"+filepath.Base(e.controllerImage()))
@@ -207,36 +207,36 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	}}, cp1)
 	mc.m = ms[0]
 	if err := deliver(mc.m, controlPlaneSpec(cp1, v1alpha1.ActionInit, ""), secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	mustBootstrap(ctx, t, mc.m, initPhases, true)
 	if mc.cs, err = adminClient(mc.m); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if _, err := waitNodesReady(ctx, mc.cs, readyTimeout, cp1.Name); err != nil {
 		dumpDiagnostics(ctx, t, mc.m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitStaticPodsRunning(ctx, mc.cs, cp1.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mc.m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The controllers reach the API server through the kubernetes
 	// Service's ClusterIP (in-cluster configuration), which kube-proxy's
 	// rules on cp1 route.
 	if err := waitDaemonPodsRunning(ctx, mc.cs, "kube-proxy", podTimeout, cp1.Name); err != nil {
 		dumpDiagnostics(ctx, t, mc.m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if mc.cfg, err = clientcmd.BuildConfigFromFlags("", filepath.Join(mc.m.Root, "etc/kubernetes/admin.conf")); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	scheme, err := managementScheme()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if mc.c, err = client.New(mc.cfg, client.Options{Scheme: scheme}); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "capi-management-cluster-up", time.Since(start))
 
@@ -244,44 +244,44 @@ func (e *env) startManagementCluster(ctx context.Context, t *testing.T) *managem
 	deployed := time.Now()
 	ca, cert, key, err := webhookServingCert()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	core, err := readManifests(coreComponents, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	core, err = capiCoreComponents(core, capiRef, ca, cert, key)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The report receiver's base URL, as a user gives it to clusterctl
 	// init: cp1's address, where the receiver listens on the host network.
 	boot, err := readManifests(bootstrapComponents, map[string]string{"MACHINEADM_REPORT_URL": "http://" + capiReportAddr})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	boot, err = machineadmComponents(boot, controllerRef)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	infra, err := readManifests(filepath.Join(e.repo, "test/e2e/testdata/capi"), nil)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.install(ctx, slices.Concat(core, boot, infra)); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.waitControllers(ctx, controllersReadyTimeout); err != nil {
 		mc.dumpLogs(t)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.waitWebhooks(ctx, webhookReadyTimeout); err != nil {
 		mc.dumpLogs(t)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "capi-management-controllers-ready", time.Since(deployed))
 	if err := mc.checkControllers(ctx, t); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return mc
 }
@@ -929,11 +929,11 @@ func (mc *managementCluster) stop(t *testing.T, e *env) {
 		return
 	}
 	if err := e.stopMachine(m); err != nil {
-		t.Errorf("stop the management machine %s: %v", m.Name, err)
+		errorf(t, "stop the management machine %s: %v", m.Name, err)
 		return
 	}
 	if err := os.Rename(dir, unusedPath(dir+".capi-management")); err != nil {
-		t.Errorf("moving %s aside: %v", dir, err)
+		errorf(t, "moving %s aside: %v", dir, err)
 	}
 }
 

@@ -101,7 +101,7 @@ func TestClusterAPI(t *testing.T) {
 
 	<-dcDone
 	if ad.err != nil {
-		t.Fatal(ad.err)
+		fatalln(t, ad.err)
 	}
 	t.Logf("AD DC %s (%s) at %s: provisioned in %s, serving after %s", adDCName, adRealm, adDCIP,
 		ad.dc.Provisioned.Round(time.Second), ad.dc.Serving.Round(time.Second))
@@ -110,7 +110,7 @@ func TestClusterAPI(t *testing.T) {
 		t.Helper()
 		for _, o := range objs {
 			if err := c.Create(ctx, o); err != nil {
-				t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+				fatalf(t, "create %T %s: %v", o, o.GetName(), err)
 			}
 		}
 	}
@@ -175,7 +175,7 @@ func TestClusterAPI(t *testing.T) {
 	// Running with Ready Nodes.
 	good, err := w.waitMachines(ctx, 4, capiUpTimeout)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	allReady := created
 	for _, m := range good {
@@ -187,13 +187,13 @@ func TestClusterAPI(t *testing.T) {
 	timing(t, "capi-cluster-create-to-4-nodes-ready", allReady.Sub(created))
 	w.checkConfigs(ctx, t, good)
 	if n := p.checkAgentDownloads(t); n < 2 {
-		t.Errorf("%d workers downloaded their agent from the management cluster, want at least 2", n)
+		errorf(t, "%d workers downloaded their agent from the management cluster, want at least 2", n)
 	}
 	// The domain-joining worker's computer account is in the DC's database.
 	if names, err := ad.dc.Computers(ctx); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	} else if !slices.Contains(names, strings.ToUpper(capiADJoin)+"$") {
-		t.Errorf("the DC's computer accounts %q lack %s$", names, strings.ToUpper(capiADJoin))
+		errorf(t, "the DC's computer accounts %q lack %s$", names, strings.ToUpper(capiADJoin))
 	} else {
 		t.Logf("the DC's computer accounts: %q", names)
 	}
@@ -201,17 +201,17 @@ func TestClusterAPI(t *testing.T) {
 	// Scale the MachineDeployment to 3.
 	md := &clusterv1.MachineDeployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiMD}, md); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = ptrTo(int32(3))
 	scaled := time.Now()
 	if err := c.Patch(ctx, md, patch); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	all, err := w.waitMachines(ctx, 5, 8*time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, m := range all {
 		if m.created.After(scaled) {
@@ -224,7 +224,7 @@ func TestClusterAPI(t *testing.T) {
 	// The wrong recipient: VerificationFailed reaches the config before any
 	// Node exists.
 	if err := w.waitBootstrapFailed(ctx, capiBad, "VerificationFailed", 5*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if cfg, err := w.configOf(ctx, capiBad); err == nil {
 		if c := meta(cfg, "BootstrapSucceeded"); c != nil {
@@ -233,14 +233,14 @@ func TestClusterAPI(t *testing.T) {
 	}
 	bad := &clusterv1.Machine{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiBad}, bad); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if bad.Status.NodeRef.Name != "" {
-		t.Errorf("Machine %s has a nodeRef %q", capiBad, bad.Status.NodeRef.Name)
+		errorf(t, "Machine %s has a nodeRef %q", capiBad, bad.Status.NodeRef.Name)
 	}
 	if cs, err := w.workload(ctx); err == nil {
 		if _, err := cs.CoreV1().Nodes().Get(ctx, capiBad, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("Node %s: want NotFound, got %v", capiBad, err)
+			errorf(t, "Node %s: want NotFound, got %v", capiBad, err)
 		}
 	}
 
@@ -248,7 +248,7 @@ func TestClusterAPI(t *testing.T) {
 	w.checkLeaks(ctx, t, ad.password)
 	// The controllers ran the whole test in the management cluster.
 	if err := mc.checkControllers(ctx, t); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	timing(t, "capi-total", time.Since(start))
 }
@@ -311,7 +311,7 @@ func (e *env) capiKeygen(ctx context.Context, t *testing.T, name string) (string
 	path := unusedPath(filepath.Join(e.runDir, "capi-identity-"+name))
 	out, err := exec.CommandContext(ctx, e.machineadm, "keygen", "--type", "hpke", "--out", path).Output()
 	if err != nil {
-		t.Fatalf("machineadm keygen: %v", exitDetail(err))
+		fatalf(t, "machineadm keygen: %v", exitDetail(err))
 	}
 	return path, strings.TrimSpace(string(out))
 }
@@ -325,7 +325,7 @@ func capiConfigSpec(t *testing.T, recipient string, controlPlane bool) bootstrap
 	raw := func(v any) *apiextensionsv1.JSON {
 		b, err := json.Marshal(v)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		return &apiextensionsv1.JSON{Raw: b}
 	}
@@ -515,7 +515,7 @@ func (w *capiWatcher) checkConfigs(ctx context.Context, t *testing.T, up []upMac
 			return c != nil && c.Status == metav1.ConditionTrue, nil
 		})
 		if err != nil {
-			t.Errorf("Machine %s: BootstrapSucceeded not True: %s: %v", m.name, last, err)
+			errorf(t, "Machine %s: BootstrapSucceeded not True: %s: %v", m.name, last, err)
 		}
 	}
 }
@@ -571,7 +571,7 @@ func (w *capiWatcher) checkLeaks(ctx context.Context, t *testing.T, domainPasswo
 	for _, s := range []string{"ca", "etcd", "proxy", "sa"} {
 		sec := &corev1.Secret{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: capiCluster + "-" + s}, sec); err != nil {
-			t.Errorf("secret %s-%s: %v", capiCluster, s, err)
+			errorf(t, "secret %s-%s: %v", capiCluster, s, err)
 			continue
 		}
 		known = append(known, sec.Data["tls.key"])
@@ -587,31 +587,31 @@ func (w *capiWatcher) checkLeaks(ctx context.Context, t *testing.T, domainPasswo
 	}
 	names = append(names, fmt.Sprintf("%d bootstrap tokens", len(w.tokens)))
 	if len(w.tokens) == 0 {
-		t.Errorf("leak check: no bootstrap token was ever seen in the workload cluster")
+		errorf(t, "leak check: no bootstrap token was ever seen in the workload cluster")
 	}
 	cfgs := &bootstrapv1.MachineadmConfigList{}
 	if err := w.c.List(ctx, cfgs, client.InNamespace(capiNS)); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checked := 0
 	for _, cfg := range cfgs.Items {
 		if cfg.Status.DataSecretName == "" {
-			t.Errorf("MachineadmConfig %s has no data Secret", cfg.Name)
+			errorf(t, "MachineadmConfig %s has no data Secret", cfg.Name)
 			continue
 		}
 		ds := &corev1.Secret{}
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cfg.Status.DataSecretName}, ds); err != nil {
-			t.Error(err)
+			errorln(t, err)
 			continue
 		}
 		for k, v := range ds.Data {
 			if f := leakcheck.Check(v, leakcheck.Options{Known: known, AllowHex: w.allowHex}); len(f) > 0 {
-				t.Errorf("data Secret %s key %s holds secrets in the clear: %v", ds.Name, k, f)
+				errorf(t, "data Secret %s key %s holds secrets in the clear: %v", ds.Name, k, f)
 			}
 		}
 		for k, v := range ds.Annotations {
 			if f := leakcheck.Check([]byte(v), leakcheck.Options{Known: known, AllowHex: w.allowHex}); len(f) > 0 {
-				t.Errorf("data Secret %s annotation %s holds secrets in the clear: %v", ds.Name, k, f)
+				errorf(t, "data Secret %s annotation %s holds secrets in the clear: %v", ds.Name, k, f)
 			}
 		}
 		checked++

@@ -72,7 +72,7 @@ func TestClusterctl(t *testing.T) {
 	clusterctl := filepath.Join(e.cache, "bin/clusterctl")
 	for _, p := range []string{clusterctl, filepath.Join(e.cache, "clusterctl/metadata.yaml"), filepath.Join(e.cache, "clusterctl/clusterctl-api.yaml")} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("missing %s: run `make e2e-prepare` first", p)
+			fatalf(t, "missing %s: run `make e2e-prepare` first", p)
 		}
 	}
 	stopAllMachines(t, e)
@@ -86,7 +86,7 @@ func TestClusterctl(t *testing.T) {
 	_, recipient := e.capiKeygen(ctx, t, "clusterctl")
 	controllerRef, err := imageRef(e.controllerImage())
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	dir := t.TempDir()
 	cfg := writeClusterctlRepository(t, e, dir, controllerRef)
@@ -104,7 +104,7 @@ func TestClusterctl(t *testing.T) {
 		start := time.Now()
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("clusterctl %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 60), tail(string(out), 20))
+			fatalf(t, "clusterctl %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 60), tail(string(out), 20))
 		}
 		name := args[0]
 		if name == "generate" {
@@ -127,7 +127,7 @@ func TestClusterctl(t *testing.T) {
 	providers.SetAPIVersion("clusterctl.cluster.x-k8s.io/v1alpha3")
 	providers.SetKind("ProviderList")
 	if err := c.List(ctx, providers); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	got := map[string]string{}
 	for _, p := range providers.Items {
@@ -141,7 +141,7 @@ func TestClusterctl(t *testing.T) {
 		"machineadm-system/control-plane-machineadm": "ControlPlaneProvider " + clusterctlProviderVersion,
 	} {
 		if got[k] != v {
-			t.Errorf("inventory: %s is %q, want %q", k, got[k], v)
+			errorf(t, "inventory: %s is %q, want %q", k, got[k], v)
 		}
 	}
 	for crd, provider := range map[string]string{
@@ -154,35 +154,35 @@ func TestClusterctl(t *testing.T) {
 		u.SetAPIVersion("apiextensions.k8s.io/v1")
 		u.SetKind("CustomResourceDefinition")
 		if err := c.Get(ctx, client.ObjectKey{Name: crd}, u); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		l := u.GetLabels()
 		if _, ok := l["clusterctl.cluster.x-k8s.io"]; !ok || l["cluster.x-k8s.io/provider"] != provider || l["cluster.x-k8s.io/v1beta2"] != "v1alpha1" {
-			t.Errorf("CRD %s labels %v: want clusterctl's label, provider %s and the contract label", crd, l, provider)
+			errorf(t, "CRD %s labels %v: want clusterctl's label, provider %s and the contract label", crd, l, provider)
 		}
 	}
 	deps, err := mc.cs.AppsV1().Deployments("machineadm-system").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if len(deps.Items) != 1 || deps.Items[0].Name != "machineadm-controller" || deps.Items[0].Labels["cluster.x-k8s.io/provider"] != "bootstrap-machineadm" {
 		var names []string
 		for _, d := range deps.Items {
 			names = append(names, d.Name+" "+d.Labels["cluster.x-k8s.io/provider"])
 		}
-		t.Fatalf("machineadm-system Deployments after init: %v, want only machineadm-controller of bootstrap-machineadm", names)
+		fatalf(t, "machineadm-system Deployments after init: %v, want only machineadm-controller of bootstrap-machineadm", names)
 	}
 	// clusterctl merge-patches the committed Deployment over the
 	// harness's: Recreate, so that its new pod (host network, one node)
 	// never waits for the old one's host ports.
 	if s := deps.Items[0].Spec.Strategy; s.Type != appsv1.RecreateDeploymentStrategyType || s.RollingUpdate != nil {
-		t.Errorf("machineadm-controller after init: strategy %+v, want Recreate", s)
+		errorf(t, "machineadm-controller after init: strategy %+v, want Recreate", s)
 	}
 	if err := mc.waitControllers(ctx, controllersReadyTimeout); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.checkControllers(ctx, t); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	// generate cluster.
@@ -194,13 +194,13 @@ func TestClusterctl(t *testing.T) {
 	}
 	vars := string(run(nil, "generate", "cluster", clusterctlCluster, "--from", template, "--list-variables"))
 	if !strings.Contains(vars, "MACHINEADM_RECIPIENT") {
-		t.Errorf("--list-variables does not list MACHINEADM_RECIPIENT:\n%s", vars)
+		errorf(t, "--list-variables does not list MACHINEADM_RECIPIENT:\n%s", vars)
 	}
 	out := run(env, "generate", "cluster", clusterctlCluster, "--from", template, "--kubernetes-version", kubernetesVersion,
 		"--control-plane-machine-count", "3", "--worker-machine-count", "1", "--target-namespace", clusterctlNS)
 	objs, err := splitManifests(out)
 	if err != nil {
-		t.Fatalf("generated template: %v\n%s", err, out)
+		fatalf(t, "generated template: %v\n%s", err, out)
 	}
 	var kinds []string
 	for _, u := range objs {
@@ -209,10 +209,10 @@ func TestClusterctl(t *testing.T) {
 	slices.Sort(kinds)
 	want := []string{"Cluster", "MachineDeployment", "MachineadmConfigTemplate", "MachineadmControlPlane", "NspawnCluster", "NspawnMachineTemplate", "NspawnMachineTemplate"}
 	if !slices.Equal(kinds, want) {
-		t.Fatalf("generated kinds %v, want %v", kinds, want)
+		fatalf(t, "generated kinds %v, want %v", kinds, want)
 	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterctlNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, dry := range []bool{true, false} {
 		for _, u := range objs {
@@ -221,7 +221,7 @@ func TestClusterctl(t *testing.T) {
 				opts = append(opts, client.DryRunAll)
 			}
 			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, opts...); err != nil {
-				t.Fatalf("apply (dry run %v) %s %s: %v", dry, u.GetKind(), u.GetName(), err)
+				fatalf(t, "apply (dry run %v) %s %s: %v", dry, u.GetKind(), u.GetName(), err)
 			}
 		}
 	}
@@ -237,12 +237,12 @@ func TestClusterctl(t *testing.T) {
 		return slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.Kind == "Cluster" && o.Name == clusterctlCluster }), nil
 	})
 	if err != nil {
-		t.Fatalf("MachineadmControlPlane %s/%s-control-plane: owners %v, want the Cluster %s (Cluster API's Cluster controller): %v", clusterctlNS, clusterctlCluster, owners, clusterctlCluster, err)
+		fatalf(t, "MachineadmControlPlane %s/%s-control-plane: owners %v, want the Cluster %s (Cluster API's Cluster controller): %v", clusterctlNS, clusterctlCluster, owners, clusterctlCluster, err)
 	}
 	replicas, _, _ := unstructured.NestedInt64(mcp.Object, "spec", "replicas")
 	version, _, _ := unstructured.NestedString(mcp.Object, "spec", "version")
 	if replicas != 3 || version != kubernetesVersion {
-		t.Errorf("MachineadmControlPlane: replicas %d version %q, want 3 %s", replicas, version, kubernetesVersion)
+		errorf(t, "MachineadmControlPlane: replicas %d version %q, want 3 %s", replicas, version, kubernetesVersion)
 	}
 	t.Logf("generated Cluster %s/%s applied: %d objects; the Cluster owns its MachineadmControlPlane", clusterctlNS, clusterctlCluster, len(objs))
 	failed = false
@@ -273,19 +273,19 @@ func writeClusterctlRepository(t *testing.T, e *env, dir, controllerRef string) 
 	} {
 		b, err := os.ReadFile(f.from)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := os.MkdirAll(filepath.Dir(f.to), 0o755); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := os.WriteFile(f.to, b, 0o644); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	i := strings.LastIndex(controllerRef, ":")
 	j := strings.LastIndex(controllerRef, "/")
 	if i < 0 || j < 0 || i < j {
-		t.Fatalf("controller image %q: want REPOSITORY/NAME:TAG", controllerRef)
+		fatalf(t, "controller image %q: want REPOSITORY/NAME:TAG", controllerRef)
 	}
 	cfg := map[string]any{
 		"providers": []any{
@@ -300,11 +300,11 @@ func writeClusterctlRepository(t *testing.T, e *env, dir, controllerRef string) 
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	path := filepath.Join(dir, "clusterctl.yaml")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return path
 }
@@ -315,11 +315,11 @@ func capiVersion(t *testing.T, e *env) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.cache, "capi/.stamp"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 || !strings.HasPrefix(f[0], "v") {
-		t.Fatalf("capi/.stamp %q: no version", b)
+		fatalf(t, "capi/.stamp %q: no version", b)
 	}
 	return f[0]
 }
@@ -332,10 +332,10 @@ func recordCoreProvider(ctx context.Context, t *testing.T, mc *managementCluster
 	t.Helper()
 	objs, err := readManifests(filepath.Join(e.cache, "clusterctl/clusterctl-api.yaml"), nil)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.install(ctx, objs); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	names := []string{}
 	for _, u := range objs {
@@ -344,7 +344,7 @@ func recordCoreProvider(ctx context.Context, t *testing.T, mc *managementCluster
 		}
 	}
 	if err := mc.waitEstablished(ctx, names, crdEstablishedTimeout); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	p := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Provider",
@@ -353,7 +353,7 @@ func recordCoreProvider(ctx context.Context, t *testing.T, mc *managementCluster
 		"providerName": "cluster-api", "type": "CoreProvider", "version": capiVersion(t, e),
 	}}
 	if err := mc.c.Create(ctx, p); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 }
 
@@ -380,10 +380,10 @@ func createCertManagerStandIn(ctx context.Context, t *testing.T, mc *managementC
 		}})
 	}
 	if err := mc.install(ctx, objs); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := mc.waitEstablished(ctx, names, crdEstablishedTimeout); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 }
 

@@ -82,11 +82,11 @@ func runKubeBench(ctx context.Context, t *testing.T, m *Machine, targets string,
 	res, err := m.Exec(ctx, nil, argv...)
 	_ = os.WriteFile(filepath.Join(m.Dir, "kube-bench-"+strings.ReplaceAll(targets, ",", "-")+".json"), []byte(res.Stdout), 0o600)
 	if err != nil && res.Stdout == "" {
-		t.Fatalf("%s: kube-bench: %v\n%s", m.Name, err, tail(res.Stderr, 20))
+		fatalf(t, "%s: kube-bench: %v\n%s", m.Name, err, tail(res.Stderr, 20))
 	}
 	var r kubeBenchReport
 	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
-		t.Fatalf("%s: kube-bench output: %v\n%s", m.Name, err, tail(res.Stdout+res.Stderr, 20))
+		fatalf(t, "%s: kube-bench output: %v\n%s", m.Name, err, tail(res.Stdout+res.Stderr, 20))
 	}
 	out := map[string]benchVerdict{}
 	for _, c := range r.Controls {
@@ -171,7 +171,7 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 	t.Helper()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, subdir, "pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	ms := e.bootMachinesWith(ctx, t, bootOptions{subdir: subdir, prepare: e.installKubeBench}, cp1, w1)
 	cp, w = ms[0], ms[1]
@@ -185,10 +185,10 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 		tune(cpSpec, wSpec)
 	}
 	if err := deliver(cp, cpSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deliver(w, wSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	phases := append([]string(nil), initPhases...)
 	wPhases := append([]string(nil), workerJoinPhases...)
@@ -199,7 +199,7 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 	cpStart := mustBootstrap(ctx, t, cp, phases, true)
 	cs, err := adminClient(cp)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The worker's join is the proof that token discovery works with the
 	// profile's anonymous limit (cluster-info read anonymously).
@@ -207,11 +207,11 @@ func (e *env) profileCluster(ctx context.Context, t *testing.T, profile, subdir 
 	at, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, cp, w)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitStaticPodsRunning(ctx, cs, cp1.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, cp)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return cp, w, at[cp1.Name].Sub(cpStart), secrets
 }
@@ -221,16 +221,16 @@ func readCompliance(t *testing.T, m *Machine) *complianceSection {
 	t.Helper()
 	raw, err := m.ReadFile(reportPath)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var r struct {
 		Compliance *complianceSection `json:"compliance"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if r.Compliance == nil {
-		t.Fatalf("%s: the report has no compliance section", m.Name)
+		fatalf(t, "%s: the report has no compliance section", m.Name)
 	}
 	return r.Compliance
 }
@@ -271,7 +271,7 @@ func compareVerdicts(t *testing.T, m *Machine, mine *complianceSection, bench ma
 			continue
 		}
 		if c.Verdict != b.status {
-			t.Errorf("%s %s: machineadm %s (%s), kube-bench %s (%s)", m.Name, c.ID, c.Verdict, c.Detail, b.status, b.actual)
+			errorf(t, "%s %s: machineadm %s (%s), kube-bench %s (%s)", m.Name, c.ID, c.Verdict, c.Detail, b.status, b.actual)
 		}
 	}
 	return n
@@ -295,7 +295,7 @@ func TestComplianceProfile(t *testing.T) {
 	stopAllMachines(t, e)
 	t.Cleanup(func() { stopAllMachines(t, e) })
 	if _, err := os.Stat(e.binPath("kube-bench")); err != nil {
-		t.Fatalf("kube-bench not built (make e2e-prepare): %v", err)
+		fatalf(t, "kube-bench not built (make e2e-prepare): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -313,29 +313,29 @@ func TestComplianceProfile(t *testing.T) {
 		mine := readCompliance(t, m)
 		t.Logf("%s machineadm evidence: %+v", m.Name, mine.Counts)
 		if mine.Counts.Fail != 0 {
-			t.Errorf("%s: machineadm reports %d FAIL", m.Name, mine.Counts.Fail)
+			errorf(t, "%s: machineadm reports %d FAIL", m.Name, mine.Counts.Fail)
 		}
 		if n := compareVerdicts(t, m, mine, bench); n == 0 {
-			t.Errorf("%s: no check evaluated by both machineadm and kube-bench", m.Name)
+			errorf(t, "%s: no check evaluated by both machineadm and kube-bench", m.Name)
 		} else {
 			t.Logf("%s: %d checks compared with kube-bench", m.Name, n)
 		}
 	}
 	if len(fails) != 0 {
-		t.Errorf("kube-bench automated FAILs with profile %s: %v", kubeBenchBenchmark, fails)
+		errorf(t, "kube-bench automated FAILs with profile %s: %v", kubeBenchBenchmark, fails)
 	}
 	// The spec gives no encryption: the profile encrypts Secrets with the
 	// key `pki init` wrote beside the CA set, and says so in its evidence.
 	for _, c := range readCompliance(t, cp).Checks {
 		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
-			t.Errorf("cp1 %s: %s (%s), want PASS: encryption at rest from the CA set's key", c.ID, c.Verdict, c.Detail)
+			errorf(t, "cp1 %s: %s (%s), want PASS: encryption at rest from the CA set's key", c.ID, c.Verdict, c.Detail)
 		}
 	}
 	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")
 	cp2m := e.profileControlPlaneJoin(ctx, t, cp, secrets)
 	for _, m := range []*Machine{cp, w, cp2m} {
 		if err := e.stopMachine(m); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 
@@ -378,11 +378,11 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	defer cancel()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "systemd-profile", "pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	benchCfg, err := e.kubeBenchSystemdConfig()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	prepare := func(m *Machine) error {
 		if err := e.installKubeBench(m); err != nil {
@@ -412,10 +412,10 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	wSpec := workerSpec(w1, secrets.caHash)
 	wSpec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
 	if err := deliver(cp, cpSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deliver(w, wSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	mustBootstrap(ctx, t, cp, append(append([]string(nil), initPhases...), "compliance/harden"), false)
 	mine := readCompliance(t, cp)
@@ -423,9 +423,9 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	for _, c := range mine.Checks {
 		switch {
 		case c.Verdict == "FAIL":
-			t.Errorf("cp1 (Systemd) %s FAIL: %s (waiver %q)", c.ID, c.Detail, c.Waiver)
+			errorf(t, "cp1 (Systemd) %s FAIL: %s (waiver %q)", c.ID, c.Detail, c.Waiver)
 		case c.Verdict == "NOT_APPLICABLE" && c.ID >= "1.1.1" && c.ID <= "1.1.8" && len(c.ID) == 5:
-			t.Errorf("cp1 (Systemd) %s NOT_APPLICABLE: the unit stands for the pod spec file (%s)", c.ID, c.Detail)
+			errorf(t, "cp1 (Systemd) %s NOT_APPLICABLE: the unit stands for the pod spec file (%s)", c.ID, c.Detail)
 		case c.Verdict == "NOT_APPLICABLE":
 			t.Logf("cp1 (Systemd) NOT_APPLICABLE %s: %s", c.ID, c.Detail)
 		}
@@ -437,11 +437,11 @@ func TestComplianceProfileSystemd(t *testing.T) {
 	mustBootstrap(ctx, t, w, append(append([]string(nil), workerJoinPhases...), "compliance/harden"), true)
 	cs, err := adminClient(cp)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name); err != nil {
 		dumpDiagnostics(ctx, t, cp, w)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var fails []string
 	for _, m := range []*Machine{cp, w} {
@@ -455,23 +455,23 @@ func TestComplianceProfileSystemd(t *testing.T) {
 		fails = append(fails, f...)
 		mine := readCompliance(t, m)
 		if mine.Counts.Fail != 0 {
-			t.Errorf("%s: machineadm reports %d FAIL", m.Name, mine.Counts.Fail)
+			errorf(t, "%s: machineadm reports %d FAIL", m.Name, mine.Counts.Fail)
 		}
 		if n := compareVerdicts(t, m, mine, bench, systemdDisagreements); n == 0 {
-			t.Errorf("%s: no check evaluated by both machineadm and kube-bench", m.Name)
+			errorf(t, "%s: no check evaluated by both machineadm and kube-bench", m.Name)
 		} else {
 			t.Logf("%s: %d checks compared with kube-bench", m.Name, n)
 		}
 		if m == cp {
 			for _, id := range []string{"1.1.1", "1.1.2", "1.1.7", "1.1.8", "1.1.12", "1.1.16", "1.1.18", "1.1.19"} {
 				if b := bench[id]; b.status != "PASS" {
-					t.Errorf("cp1 (Systemd) kube-bench %s: %s (%s), want PASS", id, b.status, b.actual)
+					errorf(t, "cp1 (Systemd) kube-bench %s: %s (%s), want PASS", id, b.status, b.actual)
 				}
 			}
 		}
 	}
 	if len(fails) != 0 {
-		t.Errorf("kube-bench automated FAILs with runtime Systemd and profile %s: %v", kubeBenchBenchmark, fails)
+		errorf(t, "kube-bench automated FAILs with runtime Systemd and profile %s: %v", kubeBenchBenchmark, fails)
 	}
 	// The components read their files as credentials: a Secret goes
 	// through the API server, and the controller manager and the
@@ -487,33 +487,33 @@ func checkSecretStored(ctx context.Context, t *testing.T, cp *Machine, prefix st
 	t.Helper()
 	cs, err := adminClient(cp)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	const ns, name, plain = "machineadm-e2e-compliance", "enc-probe", "machineadm-e2e-compliance-plaintext"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("namespace: %v", err)
+		fatalf(t, "namespace: %v", err)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"v": plain}}
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("secret: %v", err)
+		fatalf(t, "secret: %v", err)
 	}
 	if got, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil || string(got.Data["v"]) != plain {
-		t.Errorf("secret read back through the API: %v", err)
+		errorf(t, "secret read back through the API: %v", err)
 	}
 	key := "/registry/secrets/" + ns + "/" + name
 	raw, err := etcdGet(ctx, cp, cp1.IP, key)
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		fatalf(t, "etcd: %v", err)
 	}
 	v := raw[key]
 	encrypted := strings.HasPrefix(prefix, "k8s:enc:")
 	switch {
 	case v == nil:
-		t.Errorf("etcd has no %s", key)
+		errorf(t, "etcd has no %s", key)
 	case !bytes.HasPrefix(v, []byte(prefix)):
-		t.Errorf("etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
+		errorf(t, "etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
 	case encrypted && bytes.Contains(v, []byte(plain)):
-		t.Errorf("etcd %s holds the plaintext", key)
+		errorf(t, "etcd %s holds the plaintext", key)
 	default:
 		t.Logf("COMPLIANCE etcd %s: %q… (%d bytes)", key, v[:len(prefix)], len(v))
 	}
@@ -531,46 +531,46 @@ func (e *env) profileControlPlaneJoin(ctx context.Context, t *testing.T, cp *Mac
 	spec.Spec.ControlPlane.PKI = machineadm.PKI{Dir: machinePKIDir}
 	spec.Spec.Security = &machineadm.Security{Profile: kubeBenchBenchmark}
 	if err := deliver(m, spec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	start := mustBootstrap(ctx, t, m, append(append([]string(nil), controlPlaneJoinPhases...), "compliance/harden"), false)
 	cs, err := adminClient(cp)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp2.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "profile-cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(start))
 	if err := waitStaticPodsRunning(ctx, cs, cp2.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	mine := readCompliance(t, m)
 	t.Logf("COMPLIANCE cp2 (control-plane join) machineadm evidence: %+v", mine.Counts)
 	for _, c := range mine.Checks {
 		if c.Verdict == "FAIL" {
-			t.Errorf("cp2 %s FAIL: %s", c.ID, c.Detail)
+			errorf(t, "cp2 %s FAIL: %s", c.ID, c.Detail)
 		}
 		if (c.ID == "1.2.27" || c.ID == "1.2.28") && c.Verdict != "PASS" {
-			t.Errorf("cp2 %s: %s (%s), want PASS", c.ID, c.Verdict, c.Detail)
+			errorf(t, "cp2 %s: %s (%s), want PASS", c.ID, c.Verdict, c.Detail)
 		}
 	}
 	// cp1's admin credentials, cp2's API server.
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp.Root, "etc/kubernetes/admin.conf"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cfg.Host, cfg.Timeout = "https://"+cp2.IP+":6443", 15*time.Second
 	through, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	got, err := through.CoreV1().Secrets("machineadm-e2e-compliance").Get(ctx, "enc-probe", metav1.GetOptions{})
 	if err != nil || string(got.Data["v"]) != "machineadm-e2e-compliance-plaintext" {
-		t.Errorf("cp2: the Secret written through cp1 does not read back through cp2's API server: %v", err)
+		errorf(t, "cp2: the Secret written through cp1 does not read back through cp2's API server: %v", err)
 	} else {
 		t.Logf("COMPLIANCE cp2 decrypts the Secret cp1 encrypted: one key for both control planes")
 	}
@@ -603,7 +603,7 @@ func TestComplianceProfileSTIG(t *testing.T) {
 	for k := range compliance.KernelDefaults {
 		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		hostKernel[k] = strings.TrimSpace(string(b))
 	}
@@ -635,18 +635,18 @@ func TestComplianceProfileSTIG(t *testing.T) {
 			case c.ID == "V-242434":
 				sawKernel = true
 				if c.Verdict != "FAIL" || c.Waiver != stigHostKernelWaiver {
-					t.Errorf("%s V-242434: %s (%s, waiver %q), want FAIL waived: protectKernelDefaults is off", m.Name, c.Verdict, c.Detail, c.Waiver)
+					errorf(t, "%s V-242434: %s (%s, waiver %q), want FAIL waived: protectKernelDefaults is off", m.Name, c.Verdict, c.Detail, c.Waiver)
 				}
 			case c.Verdict == "FAIL" && c.Waiver != "":
 				t.Logf("%s %s FAIL, waived (%s): %s", m.Name, c.ID, c.Waiver, c.Detail)
 			case c.Verdict == "FAIL":
-				t.Errorf("%s %s FAIL: %s", m.Name, c.ID, c.Detail)
+				errorf(t, "%s %s FAIL: %s", m.Name, c.ID, c.Detail)
 			case c.Verdict == "WARN" || c.Verdict == "NOT_APPLICABLE":
 				t.Logf("%s %s %s: %s", m.Name, c.ID, c.Verdict, c.Detail)
 			}
 		}
 		if !sawKernel {
-			t.Errorf("%s: V-242434 not evaluated", m.Name)
+			errorf(t, "%s: V-242434 not evaluated", m.Name)
 		}
 	}
 	checkSecretStored(ctx, t, cp, "k8s:enc:aescbc:v1:machineadm-ca-set:")

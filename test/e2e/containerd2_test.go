@@ -113,17 +113,17 @@ func scenarioContainerd2(ctx context.Context, t *testing.T, e *env, c *cluster) 
 	}
 	for b := range bins {
 		if _, err := os.Stat(e.binPath(b)); err != nil {
-			t.Fatalf("%s: %v (make e2e-prepare builds it)", b, err)
+			fatalf(t, "%s: %v (make e2e-prepare builds it)", b, err)
 		}
 	}
 	reg, err := startMirrorRegistry()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer reg.close()
 	const repoTag = "e2e/netcheck:v1"
 	if err := reg.push(e.imagePath("netcheck"), repoTag); err != nil {
-		t.Fatalf("push the netcheck image to the mirror: %v", err)
+		fatalf(t, "push the netcheck image to the mirror: %v", err)
 	}
 	start := time.Now()
 	m := e.bootMachinesWith(ctx, t, bootOptions{prepare: func(m *Machine) error {
@@ -135,7 +135,7 @@ func scenarioContainerd2(ctx context.Context, t *testing.T, e *env, c *cluster) 
 	timing(t, "w9-boot", time.Since(start))
 	defer func() {
 		if err := e.stopMachine(m); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 	}()
 	spec := workerSpec(w9, c.secrets.caHash)
@@ -147,36 +147,36 @@ func scenarioContainerd2(ctx context.Context, t *testing.T, e *env, c *cluster) 
 	}}
 	cd.ConfigPatch = containerd2Patch
 	if err := deliver(m, spec, c.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	bStart := mustBootstrap(ctx, t, m, workerJoinPhases, true)
 
 	// containerd 2.x runs the configuration machineadm wrote for it.
 	res, err := m.Exec(ctx, nil, "containerd", "--version")
 	if err != nil || !strings.Contains(res.Stdout, "containerd/v2 v2.") {
-		t.Errorf("w9's containerd --version: %q, %v; want containerd 2.x", res.Stdout, err)
+		errorf(t, "w9's containerd --version: %q, %v; want containerd 2.x", res.Stdout, err)
 	}
 	t.Logf("w9: %s", strings.TrimSpace(res.Stdout))
 	written, err := m.ReadFile("/etc/containerd/config.toml")
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if !strings.Contains(string(written), "\nversion = 3\n") {
-		t.Errorf("w9's config.toml is not config version 3:\n%s", written)
+		errorf(t, "w9's config.toml is not config version 3:\n%s", written)
 	}
 	res, err = m.Exec(ctx, nil, "containerd", "config", "dump")
 	if err != nil || !strings.Contains(res.Stdout, "max_concurrent_downloads = 2") || !strings.Contains(res.Stdout, "config_path = '/etc/containerd/certs.d'") {
-		t.Errorf("containerd 2.x's loaded configuration lacks the patch or config_path (%v):\n%s", err, tail(res.Stdout, 80))
+		errorf(t, "containerd 2.x's loaded configuration lacks the patch or config_path (%v):\n%s", err, tail(res.Stdout, 80))
 	}
 	hosts, err := m.ReadFile("/etc/containerd/certs.d/" + mirroredHost + "/hosts.toml")
 	if err != nil || !strings.Contains(string(hosts), reg.host) {
-		t.Errorf("hosts.toml for %s: %v\n%s", mirroredHost, err, hosts)
+		errorf(t, "hosts.toml for %s: %v\n%s", mirroredHost, err, hosts)
 	}
 
 	ready, err := waitNodesReady(ctx, c.cs, readyTimeout, w9.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "w9-bootstrap-start-to-node-ready", ready[w9.Name].Sub(bStart))
 
@@ -196,7 +196,7 @@ func scenarioContainerd2(ctx context.Context, t *testing.T, e *env, c *cluster) 
 		},
 	}
 	if _, err := c.cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer func() {
 		_ = c.cs.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
@@ -210,12 +210,12 @@ func scenarioContainerd2(ctx context.Context, t *testing.T, e *env, c *cluster) 
 	}
 	if got == nil || got.Status.Phase != corev1.PodRunning || !podReady(got) {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatalf("pod with %s not running on w9 within %s: %s; mirror requests %q", image, podTimeout, podState(got), reg.pulls(mirroredHost))
+		fatalf(t, "pod with %s not running on w9 within %s: %s; mirror requests %q", image, podTimeout, podState(got), reg.pulls(mirroredHost))
 	}
 	timing(t, "w9-mirrored-pod-running", time.Since(pStart))
 	pulls := reg.pulls(mirroredHost)
 	if len(pulls) == 0 || !strings.Contains(pulls[0], "/v2/e2e/netcheck/manifests/v1") {
-		t.Errorf("the mirror saw no manifest request for %s: %q", image, pulls)
+		errorf(t, "the mirror saw no manifest request for %s: %q", image, pulls)
 	}
 	t.Logf("pod %s runs %s on w9 (image ID %s), pulled through the mirror: %q", got.Name, image, got.Status.ContainerStatuses[0].ImageID, pulls)
 }

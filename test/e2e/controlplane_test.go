@@ -110,60 +110,60 @@ func TestControlPlaneProvider(t *testing.T) {
 	timing(t, "cp-cluster-create-to-3-control-planes-ready", cpReady)
 	timing(t, "cp-cluster-create-to-all-4-nodes-ready", time.Since(created))
 	if err := waitControlPlaneStatus(ctx, c, 3, 3*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cs, err := w.workload(ctx)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	// 2. spec.version v1.36.3 → v1.37.2 with a Service probed throughout.
 	// kube-proxy v1.36 exits on the machines' read-only nf_conntrack_max
 	// unless its ConfigMap keeps it (keepConntrackMax).
 	if err := keepConntrackMax(ctx, cs); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var nodeNames []string
 	for _, n := range nodes.Items {
 		nodeNames = append(nodeNames, n.Name)
 	}
 	if err := waitDaemonPodsRunning(ctx, cs, "kube-proxy", podTimeout, nodeNames...); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	clusterIP, err := startEchoService(ctx, cs, podTimeout)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	worker, err := ce.p.workerMachine(ctx, c)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := startProbe(ctx, worker, clusterIP); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The probes count from the first one that got through (kube-proxy's
 	// pods were just restarted by keepConntrackMax).
 	if err := waitProbeOK(ctx, worker, time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	before := controlPlaneMachineNames(ctx, t, c)
 	tracker := startRolloutTracker(ctx, c, before)
 	rolled := time.Now()
 	cur := &controlplanev1.MachineadmControlPlane{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cpName}, cur); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.Version = kubernetesVersion
 	if err := c.Patch(ctx, cur, patch); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	rollErr := waitRolledOut(ctx, c, before, 3, 30*time.Minute)
 	rollTime := time.Since(rolled)
@@ -188,32 +188,32 @@ func TestControlPlaneProvider(t *testing.T) {
 		}
 	}
 	if rollErr != nil {
-		t.Fatal(rollErr)
+		fatalln(t, rollErr)
 	}
 	timing(t, "cp-version-rollout-3-machines", rollTime)
 	if perr != nil {
-		t.Fatal(perr)
+		fatalln(t, perr)
 	}
 	t.Logf("version rollout %s → %s and kube-proxy's: probe of the Service from %s: %s", prevKubernetesVersion, kubernetesVersion, worker.Name, st)
 	if st.total == 0 {
-		t.Error("no probe of the Service ran during the version rollout")
+		errorln(t, "no probe of the Service ran during the version rollout")
 	}
 	if st.failed > 0 {
-		t.Errorf("%d of %d probes of the Service failed during the version rollout and kube-proxy's (target 0)", st.failed, st.total)
+		errorf(t, "%d of %d probes of the Service failed during the version rollout and kube-proxy's (target 0)", st.failed, st.total)
 	}
 	if proxyErr != nil {
-		t.Fatal(proxyErr)
+		fatalln(t, proxyErr)
 	}
 	t.Logf("after the control plane's rollout: %s", proxyState)
 	timing(t, "cp-kube-proxy-rollout", proxyTime)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cpName}, cur); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if !conditions(cur.Status.Conditions, cpcontroller.KubeProxyUpToDateCondition) {
-		t.Errorf("MachineadmControlPlane %s: %s is not True after kube-proxy's rollout: %+v", cpName, cpcontroller.KubeProxyUpToDateCondition, cur.Status.Conditions)
+		errorf(t, "MachineadmControlPlane %s: %s is not True after kube-proxy's rollout: %+v", cpName, cpcontroller.KubeProxyUpToDateCondition, cur.Status.Conditions)
 	}
 	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checkControlPlaneVersion(ctx, t, c, cs, kubernetesVersion)
 
@@ -230,24 +230,24 @@ func TestControlPlaneProvider(t *testing.T) {
 		},
 	}
 	if err := c.Create(ctx, mhc); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	before = controlPlaneMachineNames(ctx, t, c)
 	victim := newestControlPlaneMachine(ctx, t, c)
 	killed := time.Now()
 	if err := ce.p.kill(victim); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("killed control-plane machine %s", victim)
 	if err := waitReplaced(ctx, c, before, victim, 3, 12*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "cp-kill-to-remediated-3-ready", time.Since(killed))
 	if err := c.Delete(ctx, mhc); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	// 4. Scale to 1 with the API server probed through the endpoint.
@@ -255,19 +255,19 @@ func TestControlPlaneProvider(t *testing.T) {
 	scaled := time.Now()
 	setReplicas(ctx, t, c, 1)
 	if err := waitControlPlaneStatus(ctx, c, 1, 10*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitEtcdMembers(ctx, c, 1, 2*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "cp-scale-3-to-1", time.Since(scaled))
 	total, failures := probe.stop()
 	t.Logf("scale 3 → 1: %d API probes through %s, %d failed%s", total, capiLBAddr, len(failures), probe.summary())
 	if total == 0 {
-		t.Error("no API probe ran during the scale-down")
+		errorln(t, "no API probe ran during the scale-down")
 	}
 	if d := probe.longestOutage(); d > cpMaxOutage {
-		t.Errorf("the API server did not answer for %s during the scale-down (%d of %d probes failed), want at most %s", d, len(failures), total, cpMaxOutage)
+		errorf(t, "the API server did not answer for %s during the scale-down (%d of %d probes failed), want at most %s", d, len(failures), total, cpMaxOutage)
 	}
 
 	// 5. The same creation with runtime Systemd, once the first Cluster is
@@ -281,13 +281,13 @@ func TestControlPlaneProvider(t *testing.T) {
 	cpReady = waitCreated(ctx, t, w, created)
 	timing(t, "cp-systemd-cluster-create-to-3-control-planes-ready", cpReady)
 	if err := waitControlPlaneStatus(ctx, c, 3, 3*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitEtcdMembers(ctx, c, 3, 2*time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if cs, err = w.workload(ctx); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checkNoStaticControlPlane(ctx, t, c, cs)
 	timing(t, "cp-total", time.Since(start))
@@ -316,20 +316,20 @@ func generateCluster(ctx context.Context, t *testing.T, e *env, ce *capiEnv, ver
 	gen.Stderr = &stderr
 	out, err := gen.Output()
 	if err != nil {
-		t.Fatalf("clusterctl generate cluster: %v\n%s", err, tail(stderr.String(), 30))
+		fatalf(t, "clusterctl generate cluster: %v\n%s", err, tail(stderr.String(), 30))
 	}
 	objs, err := splitManifests(out)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var docs []string
 	for _, u := range objs {
 		if err := cpOverlay(t, e, u, ce.recipient, runtime); err != nil {
-			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+			fatalf(t, "%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 		b, err := yaml.Marshal(u.Object)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		docs = append(docs, string(b))
 	}
@@ -337,7 +337,7 @@ func generateCluster(ctx context.Context, t *testing.T, e *env, ce *capiEnv, ver
 	apply.Stdin = strings.NewReader(strings.Join(docs, "---\n"))
 	res, err := apply.CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubectl apply: %v\n%s", err, res)
+		fatalf(t, "kubectl apply: %v\n%s", err, res)
 	}
 	t.Logf("clusterctl generate cluster (%s, %s) | overlay | kubectl apply:\n%s", version, runtime, strings.TrimSpace(string(res)))
 }
@@ -406,7 +406,7 @@ func waitCreated(ctx context.Context, t *testing.T, w *capiWatcher, created time
 	t.Helper()
 	up, err := w.waitMachines(ctx, 4, 20*time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cpReady := created
 	for _, m := range up {
@@ -565,35 +565,35 @@ func checkControlPlaneVersion(ctx context.Context, t *testing.T, c client.Client
 	t.Helper()
 	ms, err := controlPlaneMachines(ctx, c)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, m := range ms {
 		node := m.Status.NodeRef.Name
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
-			t.Error(err)
+			errorln(t, err)
 			continue
 		}
 		if v := n.Status.NodeInfo.KubeletVersion; v != want {
-			t.Errorf("Node %s: kubelet %s, want %s", node, v, want)
+			errorf(t, "Node %s: kubelet %s, want %s", node, v, want)
 		}
 		p, err := cs.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, "kube-apiserver-"+node, metav1.GetOptions{})
 		if err != nil {
-			t.Errorf("kube-apiserver of %s: %v", node, err)
+			errorf(t, "kube-apiserver of %s: %v", node, err)
 			continue
 		}
 		if img := p.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+want) {
-			t.Errorf("kube-apiserver of %s runs %s, want version %s (kubeadm's join ran the version kubeadm-config names)", node, img, want)
+			errorf(t, "kube-apiserver of %s runs %s, want version %s (kubeadm's join ran the version kubeadm-config names)", node, img, want)
 		} else {
 			t.Logf("control plane %s: kubelet %s, kube-apiserver %s", node, n.Status.NodeInfo.KubeletVersion, img)
 		}
 	}
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if v.GitVersion != want {
-		t.Errorf("the API server behind %s says %s, want %s", capiLBAddr, v.GitVersion, want)
+		errorf(t, "the API server behind %s says %s, want %s", capiLBAddr, v.GitVersion, want)
 	}
 }
 
@@ -604,16 +604,16 @@ func checkNoStaticControlPlane(ctx context.Context, t *testing.T, c client.Clien
 	t.Helper()
 	ms, err := controlPlaneMachines(ctx, c)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	pods, err := cs.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, m := range ms {
 		for _, p := range pods.Items {
 			if p.Spec.NodeName == m.Status.NodeRef.Name {
-				t.Errorf("runtime Systemd: control-plane pod %s on %s", p.Name, p.Spec.NodeName)
+				errorf(t, "runtime Systemd: control-plane pod %s on %s", p.Name, p.Spec.NodeName)
 			}
 		}
 	}
@@ -628,7 +628,7 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 	t.Helper()
 	cl := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: capiCluster}}
 	if err := c.Delete(ctx, cl); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
@@ -642,7 +642,7 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 		return len(ms.Items) == 0 && apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		t.Fatalf("Cluster %s not gone within %s (last: %s): %v", capiCluster, timeout, last, err)
+		fatalf(t, "Cluster %s not gone within %s (last: %s): %v", capiCluster, timeout, last, err)
 	}
 	// The control plane's CA and kubeconfig Secrets go with it (garbage
 	// collection): the next Cluster of the same name makes its own. So do
@@ -667,7 +667,7 @@ func deleteCluster(ctx context.Context, t *testing.T, c client.Client, timeout t
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the deleted Cluster's Secrets or machine templates are still there (last: %s): %v", last, err)
+		fatalf(t, "the deleted Cluster's Secrets or machine templates are still there (last: %s): %v", last, err)
 	}
 }
 
@@ -720,12 +720,12 @@ func setReplicas(ctx context.Context, t *testing.T, c client.Client, n int32) {
 	t.Helper()
 	mcp := &controlplanev1.MachineadmControlPlane{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: capiNS, Name: cpName}, mcp); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	patch := client.MergeFrom(mcp.DeepCopy())
 	mcp.Spec.Replicas = ptrTo(n)
 	if err := c.Patch(ctx, mcp, patch); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 }
 
@@ -740,7 +740,7 @@ func controlPlaneMachineNames(ctx context.Context, t *testing.T, c client.Client
 	t.Helper()
 	ms, err := controlPlaneMachines(ctx, c)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	out := map[string]bool{}
 	for _, m := range ms {
@@ -791,7 +791,7 @@ func newestControlPlaneMachine(ctx context.Context, t *testing.T, c client.Clien
 	t.Helper()
 	ms, err := controlPlaneMachines(ctx, c)
 	if err != nil || len(ms) == 0 {
-		t.Fatalf("control-plane Machines: %v (%d)", err, len(ms))
+		fatalf(t, "control-plane Machines: %v (%d)", err, len(ms))
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].CreationTimestamp.Before(&ms[j].CreationTimestamp) })
 	return ms[len(ms)-1].Name

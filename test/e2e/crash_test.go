@@ -109,17 +109,17 @@ func cutKubeconfig(t *testing.T, m *Machine, all []string, run *crashRun) func(t
 		}
 	}
 	if leaf == "" {
-		t.Errorf("%s: every leaf of %s completed before the kill in it (state: %v)", m.Name, run.phase, run.state.Completed)
+		errorf(t, "%s: every leaf of %s completed before the kill in it (state: %v)", m.Name, run.phase, run.state.Completed)
 		return nil
 	}
 	file := "/etc/kubernetes/" + strings.TrimPrefix(leaf, run.phase+"/") + ".conf"
 	if run.killedAt != file {
-		t.Errorf("%s: the kill in %s was at %s, want %s, the kubeconfig of %s where the next run resumes", m.Name, run.phase, run.killedAt, file, leaf)
+		errorf(t, "%s: the kill in %s was at %s, want %s, the kubeconfig of %s where the next run resumes", m.Name, run.phase, run.killedAt, file, leaf)
 		return nil
 	}
 	b, err := m.ReadFile(file)
 	if err != nil || len(b) != 0 {
-		t.Errorf("%s: after the kill at kubeadm's open of %s: %d bytes, %v; want an empty file", m.Name, file, len(b), err)
+		errorf(t, "%s: after the kill at kubeadm's open of %s: %d bytes, %v; want an empty file", m.Name, file, len(b), err)
 		return nil
 	}
 	t.Logf("%s: the kill left %s empty, the kubeconfig of %s, where the next run resumes", m.Name, file, leaf)
@@ -131,13 +131,13 @@ func cutKubeconfig(t *testing.T, m *Machine, all []string, run *crashRun) func(t
 				continue
 			}
 			if p.Status != "Succeeded" || !strings.HasPrefix(p.Message, want) {
-				t.Errorf("%s: the run after the kill that left %s empty: %s %s %q, want Succeeded with %q", m.Name, file, leaf, p.Status, p.Message, want)
+				errorf(t, "%s: the run after the kill that left %s empty: %s %s %q, want Succeeded with %q", m.Name, file, leaf, p.Status, p.Message, want)
 			} else {
 				t.Logf("%s: the next run repaired it: %s: %s", m.Name, leaf, p.Message)
 			}
 			return
 		}
-		t.Errorf("%s: the run after the kill that left %s empty has no report entry for %s", m.Name, file, leaf)
+		errorf(t, "%s: the run after the kill that left %s empty has no report entry for %s", m.Name, file, leaf)
 	}
 }
 
@@ -180,7 +180,7 @@ func TestCrash(t *testing.T) {
 	defer cancel()
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "crash-pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	start := time.Now()
 	ms := e.bootMachines(ctx, t, cp3, w8)
@@ -192,7 +192,7 @@ func TestCrash(t *testing.T) {
 		}
 		for _, m := range ms {
 			if err := e.stopMachine(m); err != nil {
-				t.Error(err)
+				errorln(t, err)
 			}
 		}
 	}()
@@ -204,10 +204,10 @@ func TestCrash(t *testing.T) {
 	wSpec.Spec.Kubernetes.ControlPlaneEndpoint = endpoint
 	wSpec.Spec.Join.APIServerEndpoint = endpoint
 	if err := deliver(mcp, cpSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deliver(mw, wSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	t.Run("init", func(t *testing.T) { crashChain(ctx, t, mcp, initPhases, crashInitKills) })
@@ -216,20 +216,20 @@ func TestCrash(t *testing.T) {
 	}
 	cs, err := adminClient(mcp)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp3.Name); err != nil {
 		dumpDiagnostics(ctx, t, mcp)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if v, err := cs.Discovery().ServerVersion(); err != nil {
-		t.Fatalf("API server of cp3: %v", err)
+		fatalf(t, "API server of cp3: %v", err)
 	} else {
 		t.Logf("cp3 Ready; API server answers: %s", v.GitVersion)
 	}
 	if err := waitStaticPodsRunning(ctx, cs, cp3.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mcp)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	t.Run("worker-join", func(t *testing.T) { crashChain(ctx, t, mw, workerJoinPhases, crashJoinKills) })
@@ -238,7 +238,7 @@ func TestCrash(t *testing.T) {
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp3.Name, w8.Name); err != nil {
 		dumpDiagnostics(ctx, t, mcp, mw)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("w8 joined cp3's cluster and is Ready")
 }
@@ -249,7 +249,7 @@ func TestCrash(t *testing.T) {
 func crashChain(ctx context.Context, t *testing.T, m *Machine, all []string, kills []crashKill) {
 	for _, k := range kills {
 		if !slices.Contains(all, k.phase) {
-			t.Fatalf("phase %q is not a phase of this workflow: %v", k.phase, all)
+			fatalf(t, "phase %q is not a phase of this workflow: %v", k.phase, all)
 		}
 	}
 	var prev *crashRun
@@ -277,15 +277,15 @@ func crashChain(ctx context.Context, t *testing.T, m *Machine, all []string, kil
 	timing(t, fmt.Sprintf("crash-%s-final-rerun", m.Name), dur)
 	r, err := readCrashReport(m)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if res.ExitCode != 0 || r.Result != "Succeeded" {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatalf("%s: the run after the kill in %s exited %d: %s", m.Name, prev.phase, res.ExitCode, r.summary())
+		fatalf(t, "%s: the run after the kill in %s exited %d: %s", m.Name, prev.phase, res.ExitCode, r.summary())
 	}
 	for _, p := range r.Phases {
 		if p.Status == "Failed" {
-			t.Errorf("%s: final report Succeeded with phase %s Failed", m.Name, p.Name)
+			errorf(t, "%s: final report Succeeded with phase %s Failed", m.Name, p.Name)
 		}
 	}
 	checkResumedIn(t, m, r, prev.phase)
@@ -294,7 +294,7 @@ func crashChain(ctx context.Context, t *testing.T, m *Machine, all []string, kil
 		check(t, r)
 	}
 	if res, _ := m.Exec(ctx, nil, "test", "-f", sentinelPath); res.ExitCode != 0 {
-		t.Errorf("%s: no success sentinel %s after the successful run", m.Name, sentinelPath)
+		errorf(t, "%s: no success sentinel %s after the successful run", m.Name, sentinelPath)
 	}
 	t.Logf("%s: run %d (not killed) succeeded in %s, resumed at %s", m.Name, prev.n+1, time.Since(start).Round(100*time.Millisecond), r.ResumedFrom)
 }
@@ -395,7 +395,7 @@ func killInRun(ctx context.Context, t *testing.T, m *Machine, c crashCmd, all []
 	args := c.args
 	gate, err := newOpenGate(m.Root)
 	if err != nil {
-		t.Fatalf("%s: %v", m.Name, err)
+		fatalf(t, "%s: %v", m.Name, err)
 	}
 	watched := make(chan crashVerdict, 1)
 	done := make(chan struct{})
@@ -411,7 +411,7 @@ func killInRun(ctx context.Context, t *testing.T, m *Machine, c crashCmd, all []
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		closeGate()
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -431,11 +431,11 @@ func killInRun(ctx context.Context, t *testing.T, m *Machine, c crashCmd, all []
 		case v = <-watched:
 		case <-time.After(5 * time.Second):
 			closeGate()
-			t.Fatalf("%s: machineadm %s ended (%v) before phase %s started; output tail:\n%s", m.Name, args[1], err, phase, tail(out.String(), 40))
+			fatalf(t, "%s: machineadm %s ended (%v) before phase %s started; output tail:\n%s", m.Name, args[1], err, phase, tail(out.String(), 40))
 		}
 	case <-timeout.C:
 		closeGate()
-		t.Fatalf("%s: phase %s did not start within %s", m.Name, phase, crashWatchTimeout)
+		fatalf(t, "%s: phase %s did not start within %s", m.Name, phase, crashWatchTimeout)
 	case v = <-watched:
 		after = time.Since(start)
 		if v.err != nil {
@@ -444,33 +444,33 @@ func killInRun(ctx context.Context, t *testing.T, m *Machine, c crashCmd, all []
 			// answers every open still waiting, instead of waiting here
 			// for an exit that may never come.
 			closeGate()
-			t.Fatalf("%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
+			fatalf(t, "%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
 		}
 		<-exited
 	}
 	closeGate()
 	if v.err != nil {
-		t.Fatalf("%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
+		fatalf(t, "%s: run %d: watching for phase %s: %v", m.Name, i+1, phase, v.err)
 	}
 	if v.late {
-		t.Fatalf("%s: run %d: the kill came too late (%s after its start): phase %s was already running, not %s", m.Name, i+1, after.Round(time.Millisecond), v.seen, phase)
+		fatalf(t, "%s: run %d: the kill came too late (%s after its start): phase %s was already running, not %s", m.Name, i+1, after.Round(time.Millisecond), v.seen, phase)
 	}
 	t.Logf("%s: run %d killed (SIGKILL, pid %d) %s after its start, with %s running, at its open of %s (%s)", m.Name, i+1, v.pid, after.Round(time.Millisecond), v.seen, v.at, at.what)
 	timing(t, fmt.Sprintf("crash-%s-%s-killed-after", m.Name, phase), after)
 	// What the kill left behind.
 	r, err := readCrashReport(m)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if top, _, _ := strings.Cut(r.FailedPhase, "/"); slices.Index(all, top) > slices.Index(all, phase) {
 		// Another of machineadm's threads wrote a later report while the
 		// signal was on its way.
-		t.Fatalf("%s: run %d: the kill came too late: it was sent in %s, and the run had reached %s when it died", m.Name, i+1, phase, r.FailedPhase)
+		fatalf(t, "%s: run %d: the kill came too late: it was sent in %s, and the run had reached %s when it died", m.Name, i+1, phase, r.FailedPhase)
 	}
 	var st phaseStateFile
 	if b, err := m.ReadFile(c.state); err == nil {
 		if st, err = parseStateJournal(b); err != nil {
-			t.Errorf("%s: state file: %v", m.Name, err)
+			errorf(t, "%s: state file: %v", m.Name, err)
 		}
 	}
 	return &crashRun{phase: phase, report: r, state: st, n: i + 1, killedAt: v.at}
@@ -612,14 +612,14 @@ func checkNoSuccessClaim(ctx context.Context, t *testing.T, m *Machine, run *cra
 	r := run.report
 	top, _, _ := strings.Cut(r.FailedPhase, "/")
 	if r.Result == "Succeeded" || r.ErrorClass != "Interrupted" || top != run.phase || !strings.Contains(r.Error, "unfinished run") {
-		t.Errorf("%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s error=%q", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase, r.Error)
+		errorf(t, "%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s error=%q", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase, r.Error)
 	}
 	if run.state.FinishedAt != "" {
-		t.Errorf("%s: state file says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
+		errorf(t, "%s: state file says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
 	}
 	res, _ := m.Exec(ctx, nil, "test", "-e", sentinelPath)
 	if res.ExitCode == 0 {
-		t.Errorf("%s: success sentinel %s present after the kill in %s", m.Name, sentinelPath, run.phase)
+		errorf(t, "%s: success sentinel %s present after the kill in %s", m.Name, sentinelPath, run.phase)
 	}
 	var done []string
 	for _, c := range run.state.Completed {
@@ -635,7 +635,7 @@ func checkNoSuccessClaim(ctx context.Context, t *testing.T, m *Machine, run *cra
 func checkResumedIn(t *testing.T, m *Machine, r *crashReport, phase string) {
 	t.Helper()
 	if r.ResumedFrom != phase && !strings.HasPrefix(r.ResumedFrom, phase+"/") {
-		t.Errorf("%s: the run after the kill in %s resumed at %q, want %s or one of its sub-phases", m.Name, phase, r.ResumedFrom, phase)
+		errorf(t, "%s: the run after the kill in %s resumed at %q, want %s or one of its sub-phases", m.Name, phase, r.ResumedFrom, phase)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	m := e.bootMachines(ctx, t, cp2)[0]
 	if err := deliver(m, secureAPIServer(controlPlaneSpec(cp2, v1alpha1.ActionJoin, c.secrets.caHash)), c.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// Not fatal: when bootstrap fails late, the checks below still show how
 	// far the join got.
@@ -24,23 +24,23 @@ func scenarioHAJoin(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	ready, err := waitNodesReady(ctx, c.cs, readyTimeout, cp2.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "cp2-bootstrap-start-to-node-ready", ready[cp2.Name].Sub(start))
 	if err := checkControlPlaneNode(ctx, c.cs, cp2.Name); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	if err := waitStaticPodsRunning(ctx, c.cs, cp2.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, m)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	members, err := etcdMembers(ctx, c.cp1)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("etcd members: %v", members)
 	if len(members) != 2 {
-		t.Errorf("etcd has %d members %v, want 2", len(members), members)
+		errorf(t, "etcd has %d members %v, want 2", len(members), members)
 	}
 	checkDecryptsThrough(ctx, t, c.cp1, m, cp2.IP)
 }

@@ -201,17 +201,17 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 		m, err := newMachine(ctx, e.baseRoot(), filepath.Join(e.repo, "hack/e2e/rootfs"),
 			filepath.Join(e.runDir, opts.subdir, s.Name), s.Name, s.IP, hosts, t.Logf)
 		if err != nil {
-			t.Fatalf("machine %s: %v", s.Name, err)
+			fatalf(t, "machine %s: %v", s.Name, err)
 		}
 		e.mu.Lock()
 		e.machines = append(e.machines, m)
 		e.mu.Unlock()
 		if err := e.installNodeComponents(m, opts.withoutAgent); err != nil {
-			t.Fatalf("machine %s: %v", s.Name, err)
+			fatalf(t, "machine %s: %v", s.Name, err)
 		}
 		if opts.prepare != nil {
 			if err := opts.prepare(m); err != nil {
-				t.Fatalf("machine %s: %v", s.Name, err)
+				fatalf(t, "machine %s: %v", s.Name, err)
 			}
 		}
 		m.MayDegrade = opts.mayDegrade
@@ -225,7 +225,7 @@ func (e *env) bootMachinesWith(ctx context.Context, t *testing.T, opts bootOptio
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return ms
 }

@@ -41,18 +41,18 @@ const (
 //     no Node.
 func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	if _, err := os.Stat(ignitionBinary); err != nil {
-		t.Fatalf("the real Ignition binary is missing (Debian package ignition): %v", err)
+		fatalf(t, "the real Ignition binary is missing (Debian package ignition): %v", err)
 	}
 	agent, err := os.ReadFile(e.machineadm)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	sum := sha256.Sum256(agent)
 	digest := hex.EncodeToString(sum[:])
 	tampered := append(append([]byte{}, agent...), []byte("tampered")...)
 	srv, err := startAgentServer(map[string][]byte{"/machineadm": agent, "/tampered/machineadm": tampered})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer srv.close()
 
@@ -62,13 +62,13 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	// (render computes --payload-sha256 from it).
 	w6Spec, err := specYAML(workerSpec(w6, mustCAHash(t, e)))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	srv.add("/specs/w6.yaml", w6Spec)
 	payload := e.render(ctx, t, w6, "ignition", srv.url("/machineadm"), digest, nil,
 		"--ignition-version", ignitionVersion, "--payload-url", srv.url("/specs/w6.yaml"))
 	if strings.Contains(string(payload), "gzip") {
-		t.Errorf("the --payload-url config still carries the spec inline")
+		errorf(t, "the --payload-url config still carries the spec inline")
 	}
 	configs := map[string][]byte{w5.Name: inline, w6.Name: payload}
 
@@ -93,7 +93,7 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 			res, _ := m.Exec(ctx, nil, "journalctl", "--no-pager", "-n", "40", "-u", "machineadm.service")
 			t.Logf("%s machineadm.service:\n%s", m.Name, res.Stdout)
 		}
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "w5-w6-ignition-to-node-ready", time.Since(start))
 	for _, m := range ms {
@@ -102,10 +102,10 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 		checkReport(t, m, workerJoinPhases)
 	}
 	if srv.count("/specs/w6.yaml") == 0 {
-		t.Errorf("w6 joined without Ignition fetching its spec from the payload URL")
+		errorf(t, "w6 joined without Ignition fetching its spec from the payload URL")
 	}
 	if n := srv.count("/machineadm"); n < 2 {
-		t.Errorf("Ignition fetched the agent %d times for two machines", n)
+		errorf(t, "Ignition fetched the agent %d times for two machines", n)
 	}
 
 	// w7: the tampered agent.
@@ -122,7 +122,7 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 			return fmt.Errorf("ignition installed a tampered agent:\n%s", tail(out, 20))
 		}
 		if !strings.Contains(out, "hash") {
-			t.Errorf("Ignition's refusal does not name the hash:\n%s", tail(out, 20))
+			errorf(t, "Ignition's refusal does not name the hash:\n%s", tail(out, 20))
 		}
 		t.Logf("Ignition refused the tampered download: %s", lastLine(out, "CRITICAL"))
 		if _, err := os.Stat(filepath.Join(m.Root, agentPath)); err == nil {
@@ -147,22 +147,22 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	res, _ := mw7.Exec(ctx, nil, "systemctl", "show", "machineadm.service", "-p", "ActiveState", "-p", "Result", "-p", "ExecMainStartTimestampMonotonic")
 	t.Logf("w7 machineadm.service: %s", strings.Join(strings.Fields(res.Stdout), " "))
 	if !strings.Contains(res.Stdout, "ActiveState=failed") || !strings.Contains(res.Stdout, "ExecMainStartTimestampMonotonic=0") {
-		t.Errorf("w7: machineadm.service did not fail before its main process started:\n%s", res.Stdout)
+		errorf(t, "w7: machineadm.service did not fail before its main process started:\n%s", res.Stdout)
 	}
 	jr, _ := mw7.Exec(ctx, nil, "journalctl", "--no-pager", "-u", "machineadm.service")
 	if !strings.Contains(jr.Stdout, "FAILED") {
-		t.Errorf("w7: no sha256sum refusal in the unit's journal:\n%s", tail(jr.Stdout, 20))
+		errorf(t, "w7: no sha256sum refusal in the unit's journal:\n%s", tail(jr.Stdout, 20))
 	}
 	for _, p := range []string{reportPath, "/etc/kubernetes/kubelet.conf", "/var/lib/kubelet/config.yaml"} {
 		if _, err := os.Stat(filepath.Join(mw7.Root, p)); err == nil {
-			t.Errorf("w7: %s exists although the agent was refused", p)
+			errorf(t, "w7: %s exists although the agent was refused", p)
 		}
 	}
 	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w7.Name, metav1.GetOptions{}); err == nil {
-		t.Errorf("w7 registered a Node with a tampered agent")
+		errorf(t, "w7 registered a Node with a tampered agent")
 	}
 	if err := e.stopMachine(mw7); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 }
 
@@ -172,7 +172,7 @@ func scenarioIgnition(ctx context.Context, t *testing.T, e *env, c *cluster) {
 func checkIgnitionVersion(t *testing.T, cfg []byte) {
 	t.Helper()
 	if !strings.Contains(string(cfg), `"version":"`+ignitionVersion+`"`) {
-		t.Errorf("rendered config lacks ignition.version %s: %.200s", ignitionVersion, cfg)
+		errorf(t, "rendered config lacks ignition.version %s: %.200s", ignitionVersion, cfg)
 	}
 }
 
@@ -261,11 +261,11 @@ func checkIgnitionWrote(m *Machine) error {
 func checkUnitRan(ctx context.Context, t *testing.T, m *Machine) {
 	t.Helper()
 	if _, err := os.Lstat(filepath.Join(m.Root, "etc/systemd/system/multi-user.target.wants/machineadm.service")); err != nil {
-		t.Errorf("%s: machineadm.service not enabled by the first-boot preset: %v", m.Name, err)
+		errorf(t, "%s: machineadm.service not enabled by the first-boot preset: %v", m.Name, err)
 	}
 	res, err := m.Exec(ctx, nil, "systemctl", "show", "machineadm.service", "-p", "ActiveState", "-p", "Result", "-p", "ExecMainStatus")
 	if err != nil || !strings.Contains(res.Stdout, "ActiveState=active") || !strings.Contains(res.Stdout, "Result=success") || !strings.Contains(res.Stdout, "ExecMainStatus=0") {
-		t.Errorf("%s: machineadm.service: %q %v", m.Name, res.Stdout, err)
+		errorf(t, "%s: machineadm.service: %q %v", m.Name, res.Stdout, err)
 	}
 }
 

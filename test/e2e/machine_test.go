@@ -59,18 +59,18 @@ func TestMachine(t *testing.T) {
 	timing(t, "smoke-boot", time.Since(start))
 	defer func() {
 		if err := e.stopMachine(m); err != nil {
-			t.Error(err)
+			errorln(t, err)
 			return
 		}
 		// A stopped machine's state is pruned (the run's disk), its logs
 		// stay; MACHINEADM_E2E_KEEP=1 keeps it all.
 		for _, d := range prunedDirs {
 			if _, err := os.Stat(filepath.Join(m.Dir, d)); os.IsNotExist(err) == e.keep {
-				t.Errorf("smoke stopped (keep %v): %s pruned %v (%v)", e.keep, d, os.IsNotExist(err), err)
+				errorf(t, "smoke stopped (keep %v): %s pruned %v (%v)", e.keep, d, os.IsNotExist(err), err)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(m.Dir, "console.log")); err != nil {
-			t.Errorf("smoke stopped: console.log: %v", err)
+			errorf(t, "smoke stopped: console.log: %v", err)
 		}
 	}()
 	for path, content := range map[string]string{
@@ -79,7 +79,7 @@ func TestMachine(t *testing.T) {
 		"/etc/kubernetes/manifests/smoke.yaml": smokePod,
 	} {
 		if err := m.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	for _, args := range [][]string{
@@ -88,7 +88,7 @@ func TestMachine(t *testing.T) {
 		{"systemd-run", "--unit=smoke-kubelet", "/usr/bin/kubelet", "--config=/etc/kubernetes/smoke-kubelet.yaml"},
 	} {
 		if res, err := m.Exec(ctx, nil, args...); err != nil {
-			t.Fatalf("%v: %s", err, res.Stderr)
+			fatalf(t, "%v: %s", err, res.Stderr)
 		}
 	}
 	var last string
@@ -99,7 +99,7 @@ func TestMachine(t *testing.T) {
 	})
 	if err != nil {
 		res, _ := m.Exec(ctx, nil, "journalctl", "--no-pager", "-n", "40", "-u", "smoke-kubelet", "-u", "containerd")
-		t.Fatalf("static pod not running: %v\nctr tasks:\n%s\njournal:\n%s", err, last, res.Stdout)
+		fatalf(t, "static pod not running: %v\nctr tasks:\n%s\njournal:\n%s", err, last, res.Stdout)
 	}
 	timing(t, "smoke-static-pod-running", time.Since(start))
 	t.Logf("static pod running:\n%s", last)
@@ -118,37 +118,37 @@ func TestStopJobs(t *testing.T) {
 		"[**    ] Job kube-apiserver.service/stop running (59s / 1min)\r\n"
 	p := filepath.Join(dir, "console.log")
 	if err := os.WriteFile(p, []byte(console), 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	got := stopJobsNote(p)
 	want := "; its console says shutdown was waiting for: Kubernetes API Server, etcd, kube-apiserver.service (last shown: kube-apiserver.service)"
 	if got != want {
-		t.Fatalf("stopJobsNote = %q, want %q", got, want)
+		fatalf(t, "stopJobsNote = %q, want %q", got, want)
 	}
 	// The unit still waited for is the last one shown, though another
 	// appeared first: listing them alone would blame the first.
 	if err := os.WriteFile(p, []byte("[ ***  ] A stop job is running for etcd (3s / 1min)\r\n[  OK  ] Stopped etcd.\r\n"+
 		"[ ***  ] A stop job is running for Kubernetes API Server (59s / 1min)\r\n"), 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if got, want := stopJobsNote(p), "; its console says shutdown was waiting for: etcd, Kubernetes API Server (last shown: Kubernetes API Server)"; got != want {
-		t.Fatalf("stopJobsNote = %q, want %q", got, want)
+		fatalf(t, "stopJobsNote = %q, want %q", got, want)
 	}
 	// Without a progress line, the console's last lines (at most 8),
 	// escape sequences removed.
 	if err := os.WriteFile(p, []byte("\x1b[0;32m[  OK  ]\x1b[0m Stopped etcd.\r\n\x1bM\r\n[  OK  ] Reached target Power-Off.\n"), 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if got, want := stopJobsNote(p), "; its console ends:\n\t[  OK  ] Stopped etcd.\n\t[  OK  ] Reached target Power-Off."; got != want {
-		t.Fatalf("stopJobsNote of a console without stop jobs = %q, want %q", got, want)
+		fatalf(t, "stopJobsNote of a console without stop jobs = %q, want %q", got, want)
 	}
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if got := stopJobsNote(p); got != "" {
-		t.Fatalf("stopJobsNote of an empty console = %q, want none", got)
+		fatalf(t, "stopJobsNote of an empty console = %q, want none", got)
 	}
 	if got := stopJobsNote(filepath.Join(dir, "missing")); got != "" {
-		t.Fatalf("stopJobsNote of a missing console = %q", got)
+		fatalf(t, "stopJobsNote of a missing console = %q", got)
 	}
 }

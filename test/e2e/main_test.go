@@ -15,6 +15,7 @@ import (
 // scenarios and tears everything down: machines, cgroups, the bridge and,
 // unless a failed run is kept with MACHINEADM_E2E_KEEP=1, the run
 // directory. A successful demo run (demo.go) keeps its cluster instead.
+// A failed run ends with the failed checks' messages (writeFailures).
 func TestMain(m *testing.M) {
 	if os.Getenv(inNetnsEnv) == "" {
 		os.Exit(runInOwnNetns())
@@ -43,6 +44,10 @@ func TestMain(m *testing.M) {
 	}
 	if code != 0 && e.keep {
 		fmt.Fprintln(os.Stderr, "e2e: machines of the failed run kept in", e.runDir)
+	}
+	// Last, where a CI log's tail shows it: what failed.
+	if code != 0 {
+		writeFailures(os.Stdout)
 	}
 	os.Exit(code)
 }

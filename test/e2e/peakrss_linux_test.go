@@ -22,7 +22,7 @@ func needPython3(t *testing.T) string {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is not installed (hack/install-deps.sh): the reporter is a Python program")
+			fatalln(t, "python3 is not installed (hack/install-deps.sh): the reporter is a Python program")
 		}
 		t.Skip("python3 is not installed: the reporter is a Python program")
 	}
@@ -43,11 +43,11 @@ func runReporter(t *testing.T, args ...string) (PeakMem, string, int) {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	rest, p, perr := parsePeak(stderr.String())
 	if perr != nil {
-		t.Fatalf("%v\nstderr: %s", perr, stderr.String())
+		fatalf(t, "%v\nstderr: %s", perr, stderr.String())
 	}
 	return p, rest, code
 }
@@ -62,16 +62,16 @@ const mib = 1024
 func TestPeakReporterSeesAnonymousMemory(t *testing.T) {
 	p, _, code := runReporter(t, "python3", "-c", allocate)
 	if code != 0 {
-		t.Fatalf("exit code %d", code)
+		fatalf(t, "exit code %d", code)
 	}
 	if p.MaxRSSKiB < 64*mib {
-		t.Errorf("ru_maxrss %d KiB, want at least the 64 MiB the child wrote", p.MaxRSSKiB)
+		errorf(t, "ru_maxrss %d KiB, want at least the 64 MiB the child wrote", p.MaxRSSKiB)
 	}
 	if p.AnonKiB < 60*mib || p.AnonKiB > p.MaxRSSKiB {
-		t.Errorf("peak anonymous %d KiB, want at least 60 MiB and at most ru_maxrss %d KiB", p.AnonKiB, p.MaxRSSKiB)
+		errorf(t, "peak anonymous %d KiB, want at least 60 MiB and at most ru_maxrss %d KiB", p.AnonKiB, p.MaxRSSKiB)
 	}
 	if p.FileKiB <= 0 || p.Samples < 5 {
-		t.Errorf("peak file-backed %d KiB over %d samples: want some of the interpreter's pages over at least 5 samples", p.FileKiB, p.Samples)
+		errorf(t, "peak file-backed %d KiB over %d samples: want some of the interpreter's pages over at least 5 samples", p.FileKiB, p.Samples)
 	}
 }
 
@@ -80,20 +80,20 @@ func TestPeakReporterSeesAnonymousMemory(t *testing.T) {
 func TestPeakReporterWalksTheProcessTree(t *testing.T) {
 	p, _, code := runReporter(t, "/bin/sh", "-c", `python3 -c '`+allocate+`' >/dev/null; exit 3`)
 	if code != 3 {
-		t.Errorf("exit code %d, want the command's 3", code)
+		errorf(t, "exit code %d, want the command's 3", code)
 	}
 	if p.AnonKiB < 60*mib {
-		t.Errorf("peak anonymous %d KiB, want at least the 60 MiB of sh's child", p.AnonKiB)
+		errorf(t, "peak anonymous %d KiB, want at least the 60 MiB of sh's child", p.AnonKiB)
 	}
 }
 
 func TestPeakReporterSmallCommand(t *testing.T) {
 	p, rest, code := runReporter(t, "/bin/sh", "-c", "echo to-stderr >&2; sleep 0.2")
 	if code != 0 || !strings.Contains(rest, "to-stderr") || strings.Contains(rest, peakMark) {
-		t.Errorf("exit %d, stderr %q: want 0 and the command's own stderr without the reporter's line", code, rest)
+		errorf(t, "exit %d, stderr %q: want 0 and the command's own stderr without the reporter's line", code, rest)
 	}
 	if p.MaxRSSKiB <= 0 || p.AnonKiB >= 2*mib {
-		t.Errorf("ru_maxrss %d KiB, anonymous %d KiB: want a positive peak and a small shell's anonymous set", p.MaxRSSKiB, p.AnonKiB)
+		errorf(t, "ru_maxrss %d KiB, anonymous %d KiB: want a positive peak and a small shell's anonymous set", p.MaxRSSKiB, p.AnonKiB)
 	}
 }
 
@@ -106,10 +106,10 @@ func TestPeakReporterSamplesOnlyTheCommand(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		p, _, code := runReporter(t, "sleep", "0.3")
 		if code != 0 {
-			t.Fatalf("exit code %d", code)
+			fatalf(t, "exit code %d", code)
 		}
 		if p.AnonKiB >= 2*mib || p.Samples == 0 {
-			t.Fatalf("run %d: sleep's peak anonymous set %d KiB over %d samples: want sleep's own few hundred KiB, not the reporter's", i, p.AnonKiB, p.Samples)
+			fatalf(t, "run %d: sleep's peak anonymous set %d KiB over %d samples: want sleep's own few hundred KiB, not the reporter's", i, p.AnonKiB, p.Samples)
 		}
 	}
 }
@@ -119,10 +119,10 @@ func TestPeakReporterSamplesOnlyTheCommand(t *testing.T) {
 func TestPeakReporterSignalledCommand(t *testing.T) {
 	p, _, code := runReporter(t, "/bin/sh", "-c", "kill -KILL $$")
 	if code != 128+int(syscall.SIGKILL) {
-		t.Errorf("exit code %d, want %d (128+SIGKILL)", code, 128+int(syscall.SIGKILL))
+		errorf(t, "exit code %d, want %d (128+SIGKILL)", code, 128+int(syscall.SIGKILL))
 	}
 	if p.MaxRSSKiB <= 0 {
-		t.Errorf("ru_maxrss %d KiB, want the killed command's peak", p.MaxRSSKiB)
+		errorf(t, "ru_maxrss %d KiB, want the killed command's peak", p.MaxRSSKiB)
 	}
 }
 
@@ -138,18 +138,18 @@ func TestPeakReporterForwardsTermination(t *testing.T) {
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	guard := time.AfterFunc(25*time.Second, func() { _ = cmd.Process.Kill() })
 	defer guard.Stop()
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("the command did not start: %q %v", line, err)
+		fatalf(t, "the command did not start: %q %v", line, err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	err = cmd.Wait()
 	code := 0
@@ -157,12 +157,12 @@ func TestPeakReporterForwardsTermination(t *testing.T) {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if code != 128+int(syscall.SIGTERM) {
-		t.Errorf("exit code %d, want %d: the command's, ended by the forwarded SIGTERM\nstderr: %s", code, 128+int(syscall.SIGTERM), stderr.String())
+		errorf(t, "exit code %d, want %d: the command's, ended by the forwarded SIGTERM\nstderr: %s", code, 128+int(syscall.SIGTERM), stderr.String())
 	}
 	if _, p, err := parsePeak(stderr.String()); err != nil || p.MaxRSSKiB <= 0 {
-		t.Errorf("no measure after SIGTERM: %+v %v\nstderr: %s", p, err, stderr.String())
+		errorf(t, "no measure after SIGTERM: %+v %v\nstderr: %s", p, err, stderr.String())
 	}
 }

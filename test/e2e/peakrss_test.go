@@ -8,7 +8,7 @@ import "testing"
 func TestParsePeak(t *testing.T) {
 	rest, p, err := parsePeak("out\nmore\n" + peakMark + "maxrss-kib=100 anon-kib=40 file-kib=55 samples=7\n")
 	if err != nil || rest != "out\nmore" || p != (PeakMem{MaxRSSKiB: 100, AnonKiB: 40, FileKiB: 55, Samples: 7}) {
-		t.Errorf("got %q %+v %v", rest, p, err)
+		errorf(t, "got %q %+v %v", rest, p, err)
 	}
 	for _, bad := range []string{
 		"no line at all",
@@ -18,7 +18,7 @@ func TestParsePeak(t *testing.T) {
 		"\n" + peakMark + "maxrss-kib=-1 anon-kib=40 file-kib=55 samples=1",      // negative
 	} {
 		if _, _, err := parsePeak(bad); err == nil {
-			t.Errorf("parsePeak(%q) accepted it", bad)
+			errorf(t, "parsePeak(%q) accepted it", bad)
 		}
 	}
 }

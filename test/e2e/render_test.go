@@ -38,7 +38,7 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	}
 	srv, err := startAgentServer(files)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer srv.close()
 	if sig != nil {
@@ -65,37 +65,37 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 		res, _ := mw2.Exec(ctx, nil, "sh", "-c", "cloud-init status --long; tail -n 40 /var/log/cloud-init-output.log")
 		t.Logf("w2 cloud-init:\n%s%s", res.Stdout, res.Stderr)
 		dumpDiagnostics(ctx, t, mw2)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "w2-boot-to-node-ready-cloud-init", ready[w2.Name].Sub(start))
 	if srv.count("/machineadm") == 0 {
-		t.Errorf("w2 became Ready without downloading the agent")
+		errorf(t, "w2 became Ready without downloading the agent")
 	}
 	if sig != nil && srv.count("/machineadm.sig") == 0 {
-		t.Errorf("w2 became Ready without fetching the agent's signature")
+		errorf(t, "w2 became Ready without fetching the agent's signature")
 	}
 	checkReport(t, mw2, workerJoinPhases)
 	if res, err := mw2.Exec(ctx, nil, "cloud-init", "status"); err != nil || !strings.Contains(res.Stdout, "done") {
-		t.Errorf("cloud-init status on w2: %q %v", res.Stdout, err)
+		errorf(t, "cloud-init status on w2: %q %v", res.Stdout, err)
 	}
 
 	// Shell stub: tampered agent first, then the genuine one.
 	mw4 := e.bootMachinesWith(ctx, t, bootOptions{withoutAgent: true, prepare: deliverToken}, w4)[0]
 	bad := e.render(ctx, t, w4, "shell", srv.url("/tampered/machineadm"), digest, sig)
 	if err := mw4.WriteFile("/root/machineadm-stub-tampered.sh", bad, 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	res, _ := mw4.Exec(ctx, nil, "sh", "/root/machineadm-stub-tampered.sh")
 	t.Logf("tampered agent: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	if res.ExitCode == 0 {
-		t.Errorf("the stub ran a tampered agent")
+		errorf(t, "the stub ran a tampered agent")
 	}
 	if srv.count("/tampered/machineadm") == 0 {
-		t.Errorf("the stub never fetched the tampered agent")
+		errorf(t, "the stub never fetched the tampered agent")
 	}
 	for _, p := range []string{"/usr/local/bin/machineadm", machineSpecFile, reportPath, "/var/lib/kubelet/config.yaml"} {
 		if _, err := os.Stat(filepath.Join(mw4.Root, p)); err == nil {
-			t.Errorf("after the refused agent %s exists", p)
+			errorf(t, "after the refused agent %s exists", p)
 		}
 	}
 	// The registry: the agent (and its signature) pushed as blobs; the
@@ -104,45 +104,45 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	start = time.Now()
 	reg, err := startTokenRegistry(ctx, filepath.Join(e.runDir, "registry"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer reg.close()
 	agentURL, err := reg.push("machineadm/agent", agent)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var regSig *releaseSignature
 	if sig != nil {
 		sigURL, err := reg.push("machineadm/agent", sig.signature)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		regSig = &releaseSignature{signature: sig.signature, publicKey: sig.publicKey, url: sigURL}
 	}
 	timing(t, "registry-start-and-push", time.Since(start))
 	stored := reg.blobData(agent)
 	if err := os.WriteFile(stored, tampered[len(tampered)-len(agent):], 0o644); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	good := e.render(ctx, t, w4, "shell", agentURL, digest, regSig)
 	if err := mw4.WriteFile("/root/machineadm-stub.sh", good, 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	res, _ = mw4.Exec(ctx, nil, "sh", "/root/machineadm-stub.sh")
 	t.Logf("tampered registry blob: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "agent: SHA-256 digest is") {
-		t.Errorf("the stub did not refuse the tampered registry blob (exit %d)", res.ExitCode)
+		errorf(t, "the stub did not refuse the tampered registry blob (exit %d)", res.ExitCode)
 	}
 	if len(reg.tokens()) == 0 {
-		t.Errorf("the stub got the tampered blob without a token: the registry's token authentication is off")
+		errorf(t, "the stub got the tampered blob without a token: the registry's token authentication is off")
 	}
 	for _, p := range []string{"/usr/local/bin/machineadm", machineSpecFile, reportPath, "/var/lib/kubelet/config.yaml"} {
 		if _, err := os.Stat(filepath.Join(mw4.Root, p)); err == nil {
-			t.Errorf("after the refused registry blob %s exists", p)
+			errorf(t, "after the refused registry blob %s exists", p)
 		}
 	}
 	if err := os.WriteFile(stored, agent, 0o644); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	start = time.Now()
 	bctx, cancel := context.WithTimeout(ctx, bootstrapTimeout)
@@ -150,25 +150,25 @@ func scenarioRender(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	cancel()
 	for _, tok := range reg.tokens() {
 		if strings.Contains(res.Stdout+res.Stderr, tok) {
-			t.Errorf("the stub's output shows the registry token")
+			errorf(t, "the stub's output shows the registry token")
 		}
 	}
 	if !strings.Contains(res.Stderr, agentURL+": attempt 1 of") {
-		t.Errorf("the stub did not fetch the agent from the registry:\n%s", tail(res.Stderr, 10))
+		errorf(t, "the stub did not fetch the agent from the registry:\n%s", tail(res.Stderr, 10))
 	}
 	_ = os.WriteFile(filepath.Join(mw4.Dir, "bootstrap.log"), []byte(res.Stdout+res.Stderr), 0o600)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mw4)
-		t.Fatalf("shell stub: %v\n%s", err, tail(res.Stdout+res.Stderr, 30))
+		fatalf(t, "shell stub: %v\n%s", err, tail(res.Stdout+res.Stderr, 30))
 	}
 	ready, err = waitNodesReady(ctx, c.cs, readyTimeout, w4.Name)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "w4-registry-shell-stub-start-to-node-ready", ready[w4.Name].Sub(start))
 	checkReport(t, mw4, workerJoinPhases)
 	if _, err := c.cs.CoreV1().Nodes().Get(ctx, w4.Name, metav1.GetOptions{}); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 }
 
@@ -196,7 +196,7 @@ func (e *env) renderAgent(t *testing.T) (agent []byte, digest string, sig *relea
 	}
 	agent, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	sum := sha256.Sum256(agent)
 	digest = hex.EncodeToString(sum[:])
@@ -205,7 +205,7 @@ func (e *env) renderAgent(t *testing.T) (agent []byte, digest string, sig *relea
 	}
 	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	listed := ""
 	for _, line := range strings.Split(string(sums), "\n") {
@@ -214,11 +214,11 @@ func (e *env) renderAgent(t *testing.T) (agent []byte, digest string, sig *relea
 		}
 	}
 	if listed != digest {
-		t.Fatalf("%s: SHA256SUMS lists %q for machineadm-linux-amd64, the file's digest is %s", dist, listed, digest)
+		fatalf(t, "%s: SHA256SUMS lists %q for machineadm-linux-amd64, the file's digest is %s", dist, listed, digest)
 	}
 	s, err := os.ReadFile(path + ".sig")
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("agent from the release in %s (digest from SHA256SUMS, signature checked by the stubs)", dist)
 	return agent, listed, &releaseSignature{signature: s, publicKey: filepath.Join(dist, "machineadm-release.pub")}
@@ -232,15 +232,15 @@ func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format,
 	t.Helper()
 	y, err := specYAML(workerSpec(node, mustCAHash(t, e)))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	dir := filepath.Join(e.runDir, "render-"+node.Name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	specFile := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(specFile, y, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	out := filepath.Join(dir, format)
 	args := []string{"render", "-f", specFile, "--format", format,
@@ -251,11 +251,11 @@ func (e *env) render(ctx context.Context, t *testing.T, node hostsEntry, format,
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, e.machineadm, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("machineadm render --format %s: %v\n%s", format, err, b)
+		fatalf(t, "machineadm render --format %s: %v\n%s", format, err, b)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("render --format %s for %s: %d bytes", format, node.Name, len(b))
 	return b
@@ -266,7 +266,7 @@ func mustCAHash(t *testing.T, e *env) string {
 	t.Helper()
 	h, err := caCertHash(filepath.Join(e.runDir, "pki", "ca.crt"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	return h
 }
@@ -297,10 +297,10 @@ func checkReport(t *testing.T, m *Machine, phases []string) {
 	t.Helper()
 	r, raw, err := readReport(m)
 	if err != nil {
-		t.Error(err)
+		errorln(t, err)
 		return
 	}
 	if err := r.checkSucceeded(phases); err != nil {
-		t.Errorf("%s: %v\n%s", m.Name, err, raw)
+		errorf(t, "%s: %v\n%s", m.Name, err, raw)
 	}
 }

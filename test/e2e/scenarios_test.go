@@ -96,7 +96,7 @@ func TestScenarios(t *testing.T) {
 func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	e.demo.step("Booting two machines, cp1 and w1: Debian, systemd, containerd, a private network")
 	start := time.Now()
@@ -105,16 +105,16 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	e.demo.done()
 	mcp1, mw1 := ms[0], ms[1]
 	if err := checkClosedNetwork(ctx); err != nil {
-		t.Errorf("closed network: %v", err)
+		errorf(t, "closed network: %v", err)
 	}
 
 	cpSpec := secureAPIServer(controlPlaneSpec(cp1, v1alpha1.ActionInit, ""))
 	breakSpec(t, cpSpec)
 	if err := deliver(mcp1, cpSpec, secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := deliver(mw1, workerSpec(w1, secrets.caHash), secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 
 	e.demo.step("Creating the cluster: machineadm bootstrap on cp1 runs kubeadm init")
@@ -122,7 +122,7 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	e.demo.done()
 	cs, err := adminClient(mcp1)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cpEnd := time.Now()
 	e.demo.step("Joining the worker: machineadm bootstrap on w1 runs kubeadm join")
@@ -139,29 +139,29 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	ready, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, w1.Name)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mcp1, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "cp1-bootstrap-start-to-node-ready", ready[cp1.Name].Sub(cpStart))
 	timing(t, "w1-bootstrap-start-to-node-ready", ready[w1.Name].Sub(wStart))
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if len(nodes.Items) != 2 {
-		t.Errorf("cluster has %d nodes, want 2", len(nodes.Items))
+		errorf(t, "cluster has %d nodes, want 2", len(nodes.Items))
 	}
 	if err := checkControlPlaneNode(ctx, cs, cp1.Name); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	checkAPIServerSecurity(ctx, t, mcp1, cp1.IP, cs)
 	if err := waitStaticPodsRunning(ctx, cs, cp1.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mcp1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	pod, err := runTestPod(ctx, cs, w1, podTimeout)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("test pod %s running on %s with IP %s", pod.Name, pod.Spec.NodeName, pod.Status.PodIP)
 	// The complete cluster: kubeadm's addons run (kube-proxy on both
@@ -170,25 +170,25 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 	netStart := time.Now()
 	if err := waitDaemonPodsRunning(ctx, cs, "kube-proxy", podTimeout, cp1.Name, w1.Name); err != nil {
 		dumpDiagnostics(ctx, t, mcp1, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitDeploymentReady(ctx, cs, "coredns", podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mcp1, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := checkAddonsEnabled(ctx, cs); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	out, err := checkClusterNetwork(ctx, cs, cp1, w1, 90*time.Second)
 	if err != nil {
 		dumpDiagnostics(ctx, t, mcp1, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("w1 probe pod:\n%s", strings.TrimSpace(out))
 	timing(t, "addons-and-service-network", time.Since(netStart))
 	e.demo.done()
 	if err := e.demo.keep(mcp1, mcp1, mw1); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// Reached only with a working cluster; later scenarios build on it even
 	// when a report check above failed.
@@ -200,42 +200,42 @@ func scenarioInitAndJoin(ctx context.Context, t *testing.T, e *env) *cluster {
 func scenarioWrongCAHash(ctx context.Context, t *testing.T, e *env, c *cluster) {
 	other, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "other-pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	m := e.bootMachines(ctx, t, w3)[0]
 	defer func() {
 		if err := e.stopMachine(m); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 	}()
 	if err := deliver(m, workerSpec(w3, other.caHash), c.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	res, dur := bootstrap(ctx, t, m)
 	timing(t, "w3-bootstrap-wrong-hash", dur)
 	if res.ExitCode != 1 {
-		t.Errorf("bootstrap with a wrong CA cert hash exited %d, want 1", res.ExitCode)
+		errorf(t, "bootstrap with a wrong CA cert hash exited %d, want 1", res.ExitCode)
 	}
 	r, raw, err := readReport(m)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("w3 report: %s", r.summary())
 	if r.Result != "Failed" || r.ErrorClass != "DiscoveryFailed" {
-		t.Errorf("report result=%s errorClass=%s, want Failed DiscoveryFailed\n%s", r.Result, r.ErrorClass, raw)
+		errorf(t, "report result=%s errorClass=%s, want Failed DiscoveryFailed\n%s", r.Result, r.ErrorClass, raw)
 	}
 	if strings.Contains(string(raw), c.secrets.token) || strings.Contains(string(raw), strings.Split(c.secrets.token, ".")[1]) {
-		t.Errorf("report contains the bootstrap token")
+		errorf(t, "report contains the bootstrap token")
 	}
 	// Watch a little longer: a kubelet left running could still register.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
 		if _, err := c.cs.CoreV1().Nodes().Get(ctx, w3.Name, metav1.GetOptions{}); err == nil {
-			t.Errorf("node %s exists after a failed discovery", w3.Name)
+			errorf(t, "node %s exists after a failed discovery", w3.Name)
 			break
 		}
 	}
 	if _, err := os.Stat(filepath.Join(m.Root, "etc/kubernetes/kubelet.conf")); err == nil {
-		t.Errorf("w3 has a kubelet.conf after a failed discovery")
+		errorf(t, "w3 has a kubelet.conf after a failed discovery")
 	}
 }
 
@@ -254,7 +254,7 @@ func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []strin
 		// phase must wait for the CRI), reported as an error; running
 		// bootstrap again (what an operator would do) shows whether the rest
 		// of the scenario works.
-		t.Errorf("%s: machineadm bootstrap: kubeadm preflight reached containerd's CRI before it was initialized after the containerd restart (bug: the containerd phase does not wait for the CRI); running bootstrap again", m.Name)
+		errorf(t, "%s: machineadm bootstrap: kubeadm preflight reached containerd's CRI before it was initialized after the containerd restart (bug: the containerd phase does not wait for the CRI); running bootstrap again", m.Name)
 		start = time.Now()
 		res, dur = bootstrap(ctx, t, m)
 	}
@@ -266,9 +266,9 @@ func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []strin
 		}
 		dumpDiagnostics(ctx, t, m)
 		if rerr != nil {
-			t.Errorf("%s: machineadm bootstrap exited %d; no report: %v", m.Name, res.ExitCode, rerr)
+			errorf(t, "%s: machineadm bootstrap exited %d; no report: %v", m.Name, res.ExitCode, rerr)
 		} else {
-			t.Errorf("%s: machineadm bootstrap exited %d: errorClass=%s failedPhase=%s hint=%q",
+			errorf(t, "%s: machineadm bootstrap exited %d: errorClass=%s failedPhase=%s hint=%q",
 				m.Name, res.ExitCode, r.ErrorClass, r.FailedPhase, r.Hint)
 		}
 		if fatal {
@@ -277,11 +277,11 @@ func mustBootstrap(ctx context.Context, t *testing.T, m *Machine, phases []strin
 		return start
 	}
 	if rerr != nil {
-		t.Error(rerr)
+		errorln(t, rerr)
 		return start
 	}
 	if err := r.checkSucceeded(phases); err != nil {
-		t.Errorf("%s: %v\n%s", m.Name, err, raw)
+		errorf(t, "%s: %v\n%s", m.Name, err, raw)
 	}
 	t.Logf("%s outcome report: %s", m.Name, r.summary())
 	return start
@@ -301,7 +301,7 @@ func bootstrap(ctx context.Context, t *testing.T, m *Machine) (ExecResult, time.
 		t.Logf("%s: %v (after %s); output tail:\n%s", m.Name, err, dur.Round(time.Second), tail(res.Stdout+res.Stderr, 40))
 	}
 	if bctx.Err() != nil {
-		t.Fatalf("%s: machineadm bootstrap did not finish within %s", m.Name, bootstrapTimeout)
+		fatalf(t, "%s: machineadm bootstrap did not finish within %s", m.Name, bootstrapTimeout)
 	}
 	return res, dur
 }
@@ -316,7 +316,7 @@ func breakSpec(t *testing.T, s *v1alpha1.MachineBootstrapConfig) {
 		s.Spec.Node.CRISocket = "unix:///run/containerd/no-such.sock"
 		t.Logf("deliberate break: node.criSocket=%s", s.Spec.Node.CRISocket)
 	default:
-		t.Fatalf("unknown MACHINEADM_E2E_BREAK %q", b)
+		fatalf(t, "unknown MACHINEADM_E2E_BREAK %q", b)
 	}
 }
 

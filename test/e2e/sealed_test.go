@@ -51,7 +51,7 @@ func TestSealed(t *testing.T) {
 
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "sealed-pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The trusted side: the secret files below a staging root, as the spec
 	// names them, and one identity per machine image.
@@ -69,20 +69,20 @@ func TestSealed(t *testing.T) {
 		ids[n] = filepath.Join(e.runDir, "identity-"+n)
 		out, err := exec.CommandContext(ctx, e.machineadm, "keygen", "--type", "hpke", "--out", ids[n]).Output()
 		if err != nil {
-			t.Fatalf("machineadm keygen: %v", exitDetail(err))
+			fatalf(t, "machineadm keygen: %v", exitDetail(err))
 		}
 		recipients[n] = strings.TrimSpace(string(out))
 	}
 
 	agent, err := os.ReadFile(e.machineadm)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	sum := sha256.Sum256(agent)
 	digest := hex.EncodeToString(sum[:])
 	srv, err := startAgentServer(map[string][]byte{"/machineadm": agent})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	defer srv.close()
 
@@ -91,7 +91,7 @@ func TestSealed(t *testing.T) {
 	// decompresses it.
 	cpData := e.sealAndRender(ctx, t, cp1, cpSpec, stage, recipients[cp1.Name], srv.url("/machineadm"), digest, "--gzip")
 	if !bytes.HasPrefix(cpData, []byte{0x1f, 0x8b}) {
-		t.Fatal("render --gzip did not write gzip")
+		fatalln(t, "render --gzip did not write gzip")
 	}
 	wData := e.sealAndRender(ctx, t, w1, workerSpec(w1, secrets.caHash), stage, recipients[w1.Name], "file:///usr/local/bin/machineadm", "")
 	w3Data := e.sealAndRender(ctx, t, w3, workerSpec(w3, secrets.caHash), stage, recipients[w3.Name], "file:///usr/local/bin/machineadm", "")
@@ -101,13 +101,13 @@ func TestSealed(t *testing.T) {
 	for _, name := range machineadm.CAKeyFiles {
 		b, err := os.ReadFile(filepath.Join(secrets.pkiDir, name))
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		forbidden["CA key "+name] = string(b)
 	}
 	for name, data := range map[string][]byte{"cp1": cpData, "w1": wData, "w3": w3Data} {
 		if what := findSecrets(data, forbidden); what != "" {
-			t.Fatalf("%s user data holds %s", name, what)
+			fatalf(t, "%s user data holds %s", name, what)
 		}
 	}
 
@@ -122,35 +122,35 @@ func TestSealed(t *testing.T) {
 	}}, cp1)[0]
 	if err := waitFile(ctx, mcp1, "etc/kubernetes/admin.conf", bootstrapTimeout); err != nil {
 		logCloudInit(ctx, t, mcp1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cs, err := adminClient(mcp1)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	ready, err := waitNodesReady(ctx, cs, bootstrapTimeout, cp1.Name)
 	if err != nil {
 		logCloudInit(ctx, t, mcp1)
 		dumpDiagnostics(ctx, t, mcp1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "sealed-cp1-boot-to-node-ready", ready[cp1.Name].Sub(cpStart))
 	if srv.count("/machineadm") == 0 {
-		t.Error("cp1 became Ready without downloading the agent")
+		errorln(t, "cp1 became Ready without downloading the agent")
 	}
 	if err := waitFile(ctx, mcp1, strings.TrimPrefix(reportPath, "/"), time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checkReport(t, mcp1, initPhases)
 	checkOpenedBy(t, mcp1, "hpke")
 	if err := waitStaticPodsRunning(ctx, cs, cp1.Name, podTimeout); err != nil {
 		dumpDiagnostics(ctx, t, mcp1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// kubeadm signed the cluster with the sealed CA: the same ca.crt.
 	want, _ := os.ReadFile(filepath.Join(secrets.pkiDir, "ca.crt"))
 	if got, err := mcp1.ReadFile("/etc/kubernetes/pki/ca.crt"); err != nil || !bytes.Equal(got, want) {
-		t.Errorf("cp1's ca.crt is not the sealed CA (%v)", err)
+		errorf(t, "cp1's ca.crt is not the sealed CA (%v)", err)
 	}
 
 	// w1 joins from sealed user data, agent in the image.
@@ -165,11 +165,11 @@ func TestSealed(t *testing.T) {
 	if err != nil {
 		logCloudInit(ctx, t, mw1)
 		dumpDiagnostics(ctx, t, mw1)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	timing(t, "sealed-w1-boot-to-node-ready", ready[w1.Name].Sub(wStart))
 	if err := waitFile(ctx, mw1, strings.TrimPrefix(reportPath, "/"), time.Minute); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checkReport(t, mw1, workerJoinPhases)
 	checkOpenedBy(t, mw1, "hpke")
@@ -179,28 +179,28 @@ func TestSealed(t *testing.T) {
 	mw3 := e.bootMachines(ctx, t, w3)[0]
 	sealedW3 := specFromUserData(t, w3Data)
 	if err := mw3.WriteFile(machineSpecFile, sealedW3, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	before := snapshot(t, mw3)
 	res, dur := bootstrap(ctx, t, mw3)
 	timing(t, "sealed-w3-bootstrap-without-key", dur)
 	if res.ExitCode == 0 {
-		t.Errorf("w3 bootstrapped without its key")
+		errorf(t, "w3 bootstrapped without its key")
 	}
 	r, raw, err := readReport(mw3)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("w3 report: %s", r.summary())
 	if r.Result != "Failed" || r.ErrorClass != "VerificationFailed" {
-		t.Errorf("w3 report result=%s errorClass=%s, want Failed VerificationFailed\n%s", r.Result, r.ErrorClass, raw)
+		errorf(t, "w3 report result=%s errorClass=%s, want Failed VerificationFailed\n%s", r.Result, r.ErrorClass, raw)
 	}
 	if after := snapshot(t, mw3); after != before {
-		t.Errorf("w3's host changed after the refused envelope:\n--- before\n%s\n--- after\n%s", before, after)
+		errorf(t, "w3's host changed after the refused envelope:\n--- before\n%s\n--- after\n%s", before, after)
 	}
 	for _, s := range forbidden {
 		if strings.Contains(string(raw), s) {
-			t.Error("w3's report holds a secret")
+			errorln(t, "w3's report holds a secret")
 		}
 	}
 	timing(t, "sealed-scenario", time.Since(start))
@@ -214,7 +214,7 @@ func stopAllMachines(t *testing.T, e *env) {
 	e.mu.Unlock()
 	for _, m := range ms {
 		if err := e.stopMachine(m); err != nil {
-			t.Fatalf("stopping %s: %v", m.Name, err)
+			fatalf(t, "stopping %s: %v", m.Name, err)
 		}
 		// A machine booted again under the same name must start from the
 		// image, not from what the earlier test left in its overlay (an
@@ -222,7 +222,7 @@ func stopAllMachines(t *testing.T, e *env) {
 		// (cleanup removes the run directory).
 		dir := filepath.Join(e.runDir, m.Name)
 		if err := os.Rename(dir, unusedPath(dir+".earlier")); err != nil && !os.IsNotExist(err) {
-			t.Fatalf("moving %s aside: %v", dir, err)
+			fatalf(t, "moving %s aside: %v", dir, err)
 		}
 	}
 }
@@ -235,18 +235,18 @@ func (e *env) sealAndRender(ctx context.Context, t *testing.T, node hostsEntry, 
 	t.Helper()
 	y, err := specYAML(s)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	dir := filepath.Join(e.runDir, "sealed-"+node.Name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	plain, sealed, out := filepath.Join(dir, "spec.yaml"), filepath.Join(dir, "spec.sealed.yaml"), filepath.Join(dir, "user-data")
 	if err := os.WriteFile(plain, y, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if b, err := exec.CommandContext(ctx, e.machineadm, "seal", "-f", plain, "--root", stage, "--recipient", recipient, "-o", sealed).CombinedOutput(); err != nil {
-		t.Fatalf("machineadm seal for %s: %v\n%s", node.Name, err, b)
+		fatalf(t, "machineadm seal for %s: %v\n%s", node.Name, err, b)
 	}
 	args := []string{"render", "-f", sealed, "--format", "cloud-config", "--agent-url", agentURL, "--max-size", "aws", "-o", out}
 	if digest != "" {
@@ -254,11 +254,11 @@ func (e *env) sealAndRender(ctx context.Context, t *testing.T, node hostsEntry, 
 	}
 	args = append(args, renderArgs...)
 	if b, err := exec.CommandContext(ctx, e.machineadm, args...).CombinedOutput(); err != nil {
-		t.Fatalf("machineadm render for %s: %v\n%s", node.Name, err, b)
+		fatalf(t, "machineadm render for %s: %v\n%s", node.Name, err, b)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	t.Logf("sealed cloud-config for %s: %d bytes", node.Name, len(b))
 	return b
@@ -268,10 +268,10 @@ func writeStaged(t *testing.T, root, path string, data []byte) {
 	t.Helper()
 	p := filepath.Join(root, path)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 }
 
@@ -290,7 +290,7 @@ func copyTree(t *testing.T, src, dst string) {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 }
 
@@ -383,21 +383,21 @@ func specFromUserData(t *testing.T, userData []byte) []byte {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(c), "content: "); ok {
 				raw, err := base64.StdEncoding.DecodeString(v)
 				if err != nil {
-					t.Fatal(err)
+					fatalln(t, err)
 				}
 				zr, err := gzip.NewReader(bytes.NewReader(raw))
 				if err != nil {
-					t.Fatal(err)
+					fatalln(t, err)
 				}
 				var out bytes.Buffer
 				if _, err := out.ReadFrom(zr); err != nil {
-					t.Fatal(err)
+					fatalln(t, err)
 				}
 				return out.Bytes()
 			}
 		}
 	}
-	t.Fatalf("the user data writes no %s", machineSpecFile)
+	fatalf(t, "the user data writes no %s", machineSpecFile)
 	return nil
 }
 
@@ -427,11 +427,11 @@ func checkOpenedBy(t *testing.T, m *Machine, typ string) {
 	t.Helper()
 	raw, err := m.ReadFile(reportPath)
 	if err != nil {
-		t.Error(err)
+		errorln(t, err)
 		return
 	}
 	if !bytes.Contains(raw, []byte("sealed secrets opened by "+typ+" key ")) {
-		t.Errorf("%s: the report does not name the %s recipient that opened the envelope:\n%s", m.Name, typ, raw)
+		errorf(t, "%s: the report does not name the %s recipient that opened the envelope:\n%s", m.Name, typ, raw)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -151,24 +152,24 @@ func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip st
 	start := time.Now()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: securityNamespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("namespace: %v", err)
+		fatalf(t, "namespace: %v", err)
 	}
 	const plain = "machineadm-e2e-plaintext-marker"
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "enc-probe", Namespace: securityNamespace}, StringData: map[string]string{"v": plain}}
 	if _, err := cs.CoreV1().Secrets(securityNamespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("secret: %v", err)
+		fatalf(t, "secret: %v", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "enc-probe", Namespace: securityNamespace}, Data: map[string]string{"v": plain}}
 	if _, err := cs.CoreV1().ConfigMaps(securityNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("configmap: %v", err)
+		fatalf(t, "configmap: %v", err)
 	}
 	if got, err := cs.CoreV1().Secrets(securityNamespace).Get(ctx, "enc-probe", metav1.GetOptions{}); err != nil || string(got.Data["v"]) != plain {
-		t.Errorf("secret read back through the API: %v %q", err, got.Data["v"])
+		errorf(t, "secret read back through the API: %v %q", err, got.Data["v"])
 	}
 
 	raw, err := etcdGet(ctx, m, ip, "/registry/secrets/"+securityNamespace+"/enc-probe", "/registry/configmaps/"+securityNamespace+"/enc-probe")
 	if err != nil {
-		t.Fatalf("etcd: %v", err)
+		fatalf(t, "etcd: %v", err)
 	}
 	for key, prefix := range map[string]string{
 		"/registry/secrets/" + securityNamespace + "/enc-probe":    "k8s:enc:kms:v2:" + fakeKMSName + ":",
@@ -177,20 +178,20 @@ func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip st
 		v := raw[key]
 		switch {
 		case v == nil:
-			t.Errorf("etcd has no %s", key)
+			errorf(t, "etcd has no %s", key)
 		case !bytes.HasPrefix(v, []byte(prefix)):
-			t.Errorf("etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
+			errorf(t, "etcd %s starts with %q, want %q", key, v[:min(len(v), 40)], prefix)
 		case bytes.Contains(v, []byte(plain)):
-			t.Errorf("etcd %s holds the plaintext", key)
+			errorf(t, "etcd %s holds the plaintext", key)
 		default:
 			t.Logf("etcd %s: %q… (%d bytes, encrypted)", key, v[:len(prefix)], len(v))
 		}
 	}
 
 	if res, err := m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service"); err != nil {
-		t.Errorf("fake-kms-plugin journal: %v", err)
+		errorf(t, "fake-kms-plugin journal: %v", err)
 	} else if n := strings.Count(res.Stdout, "fake-kms-plugin: encrypt #"); n == 0 {
-		t.Errorf("the API server never called the KMS plugin's Encrypt:\n%s", tail(res.Stdout, 10))
+		errorf(t, "the API server never called the KMS plugin's Encrypt:\n%s", tail(res.Stdout, 10))
 	} else {
 		t.Logf("fake-kms-plugin: %d Encrypt and %d Decrypt calls", n, strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"))
 	}
@@ -202,18 +203,18 @@ func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip st
 		found = auditHasCreate(m, "secrets", securityNamespace, "enc-probe")
 	}
 	if !found {
-		t.Errorf("%s has no create event of secret %s/enc-probe", auditLogPath, securityNamespace)
+		errorf(t, "%s has no create event of secret %s/enc-probe", auditLogPath, securityNamespace)
 	} else if b, err := os.ReadFile(filepath.Join(m.Root, auditLogPath)); err == nil {
 		t.Logf("%s: %d audit events, the Secret's create among them", auditLogPath, bytes.Count(b, []byte("\n")))
 	}
 	for _, p := range []string{"/etc/kubernetes/apiserver/audit-policy.yaml", "/etc/kubernetes/apiserver/encryption-config.yaml"} {
 		fi, err := os.Stat(filepath.Join(m.Root, p))
 		if err != nil {
-			t.Errorf("%s: %v", p, err)
+			errorf(t, "%s: %v", p, err)
 			continue
 		}
 		if fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s: mode %04o, want 0600", p, fi.Mode().Perm())
+			errorf(t, "%s: mode %04o, want 0600", p, fi.Mode().Perm())
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			t.Logf("%s: %04o %d:%d", p, fi.Mode().Perm(), st.Uid, st.Gid)
@@ -306,17 +307,17 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp1m.Root, "etc/kubernetes/admin.conf"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	cfg.Host = "https://" + ip + ":6443"
 	cfg.Timeout = 15 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	got, err := cs.CoreV1().Secrets(securityNamespace).Get(ctx, "enc-probe", metav1.GetOptions{})
 	if err != nil || string(got.Data["v"]) != "machineadm-e2e-plaintext-marker" {
-		t.Errorf("%s: the probe Secret through %s's API server: %v", m.Name, m.Name, err)
+		errorf(t, "%s: the probe Secret through %s's API server: %v", m.Name, m.Name, err)
 		return
 	}
 	// The plugin logs each call before it answers, but journald may store
@@ -328,7 +329,7 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 	for {
 		res, err = m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
 		if err != nil {
-			t.Errorf("%s: fake-kms-plugin journal: %v", m.Name, err)
+			errorf(t, "%s: fake-kms-plugin journal: %v", m.Name, err)
 			return
 		}
 		if strings.Contains(res.Stdout, "fake-kms-plugin: decrypt #") || time.Now().After(deadline) {
@@ -336,9 +337,38 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 		}
 		time.Sleep(time.Second)
 	}
-	if n := strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"); n == 0 {
-		t.Errorf("%s: its API server read the Secret without calling its KMS plugin's Decrypt:\n%s", m.Name, tail(res.Stdout, 10))
+	n, enc := strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"), strings.Count(res.Stdout, "fake-kms-plugin: encrypt #")
+	if n == 0 {
+		logKMSDiagnostics(ctx, t, cp1m, m)
+		errorf(t, "%s: its API server read the Secret without calling its KMS plugin's Decrypt (%d Encrypt calls):\n%s", m.Name, enc, tail(res.Stdout, 10))
 	} else {
-		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s)", m.Name, m.Name, n)
+		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s), encrypted %d", m.Name, m.Name, n, enc)
+	}
+}
+
+// logKMSDiagnostics logs, for a KMS check that failed on m, what says
+// which plugin m's API server talks to: the plugin's and the API server's
+// processes and journals (KMS lines), the socket's inode as the plugin's
+// and the API server's mount namespaces see it, and the Encrypt and
+// Decrypt counts of cp1m's plugin. The encryption configuration is not
+// logged: it holds the aescbc key.
+func logKMSDiagnostics(ctx context.Context, t *testing.T, cp1m, m *Machine) {
+	t.Helper()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	sock := path.Dir(fakeKMSSocket)
+	for _, c := range []struct {
+		m    *Machine
+		what string
+		args []string
+	}{
+		{m, "units", []string{"systemctl", "show", "-p", "Id,MainPID,NRestarts,ActiveEnterTimestampMonotonic", "fake-kms-plugin.service", "kube-apiserver.service"}},
+		{m, "plugin and API server journal (KMS lines)", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service -u kube-apiserver.service | grep -iE 'kms|plugin|envelope|encrypt|decrypt|socket' | tail -n 40"}},
+		{m, "the socket as seen from the plugin's and the API server's mount namespaces", []string{"sh", "-c", "for u in fake-kms-plugin kube-apiserver; do p=$(systemctl show -p MainPID --value $u.service); echo \"$u (pid $p):\"; ls -lia /proc/$p/root" + sock + " 2>&1; done; crictl ps -a --name kube-apiserver 2>&1 | tail -n 3"}},
+		{m, "sockets", []string{"sh", "-c", "ss -xlpn 2>&1 | grep -i kms"}},
+		{cp1m, "cp1's plugin journal", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service | tail -n 20"}},
+	} {
+		res, err := c.m.Exec(dctx, nil, c.args...)
+		t.Logf("%s: %s (%v):\n%s%s", c.m.Name, c.what, err, res.Stdout, res.Stderr)
 	}
 }

@@ -59,7 +59,7 @@ func TestSystemdControlPlane(t *testing.T) {
 	e.mu.Unlock()
 	for _, m := range earlier {
 		if err := e.stopMachine(m); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	runDir := e.runDir
@@ -68,11 +68,11 @@ func TestSystemdControlPlane(t *testing.T) {
 
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	sum, err := fileSHA256(e.binPath("kube-scheduler"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	prepare := func(m *Machine) error {
 		m.BindRO = append(m.BindRO, filepath.Join(e.cache, "bin")+":"+e2eBinDir)
@@ -105,7 +105,7 @@ func TestSystemdControlPlane(t *testing.T) {
 		s *v1alpha1.MachineBootstrapConfig
 	}{{mcp1, cp1Spec}, {mcp2, cp2Spec}, {mw1, workerSpec(w1, secrets.caHash)}} {
 		if err := deliver(d.m, d.s, secrets); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 
@@ -121,17 +121,17 @@ func TestSystemdControlPlane(t *testing.T) {
 	}
 	cs, err := adminClient(mcp1)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if _, err := waitNodesReady(ctx, cs, readyTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
 		dumpSystemdDiagnostics(ctx, t, mcp1, mcp2)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	checkAPIServerSecurity(ctx, t, mcp1, cp1.IP, cs)
 	checkDecryptsThrough(ctx, t, mcp1, mcp2, cp2.IP)
 	for _, m := range []*Machine{mcp1, mcp2} {
 		if err := checkControlPlaneNode(ctx, cs, m.Name); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 		checkNoControlPlanePods(ctx, t, cs, m)
 		checkUnitsActive(ctx, t, m)
@@ -139,18 +139,18 @@ func TestSystemdControlPlane(t *testing.T) {
 	for _, path := range []string{"/livez", "/readyz"} {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 		if err != nil || strings.TrimSpace(string(body)) != "ok" {
-			t.Errorf("%s: %q, %v", path, body, err)
+			errorf(t, "%s: %q, %v", path, body, err)
 		}
 	}
 	members, err := etcdMembers(ctx, mcp1)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if len(members) != 2 {
-		t.Errorf("etcd has members %v, want cp1 and cp2", members)
+		errorf(t, "etcd has members %v, want cp1 and cp2", members)
 	}
 	if _, err := runTestPod(ctx, cs, w1, podTimeout); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	logExposure(ctx, t, mcp1)
 
@@ -182,46 +182,46 @@ func checkNoControlPlanePods(ctx context.Context, t *testing.T, cs kubernetes.In
 	t.Helper()
 	pods, err := cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == m.Name {
-			t.Errorf("%s: control-plane pod %s exists", m.Name, p.Name)
+			errorf(t, "%s: control-plane pod %s exists", m.Name, p.Name)
 		}
 	}
 	res, err := m.Exec(ctx, nil, e2eBinDir+"/crictl", "--runtime-endpoint", "unix:///run/containerd/containerd.sock",
 		"pods", "--output", "json")
 	if err != nil {
-		t.Fatalf("%s: crictl pods: %v", m.Name, err)
+		fatalf(t, "%s: crictl pods: %v", m.Name, err)
 	}
 	sandboxes, err := parseCrictlPods(res.Stdout)
 	if err != nil {
-		t.Fatalf("%s: crictl pods: %v:\n%s", m.Name, err, res.Stdout)
+		fatalf(t, "%s: crictl pods: %v:\n%s", m.Name, err, res.Stdout)
 	}
 	for _, sb := range sandboxes {
 		if sb.Labels["tier"] == "control-plane" || slices.ContainsFunc(systemdUnits, func(u string) bool {
 			return strings.HasPrefix(sb.Metadata.Name, u+"-")
 		}) {
-			t.Errorf("%s: crictl pods lists control-plane pod %s/%s (%s)", m.Name, sb.Metadata.Namespace, sb.Metadata.Name, sb.State)
+			errorf(t, "%s: crictl pods lists control-plane pod %s/%s (%s)", m.Name, sb.Metadata.Namespace, sb.Metadata.Name, sb.State)
 		}
 	}
 	t.Logf("%s: crictl pods: %d pod sandboxes, none of the control plane", m.Name, len(sandboxes))
 	res, err = m.Exec(ctx, nil, "ctr", "--namespace", "k8s.io", "containers", "ls",
 		`labels."io.kubernetes.pod.namespace"==kube-system`)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, c := range systemdUnits {
 		if strings.Contains(res.Stdout, "/"+c+":") {
-			t.Errorf("%s: containerd runs a %s container:\n%s", m.Name, c, res.Stdout)
+			errorf(t, "%s: containerd runs a %s container:\n%s", m.Name, c, res.Stdout)
 		}
 	}
 	if _, err := m.Exec(ctx, nil, "sh", "-c", `test -z "$(ls -A /etc/kubernetes/manifests 2>/dev/null)"`); err != nil {
-		t.Errorf("%s: static pod manifests written: %v", m.Name, err)
+		errorf(t, "%s: static pod manifests written: %v", m.Name, err)
 	}
 	kc, err := m.ReadFile("/var/lib/kubelet/config.yaml")
 	if err != nil || strings.Contains(string(kc), "staticPodPath: /") {
-		t.Errorf("%s: kubelet config still has a static pod path (%v):\n%s", m.Name, err, kc)
+		errorf(t, "%s: kubelet config still has a static pod path (%v):\n%s", m.Name, err, kc)
 	}
 }
 
@@ -257,7 +257,7 @@ func checkUnitsActive(ctx context.Context, t *testing.T, m *Machine) {
 	t.Helper()
 	res, err := m.Exec(ctx, nil, append([]string{"systemctl", "is-active"}, systemdUnits...)...)
 	if err != nil || strings.Count(res.Stdout, "active\n") != len(systemdUnits) || strings.Contains(res.Stdout, "inactive") {
-		t.Errorf("%s: systemctl is-active: %q %v", m.Name, res.Stdout, err)
+		errorf(t, "%s: systemctl is-active: %q %v", m.Name, res.Stdout, err)
 	}
 }
 
@@ -281,12 +281,12 @@ func unitProperty(ctx context.Context, m *Machine, unit, prop string) (string, e
 func checkAPIServerHealed(ctx context.Context, t *testing.T, m *Machine) {
 	pid, err := unitProperty(ctx, m, "kube-apiserver", "MainPID")
 	if err != nil || pid == "0" || pid == "" {
-		t.Fatalf("kube-apiserver MainPID %q: %v", pid, err)
+		fatalf(t, "kube-apiserver MainPID %q: %v", pid, err)
 	}
 	restarts, _ := unitProperty(ctx, m, "kube-apiserver", "NRestarts")
 	start := time.Now()
 	if _, err := m.Exec(ctx, nil, "kill", "-KILL", pid); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	url := "https://" + net.JoinHostPort(m.IP, "6443") + "/livez"
@@ -308,13 +308,13 @@ func checkAPIServerHealed(ctx context.Context, t *testing.T, m *Machine) {
 	timing(t, "systemd-apiserver-kill-to-livez", healed)
 	if err != nil {
 		dumpSystemdDiagnostics(ctx, t, m)
-		t.Fatalf("the API did not answer %s within %s of the kill: %v", url, healBound, err)
+		fatalf(t, "the API did not answer %s within %s of the kill: %v", url, healBound, err)
 	}
 	after, _ := unitProperty(ctx, m, "kube-apiserver", "NRestarts")
 	n0, _ := strconv.Atoi(restarts)
 	n1, _ := strconv.Atoi(after)
 	if n1 != n0+1 {
-		t.Errorf("NRestarts %d → %d, want one restart by systemd (down seen: %v)", n0, n1, downSeen)
+		errorf(t, "NRestarts %d → %d, want one restart by systemd (down seen: %v)", n0, n1, downSeen)
 	}
 	t.Logf("kube-apiserver killed (pid %s), restarted by systemd, /livez ok after %s", pid, healed.Round(100*time.Millisecond))
 }
@@ -326,29 +326,29 @@ func checkRerunNoOp(ctx context.Context, t *testing.T, m *Machine) {
 	for _, u := range systemdUnits {
 		st, err := os.Stat(filepath.Join(m.Root, "etc/systemd/system", u+".service"))
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		pid, _ := unitProperty(ctx, m, u, "MainPID")
 		before[u] = fmt.Sprintf("%s pid=%s", st.ModTime(), pid)
 	}
 	res, _ := bootstrap(ctx, t, m)
 	if res.ExitCode != 0 {
-		t.Fatalf("rerun exited %d", res.ExitCode)
+		fatalf(t, "rerun exited %d", res.ExitCode)
 	}
 	r, raw, err := readReport(m)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, p := range r.Phases {
 		if p.Status != "Unchanged" {
-			t.Errorf("rerun: phase %s %s, want Unchanged\n%s", p.Name, p.Status, raw)
+			errorf(t, "rerun: phase %s %s, want Unchanged\n%s", p.Name, p.Status, raw)
 		}
 	}
 	for _, u := range systemdUnits {
 		st, _ := os.Stat(filepath.Join(m.Root, "etc/systemd/system", u+".service"))
 		pid, _ := unitProperty(ctx, m, u, "MainPID")
 		if now := fmt.Sprintf("%s pid=%s", st.ModTime(), pid); now != before[u] {
-			t.Errorf("rerun changed %s: %s → %s", u, before[u], now)
+			errorf(t, "rerun changed %s: %s → %s", u, before[u], now)
 		}
 	}
 }

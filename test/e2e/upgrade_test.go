@@ -131,7 +131,7 @@ func testUpgrade(t *testing.T, systemd bool) {
 	defer lbLog.close()
 	defer stopLB()
 	if _, err := startControlPlaneLB(lbCtx, func() []string { return []string{cp1.IP, cp2.IP} }, lbLog.Logf); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	start := time.Now()
 	c := bootPrevCluster(ctx, t, e, systemd, capiLBAddr)
@@ -173,12 +173,12 @@ func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
 	s, _ := c.reconfiguredSpec(t, kubernetesVersion, true)
 	s.Spec.ControlPlane.PKI.RenewBefore = "168h"
 	if err := deliver(m, s, c.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	// The ones the cluster CA signs (front-proxy-client and
 	// apiserver-etcd-client have CAs of their own).
 	if err := ageCertificates(m, []string{"apiserver-kubelet-client.crt"}, []string{"controller-manager.conf", "scheduler.conf"}); err != nil {
-		t.Fatalf("cp1: ageing the client certificates: %v", err)
+		fatalf(t, "cp1: ageing the client certificates: %v", err)
 	}
 	restarted := []string{"kube-controller-manager", "kube-scheduler"}
 	kept := []string{"etcd", "kube-apiserver"}
@@ -190,11 +190,11 @@ func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
 	timing(t, "renew-certificates-cp1", dur)
 	out := res.Stdout + res.Stderr
 	if res.ExitCode != 0 {
-		t.Fatalf("cp1: the renewing upgrade exited %d:\n%s", res.ExitCode, tail(out, 40))
+		fatalf(t, "cp1: the renewing upgrade exited %d:\n%s", res.ExitCode, tail(out, 40))
 	}
 	for _, cert := range []string{"renewed apiserver-kubelet-client", "renewed controller-manager.conf", "renewed scheduler.conf"} {
 		if !strings.Contains(out, cert) {
-			t.Errorf("cp1: the renewing upgrade does not say %q:\n%s", cert, tail(out, 40))
+			errorf(t, "cp1: the renewing upgrade does not say %q:\n%s", cert, tail(out, 40))
 		}
 	}
 	for _, comp := range restarted {
@@ -203,21 +203,21 @@ func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
 			now = processPIDs(m, comp)
 			return len(now) == 1 && !slices.Contains(before[comp], now[0]), nil
 		}); err != nil {
-			t.Errorf("cp1: %s not restarted on its renewed certificates (pids %v, then %v)", comp, before[comp], now)
+			errorf(t, "cp1: %s not restarted on its renewed certificates (pids %v, then %v)", comp, before[comp], now)
 			continue
 		}
 		p, err := c.cs.CoreV1().Pods(metav1.NamespaceSystem).Get(ctx, comp+"-"+m.Name, metav1.GetOptions{})
 		if err != nil || !strings.HasPrefix(p.Annotations["machineadm.io/certificates-digest"], "sha256:") {
-			t.Errorf("cp1: %s's mirror pod carries no certificates digest: %v", comp, err)
+			errorf(t, "cp1: %s's mirror pod carries no certificates digest: %v", comp, err)
 		}
 	}
 	for _, comp := range kept {
 		if now := processPIDs(m, comp); !slices.Equal(now, before[comp]) {
-			t.Errorf("cp1: %s restarted (%v, then %v); it reloads its certificates itself", comp, before[comp], now)
+			errorf(t, "cp1: %s restarted (%v, then %v); it reloads its certificates itself", comp, before[comp], now)
 		}
 	}
 	if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
-		t.Errorf("after the certificate renewal: %v", err)
+		errorf(t, "after the certificate renewal: %v", err)
 	}
 	after := map[string][]int{}
 	for _, comp := range restarted {
@@ -226,11 +226,11 @@ func renewCertificates(ctx context.Context, t *testing.T, c *upgradeCluster) {
 	res, _ = runUpgrade(ctx, t, m, "renew-certificates-again")
 	out = res.Stdout + res.Stderr
 	if res.ExitCode != 0 || strings.Contains(out, "renewed ") {
-		t.Errorf("cp1: the rerun exited %d or renewed again:\n%s", res.ExitCode, tail(out, 30))
+		errorf(t, "cp1: the rerun exited %d or renewed again:\n%s", res.ExitCode, tail(out, 30))
 	}
 	for _, comp := range restarted {
 		if now := processPIDs(m, comp); !slices.Equal(now, after[comp]) {
-			t.Errorf("cp1: the rerun restarted %s (%v, then %v)", comp, after[comp], now)
+			errorf(t, "cp1: the rerun restarted %s (%v, then %v)", comp, after[comp], now)
 		}
 	}
 }
@@ -265,7 +265,7 @@ func stopAll(t *testing.T, e *env) {
 	e.mu.Unlock()
 	for _, m := range all {
 		if err := e.stopMachine(m); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 	}
 }
@@ -347,7 +347,7 @@ func upgradeNodeSpec(e *env, caHash string, node hostsEntry, version string, sys
 func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool, endpoint string) *upgradeCluster {
 	secrets, err := e.makeSecrets(ctx, filepath.Join(e.runDir, "pki"))
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	start := time.Now()
 	ms := e.bootMachinesWith(ctx, t, bootOptions{prepare: e.prepareUpgradeMachine}, cp1, cp2, w1)
@@ -360,31 +360,31 @@ func bootPrevCluster(ctx context.Context, t *testing.T, e *env, systemd bool, en
 	}{{c.cp1, cp1, initPhases}, {c.cp2, cp2, controlPlaneJoinPhases}, {c.w1, w1, workerJoinPhases}} {
 		s, err := c.upgradeSpec(e, d.node, prevKubernetesVersion)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := deliver(d.m, s, secrets); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		mustBootstrap(ctx, t, d.m, d.phases, true)
 		if d.m == c.cp1 {
 			if c.cs, err = adminClient(c.cp1); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 			if err := keepConntrackMax(ctx, c.cs); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 		}
 	}
 	if _, err := waitNodesReady(ctx, c.cs, readyTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
 		dumpDiagnostics(ctx, t, c.machines()...)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := waitDaemonPodsRunning(ctx, c.cs, "kube-proxy", podTimeout, cp1.Name, cp2.Name, w1.Name); err != nil {
 		dumpDiagnostics(ctx, t, c.machines()...)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	if err := checkVersions(ctx, c, prevKubernetesVersion); err != nil {
-		t.Fatalf("the cluster before the upgrade: %v", err)
+		fatalf(t, "the cluster before the upgrade: %v", err)
 	}
 	t.Logf("cluster at %s: cp1, cp2 (runtime Systemd: %v), w1 Ready", prevKubernetesVersion, systemd)
 	return c
@@ -398,20 +398,20 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 	clusterIP, err := startEchoService(ctx, c.cs, podTimeout)
 	if err != nil {
 		dumpDiagnostics(ctx, t, c.machines()...)
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	for _, m := range c.machines() {
 		// The probe must be able to fail: it reaches the echo Service
 		// and not one without endpoints, before it starts counting.
 		if err := routeServices(ctx, m); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := checkProbeMeasures(ctx, c.cs, m, clusterIP, time.Minute); err != nil {
 			dumpDiagnostics(ctx, t, c.machines()...)
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := startProbe(ctx, m, clusterIP); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 	}
 	probing := time.Now()
@@ -426,16 +426,16 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 			for _, m := range c.machines() {
 				st, err := stopProbe(ctx, m)
 				if err != nil {
-					t.Error(err)
+					errorln(t, err)
 					continue
 				}
 				t.Logf("probe of the echo Service from %s: %s", m.Name, st)
 				if st.failed > 0 {
-					t.Errorf("probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
+					errorf(t, "probe from %s: %d of %d probes of the Service failed during the upgrade (target 0)", m.Name, st.failed, st.total)
 					t.Logf("%s: kube-proxy's log:\n%s", m.Name, kubeProxyLogTail(m, 40))
 				}
 				if st.total == 0 {
-					t.Errorf("probe from %s ran no probe", m.Name)
+					errorf(t, "probe from %s ran no probe", m.Name)
 				}
 			}
 		})
@@ -447,16 +447,16 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 			st, err := stopProbe(ctx, m)
 			t.Logf("probe of the echo Service from %s for 10 s: %s %v", m.Name, st, err)
 		}
-		t.Fatalf("this machineadm has no upgrade command: %v\n%s", err, out)
+		fatalf(t, "this machineadm has no upgrade command: %v\n%s", err, out)
 	}
 	for i, m := range c.machines() {
 		node := []hostsEntry{cp1, cp2, w1}[i]
 		s, err := c.upgradeSpec(e, node, kubernetesVersion)
 		if err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if err := deliver(m, s, c.secrets); err != nil {
-			t.Fatal(err)
+			fatalln(t, err)
 		}
 		if kills && m == c.cp1 {
 			upgradeCrashChain(ctx, t, m)
@@ -467,10 +467,10 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 			// cluster's admin.conf, delivered for the drain (0600).
 			b, err := os.ReadFile(filepath.Join(c.cp1.Root, "etc/kubernetes/admin.conf"))
 			if err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 			if err := m.WriteFile(drainKubeconfig, b, 0o600); err != nil {
-				t.Fatal(err)
+				fatalln(t, err)
 			}
 			flags = []string{"--kubeconfig", drainKubeconfig}
 		}
@@ -480,17 +480,17 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		timing(t, "upgrade-"+m.Name, dur)
 		if res.ExitCode != 0 {
 			dumpDiagnostics(ctx, t, m)
-			t.Fatalf("%s: machineadm upgrade exited %d:\n%s", m.Name, res.ExitCode, tail(res.Stdout+res.Stderr, 40))
+			fatalf(t, "%s: machineadm upgrade exited %d:\n%s", m.Name, res.ExitCode, tail(res.Stdout+res.Stderr, 40))
 		}
 		if r, raw, err := readReport(m); err != nil {
-			t.Errorf("%s: %v", m.Name, err)
+			errorf(t, "%s: %v", m.Name, err)
 		} else if r.Result != "Succeeded" {
-			t.Errorf("%s: upgrade report %s\n%s", m.Name, r.summary(), raw)
+			errorf(t, "%s: upgrade report %s\n%s", m.Name, r.summary(), raw)
 		} else {
 			t.Logf("%s upgrade report: %s", m.Name, r.summary())
 		}
 		if _, err := waitNodesReady(ctx, c.cs, readyTimeout, m.Name); err != nil {
-			t.Error(err)
+			errorln(t, err)
 		}
 		// The node's control plane is healthy when machineadm exits, with
 		// no grace: an operator goes on to the next node at once. (The
@@ -503,21 +503,21 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 		// cluster-wide wait below bounds.
 		after := time.Now()
 		if err := controlPlaneHealthyNow(ctx, c, m); err != nil {
-			t.Errorf("right after %s's upgrade exited: %v", m.Name, err)
+			errorf(t, "right after %s's upgrade exited: %v", m.Name, err)
 		}
 		if err := waitControlPlaneHealthy(ctx, c, 3*time.Minute); err != nil {
 			dumpDiagnostics(ctx, t, m)
-			t.Fatalf("after %s's upgrade: %v", m.Name, err)
+			fatalf(t, "after %s's upgrade: %v", m.Name, err)
 		}
 		timing(t, "upgrade-"+m.Name+"-exit-to-control-plane-healthy", time.Since(after))
 	}
 	finishProbes()
 	if err := checkVersions(ctx, c, kubernetesVersion); err != nil {
-		t.Error(err)
+		errorln(t, err)
 	}
 	members, err := etcdMembers(ctx, c.cp1)
 	if err != nil || len(members) != 2 {
-		t.Errorf("etcd members after the upgrade: %v, %v; want cp1 and cp2", members, err)
+		errorf(t, "etcd members after the upgrade: %v, %v; want cp1 and cp2", members, err)
 	}
 	// kubeadm-config names the new version and carries the spec's API
 	// server settings: on a Systemd control plane the version upgrade
@@ -525,16 +525,16 @@ func upgradeClusterNodes(ctx context.Context, t *testing.T, e *env, c *upgradeCl
 	// which machineadm stores before kubeadm's upload-config stores the
 	// version.
 	if err := checkKubeadmConfig(ctx, c.cs, kubernetesVersion, nil, []string{"audit-log-path", "audit-policy-file"}); err != nil {
-		t.Errorf("after the upgrade: %v", err)
+		errorf(t, "after the upgrade: %v", err)
 	}
 	// A second upgrade to the same spec changes nothing.
 	res, _ := runUpgrade(ctx, t, c.cp2, "upgrade-again")
 	if res.ExitCode != 0 {
-		t.Errorf("cp2: a second upgrade to the same spec exited %d", res.ExitCode)
+		errorf(t, "cp2: a second upgrade to the same spec exited %d", res.ExitCode)
 	} else if r, raw, err := readReport(c.cp2); err == nil {
 		for _, p := range r.Phases {
 			if p.Status == "Succeeded" && !slices.Contains([]string{"inputs-check", upgrade.PhasePlan, "host-check", upgrade.PhaseRecord}, p.Name) {
-				t.Errorf("cp2: the second upgrade to the same spec ran %s (%s)\n%s", p.Name, p.Message, raw)
+				errorf(t, "cp2: the second upgrade to the same spec ran %s (%s)\n%s", p.Name, p.Message, raw)
 			}
 		}
 	}
@@ -554,10 +554,10 @@ func upgradeCrashChain(ctx context.Context, t *testing.T, m *Machine) {
 		r := run.report
 		top, _, _ := strings.Cut(r.FailedPhase, "/")
 		if r.Result == "Succeeded" || r.ErrorClass != "Interrupted" || top != run.phase {
-			t.Errorf("%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase)
+			errorf(t, "%s: report after the kill in %s: result=%s errorClass=%s failedPhase=%s", m.Name, run.phase, r.Result, r.ErrorClass, r.FailedPhase)
 		}
 		if run.state.FinishedAt != "" {
-			t.Errorf("%s: the upgrade journal says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
+			errorf(t, "%s: the upgrade journal says finished (%s) after the kill in %s", m.Name, run.state.FinishedAt, run.phase)
 		}
 		prev = run
 	}
@@ -577,7 +577,7 @@ func runUpgrade(ctx context.Context, t *testing.T, m *Machine, name string, flag
 		t.Logf("%s: %v (after %s); output tail:\n%s", m.Name, err, dur.Round(time.Second), tail(res.Stdout+res.Stderr, 40))
 	}
 	if uctx.Err() != nil {
-		t.Fatalf("%s: machineadm upgrade did not finish within %s", m.Name, upgradeTimeout)
+		fatalf(t, "%s: machineadm upgrade did not finish within %s", m.Name, upgradeTimeout)
 	}
 	return res, dur
 }
@@ -723,7 +723,7 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 	m := c.cp1
 	s, wantFlags := c.reconfiguredSpec(t, version, typed)
 	if err := deliver(m, s, c.secrets); err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	reconfigureCheck(ctx, t, c, m, version, typed, wantFlags)
 }
@@ -735,7 +735,7 @@ func reconfigureAPIServer(ctx context.Context, t *testing.T, c *upgradeCluster, 
 func (c *upgradeCluster) reconfiguredSpec(t *testing.T, version string, typed bool) (*v1alpha1.MachineBootstrapConfig, []string) {
 	s, err := c.upgradeSpec(theEnv, cp1, version)
 	if err != nil {
-		t.Fatal(err)
+		fatalln(t, err)
 	}
 	var wantFlags []string
 	if typed {
@@ -765,7 +765,7 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 	timing(t, "reconfigure-cp1", dur)
 	if res.ExitCode != 0 {
 		w.stop()
-		t.Fatalf("cp1: reconfiguring upgrade exited %d:\n%s", res.ExitCode, tail(res.Stdout+res.Stderr, 40))
+		fatalf(t, "cp1: reconfiguring upgrade exited %d:\n%s", res.ExitCode, tail(res.Stdout+res.Stderr, 40))
 	}
 	if r, _, err := readReport(m); err == nil {
 		t.Logf("cp1 reconfiguration report: %s", r.summary())
@@ -779,11 +779,11 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 	time.Sleep(5 * time.Second)
 	seen := w.stop()
 	if err != nil {
-		t.Fatalf("cp1: kube-apiserver before %v, after %v: not restarted", before, after)
+		fatalf(t, "cp1: kube-apiserver before %v, after %v: not restarted", before, after)
 	}
 	// The processes seen: the old one and exactly one new one.
 	if len(seen) != 2 {
-		t.Errorf("cp1: kube-apiserver processes seen during the reconfiguration %v (before %v), want the old and one new", seen, before)
+		errorf(t, "cp1: kube-apiserver processes seen during the reconfiguration %v (before %v), want the old and one new", seen, before)
 	} else {
 		t.Logf("cp1: kube-apiserver restarted once (pid %v -> %v)", before, after)
 	}
@@ -792,14 +792,14 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 	for _, f := range wantFlags {
 		if !strings.Contains(string(cmdline), f) {
 			missing = true
-			t.Errorf("cp1: the new kube-apiserver runs without %s: %q", f, strings.ReplaceAll(string(cmdline), "\x00", " "))
+			errorf(t, "cp1: the new kube-apiserver runs without %s: %q", f, strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 	if !typed {
 		unit, err := m.ReadFile("/etc/systemd/system/kube-apiserver.service")
 		if want := "LoadCredential=audit-policy-file:" + auditPolicyPath; err != nil || !strings.Contains(string(unit), want) {
 			missing = true
-			t.Errorf("cp1: kube-apiserver.service does not load the spec's policy file as the flag's credential (%s): %v", want, err)
+			errorf(t, "cp1: kube-apiserver.service does not load the spec's policy file as the flag's credential (%s): %v", want, err)
 		}
 	}
 	if missing {
@@ -813,7 +813,7 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 		_, err := c.cs.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	}); err != nil {
-		t.Errorf("the API server does not answer after the reconfiguration: %v", err)
+		errorf(t, "the API server does not answer after the reconfiguration: %v", err)
 	}
 	// The first control plane stored the new settings in kubeadm-config
 	// (the static pods' and the Systemd runtime's upgraders alike): a
@@ -823,7 +823,7 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 		stored = []string{reconfigureFlag + "=" + reconfigureFlagValue}
 	}
 	if err := checkKubeadmConfig(ctx, c.cs, version, stored, nil); err != nil {
-		t.Errorf("cp1: after the reconfiguration: %v", err)
+		errorf(t, "cp1: after the reconfiguration: %v", err)
 	}
 	if typed {
 		// The policy at work: the Secrets list above (and any other
@@ -836,7 +836,7 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 			return err == nil && strings.Contains(log, `"resource":"secrets"`) && strings.Contains(log, `"level":"Metadata"`), nil
 		})
 		if err != nil {
-			t.Errorf("cp1: no audit event for secrets in %s (%d bytes): %v\n%s", machineadm.DefaultAuditLogPath, len(log), err, tail(log, 5))
+			errorf(t, "cp1: no audit event for secrets in %s (%d bytes): %v\n%s", machineadm.DefaultAuditLogPath, len(log), err, tail(log, 5))
 		} else {
 			t.Logf("cp1: audit log %s has %d events", machineadm.DefaultAuditLogPath, strings.Count(log, "\n"))
 		}
@@ -844,13 +844,13 @@ func reconfigureCheck(ctx context.Context, t *testing.T, c *upgradeCluster, m *M
 	// The rerun: the plan says no change, nothing restarts.
 	res, _ = runUpgrade(ctx, t, m, "reconfigure-again")
 	if res.ExitCode != 0 {
-		t.Errorf("cp1: rerun of the reconfiguration exited %d", res.ExitCode)
+		errorf(t, "cp1: rerun of the reconfiguration exited %d", res.ExitCode)
 	}
 	if !strings.Contains(res.Stdout+res.Stderr, "no change") {
-		t.Errorf("cp1: the rerun's plan is not empty:\n%s", tail(res.Stdout+res.Stderr, 30))
+		errorf(t, "cp1: the rerun's plan is not empty:\n%s", tail(res.Stdout+res.Stderr, 30))
 	}
 	if again := processPIDs(m, "kube-apiserver"); !slices.Equal(again, after) {
-		t.Errorf("cp1: the rerun restarted kube-apiserver (%v, then %v)", after, again)
+		errorf(t, "cp1: the rerun restarted kube-apiserver (%v, then %v)", after, again)
 	}
 }
 

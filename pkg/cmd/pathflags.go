@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
+	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/readlimit"
 	"github.com/machineadm/machineadm/pkg/session"
 )
@@ -29,6 +32,27 @@ func checkFileFlag(flag, path string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		return session.Usagef("--%s %s: must be a regular file, got %s", flag, path, readlimit.Describe(fi.Mode()))
+	}
+	return nil
+}
+
+// checkKubeconfigFlag refuses, before any work, an upgrade's --kubeconfig
+// that was given and cannot be used: a path that does not exist, is not a
+// regular file (checkFileFlag), or does not load as a kubeconfig (day2's
+// RESTConfig: YAML, known kind and version, decodable credentials). The
+// error is a usage error (exit code 2) naming the flag; it never quotes
+// the file's content. Without the check the run went as far as the drain
+// phase and failed there with exit code 1. The flag left out, or given
+// as "", passes: the drain uses /etc/kubernetes/admin.conf.
+func checkKubeconfigFlag(cmd *cobra.Command, path string) error {
+	if err := checkFileFlag("kubeconfig", path); err != nil || path == "" || !cmd.Flags().Changed("kubeconfig") {
+		return err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return session.Usagef("--kubeconfig %s: does not exist", path)
+	}
+	if _, err := day2.RESTConfig(path); err != nil {
+		return session.Usagef("--kubeconfig: %v", err)
 	}
 	return nil
 }

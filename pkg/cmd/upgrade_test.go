@@ -399,3 +399,40 @@ func TestUpgradeUnusableRecordHint(t *testing.T) {
 		}
 	}
 }
+
+// TestUpgradeRefusesAnUnusableKubeconfig: a --kubeconfig that was given
+// and does not exist, is a directory, or does not load is a usage error
+// (exit 2) naming the flag, before the run plans anything; the file's
+// content is never quoted.
+func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.36.3", "cp1", "30"))
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("users:\n- name: u\n  user:\n    token: SECRET-TOKEN-x\n    client-key-data: not-base64-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing"), "--kubeconfig " + filepath.Join(dir, "missing") + ": does not exist"},
+		{dir, "must be a regular file"},
+		{garbage, "--kubeconfig: kubeconfig " + garbage + ": illegal base64 data"},
+	} {
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--kubeconfig", c.path)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("--kubeconfig %s: exit %d, want 2 and %q\n%s\n%s", c.path, code, c.want, out, errOut)
+		}
+		if all := out + errOut; strings.Contains(all, "SECRET") {
+			t.Errorf("--kubeconfig %s: the file's content reached the output:\n%s", c.path, all)
+		}
+		if strings.Contains(out, "would cordon Node cp1") {
+			t.Errorf("--kubeconfig %s: the run went on to plan the drain:\n%s", c.path, out)
+		}
+	}
+	// A kubeconfig that loads passes the check (the dry run prints the plan).
+	good := filepath.Join(dir, "good")
+	if err := os.WriteFile(good, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: abc}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--kubeconfig", good); code != 0 || !strings.Contains(out, "would cordon Node cp1") {
+		t.Errorf("a usable --kubeconfig: exit %d, want 0 and the drain in the plan\n%s\n%s", code, out, errOut)
+	}
+}

@@ -42,8 +42,9 @@ certificates that expire within the renewal window (docs/upgrade.md).
 Exit codes: 0 printed, 1 kubeadm failed, 2 usage: also a --config or
 --kubeconfig that is not a regular file (a FIFO, a device, a directory), a
 --cert-dir, --config or --kubeconfig given that does not exist, a --config
-with no InitConfiguration or ClusterConfiguration (a machine spec, say), an
---output other than text, json or yaml.`,
+with no InitConfiguration or ClusterConfiguration (a machine spec, say) or
+with one of another version than kubeadm.k8s.io/v1beta4 (the one the
+embedded kubeadm reads), an --output other than text, json or yaml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, f := range []struct{ name, v string }{{"config", config}, {"kubeconfig", kubeconfig}} {
@@ -76,8 +77,9 @@ with no InitConfiguration or ClusterConfiguration (a machine spec, say), an
 // on the command line that does not exist (a typo printed every
 // certificate as missing, or fell back to kubeadm's defaults), a --cert-dir
 // that is not a directory, a --config without an InitConfiguration or
-// ClusterConfiguration document (a machine spec, most often) and an
-// --output other than text, json or yaml.
+// ClusterConfiguration document (a machine spec, most often), one with a
+// kubeadm document of another version than the embedded kubeadm reads (day2.ConfigAPIVersion: kubeadm.k8s.io/v1beta3 files of older
+// clusters) and an --output other than text, json or yaml.
 func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, output string) error {
 	switch output {
 	case "text", "json", "yaml":
@@ -106,7 +108,7 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 	if err != nil {
 		return session.Usagef("--config %s: %v", config, err)
 	}
-	kinds, machineSpec := []string{}, false
+	kinds, machineSpec, found := []string{}, false, false
 	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var tm metav1.TypeMeta
@@ -119,14 +121,19 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 		}
 		group, _, _ := strings.Cut(tm.APIVersion, "/")
 		switch {
+		case group == "kubeadm.k8s.io" && tm.APIVersion != day2.ConfigAPIVersion():
+			return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, tm.Kind, tm.APIVersion, day2.ConfigAPIVersion())
 		case group == "kubeadm.k8s.io" && (tm.Kind == "InitConfiguration" || tm.Kind == "ClusterConfiguration"):
-			return nil
+			found = true
 		case group == "machineadm.io":
 			machineSpec = true
 		}
 		if tm.Kind != "" {
 			kinds = append(kinds, tm.Kind)
 		}
+	}
+	if found {
+		return nil
 	}
 	if machineSpec {
 		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)

@@ -28,6 +28,8 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 	}
 	machineSpec := file("spec.yaml", "apiVersion: machineadm.io/v1alpha1\nkind: MachineBootstrapConfig\nspec: {role: Worker}\n")
 	joinOnly := file("join.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")
+	oldVersion := file("v1beta3.yaml", "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\n")
+	mixed := file("mixed.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\n")
 	missing := filepath.Join(dir, "missing")
 	for _, c := range []struct {
 		name string
@@ -41,6 +43,8 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 		{"cert-dir a file", []string{"--cert-dir", machineSpec}, []string{"--cert-dir", "not a directory"}},
 		{"config a machine spec", []string{"--config", machineSpec}, []string{"--config", "machineadm spec", "kubeadm-init.yaml"}},
 		{"config a join configuration", []string{"--config", joinOnly}, []string{"--config", "JoinConfiguration"}},
+		{"config of an old version", []string{"--config", oldVersion}, []string{"--config", "kubeadm.k8s.io/v1beta3", "reads kubeadm.k8s.io/v1beta4", "kubeadm config migrate"}},
+		{"config with one old document", []string{"--config", mixed}, []string{"--config", "its ClusterConfiguration is kubeadm.k8s.io/v1beta3"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"certs", "check-expiration", "--cert-dir", pki}, c.args...)

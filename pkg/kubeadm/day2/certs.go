@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/certs/renewal"
 
@@ -91,4 +92,14 @@ func CheckExpiration(out io.Writer, args []string) error {
 		root.SilenceErrors, root.SilenceUsage = true, true
 		return root.Execute()
 	})
+}
+
+// ConfigAPIVersion is the kubeadm configuration version ("group/version")
+// the embedded kubeadm reads as a --config file without experimental
+// APIs allowed: its default external version (kubeadm.k8s.io/v1beta4 in
+// kubeadm v1.37). Older versions are refused by kubeadm's loader with a
+// pointer to the kubeadm release that migrates them; kubeadm.k8s.io/v1
+// is experimental.
+func ConfigAPIVersion() string {
+	return kubeadmapiv1.SchemeGroupVersion.String()
 }

@@ -37,6 +37,7 @@ import (
 const (
 	machineEncryptionKeyFile = "/etc/machineadm/secrets/encryption-key"
 	fakeKMSSocket            = "/var/run/kmsplugin/socket.sock"
+	fakeKMSLog               = "/var/log/fake-kms-plugin.log"
 	fakeKMSName              = "fake-kms"
 	auditLogPath             = "/var/log/kubernetes/audit/audit.log"
 	securityNamespace        = "machineadm-e2e-security"
@@ -127,7 +128,7 @@ func (e *env) installFakeKMSPlugin(m *Machine) error {
 		return err
 	}
 	unit := "[Unit]\nDescription=KMS v2 plugin test double (machineadm e2e)\nBefore=kubelet.service\n\n" +
-		"[Service]\nExecStart=/usr/local/bin/fake-kms-plugin --socket " + fakeKMSSocket + "\nRestart=always\n\n" +
+		"[Service]\nExecStart=/usr/local/bin/fake-kms-plugin --socket " + fakeKMSSocket + " --log-file " + fakeKMSLog + "\nRestart=always\n\n" +
 		"[Install]\nWantedBy=multi-user.target\n"
 	if err := m.WriteFile("/etc/systemd/system/fake-kms-plugin.service", []byte(unit), 0o644); err != nil {
 		return err
@@ -144,7 +145,7 @@ func (e *env) installFakeKMSPlugin(m *Machine) error {
 // the API are stored in etcd under the KMS v2 and aescbc prefixes (read
 // raw with the etcd client and the API server's etcd client
 // certificate), read back in the clear through the API, the fake plugin
-// logged its Encrypt calls, the audit log holds the Secret's create event,
+// logged its Encrypt calls (fakeKMSLog), the audit log holds the Secret's create event,
 // and the configuration files are 0600. It returns how long the probe
 // took.
 func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip string, cs *kubernetes.Clientset) {
@@ -188,12 +189,12 @@ func checkAPIServerSecurity(ctx context.Context, t *testing.T, m *Machine, ip st
 		}
 	}
 
-	if res, err := m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service"); err != nil {
-		errorf(t, "fake-kms-plugin journal: %v", err)
-	} else if n := strings.Count(res.Stdout, "fake-kms-plugin: encrypt #"); n == 0 {
-		errorf(t, "the API server never called the KMS plugin's Encrypt:\n%s", tail(res.Stdout, 10))
+	if calls, err := readKMSCalls(m); err != nil {
+		errorln(t, err)
+	} else if calls.encrypts == 0 {
+		errorf(t, "the API server never called the KMS plugin's Encrypt; %s:\n%s", fakeKMSLog, tail(calls.text, 10))
 	} else {
-		t.Logf("fake-kms-plugin: %d Encrypt and %d Decrypt calls", n, strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"))
+		t.Logf("fake-kms-plugin: %d Encrypt and %d Decrypt calls", calls.encrypts, calls.decrypts)
 	}
 
 	// The log backend writes each event as it happens (blocking mode);
@@ -295,14 +296,14 @@ func etcdGet(ctx context.Context, m *Machine, ip string, keys ...string) (map[st
 }
 
 // decryptLogWait bounds checkDecryptsThrough's wait for the plugin's
-// Decrypt line in the journal.
+// Decrypt line in its log file.
 const decryptLogWait = 30 * time.Second
 
 // checkDecryptsThrough reads the probe Secret that checkAPIServerSecurity
 // wrote through cp1 back through the API server of the joined control
 // plane m (at ip): its own KMS plugin must decrypt the data key cp1's
 // plugin wrapped (the fake's key is the same on every machine, as a real
-// KMS's would be), and its journal shows the Decrypt call.
+// KMS's would be), and its log file (fakeKMSLog) shows the Decrypt call.
 func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, ip string) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cp1m.Root, "etc/kubernetes/admin.conf"))
@@ -320,30 +321,48 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 		errorf(t, "%s: the probe Secret through %s's API server: %v", m.Name, m.Name, err)
 		return
 	}
-	// The plugin logs each call before it answers, but journald may store
-	// the line after the API server's answer reached us (seconds later on
-	// a loaded machine): the journal is read until it shows a Decrypt,
-	// for at most decryptLogWait.
-	var res ExecResult
+	// The plugin appends each call to its log file before it answers; the
+	// file is read until it shows a Decrypt, for at most decryptLogWait
+	// (the journal, which the check read before, could lack the line).
+	var calls kmsCalls
 	deadline := time.Now().Add(decryptLogWait)
 	for {
-		res, err = m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
-		if err != nil {
-			errorf(t, "%s: fake-kms-plugin journal: %v", m.Name, err)
+		if calls, err = readKMSCalls(m); err != nil {
+			errorf(t, "%s: %v", m.Name, err)
 			return
 		}
-		if strings.Contains(res.Stdout, "fake-kms-plugin: decrypt #") || time.Now().After(deadline) {
+		if calls.decrypts > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	n, enc := strings.Count(res.Stdout, "fake-kms-plugin: decrypt #"), strings.Count(res.Stdout, "fake-kms-plugin: encrypt #")
-	if n == 0 {
+	if calls.decrypts == 0 {
 		logKMSDiagnostics(ctx, t, cp1m, m)
-		errorf(t, "%s: its API server read the Secret without calling its KMS plugin's Decrypt (%d Encrypt calls):\n%s", m.Name, enc, tail(res.Stdout, 10))
+		errorf(t, "%s: its API server read the Secret without calling its KMS plugin's Decrypt (%d Encrypt calls); %s:\n%s", m.Name, calls.encrypts, fakeKMSLog, tail(calls.text, 10))
 	} else {
-		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s), encrypted %d", m.Name, m.Name, n, enc)
+		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s), encrypted %d", m.Name, m.Name, calls.decrypts, calls.encrypts)
 	}
+}
+
+// kmsCalls is what a machine's fake-kms-plugin logged to fakeKMSLog.
+type kmsCalls struct {
+	encrypts, decrypts int
+	text               string
+}
+
+// readKMSCalls reads m's fakeKMSLog from its root directory and counts the
+// Encrypt and Decrypt calls it logged.
+func readKMSCalls(m *Machine) (kmsCalls, error) {
+	b, err := m.ReadFile(fakeKMSLog)
+	if err != nil {
+		return kmsCalls{}, fmt.Errorf("fake-kms-plugin log: %w", err)
+	}
+	s := string(b)
+	return kmsCalls{
+		encrypts: strings.Count(s, "fake-kms-plugin: encrypt #"),
+		decrypts: strings.Count(s, "fake-kms-plugin: decrypt #"),
+		text:     s,
+	}, nil
 }
 
 // logKMSDiagnostics logs, for a KMS check that failed on m, what says
@@ -363,10 +382,11 @@ func logKMSDiagnostics(ctx context.Context, t *testing.T, cp1m, m *Machine) {
 		args []string
 	}{
 		{m, "units", []string{"systemctl", "show", "-p", "Id,MainPID,NRestarts,ActiveEnterTimestampMonotonic", "fake-kms-plugin.service", "kube-apiserver.service"}},
+		{m, "plugin journal (its calls, to compare with " + fakeKMSLog + ")", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service | tail -n 20"}},
 		{m, "plugin and API server journal (KMS lines)", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service -u kube-apiserver.service | grep -iE 'kms|plugin|envelope|encrypt|decrypt|socket' | tail -n 40"}},
 		{m, "the socket as seen from the plugin's and the API server's mount namespaces", []string{"sh", "-c", "for u in fake-kms-plugin kube-apiserver; do p=$(systemctl show -p MainPID --value $u.service); echo \"$u (pid $p):\"; ls -lia /proc/$p/root" + sock + " 2>&1; done; crictl ps -a --name kube-apiserver 2>&1 | tail -n 3"}},
 		{m, "sockets", []string{"sh", "-c", "ss -xlpn 2>&1 | grep -i kms"}},
-		{cp1m, "cp1's plugin journal", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service | tail -n 20"}},
+		{cp1m, "cp1's plugin log", []string{"sh", "-c", "tail -n 20 " + fakeKMSLog}},
 	} {
 		res, err := c.m.Exec(dctx, nil, c.args...)
 		t.Logf("%s: %s (%v):\n%s%s", c.m.Name, c.what, err, res.Stdout, res.Stderr)

@@ -7,9 +7,11 @@
 // every machine, so that every API server of a test cluster can read what
 // another wrote. It is a fake: its key is public. Each call is logged to
 // standard error ("fake-kms-plugin: encrypt #N"), which the tests read
-// from the journal to prove the API server called it.
+// from the journal, and with --log-file appended to a file as well, which
+// the tests read from the machine's root directory (a line there does not
+// depend on journald storing it).
 //
-// Usage: fake-kms-plugin --socket /var/run/kmsplugin/socket.sock
+// Usage: fake-kms-plugin --socket /var/run/kmsplugin/socket.sock [--log-file /var/log/fake-kms-plugin.log]
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -69,8 +72,17 @@ func (f *fakeKMS) Status(context.Context) (*service.StatusResponse, error) {
 
 func main() {
 	socket := flag.String("socket", "/var/run/kmsplugin/socket.sock", "unix socket to serve on")
+	logFile := flag.String("log-file", "", "also append each log line to this file (unbuffered), which the tests read without journald")
 	flag.Parse()
 	log.SetFlags(0)
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			log.Fatal(err)
+		}
+		// The file first: a line reaches it even if standard error fails.
+		log.SetOutput(io.MultiWriter(f, os.Stderr))
+	}
 	key := sha256.Sum256([]byte("machineadm e2e fake KMS plugin: a public test key"))
 	block, err := aes.NewCipher(key[:])
 	if err != nil {

@@ -43,9 +43,12 @@ func checkFileFlag(flag, path string) error {
 // error is a usage error (exit code 2) naming the flag; it never quotes
 // the file's content. Without the check the run went as far as the drain
 // phase and failed there with exit code 1. The flag left out, or given
-// as "", passes: the drain uses /etc/kubernetes/admin.conf.
-func checkKubeconfigFlag(cmd *cobra.Command, path string) error {
-	if err := checkFileFlag("kubeconfig", path); err != nil || path == "" || !cmd.Flags().Changed("kubeconfig") {
+// as "", passes: the drain uses /etc/kubernetes/admin.conf. With
+// --skip-drain (skipDrain) nothing reads the file, so only checkFileFlag
+// applies, as before the check: the drain failure's hint is to run again
+// with --skip-drain.
+func checkKubeconfigFlag(cmd *cobra.Command, path string, skipDrain bool) error {
+	if err := checkFileFlag("kubeconfig", path); err != nil || path == "" || skipDrain || !cmd.Flags().Changed("kubeconfig") {
 		return err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

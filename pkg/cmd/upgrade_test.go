@@ -436,3 +436,28 @@ func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
 		t.Errorf("a usable --kubeconfig: exit %d, want 0 and the drain in the plan\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestUpgradeSkipDrainDoesNotReadTheKubeconfig: with --skip-drain the
+// drain's credential is never read, so a --kubeconfig that is missing or
+// does not load does not refuse the run, as before the check: the drain
+// failure's own hint is to run again with --skip-drain, and a script that
+// passes the same --kubeconfig to every node adds --skip-drain on those
+// whose credential it has not.
+func TestUpgradeSkipDrainDoesNotReadTheKubeconfig(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.36.3", "cp1", "30"))
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("users: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kc := range []string{filepath.Join(dir, "missing"), garbage} {
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--skip-drain", "--kubeconfig", kc)
+		if code != 0 || !strings.Contains(out, "[upgrade] drain: unchanged") || strings.Contains(out, "would cordon") {
+			t.Errorf("--skip-drain --kubeconfig %s: exit %d, want 0 and the drain skipped\n%s\n%s", kc, code, out, errOut)
+		}
+	}
+	// What cannot be opened without blocking is still refused.
+	if code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--skip-drain", "--kubeconfig", dir); code != 2 || !strings.Contains(errOut, "must be a regular file") {
+		t.Errorf("--skip-drain --kubeconfig DIR: exit %d, want 2\n%s\n%s", code, out, errOut)
+	}
+}

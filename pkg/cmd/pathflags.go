@@ -52,13 +52,21 @@ func checkKubeconfigFlag(cmd *cobra.Command, path string, skipDrain bool) error 
 		return err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return session.Usagef("--kubeconfig %s: does not exist", path)
+		return session.Usagef("--kubeconfig %s: does not exist; %s", path, kubeconfigRemedy)
 	}
 	if _, err := day2.RESTConfig(path); err != nil {
-		return session.Usagef("--kubeconfig: %v", err)
+		// RESTConfig's error starts with "kubeconfig PATH: ".
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return session.Usagef("--kubeconfig %s: does not load as a kubeconfig: %v; %s", path, err, kubeconfigRemedy)
 	}
 	return nil
 }
+
+// kubeconfigRemedy is what to do about an upgrade's --kubeconfig that
+// cannot be used.
+const kubeconfigRemedy = "give a kubeconfig that may cordon the node and evict its pods, leave the flag out on a control plane (/etc/kubernetes/admin.conf), or pass --skip-drain"
 
 // checkOutFlag refuses, before any work, an output file path that cannot
 // be written: an existing directory (or other non-regular file such as a

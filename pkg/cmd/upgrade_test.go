@@ -414,11 +414,15 @@ func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
 		{filepath.Join(dir, "missing"), "--kubeconfig " + filepath.Join(dir, "missing") + ": does not exist"},
 		{dir, "must be a regular file"},
-		{garbage, "--kubeconfig: kubeconfig " + garbage + ": illegal base64 data"},
+		{garbage, "--kubeconfig " + garbage + ": does not load as a kubeconfig: illegal base64 data"},
 	} {
 		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--kubeconfig", c.path)
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("--kubeconfig %s: exit %d, want 2 and %q\n%s\n%s", c.path, code, c.want, out, errOut)
+		}
+		// What to do: another credential, the default's, or no drain.
+		if c.path != dir && !strings.Contains(errOut, "leave the flag out on a control plane (/etc/kubernetes/admin.conf), or pass --skip-drain") {
+			t.Errorf("--kubeconfig %s: the error does not say what to do:\n%s", c.path, errOut)
 		}
 		if all := out + errOut; strings.Contains(all, "SECRET") {
 			t.Errorf("--kubeconfig %s: the file's content reached the output:\n%s", c.path, all)

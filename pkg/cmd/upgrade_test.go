@@ -411,7 +411,12 @@ func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("users:\n- name: u\n  user:\n    token: SECRET-TOKEN-x\n    client-key-data: not-base64-SECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	nullKey := filepath.Join(dir, "null-key")
+	if err := os.WriteFile(nullKey, []byte("users:\n- name: u\n  user:\n    ~: SECRET-TOKEN-y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ path, want string }{
+		{nullKey, "--kubeconfig " + nullKey + ": does not load as a kubeconfig: its YAML has a map key"},
 		{filepath.Join(dir, "missing"), "--kubeconfig " + filepath.Join(dir, "missing") + ": does not exist"},
 		{dir, "must be a regular file"},
 		{garbage, "--kubeconfig " + garbage + ": does not load as a kubeconfig: illegal base64 data"},

@@ -1,16 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/readlimit"
@@ -42,9 +38,11 @@ certificates that expire within the renewal window (docs/upgrade.md).
 Exit codes: 0 printed, 1 kubeadm failed, 2 usage: also a --config or
 --kubeconfig that is not a regular file (a FIFO, a device, a directory), a
 --cert-dir, --config or --kubeconfig given that does not exist, a --config
-with no InitConfiguration or ClusterConfiguration (a machine spec, say) or
+with no InitConfiguration or ClusterConfiguration (a machine spec, say),
 with one of another version than kubeadm.k8s.io/v1beta4 (the one the
-embedded kubeadm reads), an --output other than text, json or yaml.`,
+embedded kubeadm reads) or with a document kubeadm's loader refuses (no
+kind or apiVersion, a kind given twice), an --output other than text, json
+or yaml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, f := range []struct{ name, v string }{{"config", config}, {"kubeconfig", kubeconfig}} {
@@ -78,8 +76,11 @@ embedded kubeadm reads), an --output other than text, json or yaml.`,
 // certificate as missing, or fell back to kubeadm's defaults), a --cert-dir
 // that is not a directory, a --config without an InitConfiguration or
 // ClusterConfiguration document (a machine spec, most often), one with a
-// kubeadm document of another version than the embedded kubeadm reads (day2.ConfigAPIVersion: kubeadm.k8s.io/v1beta3 files of older
-// clusters) and an --output other than text, json or yaml.
+// kubeadm document of another version than the embedded kubeadm reads
+// (day2.ConfigAPIVersion: kubeadm.k8s.io/v1beta3 files of older
+// clusters), one kubeadm's loader cannot split into documents
+// (day2.ConfigDocuments: a document without kind or apiVersion, a kind
+// given twice) and an --output other than text, json or yaml.
 func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, output string) error {
 	switch output {
 	case "text", "json", "yaml":
@@ -108,29 +109,21 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 	if err != nil {
 		return session.Usagef("--config %s: %v", config, err)
 	}
+	gvks, err := day2.ConfigDocuments(data)
+	if err != nil {
+		return session.Usagef("--config %s: not a kubeadm configuration: %v", config, err)
+	}
 	kinds, machineSpec, found := []string{}, false, false
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var tm metav1.TypeMeta
-		err := d.Decode(&tm)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return session.Usagef("--config %s: not a kubeadm configuration: %v", config, err)
-		}
-		group, _, _ := strings.Cut(tm.APIVersion, "/")
-		switch {
-		case group == "kubeadm.k8s.io" && tm.APIVersion != day2.ConfigAPIVersion():
-			return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, tm.Kind, tm.APIVersion, day2.ConfigAPIVersion())
-		case group == "kubeadm.k8s.io" && (tm.Kind == "InitConfiguration" || tm.Kind == "ClusterConfiguration"):
+	for _, gvk := range gvks {
+		switch gv := gvk.GroupVersion().String(); {
+		case gvk.Group == "kubeadm.k8s.io" && gv != day2.ConfigAPIVersion():
+			return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, gvk.Kind, gv, day2.ConfigAPIVersion())
+		case gvk.Group == "kubeadm.k8s.io" && (gvk.Kind == "InitConfiguration" || gvk.Kind == "ClusterConfiguration"):
 			found = true
-		case group == "machineadm.io":
+		case gvk.Group == "machineadm.io":
 			machineSpec = true
 		}
-		if tm.Kind != "" {
-			kinds = append(kinds, tm.Kind)
-		}
+		kinds = append(kinds, gvk.Kind)
 	}
 	if found {
 		return nil

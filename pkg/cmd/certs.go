@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -117,7 +118,7 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 	for _, gvk := range gvks {
 		switch gv := gvk.GroupVersion().String(); {
 		case gvk.Group == "kubeadm.k8s.io" && gv != day2.ConfigAPIVersion():
-			return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, gvk.Kind, gv, day2.ConfigAPIVersion())
+			return configVersionError(config, gvk.Kind, gv)
 		case gvk.Group == "kubeadm.k8s.io" && (gvk.Kind == "InitConfiguration" || gvk.Kind == "ClusterConfiguration"):
 			found = true
 		case gvk.Group == "machineadm.io":
@@ -132,4 +133,25 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)
 	}
 	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s)", config, strings.Join(kinds, ", "))
+}
+
+// oldConfigVersion matches the kubeadm configuration versions of older
+// kubeadm releases, which `kubeadm config migrate` of such a release
+// converts.
+var oldConfigVersion = regexp.MustCompile(`^kubeadm\.k8s\.io/v1(alpha[1-3]|beta[1-3])$`)
+
+// configVersionError is the usage error of a --config whose document of
+// kind is of version gv, not the one the embedded kubeadm reads: an older one
+// converts with an older kubeadm; kubeadm.k8s.io/v1 is experimental, read
+// only with an --allow-experimental-api that check-expiration lacks; any
+// other is a typo.
+func configVersionError(config, kind, gv string) error {
+	want := day2.ConfigAPIVersion()
+	switch {
+	case oldConfigVersion.MatchString(gv):
+		return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, kind, gv, want)
+	case gv == "kubeadm.k8s.io/v1":
+		return session.Usagef("--config %s: its %s is %s; kubeadm.k8s.io/v1 is experimental, which check-expiration does not read: write it as %s", config, kind, gv, want)
+	}
+	return session.Usagef("--config %s: its %s is %s; %s is no version kubeadm has: write it as %s", config, kind, gv, gv, want)
 }

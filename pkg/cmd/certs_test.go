@@ -38,6 +38,8 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 	commentDoc := file("comment.yaml", "# the cluster's\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
 	twice := file("twice.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
 	jsonRun := file("run.json", `{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"ClusterConfiguration"}`+"\n"+`{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"InitConfiguration"}`)
+	experimental := file("v1.yaml", "apiVersion: kubeadm.k8s.io/v1\nkind: ClusterConfiguration\n")
+	unknown := file("v9.yaml", "apiVersion: kubeadm.k8s.io/V1beta4\nkind: ClusterConfiguration\n")
 	missing := filepath.Join(dir, "missing")
 	for _, c := range []struct {
 		name string
@@ -56,6 +58,8 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 		{"config with a document without apiVersion", []string{"--config", noAPIVersion}, []string{"--config " + noAPIVersion, "kind and apiVersion is mandatory"}},
 		{"config with a comment-only document", []string{"--config", commentDoc}, []string{"--config " + commentDoc, "kind and apiVersion is mandatory"}},
 		{"config with JSON objects without ---", []string{"--config", jsonRun}, []string{"--config " + jsonRun, "not one JSON object"}},
+		{"config of the experimental version", []string{"--config", experimental}, []string{"--config", "kubeadm.k8s.io/v1 is experimental", "write it as kubeadm.k8s.io/v1beta4"}},
+		{"config of an unknown version", []string{"--config", unknown}, []string{"--config", "kubeadm.k8s.io/V1beta4 is no version kubeadm has", "write it as kubeadm.k8s.io/v1beta4"}},
 		{"config with a kind twice", []string{"--config", twice}, []string{"--config " + twice, "specified twice"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

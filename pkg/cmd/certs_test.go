@@ -40,6 +40,10 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 	jsonRun := file("run.json", `{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"ClusterConfiguration"}`+"\n"+`{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"InitConfiguration"}`)
 	experimental := file("v1.yaml", "apiVersion: kubeadm.k8s.io/v1\nkind: ClusterConfiguration\n")
 	unknown := file("v9.yaml", "apiVersion: kubeadm.k8s.io/V1beta4\nkind: ClusterConfiguration\n")
+	// The YAML layer quotes a map key or tagged value it cannot take: the
+	// error leaves its message out (the file may hold credentials).
+	nullKey := file("null-key.yaml", "users:\n- name: u\n  user:\n    ~: SECRET-null-key\n")
+	tagged := file("tagged.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncertificatesDir: !!int SECRET-tagged\n")
 	missing := filepath.Join(dir, "missing")
 	for _, c := range []struct {
 		name string
@@ -60,6 +64,8 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 		{"config with JSON objects without ---", []string{"--config", jsonRun}, []string{"--config " + jsonRun, "not one JSON object"}},
 		{"config of the experimental version", []string{"--config", experimental}, []string{"--config", "kubeadm.k8s.io/v1 is experimental", "write it as kubeadm.k8s.io/v1beta4"}},
 		{"config of an unknown version", []string{"--config", unknown}, []string{"--config", "kubeadm.k8s.io/V1beta4 is no version kubeadm has", "write it as kubeadm.k8s.io/v1beta4"}},
+		{"config with a null map key", []string{"--config", nullKey}, []string{"--config " + nullKey, "a map key or a tagged value"}},
+		{"config with a tagged value", []string{"--config", tagged}, []string{"--config " + tagged, "a map key or a tagged value"}},
 		{"config with a kind twice", []string{"--config", twice}, []string{"--config " + twice, "specified twice"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,6 +78,9 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 				if !strings.Contains(errOut, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errOut)
 				}
+			}
+			if strings.Contains(out+errOut, "SECRET") {
+				t.Errorf("the file's content reached the output:\n%s\n%s", out, errOut)
 			}
 		})
 	}

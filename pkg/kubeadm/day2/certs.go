@@ -116,9 +116,15 @@ func ConfigAPIVersion() string {
 // apiVersion (a comment alone between separators too) and a kind given
 // twice; and a kubeadm document that reads as JSON but holds more than
 // one value (objects one after the other without "---"), which the
-// splitter takes for its first object and kubeadm's decoder refuses.
+// splitter takes for its first object and kubeadm's decoder refuses. An
+// error of the YAML layer that would quote the file (a map key or a
+// tagged value it cannot take) leaves its message out: the file may hold
+// credentials.
 func ConfigDocuments(data []byte) ([]schema.GroupVersionKind, error) {
 	m, err := kubeadmutil.SplitConfigDocuments(data)
+	if err != nil && yamlQuotes(err.Error()) {
+		return nil, quotingYAMLError("a kubeadm configuration")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package day2
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -88,7 +87,7 @@ func loadError(err error, data []byte) error {
 	msg := err.Error()
 	var tm metav1.TypeMeta
 	_ = yaml.Unmarshal(data, &tm)
-	leaks := strings.Contains(msg, "map key")
+	leaks := yamlQuotes(msg)
 	for _, q := range quoted.FindAllString(msg, -1) {
 		s := q[1 : len(q)-1]
 		if u, err := strconv.Unquote(q); err == nil && q[0] == '"' {
@@ -101,7 +100,20 @@ func loadError(err error, data []byte) error {
 	if !leaks {
 		return err
 	}
-	return errors.New("its YAML has a map key or a tagged value a kubeconfig cannot hold (the loader's message is left out: it quotes the file)")
+	return quotingYAMLError("a kubeconfig")
+}
+
+// yamlQuotes says whether msg, an error of the YAML layer
+// (sigs.k8s.io/yaml), has the shape of one that quotes the input: a map
+// key or a tagged scalar it cannot take.
+func yamlQuotes(msg string) bool {
+	return strings.Contains(msg, "map key") || strings.Contains(msg, "cannot decode !!") || strings.Contains(msg, "cannot unmarshal !!")
+}
+
+// quotingYAMLError replaces an error of the YAML layer that quotes the
+// input (yamlQuotes) of what (a kubeconfig, a kubeadm configuration).
+func quotingYAMLError(what string) error {
+	return fmt.Errorf("its YAML has a map key or a tagged value %s cannot hold (the loader's message is left out: it quotes the file)", what)
 }
 
 // drainHint is the hint of a drain that failed for want of rights.

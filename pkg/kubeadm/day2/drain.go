@@ -82,7 +82,8 @@ var quoted = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`|'[^'\\s]*'")
 // the file may hold credentials (upgrade --kubeconfig names any file root
 // can read). Such an error is replaced by one that quotes nothing. The
 // document's own kind and apiVersion may be quoted (`no kind "Secret" is
-// registered for version "v1"`).
+// registered for version "v1"`), and so may a segment of fewer than 4
+// bytes (a JSON syntax error's "invalid character 'x'").
 func loadError(err error, data []byte) error {
 	msg := err.Error()
 	var tm metav1.TypeMeta
@@ -93,7 +94,7 @@ func loadError(err error, data []byte) error {
 		if u, err := strconv.Unquote(q); err == nil && q[0] == '"' {
 			s = u
 		}
-		if s != "" && s != tm.Kind && s != tm.APIVersion && bytes.Contains(data, []byte(s)) {
+		if len(s) >= 4 && s != tm.Kind && s != tm.APIVersion && bytes.Contains(data, []byte(s)) {
 			leaks = true
 		}
 	}

@@ -1,6 +1,7 @@
 package day2
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,5 +36,19 @@ func TestRESTConfigErrorQuotesNoContent(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "SECRET") || strings.Contains(msg, "73197311") || !strings.Contains(msg, c.want) {
 			t.Errorf("%s: error %q, want %q and none of the file's content", c.name, msg, c.want)
 		}
+	}
+}
+
+// TestLoadErrorKeepsShortQuotes: a quoted segment of fewer than 4 bytes
+// (a JSON syntax error's character) is no credential; the loader's own
+// words stay.
+func TestLoadErrorKeepsShortQuotes(t *testing.T) {
+	err := errors.New("invalid character 'x' looking for beginning of value")
+	if got := loadError(err, []byte(`{"a": x}`)); got != err {
+		t.Errorf("loadError = %v, want the loader's error", got)
+	}
+	long := errors.New(`invalid map key: "abcdef"`)
+	if got := loadError(long, []byte("abcdef")); got == long {
+		t.Errorf("loadError kept %v", got)
 	}
 }

@@ -1,16 +1,13 @@
 package cmd
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/machineadm/machineadm/pkg/kubeadm/day2"
 	"github.com/machineadm/machineadm/pkg/readlimit"
@@ -42,9 +39,11 @@ certificates that expire within the renewal window (docs/upgrade.md).
 Exit codes: 0 printed, 1 kubeadm failed, 2 usage: also a --config or
 --kubeconfig that is not a regular file (a FIFO, a device, a directory), a
 --cert-dir, --config or --kubeconfig given that does not exist, a --config
-with no InitConfiguration or ClusterConfiguration (a machine spec, say) or
+with no InitConfiguration or ClusterConfiguration (a machine spec, say),
 with one of another version than kubeadm.k8s.io/v1beta4 (the one the
-embedded kubeadm reads), an --output other than text, json or yaml.`,
+embedded kubeadm reads) or with a document kubeadm's loader refuses (no
+kind or apiVersion, a kind given twice), an --output other than text, json
+or yaml.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, f := range []struct{ name, v string }{{"config", config}, {"kubeconfig", kubeconfig}} {
@@ -78,8 +77,11 @@ embedded kubeadm reads), an --output other than text, json or yaml.`,
 // certificate as missing, or fell back to kubeadm's defaults), a --cert-dir
 // that is not a directory, a --config without an InitConfiguration or
 // ClusterConfiguration document (a machine spec, most often), one with a
-// kubeadm document of another version than the embedded kubeadm reads (day2.ConfigAPIVersion: kubeadm.k8s.io/v1beta3 files of older
-// clusters) and an --output other than text, json or yaml.
+// kubeadm document of another version than the embedded kubeadm reads
+// (day2.ConfigAPIVersion: kubeadm.k8s.io/v1beta3 files of older
+// clusters), one kubeadm's loader cannot split into documents
+// (day2.ConfigDocuments: a document without kind or apiVersion, a kind
+// given twice) and an --output other than text, json or yaml.
 func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, output string) error {
 	switch output {
 	case "text", "json", "yaml":
@@ -108,29 +110,21 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 	if err != nil {
 		return session.Usagef("--config %s: %v", config, err)
 	}
+	gvks, err := day2.ConfigDocuments(data)
+	if err != nil {
+		return session.Usagef("--config %s: not a kubeadm configuration: %v", config, err)
+	}
 	kinds, machineSpec, found := []string{}, false, false
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var tm metav1.TypeMeta
-		err := d.Decode(&tm)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return session.Usagef("--config %s: not a kubeadm configuration: %v", config, err)
-		}
-		group, _, _ := strings.Cut(tm.APIVersion, "/")
-		switch {
-		case group == "kubeadm.k8s.io" && tm.APIVersion != day2.ConfigAPIVersion():
-			return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, tm.Kind, tm.APIVersion, day2.ConfigAPIVersion())
-		case group == "kubeadm.k8s.io" && (tm.Kind == "InitConfiguration" || tm.Kind == "ClusterConfiguration"):
+	for _, gvk := range gvks {
+		switch gv := gvk.GroupVersion().String(); {
+		case gvk.Group == "kubeadm.k8s.io" && gv != day2.ConfigAPIVersion():
+			return configVersionError(config, gvk.Kind, gv)
+		case gvk.Group == "kubeadm.k8s.io" && (gvk.Kind == "InitConfiguration" || gvk.Kind == "ClusterConfiguration"):
 			found = true
-		case group == "machineadm.io":
+		case gvk.Group == "machineadm.io":
 			machineSpec = true
 		}
-		if tm.Kind != "" {
-			kinds = append(kinds, tm.Kind)
-		}
+		kinds = append(kinds, gvk.Kind)
 	}
 	if found {
 		return nil
@@ -139,4 +133,25 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)
 	}
 	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s)", config, strings.Join(kinds, ", "))
+}
+
+// oldConfigVersion matches the kubeadm configuration versions of older
+// kubeadm releases, which `kubeadm config migrate` of such a release
+// converts.
+var oldConfigVersion = regexp.MustCompile(`^kubeadm\.k8s\.io/v1(alpha[1-3]|beta[1-3])$`)
+
+// configVersionError is the usage error of a --config whose document of
+// kind is of version gv, not the one the embedded kubeadm reads: an older one
+// converts with an older kubeadm; kubeadm.k8s.io/v1 is experimental, read
+// only with an --allow-experimental-api that check-expiration lacks; any
+// other is a typo.
+func configVersionError(config, kind, gv string) error {
+	want := day2.ConfigAPIVersion()
+	switch {
+	case oldConfigVersion.MatchString(gv):
+		return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, kind, gv, want)
+	case gv == "kubeadm.k8s.io/v1":
+		return session.Usagef("--config %s: its %s is %s; kubeadm.k8s.io/v1 is experimental, which check-expiration does not read: write it as %s", config, kind, gv, want)
+	}
+	return session.Usagef("--config %s: its %s is %s; %s is no version kubeadm has: write it as %s", config, kind, gv, gv, want)
 }

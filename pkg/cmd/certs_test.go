@@ -11,8 +11,9 @@ import (
 // line is a usage error naming the flag (exit code 2): an --output kubeadm
 // has no printer for, a --config, --kubeconfig or --cert-dir that does not
 // exist (a missing --cert-dir printed every certificate as missing, exit
-// 0), a --cert-dir that is a file, and a --config that is the machine spec
-// rather than kubeadm's configuration (kubeadm failed, exit 1).
+// 0), a --cert-dir that is a file, a --config that is the machine spec
+// rather than kubeadm's configuration, of an old version, or with a
+// document kubeadm's loader refuses (kubeadm failed, exit 1).
 func TestCertsCheckExpirationBadInput(t *testing.T) {
 	dir := t.TempDir()
 	pki := filepath.Join(dir, "pki")
@@ -30,6 +31,19 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 	joinOnly := file("join.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n")
 	oldVersion := file("v1beta3.yaml", "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\n")
 	mixed := file("mixed.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\n")
+	// Split as kubeadm's loader splits them, which refuses (exit 1) a
+	// document without kind or a group-qualified apiVersion, a comment
+	// alone between separators, a kind given twice.
+	noAPIVersion := file("noapi.yaml", "kind: JoinConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+	commentDoc := file("comment.yaml", "# the cluster's\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+	twice := file("twice.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+	jsonRun := file("run.json", `{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"ClusterConfiguration"}`+"\n"+`{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"InitConfiguration"}`)
+	experimental := file("v1.yaml", "apiVersion: kubeadm.k8s.io/v1\nkind: ClusterConfiguration\n")
+	unknown := file("v9.yaml", "apiVersion: kubeadm.k8s.io/V1beta4\nkind: ClusterConfiguration\n")
+	// The YAML layer quotes a map key or tagged value it cannot take: the
+	// error leaves its message out (the file may hold credentials).
+	nullKey := file("null-key.yaml", "users:\n- name: u\n  user:\n    ~: SECRET-null-key\n")
+	tagged := file("tagged.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncertificatesDir: !!int SECRET-tagged\n")
 	missing := filepath.Join(dir, "missing")
 	for _, c := range []struct {
 		name string
@@ -45,6 +59,14 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 		{"config a join configuration", []string{"--config", joinOnly}, []string{"--config", "JoinConfiguration"}},
 		{"config of an old version", []string{"--config", oldVersion}, []string{"--config", "kubeadm.k8s.io/v1beta3", "reads kubeadm.k8s.io/v1beta4", "kubeadm config migrate"}},
 		{"config with one old document", []string{"--config", mixed}, []string{"--config", "its ClusterConfiguration is kubeadm.k8s.io/v1beta3"}},
+		{"config with a document without apiVersion", []string{"--config", noAPIVersion}, []string{"--config " + noAPIVersion, "kind and apiVersion is mandatory"}},
+		{"config with a comment-only document", []string{"--config", commentDoc}, []string{"--config " + commentDoc, "kind and apiVersion is mandatory"}},
+		{"config with JSON objects without ---", []string{"--config", jsonRun}, []string{"--config " + jsonRun, "not one JSON object"}},
+		{"config of the experimental version", []string{"--config", experimental}, []string{"--config", "kubeadm.k8s.io/v1 is experimental", "write it as kubeadm.k8s.io/v1beta4"}},
+		{"config of an unknown version", []string{"--config", unknown}, []string{"--config", "kubeadm.k8s.io/V1beta4 is no version kubeadm has", "write it as kubeadm.k8s.io/v1beta4"}},
+		{"config with a null map key", []string{"--config", nullKey}, []string{"--config " + nullKey, "a map key or a tagged value"}},
+		{"config with a tagged value", []string{"--config", tagged}, []string{"--config " + tagged, "a map key or a tagged value"}},
+		{"config with a kind twice", []string{"--config", twice}, []string{"--config " + twice, "specified twice"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"certs", "check-expiration", "--cert-dir", pki}, c.args...)
@@ -56,6 +78,9 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 				if !strings.Contains(errOut, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errOut)
 				}
+			}
+			if strings.Contains(out+errOut, "SECRET") {
+				t.Errorf("the file's content reached the output:\n%s\n%s", out, errOut)
 			}
 		})
 	}

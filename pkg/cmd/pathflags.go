@@ -43,19 +43,30 @@ func checkFileFlag(flag, path string) error {
 // error is a usage error (exit code 2) naming the flag; it never quotes
 // the file's content. Without the check the run went as far as the drain
 // phase and failed there with exit code 1. The flag left out, or given
-// as "", passes: the drain uses /etc/kubernetes/admin.conf.
-func checkKubeconfigFlag(cmd *cobra.Command, path string) error {
-	if err := checkFileFlag("kubeconfig", path); err != nil || path == "" || !cmd.Flags().Changed("kubeconfig") {
+// as "", passes: the drain uses /etc/kubernetes/admin.conf. With
+// --skip-drain (skipDrain) nothing reads the file, so only checkFileFlag
+// applies, as before the check: the drain failure's hint is to run again
+// with --skip-drain.
+func checkKubeconfigFlag(cmd *cobra.Command, path string, skipDrain bool) error {
+	if err := checkFileFlag("kubeconfig", path); err != nil || path == "" || skipDrain || !cmd.Flags().Changed("kubeconfig") {
 		return err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return session.Usagef("--kubeconfig %s: does not exist", path)
+		return session.Usagef("--kubeconfig %s: does not exist; %s", path, kubeconfigRemedy)
 	}
 	if _, err := day2.RESTConfig(path); err != nil {
-		return session.Usagef("--kubeconfig: %v", err)
+		// RESTConfig's error starts with "kubeconfig PATH: ".
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return session.Usagef("--kubeconfig %s: does not load as a kubeconfig: %v; %s", path, err, kubeconfigRemedy)
 	}
 	return nil
 }
+
+// kubeconfigRemedy is what to do about an upgrade's --kubeconfig that
+// cannot be used.
+const kubeconfigRemedy = "give a kubeconfig that may cordon the node and evict its pods, leave the flag out on a control plane (/etc/kubernetes/admin.conf), or pass --skip-drain"
 
 // checkOutFlag refuses, before any work, an output file path that cannot
 // be written: an existing directory (or other non-regular file such as a

@@ -79,7 +79,7 @@ the lock (nothing was done).`,
 			if f.drainTimeout < 0 {
 				return session.Usagef("--drain-timeout must not be negative, got %s", f.drainTimeout)
 			}
-			if err := checkKubeconfigFlag(cmd, f.kubeconfig); err != nil {
+			if err := checkKubeconfigFlag(cmd, f.kubeconfig, f.skipDrain); err != nil {
 				return err
 			}
 			return session.Run(cmd.Context(), so)
@@ -90,6 +90,6 @@ the lock (nothing was done).`,
 	c.Flags().Lookup("skip-phases").Usage = "phases not to run, by full name: a parent (kubeadm-upgrade) skips its sub-phases; record-spec cannot be skipped, and a run that skips any phase does not record the spec, so a run without the flag finishes it; see docs/upgrade.md"
 	c.Flags().BoolVar(&f.skipDrain, "skip-drain", false, "do not cordon, drain or uncordon the node (its pods keep running through the upgrade)")
 	c.Flags().DurationVar(&f.drainTimeout, "drain-timeout", 0, "how long the drain may take before the upgrade fails (class DrainFailed); default 5m")
-	c.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "credential that may cordon the node and evict its pods (default /etc/kubernetes/admin.conf, which only control planes have; a worker needs one, or --skip-drain); one given must exist and load, or the run is refused with exit code 2")
+	c.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "credential that may cordon the node and evict its pods (default /etc/kubernetes/admin.conf, which only control planes have; a worker needs one, or --skip-drain); one given must exist and load, unless with --skip-drain, or the run is refused with exit code 2")
 	return c
 }

@@ -411,14 +411,23 @@ func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("users:\n- name: u\n  user:\n    token: SECRET-TOKEN-x\n    client-key-data: not-base64-SECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	nullKey := filepath.Join(dir, "null-key")
+	if err := os.WriteFile(nullKey, []byte("users:\n- name: u\n  user:\n    ~: SECRET-TOKEN-y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ path, want string }{
+		{nullKey, "--kubeconfig " + nullKey + ": does not load as a kubeconfig: its YAML has a map key"},
 		{filepath.Join(dir, "missing"), "--kubeconfig " + filepath.Join(dir, "missing") + ": does not exist"},
 		{dir, "must be a regular file"},
-		{garbage, "--kubeconfig: kubeconfig " + garbage + ": illegal base64 data"},
+		{garbage, "--kubeconfig " + garbage + ": does not load as a kubeconfig: illegal base64 data"},
 	} {
 		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--kubeconfig", c.path)
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("--kubeconfig %s: exit %d, want 2 and %q\n%s\n%s", c.path, code, c.want, out, errOut)
+		}
+		// What to do: another credential, the default's, or no drain.
+		if c.path != dir && !strings.Contains(errOut, "leave the flag out on a control plane (/etc/kubernetes/admin.conf), or pass --skip-drain") {
+			t.Errorf("--kubeconfig %s: the error does not say what to do:\n%s", c.path, errOut)
 		}
 		if all := out + errOut; strings.Contains(all, "SECRET") {
 			t.Errorf("--kubeconfig %s: the file's content reached the output:\n%s", c.path, all)
@@ -434,5 +443,30 @@ func TestUpgradeRefusesAnUnusableKubeconfig(t *testing.T) {
 	}
 	if code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--kubeconfig", good); code != 0 || !strings.Contains(out, "would cordon Node cp1") {
 		t.Errorf("a usable --kubeconfig: exit %d, want 0 and the drain in the plan\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestUpgradeSkipDrainDoesNotReadTheKubeconfig: with --skip-drain the
+// drain's credential is never read, so a --kubeconfig that is missing or
+// does not load does not refuse the run, as before the check: the drain
+// failure's own hint is to run again with --skip-drain, and a script that
+// passes the same --kubeconfig to every node adds --skip-drain on those
+// whose credential it has not.
+func TestUpgradeSkipDrainDoesNotReadTheKubeconfig(t *testing.T) {
+	work := recordSpec(t, upgradeSpec("v1.36.3", "cp1", "30"))
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("users: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kc := range []string{filepath.Join(dir, "missing"), garbage} {
+		code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--skip-drain", "--kubeconfig", kc)
+		if code != 0 || !strings.Contains(out, "[upgrade] drain: unchanged") || strings.Contains(out, "would cordon") {
+			t.Errorf("--skip-drain --kubeconfig %s: exit %d, want 0 and the drain skipped\n%s\n%s", kc, code, out, errOut)
+		}
+	}
+	// What cannot be opened without blocking is still refused.
+	if code, out, errOut := upgradeCLI(t, work, upgradeSpec("v1.37.2", "cp1", "30"), "--dry-run", "--skip-drain", "--kubeconfig", dir); code != 2 || !strings.Contains(errOut, "must be a regular file") {
+		t.Errorf("--skip-drain --kubeconfig DIR: exit %d, want 2\n%s\n%s", code, out, errOut)
 	}
 }

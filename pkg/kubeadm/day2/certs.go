@@ -1,14 +1,19 @@
 package day2
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmapiv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmcmd "k8s.io/kubernetes/cmd/kubeadm/app/cmd"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/certs/renewal"
+	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 
 	"github.com/machineadm/machineadm/pkg/kubeadm/internal/stdio"
 )
@@ -102,4 +107,34 @@ func CheckExpiration(out io.Writer, args []string) error {
 // is experimental.
 func ConfigAPIVersion() string {
 	return kubeadmapiv1.SchemeGroupVersion.String()
+}
+
+// ConfigDocuments is the group, version and kind of each document of a
+// kubeadm configuration file's data, split as kubeadm's loader splits it
+// (its SplitConfigDocuments), sorted: the error is the loader's for YAML
+// it cannot read, a document without a kind or a group-qualified
+// apiVersion (a comment alone between separators too) and a kind given
+// twice; and a kubeadm document that reads as JSON but holds more than
+// one value (objects one after the other without "---"), which the
+// splitter takes for its first object and kubeadm's decoder refuses. An
+// error of the YAML layer that would quote the file (a map key or a
+// tagged value it cannot take) leaves its message out: the file may hold
+// credentials.
+func ConfigDocuments(data []byte) ([]schema.GroupVersionKind, error) {
+	m, err := kubeadmutil.SplitConfigDocuments(data)
+	if err != nil && yamlQuotes(err.Error()) {
+		return nil, quotingYAMLError("a kubeadm configuration")
+	}
+	if err != nil {
+		return nil, err
+	}
+	gvks := make([]schema.GroupVersionKind, 0, len(m))
+	for gvk, doc := range m {
+		if gvk.Group == kubeadmapi.GroupName && utilyaml.IsJSONBuffer(doc) && !json.Valid(doc) {
+			return nil, fmt.Errorf("its %s document is not one JSON object (JSON documents are separated by a line ---)", gvk.Kind)
+		}
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	return gvks, nil
 }

@@ -1,9 +1,12 @@
 package day2
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubectl/pkg/drain"
+	"sigs.k8s.io/yaml"
 
 	"github.com/machineadm/machineadm/pkg/errclass"
 	"github.com/machineadm/machineadm/pkg/readlimit"
@@ -37,7 +41,8 @@ func Client(path string) (kubernetes.Interface, error) {
 }
 
 // RESTConfig is Client's configuration for the kubeconfig at path (a
-// host path), with the same checks.
+// host path), with the same checks. Its error never quotes the file's
+// content (loadError).
 func RESTConfig(path string) (*rest.Config, error) {
 	data, err := readlimit.File(path, maxKubeconfigSize)
 	if err != nil {
@@ -45,7 +50,7 @@ func RESTConfig(path string) (*rest.Config, error) {
 	}
 	cc, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, loadError(err, data))
 	}
 	// Relative file references resolve against the file's directory, as
 	// when clientcmd reads the file itself.
@@ -64,6 +69,52 @@ func RESTConfig(path string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = "machineadm"
 	return cfg, nil
+}
+
+// quoted matches a double-quoted (Go syntax), back-quoted or single-quoted
+// (no blanks: "couldn't" is no quote) segment of an error message.
+var quoted = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`|'[^'\\s]*'")
+
+// loadError is clientcmd.Load's error err for data, unless it quotes part
+// of data: the YAML layer puts a map key or a tagged scalar it cannot
+// take into its message (`invalid map key: []interface {}{"…"}`,
+// `unsupported map key …, value: …`, "cannot decode !!str `…`"), and
+// the file may hold credentials (upgrade --kubeconfig names any file root
+// can read). Such an error is replaced by one that quotes nothing. The
+// document's own kind and apiVersion may be quoted (`no kind "Secret" is
+// registered for version "v1"`), and so may a segment of fewer than 4
+// bytes (a JSON syntax error's "invalid character 'x'").
+func loadError(err error, data []byte) error {
+	msg := err.Error()
+	var tm metav1.TypeMeta
+	_ = yaml.Unmarshal(data, &tm)
+	leaks := yamlQuotes(msg)
+	for _, q := range quoted.FindAllString(msg, -1) {
+		s := q[1 : len(q)-1]
+		if u, err := strconv.Unquote(q); err == nil && q[0] == '"' {
+			s = u
+		}
+		if len(s) >= 4 && s != tm.Kind && s != tm.APIVersion && bytes.Contains(data, []byte(s)) {
+			leaks = true
+		}
+	}
+	if !leaks {
+		return err
+	}
+	return quotingYAMLError("a kubeconfig")
+}
+
+// yamlQuotes says whether msg, an error of the YAML layer
+// (sigs.k8s.io/yaml), has the shape of one that quotes the input: a map
+// key or a tagged scalar it cannot take.
+func yamlQuotes(msg string) bool {
+	return strings.Contains(msg, "map key") || strings.Contains(msg, "cannot decode !!") || strings.Contains(msg, "cannot unmarshal !!")
+}
+
+// quotingYAMLError replaces an error of the YAML layer that quotes the
+// input (yamlQuotes) of what (a kubeconfig, a kubeadm configuration).
+func quotingYAMLError(what string) error {
+	return fmt.Errorf("its YAML has a map key or a tagged value %s cannot hold (the loader's message is left out: it quotes the file)", what)
 }
 
 // drainHint is the hint of a drain that failed for want of rights.

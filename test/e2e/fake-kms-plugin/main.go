@@ -70,6 +70,24 @@ func (f *fakeKMS) Status(context.Context) (*service.StatusResponse, error) {
 	return &service.StatusResponse{Version: "v2", Healthz: "ok", KeyID: keyID}, nil
 }
 
+// bothWriter writes each line to both of its writers, the second even
+// when the first fails (io.MultiWriter stops at the first error: a log
+// file that cannot be written, a full disk, would have kept the line from
+// the journal too, which the tests compare the file with).
+type bothWriter struct{ a, b io.Writer }
+
+func (w bothWriter) Write(p []byte) (int, error) {
+	_, errA := w.a.Write(p)
+	n, errB := w.b.Write(p)
+	if errB != nil {
+		return n, errB
+	}
+	if errA != nil {
+		return len(p), errA
+	}
+	return len(p), nil
+}
+
 func main() {
 	socket := flag.String("socket", "/var/run/kmsplugin/socket.sock", "unix socket to serve on")
 	logFile := flag.String("log-file", "", "also append each log line to this file (unbuffered), which the tests read without journald")
@@ -80,8 +98,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		// The file first: a line reaches it even if standard error fails.
-		log.SetOutput(io.MultiWriter(f, os.Stderr))
+		log.SetOutput(bothWriter{f, os.Stderr})
 	}
 	key := sha256.Sum256([]byte("machineadm e2e fake KMS plugin: a public test key"))
 	block, err := aes.NewCipher(key[:])

@@ -348,7 +348,54 @@ func checkDecryptsThrough(ctx context.Context, t *testing.T, cp1m, m *Machine, i
 		errorf(t, "%s: its API server read the Secret without calling its KMS plugin's Decrypt (%d Encrypt calls); %s:\n%s", m.Name, calls.encrypts, fakeKMSLog, tail(calls.text, 10))
 	} else {
 		t.Logf("%s: the Secret written through cp1 reads back through %s; its fake-kms-plugin decrypted %d time(s), encrypted %d", m.Name, m.Name, calls.decrypts, calls.encrypts)
+		logJournalMismatch(ctx, t, m)
 	}
+}
+
+// logJournalMismatch logs, when m's plugin journal (journalctl -u) shows
+// no Decrypt within decryptLogWait although fakeKMSLog does, where
+// journald put the plugin's lines. That journal view is what
+// checkDecryptsThrough failed on twice in CI with the Secret read back;
+// the check no longer depends on it, and this keeps the evidence of why
+// it lacked the lines. Not a failure.
+func logJournalMismatch(ctx context.Context, t *testing.T, m *Machine) {
+	t.Helper()
+	var out string
+	for deadline := time.Now().Add(decryptLogWait); ; time.Sleep(time.Second) {
+		res, err := m.Exec(ctx, nil, "journalctl", "--no-pager", "-o", "cat", "-u", "fake-kms-plugin.service")
+		if err != nil {
+			t.Logf("%s: fake-kms-plugin journal: %v", m.Name, err)
+			return
+		}
+		out = res.Stdout
+		if strings.Contains(out, "fake-kms-plugin: decrypt #") {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("%s: NOTE %s shows Decrypt calls, but journalctl -u fake-kms-plugin.service shows none after %s:\n%s", m.Name, fakeKMSLog, decryptLogWait, tail(out, 10))
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for _, c := range journalAttribution {
+		res, err := m.Exec(dctx, nil, "sh", "-c", c.cmd)
+		t.Logf("%s: %s (%v):\n%s%s", m.Name, c.what, err, res.Stdout, res.Stderr)
+	}
+}
+
+// journalAttribution are the commands that say where journald put the
+// fake plugin's lines when journalctl -u does not show them: the lines by
+// the identifier systemd gives the stream (whatever unit journald
+// attributed them to, with the fields it attributed them by), the
+// plugin's cgroup (journald derives the unit from it), and journald's own
+// messages and disk use (lines it dropped).
+var journalAttribution = []struct{ what, cmd string }{
+	{"plugin lines by identifier, with their unit and cgroup fields",
+		"journalctl --no-pager -o verbose SYSLOG_IDENTIFIER=fake-kms-plugin | grep -E '^[A-Z][a-z]{2} |^ +(MESSAGE|_PID|_SYSTEMD_UNIT|_SYSTEMD_CGROUP|_SYSTEMD_INVOCATION_ID)=' | tail -n 60"},
+	{"plugin cgroup", "p=$(systemctl show -p MainPID --value fake-kms-plugin.service); echo \"pid $p\"; cat /proc/$p/cgroup"},
+	{"journald's own messages and disk use",
+		"journalctl --no-pager -o short-monotonic -u systemd-journald.service | tail -n 20; journalctl --disk-usage; df -h /var/log /run/log 2>&1"},
 }
 
 // kmsCalls is what a machine's fake-kms-plugin logged to fakeKMSLog.
@@ -391,11 +438,17 @@ func logKMSDiagnostics(ctx context.Context, t *testing.T, cp1m, m *Machine) {
 		{m, "units", []string{"systemctl", "show", "-p", "Id,MainPID,NRestarts,ActiveEnterTimestampMonotonic", "fake-kms-plugin.service", "kube-apiserver.service"}},
 		{m, "plugin journal (its calls, to compare with " + fakeKMSLog + ")", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service | tail -n 20"}},
 		{m, "plugin and API server journal (KMS lines)", []string{"sh", "-c", "journalctl --no-pager -o short-monotonic -u fake-kms-plugin.service -u kube-apiserver.service | grep -iE 'kms|plugin|envelope|encrypt|decrypt|socket' | tail -n 40"}},
-		{m, "the socket as seen from the plugin's and the API server's mount namespaces", []string{"sh", "-c", "for u in fake-kms-plugin kube-apiserver; do p=$(systemctl show -p MainPID --value $u.service); echo \"$u (pid $p):\"; ls -lia /proc/$p/root" + sock + " 2>&1; done; crictl ps -a --name kube-apiserver 2>&1 | tail -n 3"}},
+		{m, "the socket as seen from the plugin's and the API server's mount namespaces", []string{"sh", "-c", "for u in fake-kms-plugin kube-apiserver; do p=$(systemctl show -p MainPID --value $u.service); echo \"$u (pid $p):\"; ls -lia /proc/$p/root" + sock + " 2>&1; done; " +
+			// crictl is on no machine's PATH; e2eBinDir has it where a test binds it.
+			"c=" + e2eBinDir + "/crictl; [ -x $c ] || c=crictl; $c --runtime-endpoint unix:///run/containerd/containerd.sock ps -a --name kube-apiserver 2>&1 | tail -n 3"}},
 		{m, "sockets", []string{"sh", "-c", "ss -xlpn 2>&1 | grep -i kms"}},
 		{cp1m, "cp1's plugin log", []string{"sh", "-c", "tail -n 20 " + fakeKMSLog}},
 	} {
 		res, err := c.m.Exec(dctx, nil, c.args...)
 		t.Logf("%s: %s (%v):\n%s%s", c.m.Name, c.what, err, res.Stdout, res.Stderr)
+	}
+	for _, c := range journalAttribution {
+		res, err := m.Exec(dctx, nil, "sh", "-c", c.cmd)
+		t.Logf("%s: %s (%v):\n%s%s", m.Name, c.what, err, res.Stdout, res.Stderr)
 	}
 }

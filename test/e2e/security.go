@@ -378,10 +378,28 @@ func logJournalMismatch(ctx context.Context, t *testing.T, m *Machine) {
 	t.Logf("%s: NOTE %s shows Decrypt calls, but journalctl -u fake-kms-plugin.service shows none after %s:\n%s", m.Name, fakeKMSLog, decryptLogWait, tail(out, 10))
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	logJournalAttribution(dctx, t, m)
+}
+
+// logJournalAttribution logs journalAttribution's commands on m and the
+// console's lines about journald: journald writes its own messages to
+// /dev/kmsg, which on an e2e machine is the console (hack/e2e/rootfs,
+// machineadm-e2e-kmsg.conf), so they reach Dir/console.log, not the
+// journal.
+func logJournalAttribution(ctx context.Context, t *testing.T, m *Machine) {
+	t.Helper()
 	for _, c := range journalAttribution {
-		res, err := m.Exec(dctx, nil, "sh", "-c", c.cmd)
+		res, err := m.Exec(ctx, nil, "sh", "-c", c.cmd)
 		t.Logf("%s: %s (%v):\n%s%s", m.Name, c.what, err, res.Stdout, res.Stderr)
 	}
+	b, err := os.ReadFile(filepath.Join(m.Dir, "console.log"))
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "journal") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	t.Logf("%s: console lines about journald (%v):\n%s", m.Name, err, strings.Join(lines[max(0, len(lines)-20):], "\n"))
 }
 
 // journalAttribution are the commands that say where journald put the
@@ -447,8 +465,5 @@ func logKMSDiagnostics(ctx context.Context, t *testing.T, cp1m, m *Machine) {
 		res, err := c.m.Exec(dctx, nil, c.args...)
 		t.Logf("%s: %s (%v):\n%s%s", c.m.Name, c.what, err, res.Stdout, res.Stderr)
 	}
-	for _, c := range journalAttribution {
-		res, err := m.Exec(dctx, nil, "sh", "-c", c.cmd)
-		t.Logf("%s: %s (%v):\n%s%s", m.Name, c.what, err, res.Stdout, res.Stderr)
-	}
+	logJournalAttribution(dctx, t, m)
 }

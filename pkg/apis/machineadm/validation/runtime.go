@@ -1,11 +1,14 @@
 package validation
 
 import (
+	"path"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/machineadm/machineadm/pkg/apis/machineadm"
+	"github.com/machineadm/machineadm/pkg/apis/machineadm/apiserverconfig"
 )
 
 // validateRuntime checks spec.controlPlane.runtime and binaries: the
@@ -13,7 +16,9 @@ import (
 // spec.host.staticPods nor a kubelet staticPodPath); binaries belong to
 // Systemd only, each
 // an absolute path (etcd's only with a local etcd), no two the same; a binary delivered by
-// spec.host.files must come out executable by its owner.
+// spec.host.files must come out executable by its owner; and no path a
+// unit opens itself may be in a directory its sandbox hides
+// (validateSandboxPaths).
 func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
 	cp := s.ControlPlane
 	switch cp.Runtime {
@@ -63,6 +68,70 @@ func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 			continue
 		}
 		seen[x.path] = x.name
+	}
+	validateSandboxPaths(r, s, p)
+}
+
+// sandboxHiddenDirs are the directories the Systemd runtime's units do not
+// see the host's content of: PrivateTmp=yes gives each unit /tmp and
+// /var/tmp of its own, and ProtectHome=yes makes /home, /root and
+// /run/user empty and inaccessible (systemd.exec(5); cpunits' unit).
+var sandboxHiddenDirs = []string{"/tmp", "/var/tmp", "/home", "/root", "/run/user"}
+
+// validateSandboxPaths refuses, with runtime Systemd, a host path a unit
+// itself opens that its sandbox hides (sandboxHiddenDirs): a component
+// binary (the unit's ExecStart), the local etcd's data directory and a
+// --data-dir or --wal-dir in its extraArgs, the API server's audit log
+// and a KMS plugin's socket. Each would pass here and fail at bootstrap
+// (the unit exits at start, or the API server cannot reach its plugin)
+// or, for the audit log, be written into the unit's private /tmp and lost
+// with it. Files handed over as credentials are read by systemd itself,
+// outside the sandbox, and are not checked. p is spec.controlPlane.
+func validateSandboxPaths(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
+	cp := s.ControlPlane
+	check := func(fp *field.Path, value, file string) {
+		if file == "" || !path.IsAbs(file) {
+			return
+		}
+		file = path.Clean(file)
+		for _, d := range sandboxHiddenDirs {
+			if within(file, d) {
+				r.Errors = append(r.Errors, field.Invalid(fp, value, "runtime Systemd runs the control plane's units with PrivateTmp=yes and ProtectHome=yes, which hide "+d+" from them: use a path outside "+strings.Join(sandboxHiddenDirs, ", ")))
+				return
+			}
+		}
+	}
+	if b := cp.Binaries; b != nil {
+		bp := p.Child("binaries")
+		check(bp.Child("etcd"), b.Etcd, b.Etcd)
+		check(bp.Child("kubeAPIServer"), b.KubeAPIServer, b.KubeAPIServer)
+		check(bp.Child("kubeControllerManager"), b.KubeControllerManager, b.KubeControllerManager)
+		check(bp.Child("kubeScheduler"), b.KubeScheduler, b.KubeScheduler)
+	}
+	if l := cp.Etcd.Local; l != nil {
+		lp := p.Child("etcd", "local")
+		check(lp.Child("dataDir"), l.DataDir, l.DataDir)
+		for i, a := range l.ExtraArgs {
+			if n := argName(a.Name); n == "data-dir" || n == "wal-dir" {
+				check(lp.Child("extraArgs").Index(i).Child("value"), a.Value, a.Value)
+			}
+		}
+	}
+	ap := p.Child("apiServer")
+	if au := cp.APIServer.Audit; au != nil && au.Log != nil && au.Log.Path != "-" {
+		check(ap.Child("audit", "log", "path"), au.Log.Path, au.Log.Path)
+	}
+	if e := cp.APIServer.Encryption; e != nil {
+		for i, res := range e.Resources {
+			for j, pr := range res.Providers {
+				if pr.KMS == nil {
+					continue
+				}
+				if sock, ok := apiserverconfig.SocketPath(pr.KMS.Endpoint); ok {
+					check(ap.Child("encryption", "resources").Index(i).Child("providers").Index(j).Child("kms", "endpoint"), pr.KMS.Endpoint, sock)
+				}
+			}
+		}
 	}
 }
 

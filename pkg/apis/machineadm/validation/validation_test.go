@@ -241,6 +241,37 @@ func TestValidateControlPlane(t *testing.T) {
 					Source: &machineadm.RemoteSource{URL: "https://files.example/etcd", SHA256: strings.Repeat("b", 64)}},
 			}
 		}, want: []fe{{"spec.host.files[0].mode", inv}, {"spec.host.files[1].append", inv}}},
+		// PrivateTmp=yes and ProtectHome=yes hide these from the units.
+		{name: "Systemd paths its sandbox hides", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeAPIServer, b.KubeScheduler = "/home/ops/bin/kube-apiserver", "/var/tmp/kube-scheduler"
+			toSystemd(c, &b)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/root/etcd", ExtraArgs: []machineadm.Arg{{Name: "wal-dir", Value: "/tmp/etcd-wal/"}, {Name: "snapshot-count", Value: "1000"}}}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/run/user/0/audit/audit.log"}}
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmp/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}, want: []fe{
+			{p + "binaries.kubeAPIServer", inv}, {p + "binaries.kubeScheduler", inv},
+			{p + "etcd.local.dataDir", inv}, {p + "etcd.local.extraArgs[0].value", inv},
+			{p + "apiServer.audit.log.path", inv}, {p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv},
+		}},
+		// The same paths are fine with static pods (hostPath mounts), and a
+		// name that only starts like a hidden directory is not in it.
+		{name: "Systemd paths beside the hidden directories", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeAPIServer = "/homes/bin/kube-apiserver"
+			toSystemd(c, &b)
+			c.Spec.ControlPlane.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmpfs/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}},
+		{name: "StaticPods KMS socket under /tmp", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmp/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		})},
 	})
 }
 

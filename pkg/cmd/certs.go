@@ -132,7 +132,7 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 	if machineSpec {
 		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)
 	}
-	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s)", config, strings.Join(kinds, ", "))
+	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s); on a node that joined (its /var/lib/machineadm/kubeadm-join.yaml is a JoinConfiguration) leave --config out to read the cluster's kubeadm-config ConfigMap", config, strings.Join(kinds, ", "))
 }
 
 // oldConfigVersion matches the kubeadm configuration versions of older

@@ -56,7 +56,7 @@ func TestCertsCheckExpirationBadInput(t *testing.T) {
 		{"cert-dir missing", []string{"--cert-dir", missing}, []string{"--cert-dir", "does not exist"}},
 		{"cert-dir a file", []string{"--cert-dir", machineSpec}, []string{"--cert-dir", "not a directory"}},
 		{"config a machine spec", []string{"--config", machineSpec}, []string{"--config", "machineadm spec", "kubeadm-init.yaml"}},
-		{"config a join configuration", []string{"--config", joinOnly}, []string{"--config", "JoinConfiguration"}},
+		{"config a join configuration", []string{"--config", joinOnly}, []string{"--config", "JoinConfiguration", "leave --config out"}},
 		{"config of an old version", []string{"--config", oldVersion}, []string{"--config", "kubeadm.k8s.io/v1beta3", "reads kubeadm.k8s.io/v1beta4", "kubeadm config migrate"}},
 		{"config with one old document", []string{"--config", mixed}, []string{"--config", "its ClusterConfiguration is kubeadm.k8s.io/v1beta3"}},
 		{"config with a document without apiVersion", []string{"--config", noAPIVersion}, []string{"--config " + noAPIVersion, "kind and apiVersion is mandatory"}},

@@ -391,3 +391,40 @@ func TestRestartForCertificatesStalenessUnknown(t *testing.T) {
 		t.Errorf("a restart that fails (no admin credential): %v; want an error without ErrStalenessUnknown", err)
 	}
 }
+
+// TestManifestTempDirRemovesLeftovers: the directories a run killed while
+// it prepared a manifest left under the kubernetes directory's tmp are
+// removed by the next run's; kubeadm's own and other files there stay.
+func TestManifestTempDirRemovesLeftovers(t *testing.T) {
+	k := t.TempDir()
+	tmp := filepath.Join(k, "tmp")
+	left := filepath.Join(tmp, manifestTempPrefix+"123456")
+	if err := os.MkdirAll(filepath.Join(left, "inner"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "inner", "kube-scheduler.yaml"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeadms := filepath.Join(tmp, "kubeadm-upgraded-manifests999")
+	if err := os.Mkdir(kubeadms, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d, err := manifestTempDir(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("the killed run's %s is still there (%v)", left, err)
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() || filepath.Dir(d) != tmp {
+		t.Errorf("the new directory %s: %v", d, err)
+	}
+	if _, err := os.Stat(kubeadms); err != nil {
+		t.Errorf("kubeadm's own directory was removed: %v", err)
+	}
+	// The tmp directory itself is made when missing.
+	k2 := t.TempDir()
+	if d, err := manifestTempDir(k2); err != nil || filepath.Dir(d) != filepath.Join(k2, "tmp") {
+		t.Errorf("without a tmp directory: %q, %v", d, err)
+	}
+}

@@ -87,6 +87,8 @@ type StaticPodOptions struct {
 // does not. With Upload the configuration is then stored
 // (storeConfiguration), and the lines say "kubeadm-config ConfigMap
 // updated" when that changed the ConfigMap, also beside a store's error.
+// The caller holds machineadm's run lock: the manifest directories a
+// killed run left in o.KubernetesDir/tmp are removed (manifestTempDir).
 func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, []string, error) {
 	client, err := Client(o.AdminKubeconfig)
 	if err != nil {
@@ -132,19 +134,29 @@ func UpgradeStaticPodComponent(ctx context.Context, o StaticPodOptions) (bool, [
 	return changed, lines, err
 }
 
+// manifestTempPrefix starts the name of manifestTempDir's directories.
+const manifestTempPrefix = "machineadm-upgraded-manifests"
+
 // manifestTempDir makes a new directory for a manifest being prepared
 // under kubernetesDir's tmp directory (made 0700 when missing), beside
-// kubeadm's own; the caller removes it.
+// kubeadm's own; the caller removes it. The directories a run killed
+// while it prepared a manifest left behind are removed first: the caller
+// holds the run lock, so none of them is in use.
 func manifestTempDir(kubernetesDir string) (string, error) {
 	parent := filepath.Join(kubernetesDir, "tmp")
-	tmp, err := os.MkdirTemp(parent, "machineadm-upgraded-manifests")
+	if old, err := filepath.Glob(filepath.Join(parent, manifestTempPrefix+"*")); err == nil {
+		for _, d := range old {
+			_ = os.RemoveAll(d) // a leftover that stays is only disk space
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, manifestTempPrefix)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(parent, 0o700); err == nil {
+			tmp, err = os.MkdirTemp(parent, manifestTempPrefix)
+		}
+	}
 	if err != nil {
-		if err := os.MkdirAll(parent, 0o700); err == nil {
-			tmp, err = os.MkdirTemp(parent, "machineadm-upgraded-manifests")
-		}
-		if err != nil {
-			return "", errclass.New(errclass.HostPreparationFailed, "", err)
-		}
+		return "", errclass.New(errclass.HostPreparationFailed, "", err)
 	}
 	return tmp, nil
 }
@@ -308,6 +320,7 @@ var ErrStalenessUnknown = errors.New("could not tell whether the component runs 
 // (etcd, the API server) or a manifest that does not exist. Errors are classified as
 // UpgradeStaticPodComponent's; one before anything changed because the
 // manifest or the certificates do not read carries ErrStalenessUnknown.
+// The caller holds machineadm's run lock, as for UpgradeStaticPodComponent.
 func RestartForCertificates(o StaticPodOptions, node string) (bool, []string, error) {
 	if !RestartsForCertificates(o.Component) {
 		return false, nil, nil

@@ -428,3 +428,56 @@ func TestManifestTempDirRemovesLeftovers(t *testing.T) {
 		t.Errorf("without a tmp directory: %q, %v", d, err)
 	}
 }
+
+// TestManifestTempDirLeftoversByName: the leftovers are found by name in
+// the tmp directory itself, not by a pattern over its path: a kubernetes
+// directory whose path holds a pattern's characters ("[", "?") has its
+// own leftovers removed and never another directory's the pattern would
+// match. Only a directory named as os.MkdirTemp names them (the prefix,
+// then digits) is removed; a symbolic link so named, and what it points
+// to, and another name with the prefix stay.
+func TestManifestTempDirLeftoversByName(t *testing.T) {
+	base := t.TempDir()
+	k := filepath.Join(base, "k8s[1]?")
+	other := filepath.Join(base, "k8s1x") // matched by the pattern "k8s[1]?"
+	leftover := func(dir, name string) string {
+		p := filepath.Join(dir, "tmp", name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "kube-scheduler.yaml"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	own := leftover(k, manifestTempPrefix+"123456")
+	others := leftover(other, manifestTempPrefix+"654321")
+	kept := leftover(k, manifestTempPrefix+"-kept")
+	target := leftover(base, "target")
+	link := filepath.Join(k, "tmp", manifestTempPrefix+"777")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	d, err := manifestTempDir(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(d) != filepath.Join(k, "tmp") {
+		t.Errorf("the new directory %s is not in %s", d, filepath.Join(k, "tmp"))
+	}
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("the killed run's %s is still there (%v)", own, err)
+	}
+	if _, err := os.Stat(filepath.Join(others, "kube-scheduler.yaml")); err != nil {
+		t.Errorf("another kubernetes directory's %s was removed: %v", others, err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("%s, a name os.MkdirTemp does not make, was removed: %v", kept, err)
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the symbolic link %s was removed: %v", link, err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "kube-scheduler.yaml")); err != nil {
+		t.Errorf("the link's target lost its content: %v", err)
+	}
+}

@@ -140,15 +140,12 @@ const manifestTempPrefix = "machineadm-upgraded-manifests"
 // manifestTempDir makes a new directory for a manifest being prepared
 // under kubernetesDir's tmp directory (made 0700 when missing), beside
 // kubeadm's own; the caller removes it. The directories a run killed
-// while it prepared a manifest left behind are removed first: the caller
-// holds the run lock, so none of them is in use.
+// while it prepared a manifest left behind are removed first
+// (removeManifestTempDirs): the caller holds the run lock, so none of
+// them is in use.
 func manifestTempDir(kubernetesDir string) (string, error) {
 	parent := filepath.Join(kubernetesDir, "tmp")
-	if old, err := filepath.Glob(filepath.Join(parent, manifestTempPrefix+"*")); err == nil {
-		for _, d := range old {
-			_ = os.RemoveAll(d) // a leftover that stays is only disk space
-		}
-	}
+	removeManifestTempDirs(parent)
 	tmp, err := os.MkdirTemp(parent, manifestTempPrefix)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(parent, 0o700); err == nil {
@@ -159,6 +156,26 @@ func manifestTempDir(kubernetesDir string) (string, error) {
 		return "", errclass.New(errclass.HostPreparationFailed, "", err)
 	}
 	return tmp, nil
+}
+
+// removeManifestTempDirs removes the directories in parent named as
+// os.MkdirTemp names manifestTempDir's (manifestTempPrefix, then digits),
+// read from parent itself: not matched by a pattern over parent's path,
+// whose "[", "*", "?" or "\" would make it miss them and match other
+// directories'. A symbolic link or file so named is left alone. Errors
+// are ignored: a leftover that stays costs disk space only.
+func removeManifestTempDirs(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		digits, ok := strings.CutPrefix(e.Name(), manifestTempPrefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.IsDir() {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+	}
 }
 
 // swapStaticPod puts the manifest at newPath in place of o.Component's on

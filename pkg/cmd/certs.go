@@ -130,10 +130,16 @@ func checkExpirationFlags(cmd *cobra.Command, certDir, config, kubeconfig, outpu
 		return nil
 	}
 	if machineSpec {
-		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out to read the cluster's kubeadm-config ConfigMap", config)
+		return session.Usagef("--config %s: is a machineadm spec; --config takes the kubeadm configuration machineadm wrote from it (/var/lib/machineadm/kubeadm-init.yaml), or leave it out: %s", config, withoutConfig)
 	}
-	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s); on a node that joined (its /var/lib/machineadm/kubeadm-join.yaml is a JoinConfiguration) leave --config out to read the cluster's kubeadm-config ConfigMap", config, strings.Join(kinds, ", "))
+	return session.Usagef("--config %s: holds no kubeadm.k8s.io InitConfiguration or ClusterConfiguration (kinds: %s); a node that joined has none (its /var/lib/machineadm/kubeadm-join.yaml is a JoinConfiguration): leave --config out: %s", config, strings.Join(kinds, ", "), withoutConfig)
 }
+
+// withoutConfig says what check-expiration reads without --config: the
+// kubeadm-config ConfigMap only where --kubeconfig loads (admin.conf,
+// which only a control plane has); elsewhere kubeadm falls back to its
+// defaults without a word.
+const withoutConfig = "on a control plane kubeadm then reads the cluster's kubeadm-config ConfigMap with --kubeconfig (default /etc/kubernetes/admin.conf); a worker has no admin.conf and none of the control plane's certificates: kubeadm's defaults are used, and of its rows only the cluster CA (ca) is there"
 
 // oldConfigVersion matches the kubeadm configuration versions of older
 // kubeadm releases, which `kubeadm config migrate` of such a release

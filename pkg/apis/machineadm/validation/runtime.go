@@ -85,41 +85,59 @@ var sandboxHiddenDirs = []string{"/tmp", "/var/tmp", "/home", "/root", "/run/use
 // and a KMS plugin's socket. Each would pass here and fail at bootstrap
 // (the unit exits at start, or the API server cannot reach its plugin)
 // or, for the audit log, be written into the unit's private /tmp and lost
-// with it. Files handed over as credentials are read by systemd itself,
-// outside the sandbox, and are not checked. p is spec.controlPlane.
+// with it. It also refuses such a path of one unit inside a directory
+// another unit has to itself: etcd's data and WAL directories (0700
+// etcd, and the data directory in the other units' InaccessiblePaths=)
+// and the audit log's directory (0700 kube-apiserver), which the units
+// cannot traverse (an audit log in the etcd data directory, the
+// scheduler's binary or the etcd data directory in the audit log's
+// directory). Files handed over as credentials are read by systemd
+// itself, outside the sandbox, and are not checked. p is
+// spec.controlPlane.
 func validateSandboxPaths(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Path) {
 	cp := s.ControlPlane
-	check := func(fp *field.Path, value, file string) {
-		if file == "" || !path.IsAbs(file) {
-			return
-		}
-		file = path.Clean(file)
-		for _, d := range sandboxHiddenDirs {
-			if within(file, d) {
-				r.Errors = append(r.Errors, field.Invalid(fp, value, "runtime Systemd runs the control plane's units with PrivateTmp=yes and ProtectHome=yes, which hide "+d+" from them: use a path outside "+strings.Join(sandboxHiddenDirs, ", ")))
-				return
-			}
+	// use is a path unit opens itself; own is a directory unit has to
+	// itself (cpunits' ReadWritePaths, created 0700 for the unit's user).
+	type use struct {
+		unit, value, file string
+		fp                *field.Path
+	}
+	type own struct{ unit, dir, what string }
+	var uses []use
+	var owns []own
+	add := func(unit string, fp *field.Path, value, file string) {
+		if file != "" && path.IsAbs(file) {
+			uses = append(uses, use{unit, value, path.Clean(file), fp})
 		}
 	}
 	if b := cp.Binaries; b != nil {
 		bp := p.Child("binaries")
-		check(bp.Child("etcd"), b.Etcd, b.Etcd)
-		check(bp.Child("kubeAPIServer"), b.KubeAPIServer, b.KubeAPIServer)
-		check(bp.Child("kubeControllerManager"), b.KubeControllerManager, b.KubeControllerManager)
-		check(bp.Child("kubeScheduler"), b.KubeScheduler, b.KubeScheduler)
+		add("etcd", bp.Child("etcd"), b.Etcd, b.Etcd)
+		add("kube-apiserver", bp.Child("kubeAPIServer"), b.KubeAPIServer, b.KubeAPIServer)
+		add("kube-controller-manager", bp.Child("kubeControllerManager"), b.KubeControllerManager, b.KubeControllerManager)
+		add("kube-scheduler", bp.Child("kubeScheduler"), b.KubeScheduler, b.KubeScheduler)
 	}
 	if l := cp.Etcd.Local; l != nil {
 		lp := p.Child("etcd", "local")
-		check(lp.Child("dataDir"), l.DataDir, l.DataDir)
+		addDir := func(fp *field.Path, dir string) {
+			add("etcd", fp, dir, dir)
+			if dir != "" && path.IsAbs(dir) {
+				owns = append(owns, own{"etcd", path.Clean(dir), "etcd's data or WAL directory"})
+			}
+		}
+		addDir(lp.Child("dataDir"), l.DataDir)
 		for i, a := range l.ExtraArgs {
 			if n := argName(a.Name); n == "data-dir" || n == "wal-dir" {
-				check(lp.Child("extraArgs").Index(i).Child("value"), a.Value, a.Value)
+				addDir(lp.Child("extraArgs").Index(i).Child("value"), a.Value)
 			}
 		}
 	}
 	ap := p.Child("apiServer")
 	if au := cp.APIServer.Audit; au != nil && au.Log != nil && au.Log.Path != "-" {
-		check(ap.Child("audit", "log", "path"), au.Log.Path, au.Log.Path)
+		add("kube-apiserver", ap.Child("audit", "log", "path"), au.Log.Path, au.Log.Path)
+		if path.IsAbs(au.Log.Path) {
+			owns = append(owns, own{"kube-apiserver", path.Dir(path.Clean(au.Log.Path)), "the audit log's directory"})
+		}
 	}
 	if e := cp.APIServer.Encryption; e != nil {
 		for i, res := range e.Resources {
@@ -128,8 +146,23 @@ func validateSandboxPaths(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 					continue
 				}
 				if sock, ok := apiserverconfig.SocketPath(pr.KMS.Endpoint); ok {
-					check(ap.Child("encryption", "resources").Index(i).Child("providers").Index(j).Child("kms", "endpoint"), pr.KMS.Endpoint, sock)
+					add("kube-apiserver", ap.Child("encryption", "resources").Index(i).Child("providers").Index(j).Child("kms", "endpoint"), pr.KMS.Endpoint, sock)
 				}
+			}
+		}
+	}
+uses:
+	for _, u := range uses {
+		for _, d := range sandboxHiddenDirs {
+			if within(u.file, d) {
+				r.Errors = append(r.Errors, field.Invalid(u.fp, u.value, "runtime Systemd runs the control plane's units with PrivateTmp=yes and ProtectHome=yes, which hide "+d+" from them: use a path outside "+strings.Join(sandboxHiddenDirs, ", ")))
+				continue uses
+			}
+		}
+		for _, o := range owns {
+			if o.unit != u.unit && within(u.file, o.dir) {
+				r.Errors = append(r.Errors, field.Invalid(u.fp, u.value, "runtime Systemd gives "+o.what+" "+o.dir+" to the "+o.unit+" unit alone (mode 0700), so the "+u.unit+" unit cannot reach a path in it: use a path outside it"))
+				continue uses
 			}
 		}
 	}

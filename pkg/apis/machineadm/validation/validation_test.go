@@ -267,6 +267,49 @@ func TestValidateControlPlane(t *testing.T) {
 				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmpfs/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
 			}}}}
 		}},
+		// The etcd data and WAL directories are etcd's alone (0700 etcd,
+		// and InaccessiblePaths= for the other units), the audit log's
+		// directory the API server's alone (0700 kube-apiserver): another
+		// unit's path inside one cannot be reached.
+		{name: "Systemd paths in another unit's private directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeScheduler, b.KubeControllerManager = "/var/lib/etcd/bin/kube-scheduler", "/opt/k8s/bin/kube-controller-manager"
+			toSystemd(c, &b)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "wal-dir", Value: "/srv/etcd-wal"}}}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/opt/k8s/audit.log"}}
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///srv/etcd-wal/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}, want: []fe{
+			{p + "binaries.kubeControllerManager", inv}, {p + "binaries.kubeScheduler", inv},
+			{p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv},
+		}},
+		{name: "Systemd etcd data directory in the audit log's directory", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/srv/k8s/etcd"}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/srv/k8s/audit.log"}}
+		}, want: []fe{{p + "etcd.local.dataDir", inv}}},
+		{name: "Systemd audit log in the etcd data directory", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd"}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/var/lib/etcd/audit/audit.log"}}
+		}, want: []fe{{p + "apiServer.audit.log.path", inv}}},
+		// A unit's own paths may share its private directory, and a
+		// directory beside another's is not in it.
+		{name: "Systemd paths in the unit's own directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.Etcd, b.KubeAPIServer = "/var/lib/etcd-bin/etcd", "/var/log/kube-apiserver/bin/kube-apiserver"
+			toSystemd(c, &b)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "wal-dir", Value: "/var/lib/etcd/wal"}}}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/var/log/kube-apiserver/audit.log"}}
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///var/log/kube-apiserver/kms.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}},
 		{name: "StaticPods KMS socket under /tmp", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {
 			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
 				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmp/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},

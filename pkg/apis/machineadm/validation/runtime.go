@@ -75,8 +75,10 @@ func validateRuntime(r *Result, s *machineadm.MachineBootstrapSpec, p *field.Pat
 // sandboxHiddenDirs are the directories the Systemd runtime's units do not
 // see the host's content of: PrivateTmp=yes gives each unit /tmp and
 // /var/tmp of its own, and ProtectHome=yes makes /home, /root and
-// /run/user empty and inaccessible (systemd.exec(5); cpunits' unit).
-var sandboxHiddenDirs = []string{"/tmp", "/var/tmp", "/home", "/root", "/run/user"}
+// /run/user empty and inaccessible (systemd.exec(5); cpunits' unit), and
+// with it /var/run/user: /var/run is a symbolic link to /run, which the
+// unit resolves to the emptied /run/user.
+var sandboxHiddenDirs = []string{"/tmp", "/var/tmp", "/home", "/root", "/run/user", "/var/run/user"}
 
 // validateSandboxPaths refuses, with runtime Systemd, a host path a unit
 // itself opens that its sandbox hides (sandboxHiddenDirs): a component

@@ -257,6 +257,14 @@ func TestValidateControlPlane(t *testing.T) {
 			{p + "etcd.local.dataDir", inv}, {p + "etcd.local.extraArgs[0].value", inv},
 			{p + "apiServer.audit.log.path", inv}, {p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv},
 		}},
+		// /var/run is /run's other name (a symbolic link to it): the unit
+		// resolves /var/run/user to the /run/user ProtectHome=yes empties.
+		{name: "Systemd KMS socket under /var/run/user", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.ControlPlane.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///var/run/user/1000/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}, want: []fe{{p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv}}},
 		// The same paths are fine with static pods (hostPath mounts), and a
 		// name that only starts like a hidden directory is not in it.
 		{name: "Systemd paths beside the hidden directories", base: cpInit, mutate: func(c *spec) {

@@ -84,10 +84,11 @@ var sandboxHiddenDirs = []string{"/tmp", "/var/tmp", "/home", "/root", "/run/use
 // itself opens that its sandbox hides (sandboxHiddenDirs): a component
 // binary (the unit's ExecStart), the local etcd's data directory and a
 // --data-dir or --wal-dir in its extraArgs, the API server's audit log
-// and a KMS plugin's socket. Each would pass here and fail at bootstrap
-// (the unit exits at start, or the API server cannot reach its plugin)
-// or, for the audit log, be written into the unit's private /tmp and lost
-// with it. It also refuses such a path of one unit inside a directory
+// and a KMS plugin's socket. Each would pass here and fail at bootstrap:
+// the unit exits at start, a directory of its ReadWritePaths= (the data
+// and WAL directories, the audit log's) missing from its private /tmp
+// fails its namespace set-up (status 226/NAMESPACE), or the API server
+// cannot reach its plugin. It also refuses such a path of one unit inside a directory
 // another unit has to itself: etcd's data and WAL directories (0700
 // etcd, and the data directory in the other units' InaccessiblePaths=)
 // and the audit log's directory (0700 kube-apiserver), which the units

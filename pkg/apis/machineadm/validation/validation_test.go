@@ -265,6 +265,33 @@ func TestValidateControlPlane(t *testing.T) {
 				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///var/run/user/1000/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
 			}}}}
 		}, want: []fe{{p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv}}},
+		// A file an extraArgs flag names is opened by the process itself,
+		// in its sandbox, unless the flag is one systemd hands over as a
+		// credential (read outside the sandbox) with a clean path.
+		{name: "Systemd extraArgs paths its sandbox hides", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraArgs = []machineadm.Arg{
+				{Name: "tls-sni-cert-key", Value: "/etc/k8s/sni.crt,/home/ops/sni.key:api.example"},
+				{Name: "service-account-key-file", Value: "/home/ops/sa-old.pub"},
+				{Name: "oidc-ca-file", Value: "/root/./oidc-ca.crt"},
+			}
+			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "flex-volume-plugin-dir", Value: "/tmp/flex"}}
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "config", Value: "/var/tmp/scheduler.yaml"}, {Name: "cert-dir", Value: "/var/lib/etcd/scheduler-certs"}}
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "client-crl-file", Value: "/run/user/0/crl.pem"}, {Name: "log-outputs", Value: "/var/run/user/0/etcd.log"}}}
+		}, want: []fe{
+			{p + "apiServer.extraArgs[0].value", inv}, {p + "apiServer.extraArgs[2].value", inv},
+			{p + "controllerManager.extraArgs[0].value", inv}, {p + "scheduler.extraArgs[1].value", inv},
+			{p + "etcd.local.extraArgs[1].value", inv},
+		}},
+		// A path the process creates itself (self-signed certificates)
+		// lands in the unit's private /tmp, which works; /home does not.
+		{name: "Systemd extraArgs scratch paths", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "cert-dir", Value: "/tmp/kube-scheduler"}}
+			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "cert-dir", Value: "/home/kcm"}}
+		}, want: []fe{{p + "controllerManager.extraArgs[0].value", inv}}},
 		// The same paths are fine with static pods (hostPath mounts), and a
 		// name that only starts like a hidden directory is not in it.
 		{name: "Systemd paths beside the hidden directories", base: cpInit, mutate: func(c *spec) {

@@ -183,6 +183,9 @@ func validateSandboxPaths(r *Result, s *machineadm.MachineBootstrapSpec, p *fiel
 	} {
 		for i, a := range c.args {
 			n := argName(a.Name)
+			if c.unit == "kube-apiserver" && n == "audit-log-path" && path.IsAbs(a.Value) {
+				owns = append(owns, own{"kube-apiserver", path.Dir(path.Clean(a.Value)), "the audit log's directory"})
+			}
 			if _, ok := owned[n]; (ok && c.unit == "kube-apiserver") || (c.unit == "etcd" && (n == "data-dir" || n == "wal-dir")) ||
 				(slices.Contains(machineadm.SystemdCredentialFlags[c.unit], n) && machineadm.SystemdCredentialPath(a.Value)) {
 				continue

@@ -326,6 +326,13 @@ func TestValidateControlPlane(t *testing.T) {
 			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/srv/k8s/etcd"}
 			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/srv/k8s/audit.log"}}
 		}, want: []fe{{p + "etcd.local.dataDir", inv}}},
+		// The same with the audit log set by an extraArgs --audit-log-path.
+		{name: "Systemd binary in an extraArgs audit log's directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeScheduler = "/opt/k8s/bin/kube-scheduler"
+			toSystemd(c, &b)
+			c.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "audit-log-path", Value: "/opt/k8s/audit.log"}}
+		}, want: []fe{{p + "binaries.kubeScheduler", inv}}},
 		{name: "Systemd audit log in the etcd data directory", base: cpInit, mutate: func(c *spec) {
 			toSystemd(c, &systemdBinaries)
 			cp := c.Spec.ControlPlane

@@ -565,3 +565,16 @@ func TestSystemdExtraArgsFileFlagsAreCredentials(t *testing.T) {
 		t.Errorf("credentials for %d of the %d extraArgs flags: %v", len(seen), n, seen)
 	}
 }
+
+// The shared credential flags are keyed by kubeadm's component names,
+// which credentials looks them up by.
+func TestCredentialFlagsUseKubeadmsNames(t *testing.T) {
+	for _, name := range []string{kubeadmconstants.Etcd, kubeadmconstants.KubeAPIServer, kubeadmconstants.KubeControllerManager, kubeadmconstants.KubeScheduler} {
+		if len(credentialFlags[name]) == 0 {
+			t.Errorf("no credential flags for %q", name)
+		}
+	}
+	if len(credentialFlags) != 4 {
+		t.Errorf("credential flags for %d components, want 4", len(credentialFlags))
+	}
+}

@@ -257,6 +257,41 @@ func TestValidateControlPlane(t *testing.T) {
 			{p + "etcd.local.dataDir", inv}, {p + "etcd.local.extraArgs[0].value", inv},
 			{p + "apiServer.audit.log.path", inv}, {p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv},
 		}},
+		// /var/run is /run's other name (a symbolic link to it): the unit
+		// resolves /var/run/user to the /run/user ProtectHome=yes empties.
+		{name: "Systemd KMS socket under /var/run/user", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			c.Spec.ControlPlane.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///var/run/user/1000/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}, want: []fe{{p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv}}},
+		// A file an extraArgs flag names is opened by the process itself,
+		// in its sandbox, unless the flag is one systemd hands over as a
+		// credential (read outside the sandbox) with a clean path.
+		{name: "Systemd extraArgs paths its sandbox hides", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.APIServer.ExtraArgs = []machineadm.Arg{
+				{Name: "tls-sni-cert-key", Value: "/etc/k8s/sni.crt,/home/ops/sni.key:api.example"},
+				{Name: "service-account-key-file", Value: "/home/ops/sa-old.pub"},
+				{Name: "oidc-ca-file", Value: "/root/./oidc-ca.crt"},
+			}
+			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "flex-volume-plugin-dir", Value: "/tmp/flex"}}
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "config", Value: "/var/tmp/scheduler.yaml"}, {Name: "cert-dir", Value: "/var/lib/etcd/scheduler-certs"}}
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "client-crl-file", Value: "/run/user/0/crl.pem"}, {Name: "log-outputs", Value: "/var/run/user/0/etcd.log"}}}
+		}, want: []fe{
+			{p + "apiServer.extraArgs[0].value", inv}, {p + "apiServer.extraArgs[2].value", inv},
+			{p + "controllerManager.extraArgs[0].value", inv}, {p + "scheduler.extraArgs[1].value", inv},
+			{p + "etcd.local.extraArgs[1].value", inv},
+		}},
+		// A path the process creates itself (self-signed certificates)
+		// lands in the unit's private /tmp, which works; /home does not.
+		{name: "Systemd extraArgs scratch paths", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Scheduler.ExtraArgs = []machineadm.Arg{{Name: "cert-dir", Value: "/tmp/kube-scheduler"}}
+			cp.ControllerManager.ExtraArgs = []machineadm.Arg{{Name: "cert-dir", Value: "/home/kcm"}}
+		}, want: []fe{{p + "controllerManager.extraArgs[0].value", inv}}},
 		// The same paths are fine with static pods (hostPath mounts), and a
 		// name that only starts like a hidden directory is not in it.
 		{name: "Systemd paths beside the hidden directories", base: cpInit, mutate: func(c *spec) {
@@ -265,6 +300,56 @@ func TestValidateControlPlane(t *testing.T) {
 			toSystemd(c, &b)
 			c.Spec.ControlPlane.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
 				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///tmpfs/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}},
+		// The etcd data and WAL directories are etcd's alone (0700 etcd,
+		// and InaccessiblePaths= for the other units), the audit log's
+		// directory the API server's alone (0700 kube-apiserver): another
+		// unit's path inside one cannot be reached.
+		{name: "Systemd paths in another unit's private directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeScheduler, b.KubeControllerManager = "/var/lib/etcd/bin/kube-scheduler", "/opt/k8s/bin/kube-controller-manager"
+			toSystemd(c, &b)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "wal-dir", Value: "/srv/etcd-wal"}}}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/opt/k8s/audit.log"}}
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///srv/etcd-wal/kms/plugin.sock"}}, {Identity: &machineadm.IdentityProvider{}},
+			}}}}
+		}, want: []fe{
+			{p + "binaries.kubeControllerManager", inv}, {p + "binaries.kubeScheduler", inv},
+			{p + "apiServer.encryption.resources[0].providers[0].kms.endpoint", inv},
+		}},
+		{name: "Systemd etcd data directory in the audit log's directory", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/srv/k8s/etcd"}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/srv/k8s/audit.log"}}
+		}, want: []fe{{p + "etcd.local.dataDir", inv}}},
+		// The same with the audit log set by an extraArgs --audit-log-path.
+		{name: "Systemd binary in an extraArgs audit log's directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.KubeScheduler = "/opt/k8s/bin/kube-scheduler"
+			toSystemd(c, &b)
+			c.Spec.ControlPlane.APIServer.ExtraArgs = []machineadm.Arg{{Name: "audit-log-path", Value: "/opt/k8s/audit.log"}}
+		}, want: []fe{{p + "binaries.kubeScheduler", inv}}},
+		{name: "Systemd audit log in the etcd data directory", base: cpInit, mutate: func(c *spec) {
+			toSystemd(c, &systemdBinaries)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd"}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/var/lib/etcd/audit/audit.log"}}
+		}, want: []fe{{p + "apiServer.audit.log.path", inv}}},
+		// A unit's own paths may share its private directory, and a
+		// directory beside another's is not in it.
+		{name: "Systemd paths in the unit's own directory", base: cpInit, mutate: func(c *spec) {
+			b := systemdBinaries
+			b.Etcd, b.KubeAPIServer = "/var/lib/etcd-bin/etcd", "/var/log/kube-apiserver/bin/kube-apiserver"
+			toSystemd(c, &b)
+			cp := c.Spec.ControlPlane
+			cp.Etcd.Local = &machineadm.LocalEtcd{DataDir: "/var/lib/etcd", ExtraArgs: []machineadm.Arg{{Name: "wal-dir", Value: "/var/lib/etcd/wal"}}}
+			cp.APIServer.Audit = &machineadm.Audit{Policy: map[string]any{"rules": []any{map[string]any{"level": "Metadata"}}}, Log: &machineadm.AuditLog{Path: "/var/log/kube-apiserver/audit.log"}}
+			cp.APIServer.Encryption = &machineadm.Encryption{Resources: []machineadm.EncryptionResource{{Resources: []string{"secrets"}, Providers: []machineadm.EncryptionProvider{
+				{KMS: &machineadm.KMSProvider{Name: "k", APIVersion: machineadm.DefaultKMSAPIVersion, Endpoint: "unix:///var/log/kube-apiserver/kms.sock"}}, {Identity: &machineadm.IdentityProvider{}},
 			}}}}
 		}},
 		{name: "StaticPods KMS socket under /tmp", base: cpInit, mutate: cp(func(cp *machineadm.ControlPlane) {

@@ -121,10 +121,12 @@ func TestWaitClusterInfoPhaseRealWaitBounded(t *testing.T) {
 	l.Close()
 	var buf bytes.Buffer
 	d := logData(t, &buf)
-	d.Config.Spec.Join.APIServerEndpoint, d.Config.Spec.Join.Timeout = endpoint, "1s"
+	// 5s, not less: on a loaded machine the first refused attempt must
+	// come back before the wait ends, or there is no refusal to report.
+	d.Config.Spec.Join.APIServerEndpoint, d.Config.Spec.Join.Timeout = endpoint, "5s"
 	start := time.Now()
 	_, err = runWait(t, d)
-	if c, _ := errclass.Of(err); c != errclass.Timeout || err == nil || !strings.Contains(err.Error(), "spec.join.timeout (1s)") || !strings.Contains(err.Error(), "connection refused") {
+	if c, _ := errclass.Of(err); c != errclass.Timeout || err == nil || !strings.Contains(err.Error(), "spec.join.timeout (5s)") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("class %s, err %v; want Timeout naming spec.join.timeout and the refused connection", c, err)
 	}
 	// Refused every time: the hint says nothing listens there, not that
@@ -132,8 +134,8 @@ func TestWaitClusterInfoPhaseRealWaitBounded(t *testing.T) {
 	if _, hint := errclass.Of(err); errors.Is(err, discovery.ErrClusterInfoPending) || !strings.Contains(hint, "refused") || strings.Contains(hint, "token") {
 		t.Errorf("refused endpoint: err %v, hint %q", err, hint)
 	}
-	if el := time.Since(start); el > 15*time.Second {
-		t.Errorf("a wait bounded by 1s took %s", el)
+	if el := time.Since(start); el > 60*time.Second {
+		t.Errorf("a wait bounded by 5s took %s", el)
 	}
 }
 

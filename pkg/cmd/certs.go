@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -144,7 +145,9 @@ const withoutConfig = "on a control plane kubeadm then reads the cluster's kubea
 // oldConfigVersion matches the kubeadm configuration versions of older
 // kubeadm releases, which `kubeadm config migrate` of such a release
 // converts.
-var oldConfigVersion = regexp.MustCompile(`^kubeadm\.k8s\.io/v1(alpha[1-3]|beta[1-3])$`)
+var oldConfigVersion = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^kubeadm\.k8s\.io/v1(alpha[1-3]|beta[1-3])$`)
+})
 
 // configVersionError is the usage error of a --config whose document of
 // kind is of version gv, not the one the embedded kubeadm reads: an older one
@@ -154,7 +157,7 @@ var oldConfigVersion = regexp.MustCompile(`^kubeadm\.k8s\.io/v1(alpha[1-3]|beta[
 func configVersionError(config, kind, gv string) error {
 	want := day2.ConfigAPIVersion()
 	switch {
-	case oldConfigVersion.MatchString(gv):
+	case oldConfigVersion().MatchString(gv):
 		return session.Usagef("--config %s: its %s is %s; the embedded kubeadm reads %s (an older file converts with `kubeadm config migrate` of the kubeadm release that still reads it)", config, kind, gv, want)
 	case gv == "kubeadm.k8s.io/v1":
 		return session.Usagef("--config %s: its %s is %s; kubeadm.k8s.io/v1 is experimental, which check-expiration does not read: write it as %s", config, kind, gv, want)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +74,9 @@ func RESTConfig(path string) (*rest.Config, error) {
 
 // quoted matches a double-quoted (Go syntax), back-quoted or single-quoted
 // (no blanks: "couldn't" is no quote) segment of an error message.
-var quoted = regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`|'[^'\\s]*'")
+var quoted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|`[^`]*`|'[^'\\s]*'")
+})
 
 // loadError is clientcmd.Load's error err for data, unless it quotes part
 // of data: the YAML layer puts a map key or a tagged scalar it cannot
@@ -89,7 +92,7 @@ func loadError(err error, data []byte) error {
 	var tm metav1.TypeMeta
 	_ = yaml.Unmarshal(data, &tm)
 	leaks := yamlQuotes(msg)
-	for _, q := range quoted.FindAllString(msg, -1) {
+	for _, q := range quoted().FindAllString(msg, -1) {
 		s := q[1 : len(q)-1]
 		if u, err := strconv.Unquote(q); err == nil && q[0] == '"' {
 			s = u

@@ -406,12 +406,16 @@ func logJournalAttribution(ctx context.Context, t *testing.T, m *Machine) {
 // fake plugin's lines when journalctl -u does not show them: the lines by
 // the identifier systemd gives the stream (whatever unit journald
 // attributed them to, with the fields it attributed them by), the
-// plugin's cgroup (journald derives the unit from it), and journald's own
-// messages and disk use (lines it dropped).
+// plugin's cgroup (journald derives the unit from it), the journal's
+// newest entries and its files' check (whether journald stored nothing
+// after the plugin's start, or only not the plugin's stream), and
+// journald's own messages and disk use (lines it dropped).
 var journalAttribution = []struct{ what, cmd string }{
 	{"plugin lines by identifier, with their unit and cgroup fields",
 		"journalctl --no-pager -o verbose SYSLOG_IDENTIFIER=fake-kms-plugin | grep -E '^[A-Z][a-z]{2} |^ +(MESSAGE|_PID|_SYSTEMD_UNIT|_SYSTEMD_CGROUP|_SYSTEMD_INVOCATION_ID)=' | tail -n 60"},
 	{"plugin cgroup", "p=$(systemctl show -p MainPID --value fake-kms-plugin.service); echo \"pid $p\"; cat /proc/$p/cgroup"},
+	{"the journal's newest entries (does it store anything after the plugin's start?) and its files' consistency",
+		"journalctl --no-pager -n 8 -o short-monotonic; journalctl --verify 2>&1 | tail -n 5"},
 	{"journald's own messages and disk use",
 		"journalctl --no-pager -o short-monotonic -u systemd-journald.service | tail -n 20; journalctl --disk-usage; df -h /var/log /run/log 2>&1"},
 }
